@@ -1,0 +1,80 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <glib-object.h>
+
+#include "confab-enums.h"
+
+G_BEGIN_DECLS
+
+#define CONFAB_TYPE_AGENT (confab_agent_get_type())
+G_DECLARE_FINAL_TYPE(ConfabAgent, confab_agent, CONFAB, AGENT, GObject)
+
+ConfabAgent *
+confab_agent_new(void);
+const gchar *
+confab_agent_get_id(ConfabAgent *self);
+void
+confab_agent_set_id(ConfabAgent *self, const gchar *id);
+const gchar *
+confab_agent_get_name(ConfabAgent *self);
+void
+confab_agent_set_name(ConfabAgent *self, const gchar *name);
+const gchar *
+confab_agent_get_instructions(ConfabAgent *self);
+void
+confab_agent_set_instructions(ConfabAgent *self, const gchar *instructions);
+const gchar *
+confab_agent_get_provider(ConfabAgent *self);
+void
+confab_agent_set_provider(ConfabAgent *self, const gchar *provider);
+const gchar *
+confab_agent_get_base_url(ConfabAgent *self);
+void
+confab_agent_set_base_url(ConfabAgent *self, const gchar *base_url);
+const gchar *
+confab_agent_get_upstream_model(ConfabAgent *self);
+void
+confab_agent_set_upstream_model(ConfabAgent *self, const gchar *upstream_model);
+const gchar *
+confab_agent_get_api_key(ConfabAgent *self);
+void
+confab_agent_set_api_key(ConfabAgent *self, const gchar *api_key);
+const gchar *
+confab_agent_get_api_key_file(ConfabAgent *self);
+void
+confab_agent_set_api_key_file(ConfabAgent *self, const gchar *api_key_file);
+const gchar *
+confab_agent_get_params(ConfabAgent *self);
+void
+confab_agent_set_params(ConfabAgent *self, const gchar *params);
+guint
+confab_agent_get_connect_timeout(ConfabAgent *self);
+void
+confab_agent_set_connect_timeout(ConfabAgent *self, guint connect_timeout);
+guint
+confab_agent_get_first_byte_timeout(ConfabAgent *self);
+void
+confab_agent_set_first_byte_timeout(ConfabAgent *self, guint first_byte_timeout);
+guint
+confab_agent_get_idle_timeout(ConfabAgent *self);
+void
+confab_agent_set_idle_timeout(ConfabAgent *self, guint idle_timeout);
+guint
+confab_agent_get_total_timeout(ConfabAgent *self);
+void
+confab_agent_set_total_timeout(ConfabAgent *self, guint total_timeout);
+gint64
+confab_agent_get_created_at(ConfabAgent *self);
+void
+confab_agent_set_created_at(ConfabAgent *self, gint64 created_at);
+gint64
+confab_agent_get_updated_at(ConfabAgent *self);
+void
+confab_agent_set_updated_at(ConfabAgent *self, gint64 updated_at);
+
+G_END_DECLS

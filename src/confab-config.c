@@ -1,0 +1,242 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabConfig"
+
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "confab-config.h"
+#include "confab-error.h"
+
+/**
+ * confab_config_new:
+ *
+ * Returns: (transfer full): the built-in defaults
+ */
+ConfabConfig *
+confab_config_new(void)
+{
+	ConfabConfig *self = g_new0(ConfabConfig, 1);
+	self->listen = g_strdup("127.0.0.1:8080");
+	self->state_dir = g_strdup(CONFAB_DEFAULT_STATE_DIR);
+	self->bus = g_strdup("system");
+	self->shutdown_grace = 10;
+	self->serving_threads = 1;
+	self->max_body_bytes = 32 * 1024 * 1024;
+	self->max_json_depth = 64;
+	self->max_files_per_message = 10;
+	self->max_file_bytes = 25 * 1024 * 1024;
+	self->max_connections = 1024;
+	self->max_inflight_turns = 1024;
+	self->idle_timeout = 60;
+	self->max_header_bytes = 64 * 1024;
+	self->max_stream_buffer = 1024 * 1024;
+	self->default_monthly_requests = 0;
+	self->upstream_connect_timeout = 10;
+	self->upstream_first_byte_timeout = 120;
+	self->upstream_idle_timeout = 120;
+	self->upstream_total_timeout = 900;
+	self->upstream_max_retries = 2;
+	self->upstream_max_connections = 256;
+	self->read_connections = 2;
+	return self;
+}
+
+void
+confab_config_free(ConfabConfig *self)
+{
+	if (self == NULL)
+		return;
+	g_free(self->listen);
+	g_free(self->state_dir);
+	g_free(self->bus);
+	g_free(self);
+}
+
+typedef enum {
+	KEY_STRING,
+	KEY_UINT,
+	KEY_SIZE,
+	KEY_UINT64,
+} KeyKind;
+
+typedef struct {
+	const gchar *group;
+	const gchar *key;
+	KeyKind kind;
+	gsize offset;
+	guint64 min;
+	guint64 max;
+} KeySpec;
+
+#define OFF(f) G_STRUCT_OFFSET(ConfabConfig, f)
+
+static const KeySpec keys[] = {
+    {"daemon", "listen", KEY_STRING, OFF(listen), 0, 0},
+    {"daemon", "state_dir", KEY_STRING, OFF(state_dir), 0, 0},
+    {"daemon", "bus", KEY_STRING, OFF(bus), 0, 0},
+    {"daemon", "shutdown_grace", KEY_UINT, OFF(shutdown_grace), 0, 3600},
+    {"daemon", "serving_threads", KEY_UINT, OFF(serving_threads), 0, 64},
+    {"limits", "max_body_bytes", KEY_SIZE, OFF(max_body_bytes), 1024, G_MAXINT32},
+    {"limits", "max_json_depth", KEY_UINT, OFF(max_json_depth), 8, 10000},
+    {"limits", "max_files_per_message", KEY_UINT, OFF(max_files_per_message), 0, 1000},
+    {"limits", "max_file_bytes", KEY_SIZE, OFF(max_file_bytes), 0, G_MAXINT32},
+    {"limits", "max_connections", KEY_UINT, OFF(max_connections), 1, 1000000},
+    {"limits", "max_inflight_turns", KEY_UINT, OFF(max_inflight_turns), 1, 1000000},
+    {"limits", "idle_timeout", KEY_UINT, OFF(idle_timeout), 1, 86400},
+    {"limits", "max_header_bytes", KEY_SIZE, OFF(max_header_bytes), 1024, 16 * 1024 * 1024},
+    {"limits", "max_stream_buffer", KEY_SIZE, OFF(max_stream_buffer), 4096, G_MAXINT32},
+    {"quota", "default_monthly_requests", KEY_UINT64, OFF(default_monthly_requests), 0, G_MAXINT64},
+    {"upstream", "connect_timeout", KEY_UINT, OFF(upstream_connect_timeout), 1, 3600},
+    {"upstream", "first_byte_timeout", KEY_UINT, OFF(upstream_first_byte_timeout), 1, 86400},
+    {"upstream", "idle_timeout", KEY_UINT, OFF(upstream_idle_timeout), 1, 86400},
+    {"upstream", "total_timeout", KEY_UINT, OFF(upstream_total_timeout), 1, 86400},
+    {"upstream", "max_retries", KEY_UINT, OFF(upstream_max_retries), 0, 10},
+    {"upstream", "max_connections", KEY_UINT, OFF(upstream_max_connections), 1, 100000},
+    {"storage", "read_connections", KEY_UINT, OFF(read_connections), 1, 64},
+};
+
+static gboolean
+load_keyfile(ConfabConfig *self, GKeyFile *kf, const gchar *origin, GError **error)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+		const KeySpec *spec = &keys[i];
+		gpointer field = G_STRUCT_MEMBER_P(self, spec->offset);
+		g_autofree gchar *value = NULL;
+		guint64 number = 0;
+
+		if (!g_key_file_has_key(kf, spec->group, spec->key, NULL))
+			continue;
+		value = g_key_file_get_string(kf, spec->group, spec->key, NULL);
+		if (value == NULL)
+			continue;
+		g_strstrip(value);
+		if (spec->kind == KEY_STRING) {
+			g_free(*(gchar **)field);
+			*(gchar **)field = g_steal_pointer(&value);
+			continue;
+		}
+		if (!g_ascii_string_to_unsigned(value, 10, spec->min, spec->max, &number, NULL)) {
+			g_set_error(
+			    error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_INVALID_VALUE,
+			    "%s: [%s] %s=%s: expected a whole number from %" G_GUINT64_FORMAT
+			    " to %" G_GUINT64_FORMAT,
+			    origin,
+			    spec->group,
+			    spec->key,
+			    value,
+			    spec->min,
+			    spec->max);
+			return FALSE;
+		}
+		switch (spec->kind) {
+		case KEY_UINT:
+			*(guint *)field = (guint)number;
+			break;
+		case KEY_SIZE:
+			*(gsize *)field = (gsize)number;
+			break;
+		case KEY_UINT64:
+			*(guint64 *)field = number;
+			break;
+		default:
+			g_assert_not_reached();
+		}
+	}
+	return TRUE;
+}
+
+/**
+ * confab_config_load_data:
+ * @self: a #ConfabConfig
+ * @data: key file text
+ * @error: return location for a #GError
+ *
+ * Overrides the settings that @data names.
+ */
+gboolean
+confab_config_load_data(ConfabConfig *self, const gchar *data, GError **error)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	if (!g_key_file_load_from_data(kf, data, -1, G_KEY_FILE_NONE, error))
+		return FALSE;
+	return load_keyfile(self, kf, "config", error);
+}
+
+/**
+ * confab_config_load_file:
+ * @self: a #ConfabConfig
+ * @path: a key file
+ * @error: return location for a #GError
+ *
+ * Overrides the settings that @path names.
+ */
+gboolean
+confab_config_load_file(ConfabConfig *self, const gchar *path, GError **error)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, error)) {
+		g_prefix_error(error, "%s: ", path);
+		return FALSE;
+	}
+	return load_keyfile(self, kf, path, error);
+}
+
+/**
+ * confab_config_parse_listen:
+ * @listen: `HOST:PORT`, `[IPv6]:PORT` or `PORT`
+ * @host: (out): the host
+ * @port: (out): the port; 0 picks a free one
+ * @error: return location for a #GError
+ */
+gboolean
+confab_config_parse_listen(const gchar *listen, gchar **host, guint16 *port, GError **error)
+{
+	const gchar *colon;
+	guint64 number = 0;
+	g_autofree gchar *h = NULL;
+
+	if (listen == NULL || *listen == '\0') {
+		g_set_error_literal(error,
+				    CONFAB_ERROR,
+				    CONFAB_ERROR_INVALID_VALUE,
+				    "empty address");
+		return FALSE;
+	}
+	colon = strrchr(listen, ':');
+	if (colon == NULL) {
+		h = g_strdup("127.0.0.1");
+		colon = listen - 1;
+	} else if (listen[0] == '[') {
+		const gchar *close = strchr(listen, ']');
+		if (close == NULL || close + 1 != colon) {
+			g_set_error(error,
+				    CONFAB_ERROR,
+				    CONFAB_ERROR_INVALID_VALUE,
+				    "bad address '%s'",
+				    listen);
+			return FALSE;
+		}
+		h = g_strndup(listen + 1, close - listen - 1);
+	} else {
+		h = g_strndup(listen, colon - listen);
+	}
+	if (!g_ascii_string_to_unsigned(colon + 1, 10, 0, 65535, &number, NULL)) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_INVALID_VALUE,
+			    "bad port in '%s'",
+			    listen);
+		return FALSE;
+	}
+	*host = g_steal_pointer(&h);
+	*port = (guint16)number;
+	return TRUE;
+}

@@ -1,0 +1,61 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/**
+ * ConfabConfig:
+ *
+ * The daemon's settings: built-in defaults, then the config file (a
+ * #GKeyFile), then the command line. Read-only once the daemon runs.
+ * confab.conf(5) documents every key.
+ */
+typedef struct {
+	/* [daemon] */
+	gchar *listen;	       /* host:port */
+	gchar *state_dir;      /* where confab.db lives */
+	gchar *bus;	       /* system, session or none */
+	guint shutdown_grace;  /* seconds running turns get on SIGTERM */
+	guint serving_threads; /* HTTP threads, 0 for one per core */
+	/* [limits] */
+	gsize max_body_bytes;
+	guint max_json_depth;
+	guint max_files_per_message;
+	gsize max_file_bytes;
+	guint max_connections;
+	guint max_inflight_turns;
+	guint idle_timeout; /* seconds */
+	gsize max_header_bytes;
+	gsize max_stream_buffer; /* bytes queued for a slow stream reader */
+	/* [quota] */
+	guint64 default_monthly_requests; /* 0: unlimited */
+	/* [upstream] */
+	guint upstream_connect_timeout;
+	guint upstream_first_byte_timeout;
+	guint upstream_idle_timeout;
+	guint upstream_total_timeout;
+	guint upstream_max_retries;
+	guint upstream_max_connections;
+	/* [storage] */
+	guint read_connections;
+} ConfabConfig;
+
+ConfabConfig *
+confab_config_new(void);
+gboolean
+confab_config_load_file(ConfabConfig *self, const gchar *path, GError **error);
+gboolean
+confab_config_load_data(ConfabConfig *self, const gchar *data, GError **error);
+gboolean
+confab_config_parse_listen(const gchar *listen, gchar **host, guint16 *port, GError **error);
+void
+confab_config_free(ConfabConfig *self);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabConfig, confab_config_free)
+
+G_END_DECLS

@@ -1,0 +1,515 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabDaemon"
+
+#include "config.h"
+
+#include <errno.h>
+#include <glib-unix.h>
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "confab-daemon.h"
+#include "confab-dbus-admin-impl.h"
+#include "confab-dbus-chat-impl.h"
+#include "confab-error.h"
+#include "confab-http-server.h"
+#include "confab-provider-echo.h"
+#include "confab-sd-notify.h"
+#include "confab-store-sqlite.h"
+
+/*
+ * The daemon object: it owns everything that lives as long as the process
+ * (config, store, engine, HTTP server, bus name) and the stop sequence:
+ * refuse new turns with 503, let running ones end within the grace period
+ * (then cancel them: they store what they have as incomplete), let the last
+ * responses flush, stop serving, drain the writer, exit 0.
+ */
+
+#define CONFAB_BUS_NAME	   "org.confab.Confab1"
+#define CONFAB_OBJECT_PATH "/org/confab/Confab1"
+#define FLUSH_DEADLINE_US  (2 * G_USEC_PER_SEC)
+
+struct _ConfabDaemon {
+	GObject parent_instance;
+	ConfabConfig *config; /* owned */
+	gboolean dev;
+	GMainLoop *loop;	    /* owned */
+	ConfabStore *store;	    /* owned */
+	ConfabEngine *engine;	    /* owned */
+	ConfabHttpServer *http;	    /* owned */
+	GDBusConnection *bus;	    /* owned */
+	ConfabDbusAdminImpl *admin; /* owned */
+	ConfabDbusChatImpl *chat;   /* owned */
+	guint name_id;
+	gboolean name_acquired;
+	gboolean stopping;
+	guint grace_id;
+	guint flush_id;
+	gint64 flush_deadline;
+	gint exit_code;
+	guint sigint_id;
+	guint sigterm_id;
+};
+
+G_DEFINE_FINAL_TYPE(ConfabDaemon, confab_daemon, G_TYPE_OBJECT)
+
+static void
+confab_daemon_finalize(GObject *object)
+{
+	ConfabDaemon *self = CONFAB_DAEMON(object);
+
+	g_clear_handle_id(&self->grace_id, g_source_remove);
+	g_clear_handle_id(&self->flush_id, g_source_remove);
+	g_clear_handle_id(&self->sigint_id, g_source_remove);
+	g_clear_handle_id(&self->sigterm_id, g_source_remove);
+	if (self->name_id != 0)
+		g_bus_unown_name(self->name_id);
+	if (self->admin != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->admin));
+	if (self->chat != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->chat));
+	g_clear_object(&self->admin);
+	g_clear_object(&self->chat);
+	g_clear_object(&self->bus);
+	g_clear_object(&self->http);
+	g_clear_object(&self->engine);
+	if (self->store != NULL)
+		confab_store_close(self->store);
+	g_clear_object(&self->store);
+	g_clear_pointer(&self->loop, g_main_loop_unref);
+	g_clear_pointer(&self->config, confab_config_free);
+	G_OBJECT_CLASS(confab_daemon_parent_class)->finalize(object);
+}
+
+static void
+confab_daemon_class_init(ConfabDaemonClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->finalize = confab_daemon_finalize;
+}
+
+static void
+confab_daemon_init(ConfabDaemon *self)
+{
+	self->loop = g_main_loop_new(NULL, FALSE);
+}
+
+/**
+ * confab_daemon_new:
+ * @config: (transfer full): the settings
+ * @dev: whether this is `confabd --dev`
+ *
+ * Returns: (transfer full): a daemon, not started
+ */
+ConfabDaemon *
+confab_daemon_new(ConfabConfig *config, gboolean dev)
+{
+	ConfabDaemon *self = g_object_new(CONFAB_TYPE_DAEMON, NULL);
+	self->config = config;
+	self->dev = dev;
+	return self;
+}
+
+/**
+ * confab_daemon_get_engine:
+ *
+ * Returns: (transfer none): the engine, once started
+ */
+ConfabEngine *
+confab_daemon_get_engine(ConfabDaemon *self)
+{
+	return self->engine;
+}
+
+/**
+ * confab_daemon_get_url:
+ *
+ * Returns: (transfer full): where the v1 API listens
+ */
+gchar *
+confab_daemon_get_url(ConfabDaemon *self)
+{
+	return confab_http_server_get_url(self->http);
+}
+
+gboolean
+confab_daemon_has_bus(ConfabDaemon *self)
+{
+	return self->name_acquired;
+}
+
+/* ---------- D-Bus ---------- */
+
+static void
+on_name_acquired(GDBusConnection *connection, const gchar *name, gpointer user_data)
+{
+	ConfabDaemon *self = user_data;
+	self->name_acquired = TRUE;
+	g_debug("acquired %s", name);
+}
+
+static void
+on_name_lost(GDBusConnection *connection, const gchar *name, gpointer user_data)
+{
+	ConfabDaemon *self = user_data;
+	if (self->dev) {
+		/* a second dev daemon: it still serves HTTP */
+		if (!self->name_acquired)
+			g_printerr(_("confabd: %s is taken on the session bus; D-Bus "
+				     "administration is off\n"),
+				   name);
+		self->name_acquired = FALSE;
+		return;
+	}
+	g_critical("lost the bus name %s; is another confabd running?", name);
+	self->exit_code = 1;
+	confab_daemon_stop(self);
+}
+
+static gboolean
+export_dbus(ConfabDaemon *self, GError **error)
+{
+	GBusType bus_type;
+	gboolean system_bus;
+	g_autofree gchar *url = confab_http_server_get_url(self->http);
+
+	if (g_strcmp0(self->config->bus, "none") == 0)
+		return TRUE;
+	system_bus = g_strcmp0(self->config->bus, "system") == 0;
+	if (!system_bus && g_strcmp0(self->config->bus, "session") != 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_INVALID_VALUE,
+			    "bus must be system, session or none, not '%s'",
+			    self->config->bus);
+		return FALSE;
+	}
+	bus_type = system_bus ? G_BUS_TYPE_SYSTEM : G_BUS_TYPE_SESSION;
+	self->bus = g_bus_get_sync(bus_type, NULL, error);
+	if (self->bus == NULL) {
+		g_prefix_error(error, "connecting to the %s bus: ", self->config->bus);
+		return FALSE;
+	}
+	g_dbus_connection_set_exit_on_close(self->bus, FALSE);
+
+	self->admin = confab_dbus_admin_impl_new(self->engine, system_bus, CONFAB_ADMIN_GROUP);
+	confab_dbus_admin_set_listen_address(CONFAB_DBUS_ADMIN(self->admin), url);
+	if (!g_dbus_interface_skeleton_export(G_DBUS_INTERFACE_SKELETON(self->admin),
+					      self->bus,
+					      CONFAB_OBJECT_PATH,
+					      error))
+		return FALSE;
+	self->chat = confab_dbus_chat_impl_new(self->engine);
+	if (!g_dbus_interface_skeleton_export(G_DBUS_INTERFACE_SKELETON(self->chat),
+					      self->bus,
+					      CONFAB_OBJECT_PATH,
+					      error))
+		return FALSE;
+	self->name_id = g_bus_own_name_on_connection(self->bus,
+						     CONFAB_BUS_NAME,
+						     G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
+						     on_name_acquired,
+						     on_name_lost,
+						     self,
+						     NULL);
+	return TRUE;
+}
+
+/* ---------- start ---------- */
+
+static gboolean
+ensure_state_dir(const gchar *dir, GError **error)
+{
+	if (g_mkdir_with_parents(dir, 0700) < 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_FAILED,
+			    "creating %s: %s",
+			    dir,
+			    g_strerror(errno));
+		return FALSE;
+	}
+	/* conversations and token hashes live here: nobody else reads it */
+	if (g_chmod(dir, 0700) < 0)
+		g_warning("making %s private: %s", dir, g_strerror(errno));
+	return TRUE;
+}
+
+static gboolean
+on_signal(gpointer user_data)
+{
+	ConfabDaemon *self = user_data;
+	if (self->stopping) {
+		/* a second signal: do not wait for the grace period */
+		confab_engine_cancel_turns(self->engine);
+		return G_SOURCE_CONTINUE;
+	}
+	confab_daemon_stop(self);
+	return G_SOURCE_CONTINUE;
+}
+
+/**
+ * confab_daemon_start:
+ * @self: a #ConfabDaemon
+ * @error: return location for a #GError
+ *
+ * Opens the store, loads the engine, starts serving HTTP and, unless the
+ * bus is "none", exports the D-Bus interfaces and takes the bus name.
+ */
+gboolean
+confab_daemon_start(ConfabDaemon *self, GError **error)
+{
+	g_autofree gchar *db_path = NULL;
+	g_autoptr(ConfabStoreSqlite) store = NULL;
+	g_autoptr(ConfabProviderEcho) echo = NULL;
+	g_autoptr(GError) bus_error = NULL;
+
+	confab_error_register_dbus();
+	if (!ensure_state_dir(self->config->state_dir, error))
+		return FALSE;
+	db_path = g_build_filename(self->config->state_dir, "confab.db", NULL);
+	store = confab_store_sqlite_new(db_path, self->config->read_connections, error);
+	if (store == NULL)
+		return FALSE;
+	self->store = CONFAB_STORE(g_steal_pointer(&store));
+	self->engine = confab_engine_new(self->config, self->store, error);
+	if (self->engine == NULL)
+		return FALSE;
+	echo = confab_provider_echo_new();
+	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(echo));
+
+	self->http = confab_http_server_new(self->engine);
+	if (!confab_http_server_listen(self->http, self->config->listen, error))
+		return FALSE;
+
+	if (!export_dbus(self, &bus_error)) {
+		if (!self->dev) {
+			g_propagate_error(error, g_steal_pointer(&bus_error));
+			return FALSE;
+		}
+		g_printerr(_("confabd: no session bus (%s); D-Bus administration is off\n"),
+			   bus_error->message);
+		g_clear_object(&self->admin);
+		g_clear_object(&self->chat);
+		g_clear_object(&self->bus);
+	}
+
+	self->sigint_id = g_unix_signal_add(SIGINT, on_signal, self);
+	self->sigterm_id = g_unix_signal_add(SIGTERM, on_signal, self);
+	return TRUE;
+}
+
+/* ---------- stop ---------- */
+
+static gboolean
+flush_check(gpointer user_data)
+{
+	ConfabDaemon *self = user_data;
+	/* the last chunks and [DONE]s are on their way: let them go */
+	if (confab_http_server_get_active_requests(self->http) > 0 &&
+	    g_get_monotonic_time() < self->flush_deadline)
+		return G_SOURCE_CONTINUE;
+	self->flush_id = 0;
+	g_main_loop_quit(self->loop);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+on_drained(ConfabEngine *engine, gpointer user_data)
+{
+	ConfabDaemon *self = user_data;
+	g_clear_handle_id(&self->grace_id, g_source_remove);
+	if (self->flush_id != 0)
+		return;
+	self->flush_deadline = g_get_monotonic_time() + FLUSH_DEADLINE_US;
+	self->flush_id = g_timeout_add(20, flush_check, self);
+}
+
+static gboolean
+on_grace_over(gpointer user_data)
+{
+	ConfabDaemon *self = user_data;
+	self->grace_id = 0;
+	g_message("grace period over: cancelling %u running turns",
+		  confab_engine_get_active_turns(self->engine));
+	confab_engine_cancel_turns(self->engine);
+	return G_SOURCE_REMOVE;
+}
+
+/**
+ * confab_daemon_stop:
+ * @self: a #ConfabDaemon
+ *
+ * Begins the graceful stop; confab_daemon_run() returns when it is over.
+ */
+void
+confab_daemon_stop(ConfabDaemon *self)
+{
+	if (self->stopping)
+		return;
+	self->stopping = TRUE;
+	confab_sd_notify("STOPPING=1");
+	g_message("stopping: %u turns running", confab_engine_get_active_turns(self->engine));
+	g_signal_connect(self->engine, "drained", G_CALLBACK(on_drained), self);
+	self->grace_id =
+	    g_timeout_add_seconds(MAX(self->config->shutdown_grace, 1), on_grace_over, self);
+	confab_engine_begin_shutdown(self->engine);
+}
+
+/**
+ * confab_daemon_run:
+ * @self: a started #ConfabDaemon
+ *
+ * Serves until stopped, then stops serving and drains the store.
+ *
+ * Returns: the exit code
+ */
+gint
+confab_daemon_run(ConfabDaemon *self)
+{
+	confab_sd_notify("READY=1");
+	g_main_loop_run(self->loop);
+
+	confab_http_server_disconnect(self->http);
+	if (self->name_id != 0) {
+		g_bus_unown_name(self->name_id);
+		self->name_id = 0;
+	}
+	if (self->admin != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->admin));
+	if (self->chat != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->chat));
+	g_clear_object(&self->admin);
+	g_clear_object(&self->chat);
+	/* every acknowledged write is committed before we exit */
+	confab_store_close(self->store);
+	if (self->bus != NULL)
+		g_dbus_connection_flush_sync(self->bus, NULL, NULL);
+	return self->exit_code;
+}
+
+/* ---------- --dev ---------- */
+
+typedef struct {
+	GMainLoop *loop;
+	GAsyncResult *result;
+} SyncWait;
+
+static void
+sync_wait_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	SyncWait *wait = user_data;
+	wait->result = g_object_ref(result);
+	g_main_loop_quit(wait->loop);
+}
+
+static GAsyncResult *
+sync_wait_run(SyncWait *wait)
+{
+	g_main_loop_run(wait->loop);
+	return wait->result;
+}
+
+/**
+ * confab_daemon_provision_dev:
+ * @self: a started #ConfabDaemon
+ * @agent_id: (out) (transfer full): the demo agent
+ * @secret: (out) (transfer full): a fresh dev token
+ * @error: return location for a #GError
+ *
+ * For `confabd --dev`: makes sure there is a demo agent (the echo provider,
+ * or the openai one when CONFAB_OPENAI_BASE_URL is set), revokes the dev
+ * tokens of earlier runs and mints a new one, so that a secret is never
+ * kept anywhere but in the terminal that shows it.
+ */
+gboolean
+confab_daemon_provision_dev(ConfabDaemon *self, gchar **agent_id, gchar **secret, GError **error)
+{
+	const gchar *base_url = g_getenv("CONFAB_OPENAI_BASE_URL");
+	const gchar *provider = base_url != NULL && *base_url != '\0' ? "openai" : "echo";
+	const gchar *const scopes[] = {"chat.completions", NULL};
+	g_autoptr(GPtrArray) agents = confab_engine_list_agents(self->engine);
+	g_autoptr(GPtrArray) tokens = NULL;
+	g_autoptr(ConfabAgent) agent = NULL;
+	g_autoptr(ConfabToken) token = NULL;
+	g_autoptr(GMainContext) context = g_main_context_new();
+	SyncWait wait = {NULL, NULL};
+
+	for (guint i = 0; i < agents->len; i++) {
+		ConfabAgent *candidate = g_ptr_array_index(agents, i);
+		if (g_strcmp0(confab_agent_get_name(candidate), "demo") == 0 &&
+		    g_strcmp0(confab_agent_get_provider(candidate), provider) == 0 &&
+		    g_strcmp0(confab_agent_get_base_url(candidate),
+			      g_str_equal(provider, "openai") ? base_url : NULL) == 0)
+			agent = g_object_ref(candidate);
+	}
+
+	g_main_context_push_thread_default(context);
+	wait.loop = g_main_loop_new(context, FALSE);
+	if (agent == NULL) {
+		g_autofree gchar *id =
+		    confab_id_generator_next(confab_engine_get_id_generator(self->engine),
+					     CONFAB_PREFIX_AGENT);
+		gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+		agent = confab_agent_new();
+		confab_agent_set_id(agent, id);
+		confab_agent_set_name(agent, "demo");
+		confab_agent_set_provider(agent, provider);
+		confab_agent_set_instructions(agent, "You are a helpful assistant.");
+		if (g_str_equal(provider, "openai")) {
+			confab_agent_set_base_url(agent, base_url);
+			confab_agent_set_upstream_model(agent,
+							g_getenv("CONFAB_OPENAI_MODEL")
+							    ?: "gpt-4o-mini");
+			confab_agent_set_api_key(agent, g_getenv("CONFAB_OPENAI_API_KEY"));
+		}
+		confab_agent_set_created_at(agent, now);
+		confab_agent_set_updated_at(agent, now);
+		confab_engine_save_agent_async(self->engine, agent, NULL, sync_wait_cb, &wait);
+		if (!confab_engine_save_agent_finish(self->engine, sync_wait_run(&wait), error)) {
+			g_clear_object(&wait.result);
+			g_main_loop_unref(wait.loop);
+			g_main_context_pop_thread_default(context);
+			return FALSE;
+		}
+		g_clear_object(&wait.result);
+	}
+
+	tokens = confab_engine_list_tokens(self->engine, "dev");
+	for (guint i = 0; i < tokens->len; i++) {
+		ConfabToken *old = g_ptr_array_index(tokens, i);
+		if (g_strcmp0(confab_token_get_name(old), "confabd --dev") != 0 ||
+		    confab_token_get_revoked_at(old) != 0)
+			continue;
+		confab_engine_revoke_token_async(self->engine,
+						 confab_token_get_id(old),
+						 NULL,
+						 sync_wait_cb,
+						 &wait);
+		confab_engine_revoke_token_finish(self->engine, sync_wait_run(&wait), NULL);
+		g_clear_object(&wait.result);
+	}
+	confab_engine_create_token_async(self->engine,
+					 "dev",
+					 "confabd --dev",
+					 scopes,
+					 NULL,
+					 0,
+					 NULL,
+					 sync_wait_cb,
+					 &wait);
+	token =
+	    confab_engine_create_token_finish(self->engine, sync_wait_run(&wait), secret, error);
+	g_clear_object(&wait.result);
+	g_main_loop_unref(wait.loop);
+	g_main_context_pop_thread_default(context);
+	if (token == NULL)
+		return FALSE;
+	*agent_id = g_strdup(confab_agent_get_id(agent));
+	return TRUE;
+}

@@ -1,0 +1,1025 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabDbus"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-dbus-admin-impl.h"
+#include "confab-dbus-caller.h"
+#include "confab-error.h"
+#include "confab-json.h"
+
+/*
+ * org.confab.Confab1.Admin: one handler per method, each a thin translation
+ * between a{sv} and the engine or the store. Who may call is decided once,
+ * in g-authorize-method. Handlers that wait on the store hand the
+ * invocation to the async call and complete it in the callback.
+ */
+
+struct _ConfabDbusAdminImpl {
+	ConfabDbusAdminSkeleton parent_instance;
+	ConfabEngine *engine; /* owned */
+	gchar *admin_group;   /* owned */
+	gboolean check_caller;
+};
+
+static void
+confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabDbusAdminImpl,
+			      confab_dbus_admin_impl,
+			      CONFAB_DBUS_TYPE_ADMIN_SKELETON,
+			      G_IMPLEMENT_INTERFACE(CONFAB_DBUS_TYPE_ADMIN,
+						    confab_dbus_admin_impl_iface_init))
+
+#define DBUS_LIST_LIMIT_DEFAULT 100
+#define DBUS_LIST_LIMIT_MAX	1000
+
+static void
+return_error(GDBusMethodInvocation *invocation, GError *error)
+{
+	confab_error_register_dbus();
+	g_dbus_method_invocation_return_gerror(invocation, error);
+	g_error_free(error);
+}
+
+static GError *
+invalid_arg(const gchar *format, const gchar *key) G_GNUC_PRINTF(1, 0);
+
+static GError *
+invalid_arg(const gchar *format, const gchar *key)
+{
+	GError *error = NULL;
+	g_autofree gchar *message = NULL;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	message = g_strdup_printf(format, key);
+#pragma GCC diagnostic pop
+	confab_set_error_param(&error, CONFAB_ERROR_INVALID_VALUE, key, message);
+	return error;
+}
+
+/* ---------- a{sv} readers ---------- */
+
+typedef enum {
+	FIELD_STRING,
+	FIELD_UINT,
+} FieldKind;
+
+typedef struct {
+	const gchar *key;
+	FieldKind kind;
+	const gchar *property;
+} AgentField;
+
+static const AgentField agent_fields[] = {
+    {"name", FIELD_STRING, "name"},
+    {"instructions", FIELD_STRING, "instructions"},
+    {"provider", FIELD_STRING, "provider"},
+    {"base_url", FIELD_STRING, "base-url"},
+    {"upstream_model", FIELD_STRING, "upstream-model"},
+    {"api_key", FIELD_STRING, "api-key"},
+    {"api_key_file", FIELD_STRING, "api-key-file"},
+    {"params", FIELD_STRING, "params"},
+    {"connect_timeout", FIELD_UINT, "connect-timeout"},
+    {"first_byte_timeout", FIELD_UINT, "first-byte-timeout"},
+    {"idle_timeout", FIELD_UINT, "idle-timeout"},
+    {"total_timeout", FIELD_UINT, "total-timeout"},
+};
+
+/**
+ * apply_agent_props:
+ *
+ * Checks every key and type of @props and sets them on @agent. Unknown keys
+ * are refused rather than ignored, so a typo does not go unnoticed.
+ */
+static gboolean
+apply_agent_props(ConfabAgent *agent, GVariant *props, GError **error)
+{
+	GVariantIter iter;
+	const gchar *key;
+	GVariant *value_raw;
+
+	g_variant_iter_init(&iter, props);
+	while (g_variant_iter_next(&iter, "{&sv}", &key, &value_raw)) {
+		g_autoptr(GVariant) value = value_raw;
+		const AgentField *field = NULL;
+
+		for (guint i = 0; i < G_N_ELEMENTS(agent_fields); i++) {
+			if (g_str_equal(agent_fields[i].key, key))
+				field = &agent_fields[i];
+		}
+		if (field == NULL) {
+			*error = invalid_arg("Unknown agent property '%s'", key);
+			return FALSE;
+		}
+		if (field->kind == FIELD_STRING) {
+			const gchar *str;
+			if (!g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
+				*error = invalid_arg("Agent property '%s' must be a string", key);
+				return FALSE;
+			}
+			str = g_variant_get_string(value, NULL);
+			if (strlen(str) > 1024 * 1024) {
+				*error = invalid_arg("Agent property '%s' is too long", key);
+				return FALSE;
+			}
+			/* an empty optional setting clears it */
+			g_object_set(agent,
+				     field->property,
+				     *str == '\0' && !g_str_equal(key, "name") &&
+					     !g_str_equal(key, "provider")
+					 ? NULL
+					 : str,
+				     NULL);
+		} else {
+			if (!g_variant_is_of_type(value, G_VARIANT_TYPE_UINT32)) {
+				*error =
+				    invalid_arg("Agent property '%s' must be a uint32 (u)", key);
+				return FALSE;
+			}
+			g_object_set(agent, field->property, g_variant_get_uint32(value), NULL);
+		}
+	}
+	if (confab_agent_get_params(agent) != NULL) {
+		const gchar *params = confab_agent_get_params(agent);
+		g_autoptr(JsonNode) node = NULL;
+		g_autoptr(GError) error_local = NULL;
+		node = confab_json_parse(params, strlen(params), 32, &error_local);
+		if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node)) {
+			*error = invalid_arg("Agent property '%s' must be a JSON object", "params");
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+static void
+dict_add_string(GVariantDict *dict, const gchar *key, const gchar *value)
+{
+	if (value != NULL)
+		g_variant_dict_insert(dict, key, "s", value);
+}
+
+static GVariant *
+agent_to_variant(ConfabAgent *agent)
+{
+	GVariantDict dict;
+	g_variant_dict_init(&dict, NULL);
+	dict_add_string(&dict, "id", confab_agent_get_id(agent));
+	dict_add_string(&dict, "name", confab_agent_get_name(agent));
+	dict_add_string(&dict, "instructions", confab_agent_get_instructions(agent) ?: "");
+	dict_add_string(&dict, "provider", confab_agent_get_provider(agent));
+	dict_add_string(&dict, "base_url", confab_agent_get_base_url(agent));
+	dict_add_string(&dict, "upstream_model", confab_agent_get_upstream_model(agent));
+	dict_add_string(&dict, "api_key_file", confab_agent_get_api_key_file(agent));
+	dict_add_string(&dict, "params", confab_agent_get_params(agent));
+	/* the key itself never leaves the daemon */
+	g_variant_dict_insert(&dict, "has_api_key", "b", confab_agent_get_api_key(agent) != NULL);
+	g_variant_dict_insert(&dict,
+			      "connect_timeout",
+			      "u",
+			      confab_agent_get_connect_timeout(agent));
+	g_variant_dict_insert(&dict,
+			      "first_byte_timeout",
+			      "u",
+			      confab_agent_get_first_byte_timeout(agent));
+	g_variant_dict_insert(&dict, "idle_timeout", "u", confab_agent_get_idle_timeout(agent));
+	g_variant_dict_insert(&dict, "total_timeout", "u", confab_agent_get_total_timeout(agent));
+	g_variant_dict_insert(&dict, "created_at", "x", confab_agent_get_created_at(agent));
+	g_variant_dict_insert(&dict, "updated_at", "x", confab_agent_get_updated_at(agent));
+	return g_variant_dict_end(&dict);
+}
+
+static GVariant *
+token_to_variant(ConfabToken *token)
+{
+	GVariantDict dict;
+	const gchar *const empty[] = {NULL};
+	const gchar *const *scopes = confab_token_get_scopes(token);
+
+	g_variant_dict_init(&dict, NULL);
+	dict_add_string(&dict, "id", confab_token_get_id(token));
+	dict_add_string(&dict, "owner", confab_token_get_owner(token));
+	dict_add_string(&dict, "name", confab_token_get_name(token) ?: "");
+	g_variant_dict_insert_value(&dict, "scopes", g_variant_new_strv(scopes ?: empty, -1));
+	dict_add_string(&dict, "agent_id", confab_token_get_agent_id(token));
+	g_variant_dict_insert(&dict, "created_at", "x", confab_token_get_created_at(token));
+	g_variant_dict_insert(&dict, "expires_at", "x", confab_token_get_expires_at(token));
+	g_variant_dict_insert(&dict, "revoked_at", "x", confab_token_get_revoked_at(token));
+	g_variant_dict_insert(&dict, "revoked", "b", confab_token_get_revoked_at(token) != 0);
+	return g_variant_dict_end(&dict);
+}
+
+static GVariant *
+session_to_variant(ConfabSession *session)
+{
+	GVariantDict dict;
+	g_variant_dict_init(&dict, NULL);
+	dict_add_string(&dict, "id", confab_session_get_id(session));
+	dict_add_string(&dict, "owner", confab_session_get_owner(session));
+	dict_add_string(&dict, "agent_id", confab_session_get_agent_id(session));
+	dict_add_string(&dict,
+			"source",
+			confab_session_source_to_string(confab_session_get_source(session)));
+	dict_add_string(&dict, "title", confab_session_get_title(session) ?: "");
+	g_variant_dict_insert(&dict, "created_at", "x", confab_session_get_created_at(session));
+	g_variant_dict_insert(&dict, "updated_at", "x", confab_session_get_updated_at(session));
+	return g_variant_dict_end(&dict);
+}
+
+static GVariant *
+message_to_variant(ConfabMessage *message)
+{
+	GVariantDict dict;
+	g_variant_dict_init(&dict, NULL);
+	dict_add_string(&dict, "id", confab_message_get_id(message));
+	dict_add_string(&dict, "session_id", confab_message_get_session_id(message));
+	dict_add_string(&dict, "role", confab_message_get_role(message));
+	dict_add_string(&dict, "model", confab_message_get_model(message));
+	dict_add_string(&dict,
+			"status",
+			confab_message_status_to_string(confab_message_get_status(message)));
+	g_variant_dict_insert(&dict, "created_at", "x", confab_message_get_created_at(message));
+	dict_add_string(&dict, "content", confab_message_get_content(message));
+	dict_add_string(&dict, "content_blocks", confab_message_get_content_blocks(message));
+	dict_add_string(&dict, "finish_reason", confab_message_get_finish_reason(message));
+	return g_variant_dict_end(&dict);
+}
+
+static GVariant *
+array_to_variant(GPtrArray *items, GVariant *(*to_variant)(gpointer))
+{
+	GVariantBuilder builder;
+	g_variant_builder_init(&builder, G_VARIANT_TYPE("aa{sv}"));
+	for (guint i = 0; i < items->len; i++)
+		g_variant_builder_add_value(&builder, to_variant(g_ptr_array_index(items, i)));
+	return g_variant_builder_end(&builder);
+}
+
+/* reads an optional string from @dict; refuses any other type */
+static gboolean
+lookup_string(GVariant *dict, const gchar *key, gchar **out, GError **error)
+{
+	g_autoptr(GVariant) value = g_variant_lookup_value(dict, key, NULL);
+	if (value == NULL)
+		return TRUE;
+	if (!g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
+		*error = invalid_arg("'%s' must be a string", key);
+		return FALSE;
+	}
+	*out = g_variant_dup_string(value, NULL);
+	return TRUE;
+}
+
+static gboolean
+check_known_keys(GVariant *dict, const gchar *const *known, GError **error)
+{
+	GVariantIter iter;
+	const gchar *key;
+	g_variant_iter_init(&iter, dict);
+	while (g_variant_iter_next(&iter, "{&sv}", &key, NULL)) {
+		if (!g_strv_contains(known, key)) {
+			*error = invalid_arg("Unknown key '%s'", key);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+/* limit, order and after of the listing methods */
+static gboolean
+read_paging(GVariant *options,
+	    const gchar *cursor_prefix,
+	    ConfabOrder default_order,
+	    gchar **after,
+	    ConfabOrder *order,
+	    guint *limit,
+	    GError **error)
+{
+	g_autoptr(GVariant) limit_v = g_variant_lookup_value(options, "limit", NULL);
+	g_autofree gchar *order_s = NULL;
+
+	*order = default_order;
+	*limit = DBUS_LIST_LIMIT_DEFAULT;
+	if (limit_v != NULL) {
+		if (!g_variant_is_of_type(limit_v, G_VARIANT_TYPE_UINT32) ||
+		    g_variant_get_uint32(limit_v) < 1 ||
+		    g_variant_get_uint32(limit_v) > DBUS_LIST_LIMIT_MAX) {
+			*error = invalid_arg("'%s' must be a uint32 (u) from 1 to 1000", "limit");
+			return FALSE;
+		}
+		*limit = g_variant_get_uint32(limit_v);
+	}
+	if (!lookup_string(options, "order", &order_s, error))
+		return FALSE;
+	if (order_s != NULL) {
+		if (g_str_equal(order_s, "asc")) {
+			*order = CONFAB_ORDER_ASC;
+		} else if (g_str_equal(order_s, "desc")) {
+			*order = CONFAB_ORDER_DESC;
+		} else {
+			*error = invalid_arg("'%s' must be asc or desc", "order");
+			return FALSE;
+		}
+	}
+	if (!lookup_string(options, "after", after, error))
+		return FALSE;
+	if (*after != NULL && !confab_id_is_valid(*after, cursor_prefix)) {
+		*error = invalid_arg("'%s' must be an id from an earlier page", "after");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* ---------- agents ---------- */
+
+typedef struct {
+	ConfabDbusAdminImpl *self;	   /* owned */
+	GDBusMethodInvocation *invocation; /* owned */
+	gchar *id;			   /* owned */
+} Call;
+
+static Call *
+call_new(ConfabDbusAdminImpl *self, GDBusMethodInvocation *invocation, const gchar *id)
+{
+	Call *call = g_new0(Call, 1);
+	call->self = g_object_ref(self);
+	call->invocation = g_object_ref(invocation);
+	call->id = g_strdup(id);
+	return call;
+}
+
+static void
+call_free(Call *call)
+{
+	g_clear_object(&call->self);
+	g_clear_object(&call->invocation);
+	g_free(call->id);
+	g_free(call);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Call, call_free)
+
+static void
+create_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+	if (!confab_engine_save_agent_finish(CONFAB_ENGINE(source), result, &error)) {
+		return_error(call->invocation, error);
+		return;
+	}
+	g_info("created agent %s", call->id);
+	confab_dbus_admin_complete_create_agent(CONFAB_DBUS_ADMIN(call->self),
+						call->invocation,
+						call->id);
+}
+
+static gboolean
+handle_create_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, GVariant *props)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(ConfabAgent) agent = confab_agent_new();
+	g_autofree gchar *id = NULL;
+	GError *error = NULL;
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+
+	if (!apply_agent_props(agent, props, &error)) {
+		return_error(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	if (confab_agent_get_provider(agent) == NULL) {
+		return_error(invocation, invalid_arg("'%s' is required", "provider"));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	id = confab_id_generator_next(confab_engine_get_id_generator(self->engine),
+				      CONFAB_PREFIX_AGENT);
+	confab_agent_set_id(agent, id);
+	confab_agent_set_created_at(agent, now);
+	confab_agent_set_updated_at(agent, now);
+	confab_engine_save_agent_async(self->engine,
+				       agent,
+				       NULL,
+				       create_agent_cb,
+				       call_new(self, invocation, id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static ConfabAgent *
+agent_copy(ConfabAgent *agent)
+{
+	ConfabAgent *copy = confab_agent_new();
+	g_autofree GParamSpec **specs = NULL;
+	guint n_specs = 0;
+
+	specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(agent), &n_specs);
+	for (guint i = 0; i < n_specs; i++) {
+		GValue value = G_VALUE_INIT;
+		g_value_init(&value, specs[i]->value_type);
+		g_object_get_property(G_OBJECT(agent), specs[i]->name, &value);
+		g_object_set_property(G_OBJECT(copy), specs[i]->name, &value);
+		g_value_unset(&value);
+	}
+	return copy;
+}
+
+static void
+update_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+	if (!confab_engine_save_agent_finish(CONFAB_ENGINE(source), result, &error)) {
+		return_error(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_update_agent(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static gboolean
+handle_update_agent(ConfabDbusAdmin *object,
+		    GDBusMethodInvocation *invocation,
+		    const gchar *agent_id,
+		    GVariant *props)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(ConfabAgent) current = confab_engine_lookup_agent(self->engine, agent_id);
+	g_autoptr(ConfabAgent) agent = NULL;
+	GError *error = NULL;
+
+	if (current == NULL) {
+		return_error(invocation,
+			     g_error_new(CONFAB_ERROR,
+					 CONFAB_ERROR_AGENT_NOT_FOUND,
+					 "No agent '%s'",
+					 agent_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	/* cached agents are never changed in place: turns may hold them */
+	agent = agent_copy(current);
+	if (!apply_agent_props(agent, props, &error)) {
+		return_error(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_agent_set_updated_at(agent, g_get_real_time() / G_USEC_PER_SEC);
+	confab_engine_save_agent_async(self->engine,
+				       agent,
+				       NULL,
+				       update_agent_cb,
+				       call_new(self, invocation, agent_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+delete_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+	if (!confab_engine_delete_agent_finish(CONFAB_ENGINE(source), result, &error)) {
+		return_error(call->invocation, error);
+		return;
+	}
+	g_info("deleted agent %s", call->id);
+	confab_dbus_admin_complete_delete_agent(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static gboolean
+handle_delete_agent(ConfabDbusAdmin *object,
+		    GDBusMethodInvocation *invocation,
+		    const gchar *agent_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	confab_engine_delete_agent_async(self->engine,
+					 agent_id,
+					 NULL,
+					 delete_agent_cb,
+					 call_new(self, invocation, agent_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_get_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, const gchar *agent_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self->engine, agent_id);
+
+	if (agent == NULL) {
+		return_error(invocation,
+			     g_error_new(CONFAB_ERROR,
+					 CONFAB_ERROR_AGENT_NOT_FOUND,
+					 "No agent '%s'",
+					 agent_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_dbus_admin_complete_get_agent(object, invocation, agent_to_variant(agent));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_list_agents(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(GPtrArray) agents = confab_engine_list_agents(self->engine);
+	confab_dbus_admin_complete_list_agents(
+	    object,
+	    invocation,
+	    array_to_variant(agents, (GVariant * (*)(gpointer)) agent_to_variant));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* ---------- tokens ---------- */
+
+static void
+create_token_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(ConfabToken) token = NULL;
+	g_autofree gchar *secret = NULL;
+	GError *error = NULL;
+
+	token = confab_engine_create_token_finish(CONFAB_ENGINE(source), result, &secret, &error);
+	if (token == NULL) {
+		return_error(call->invocation, error);
+		return;
+	}
+	g_info("created token %s for %s",
+	       confab_token_get_id(token),
+	       confab_token_get_owner(token));
+	confab_dbus_admin_complete_create_token(CONFAB_DBUS_ADMIN(call->self),
+						call->invocation,
+						confab_token_get_id(token),
+						secret);
+	memset(secret, 0, strlen(secret));
+}
+
+static gboolean
+handle_create_token(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, GVariant *props)
+{
+	static const gchar *const known[] =
+	    {"owner", "name", "scopes", "agent_id", "expires_at", NULL};
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autofree gchar *owner = NULL;
+	g_autofree gchar *name = NULL;
+	g_autofree gchar *agent_id = NULL;
+	g_autofree const gchar **scopes = NULL;
+	g_autoptr(GVariant) scopes_v = NULL;
+	g_autoptr(GVariant) expires_v = NULL;
+	gint64 expires_at = 0;
+	GError *error = NULL;
+
+	if (!check_known_keys(props, known, &error) ||
+	    !lookup_string(props, "owner", &owner, &error) ||
+	    !lookup_string(props, "name", &name, &error) ||
+	    !lookup_string(props, "agent_id", &agent_id, &error)) {
+		return_error(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	scopes_v = g_variant_lookup_value(props, "scopes", NULL);
+	if (scopes_v == NULL || !g_variant_is_of_type(scopes_v, G_VARIANT_TYPE_STRING_ARRAY)) {
+		return_error(invocation,
+			     invalid_arg("'%s' is required, as a string array (as)", "scopes"));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	scopes = g_variant_get_strv(scopes_v, NULL);
+	expires_v = g_variant_lookup_value(props, "expires_at", NULL);
+	if (expires_v != NULL) {
+		if (!g_variant_is_of_type(expires_v, G_VARIANT_TYPE_INT64)) {
+			return_error(
+			    invocation,
+			    invalid_arg("'%s' must be an int64 (x): Unix seconds", "expires_at"));
+			return G_DBUS_METHOD_INVOCATION_HANDLED;
+		}
+		expires_at = g_variant_get_int64(expires_v);
+	}
+	confab_engine_create_token_async(self->engine,
+					 owner,
+					 name,
+					 (const gchar *const *)scopes,
+					 agent_id,
+					 expires_at,
+					 NULL,
+					 create_token_cb,
+					 call_new(self, invocation, NULL));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_list_tokens(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, GVariant *filter)
+{
+	static const gchar *const known[] = {"owner", NULL};
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autofree gchar *owner = NULL;
+	g_autoptr(GPtrArray) tokens = NULL;
+	GError *error = NULL;
+
+	if (!check_known_keys(filter, known, &error) ||
+	    !lookup_string(filter, "owner", &owner, &error)) {
+		return_error(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	tokens = confab_engine_list_tokens(self->engine, owner);
+	confab_dbus_admin_complete_list_tokens(
+	    object,
+	    invocation,
+	    array_to_variant(tokens, (GVariant * (*)(gpointer)) token_to_variant));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+revoke_token_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+	if (!confab_engine_revoke_token_finish(CONFAB_ENGINE(source), result, &error)) {
+		return_error(call->invocation, error);
+		return;
+	}
+	g_info("revoked token %s", call->id);
+	confab_dbus_admin_complete_revoke_token(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static gboolean
+handle_revoke_token(ConfabDbusAdmin *object,
+		    GDBusMethodInvocation *invocation,
+		    const gchar *token_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	confab_engine_revoke_token_async(self->engine,
+					 token_id,
+					 NULL,
+					 revoke_token_cb,
+					 call_new(self, invocation, token_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* ---------- quota ---------- */
+
+static void
+set_quota_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+	if (!confab_engine_set_quota_finish(CONFAB_ENGINE(source), result, &error)) {
+		return_error(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_set_quota(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static gboolean
+handle_set_quota(ConfabDbusAdmin *object,
+		 GDBusMethodInvocation *invocation,
+		 const gchar *owner,
+		 guint64 monthly_requests)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	if (monthly_requests > G_MAXINT64) {
+		return_error(invocation, invalid_arg("'%s' is too large", "monthly_requests"));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_engine_set_quota_async(self->engine,
+				      owner,
+				      monthly_requests,
+				      NULL,
+				      set_quota_cb,
+				      call_new(self, invocation, owner));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_get_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, const gchar *owner)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autofree gchar *month = NULL;
+	gboolean is_override = FALSE;
+	guint64 used = confab_engine_get_usage(self->engine, owner, &month);
+	guint64 quota = confab_engine_get_quota(self->engine, owner, &is_override);
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+	g_autoptr(GDateTime) first =
+	    g_date_time_new_utc(g_date_time_get_year(now), g_date_time_get_month(now), 1, 0, 0, 0);
+	g_autoptr(GDateTime) next = g_date_time_add_months(first, 1);
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "owner", "s", owner);
+	g_variant_dict_insert(&dict, "month", "s", month);
+	g_variant_dict_insert(&dict, "requests", "t", used);
+	g_variant_dict_insert(&dict, "quota", "t", quota);
+	g_variant_dict_insert(&dict, "quota_is_default", "b", !is_override);
+	if (quota > 0)
+		g_variant_dict_insert(&dict, "remaining", "t", used >= quota ? 0 : quota - used);
+	g_variant_dict_insert(&dict,
+			      "reset_seconds",
+			      "x",
+			      g_date_time_difference(next, now) / G_TIME_SPAN_SECOND);
+	confab_dbus_admin_complete_get_usage(object, invocation, g_variant_dict_end(&dict));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* ---------- sessions ---------- */
+
+static void
+list_sessions_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(ConfabPage) page = NULL;
+	GError *error = NULL;
+
+	page = confab_store_list_sessions_finish(CONFAB_STORE(source), result, &error);
+	if (page == NULL) {
+		return_error(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_list_sessions(
+	    CONFAB_DBUS_ADMIN(call->self),
+	    call->invocation,
+	    array_to_variant(page->items, (GVariant * (*)(gpointer)) session_to_variant));
+}
+
+static gboolean
+handle_list_sessions(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, GVariant *filter)
+{
+	static const gchar *const known[] =
+	    {"owner", "agent_id", "source", "after", "limit", "order", NULL};
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_auto(ConfabSessionQuery) query = {NULL};
+	g_autofree gchar *source = NULL;
+	GError *error = NULL;
+
+	query.source = -1;
+	if (!check_known_keys(filter, known, &error) ||
+	    !lookup_string(filter, "owner", &query.owner, &error) ||
+	    !lookup_string(filter, "agent_id", &query.agent_id, &error) ||
+	    !lookup_string(filter, "source", &source, &error) ||
+	    !read_paging(filter,
+			 CONFAB_PREFIX_SESSION,
+			 CONFAB_ORDER_DESC,
+			 &query.after,
+			 &query.order,
+			 &query.limit,
+			 &error)) {
+		return_error(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	if (source != NULL) {
+		ConfabSessionSource src;
+		if (!confab_session_source_from_string(source, &src)) {
+			return_error(invocation,
+				     invalid_arg("'%s' must be api or channel", "source"));
+			return G_DBUS_METHOD_INVOCATION_HANDLED;
+		}
+		query.source = src;
+	}
+	confab_store_list_sessions(confab_engine_get_store(self->engine),
+				   &query,
+				   NULL,
+				   list_sessions_cb,
+				   call_new(self, invocation, NULL));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+get_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(ConfabPage) page = NULL;
+	GError *error = NULL;
+
+	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
+	if (page == NULL) {
+		return_error(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_get_messages(
+	    CONFAB_DBUS_ADMIN(call->self),
+	    call->invocation,
+	    array_to_variant(page->items, (GVariant * (*)(gpointer)) message_to_variant));
+}
+
+typedef struct {
+	Call *call;
+	ConfabMessageQuery query;
+} GetMessagesCall;
+
+static void
+get_messages_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	GetMessagesCall *gm = user_data;
+	g_autoptr(ConfabSession) session = NULL;
+	GError *error = NULL;
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	if (session == NULL) {
+		return_error(gm->call->invocation, error);
+		call_free(gm->call);
+	} else {
+		confab_store_list_messages(CONFAB_STORE(source),
+					   &gm->query,
+					   NULL,
+					   get_messages_cb,
+					   gm->call);
+	}
+	confab_message_query_clear(&gm->query);
+	g_free(gm);
+}
+
+static gboolean
+handle_get_messages(ConfabDbusAdmin *object,
+		    GDBusMethodInvocation *invocation,
+		    const gchar *session_id,
+		    GVariant *options)
+{
+	static const gchar *const known[] = {"after", "limit", "order", NULL};
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	GetMessagesCall *gm;
+	g_auto(ConfabMessageQuery) query = {NULL};
+	GError *error = NULL;
+
+	if (!check_known_keys(options, known, &error) || !read_paging(options,
+								      CONFAB_PREFIX_MESSAGE,
+								      CONFAB_ORDER_ASC,
+								      &query.after,
+								      &query.order,
+								      &query.limit,
+								      &error)) {
+		return_error(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	if (!confab_id_is_valid(session_id, CONFAB_PREFIX_SESSION)) {
+		return_error(invocation,
+			     g_error_new(CONFAB_ERROR,
+					 CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+					 "No session '%s'",
+					 session_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	query.session_id = g_strdup(session_id);
+	gm = g_new0(GetMessagesCall, 1);
+	gm->call = call_new(self, invocation, session_id);
+	gm->query = query;
+	memset(&query, 0, sizeof(query));
+	confab_store_get_session(confab_engine_get_store(self->engine),
+				 session_id,
+				 NULL,
+				 get_messages_session_cb,
+				 gm);
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+delete_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+	if (!confab_store_delete_session_finish(CONFAB_STORE(source), result, &error)) {
+		return_error(call->invocation, error);
+		return;
+	}
+	g_info("deleted session %s", call->id);
+	confab_dbus_admin_complete_delete_session(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static gboolean
+handle_delete_session(ConfabDbusAdmin *object,
+		      GDBusMethodInvocation *invocation,
+		      const gchar *session_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	if (!confab_id_is_valid(session_id, CONFAB_PREFIX_SESSION)) {
+		return_error(invocation,
+			     g_error_new(CONFAB_ERROR,
+					 CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+					 "No session '%s'",
+					 session_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_store_delete_session(confab_engine_get_store(self->engine),
+				    session_id,
+				    NULL,
+				    delete_session_cb,
+				    call_new(self, invocation, session_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* ---------- who may call ---------- */
+
+static gboolean
+confab_dbus_admin_impl_authorize_method(GDBusInterfaceSkeleton *skeleton,
+					GDBusMethodInvocation *invocation)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(skeleton);
+	g_autoptr(GError) error = NULL;
+	guint32 uid = 0;
+
+	if (!self->check_caller)
+		return TRUE;
+	/* runs in a thread of its own: blocking is allowed here */
+	if (!confab_dbus_caller_get_uid_sync(invocation, &uid, &error)) {
+		g_dbus_method_invocation_return_error(invocation,
+						      G_DBUS_ERROR,
+						      G_DBUS_ERROR_ACCESS_DENIED,
+						      "Cannot identify the caller");
+		return FALSE;
+	}
+	if (!confab_uid_is_admin(uid, self->admin_group)) {
+		g_dbus_method_invocation_return_error(invocation,
+						      G_DBUS_ERROR,
+						      G_DBUS_ERROR_ACCESS_DENIED,
+						      "Only root and members of the '%s' group may "
+						      "administer Confab",
+						      self->admin_group);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* ---------- live properties ---------- */
+
+static void
+confab_dbus_admin_impl_get_property(GObject *object,
+				    guint prop_id,
+				    GValue *value,
+				    GParamSpec *pspec)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+
+	/* statistics are read live rather than pushed on every turn */
+	if (self->engine != NULL && g_str_equal(pspec->name, "active-turns")) {
+		g_value_set_uint(value, confab_engine_get_active_turns(self->engine));
+		return;
+	}
+	if (self->engine != NULL && g_str_equal(pspec->name, "turns-served")) {
+		g_value_set_uint64(value, confab_engine_get_turns_served(self->engine));
+		return;
+	}
+	G_OBJECT_CLASS(confab_dbus_admin_impl_parent_class)
+	    ->get_property(object, prop_id, value, pspec);
+}
+
+static void
+confab_dbus_admin_impl_finalize(GObject *object)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_clear_object(&self->engine);
+	g_free(self->admin_group);
+	G_OBJECT_CLASS(confab_dbus_admin_impl_parent_class)->finalize(object);
+}
+
+static void
+confab_dbus_admin_impl_class_init(ConfabDbusAdminImplClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	GDBusInterfaceSkeletonClass *skeleton_class = G_DBUS_INTERFACE_SKELETON_CLASS(klass);
+	object_class->finalize = confab_dbus_admin_impl_finalize;
+	object_class->get_property = confab_dbus_admin_impl_get_property;
+	/* the one place that decides who may call; GDBus runs it in a thread */
+	skeleton_class->g_authorize_method = confab_dbus_admin_impl_authorize_method;
+}
+
+static void
+confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
+{
+	iface->handle_create_agent = handle_create_agent;
+	iface->handle_update_agent = handle_update_agent;
+	iface->handle_delete_agent = handle_delete_agent;
+	iface->handle_get_agent = handle_get_agent;
+	iface->handle_list_agents = handle_list_agents;
+	iface->handle_create_token = handle_create_token;
+	iface->handle_list_tokens = handle_list_tokens;
+	iface->handle_revoke_token = handle_revoke_token;
+	iface->handle_set_quota = handle_set_quota;
+	iface->handle_get_usage = handle_get_usage;
+	iface->handle_list_sessions = handle_list_sessions;
+	iface->handle_get_messages = handle_get_messages;
+	iface->handle_delete_session = handle_delete_session;
+}
+
+static void
+confab_dbus_admin_impl_init(ConfabDbusAdminImpl *self)
+{
+}
+
+/**
+ * confab_dbus_admin_impl_new:
+ * @engine: the engine
+ * @check_caller: whether to allow only root, the daemon's own user and
+ *   members of @admin_group (the system bus); a session bus is one user's
+ * @admin_group: (nullable): the admin group
+ *
+ * Returns: (transfer full): the Admin interface, to export
+ */
+ConfabDbusAdminImpl *
+confab_dbus_admin_impl_new(ConfabEngine *engine, gboolean check_caller, const gchar *admin_group)
+{
+	ConfabDbusAdminImpl *self =
+	    g_object_new(CONFAB_TYPE_DBUS_ADMIN_IMPL, "version", PACKAGE_VERSION, NULL);
+	self->engine = g_object_ref(engine);
+	self->check_caller = check_caller;
+	self->admin_group = g_strdup(admin_group);
+	return self;
+}

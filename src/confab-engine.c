@@ -1,0 +1,1313 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabEngine"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-engine.h"
+#include "confab-error.h"
+
+/*
+ * The engine is the service behind every door: it holds the store, the
+ * providers, and what every request consults in memory — agents, tokens
+ * (by the SHA-256 of their secret), quotas and this month's usage, the
+ * sessions with a turn running, and the turns in flight. Writes go to the
+ * store first and reach the caches only once committed.
+ *
+ * The caches are guarded by one mutex so that serving threads can share an
+ * engine; none of the critical sections does I/O.
+ */
+
+struct _ConfabEngine {
+	GObject parent_instance;
+	const ConfabConfig *config; /* unowned: the daemon's */
+	ConfabStore *store;	    /* owned */
+	ConfabIdGenerator *ids;	    /* owned */
+	GHashTable *providers;	    /* owned: name -> ConfabProvider */
+
+	GMutex lock;
+	GHashTable *agents;	 /* owned: id -> ConfabAgent (never mutated once here) */
+	GHashTable *tokens;	 /* owned: id -> ConfabToken (never mutated once here) */
+	GHashTable *token_index; /* owned: guint64 hash prefix -> GPtrArray of ConfabToken */
+	GHashTable *quotas;	 /* owned: owner -> guint64* */
+	GHashTable *usage;	 /* owned: owner -> guint64*, requests in usage_month */
+	gchar *usage_month;	 /* owned: YYYY-MM, UTC */
+	GHashTable *busy;	 /* owned: session ids with a turn running */
+	GHashTable *turns;	 /* owned: GCancellable of each turn in flight */
+	guint64 turns_served;
+	gboolean shutting_down;
+};
+
+G_DEFINE_FINAL_TYPE(ConfabEngine, confab_engine, G_TYPE_OBJECT)
+
+enum { SIGNAL_DRAINED, N_SIGNALS };
+
+static guint signals[N_SIGNALS];
+
+/* ---------- principal ---------- */
+
+/**
+ * confab_principal_new:
+ * @owner: the owner
+ * @source: the door
+ *
+ * Returns: (transfer full): a principal
+ */
+ConfabPrincipal *
+confab_principal_new(const gchar *owner, ConfabSessionSource source)
+{
+	ConfabPrincipal *principal = g_new0(ConfabPrincipal, 1);
+	principal->owner = g_strdup(owner);
+	principal->source = source;
+	return principal;
+}
+
+void
+confab_principal_free(ConfabPrincipal *principal)
+{
+	if (principal == NULL)
+		return;
+	g_free(principal->owner);
+	g_free(principal->token_id);
+	g_free(principal->agent_id);
+	g_free(principal);
+}
+
+/* ---------- helpers ---------- */
+
+static guint64 *
+uint64_new(guint64 value)
+{
+	guint64 *p = g_new(guint64, 1);
+	*p = value;
+	return p;
+}
+
+static gchar *
+month_of(GDateTime *dt)
+{
+	return g_date_time_format(dt, "%Y-%m");
+}
+
+/**
+ * confab_engine_current_month:
+ * @self: a #ConfabEngine
+ *
+ * Returns: (transfer full): this month in UTC, as `YYYY-MM`
+ */
+gchar *
+confab_engine_current_month(ConfabEngine *self)
+{
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+	return month_of(now);
+}
+
+static gint64
+seconds_to_month_end(void)
+{
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+	g_autoptr(GDateTime) first =
+	    g_date_time_new_utc(g_date_time_get_year(now), g_date_time_get_month(now), 1, 0, 0, 0);
+	g_autoptr(GDateTime) next = g_date_time_add_months(first, 1);
+	return MAX(g_date_time_difference(next, now) / G_TIME_SPAN_SECOND, 0);
+}
+
+static guint64
+hash_prefix(const guint8 *digest)
+{
+	guint64 prefix;
+	memcpy(&prefix, digest, sizeof(prefix));
+	return prefix;
+}
+
+/* Compares two digests without an early exit, so the time taken does not
+ * tell how many leading bytes matched. */
+static gboolean
+digest_equal_ct(const guint8 *a, const guint8 *b, gsize len)
+{
+	volatile guint8 diff = 0;
+	for (gsize i = 0; i < len; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+static void
+sha256(const gchar *text, guint8 digest[32])
+{
+	g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
+	gsize len = 32;
+	g_checksum_update(checksum, (const guchar *)text, strlen(text));
+	g_checksum_get_digest(checksum, digest, &len);
+	g_assert(len == 32);
+}
+
+/* called with the lock held */
+static void
+token_index_add(ConfabEngine *self, ConfabToken *token)
+{
+	GBytes *hash = confab_token_get_hash(token);
+	guint64 prefix;
+	GPtrArray *bucket;
+
+	if (hash == NULL || g_bytes_get_size(hash) != 32)
+		return;
+	prefix = hash_prefix(g_bytes_get_data(hash, NULL));
+	bucket = g_hash_table_lookup(self->token_index, &prefix);
+	if (bucket == NULL) {
+		bucket = g_ptr_array_new_with_free_func(g_object_unref);
+		g_hash_table_insert(self->token_index, uint64_new(prefix), bucket);
+	}
+	for (guint i = 0; i < bucket->len; i++) {
+		ConfabToken *other = g_ptr_array_index(bucket, i);
+		if (g_strcmp0(confab_token_get_id(other), confab_token_get_id(token)) == 0) {
+			g_ptr_array_index(bucket, i) = g_object_ref(token);
+			g_object_unref(other);
+			return;
+		}
+	}
+	g_ptr_array_add(bucket, g_object_ref(token));
+}
+
+/* called with the lock held */
+static void
+cache_token(ConfabEngine *self, ConfabToken *token)
+{
+	g_hash_table_replace(self->tokens,
+			     g_strdup(confab_token_get_id(token)),
+			     g_object_ref(token));
+	token_index_add(self, token);
+}
+
+/* ---------- GObject ---------- */
+
+static void
+confab_engine_finalize(GObject *object)
+{
+	ConfabEngine *self = CONFAB_ENGINE(object);
+
+	g_clear_object(&self->store);
+	g_clear_object(&self->ids);
+	g_clear_pointer(&self->providers, g_hash_table_unref);
+	g_clear_pointer(&self->agents, g_hash_table_unref);
+	g_clear_pointer(&self->tokens, g_hash_table_unref);
+	g_clear_pointer(&self->token_index, g_hash_table_unref);
+	g_clear_pointer(&self->quotas, g_hash_table_unref);
+	g_clear_pointer(&self->usage, g_hash_table_unref);
+	g_clear_pointer(&self->busy, g_hash_table_unref);
+	g_clear_pointer(&self->turns, g_hash_table_unref);
+	g_free(self->usage_month);
+	g_mutex_clear(&self->lock);
+	G_OBJECT_CLASS(confab_engine_parent_class)->finalize(object);
+}
+
+static void
+confab_engine_class_init(ConfabEngineClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->finalize = confab_engine_finalize;
+
+	/**
+	 * ConfabEngine::drained:
+	 *
+	 * Emitted during shutdown when the last running turn has ended.
+	 */
+	signals[SIGNAL_DRAINED] = g_signal_new("drained",
+					       G_TYPE_FROM_CLASS(klass),
+					       G_SIGNAL_RUN_LAST,
+					       0,
+					       NULL,
+					       NULL,
+					       NULL,
+					       G_TYPE_NONE,
+					       0);
+}
+
+static void
+confab_engine_init(ConfabEngine *self)
+{
+	g_mutex_init(&self->lock);
+	self->ids = confab_id_generator_new();
+	self->providers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
+	self->agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
+	self->tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
+	self->token_index = g_hash_table_new_full(g_int64_hash,
+						  g_int64_equal,
+						  g_free,
+						  (GDestroyNotify)g_ptr_array_unref);
+	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->turns = g_hash_table_new_full(g_direct_hash, g_direct_equal, g_object_unref, NULL);
+}
+
+/**
+ * confab_engine_new:
+ * @config: the daemon's settings; must outlive the engine
+ * @store: the store
+ * @error: return location for a #GError
+ *
+ * Loads agents, tokens, quotas and this month's usage from @store.
+ *
+ * Returns: (transfer full): a new engine
+ */
+ConfabEngine *
+confab_engine_new(const ConfabConfig *config, ConfabStore *store, GError **error)
+{
+	g_autoptr(ConfabEngine) self = g_object_new(CONFAB_TYPE_ENGINE, NULL);
+	g_autoptr(GPtrArray) agents = NULL;
+	g_autoptr(GPtrArray) tokens = NULL;
+
+	g_return_val_if_fail(config != NULL, NULL);
+	g_return_val_if_fail(CONFAB_IS_STORE(store), NULL);
+
+	self->config = config;
+	self->store = g_object_ref(store);
+
+	agents = confab_store_load_agents(store, error);
+	if (agents == NULL)
+		return NULL;
+	for (guint i = 0; i < agents->len; i++) {
+		ConfabAgent *agent = g_ptr_array_index(agents, i);
+		g_hash_table_insert(self->agents,
+				    g_strdup(confab_agent_get_id(agent)),
+				    g_object_ref(agent));
+	}
+	tokens = confab_store_load_tokens(store, error);
+	if (tokens == NULL)
+		return NULL;
+	for (guint i = 0; i < tokens->len; i++)
+		cache_token(self, g_ptr_array_index(tokens, i));
+	self->quotas = confab_store_load_quotas(store, error);
+	if (self->quotas == NULL)
+		return NULL;
+	self->usage_month = confab_engine_current_month(self);
+	self->usage = confab_store_load_usage(store, self->usage_month, error);
+	if (self->usage == NULL)
+		return NULL;
+	return g_steal_pointer(&self);
+}
+
+const ConfabConfig *
+confab_engine_get_config(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->config;
+}
+
+/**
+ * confab_engine_get_store:
+ *
+ * Returns: (transfer none): the store
+ */
+ConfabStore *
+confab_engine_get_store(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->store;
+}
+
+/**
+ * confab_engine_get_id_generator:
+ *
+ * Returns: (transfer none): the daemon's id generator
+ */
+ConfabIdGenerator *
+confab_engine_get_id_generator(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->ids;
+}
+
+void
+confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider)
+{
+	g_return_if_fail(CONFAB_IS_ENGINE(self));
+	g_return_if_fail(CONFAB_IS_PROVIDER(provider));
+	g_hash_table_replace(self->providers,
+			     g_strdup(confab_provider_get_name(provider)),
+			     g_object_ref(provider));
+}
+
+/**
+ * confab_engine_get_provider:
+ *
+ * Returns: (transfer none) (nullable): the provider called @name
+ */
+ConfabProvider *
+confab_engine_get_provider(ConfabEngine *self, const gchar *name)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	if (name == NULL)
+		return NULL;
+	return g_hash_table_lookup(self->providers, name);
+}
+
+/* ---------- authentication ---------- */
+
+static gboolean
+token_has_scope(ConfabToken *token, const gchar *scope)
+{
+	const gchar *const *scopes = confab_token_get_scopes(token);
+	return scopes != NULL && g_strv_contains(scopes, scope);
+}
+
+/**
+ * confab_engine_authenticate:
+ * @self: a #ConfabEngine
+ * @authorization: (nullable): the Authorization header
+ * @error: return location for a #GError
+ *
+ * Finds the token by the SHA-256 of the bearer secret, compares the whole
+ * digest in constant time, and checks that it is live and carries a scope
+ * that the v1 API accepts.
+ *
+ * Returns: (transfer full): the principal
+ */
+ConfabPrincipal *
+confab_engine_authenticate(ConfabEngine *self, const gchar *authorization, GError **error)
+{
+	g_autoptr(ConfabToken) token = NULL;
+	ConfabPrincipal *principal;
+	const gchar *secret;
+	guint8 digest[32];
+	guint64 prefix;
+	GPtrArray *bucket;
+	gint64 now;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+
+	if (authorization == NULL || *authorization == '\0') {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_MISSING_API_KEY,
+				       NULL,
+				       "You didn't provide an API key. Send it in the "
+				       "Authorization header: 'Authorization: Bearer nca_…'");
+		return NULL;
+	}
+	if (g_ascii_strncasecmp(authorization, "Bearer ", 7) != 0) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_API_KEY,
+				       NULL,
+				       "The Authorization header must be 'Bearer <API token>'");
+		return NULL;
+	}
+	secret = authorization + 7;
+	while (*secret == ' ')
+		secret++;
+	if (!g_str_has_prefix(secret, CONFAB_PREFIX_SECRET)) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_API_KEY,
+				       NULL,
+				       "Incorrect API token provided: Confab tokens start with "
+				       "'nca_'");
+		return NULL;
+	}
+
+	sha256(secret, digest);
+	prefix = hash_prefix(digest);
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		bucket = g_hash_table_lookup(self->token_index, &prefix);
+		for (guint i = 0; bucket != NULL && i < bucket->len; i++) {
+			ConfabToken *candidate = g_ptr_array_index(bucket, i);
+			GBytes *hash = confab_token_get_hash(candidate);
+			if (digest_equal_ct(g_bytes_get_data(hash, NULL), digest, 32))
+				token = g_object_ref(candidate);
+		}
+	}
+	memset(digest, 0, sizeof(digest));
+
+	now = g_get_real_time() / G_USEC_PER_SEC;
+	if (token == NULL || confab_token_get_revoked_at(token) != 0 ||
+	    (confab_token_get_expires_at(token) != 0 &&
+	     confab_token_get_expires_at(token) <= now)) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_API_KEY,
+				       NULL,
+				       "Incorrect API token provided, or it was revoked or has "
+				       "expired");
+		return NULL;
+	}
+	if (!token_has_scope(token, CONFAB_SCOPE_CHAT) &&
+	    !token_has_scope(token, CONFAB_SCOPE_FULL)) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INSUFFICIENT_SCOPE,
+				       NULL,
+				       "This API token has none of the scopes this endpoint "
+				       "accepts (chat.completions, api.full)");
+		return NULL;
+	}
+	principal = confab_principal_new(confab_token_get_owner(token), CONFAB_SESSION_SOURCE_API);
+	principal->token_id = g_strdup(confab_token_get_id(token));
+	principal->agent_id = g_strdup(confab_token_get_agent_id(token));
+	return principal;
+}
+
+/* ---------- agents ---------- */
+
+/**
+ * confab_engine_lookup_agent:
+ * @self: a #ConfabEngine
+ * @agent_id: (nullable): an agent id
+ *
+ * Returns: (transfer full) (nullable): the agent, if it exists
+ */
+ConfabAgent *
+confab_engine_lookup_agent(ConfabEngine *self, const gchar *agent_id)
+{
+	g_autoptr(GMutexLocker) locker = NULL;
+	ConfabAgent *agent;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	if (agent_id == NULL)
+		return NULL;
+	locker = g_mutex_locker_new(&self->lock);
+	agent = g_hash_table_lookup(self->agents, agent_id);
+	return agent != NULL ? g_object_ref(agent) : NULL;
+}
+
+static gint
+compare_by_id(gconstpointer a, gconstpointer b, const gchar *(*get_id)(gpointer))
+{
+	return g_strcmp0(get_id(*(gpointer *)a), get_id(*(gpointer *)b));
+}
+
+static gint
+compare_agents(gconstpointer a, gconstpointer b)
+{
+	return compare_by_id(a, b, (const gchar *(*)(gpointer))confab_agent_get_id);
+}
+
+static gint
+compare_tokens(gconstpointer a, gconstpointer b)
+{
+	return compare_by_id(a, b, (const gchar *(*)(gpointer))confab_token_get_id);
+}
+
+/**
+ * confab_engine_list_agents:
+ *
+ * Returns: (transfer full) (element-type ConfabAgent): every agent, by id
+ */
+GPtrArray *
+confab_engine_list_agents(ConfabEngine *self)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	GPtrArray *agents = g_ptr_array_new_with_free_func(g_object_unref);
+	GHashTableIter iter;
+	gpointer value;
+
+	g_hash_table_iter_init(&iter, self->agents);
+	while (g_hash_table_iter_next(&iter, NULL, &value))
+		g_ptr_array_add(agents, g_object_ref(value));
+	g_ptr_array_sort(agents, compare_agents);
+	return agents;
+}
+
+static void
+save_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	ConfabAgent *agent = g_task_get_task_data(task);
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_save_agent_finish(CONFAB_STORE(source), result, &error)) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_hash_table_replace(self->agents,
+				     g_strdup(confab_agent_get_id(agent)),
+				     g_object_ref(agent));
+	}
+	g_task_return_boolean(task, TRUE);
+}
+
+/**
+ * confab_engine_save_agent_async:
+ * @self: a #ConfabEngine
+ * @agent: (transfer none): a new agent, or a changed copy of one; the
+ *   engine keeps it, so the caller must not change it afterwards
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is stored
+ * @user_data: data for @callback
+ *
+ * Checks the agent's provider settings, stores it, then serves it.
+ */
+void
+confab_engine_save_agent_async(ConfabEngine *self,
+			       ConfabAgent *agent,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	g_autoptr(GError) error = NULL;
+	ConfabProvider *provider;
+
+	g_task_set_source_tag(task, confab_engine_save_agent_async);
+	g_task_set_task_data(task, g_object_ref(agent), g_object_unref);
+	if (confab_agent_get_name(agent) == NULL || *confab_agent_get_name(agent) == '\0') {
+		confab_set_error_param(&error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "name",
+				       "An agent needs a name");
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	provider = confab_engine_get_provider(self, confab_agent_get_provider(agent));
+	if (provider == NULL) {
+		g_autoptr(GList) names = g_hash_table_get_keys(self->providers);
+		g_autoptr(GString) known = g_string_new(NULL);
+		names = g_list_sort(names, (GCompareFunc)g_strcmp0);
+		for (GList *l = names; l != NULL; l = l->next)
+			g_string_append_printf(known,
+					       "%s%s",
+					       known->len ? ", " : "",
+					       (gchar *)l->data);
+		confab_set_error_param_printf(&error,
+					      CONFAB_ERROR_INVALID_VALUE,
+					      "provider",
+					      "Unknown provider '%s' (known: %s)",
+					      confab_agent_get_provider(agent) ?: "",
+					      known->str);
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	if (!confab_provider_check_agent(provider, agent, &error)) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	confab_store_save_agent(self->store,
+				agent,
+				cancellable,
+				save_agent_cb,
+				g_steal_pointer(&task));
+}
+
+gboolean
+confab_engine_save_agent_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+static void
+delete_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	const gchar *agent_id = g_task_get_task_data(task);
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_delete_agent_finish(CONFAB_STORE(source), result, &error)) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_hash_table_remove(self->agents, agent_id);
+	}
+	g_task_return_boolean(task, TRUE);
+}
+
+/**
+ * confab_engine_delete_agent_async:
+ *
+ * Deletes an agent: it can no longer be talked to; its sessions stay.
+ */
+void
+confab_engine_delete_agent_async(ConfabEngine *self,
+				 const gchar *agent_id,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self, agent_id);
+
+	g_task_set_source_tag(task, confab_engine_delete_agent_async);
+	g_task_set_task_data(task, g_strdup(agent_id), g_free);
+	if (agent == NULL) {
+		g_task_return_new_error(task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_AGENT_NOT_FOUND,
+					"No agent '%s'",
+					agent_id);
+		return;
+	}
+	confab_store_delete_agent(self->store,
+				  agent_id,
+				  g_get_real_time() / G_USEC_PER_SEC,
+				  cancellable,
+				  delete_agent_cb,
+				  g_steal_pointer(&task));
+}
+
+gboolean
+confab_engine_delete_agent_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/* ---------- tokens ---------- */
+
+/**
+ * confab_engine_lookup_token:
+ *
+ * Returns: (transfer full) (nullable): the token with id @token_id
+ */
+ConfabToken *
+confab_engine_lookup_token(ConfabEngine *self, const gchar *token_id)
+{
+	g_autoptr(GMutexLocker) locker = NULL;
+	ConfabToken *token;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	if (token_id == NULL)
+		return NULL;
+	locker = g_mutex_locker_new(&self->lock);
+	token = g_hash_table_lookup(self->tokens, token_id);
+	return token != NULL ? g_object_ref(token) : NULL;
+}
+
+/**
+ * confab_engine_list_tokens:
+ * @self: a #ConfabEngine
+ * @owner: (nullable): only this owner's tokens
+ *
+ * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
+ */
+GPtrArray *
+confab_engine_list_tokens(ConfabEngine *self, const gchar *owner)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	GPtrArray *tokens = g_ptr_array_new_with_free_func(g_object_unref);
+	GHashTableIter iter;
+	gpointer value;
+
+	g_hash_table_iter_init(&iter, self->tokens);
+	while (g_hash_table_iter_next(&iter, NULL, &value)) {
+		if (owner != NULL && g_strcmp0(confab_token_get_owner(value), owner) != 0)
+			continue;
+		g_ptr_array_add(tokens, g_object_ref(value));
+	}
+	g_ptr_array_sort(tokens, compare_tokens);
+	return tokens;
+}
+
+typedef struct {
+	ConfabToken *token;
+	gchar *secret;
+} CreateTokenData;
+
+static void
+create_token_data_free(CreateTokenData *data)
+{
+	g_clear_object(&data->token);
+	if (data->secret != NULL) {
+		memset(data->secret, 0, strlen(data->secret));
+		g_free(data->secret);
+	}
+	g_free(data);
+}
+
+static void
+save_token_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	ConfabToken *token = g_task_get_task_data(task);
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_save_token_finish(CONFAB_STORE(source), result, &error)) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		cache_token(self, token);
+	}
+	g_task_return_boolean(task, TRUE);
+}
+
+static void
+create_token_saved_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	CreateTokenData *data = g_task_get_task_data(task);
+	g_autoptr(GError) error = NULL;
+
+	if (!g_task_propagate_boolean(G_TASK(result), &error)) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	g_task_return_boolean(task, TRUE);
+	(void)data;
+}
+
+static gboolean
+check_scope_name(const gchar *scope)
+{
+	if (scope == NULL || *scope == '\0' || strlen(scope) > 128)
+		return FALSE;
+	for (const gchar *p = scope; *p != '\0'; p++) {
+		if (!g_ascii_isgraph(*p))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+save_token_internal(ConfabEngine *self,
+		    ConfabToken *token,
+		    GCancellable *cancellable,
+		    GAsyncReadyCallback callback,
+		    gpointer user_data)
+{
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+	g_task_set_task_data(task, g_object_ref(token), g_object_unref);
+	confab_store_save_token(self->store, token, cancellable, save_token_cb, task);
+}
+
+/**
+ * confab_engine_create_token_async:
+ * @self: a #ConfabEngine
+ * @owner: who the token acts for
+ * @name: (nullable): a label
+ * @scopes: the scopes, at least one
+ * @agent_id: (nullable): bind the token to this agent
+ * @expires_at: Unix seconds, or 0 for never
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the token is stored
+ * @user_data: data for @callback
+ *
+ * Mints a token. Its secret exists only in memory until it is handed to
+ * the caller once; the store keeps its SHA-256.
+ */
+void
+confab_engine_create_token_async(ConfabEngine *self,
+				 const gchar *owner,
+				 const gchar *name,
+				 const gchar *const *scopes,
+				 const gchar *agent_id,
+				 gint64 expires_at,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	CreateTokenData *data = g_new0(CreateTokenData, 1);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GBytes) hash = NULL;
+	g_autofree gchar *id = NULL;
+	guint8 digest[32];
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+
+	g_task_set_source_tag(task, confab_engine_create_token_async);
+	g_task_set_task_data(task, data, (GDestroyNotify)create_token_data_free);
+
+	if (owner == NULL || *owner == '\0' || strlen(owner) > 256) {
+		confab_set_error_param(&error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "owner",
+				       "A token needs an owner (a user name)");
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	if (scopes == NULL || scopes[0] == NULL) {
+		confab_set_error_param(&error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "scopes",
+				       "A token needs at least one scope");
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	for (guint i = 0; scopes[i] != NULL; i++) {
+		if (!check_scope_name(scopes[i])) {
+			confab_set_error_param(&error,
+					       CONFAB_ERROR_INVALID_VALUE,
+					       "scopes",
+					       "Scopes are non-empty words without spaces");
+			g_task_return_error(task, g_steal_pointer(&error));
+			return;
+		}
+	}
+	if (agent_id != NULL && *agent_id != '\0') {
+		g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self, agent_id);
+		if (agent == NULL) {
+			g_task_return_new_error(task,
+						CONFAB_ERROR,
+						CONFAB_ERROR_AGENT_NOT_FOUND,
+						"No agent '%s' to bind the token to",
+						agent_id);
+			return;
+		}
+	}
+	if (expires_at < 0 || (expires_at != 0 && expires_at <= now)) {
+		confab_set_error_param(&error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "expires_at",
+				       "expires_at must be in the future (Unix seconds) or 0");
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+
+	data->secret = confab_token_secret_new(&error);
+	if (data->secret == NULL) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	sha256(data->secret, digest);
+	hash = g_bytes_new(digest, sizeof(digest));
+	memset(digest, 0, sizeof(digest));
+	id = confab_id_generator_next(self->ids, CONFAB_PREFIX_TOKEN);
+
+	data->token = confab_token_new();
+	confab_token_set_id(data->token, id);
+	confab_token_set_owner(data->token, owner);
+	confab_token_set_name(data->token, name != NULL ? name : "");
+	confab_token_set_scopes(data->token, scopes);
+	confab_token_set_agent_id(data->token,
+				  agent_id != NULL && *agent_id != '\0' ? agent_id : NULL);
+	confab_token_set_hash(data->token, hash);
+	confab_token_set_created_at(data->token, now);
+	confab_token_set_expires_at(data->token, expires_at);
+	save_token_internal(self,
+			    data->token,
+			    cancellable,
+			    create_token_saved_cb,
+			    g_steal_pointer(&task));
+}
+
+/**
+ * confab_engine_create_token_finish:
+ * @self: a #ConfabEngine
+ * @result: the result
+ * @secret: (out) (transfer full): the secret, to show once
+ * @error: return location for a #GError
+ *
+ * Returns: (transfer full): the new token
+ */
+ConfabToken *
+confab_engine_create_token_finish(ConfabEngine *self,
+				  GAsyncResult *result,
+				  gchar **secret,
+				  GError **error)
+{
+	CreateTokenData *data;
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	if (!g_task_propagate_boolean(G_TASK(result), error))
+		return NULL;
+	data = g_task_get_task_data(G_TASK(result));
+	*secret = g_steal_pointer(&data->secret);
+	return g_object_ref(data->token);
+}
+
+static ConfabToken *
+token_copy(ConfabToken *token)
+{
+	ConfabToken *copy = confab_token_new();
+	confab_token_set_id(copy, confab_token_get_id(token));
+	confab_token_set_owner(copy, confab_token_get_owner(token));
+	confab_token_set_name(copy, confab_token_get_name(token));
+	confab_token_set_scopes(copy, confab_token_get_scopes(token));
+	confab_token_set_agent_id(copy, confab_token_get_agent_id(token));
+	confab_token_set_hash(copy, confab_token_get_hash(token));
+	confab_token_set_created_at(copy, confab_token_get_created_at(token));
+	confab_token_set_expires_at(copy, confab_token_get_expires_at(token));
+	confab_token_set_revoked_at(copy, confab_token_get_revoked_at(token));
+	return copy;
+}
+
+/**
+ * confab_engine_revoke_token_async:
+ *
+ * Revokes a token: from the commit on, it authenticates nothing.
+ */
+void
+confab_engine_revoke_token_async(ConfabEngine *self,
+				 const gchar *token_id,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	g_autoptr(ConfabToken) token = confab_engine_lookup_token(self, token_id);
+	g_autoptr(ConfabToken) revoked = NULL;
+
+	if (token == NULL) {
+		g_task_report_new_error(self,
+					callback,
+					user_data,
+					confab_engine_revoke_token_async,
+					CONFAB_ERROR,
+					CONFAB_ERROR_NOT_FOUND,
+					"No token '%s'",
+					token_id);
+		return;
+	}
+	revoked = token_copy(token);
+	if (confab_token_get_revoked_at(revoked) == 0)
+		confab_token_set_revoked_at(revoked, g_get_real_time() / G_USEC_PER_SEC);
+	save_token_internal(self, revoked, cancellable, callback, user_data);
+}
+
+gboolean
+confab_engine_revoke_token_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/* ---------- quota ---------- */
+
+typedef struct {
+	gchar *owner;
+	guint64 limit;
+} SetQuotaData;
+
+static void
+set_quota_data_free(SetQuotaData *data)
+{
+	g_free(data->owner);
+	g_free(data);
+}
+
+static void
+set_quota_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	SetQuotaData *data = g_task_get_task_data(task);
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_set_quota_finish(CONFAB_STORE(source), result, &error)) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		if (data->limit == 0)
+			g_hash_table_remove(self->quotas, data->owner);
+		else
+			g_hash_table_replace(self->quotas,
+					     g_strdup(data->owner),
+					     uint64_new(data->limit));
+	}
+	g_task_return_boolean(task, TRUE);
+}
+
+/**
+ * confab_engine_set_quota_async:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ * @monthly_requests: the owner's monthly request quota; 0 removes the
+ *   override, so the configured default applies again
+ *
+ * Sets a per-owner quota.
+ */
+void
+confab_engine_set_quota_async(ConfabEngine *self,
+			      const gchar *owner,
+			      guint64 monthly_requests,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	SetQuotaData *data = g_new0(SetQuotaData, 1);
+
+	g_task_set_source_tag(task, confab_engine_set_quota_async);
+	data->owner = g_strdup(owner);
+	data->limit = monthly_requests;
+	g_task_set_task_data(task, data, (GDestroyNotify)set_quota_data_free);
+	if (owner == NULL || *owner == '\0') {
+		g_autoptr(GError) error = NULL;
+		confab_set_error_param(&error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "owner",
+				       "A quota needs an owner");
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	confab_store_set_quota(self->store,
+			       owner,
+			       monthly_requests,
+			       cancellable,
+			       set_quota_cb,
+			       g_steal_pointer(&task));
+}
+
+gboolean
+confab_engine_set_quota_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/* called with the lock held */
+static guint64
+quota_for(ConfabEngine *self, const gchar *owner, gboolean *is_override)
+{
+	guint64 *limit = g_hash_table_lookup(self->quotas, owner);
+	if (is_override != NULL)
+		*is_override = limit != NULL;
+	return limit != NULL ? *limit : self->config->default_monthly_requests;
+}
+
+/* called with the lock held: a new UTC month starts everyone at zero */
+static void
+roll_month(ConfabEngine *self)
+{
+	g_autofree gchar *month = confab_engine_current_month(self);
+	if (g_strcmp0(month, self->usage_month) == 0)
+		return;
+	g_free(self->usage_month);
+	self->usage_month = g_steal_pointer(&month);
+	g_hash_table_remove_all(self->usage);
+}
+
+/**
+ * confab_engine_get_quota:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ * @is_override: (out) (optional): whether the owner has a quota of their own
+ *
+ * Returns: the owner's monthly request quota; 0 when unlimited
+ */
+guint64
+confab_engine_get_quota(ConfabEngine *self, const gchar *owner, gboolean *is_override)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	return quota_for(self, owner, is_override);
+}
+
+/**
+ * confab_engine_get_usage:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ * @month: (out) (optional) (transfer full): the month counted
+ *
+ * Returns: the requests the owner made this month
+ */
+guint64
+confab_engine_get_usage(ConfabEngine *self, const gchar *owner, gchar **month)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	guint64 *used;
+
+	roll_month(self);
+	used = g_hash_table_lookup(self->usage, owner);
+	if (month != NULL)
+		*month = g_strdup(self->usage_month);
+	return used != NULL ? *used : 0;
+}
+
+/**
+ * confab_engine_quota_admit:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ * @info: (out): the quota after this request
+ * @error: return location for a #GError
+ *
+ * Counts one request against the owner's monthly quota, or refuses it with
+ * CONFAB_ERROR_QUOTA_EXCEEDED. The check and the count happen under one
+ * lock, so concurrent requests never admit more than the quota. The caller
+ * makes the count durable with the turn's first commit, or gives it back
+ * with confab_engine_quota_release() if that commit fails.
+ */
+gboolean
+confab_engine_quota_admit(ConfabEngine *self,
+			  const gchar *owner,
+			  ConfabQuotaInfo *info,
+			  GError **error)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	guint64 limit;
+	guint64 *used;
+
+	roll_month(self);
+	limit = quota_for(self, owner, NULL);
+	used = g_hash_table_lookup(self->usage, owner);
+	info->limit = limit;
+	info->reset_seconds = seconds_to_month_end();
+	if (limit > 0 && used != NULL && *used >= limit) {
+		info->remaining = 0;
+		confab_set_error_param_printf(
+		    error,
+		    CONFAB_ERROR_QUOTA_EXCEEDED,
+		    NULL,
+		    "You exceeded your monthly quota of %" G_GUINT64_FORMAT
+		    " requests; it resets at the start of next month (UTC)",
+		    limit);
+		return FALSE;
+	}
+	if (used == NULL) {
+		used = uint64_new(0);
+		g_hash_table_insert(self->usage, g_strdup(owner), used);
+	}
+	(*used)++;
+	info->remaining = limit > 0 ? limit - *used : 0;
+	return TRUE;
+}
+
+/**
+ * confab_engine_quota_release:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ *
+ * Gives back a request admitted by confab_engine_quota_admit() whose turn
+ * never got stored.
+ */
+void
+confab_engine_quota_release(ConfabEngine *self, const gchar *owner)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	guint64 *used = g_hash_table_lookup(self->usage, owner);
+	if (used != NULL && *used > 0)
+		(*used)--;
+}
+
+/* ---------- turns ---------- */
+
+/**
+ * confab_engine_session_acquire:
+ * @self: a #ConfabEngine
+ * @session_id: a session
+ * @error: return location for a #GError
+ *
+ * Marks a turn running in @session_id: one at a time per session.
+ */
+gboolean
+confab_engine_session_acquire(ConfabEngine *self, const gchar *session_id, GError **error)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	if (g_hash_table_contains(self->busy, session_id)) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_CONVERSATION_BUSY,
+				       "metadata.session_id",
+				       "Another turn is running in this conversation; retry when "
+				       "it has finished");
+		return FALSE;
+	}
+	g_hash_table_add(self->busy, g_strdup(session_id));
+	return TRUE;
+}
+
+void
+confab_engine_session_release(ConfabEngine *self, const gchar *session_id)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	g_hash_table_remove(self->busy, session_id);
+}
+
+/**
+ * confab_engine_turn_begin:
+ * @self: a #ConfabEngine
+ * @cancellable: the turn's cancellable, cancelled if the daemon must stop
+ *   before the turn ends
+ * @error: return location for a #GError
+ *
+ * Admits a turn into flight, unless the daemon is stopping or full.
+ */
+gboolean
+confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError **error)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	if (self->shutting_down) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_SHUTTING_DOWN,
+				       NULL,
+				       "The service is shutting down; retry shortly");
+		return FALSE;
+	}
+	if (g_hash_table_size(self->turns) >= self->config->max_inflight_turns) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_OVERLOADED,
+				       NULL,
+				       "Too many turns are running; retry shortly");
+		return FALSE;
+	}
+	g_hash_table_add(self->turns, g_object_ref(cancellable));
+	return TRUE;
+}
+
+void
+confab_engine_turn_end(ConfabEngine *self, GCancellable *cancellable)
+{
+	gboolean drained;
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		if (!g_hash_table_remove(self->turns, cancellable))
+			return;
+		self->turns_served++;
+		drained = self->shutting_down && g_hash_table_size(self->turns) == 0;
+	}
+	if (drained)
+		g_signal_emit(self, signals[SIGNAL_DRAINED], 0);
+}
+
+guint
+confab_engine_get_active_turns(ConfabEngine *self)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	return g_hash_table_size(self->turns);
+}
+
+guint64
+confab_engine_get_turns_served(ConfabEngine *self)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	return self->turns_served;
+}
+
+/**
+ * confab_engine_begin_shutdown:
+ *
+ * From now on, new turns are refused with CONFAB_ERROR_SHUTTING_DOWN;
+ * running ones go on. ::drained fires when the last one ends.
+ */
+void
+confab_engine_begin_shutdown(ConfabEngine *self)
+{
+	gboolean drained;
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		self->shutting_down = TRUE;
+		drained = g_hash_table_size(self->turns) == 0;
+	}
+	if (drained)
+		g_signal_emit(self, signals[SIGNAL_DRAINED], 0);
+}
+
+gboolean
+confab_engine_is_shutting_down(ConfabEngine *self)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	return self->shutting_down;
+}
+
+/**
+ * confab_engine_cancel_turns:
+ *
+ * Cancels every running turn: each stores what it has as incomplete.
+ */
+void
+confab_engine_cancel_turns(ConfabEngine *self)
+{
+	g_autoptr(GPtrArray) cancellables = g_ptr_array_new_with_free_func(g_object_unref);
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		GHashTableIter iter;
+		gpointer key;
+		g_hash_table_iter_init(&iter, self->turns);
+		while (g_hash_table_iter_next(&iter, &key, NULL))
+			g_ptr_array_add(cancellables, g_object_ref(key));
+	}
+	for (guint i = 0; i < cancellables->len; i++)
+		g_cancellable_cancel(g_ptr_array_index(cancellables, i));
+}

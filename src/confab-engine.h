@@ -1,0 +1,174 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+
+#include "confab-agent.h"
+#include "confab-config.h"
+#include "confab-enums.h"
+#include "confab-id-generator.h"
+#include "confab-provider.h"
+#include "confab-store.h"
+#include "confab-token.h"
+
+G_BEGIN_DECLS
+
+#define CONFAB_SCOPE_CHAT "chat.completions"
+#define CONFAB_SCOPE_FULL "api.full"
+
+/**
+ * ConfabPrincipal:
+ * @owner: whose data this is
+ * @token_id: (nullable): the API token used, if any
+ * @agent_id: (nullable): the only agent allowed, for a bound token
+ * @source: the door: the v1 API or a channel
+ *
+ * Who is asking, once authenticated.
+ */
+typedef struct {
+	gchar *owner;
+	gchar *token_id;
+	gchar *agent_id;
+	ConfabSessionSource source;
+} ConfabPrincipal;
+
+ConfabPrincipal *
+confab_principal_new(const gchar *owner, ConfabSessionSource source);
+void
+confab_principal_free(ConfabPrincipal *principal);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabPrincipal, confab_principal_free)
+
+/**
+ * ConfabQuotaInfo:
+ * @limit: requests a month; 0 when unlimited
+ * @remaining: requests left this month
+ * @reset_seconds: seconds until the month rolls over (UTC)
+ */
+typedef struct {
+	guint64 limit;
+	guint64 remaining;
+	gint64 reset_seconds;
+} ConfabQuotaInfo;
+
+#define CONFAB_TYPE_ENGINE (confab_engine_get_type())
+G_DECLARE_FINAL_TYPE(ConfabEngine, confab_engine, CONFAB, ENGINE, GObject)
+
+ConfabEngine *
+confab_engine_new(const ConfabConfig *config, ConfabStore *store, GError **error);
+const ConfabConfig *
+confab_engine_get_config(ConfabEngine *self);
+ConfabStore *
+confab_engine_get_store(ConfabEngine *self);
+ConfabIdGenerator *
+confab_engine_get_id_generator(ConfabEngine *self);
+void
+confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider);
+ConfabProvider *
+confab_engine_get_provider(ConfabEngine *self, const gchar *name);
+
+/* authentication */
+ConfabPrincipal *
+confab_engine_authenticate(ConfabEngine *self, const gchar *authorization, GError **error);
+
+/* agents */
+ConfabAgent *
+confab_engine_lookup_agent(ConfabEngine *self, const gchar *agent_id);
+GPtrArray *
+confab_engine_list_agents(ConfabEngine *self);
+void
+confab_engine_save_agent_async(ConfabEngine *self,
+			       ConfabAgent *agent,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+gboolean
+confab_engine_save_agent_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
+void
+confab_engine_delete_agent_async(ConfabEngine *self,
+				 const gchar *agent_id,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+gboolean
+confab_engine_delete_agent_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
+
+/* tokens */
+ConfabToken *
+confab_engine_lookup_token(ConfabEngine *self, const gchar *token_id);
+GPtrArray *
+confab_engine_list_tokens(ConfabEngine *self, const gchar *owner);
+void
+confab_engine_create_token_async(ConfabEngine *self,
+				 const gchar *owner,
+				 const gchar *name,
+				 const gchar *const *scopes,
+				 const gchar *agent_id,
+				 gint64 expires_at,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+ConfabToken *
+confab_engine_create_token_finish(ConfabEngine *self,
+				  GAsyncResult *result,
+				  gchar **secret,
+				  GError **error);
+void
+confab_engine_revoke_token_async(ConfabEngine *self,
+				 const gchar *token_id,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+gboolean
+confab_engine_revoke_token_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
+
+/* quota */
+void
+confab_engine_set_quota_async(ConfabEngine *self,
+			      const gchar *owner,
+			      guint64 monthly_requests,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
+gboolean
+confab_engine_set_quota_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
+guint64
+confab_engine_get_quota(ConfabEngine *self, const gchar *owner, gboolean *is_override);
+guint64
+confab_engine_get_usage(ConfabEngine *self, const gchar *owner, gchar **month);
+gboolean
+confab_engine_quota_admit(ConfabEngine *self,
+			  const gchar *owner,
+			  ConfabQuotaInfo *info,
+			  GError **error);
+void
+confab_engine_quota_release(ConfabEngine *self, const gchar *owner);
+gchar *
+confab_engine_current_month(ConfabEngine *self);
+
+/* turns */
+gboolean
+confab_engine_session_acquire(ConfabEngine *self, const gchar *session_id, GError **error);
+void
+confab_engine_session_release(ConfabEngine *self, const gchar *session_id);
+gboolean
+confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError **error);
+void
+confab_engine_turn_end(ConfabEngine *self, GCancellable *cancellable);
+guint
+confab_engine_get_active_turns(ConfabEngine *self);
+guint64
+confab_engine_get_turns_served(ConfabEngine *self);
+
+/* shutdown */
+void
+confab_engine_begin_shutdown(ConfabEngine *self);
+gboolean
+confab_engine_is_shutting_down(ConfabEngine *self);
+void
+confab_engine_cancel_turns(ConfabEngine *self);
+
+G_END_DECLS

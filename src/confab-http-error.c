@@ -1,0 +1,107 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabHttp"
+
+#include "config.h"
+
+#include <gio/gio.h>
+
+#include "confab-error.h"
+#include "confab-http-error.h"
+#include "confab-json.h"
+
+/* The one table from CONFAB_ERROR codes to what an OpenAI client expects. */
+static const ConfabHttpErrorInfo table[] = {
+    [CONFAB_ERROR_FAILED] = {500, "server_error", "internal_error"},
+    [CONFAB_ERROR_INVALID_JSON] = {400, "invalid_request_error", "invalid_json"},
+    [CONFAB_ERROR_MISSING_MODEL] = {400, "invalid_request_error", "missing_model"},
+    [CONFAB_ERROR_INVALID_MESSAGES] = {400, "invalid_request_error", "invalid_messages"},
+    [CONFAB_ERROR_INVALID_VALUE] = {400, "invalid_request_error", "invalid_value"},
+    [CONFAB_ERROR_INVALID_FILE] = {400, "invalid_request_error", "invalid_file"},
+    [CONFAB_ERROR_INVALID_LIMIT] = {400, "invalid_request_error", "invalid_limit"},
+    [CONFAB_ERROR_INVALID_ORDER] = {400, "invalid_request_error", "invalid_order"},
+    [CONFAB_ERROR_INVALID_AFTER] = {400, "invalid_request_error", "invalid_after"},
+    [CONFAB_ERROR_MISSING_API_KEY] = {401, "authentication_error", "missing_api_key"},
+    [CONFAB_ERROR_INVALID_API_KEY] = {401, "authentication_error", "invalid_api_key"},
+    [CONFAB_ERROR_INSUFFICIENT_SCOPE] = {403, "permission_error", "insufficient_scope"},
+    [CONFAB_ERROR_PERMISSION_DENIED] = {403, "permission_error", "permission_denied"},
+    [CONFAB_ERROR_AGENT_NOT_FOUND] = {404, "not_found_error", "agent_not_found"},
+    [CONFAB_ERROR_CONVERSATION_NOT_FOUND] = {404, "not_found_error", "conversation_not_found"},
+    [CONFAB_ERROR_NOT_FOUND] = {404, "not_found_error", "route_not_found"},
+    [CONFAB_ERROR_METHOD_NOT_ALLOWED] = {405, "invalid_request_error", "method_not_allowed"},
+    [CONFAB_ERROR_CONVERSATION_BUSY] = {409, "conflict_error", "conversation_busy"},
+    [CONFAB_ERROR_REQUEST_TOO_LARGE] = {413, "invalid_request_error", "request_too_large"},
+    [CONFAB_ERROR_UNSUPPORTED_MEDIA_TYPE] = {415,
+					     "invalid_request_error",
+					     "unsupported_media_type"},
+    [CONFAB_ERROR_QUOTA_EXCEEDED] = {429, "insufficient_quota", "insufficient_quota"},
+    [CONFAB_ERROR_UPSTREAM] = {502, "upstream_error", "upstream_error"},
+    [CONFAB_ERROR_UPSTREAM_TIMEOUT] = {504, "upstream_error", "upstream_timeout"},
+    [CONFAB_ERROR_SHUTTING_DOWN] = {503, "service_unavailable", "shutting_down"},
+    [CONFAB_ERROR_OVERLOADED] = {503, "service_unavailable", "overloaded"},
+    /* only ever reaches a client that is still there mid-stream */
+    [CONFAB_ERROR_CANCELLED] = {503, "service_unavailable", "cancelled"},
+};
+
+G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);
+
+/**
+ * confab_http_error_info:
+ * @error: a #GError
+ *
+ * Returns: (transfer none): the status, type and code for @error; anything
+ * outside CONFAB_ERROR is a 500
+ */
+const ConfabHttpErrorInfo *
+confab_http_error_info(const GError *error)
+{
+	if (error == NULL || error->domain != CONFAB_ERROR || error->code < 0 ||
+	    error->code >= CONFAB_ERROR_LAST)
+		return &table[CONFAB_ERROR_FAILED];
+	return &table[error->code];
+}
+
+/**
+ * confab_http_error_append_object:
+ * @out: a #GString
+ * @error: a #GError
+ *
+ * Appends `{"message":…,"type":…,"param":…,"code":…}`. Errors from outside
+ * CONFAB_ERROR are internal: their text is logged, never sent.
+ */
+void
+confab_http_error_append_object(GString *out, const GError *error)
+{
+	const ConfabHttpErrorInfo *info = confab_http_error_info(error);
+	const gchar *message = error != NULL ? error->message : "Internal error";
+
+	if (error == NULL || error->domain != CONFAB_ERROR || error->code == CONFAB_ERROR_FAILED)
+		message = "The server had an error while processing your request";
+	g_string_append(out, "{\"message\":");
+	confab_json_append_string(out, message);
+	g_string_append(out, ",\"type\":");
+	confab_json_append_string(out, info->type);
+	g_string_append(out, ",\"param\":");
+	confab_json_append_string(out, confab_error_get_param(error));
+	g_string_append(out, ",\"code\":");
+	confab_json_append_string(out, info->code);
+	g_string_append_c(out, '}');
+}
+
+/**
+ * confab_http_error_body:
+ * @error: a #GError
+ *
+ * Returns: (transfer full): `{"error":{…}}`, the OpenAI error shape
+ */
+gchar *
+confab_http_error_body(const GError *error)
+{
+	GString *out = g_string_new("{\"error\":");
+	confab_http_error_append_object(out, error);
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}

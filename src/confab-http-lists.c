@@ -1,0 +1,304 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabHttp"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-error.h"
+#include "confab-http-private.h"
+#include "confab-id-generator.h"
+#include "confab-json.h"
+#include "confab-list-query.h"
+
+/*
+ * GET /api/v1/conversations and GET /api/v1/conversations/{id}/messages.
+ * Read-only and never counted against the quota. Only the caller's own API
+ * sessions exist here; a bound token sees only its agent's.
+ */
+
+typedef struct {
+	SoupServerMessage *msg;	    /* owned */
+	ConfabHttpServer *server;   /* owned */
+	ConfabPrincipal *principal; /* owned */
+	ConfabMessageQuery query;
+} ListCtx;
+
+static void
+list_ctx_free(ListCtx *ctx)
+{
+	g_clear_object(&ctx->msg);
+	g_clear_object(&ctx->server);
+	g_clear_pointer(&ctx->principal, confab_principal_free);
+	confab_message_query_clear(&ctx->query);
+	g_free(ctx);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ListCtx, list_ctx_free)
+
+static void
+respond_and_unpause(SoupServerMessage *msg, guint status, gchar *body)
+{
+	confab_http_respond_json(msg, status, body);
+	soup_server_message_unpause(msg);
+}
+
+static void
+error_and_unpause(SoupServerMessage *msg, const GError *error)
+{
+	confab_http_respond_error(msg, error);
+	soup_server_message_unpause(msg);
+}
+
+static void
+append_envelope_end(GString *out, ConfabPage *page, const gchar *(*get_id)(gpointer))
+{
+	g_string_append(out, "],\"first_id\":");
+	confab_json_append_string(out,
+				  page->items->len > 0 ? get_id(g_ptr_array_index(page->items, 0))
+						       : NULL);
+	g_string_append(out, ",\"last_id\":");
+	confab_json_append_string(out,
+				  page->items->len > 0
+				      ? get_id(g_ptr_array_index(page->items, page->items->len - 1))
+				      : NULL);
+	g_string_append_printf(out, ",\"has_more\":%s}", page->has_more ? "true" : "false");
+}
+
+/* ---------- conversations ---------- */
+
+static gchar *
+conversations_json(ConfabPage *page)
+{
+	GString *out = g_string_new("{\"object\":\"list\",\"data\":[");
+	for (guint i = 0; i < page->items->len; i++) {
+		ConfabSession *session = g_ptr_array_index(page->items, i);
+		if (i > 0)
+			g_string_append_c(out, ',');
+		g_string_append(out, "{\"id\":");
+		confab_json_append_string(out, confab_session_get_id(session));
+		g_string_append(out, ",\"object\":\"conversation\",\"model\":");
+		confab_json_append_string(out, confab_session_get_agent_id(session));
+		g_string_append(out, ",\"title\":");
+		confab_json_append_string(out, confab_session_get_title(session));
+		g_string_append_printf(out,
+				       ",\"created_at\":%" G_GINT64_FORMAT
+				       ",\"updated_at\":%" G_GINT64_FORMAT "}",
+				       confab_session_get_created_at(session),
+				       confab_session_get_updated_at(session));
+	}
+	append_envelope_end(out, page, (const gchar *(*)(gpointer))confab_session_get_id);
+	return g_string_free(out, FALSE);
+}
+
+static void
+list_sessions_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(SoupServerMessage) msg = user_data;
+	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(GError) error = NULL;
+
+	page = confab_store_list_sessions_finish(CONFAB_STORE(source), result, &error);
+	if (page == NULL) {
+		error_and_unpause(msg, error);
+		return;
+	}
+	respond_and_unpause(msg, SOUP_STATUS_OK, conversations_json(page));
+}
+
+static gchar *
+empty_list_json(void)
+{
+	return g_strdup("{\"object\":\"list\",\"data\":[],\"first_id\":null,\"last_id\":null,\"has_"
+			"more\":false}");
+}
+
+/**
+ * confab_http_list_conversations:
+ * @server: the server
+ * @msg: the message
+ * @principal: (transfer full): who asks
+ *
+ * Lists the caller's API conversations.
+ */
+void
+confab_http_list_conversations(ConfabHttpServer *server,
+			       SoupServerMessage *msg,
+			       ConfabPrincipal *principal)
+{
+	g_autoptr(ConfabPrincipal) owned = principal;
+	ConfabEngine *engine = confab_http_server_get_engine(server);
+	g_auto(ConfabSessionQuery) query = {NULL};
+	g_auto(ConfabListParams) params = {NULL};
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_list_params_parse(g_uri_get_query(soup_server_message_get_uri(msg)),
+				      CONFAB_PREFIX_SESSION,
+				      &params,
+				      &error)) {
+		confab_http_respond_error(msg, error);
+		return;
+	}
+	/* a bound token sees its agent only; asking for another is an empty page */
+	if (principal->agent_id != NULL && params.model != NULL &&
+	    g_strcmp0(params.model, principal->agent_id) != 0) {
+		confab_http_respond_json(msg, SOUP_STATUS_OK, empty_list_json());
+		return;
+	}
+	query.owner = g_strdup(principal->owner);
+	query.source = CONFAB_SESSION_SOURCE_API;
+	query.agent_id = g_strdup(principal->agent_id != NULL ? principal->agent_id : params.model);
+	query.after = g_steal_pointer(&params.after);
+	query.order = params.order;
+	query.limit = params.limit;
+
+	soup_server_message_pause(msg);
+	confab_store_list_sessions(confab_engine_get_store(engine),
+				   &query,
+				   NULL,
+				   list_sessions_cb,
+				   g_object_ref(msg));
+}
+
+/* ---------- messages ---------- */
+
+static gchar *
+messages_json(ConfabPage *page)
+{
+	GString *out = g_string_new("{\"object\":\"list\",\"data\":[");
+	for (guint i = 0; i < page->items->len; i++) {
+		ConfabMessage *message = g_ptr_array_index(page->items, i);
+		if (i > 0)
+			g_string_append_c(out, ',');
+		g_string_append(out, "{\"id\":");
+		confab_json_append_string(out, confab_message_get_id(message));
+		g_string_append(out, ",\"object\":\"message\",\"session_id\":");
+		confab_json_append_string(out, confab_message_get_session_id(message));
+		g_string_append(out, ",\"role\":");
+		confab_json_append_string(out, confab_message_get_role(message));
+		g_string_append(out, ",\"model\":");
+		confab_json_append_string(out, confab_message_get_model(message));
+		g_string_append_printf(out,
+				       ",\"created_at\":%" G_GINT64_FORMAT ",\"status\":",
+				       confab_message_get_created_at(message));
+		confab_json_append_string(
+		    out,
+		    confab_message_status_to_string(confab_message_get_status(message)));
+		/* stored as JSON this program wrote: spliced in as it is */
+		g_string_append(out, ",\"content\":");
+		g_string_append(out, confab_message_get_content(message));
+		g_string_append(out, ",\"content_blocks\":");
+		g_string_append(out, confab_message_get_content_blocks(message));
+		g_string_append_c(out, '}');
+	}
+	append_envelope_end(out, page, (const gchar *(*)(gpointer))confab_message_get_id);
+	return g_string_free(out, FALSE);
+}
+
+static void
+list_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ListCtx) ctx = user_data;
+	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(GError) error = NULL;
+
+	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
+	if (page == NULL) {
+		error_and_unpause(ctx->msg, error);
+		return;
+	}
+	respond_and_unpause(ctx->msg, SOUP_STATUS_OK, messages_json(page));
+}
+
+static void
+get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ListCtx) ctx = user_data;
+	ConfabPrincipal *principal = ctx->principal;
+	const ConfabMessageQuery *query;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	if (session == NULL) {
+		error_and_unpause(ctx->msg, error);
+		return;
+	}
+	/* someone else's, a channel's, or another agent's: it does not exist */
+	if (g_strcmp0(confab_session_get_owner(session), principal->owner) != 0 ||
+	    confab_session_get_source(session) != CONFAB_SESSION_SOURCE_API ||
+	    (principal->agent_id != NULL &&
+	     g_strcmp0(confab_session_get_agent_id(session), principal->agent_id) != 0)) {
+		g_set_error(&error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+			    "No conversation '%s'",
+			    ctx->query.session_id);
+		error_and_unpause(ctx->msg, error);
+		return;
+	}
+	query = &ctx->query;
+	confab_store_list_messages(CONFAB_STORE(source),
+				   query,
+				   NULL,
+				   list_messages_cb,
+				   g_steal_pointer(&ctx));
+}
+
+/**
+ * confab_http_list_messages:
+ * @server: the server
+ * @msg: the message
+ * @principal: (transfer full): who asks
+ * @session_id: the session id from the path
+ *
+ * Replays the messages of one of the caller's API conversations.
+ */
+void
+confab_http_list_messages(ConfabHttpServer *server,
+			  SoupServerMessage *msg,
+			  ConfabPrincipal *principal,
+			  const gchar *session_id)
+{
+	g_autoptr(ConfabPrincipal) owned = principal;
+	ConfabEngine *engine = confab_http_server_get_engine(server);
+	g_auto(ConfabListParams) params = {NULL};
+	g_autoptr(GError) error = NULL;
+	ListCtx *ctx;
+
+	if (!confab_list_params_parse(g_uri_get_query(soup_server_message_get_uri(msg)),
+				      CONFAB_PREFIX_MESSAGE,
+				      &params,
+				      &error)) {
+		confab_http_respond_error(msg, error);
+		return;
+	}
+	if (!confab_id_is_valid(session_id, CONFAB_PREFIX_SESSION)) {
+		g_set_error(&error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+			    "No conversation '%s'",
+			    session_id);
+		confab_http_respond_error(msg, error);
+		return;
+	}
+	ctx = g_new0(ListCtx, 1);
+	ctx->msg = g_object_ref(msg);
+	ctx->server = g_object_ref(server);
+	ctx->principal = g_steal_pointer(&owned);
+	ctx->query.session_id = g_strdup(session_id);
+	ctx->query.after = g_steal_pointer(&params.after);
+	ctx->query.order = params.order;
+	ctx->query.limit = params.limit;
+
+	soup_server_message_pause(msg);
+	confab_store_get_session(confab_engine_get_store(engine),
+				 session_id,
+				 NULL,
+				 get_session_cb,
+				 ctx);
+}

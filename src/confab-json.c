@@ -1,0 +1,457 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabJson"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-error.h"
+#include "confab-json.h"
+
+/*
+ * json-glib 1.6 is lenient (it takes single quotes and bare words), silently
+ * truncates strings at an escaped U+0000, and recurses once per nesting level
+ * until its stack overflows. So every byte from the network first goes
+ * through this strict RFC 8259 checker: it is iterative, caps the depth, and
+ * refuses what json-glib would mangle. Only then does json-glib see it.
+ */
+
+typedef struct {
+	const guchar *p;
+	const guchar *end;
+	GError **error;
+} Scan;
+
+static gboolean
+scan_fail(Scan *s, const gchar *what)
+{
+	confab_set_error_param_printf(s->error,
+				      CONFAB_ERROR_INVALID_JSON,
+				      NULL,
+				      "The request body is not valid JSON: %s",
+				      what);
+	return FALSE;
+}
+
+static void
+scan_ws(Scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static gint
+hex4(const guchar *p)
+{
+	gint v = 0;
+	for (guint i = 0; i < 4; i++) {
+		gint c = p[i];
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+static gboolean
+scan_string(Scan *s)
+{
+	/* s->p is on the opening quote; the input is already valid UTF-8 */
+	s->p++;
+	for (;;) {
+		const guchar *q = s->p;
+		/* fast path over plain bytes */
+		while (q < s->end && *q != '"' && *q != '\\' && *q >= 0x20)
+			q++;
+		s->p = q;
+		if (s->p >= s->end)
+			return scan_fail(s, "unterminated string");
+		if (*s->p == '"') {
+			s->p++;
+			return TRUE;
+		}
+		if (*s->p < 0x20)
+			return scan_fail(s, "control character in a string");
+		/* backslash */
+		if (s->p + 1 >= s->end)
+			return scan_fail(s, "unterminated string");
+		switch (s->p[1]) {
+		case '"':
+		case '\\':
+		case '/':
+		case 'b':
+		case 'f':
+		case 'n':
+		case 'r':
+		case 't':
+			s->p += 2;
+			break;
+		case 'u': {
+			gint cp;
+			if (s->end - s->p < 6 || (cp = hex4(s->p + 2)) < 0)
+				return scan_fail(s, "bad \\u escape");
+			s->p += 6;
+			if (cp == 0) {
+				confab_set_error_param(
+				    s->error,
+				    CONFAB_ERROR_INVALID_VALUE,
+				    NULL,
+				    "Text containing U+0000 (\\u0000) is not accepted");
+				return FALSE;
+			}
+			if (cp >= 0xdc00 && cp <= 0xdfff)
+				return scan_fail(s, "lone low surrogate in a \\u escape");
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				gint lo;
+				if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' ||
+				    (lo = hex4(s->p + 2)) < 0xdc00 || lo > 0xdfff)
+					return scan_fail(s, "lone high surrogate in a \\u escape");
+				s->p += 6;
+			}
+			break;
+		}
+		default:
+			return scan_fail(s, "bad escape in a string");
+		}
+	}
+}
+
+static gboolean
+scan_digits(Scan *s)
+{
+	const guchar *start = s->p;
+	while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+		s->p++;
+	return s->p > start;
+}
+
+static gboolean
+scan_number(Scan *s)
+{
+	if (*s->p == '-')
+		s->p++;
+	if (s->p >= s->end)
+		return scan_fail(s, "bad number");
+	if (*s->p == '0') {
+		s->p++;
+	} else if (!scan_digits(s)) {
+		return scan_fail(s, "bad number");
+	}
+	if (s->p < s->end && *s->p == '.') {
+		s->p++;
+		if (!scan_digits(s))
+			return scan_fail(s, "bad number");
+	}
+	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+		s->p++;
+		if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+			s->p++;
+		if (!scan_digits(s))
+			return scan_fail(s, "bad number");
+	}
+	return TRUE;
+}
+
+static gboolean
+scan_literal(Scan *s, const gchar *lit)
+{
+	gsize n = strlen(lit);
+	if ((gsize)(s->end - s->p) < n || memcmp(s->p, lit, n) != 0)
+		return scan_fail(s, "unexpected character");
+	s->p += n;
+	return TRUE;
+}
+
+static gboolean
+scan_member_name(Scan *s)
+{
+	if (s->p >= s->end || *s->p != '"')
+		return scan_fail(s, "expected a member name");
+	if (!scan_string(s))
+		return FALSE;
+	scan_ws(s);
+	if (s->p >= s->end || *s->p != ':')
+		return scan_fail(s, "expected ':'");
+	s->p++;
+	scan_ws(s);
+	return TRUE;
+}
+
+static gboolean
+scan_scalar(Scan *s)
+{
+	switch (*s->p) {
+	case '"':
+		return scan_string(s);
+	case 't':
+		return scan_literal(s, "true");
+	case 'f':
+		return scan_literal(s, "false");
+	case 'n':
+		return scan_literal(s, "null");
+	default:
+		if (*s->p == '-' || (*s->p >= '0' && *s->p <= '9'))
+			return scan_number(s);
+		return scan_fail(s, "unexpected character");
+	}
+}
+
+/**
+ * confab_json_check:
+ * @data: the bytes
+ * @len: their length
+ * @max_depth: the deepest nesting of arrays and objects allowed
+ * @error: return location for a #GError
+ *
+ * Checks that @data is one strict RFC 8259 JSON text in UTF-8, nested at most
+ * @max_depth deep, without U+0000 in any string. Iterative: no input can
+ * exhaust the stack.
+ *
+ * Returns: %TRUE if json-glib may parse @data
+ */
+gboolean
+confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
+{
+	Scan s = {(const guchar *)data, (const guchar *)data + len, error};
+	/* the containers we are in: '{' or '[' */
+	g_autofree gchar *stack = g_malloc(max_depth + 1);
+	guint depth = 0;
+	gboolean want_value = TRUE;
+
+	if (!g_utf8_validate_len(data, len, NULL)) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_JSON,
+				       NULL,
+				       "The request body is not valid UTF-8");
+		return FALSE;
+	}
+
+	scan_ws(&s);
+	for (;;) {
+		if (want_value) {
+			if (s.p >= s.end)
+				return scan_fail(&s, "unexpected end of input");
+			if (*s.p == '{' || *s.p == '[') {
+				if (depth >= max_depth) {
+					confab_set_error_param_printf(
+					    error,
+					    CONFAB_ERROR_INVALID_JSON,
+					    NULL,
+					    "The request body is nested deeper than %u levels",
+					    max_depth);
+					return FALSE;
+				}
+				stack[depth++] = (gchar)*s.p;
+				s.p++;
+				scan_ws(&s);
+				if (s.p < s.end && (*s.p == '}' || *s.p == ']')) {
+					/* an empty container is a whole value */
+					want_value = FALSE;
+					continue;
+				}
+				if (stack[depth - 1] == '{' && !scan_member_name(&s))
+					return FALSE;
+				continue;
+			}
+			if (!scan_scalar(&s))
+				return FALSE;
+			want_value = FALSE;
+			continue;
+		}
+
+		/* after a value */
+		scan_ws(&s);
+		if (depth == 0) {
+			if (s.p != s.end)
+				return scan_fail(&s, "trailing characters after the value");
+			return TRUE;
+		}
+		if (s.p >= s.end)
+			return scan_fail(&s, "unexpected end of input");
+		if (*s.p == ',') {
+			s.p++;
+			scan_ws(&s);
+			if (stack[depth - 1] == '{' && !scan_member_name(&s))
+				return FALSE;
+			want_value = TRUE;
+			continue;
+		}
+		if ((*s.p == '}' && stack[depth - 1] == '{') ||
+		    (*s.p == ']' && stack[depth - 1] == '[')) {
+			s.p++;
+			depth--;
+			continue;
+		}
+		return scan_fail(&s, "expected ',' or a closing bracket");
+	}
+}
+
+/**
+ * confab_json_parse:
+ * @data: the bytes
+ * @len: their length
+ * @max_depth: the deepest nesting allowed
+ * @error: return location for a #GError
+ *
+ * confab_json_check() then json-glib.
+ *
+ * Returns: (transfer full): the root node
+ */
+JsonNode *
+confab_json_parse(const gchar *data, gsize len, guint max_depth, GError **error)
+{
+	g_autoptr(JsonParser) parser = NULL;
+	g_autoptr(GError) error_local = NULL;
+	JsonNode *root;
+
+	if (!confab_json_check(data, len, max_depth, error))
+		return NULL;
+	parser = json_parser_new_immutable();
+	if (!json_parser_load_from_data(parser, data, (gssize)len, &error_local)) {
+		confab_set_error_param_printf(error,
+					      CONFAB_ERROR_INVALID_JSON,
+					      NULL,
+					      "The request body is not valid JSON: %s",
+					      error_local->message);
+		return NULL;
+	}
+	root = json_parser_steal_root(parser);
+	if (root == NULL) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_JSON,
+				       NULL,
+				       "The request body is empty");
+		return NULL;
+	}
+	return root;
+}
+
+/**
+ * confab_json_append_string_len:
+ * @out: a #GString
+ * @str: UTF-8 text
+ * @len: its length in bytes
+ *
+ * Appends @str as a JSON string literal, quotes included.
+ */
+void
+confab_json_append_string_len(GString *out, const gchar *str, gsize len)
+{
+	static const gchar hex[] = "0123456789abcdef";
+	const guchar *p = (const guchar *)str;
+	const guchar *end = p + len;
+
+	g_string_append_c(out, '"');
+	while (p < end) {
+		const guchar *run = p;
+		while (p < end && *p >= 0x20 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run)
+			g_string_append_len(out, (const gchar *)run, p - run);
+		if (p >= end)
+			break;
+		switch (*p) {
+		case '"':
+			g_string_append(out, "\\\"");
+			break;
+		case '\\':
+			g_string_append(out, "\\\\");
+			break;
+		case '\n':
+			g_string_append(out, "\\n");
+			break;
+		case '\r':
+			g_string_append(out, "\\r");
+			break;
+		case '\t':
+			g_string_append(out, "\\t");
+			break;
+		case '\b':
+			g_string_append(out, "\\b");
+			break;
+		case '\f':
+			g_string_append(out, "\\f");
+			break;
+		default: {
+			gchar esc[7] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 0xf], 0};
+			g_string_append(out, esc);
+		}
+		}
+		p++;
+	}
+	g_string_append_c(out, '"');
+}
+
+/**
+ * confab_json_append_string:
+ * @out: a #GString
+ * @str: (nullable): UTF-8 text; %NULL appends `null`
+ *
+ * Appends @str as a JSON string literal.
+ */
+void
+confab_json_append_string(GString *out, const gchar *str)
+{
+	if (str == NULL) {
+		g_string_append(out, "null");
+		return;
+	}
+	confab_json_append_string_len(out, str, strlen(str));
+}
+
+/**
+ * confab_json_append_node:
+ * @out: a #GString
+ * @node: (nullable): a node; %NULL appends `null`
+ *
+ * Appends @node serialized compactly.
+ */
+void
+confab_json_append_node(GString *out, JsonNode *node)
+{
+	g_autofree gchar *text = NULL;
+	if (node == NULL) {
+		g_string_append(out, "null");
+		return;
+	}
+	text = json_to_string(node, FALSE);
+	g_string_append(out, text);
+}
+
+/**
+ * confab_json_to_string:
+ * @node: a node
+ *
+ * Returns: (transfer full): @node as compact JSON
+ */
+gchar *
+confab_json_to_string(JsonNode *node)
+{
+	return json_to_string(node, FALSE);
+}
+
+/**
+ * confab_json_from_string:
+ * @str: (nullable): JSON that this program wrote itself
+ *
+ * Parses stored JSON. Returns %NULL for %NULL or unparsable text.
+ *
+ * Returns: (transfer full) (nullable): the root node
+ */
+JsonNode *
+confab_json_from_string(const gchar *str)
+{
+	if (str == NULL)
+		return NULL;
+	return json_from_string(str, NULL);
+}

@@ -1,0 +1,245 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabProviderEcho"
+
+#include "config.h"
+
+#include "confab-provider-echo.h"
+
+/*
+ * The built-in offline provider: it answers with exactly the text of the last
+ * user message, streamed in word-sized deltas (a word and the whitespace
+ * after it) that join back to that text byte for byte. Usage is counted in
+ * words. Deterministic, for a first run and for tests.
+ */
+
+struct _ConfabProviderEcho {
+	GObject parent_instance;
+};
+
+static void
+confab_provider_echo_iface_init(ConfabProviderInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabProviderEcho,
+			      confab_provider_echo,
+			      G_TYPE_OBJECT,
+			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_PROVIDER,
+						    confab_provider_echo_iface_init))
+
+/**
+ * confab_openai_message_get_text:
+ * @message: an OpenAI-shaped message
+ *
+ * Returns: (transfer full): the message's text: its string content, or its
+ * text parts joined by newlines
+ */
+gchar *
+confab_openai_message_get_text(JsonObject *message)
+{
+	JsonNode *content = json_object_get_member(message, "content");
+	GString *text = g_string_new(NULL);
+
+	if (content == NULL)
+		return g_string_free(text, FALSE);
+	if (JSON_NODE_HOLDS_VALUE(content) && json_node_get_value_type(content) == G_TYPE_STRING) {
+		g_string_append(text, json_node_get_string(content));
+	} else if (JSON_NODE_HOLDS_ARRAY(content)) {
+		JsonArray *parts = json_node_get_array(content);
+		gboolean first = TRUE;
+		for (guint i = 0; i < json_array_get_length(parts); i++) {
+			JsonNode *pnode = json_array_get_element(parts, i);
+			JsonObject *part;
+			if (!JSON_NODE_HOLDS_OBJECT(pnode))
+				continue;
+			part = json_node_get_object(pnode);
+			if (g_strcmp0(json_object_get_string_member_with_default(part, "type", ""),
+				      "text") != 0)
+				continue;
+			if (!first)
+				g_string_append_c(text, '\n');
+			g_string_append(
+			    text,
+			    json_object_get_string_member_with_default(part, "text", ""));
+			first = FALSE;
+		}
+	}
+	return g_string_free(text, FALSE);
+}
+
+/**
+ * confab_provider_echo_split:
+ * @text: UTF-8 text
+ *
+ * Splits @text into deltas: each a word and the whitespace after it; the
+ * first also carries any leading whitespace. Joined, they are @text.
+ *
+ * Returns: (transfer full) (element-type utf8): the deltas
+ */
+GPtrArray *
+confab_provider_echo_split(const gchar *text)
+{
+	GPtrArray *parts = g_ptr_array_new_with_free_func(g_free);
+	const gchar *start = text;
+	const gchar *p = text;
+
+	/* leading whitespace joins the first word */
+	while (*p != '\0' && g_unichar_isspace(g_utf8_get_char(p)))
+		p = g_utf8_next_char(p);
+	while (*p != '\0') {
+		while (*p != '\0' && !g_unichar_isspace(g_utf8_get_char(p)))
+			p = g_utf8_next_char(p);
+		while (*p != '\0' && g_unichar_isspace(g_utf8_get_char(p)))
+			p = g_utf8_next_char(p);
+		g_ptr_array_add(parts, g_strndup(start, p - start));
+		start = p;
+	}
+	if (p > start)
+		g_ptr_array_add(parts, g_strndup(start, p - start));
+	return parts;
+}
+
+/**
+ * confab_provider_echo_count_words:
+ * @text: UTF-8 text
+ *
+ * Returns: the number of whitespace-separated words in @text
+ */
+guint
+confab_provider_echo_count_words(const gchar *text)
+{
+	guint words = 0;
+	gboolean in_word = FALSE;
+	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+		gboolean space = g_unichar_isspace(g_utf8_get_char(p));
+		if (!space && !in_word)
+			words++;
+		in_word = !space;
+	}
+	return words;
+}
+
+typedef struct {
+	GPtrArray *deltas; /* owned */
+	guint next;
+	ConfabDeltaFunc delta_func;
+	gpointer delta_data;
+	gint64 prompt_words;
+	gint64 completion_words;
+} EchoRun;
+
+static void
+echo_run_free(EchoRun *run)
+{
+	g_ptr_array_unref(run->deltas);
+	g_free(run);
+}
+
+static gboolean
+echo_step(gpointer user_data)
+{
+	GTask *task = user_data;
+	EchoRun *run = g_task_get_task_data(task);
+	ConfabProviderResult *result;
+
+	/* a handful of deltas per main loop iteration: streamed, but cheap */
+	for (guint i = 0; i < 64 && run->next < run->deltas->len; i++) {
+		if (g_task_return_error_if_cancelled(task))
+			return G_SOURCE_REMOVE;
+		run->delta_func(g_ptr_array_index(run->deltas, run->next++), NULL, run->delta_data);
+	}
+	if (run->next < run->deltas->len)
+		return G_SOURCE_CONTINUE;
+	if (g_task_return_error_if_cancelled(task))
+		return G_SOURCE_REMOVE;
+	result = confab_provider_result_new("stop");
+	result->prompt_tokens = run->prompt_words;
+	result->completion_tokens = run->completion_words;
+	g_task_return_pointer(task, result, (GDestroyNotify)confab_provider_result_free);
+	return G_SOURCE_REMOVE;
+}
+
+static const gchar *
+confab_provider_echo_get_name(ConfabProvider *provider)
+{
+	return "echo";
+}
+
+static void
+confab_provider_echo_complete_async(ConfabProvider *provider,
+				    ConfabProviderRequest *request,
+				    ConfabDeltaFunc delta_func,
+				    gpointer delta_data,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(provider, cancellable, callback, user_data);
+	g_autofree gchar *reply = NULL;
+	g_autoptr(GSource) source = NULL;
+	EchoRun *run = g_new0(EchoRun, 1);
+	guint n = json_array_get_length(request->messages);
+
+	g_task_set_source_tag(task, confab_provider_echo_complete_async);
+	for (guint i = 0; i < n; i++) {
+		JsonObject *msg = json_array_get_object_element(request->messages, i);
+		g_autofree gchar *text = confab_openai_message_get_text(msg);
+		run->prompt_words += confab_provider_echo_count_words(text);
+		if (g_strcmp0(json_object_get_string_member_with_default(msg, "role", ""),
+			      "user") == 0) {
+			g_free(reply);
+			reply = g_steal_pointer(&text);
+		}
+	}
+	if (reply == NULL)
+		reply = g_strdup("");
+	run->deltas = confab_provider_echo_split(reply);
+	run->completion_words = confab_provider_echo_count_words(reply);
+	run->delta_func = delta_func;
+	run->delta_data = delta_data;
+	g_task_set_task_data(task, run, (GDestroyNotify)echo_run_free);
+
+	source = g_idle_source_new();
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, echo_step, g_object_ref(task), g_object_unref);
+	g_source_set_static_name(source, "[confab] echo");
+	g_source_attach(source, g_task_get_context(task));
+}
+
+static ConfabProviderResult *
+confab_provider_echo_complete_finish(ConfabProvider *provider, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, provider), NULL);
+	return g_task_propagate_pointer(G_TASK(result), error);
+}
+
+static void
+confab_provider_echo_iface_init(ConfabProviderInterface *iface)
+{
+	iface->get_name = confab_provider_echo_get_name;
+	iface->complete_async = confab_provider_echo_complete_async;
+	iface->complete_finish = confab_provider_echo_complete_finish;
+}
+
+static void
+confab_provider_echo_class_init(ConfabProviderEchoClass *klass)
+{
+}
+
+static void
+confab_provider_echo_init(ConfabProviderEcho *self)
+{
+}
+
+/**
+ * confab_provider_echo_new:
+ *
+ * Returns: (transfer full): the echo provider
+ */
+ConfabProviderEcho *
+confab_provider_echo_new(void)
+{
+	return g_object_new(CONFAB_TYPE_PROVIDER_ECHO, NULL);
+}

@@ -1,0 +1,109 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#include "confab-agent.h"
+
+G_BEGIN_DECLS
+
+/**
+ * ConfabProviderRequest:
+ * @agent: the agent, with its provider settings
+ * @messages: the OpenAI-shaped context: the agent's instructions as the first
+ *   system message, then the stored history, then the turn's new messages
+ * @params: (nullable): OpenAI request parameters from the client
+ *   (temperature, tools...)
+ * @stream: whether the client streams; a provider may stream upstream anyway
+ */
+typedef struct {
+	ConfabAgent *agent;
+	JsonArray *messages;
+	JsonObject *params;
+	gboolean stream;
+} ConfabProviderRequest;
+
+void
+confab_provider_request_free(ConfabProviderRequest *request);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabProviderRequest, confab_provider_request_free)
+
+/**
+ * ConfabProviderResult:
+ * @finish_reason: stop, length, tool_calls or content_filter
+ * @prompt_tokens: usage, or -1 when the provider did not say
+ * @completion_tokens: usage, or -1 when the provider did not say
+ *
+ * How a completion ended; the text came through the delta function.
+ */
+typedef struct {
+	gchar *finish_reason;
+	gint64 prompt_tokens;
+	gint64 completion_tokens;
+} ConfabProviderResult;
+
+ConfabProviderResult *
+confab_provider_result_new(const gchar *finish_reason);
+void
+confab_provider_result_free(ConfabProviderResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabProviderResult, confab_provider_result_free)
+
+/**
+ * ConfabDeltaFunc:
+ * @content: (nullable): new assistant text
+ * @tool_calls: (nullable): OpenAI `delta.tool_calls` fragments
+ * @user_data: data given with the function
+ *
+ * Receives the answer piece by piece, as soon as each piece arrives.
+ */
+typedef void (*ConfabDeltaFunc)(const gchar *content, JsonArray *tool_calls, gpointer user_data);
+
+#define CONFAB_TYPE_PROVIDER (confab_provider_get_type())
+G_DECLARE_INTERFACE(ConfabProvider, confab_provider, CONFAB, PROVIDER, GObject)
+
+/**
+ * ConfabProviderInterface:
+ * @get_name: the name agents use to pick this provider
+ * @check_agent: validates an agent's provider settings
+ * @complete_async: runs one completion; deltas go to @delta_func until the
+ *   operation completes; @cancellable aborts it promptly
+ * @complete_finish: finishes @complete_async; a CONFAB_ERROR_UPSTREAM or
+ *   CONFAB_ERROR_UPSTREAM_TIMEOUT, or G_IO_ERROR_CANCELLED
+ */
+struct _ConfabProviderInterface {
+	GTypeInterface parent_iface;
+
+	const gchar *(*get_name)(ConfabProvider *self);
+	gboolean (*check_agent)(ConfabProvider *self, ConfabAgent *agent, GError **error);
+	void (*complete_async)(ConfabProvider *self,
+			       ConfabProviderRequest *request,
+			       ConfabDeltaFunc delta_func,
+			       gpointer delta_data,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+	ConfabProviderResult *(*complete_finish)(ConfabProvider *self,
+						 GAsyncResult *result,
+						 GError **error);
+};
+
+const gchar *
+confab_provider_get_name(ConfabProvider *self);
+gboolean
+confab_provider_check_agent(ConfabProvider *self, ConfabAgent *agent, GError **error);
+void
+confab_provider_complete_async(ConfabProvider *self,
+			       ConfabProviderRequest *request,
+			       ConfabDeltaFunc delta_func,
+			       gpointer delta_data,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+ConfabProviderResult *
+confab_provider_complete_finish(ConfabProvider *self, GAsyncResult *result, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,1568 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabStore"
+
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "confab-error.h"
+#include "confab-store-sqlite.h"
+
+/*
+ * The SQLite store.
+ *
+ * One writer thread owns the only writable connection. Callers enqueue jobs
+ * (copied data and a GTask) on a GAsyncQueue; the thread takes every job that
+ * is waiting, runs them in one BEGIN IMMEDIATE transaction (each in its own
+ * savepoint, so one bad job does not sink the others), commits once, and only
+ * then returns each GTask, whose callback runs in the caller's main context.
+ * That is group commit: under load one commit carries many turns.
+ *
+ * Reads run in GTask worker threads on a small pool of read-only connections;
+ * in WAL mode they never wait for the writer.
+ */
+
+#define WRITER_BATCH_MAX 512
+
+typedef sqlite3_stmt ConfabCachedStmt;
+
+typedef struct {
+	sqlite3 *db;	   /* owned */
+	GHashTable *stmts; /* owned: SQL text -> sqlite3_stmt */
+} Conn;
+
+struct _ConfabStoreSqlite {
+	GObject parent_instance;
+	gchar *path;	      /* owned */
+	Conn *writer;	      /* owned; used by the writer thread only */
+	GThread *thread;      /* owned */
+	GAsyncQueue *queue;   /* owned: WriteJob */
+	GAsyncQueue *readers; /* owned: Conn, the idle read connections */
+	guint n_readers;
+	gboolean closed;
+	gsize commits; /* atomic */
+	gsize jobs;    /* atomic */
+};
+
+static void
+confab_store_sqlite_iface_init(ConfabStoreInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabStoreSqlite,
+			      confab_store_sqlite,
+			      G_TYPE_OBJECT,
+			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_STORE,
+						    confab_store_sqlite_iface_init))
+
+/* ---------- connections and statements ---------- */
+
+static void
+confab_cached_stmt_reset(ConfabCachedStmt *stmt)
+{
+	sqlite3_reset(stmt);
+	sqlite3_clear_bindings(stmt);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabCachedStmt, confab_cached_stmt_reset)
+
+static void
+stmt_finalize(gpointer stmt)
+{
+	sqlite3_finalize(stmt);
+}
+
+static void
+conn_free(Conn *conn)
+{
+	if (conn == NULL)
+		return;
+	g_clear_pointer(&conn->stmts, g_hash_table_unref);
+	if (conn->db != NULL)
+		sqlite3_close_v2(conn->db);
+	g_free(conn);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Conn, conn_free)
+
+static void
+set_sqlite_error(GError **error, sqlite3 *db, const gchar *what)
+{
+	gint rc = sqlite3_extended_errcode(db);
+	ConfabErrorCode code = CONFAB_ERROR_FAILED;
+	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+		code = CONFAB_ERROR_NOT_FOUND;
+	g_set_error(error, CONFAB_ERROR, code, "%s: %s (%d)", what, sqlite3_errmsg(db), rc);
+}
+
+static gboolean
+conn_exec(Conn *conn, const gchar *sql, GError **error)
+{
+	gchar *errmsg = NULL;
+	if (sqlite3_exec(conn->db, sql, NULL, NULL, &errmsg) != SQLITE_OK) {
+		g_set_error(error, CONFAB_ERROR, CONFAB_ERROR_FAILED, "%s: %s", sql, errmsg);
+		sqlite3_free(errmsg);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* Returns a cached, reset statement; the caller resets it again with
+ * g_autoptr(ConfabCachedStmt) and never finalizes it. */
+static sqlite3_stmt *
+conn_prepare(Conn *conn, const gchar *sql, GError **error)
+{
+	sqlite3_stmt *stmt = g_hash_table_lookup(conn->stmts, sql);
+	if (stmt != NULL)
+		return stmt;
+	if (sqlite3_prepare_v3(conn->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL) !=
+	    SQLITE_OK) {
+		set_sqlite_error(error, conn->db, "preparing statement");
+		return NULL;
+	}
+	g_hash_table_insert(conn->stmts, g_strdup(sql), stmt);
+	return stmt;
+}
+
+static gboolean
+stmt_step_done(Conn *conn, sqlite3_stmt *stmt, GError **error)
+{
+	gint rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "writing");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+bind_text(sqlite3_stmt *stmt, gint idx, const gchar *text)
+{
+	if (text == NULL)
+		sqlite3_bind_null(stmt, idx);
+	else
+		sqlite3_bind_text(stmt, idx, text, -1, SQLITE_STATIC);
+}
+
+static const gchar *
+column_text(sqlite3_stmt *stmt, gint idx)
+{
+	return (const gchar *)sqlite3_column_text(stmt, idx);
+}
+
+static Conn *
+conn_open(const gchar *path, gboolean readonly, GError **error)
+{
+	g_autoptr(Conn) conn = g_new0(Conn, 1);
+	gint flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE;
+
+	flags |= readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	conn->stmts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, stmt_finalize);
+	if (sqlite3_open_v2(path, &conn->db, flags, NULL) != SQLITE_OK) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_FAILED,
+			    "opening %s: %s",
+			    path,
+			    conn->db != NULL ? sqlite3_errmsg(conn->db) : "out of memory");
+		return NULL;
+	}
+	sqlite3_extended_result_codes(conn->db, 1);
+	sqlite3_busy_timeout(conn->db, 10000);
+	if (!readonly) {
+		if (!conn_exec(conn,
+			       "PRAGMA journal_mode=WAL;"
+			       "PRAGMA synchronous=NORMAL;"
+			       "PRAGMA foreign_keys=ON;"
+			       "PRAGMA cache_size=-4096;"
+			       "PRAGMA temp_store=MEMORY;",
+			       error))
+			return NULL;
+	} else {
+		if (!conn_exec(conn, "PRAGMA query_only=1;PRAGMA cache_size=-2048;", error))
+			return NULL;
+	}
+	return g_steal_pointer(&conn);
+}
+
+/* ---------- schema ---------- */
+
+static gboolean
+migrate_v1(Conn *conn, GError **error)
+{
+	return conn_exec(
+	    conn,
+	    "CREATE TABLE agents ("
+	    "  id TEXT PRIMARY KEY NOT NULL,"
+	    "  name TEXT NOT NULL,"
+	    "  instructions TEXT NOT NULL DEFAULT '',"
+	    "  provider TEXT NOT NULL,"
+	    "  base_url TEXT,"
+	    "  upstream_model TEXT,"
+	    "  api_key TEXT,"
+	    "  api_key_file TEXT,"
+	    "  params TEXT,"
+	    "  connect_timeout INTEGER NOT NULL DEFAULT 0,"
+	    "  first_byte_timeout INTEGER NOT NULL DEFAULT 0,"
+	    "  idle_timeout INTEGER NOT NULL DEFAULT 0,"
+	    "  total_timeout INTEGER NOT NULL DEFAULT 0,"
+	    "  created_at INTEGER NOT NULL,"
+	    "  updated_at INTEGER NOT NULL,"
+	    "  deleted_at INTEGER NOT NULL DEFAULT 0"
+	    ") STRICT;"
+	    "CREATE TABLE tokens ("
+	    "  id TEXT PRIMARY KEY NOT NULL,"
+	    "  hash BLOB NOT NULL UNIQUE,"
+	    "  owner TEXT NOT NULL,"
+	    "  name TEXT NOT NULL DEFAULT '',"
+	    "  scopes TEXT NOT NULL,"
+	    "  agent_id TEXT,"
+	    "  created_at INTEGER NOT NULL,"
+	    "  expires_at INTEGER NOT NULL DEFAULT 0,"
+	    "  revoked_at INTEGER NOT NULL DEFAULT 0"
+	    ") STRICT;"
+	    "CREATE TABLE sessions ("
+	    "  id TEXT PRIMARY KEY NOT NULL,"
+	    "  owner TEXT NOT NULL,"
+	    "  agent_id TEXT NOT NULL,"
+	    "  source INTEGER NOT NULL,"
+	    "  title TEXT,"
+	    "  created_at INTEGER NOT NULL,"
+	    "  updated_at INTEGER NOT NULL"
+	    ") STRICT, WITHOUT ROWID;"
+	    "CREATE INDEX sessions_by_owner ON sessions (owner, source, id);"
+	    "CREATE INDEX sessions_by_owner_agent ON sessions (owner, source, agent_id, id);"
+	    "CREATE TABLE messages ("
+	    "  id TEXT NOT NULL,"
+	    "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+	    "  role TEXT NOT NULL,"
+	    "  model TEXT NOT NULL,"
+	    "  content TEXT NOT NULL,"
+	    "  content_blocks TEXT NOT NULL,"
+	    "  status INTEGER NOT NULL DEFAULT 0,"
+	    "  finish_reason TEXT,"
+	    "  prompt_tokens INTEGER,"
+	    "  completion_tokens INTEGER,"
+	    "  created_at INTEGER NOT NULL"
+	    ") STRICT;"
+	    "CREATE UNIQUE INDEX messages_by_session ON messages (session_id, id);"
+	    "CREATE TABLE quotas ("
+	    "  owner TEXT PRIMARY KEY NOT NULL,"
+	    "  monthly_requests INTEGER NOT NULL"
+	    ") STRICT;"
+	    "CREATE TABLE usage ("
+	    "  owner TEXT NOT NULL,"
+	    "  month TEXT NOT NULL,"
+	    "  requests INTEGER NOT NULL,"
+	    "  PRIMARY KEY (owner, month)"
+	    ") STRICT, WITHOUT ROWID;",
+	    error);
+}
+
+static gboolean
+conn_get_user_version(Conn *conn, gint *version, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare(conn, "PRAGMA user_version", error);
+	if (stmt == NULL)
+		return FALSE;
+	if (sqlite3_step(stmt) != SQLITE_ROW) {
+		set_sqlite_error(error, conn->db, "reading user_version");
+		return FALSE;
+	}
+	*version = sqlite3_column_int(stmt, 0);
+	return TRUE;
+}
+
+static gboolean
+conn_migrate_in_transaction(Conn *conn, GError **error)
+{
+	gint version = 0;
+	g_autofree gchar *set_version = NULL;
+
+	if (!conn_get_user_version(conn, &version, error))
+		return FALSE;
+	if (version > CONFAB_DB_VERSION) {
+		/* never touch a database from the future: fail loudly */
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_FAILED,
+			    "the database schema is version %d, newer than this confabd "
+			    "understands (%d)",
+			    version,
+			    CONFAB_DB_VERSION);
+		return FALSE;
+	}
+	if (version == CONFAB_DB_VERSION)
+		return TRUE;
+
+	switch (version) {
+	case 0:
+		if (!migrate_v1(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 1: migrate_v2() here */
+	default:
+		break;
+	}
+	set_version = g_strdup_printf("PRAGMA user_version=%d", CONFAB_DB_VERSION);
+	if (!conn_exec(conn, set_version, error))
+		return FALSE;
+	if (version != 0)
+		g_info("migrated the database from version %d to %d", version, CONFAB_DB_VERSION);
+	return TRUE;
+}
+
+/* All migrations run in one transaction: a failure rolls back to the old
+ * schema whole, and no user data is lost. */
+static gboolean
+conn_migrate(Conn *conn, GError **error)
+{
+	if (!conn_exec(conn, "BEGIN IMMEDIATE", error))
+		return FALSE;
+	if (!conn_migrate_in_transaction(conn, error)) {
+		sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+		g_prefix_error_literal(error, "migrating the database: ");
+		return FALSE;
+	}
+	return conn_exec(conn, "COMMIT", error);
+}
+
+/* ---------- row readers ---------- */
+
+#define AGENT_COLUMNS                                                                              \
+	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
+	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
+	"updated_at"
+
+static ConfabAgent *
+agent_from_row(sqlite3_stmt *stmt)
+{
+	ConfabAgent *agent = confab_agent_new();
+	confab_agent_set_id(agent, column_text(stmt, 0));
+	confab_agent_set_name(agent, column_text(stmt, 1));
+	confab_agent_set_instructions(agent, column_text(stmt, 2));
+	confab_agent_set_provider(agent, column_text(stmt, 3));
+	confab_agent_set_base_url(agent, column_text(stmt, 4));
+	confab_agent_set_upstream_model(agent, column_text(stmt, 5));
+	confab_agent_set_api_key(agent, column_text(stmt, 6));
+	confab_agent_set_api_key_file(agent, column_text(stmt, 7));
+	confab_agent_set_params(agent, column_text(stmt, 8));
+	confab_agent_set_connect_timeout(agent, sqlite3_column_int(stmt, 9));
+	confab_agent_set_first_byte_timeout(agent, sqlite3_column_int(stmt, 10));
+	confab_agent_set_idle_timeout(agent, sqlite3_column_int(stmt, 11));
+	confab_agent_set_total_timeout(agent, sqlite3_column_int(stmt, 12));
+	confab_agent_set_created_at(agent, sqlite3_column_int64(stmt, 13));
+	confab_agent_set_updated_at(agent, sqlite3_column_int64(stmt, 14));
+	return agent;
+}
+
+#define TOKEN_COLUMNS "id, hash, owner, name, scopes, agent_id, created_at, expires_at, revoked_at"
+
+static ConfabToken *
+token_from_row(sqlite3_stmt *stmt)
+{
+	ConfabToken *token = confab_token_new();
+	g_autoptr(GBytes) hash =
+	    g_bytes_new(sqlite3_column_blob(stmt, 1), sqlite3_column_bytes(stmt, 1));
+	g_auto(GStrv) scopes = g_strsplit(column_text(stmt, 4), " ", -1);
+	confab_token_set_id(token, column_text(stmt, 0));
+	confab_token_set_hash(token, hash);
+	confab_token_set_owner(token, column_text(stmt, 2));
+	confab_token_set_name(token, column_text(stmt, 3));
+	confab_token_set_scopes(token, (const gchar *const *)scopes);
+	confab_token_set_agent_id(token, column_text(stmt, 5));
+	confab_token_set_created_at(token, sqlite3_column_int64(stmt, 6));
+	confab_token_set_expires_at(token, sqlite3_column_int64(stmt, 7));
+	confab_token_set_revoked_at(token, sqlite3_column_int64(stmt, 8));
+	return token;
+}
+
+#define SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
+
+static ConfabSession *
+session_from_row(sqlite3_stmt *stmt)
+{
+	ConfabSession *session = confab_session_new();
+	confab_session_set_id(session, column_text(stmt, 0));
+	confab_session_set_owner(session, column_text(stmt, 1));
+	confab_session_set_agent_id(session, column_text(stmt, 2));
+	confab_session_set_source(session, sqlite3_column_int(stmt, 3));
+	confab_session_set_title(session, column_text(stmt, 4));
+	confab_session_set_created_at(session, sqlite3_column_int64(stmt, 5));
+	confab_session_set_updated_at(session, sqlite3_column_int64(stmt, 6));
+	return session;
+}
+
+#define MESSAGE_COLUMNS                                                                            \
+	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
+	"prompt_tokens, completion_tokens, created_at"
+
+static ConfabMessage *
+message_from_row(sqlite3_stmt *stmt)
+{
+	ConfabMessage *msg = confab_message_new();
+	confab_message_set_id(msg, column_text(stmt, 0));
+	confab_message_set_session_id(msg, column_text(stmt, 1));
+	confab_message_set_role(msg, column_text(stmt, 2));
+	confab_message_set_model(msg, column_text(stmt, 3));
+	confab_message_set_content(msg, column_text(stmt, 4));
+	confab_message_set_content_blocks(msg, column_text(stmt, 5));
+	confab_message_set_status(msg, sqlite3_column_int(stmt, 6));
+	confab_message_set_finish_reason(msg, column_text(stmt, 7));
+	confab_message_set_prompt_tokens(
+	    msg,
+	    sqlite3_column_type(stmt, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, 8));
+	confab_message_set_completion_tokens(
+	    msg,
+	    sqlite3_column_type(stmt, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, 9));
+	confab_message_set_created_at(msg, sqlite3_column_int64(stmt, 10));
+	return msg;
+}
+
+/* ---------- the writer thread ---------- */
+
+typedef gboolean (*WriteFunc)(Conn *conn, gpointer data, GError **error);
+
+typedef struct {
+	WriteFunc func; /* NULL for the stop sentinel */
+	gpointer data;	/* owned */
+	GDestroyNotify data_free;
+	GTask *task; /* owned */
+	GError *error;
+} WriteJob;
+
+static void
+write_job_free(WriteJob *job)
+{
+	if (job->data_free != NULL && job->data != NULL)
+		job->data_free(job->data);
+	g_clear_object(&job->task);
+	g_clear_error(&job->error);
+	g_free(job);
+}
+
+static void
+writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
+{
+	Conn *conn = self->writer;
+	g_autoptr(GError) error_txn = NULL;
+
+	if (conn_exec(conn, "BEGIN IMMEDIATE", &error_txn)) {
+		for (guint i = 0; i < batch->len; i++) {
+			WriteJob *job = g_ptr_array_index(batch, i);
+			sqlite3_exec(conn->db, "SAVEPOINT job", NULL, NULL, NULL);
+			if (!job->func(conn, job->data, &job->error)) {
+				sqlite3_exec(conn->db, "ROLLBACK TO job", NULL, NULL, NULL);
+				if (job->error == NULL)
+					g_set_error_literal(&job->error,
+							    CONFAB_ERROR,
+							    CONFAB_ERROR_FAILED,
+							    "write failed");
+			}
+			sqlite3_exec(conn->db, "RELEASE job", NULL, NULL, NULL);
+		}
+		if (!conn_exec(conn, "COMMIT", &error_txn))
+			sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	if (error_txn == NULL) {
+		g_atomic_pointer_add(&self->commits, 1);
+		g_atomic_pointer_add(&self->jobs, batch->len);
+	} else {
+		g_warning("write transaction failed: %s", error_txn->message);
+	}
+
+	/* only now, committed (or not), does anybody hear back */
+	for (guint i = 0; i < batch->len; i++) {
+		WriteJob *job = g_ptr_array_index(batch, i);
+		if (error_txn != NULL) {
+			g_task_return_new_error(job->task,
+						CONFAB_ERROR,
+						CONFAB_ERROR_FAILED,
+						"storing: %s",
+						error_txn->message);
+		} else if (job->error != NULL) {
+			g_task_return_error(job->task, g_steal_pointer(&job->error));
+		} else {
+			g_task_return_boolean(job->task, TRUE);
+		}
+	}
+}
+
+static gpointer
+writer_thread(gpointer data)
+{
+	ConfabStoreSqlite *self = data;
+	g_autoptr(GPtrArray) batch = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
+	gboolean stop = FALSE;
+
+	while (!stop) {
+		WriteJob *job = g_async_queue_pop(self->queue);
+		if (job->func == NULL) {
+			write_job_free(job);
+			break;
+		}
+		g_ptr_array_add(batch, job);
+		while (batch->len < WRITER_BATCH_MAX) {
+			job = g_async_queue_try_pop(self->queue);
+			if (job == NULL)
+				break;
+			if (job->func == NULL) {
+				write_job_free(job);
+				stop = TRUE;
+				break;
+			}
+			g_ptr_array_add(batch, job);
+		}
+		writer_run_batch(self, batch);
+		g_ptr_array_set_size(batch, 0);
+	}
+	return NULL;
+}
+
+static void
+writer_push(ConfabStoreSqlite *self,
+	    WriteFunc func,
+	    gpointer data,
+	    GDestroyNotify data_free,
+	    gpointer source_tag,
+	    GCancellable *cancellable,
+	    GAsyncReadyCallback callback,
+	    gpointer user_data)
+{
+	WriteJob *job = g_new0(WriteJob, 1);
+	job->task = g_task_new(self, cancellable, callback, user_data);
+	g_task_set_source_tag(job->task, source_tag);
+	/* a write that was started is seen through, whatever the caller does */
+	g_task_set_check_cancellable(job->task, FALSE);
+	job->func = func;
+	job->data = data;
+	job->data_free = data_free;
+	if (self->closed) {
+		g_task_return_new_error(job->task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_SHUTTING_DOWN,
+					"the store is closed");
+		write_job_free(job);
+		return;
+	}
+	g_async_queue_push(self->queue, job);
+}
+
+/* ---------- reads ---------- */
+
+typedef gpointer (*ReadFunc)(Conn *conn, gpointer data, GError **error);
+
+typedef struct {
+	ConfabStoreSqlite *self; /* unowned: the task holds a ref */
+	ReadFunc func;
+	gpointer data; /* owned */
+	GDestroyNotify data_free;
+	GDestroyNotify result_free;
+} ReadJob;
+
+static void
+read_job_free(ReadJob *job)
+{
+	if (job->data_free != NULL && job->data != NULL)
+		job->data_free(job->data);
+	g_free(job);
+}
+
+static void
+read_thread(GTask *task, gpointer source_object, gpointer task_data, GCancellable *cancellable)
+{
+	ReadJob *job = task_data;
+	ConfabStoreSqlite *self = job->self;
+	g_autoptr(GError) error = NULL;
+	Conn *conn;
+	gpointer result;
+
+	if (g_task_return_error_if_cancelled(task))
+		return;
+	conn = g_async_queue_pop(self->readers);
+	/* each read sees one consistent snapshot */
+	result = job->func(conn, job->data, &error);
+	g_async_queue_push(self->readers, conn);
+	if (result == NULL && error != NULL)
+		g_task_return_error(task, g_steal_pointer(&error));
+	else
+		g_task_return_pointer(task, result, job->result_free);
+}
+
+static void
+reader_run(ConfabStoreSqlite *self,
+	   ReadFunc func,
+	   gpointer data,
+	   GDestroyNotify data_free,
+	   GDestroyNotify result_free,
+	   gpointer source_tag,
+	   GCancellable *cancellable,
+	   GAsyncReadyCallback callback,
+	   gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	ReadJob *job = g_new0(ReadJob, 1);
+
+	g_task_set_source_tag(task, source_tag);
+	job->self = self;
+	job->func = func;
+	job->data = data;
+	job->data_free = data_free;
+	job->result_free = result_free;
+	g_task_set_task_data(task, job, (GDestroyNotify)read_job_free);
+	if (self->closed) {
+		g_task_return_new_error(task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_SHUTTING_DOWN,
+					"the store is closed");
+		return;
+	}
+	g_task_run_in_thread(task, read_thread);
+}
+
+/* ---------- start-up loads (synchronous, on a read connection) ---------- */
+
+static Conn *
+acquire_reader(ConfabStoreSqlite *self)
+{
+	return g_async_queue_pop(self->readers);
+}
+
+static void
+release_reader(ConfabStoreSqlite *self, Conn *conn)
+{
+	g_async_queue_push(self->readers, conn);
+}
+
+static GPtrArray *
+confab_store_sqlite_load_agents(ConfabStore *store, GError **error)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	Conn *conn = acquire_reader(self);
+	g_autoptr(GPtrArray) agents = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+	gint rc;
+
+	stmt = conn_prepare(conn,
+			    "SELECT " AGENT_COLUMNS " FROM agents WHERE deleted_at = 0 ORDER BY id",
+			    error);
+	if (stmt == NULL) {
+		release_reader(self, conn);
+		return NULL;
+	}
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		g_ptr_array_add(agents, agent_from_row(stmt));
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "loading agents");
+		sqlite3_reset(stmt);
+		release_reader(self, conn);
+		return NULL;
+	}
+	sqlite3_reset(stmt);
+	release_reader(self, conn);
+	return g_steal_pointer(&agents);
+}
+
+static GPtrArray *
+confab_store_sqlite_load_tokens(ConfabStore *store, GError **error)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	Conn *conn = acquire_reader(self);
+	g_autoptr(GPtrArray) tokens = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+	gint rc;
+
+	stmt = conn_prepare(conn, "SELECT " TOKEN_COLUMNS " FROM tokens ORDER BY id", error);
+	if (stmt == NULL) {
+		release_reader(self, conn);
+		return NULL;
+	}
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		g_ptr_array_add(tokens, token_from_row(stmt));
+	sqlite3_reset(stmt);
+	release_reader(self, conn);
+	if (rc != SQLITE_DONE) {
+		g_set_error_literal(error, CONFAB_ERROR, CONFAB_ERROR_FAILED, "loading tokens");
+		return NULL;
+	}
+	return g_steal_pointer(&tokens);
+}
+
+static GHashTable *
+load_owner_counts(ConfabStoreSqlite *self, const gchar *sql, const gchar *month, GError **error)
+{
+	Conn *conn = acquire_reader(self);
+	g_autoptr(GHashTable) counts =
+	    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare(conn, sql, error);
+	gint rc;
+
+	if (stmt == NULL) {
+		release_reader(self, conn);
+		return NULL;
+	}
+	if (month != NULL)
+		bind_text(stmt, 1, month);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		guint64 *value = g_new(guint64, 1);
+		*value = (guint64)sqlite3_column_int64(stmt, 1);
+		g_hash_table_insert(counts, g_strdup(column_text(stmt, 0)), value);
+	}
+	sqlite3_reset(stmt);
+	sqlite3_clear_bindings(stmt);
+	release_reader(self, conn);
+	if (rc != SQLITE_DONE) {
+		g_set_error_literal(error, CONFAB_ERROR, CONFAB_ERROR_FAILED, "loading counts");
+		return NULL;
+	}
+	return g_steal_pointer(&counts);
+}
+
+static GHashTable *
+confab_store_sqlite_load_quotas(ConfabStore *store, GError **error)
+{
+	return load_owner_counts(CONFAB_STORE_SQLITE(store),
+				 "SELECT owner, monthly_requests FROM quotas",
+				 NULL,
+				 error);
+}
+
+static GHashTable *
+confab_store_sqlite_load_usage(ConfabStore *store, const gchar *month, GError **error)
+{
+	return load_owner_counts(CONFAB_STORE_SQLITE(store),
+				 "SELECT owner, requests FROM usage WHERE month = ?1",
+				 month,
+				 error);
+}
+
+/* ---------- writes ---------- */
+
+static gboolean
+write_save_agent(Conn *conn, gpointer data, GError **error)
+{
+	ConfabAgent *agent = data;
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare(
+	    conn,
+	    "INSERT INTO agents (" AGENT_COLUMNS ") "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+	    "ON CONFLICT (id) DO UPDATE SET name = ?2, instructions = ?3, provider = ?4, "
+	    "base_url = ?5, upstream_model = ?6, api_key = ?7, api_key_file = ?8, params = ?9, "
+	    "connect_timeout = ?10, first_byte_timeout = ?11, idle_timeout = ?12, "
+	    "total_timeout = ?13, updated_at = ?15 WHERE deleted_at = 0",
+	    error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, confab_agent_get_id(agent));
+	bind_text(stmt, 2, confab_agent_get_name(agent));
+	bind_text(stmt, 3, confab_agent_get_instructions(agent) ?: "");
+	bind_text(stmt, 4, confab_agent_get_provider(agent));
+	bind_text(stmt, 5, confab_agent_get_base_url(agent));
+	bind_text(stmt, 6, confab_agent_get_upstream_model(agent));
+	bind_text(stmt, 7, confab_agent_get_api_key(agent));
+	bind_text(stmt, 8, confab_agent_get_api_key_file(agent));
+	bind_text(stmt, 9, confab_agent_get_params(agent));
+	sqlite3_bind_int(stmt, 10, confab_agent_get_connect_timeout(agent));
+	sqlite3_bind_int(stmt, 11, confab_agent_get_first_byte_timeout(agent));
+	sqlite3_bind_int(stmt, 12, confab_agent_get_idle_timeout(agent));
+	sqlite3_bind_int(stmt, 13, confab_agent_get_total_timeout(agent));
+	sqlite3_bind_int64(stmt, 14, confab_agent_get_created_at(agent));
+	sqlite3_bind_int64(stmt, 15, confab_agent_get_updated_at(agent));
+	return stmt_step_done(conn, stmt, error);
+}
+
+static void
+confab_store_sqlite_save_agent(ConfabStore *store,
+			       ConfabAgent *agent,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_save_agent,
+		    g_object_ref(agent),
+		    g_object_unref,
+		    confab_store_sqlite_save_agent,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+typedef struct {
+	gchar *id;
+	gint64 when;
+} IdAndTime;
+
+static void
+id_and_time_free(IdAndTime *data)
+{
+	g_free(data->id);
+	g_free(data);
+}
+
+static IdAndTime *
+id_and_time_new(const gchar *id, gint64 when)
+{
+	IdAndTime *data = g_new0(IdAndTime, 1);
+	data->id = g_strdup(id);
+	data->when = when;
+	return data;
+}
+
+static gboolean
+write_delete_agent(Conn *conn, gpointer data, GError **error)
+{
+	IdAndTime *del = data;
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "UPDATE agents SET deleted_at = ?2, api_key = NULL "
+			 "WHERE id = ?1 AND deleted_at = 0",
+			 error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, del->id);
+	sqlite3_bind_int64(stmt, 2, del->when);
+	if (!stmt_step_done(conn, stmt, error))
+		return FALSE;
+	if (sqlite3_changes(conn->db) == 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_AGENT_NOT_FOUND,
+			    "no agent %s",
+			    del->id);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+confab_store_sqlite_delete_agent(ConfabStore *store,
+				 const gchar *agent_id,
+				 gint64 deleted_at,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_delete_agent,
+		    id_and_time_new(agent_id, deleted_at),
+		    (GDestroyNotify)id_and_time_free,
+		    confab_store_sqlite_delete_agent,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+static gboolean
+write_save_token(Conn *conn, gpointer data, GError **error)
+{
+	ConfabToken *token = data;
+	GBytes *hash = confab_token_get_hash(token);
+	g_autofree gchar *scopes = g_strjoinv(" ", (gchar **)confab_token_get_scopes(token));
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "INSERT INTO tokens (" TOKEN_COLUMNS ") "
+			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+			 "ON CONFLICT (id) DO UPDATE SET name = ?4, scopes = ?5, agent_id = ?6, "
+			 "expires_at = ?8, revoked_at = ?9",
+			 error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, confab_token_get_id(token));
+	sqlite3_bind_blob(stmt,
+			  2,
+			  g_bytes_get_data(hash, NULL),
+			  (gint)g_bytes_get_size(hash),
+			  SQLITE_STATIC);
+	bind_text(stmt, 3, confab_token_get_owner(token));
+	bind_text(stmt, 4, confab_token_get_name(token) ?: "");
+	bind_text(stmt, 5, scopes);
+	bind_text(stmt, 6, confab_token_get_agent_id(token));
+	sqlite3_bind_int64(stmt, 7, confab_token_get_created_at(token));
+	sqlite3_bind_int64(stmt, 8, confab_token_get_expires_at(token));
+	sqlite3_bind_int64(stmt, 9, confab_token_get_revoked_at(token));
+	return stmt_step_done(conn, stmt, error);
+}
+
+static void
+confab_store_sqlite_save_token(ConfabStore *store,
+			       ConfabToken *token,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_save_token,
+		    g_object_ref(token),
+		    g_object_unref,
+		    confab_store_sqlite_save_token,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+static gboolean
+write_set_quota(Conn *conn, gpointer data, GError **error)
+{
+	IdAndTime *quota = data; /* owner, monthly requests */
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+
+	if (quota->when == 0) {
+		stmt = conn_prepare(conn, "DELETE FROM quotas WHERE owner = ?1", error);
+		if (stmt == NULL)
+			return FALSE;
+		bind_text(stmt, 1, quota->id);
+		return stmt_step_done(conn, stmt, error);
+	}
+	stmt = conn_prepare(conn,
+			    "INSERT INTO quotas (owner, monthly_requests) VALUES (?1, ?2) "
+			    "ON CONFLICT (owner) DO UPDATE SET monthly_requests = ?2",
+			    error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, quota->id);
+	sqlite3_bind_int64(stmt, 2, quota->when);
+	return stmt_step_done(conn, stmt, error);
+}
+
+static void
+confab_store_sqlite_set_quota(ConfabStore *store,
+			      const gchar *owner,
+			      guint64 monthly_requests,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_set_quota,
+		    id_and_time_new(owner, (gint64)MIN(monthly_requests, (guint64)G_MAXINT64)),
+		    (GDestroyNotify)id_and_time_free,
+		    confab_store_sqlite_set_quota,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+static gboolean
+insert_message(Conn *conn, ConfabMessage *msg, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "INSERT INTO messages (" MESSAGE_COLUMNS ") "
+			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+			 error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, confab_message_get_id(msg));
+	bind_text(stmt, 2, confab_message_get_session_id(msg));
+	bind_text(stmt, 3, confab_message_get_role(msg));
+	bind_text(stmt, 4, confab_message_get_model(msg));
+	bind_text(stmt, 5, confab_message_get_content(msg) ?: "[]");
+	bind_text(stmt, 6, confab_message_get_content_blocks(msg) ?: "[]");
+	sqlite3_bind_int(stmt, 7, confab_message_get_status(msg));
+	bind_text(stmt, 8, confab_message_get_finish_reason(msg));
+	if (confab_message_get_prompt_tokens(msg) >= 0)
+		sqlite3_bind_int64(stmt, 9, confab_message_get_prompt_tokens(msg));
+	if (confab_message_get_completion_tokens(msg) >= 0)
+		sqlite3_bind_int64(stmt, 10, confab_message_get_completion_tokens(msg));
+	sqlite3_bind_int64(stmt, 11, confab_message_get_created_at(msg));
+	if (!stmt_step_done(conn, stmt, error)) {
+		if (error != NULL && *error != NULL && (*error)->code == CONFAB_ERROR_NOT_FOUND)
+			(*error)->code = CONFAB_ERROR_CONVERSATION_NOT_FOUND;
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+touch_session(Conn *conn, const gchar *session_id, gint64 when, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "UPDATE sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1",
+			 error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, session_id);
+	sqlite3_bind_int64(stmt, 2, when);
+	if (!stmt_step_done(conn, stmt, error))
+		return FALSE;
+	if (sqlite3_changes(conn->db) == 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+			    "no session %s",
+			    session_id);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+write_begin_turn(Conn *conn, gpointer data, GError **error)
+{
+	ConfabTurnRecord *record = data;
+	ConfabSession *session = record->session;
+
+	if (record->session_is_new) {
+		g_autoptr(ConfabCachedStmt) stmt =
+		    conn_prepare(conn,
+				 "INSERT INTO sessions (" SESSION_COLUMNS ") "
+				 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+				 error);
+		if (stmt == NULL)
+			return FALSE;
+		bind_text(stmt, 1, confab_session_get_id(session));
+		bind_text(stmt, 2, confab_session_get_owner(session));
+		bind_text(stmt, 3, confab_session_get_agent_id(session));
+		sqlite3_bind_int(stmt, 4, confab_session_get_source(session));
+		bind_text(stmt, 5, confab_session_get_title(session));
+		sqlite3_bind_int64(stmt, 6, confab_session_get_created_at(session));
+		sqlite3_bind_int64(stmt, 7, confab_session_get_updated_at(session));
+		if (!stmt_step_done(conn, stmt, error))
+			return FALSE;
+	} else if (!touch_session(conn,
+				  confab_session_get_id(session),
+				  confab_session_get_updated_at(session),
+				  error)) {
+		return FALSE;
+	}
+	for (guint i = 0; i < record->messages->len; i++) {
+		if (!insert_message(conn, g_ptr_array_index(record->messages, i), error))
+			return FALSE;
+	}
+	if (record->usage_owner != NULL) {
+		g_autoptr(ConfabCachedStmt) stmt =
+		    conn_prepare(conn,
+				 "INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, 1) "
+				 "ON CONFLICT (owner, month) DO UPDATE SET requests = requests + 1",
+				 error);
+		if (stmt == NULL)
+			return FALSE;
+		bind_text(stmt, 1, record->usage_owner);
+		bind_text(stmt, 2, record->usage_month);
+		if (!stmt_step_done(conn, stmt, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+confab_store_sqlite_begin_turn(ConfabStore *store,
+			       ConfabTurnRecord *record,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	ConfabTurnRecord *copy = confab_turn_record_new();
+
+	copy->session = g_object_ref(record->session);
+	copy->session_is_new = record->session_is_new;
+	for (guint i = 0; i < record->messages->len; i++)
+		g_ptr_array_add(copy->messages,
+				g_object_ref(g_ptr_array_index(record->messages, i)));
+	copy->usage_owner = g_strdup(record->usage_owner);
+	copy->usage_month = g_strdup(record->usage_month);
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_begin_turn,
+		    copy,
+		    (GDestroyNotify)confab_turn_record_free,
+		    confab_store_sqlite_begin_turn,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+static gboolean
+write_finish_turn(Conn *conn, gpointer data, GError **error)
+{
+	ConfabMessage *msg = data;
+	if (!touch_session(conn,
+			   confab_message_get_session_id(msg),
+			   confab_message_get_created_at(msg),
+			   error))
+		return FALSE;
+	return insert_message(conn, msg, error);
+}
+
+static void
+confab_store_sqlite_finish_turn(ConfabStore *store,
+				ConfabMessage *assistant,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_finish_turn,
+		    g_object_ref(assistant),
+		    g_object_unref,
+		    confab_store_sqlite_finish_turn,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+static gboolean
+write_delete_session(Conn *conn, gpointer data, GError **error)
+{
+	const gchar *session_id = data;
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn, "DELETE FROM sessions WHERE id = ?1", error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, session_id);
+	if (!stmt_step_done(conn, stmt, error))
+		return FALSE;
+	if (sqlite3_changes(conn->db) == 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+			    "no session %s",
+			    session_id);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+confab_store_sqlite_delete_session(ConfabStore *store,
+				   const gchar *session_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_delete_session,
+		    g_strdup(session_id),
+		    g_free,
+		    confab_store_sqlite_delete_session,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+/* ---------- reads ---------- */
+
+static gpointer
+read_get_session(Conn *conn, gpointer data, GError **error)
+{
+	const gchar *session_id = data;
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn, "SELECT " SESSION_COLUMNS " FROM sessions WHERE id = ?1", error);
+	gint rc;
+
+	if (stmt == NULL)
+		return NULL;
+	bind_text(stmt, 1, session_id);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		return session_from_row(stmt);
+	if (rc == SQLITE_DONE) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+			    "no session %s",
+			    session_id);
+	} else {
+		set_sqlite_error(error, conn->db, "reading a session");
+	}
+	return NULL;
+}
+
+static void
+confab_store_sqlite_get_session(ConfabStore *store,
+				const gchar *session_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_get_session,
+		   g_strdup(session_id),
+		   g_free,
+		   g_object_unref,
+		   confab_store_sqlite_get_session,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
+static gpointer
+read_get_history(Conn *conn, gpointer data, GError **error)
+{
+	const gchar *session_id = data;
+	g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 "
+			 "ORDER BY id",
+			 error);
+	gint rc;
+
+	if (stmt == NULL)
+		return NULL;
+	bind_text(stmt, 1, session_id);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		g_ptr_array_add(messages, message_from_row(stmt));
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "reading the history");
+		return NULL;
+	}
+	return g_steal_pointer(&messages);
+}
+
+static void
+confab_store_sqlite_get_history(ConfabStore *store,
+				const gchar *session_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_get_history,
+		   g_strdup(session_id),
+		   g_free,
+		   (GDestroyNotify)g_ptr_array_unref,
+		   confab_store_sqlite_get_history,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
+static ConfabSessionQuery *
+session_query_copy(const ConfabSessionQuery *query)
+{
+	ConfabSessionQuery *copy = g_new0(ConfabSessionQuery, 1);
+	copy->owner = g_strdup(query->owner);
+	copy->agent_id = g_strdup(query->agent_id);
+	copy->source = query->source;
+	copy->after = g_strdup(query->after);
+	copy->order = query->order;
+	copy->limit = query->limit;
+	return copy;
+}
+
+static void
+session_query_free(ConfabSessionQuery *query)
+{
+	confab_session_query_clear(query);
+	g_free(query);
+}
+
+/*
+ * The SQL is put together from constant fragments only (values are always
+ * bound), so that every combination of filters walks an index in id order:
+ * `LIMIT n+1` then costs the same at a thousand rows or a million.
+ */
+static gpointer
+read_list_sessions(Conn *conn, gpointer data, GError **error)
+{
+	ConfabSessionQuery *query = data;
+	g_autoptr(GString) sql = g_string_new("SELECT " SESSION_COLUMNS " FROM sessions WHERE 1");
+	g_autoptr(ConfabPage) page = confab_page_new();
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+	gint rc;
+
+	if (query->owner != NULL)
+		g_string_append(sql, " AND owner = :owner");
+	if (query->source >= 0)
+		g_string_append(sql, " AND source = :source");
+	if (query->agent_id != NULL)
+		g_string_append(sql, " AND agent_id = :agent");
+	if (query->after != NULL)
+		g_string_append(sql,
+				query->order == CONFAB_ORDER_ASC ? " AND id > :after"
+								 : " AND id < :after");
+	g_string_append(sql,
+			query->order == CONFAB_ORDER_ASC ? " ORDER BY id ASC"
+							 : " ORDER BY id DESC");
+	g_string_append(sql, " LIMIT :limit");
+
+	stmt = conn_prepare(conn, sql->str, error);
+	if (stmt == NULL)
+		return NULL;
+	if (query->owner != NULL)
+		bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":owner"), query->owner);
+	if (query->source >= 0)
+		sqlite3_bind_int(stmt,
+				 sqlite3_bind_parameter_index(stmt, ":source"),
+				 query->source);
+	if (query->agent_id != NULL)
+		bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":agent"), query->agent_id);
+	if (query->after != NULL)
+		bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":after"), query->after);
+	sqlite3_bind_int(stmt, sqlite3_bind_parameter_index(stmt, ":limit"), query->limit + 1);
+
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (page->items->len == query->limit) {
+			page->has_more = TRUE;
+			break;
+		}
+		g_ptr_array_add(page->items, session_from_row(stmt));
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		set_sqlite_error(error, conn->db, "listing sessions");
+		return NULL;
+	}
+	return g_steal_pointer(&page);
+}
+
+static void
+confab_store_sqlite_list_sessions(ConfabStore *store,
+				  const ConfabSessionQuery *query,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_list_sessions,
+		   session_query_copy(query),
+		   (GDestroyNotify)session_query_free,
+		   (GDestroyNotify)confab_page_free,
+		   confab_store_sqlite_list_sessions,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
+static ConfabMessageQuery *
+message_query_copy(const ConfabMessageQuery *query)
+{
+	ConfabMessageQuery *copy = g_new0(ConfabMessageQuery, 1);
+	copy->session_id = g_strdup(query->session_id);
+	copy->after = g_strdup(query->after);
+	copy->order = query->order;
+	copy->limit = query->limit;
+	return copy;
+}
+
+static void
+message_query_free(ConfabMessageQuery *query)
+{
+	confab_message_query_clear(query);
+	g_free(query);
+}
+
+static gpointer
+read_list_messages(Conn *conn, gpointer data, GError **error)
+{
+	static const gchar *const sqls[2][2] = {
+	    /* [order][has after] */
+	    {"SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 "
+	     "ORDER BY id DESC LIMIT ?3",
+	     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 AND id < ?2 "
+	     "ORDER BY id DESC LIMIT ?3"},
+	    {"SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 "
+	     "ORDER BY id ASC LIMIT ?3",
+	     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 AND id > ?2 "
+	     "ORDER BY id ASC LIMIT ?3"},
+	};
+	ConfabMessageQuery *query = data;
+	g_autoptr(ConfabPage) page = confab_page_new();
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+	gint rc;
+
+	stmt = conn_prepare(conn,
+			    sqls[query->order == CONFAB_ORDER_ASC ? 1 : 0][query->after != NULL],
+			    error);
+	if (stmt == NULL)
+		return NULL;
+	bind_text(stmt, 1, query->session_id);
+	if (query->after != NULL)
+		bind_text(stmt, 2, query->after);
+	sqlite3_bind_int(stmt, 3, query->limit + 1);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (page->items->len == query->limit) {
+			page->has_more = TRUE;
+			break;
+		}
+		g_ptr_array_add(page->items, message_from_row(stmt));
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		set_sqlite_error(error, conn->db, "listing messages");
+		return NULL;
+	}
+	return g_steal_pointer(&page);
+}
+
+static void
+confab_store_sqlite_list_messages(ConfabStore *store,
+				  const ConfabMessageQuery *query,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_list_messages,
+		   message_query_copy(query),
+		   (GDestroyNotify)message_query_free,
+		   (GDestroyNotify)confab_page_free,
+		   confab_store_sqlite_list_messages,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
+/* ---------- lifecycle ---------- */
+
+static void
+confab_store_sqlite_close(ConfabStore *store)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	WriteJob *sentinel;
+
+	if (self->closed)
+		return;
+	self->closed = TRUE;
+
+	/* the writer finishes every job queued before the sentinel */
+	sentinel = g_new0(WriteJob, 1);
+	g_async_queue_push(self->queue, sentinel);
+	g_thread_join(g_steal_pointer(&self->thread));
+	g_clear_pointer(&self->writer, conn_free);
+
+	/* wait for running reads to hand their connections back */
+	for (guint i = 0; i < self->n_readers; i++)
+		conn_free(g_async_queue_pop(self->readers));
+	self->n_readers = 0;
+}
+
+static void
+confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
+{
+	iface->load_agents = confab_store_sqlite_load_agents;
+	iface->load_tokens = confab_store_sqlite_load_tokens;
+	iface->load_quotas = confab_store_sqlite_load_quotas;
+	iface->load_usage = confab_store_sqlite_load_usage;
+	iface->save_agent = confab_store_sqlite_save_agent;
+	iface->delete_agent = confab_store_sqlite_delete_agent;
+	iface->save_token = confab_store_sqlite_save_token;
+	iface->set_quota = confab_store_sqlite_set_quota;
+	iface->begin_turn = confab_store_sqlite_begin_turn;
+	iface->finish_turn = confab_store_sqlite_finish_turn;
+	iface->delete_session = confab_store_sqlite_delete_session;
+	iface->get_session = confab_store_sqlite_get_session;
+	iface->get_history = confab_store_sqlite_get_history;
+	iface->list_sessions = confab_store_sqlite_list_sessions;
+	iface->list_messages = confab_store_sqlite_list_messages;
+	iface->close = confab_store_sqlite_close;
+}
+
+static void
+confab_store_sqlite_finalize(GObject *object)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(object);
+
+	if (self->thread != NULL)
+		confab_store_sqlite_close(CONFAB_STORE(self));
+	g_clear_pointer(&self->writer, conn_free);
+	g_clear_pointer(&self->queue, g_async_queue_unref);
+	g_clear_pointer(&self->readers, g_async_queue_unref);
+	g_free(self->path);
+	G_OBJECT_CLASS(confab_store_sqlite_parent_class)->finalize(object);
+}
+
+static void
+confab_store_sqlite_class_init(ConfabStoreSqliteClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->finalize = confab_store_sqlite_finalize;
+}
+
+static void
+confab_store_sqlite_init(ConfabStoreSqlite *self)
+{
+	self->queue = g_async_queue_new();
+	self->readers = g_async_queue_new();
+}
+
+/* SQLite creates the -wal and -shm files with the mode of the database,
+ * so creating the database 0600 keeps all three private. */
+static gboolean
+create_private_file(const gchar *path, GError **error)
+{
+	gint fd = g_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_FAILED,
+			    "creating %s: %s",
+			    path,
+			    g_strerror(errno));
+		return FALSE;
+	}
+	if (fchmod(fd, 0600) < 0)
+		g_warning("making %s private: %s", path, g_strerror(errno));
+	close(fd);
+	return TRUE;
+}
+
+/**
+ * confab_store_sqlite_new:
+ * @path: the database file, created 0600 if missing
+ * @n_readers: the number of read connections
+ * @error: return location for a #GError
+ *
+ * Opens (or creates) the database, migrates it to %CONFAB_DB_VERSION and
+ * starts the writer thread.
+ *
+ * Returns: (transfer full): a new store
+ */
+ConfabStoreSqlite *
+confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
+{
+	g_autoptr(ConfabStoreSqlite) self = g_object_new(CONFAB_TYPE_STORE_SQLITE, NULL);
+
+	g_return_val_if_fail(path != NULL, NULL);
+
+	if (sqlite3_threadsafe() == 0) {
+		g_set_error_literal(error,
+				    CONFAB_ERROR,
+				    CONFAB_ERROR_FAILED,
+				    "SQLite was built without thread support");
+		return NULL;
+	}
+	self->path = g_strdup(path);
+	if (!create_private_file(path, error))
+		return NULL;
+	self->writer = conn_open(path, FALSE, error);
+	if (self->writer == NULL)
+		return NULL;
+	if (!conn_migrate(self->writer, error))
+		return NULL;
+	for (guint i = 0; i < MAX(n_readers, 1); i++) {
+		Conn *conn = conn_open(path, TRUE, error);
+		if (conn == NULL)
+			return NULL;
+		g_async_queue_push(self->readers, conn);
+		self->n_readers++;
+	}
+	self->thread = g_thread_try_new("confab-writer", writer_thread, self, error);
+	if (self->thread == NULL)
+		return NULL;
+	return g_steal_pointer(&self);
+}
+
+/**
+ * confab_store_sqlite_get_stats:
+ * @self: a #ConfabStoreSqlite
+ * @commits: (out) (optional): transactions committed
+ * @jobs: (out) (optional): writes committed
+ *
+ * jobs / commits is the mean group-commit batch.
+ */
+void
+confab_store_sqlite_get_stats(ConfabStoreSqlite *self, guint64 *commits, guint64 *jobs)
+{
+	g_return_if_fail(CONFAB_IS_STORE_SQLITE(self));
+	if (commits != NULL)
+		*commits = (guint64)g_atomic_pointer_get(&self->commits);
+	if (jobs != NULL)
+		*jobs = (guint64)g_atomic_pointer_get(&self->jobs);
+}

@@ -1,0 +1,25 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include "confab-store.h"
+
+G_BEGIN_DECLS
+
+/* Bump with a migrate_vN() and a fixture in tests/data:
+ *  1: agents, tokens, sessions, messages, quotas, usage
+ */
+#define CONFAB_DB_VERSION 1
+
+#define CONFAB_TYPE_STORE_SQLITE (confab_store_sqlite_get_type())
+G_DECLARE_FINAL_TYPE(ConfabStoreSqlite, confab_store_sqlite, CONFAB, STORE_SQLITE, GObject)
+
+ConfabStoreSqlite *
+confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error);
+void
+confab_store_sqlite_get_stats(ConfabStoreSqlite *self, guint64 *commits, guint64 *jobs);
+
+G_END_DECLS

@@ -1,0 +1,1005 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabTurn"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-error.h"
+#include "confab-json.h"
+#include "confab-turn.h"
+
+/*
+ * One chat turn, the same for every door (HTTP, D-Bus Chat).
+ *
+ * start: resolve the agent and the session, take the session's turn lock,
+ *        admit the request against the quota, and commit the user's
+ *        messages (with the usage count) in one write. Only when that
+ *        completes may the door send its first byte.
+ * run:   ask the provider, pass each delta on through ::delta, then commit
+ *        the assistant message — completed, incomplete (cancelled) or failed
+ *        (with an error block) — before completing.
+ *
+ * The door owns the sink: it listens to ::delta and writes SSE chunks, or
+ * waits for the end and writes one JSON response.
+ */
+
+typedef struct {
+	gchar *id;
+	gchar *type;
+	GString *name;
+	GString *arguments;
+} ToolCall;
+
+static void
+tool_call_free(ToolCall *call)
+{
+	g_free(call->id);
+	g_free(call->type);
+	g_string_free(call->name, TRUE);
+	g_string_free(call->arguments, TRUE);
+	g_free(call);
+}
+
+struct _ConfabTurn {
+	GObject parent_instance;
+	ConfabEngine *engine;	    /* owned */
+	ConfabPrincipal *principal; /* owned */
+	ConfabChatRequest *request; /* owned */
+	GCancellable *cancellable;  /* owned */
+	ConfabAgent *agent;	    /* owned */
+	ConfabProvider *provider;   /* owned */
+	ConfabSession *session;	    /* owned */
+	gboolean session_is_new;
+	GPtrArray *history;	     /* owned: ConfabMessage, stored before this turn */
+	GPtrArray *new_messages;     /* owned: ConfabMessage, stored by this turn */
+	gchar *assistant_message_id; /* owned */
+	gchar *completion_id;	     /* owned */
+	gint64 created;
+	gchar *month; /* owned: the month the request counted in */
+	ConfabQuotaInfo quota;
+	gboolean registered;  /* counted in the engine's turns in flight */
+	gboolean busy_held;   /* holds the session's turn lock */
+	gboolean quota_taken; /* admitted, not yet committed */
+
+	ConfabProviderRequest *provider_request; /* owned */
+	GString *content;			 /* owned: the assistant text so far */
+	GPtrArray *tool_calls;			 /* owned: ToolCall by index */
+	gchar *finish_reason;			 /* owned */
+	gint64 prompt_tokens;
+	gint64 completion_tokens;
+	ConfabMessageStatus status;
+	GError *run_error; /* owned */
+};
+
+G_DEFINE_FINAL_TYPE(ConfabTurn, confab_turn, G_TYPE_OBJECT)
+
+enum { SIGNAL_DELTA, N_SIGNALS };
+
+static guint signals[N_SIGNALS];
+
+static void
+confab_turn_release(ConfabTurn *self)
+{
+	if (self->quota_taken) {
+		confab_engine_quota_release(self->engine, self->principal->owner);
+		self->quota_taken = FALSE;
+	}
+	if (self->busy_held) {
+		confab_engine_session_release(self->engine, confab_session_get_id(self->session));
+		self->busy_held = FALSE;
+	}
+	if (self->registered) {
+		confab_engine_turn_end(self->engine, self->cancellable);
+		self->registered = FALSE;
+	}
+}
+
+static void
+confab_turn_dispose(GObject *object)
+{
+	ConfabTurn *self = CONFAB_TURN(object);
+	if (self->engine != NULL)
+		confab_turn_release(self);
+	G_OBJECT_CLASS(confab_turn_parent_class)->dispose(object);
+}
+
+static void
+confab_turn_finalize(GObject *object)
+{
+	ConfabTurn *self = CONFAB_TURN(object);
+
+	g_clear_object(&self->engine);
+	g_clear_pointer(&self->principal, confab_principal_free);
+	g_clear_pointer(&self->request, confab_chat_request_free);
+	g_clear_object(&self->cancellable);
+	g_clear_object(&self->agent);
+	g_clear_object(&self->provider);
+	g_clear_object(&self->session);
+	g_clear_pointer(&self->history, g_ptr_array_unref);
+	g_clear_pointer(&self->new_messages, g_ptr_array_unref);
+	g_free(self->assistant_message_id);
+	g_free(self->completion_id);
+	g_free(self->month);
+	g_clear_pointer(&self->provider_request, confab_provider_request_free);
+	g_string_free(self->content, TRUE);
+	g_ptr_array_unref(self->tool_calls);
+	g_free(self->finish_reason);
+	g_clear_error(&self->run_error);
+	G_OBJECT_CLASS(confab_turn_parent_class)->finalize(object);
+}
+
+static void
+confab_turn_class_init(ConfabTurnClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->dispose = confab_turn_dispose;
+	object_class->finalize = confab_turn_finalize;
+
+	/**
+	 * ConfabTurn::delta:
+	 * @turn: the turn
+	 * @content: (nullable): new assistant text
+	 * @tool_calls: (nullable): OpenAI `delta.tool_calls` fragments
+	 *
+	 * A piece of the answer, as soon as the provider delivers it.
+	 */
+	signals[SIGNAL_DELTA] = g_signal_new("delta",
+					     G_TYPE_FROM_CLASS(klass),
+					     G_SIGNAL_RUN_LAST,
+					     0,
+					     NULL,
+					     NULL,
+					     NULL,
+					     G_TYPE_NONE,
+					     2,
+					     G_TYPE_STRING | G_SIGNAL_TYPE_STATIC_SCOPE,
+					     JSON_TYPE_ARRAY | G_SIGNAL_TYPE_STATIC_SCOPE);
+}
+
+static void
+confab_turn_init(ConfabTurn *self)
+{
+	self->cancellable = g_cancellable_new();
+	self->content = g_string_new(NULL);
+	self->tool_calls = g_ptr_array_new_with_free_func((GDestroyNotify)tool_call_free);
+	self->new_messages = g_ptr_array_new_with_free_func(g_object_unref);
+	self->prompt_tokens = -1;
+	self->completion_tokens = -1;
+	self->status = CONFAB_MESSAGE_STATUS_COMPLETED;
+}
+
+/**
+ * confab_turn_new:
+ * @engine: the engine
+ * @principal: (transfer full): who asks
+ * @request: (transfer full): the validated request
+ *
+ * Returns: (transfer full): a turn, not started
+ */
+ConfabTurn *
+confab_turn_new(ConfabEngine *engine, ConfabPrincipal *principal, ConfabChatRequest *request)
+{
+	ConfabTurn *self = g_object_new(CONFAB_TYPE_TURN, NULL);
+	self->engine = g_object_ref(engine);
+	self->principal = principal;
+	self->request = request;
+	return self;
+}
+
+/**
+ * confab_title_from_text:
+ * @text: the first user text
+ *
+ * Returns: (transfer full) (nullable): @text on one line, cut at a word
+ * boundary near 80 characters; %NULL if it is blank
+ */
+gchar *
+confab_title_from_text(const gchar *text)
+{
+	const guint max_chars = 80;
+	g_autoptr(GString) line = g_string_new(NULL);
+	gboolean space = FALSE;
+	glong n_chars;
+	const gchar *cut;
+
+	/* collapse every run of whitespace into one space */
+	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		if (g_unichar_isspace(c)) {
+			space = line->len > 0;
+			continue;
+		}
+		if (space)
+			g_string_append_c(line, ' ');
+		space = FALSE;
+		g_string_append_unichar(line, c);
+	}
+	if (line->len == 0)
+		return NULL;
+	n_chars = g_utf8_strlen(line->str, -1);
+	if (n_chars <= (glong)max_chars)
+		return g_string_free(g_steal_pointer(&line), FALSE);
+
+	/* the last space within the limit, if it is not too early */
+	cut = g_utf8_offset_to_pointer(line->str, max_chars);
+	for (const gchar *p = cut; p > line->str + max_chars / 2; p = g_utf8_prev_char(p)) {
+		if (*p == ' ') {
+			cut = p;
+			break;
+		}
+	}
+	g_string_truncate(line, cut - line->str);
+	g_string_append(line, "…");
+	return g_string_free(g_steal_pointer(&line), FALSE);
+}
+
+/* ---------- history as OpenAI messages ---------- */
+
+static JsonNode *
+json_node_from_text(const gchar *json)
+{
+	g_autoptr(JsonNode) node = confab_json_from_string(json);
+	return node != NULL ? g_steal_pointer(&node) : NULL;
+}
+
+/**
+ * confab_message_to_openai:
+ * @message: a stored message
+ *
+ * Rebuilds the OpenAI-shaped message a provider is sent, from the stored
+ * content blocks.
+ *
+ * Returns: (transfer full) (nullable): the message, or %NULL when it has
+ * nothing to say (a failed answer without text)
+ */
+JsonObject *
+confab_message_to_openai(ConfabMessage *message)
+{
+	const gchar *role = confab_message_get_role(message);
+	g_autoptr(JsonNode) blocks_node =
+	    json_node_from_text(confab_message_get_content_blocks(message));
+	g_autoptr(JsonObject) out = json_object_new();
+	g_autoptr(JsonArray) parts = json_array_new();
+	g_autoptr(JsonArray) calls = json_array_new();
+	g_autoptr(GString) text = g_string_new(NULL);
+	gboolean only_text = TRUE;
+	JsonArray *blocks;
+
+	if (blocks_node == NULL || !JSON_NODE_HOLDS_ARRAY(blocks_node))
+		return NULL;
+	blocks = json_node_get_array(blocks_node);
+	json_object_set_string_member(out, "role", role);
+
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		const gchar *type;
+		if (block == NULL)
+			continue;
+		type = json_object_get_string_member_with_default(block, "type", "");
+		if (g_str_equal(type, "text")) {
+			const gchar *t =
+			    json_object_get_string_member_with_default(block, "text", "");
+			JsonObject *part = json_object_new();
+			if (text->len > 0)
+				g_string_append_c(text, '\n');
+			g_string_append(text, t);
+			json_object_set_string_member(part, "type", "text");
+			json_object_set_string_member(part, "text", t);
+			json_array_add_object_element(parts, part);
+		} else if (g_str_equal(type, "image_url") || g_str_equal(type, "file")) {
+			only_text = FALSE;
+			json_array_add_element(parts,
+					       json_node_copy(json_array_get_element(blocks, i)));
+		} else if (g_str_equal(type, "tool_call")) {
+			JsonObject *call = json_object_new();
+			JsonObject *fn = json_object_new();
+			json_object_set_string_member(
+			    call,
+			    "id",
+			    json_object_get_string_member_with_default(block, "id", ""));
+			json_object_set_string_member(call, "type", "function");
+			json_object_set_string_member(
+			    fn,
+			    "name",
+			    json_object_get_string_member_with_default(block, "name", ""));
+			json_object_set_string_member(
+			    fn,
+			    "arguments",
+			    json_object_get_string_member_with_default(block, "arguments", ""));
+			json_object_set_object_member(call, "function", fn);
+			json_array_add_object_element(calls, call);
+		} else if (g_str_equal(type, "tool_result")) {
+			json_object_set_string_member(
+			    out,
+			    "tool_call_id",
+			    json_object_get_string_member_with_default(block, "tool_call_id", ""));
+			g_string_assign(
+			    text,
+			    json_object_get_string_member_with_default(block, "content", ""));
+			only_text = TRUE;
+			break;
+		}
+		/* error blocks stay in the transcript, not in the context */
+	}
+
+	if (g_str_equal(role, "assistant")) {
+		if (text->len == 0 && json_array_get_length(calls) == 0)
+			return NULL;
+		if (text->len > 0)
+			json_object_set_string_member(out, "content", text->str);
+		else
+			json_object_set_null_member(out, "content");
+		if (json_array_get_length(calls) > 0)
+			json_object_set_array_member(out, "tool_calls", g_steal_pointer(&calls));
+	} else if (only_text) {
+		json_object_set_string_member(out, "content", text->str);
+	} else {
+		json_object_set_array_member(out, "content", g_steal_pointer(&parts));
+	}
+	return g_steal_pointer(&out);
+}
+
+/* ---------- start ---------- */
+
+static void
+start_fail(ConfabTurn *self, GTask *task, GError *error)
+{
+	confab_turn_release(self);
+	g_task_return_error(task, error);
+}
+
+static gint64
+now_seconds(void)
+{
+	return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+static void
+begin_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	if (!confab_store_begin_turn_finish(CONFAB_STORE(source), result, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	/* durable now: the request has counted */
+	self->quota_taken = FALSE;
+	g_task_return_boolean(task, TRUE);
+}
+
+static void
+start_commit(ConfabTurn *self, GTask *task)
+{
+	ConfabIdGenerator *ids = confab_engine_get_id_generator(self->engine);
+	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	GError *error = NULL;
+	gint64 now = now_seconds();
+
+	/* the monthly quota is the v1 API's; channels do not count */
+	if (self->principal->source == CONFAB_SESSION_SOURCE_API) {
+		if (!confab_engine_quota_admit(self->engine,
+					       self->principal->owner,
+					       &self->quota,
+					       &error)) {
+			start_fail(self, task, error);
+			return;
+		}
+		self->quota_taken = TRUE;
+		self->month = confab_engine_current_month(self->engine);
+	}
+
+	record->session = g_object_ref(self->session);
+	record->session_is_new = self->session_is_new;
+	confab_session_set_updated_at(self->session, now);
+	for (guint i = 0; i < self->new_messages->len; i++) {
+		ConfabMessage *msg = g_ptr_array_index(self->new_messages, i);
+		g_autofree gchar *id = confab_id_generator_next(ids, CONFAB_PREFIX_MESSAGE);
+		confab_message_set_id(msg, id);
+		confab_message_set_session_id(msg, confab_session_get_id(self->session));
+		confab_message_set_model(msg, confab_agent_get_id(self->agent));
+		confab_message_set_created_at(msg, now);
+		g_ptr_array_add(record->messages, g_object_ref(msg));
+	}
+	if (self->quota_taken) {
+		record->usage_owner = g_strdup(self->principal->owner);
+		record->usage_month = g_strdup(self->month);
+	}
+
+	/* allocated now so the stream can name the answer before it exists */
+	self->assistant_message_id = confab_id_generator_next(ids, CONFAB_PREFIX_MESSAGE);
+	self->completion_id = confab_id_generator_next(ids, CONFAB_PREFIX_COMPLETION);
+	self->created = now;
+
+	confab_store_begin_turn(confab_engine_get_store(self->engine),
+				record,
+				NULL,
+				begin_turn_cb,
+				g_object_ref(task));
+}
+
+static void
+get_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	self->history = confab_store_get_history_finish(CONFAB_STORE(source), result, &error);
+	if (self->history == NULL) {
+		start_fail(self, task, error);
+		return;
+	}
+	start_commit(self, task);
+}
+
+static void
+get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	g_autoptr(ConfabSession) session = NULL;
+	GError *error = NULL;
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	if (session == NULL) {
+		start_fail(self, task, error);
+		return;
+	}
+	/* another owner's, another door's or another agent's session does not
+	 * exist, as far as this caller can tell */
+	if (g_strcmp0(confab_session_get_owner(session), self->principal->owner) != 0 ||
+	    confab_session_get_source(session) != self->principal->source ||
+	    g_strcmp0(confab_session_get_agent_id(session), confab_agent_get_id(self->agent)) !=
+		0) {
+		start_fail(self,
+			   task,
+			   g_error_new(CONFAB_ERROR,
+				       CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+				       "No conversation '%s' with agent '%s'",
+				       self->request->session_id,
+				       confab_agent_get_id(self->agent)));
+		return;
+	}
+	if (!confab_engine_session_acquire(self->engine, confab_session_get_id(session), &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	self->session = g_steal_pointer(&session);
+	self->busy_held = TRUE;
+	/* read after taking the lock, so no turn can slip in between */
+	confab_store_get_history(confab_engine_get_store(self->engine),
+				 confab_session_get_id(self->session),
+				 NULL,
+				 get_history_cb,
+				 g_object_ref(task));
+}
+
+static gboolean
+select_new_messages(ConfabTurn *self, GError **error)
+{
+	GPtrArray *messages = self->request->messages;
+	guint first = 0;
+
+	if (self->request->session_id != NULL) {
+		/* a client may resend the whole history: what follows its last
+		 * assistant message is new, the rest is already stored */
+		for (guint i = messages->len; i > 0; i--) {
+			ConfabMessage *msg = g_ptr_array_index(messages, i - 1);
+			if (g_strcmp0(confab_message_get_role(msg), "assistant") == 0) {
+				first = i;
+				break;
+			}
+		}
+		if (first == messages->len) {
+			confab_set_error_param(error,
+					       CONFAB_ERROR_INVALID_MESSAGES,
+					       "messages",
+					       "There is no new message after the last assistant "
+					       "message");
+			return FALSE;
+		}
+	}
+	for (guint i = first; i < messages->len; i++)
+		g_ptr_array_add(self->new_messages, g_object_ref(g_ptr_array_index(messages, i)));
+	return TRUE;
+}
+
+static void
+start_new_session(ConfabTurn *self, GTask *task)
+{
+	g_autofree gchar *id =
+	    confab_id_generator_next(confab_engine_get_id_generator(self->engine),
+				     CONFAB_PREFIX_SESSION);
+	g_autofree gchar *title = NULL;
+	GError *error = NULL;
+	gint64 now = now_seconds();
+
+	for (guint i = 0; i < self->request->messages->len && title == NULL; i++) {
+		ConfabMessage *msg = g_ptr_array_index(self->request->messages, i);
+		if (g_strcmp0(confab_message_get_role(msg), "user") == 0)
+			title = confab_title_from_text(g_ptr_array_index(self->request->texts, i));
+	}
+	self->session = confab_session_new();
+	confab_session_set_id(self->session, id);
+	confab_session_set_owner(self->session, self->principal->owner);
+	confab_session_set_agent_id(self->session, confab_agent_get_id(self->agent));
+	confab_session_set_source(self->session, self->principal->source);
+	confab_session_set_title(self->session, title);
+	confab_session_set_created_at(self->session, now);
+	confab_session_set_updated_at(self->session, now);
+	self->session_is_new = TRUE;
+	self->history = g_ptr_array_new_with_free_func(g_object_unref);
+	if (!confab_engine_session_acquire(self->engine, id, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	self->busy_held = TRUE;
+	start_commit(self, task);
+}
+
+/**
+ * confab_turn_start_async:
+ * @self: a #ConfabTurn
+ * @callback: called once the user's messages are committed, or the turn
+ *   is refused
+ * @user_data: data for @callback
+ *
+ * Admits the turn. The errors are the caller's to report: the agent or the
+ * session does not exist or is not the caller's, the session is busy, the
+ * quota is spent, the daemon is stopping.
+ */
+void
+confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
+	const gchar *model = self->request->model;
+	GError *error = NULL;
+
+	g_task_set_source_tag(task, confab_turn_start_async);
+
+	if (!confab_engine_turn_begin(self->engine, self->cancellable, &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	self->registered = TRUE;
+
+	if (self->principal->agent_id != NULL && g_strcmp0(self->principal->agent_id, model) != 0) {
+		confab_set_error_param(&error,
+				       CONFAB_ERROR_PERMISSION_DENIED,
+				       "model",
+				       "This API token is bound to another agent");
+		start_fail(self, task, error);
+		return;
+	}
+	self->agent = confab_engine_lookup_agent(self->engine, model);
+	if (self->agent == NULL) {
+		confab_set_error_param_printf(&error,
+					      CONFAB_ERROR_AGENT_NOT_FOUND,
+					      "model",
+					      "The agent '%s' does not exist",
+					      model);
+		start_fail(self, task, error);
+		return;
+	}
+	self->provider =
+	    confab_engine_get_provider(self->engine, confab_agent_get_provider(self->agent));
+	if (self->provider == NULL) {
+		error = g_error_new(CONFAB_ERROR,
+				    CONFAB_ERROR_FAILED,
+				    "The agent's provider '%s' is not available",
+				    confab_agent_get_provider(self->agent));
+		start_fail(self, task, error);
+		return;
+	}
+	g_object_ref(self->provider);
+	if (!select_new_messages(self, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	if (self->request->session_id == NULL) {
+		start_new_session(self, task);
+		return;
+	}
+	if (!confab_id_is_valid(self->request->session_id, CONFAB_PREFIX_SESSION)) {
+		confab_set_error_param_printf(&error,
+					      CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+					      "metadata.session_id",
+					      "No conversation '%s'",
+					      self->request->session_id);
+		start_fail(self, task, error);
+		return;
+	}
+	confab_store_get_session(confab_engine_get_store(self->engine),
+				 self->request->session_id,
+				 NULL,
+				 get_session_cb,
+				 g_object_ref(task));
+}
+
+gboolean
+confab_turn_start_finish(ConfabTurn *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/* ---------- run ---------- */
+
+static void
+accumulate_tool_calls(ConfabTurn *self, JsonArray *fragments)
+{
+	for (guint i = 0; i < json_array_get_length(fragments); i++) {
+		JsonObject *frag = json_array_get_object_element(fragments, i);
+		JsonObject *fn;
+		ToolCall *call;
+		gint64 index;
+
+		if (frag == NULL)
+			continue;
+		index = json_object_get_int_member_with_default(frag, "index", i);
+		if (index < 0 || index > 1024)
+			continue;
+		while (self->tool_calls->len <= (guint)index) {
+			call = g_new0(ToolCall, 1);
+			call->name = g_string_new(NULL);
+			call->arguments = g_string_new(NULL);
+			g_ptr_array_add(self->tool_calls, call);
+		}
+		call = g_ptr_array_index(self->tool_calls, index);
+		if (json_object_has_member(frag, "id") &&
+		    JSON_NODE_HOLDS_VALUE(json_object_get_member(frag, "id"))) {
+			g_free(call->id);
+			call->id = g_strdup(json_object_get_string_member(frag, "id"));
+		}
+		if (json_object_has_member(frag, "type") &&
+		    JSON_NODE_HOLDS_VALUE(json_object_get_member(frag, "type"))) {
+			g_free(call->type);
+			call->type = g_strdup(json_object_get_string_member(frag, "type"));
+		}
+		fn = json_object_has_member(frag, "function") &&
+			     JSON_NODE_HOLDS_OBJECT(json_object_get_member(frag, "function"))
+			 ? json_object_get_object_member(frag, "function")
+			 : NULL;
+		if (fn != NULL) {
+			g_string_append(call->name,
+					json_object_get_string_member_with_default(fn, "name", ""));
+			g_string_append(
+			    call->arguments,
+			    json_object_get_string_member_with_default(fn, "arguments", ""));
+		}
+	}
+}
+
+static void
+on_delta(const gchar *content, JsonArray *tool_calls, gpointer user_data)
+{
+	ConfabTurn *self = user_data;
+	if (content != NULL)
+		g_string_append(self->content, content);
+	if (tool_calls != NULL)
+		accumulate_tool_calls(self, tool_calls);
+	g_signal_emit(self, signals[SIGNAL_DELTA], 0, content, tool_calls);
+}
+
+static JsonArray *
+build_context(ConfabTurn *self)
+{
+	JsonArray *context = json_array_new();
+	const gchar *instructions = confab_agent_get_instructions(self->agent);
+
+	if (instructions != NULL && *instructions != '\0') {
+		JsonObject *system = json_object_new();
+		json_object_set_string_member(system, "role", "system");
+		json_object_set_string_member(system, "content", instructions);
+		json_array_add_object_element(context, system);
+	}
+	for (guint i = 0; i < self->history->len; i++) {
+		JsonObject *msg = confab_message_to_openai(g_ptr_array_index(self->history, i));
+		if (msg != NULL)
+			json_array_add_object_element(context, msg);
+	}
+	for (guint i = 0; i < self->new_messages->len; i++) {
+		JsonObject *msg =
+		    confab_message_to_openai(g_ptr_array_index(self->new_messages, i));
+		if (msg != NULL)
+			json_array_add_object_element(context, msg);
+	}
+	return context;
+}
+
+static ConfabMessage *
+build_assistant_message(ConfabTurn *self)
+{
+	ConfabMessage *msg = confab_message_new();
+	g_autoptr(GString) content = g_string_new("[");
+	g_autoptr(GString) blocks = g_string_new("[");
+
+	if (self->content->len > 0) {
+		g_string_append(content, "{\"type\":\"text\",\"text\":");
+		confab_json_append_string_len(content, self->content->str, self->content->len);
+		g_string_append_c(content, '}');
+		g_string_append_len(blocks, content->str + 1, content->len - 1);
+	}
+	for (guint i = 0; i < self->tool_calls->len; i++) {
+		ToolCall *call = g_ptr_array_index(self->tool_calls, i);
+		if (blocks->len > 1)
+			g_string_append_c(blocks, ',');
+		g_string_append(blocks, "{\"type\":\"tool_call\",\"id\":");
+		confab_json_append_string(blocks, call->id != NULL ? call->id : "");
+		g_string_append(blocks, ",\"name\":");
+		confab_json_append_string(blocks, call->name->str);
+		g_string_append(blocks, ",\"arguments\":");
+		confab_json_append_string(blocks, call->arguments->str);
+		g_string_append_c(blocks, '}');
+	}
+	if (self->run_error != NULL && self->status == CONFAB_MESSAGE_STATUS_FAILED) {
+		const gchar *code = self->run_error->domain == CONFAB_ERROR &&
+					    self->run_error->code == CONFAB_ERROR_UPSTREAM_TIMEOUT
+					? "upstream_timeout"
+					: "upstream_error";
+		if (blocks->len > 1)
+			g_string_append_c(blocks, ',');
+		g_string_append(blocks, "{\"type\":\"error\",\"code\":");
+		confab_json_append_string(blocks, code);
+		g_string_append(blocks, ",\"message\":");
+		confab_json_append_string(blocks, self->run_error->message);
+		g_string_append_c(blocks, '}');
+	}
+	g_string_append_c(content, ']');
+	g_string_append_c(blocks, ']');
+
+	confab_message_set_id(msg, self->assistant_message_id);
+	confab_message_set_session_id(msg, confab_session_get_id(self->session));
+	confab_message_set_role(msg, "assistant");
+	confab_message_set_model(msg, confab_agent_get_id(self->agent));
+	confab_message_set_content(msg, content->str);
+	confab_message_set_content_blocks(msg, blocks->str);
+	confab_message_set_status(msg, self->status);
+	confab_message_set_finish_reason(msg, self->finish_reason);
+	confab_message_set_prompt_tokens(msg, self->prompt_tokens);
+	confab_message_set_completion_tokens(msg, self->completion_tokens);
+	confab_message_set_created_at(msg, now_seconds());
+	return msg;
+}
+
+static void
+finish_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_finish_turn_finish(CONFAB_STORE(source), result, &error)) {
+		g_warning("storing the answer in %s: %s",
+			  confab_session_get_id(self->session),
+			  error->message);
+		confab_turn_release(self);
+		g_task_return_new_error(task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_FAILED,
+					"The answer could not be stored");
+		return;
+	}
+	confab_turn_release(self);
+	if (self->run_error != NULL) {
+		g_task_return_error(task, g_error_copy(self->run_error));
+		return;
+	}
+	g_task_return_boolean(task, TRUE);
+}
+
+static void
+complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	g_autoptr(ConfabProviderResult) presult = NULL;
+	g_autoptr(ConfabMessage) assistant = NULL;
+	GError *error = NULL;
+
+	presult = confab_provider_complete_finish(CONFAB_PROVIDER(source), result, &error);
+	if (presult != NULL) {
+		self->status = CONFAB_MESSAGE_STATUS_COMPLETED;
+		self->finish_reason =
+		    g_strdup(presult->finish_reason != NULL ? presult->finish_reason : "stop");
+		self->prompt_tokens = presult->prompt_tokens;
+		self->completion_tokens = presult->completion_tokens;
+	} else if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+		   g_cancellable_is_cancelled(self->cancellable)) {
+		self->status = CONFAB_MESSAGE_STATUS_INCOMPLETE;
+		g_clear_error(&error);
+		self->run_error = g_error_new_literal(CONFAB_ERROR,
+						      CONFAB_ERROR_CANCELLED,
+						      "The turn was cancelled before it finished");
+	} else {
+		self->status = CONFAB_MESSAGE_STATUS_FAILED;
+		if (error->domain != CONFAB_ERROR ||
+		    (error->code != CONFAB_ERROR_UPSTREAM &&
+		     error->code != CONFAB_ERROR_UPSTREAM_TIMEOUT)) {
+			GError *wrapped = g_error_new(CONFAB_ERROR,
+						      CONFAB_ERROR_UPSTREAM,
+						      "The upstream failed: %s",
+						      error->message);
+			g_clear_error(&error);
+			error = wrapped;
+		}
+		self->run_error = error;
+	}
+
+	/* whatever happened, the transcript says so before anyone hears back */
+	assistant = build_assistant_message(self);
+	confab_store_finish_turn(confab_engine_get_store(self->engine),
+				 assistant,
+				 NULL,
+				 finish_turn_cb,
+				 g_steal_pointer(&task));
+}
+
+/**
+ * confab_turn_run_async:
+ * @self: a started #ConfabTurn
+ * @callback: called once the assistant message is committed
+ * @user_data: data for @callback
+ *
+ * Runs the provider; ::delta fires for each piece of the answer. Fails with
+ * the upstream's error (the answer is stored as failed) or
+ * CONFAB_ERROR_CANCELLED (stored as incomplete).
+ */
+void
+confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
+	ConfabProviderRequest *preq = g_new0(ConfabProviderRequest, 1);
+
+	g_task_set_source_tag(task, confab_turn_run_async);
+	preq->agent = g_object_ref(self->agent);
+	preq->messages = build_context(self);
+	preq->params = self->request->params != NULL ? json_object_ref(self->request->params)
+						     : NULL;
+	preq->stream = self->request->stream;
+	self->provider_request = preq;
+	confab_provider_complete_async(self->provider,
+				       preq,
+				       on_delta,
+				       self,
+				       self->cancellable,
+				       complete_cb,
+				       g_steal_pointer(&task));
+}
+
+gboolean
+confab_turn_run_finish(ConfabTurn *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/**
+ * confab_turn_cancel:
+ * @self: a #ConfabTurn
+ *
+ * The client left: stop the provider; what was said is stored as incomplete.
+ */
+void
+confab_turn_cancel(ConfabTurn *self)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_cancellable_cancel(self->cancellable);
+}
+
+/* ---------- getters ---------- */
+
+ConfabChatRequest *
+confab_turn_get_request(ConfabTurn *self)
+{
+	return self->request;
+}
+
+const gchar *
+confab_turn_get_session_id(ConfabTurn *self)
+{
+	return self->session != NULL ? confab_session_get_id(self->session) : NULL;
+}
+
+const gchar *
+confab_turn_get_assistant_message_id(ConfabTurn *self)
+{
+	return self->assistant_message_id;
+}
+
+const gchar *
+confab_turn_get_completion_id(ConfabTurn *self)
+{
+	return self->completion_id;
+}
+
+const gchar *
+confab_turn_get_model(ConfabTurn *self)
+{
+	return self->agent != NULL ? confab_agent_get_id(self->agent) : self->request->model;
+}
+
+gint64
+confab_turn_get_created(ConfabTurn *self)
+{
+	return self->created;
+}
+
+const gchar *
+confab_turn_get_content(ConfabTurn *self)
+{
+	return self->content->str;
+}
+
+/**
+ * confab_turn_get_tool_calls_json:
+ *
+ * Returns: (transfer full) (nullable): the answer's tool calls as an OpenAI
+ * `tool_calls` JSON array, or %NULL if there are none
+ */
+gchar *
+confab_turn_get_tool_calls_json(ConfabTurn *self)
+{
+	GString *out;
+	if (self->tool_calls->len == 0)
+		return NULL;
+	out = g_string_new("[");
+	for (guint i = 0; i < self->tool_calls->len; i++) {
+		ToolCall *call = g_ptr_array_index(self->tool_calls, i);
+		if (i > 0)
+			g_string_append_c(out, ',');
+		g_string_append(out, "{\"id\":");
+		confab_json_append_string(out, call->id != NULL ? call->id : "");
+		g_string_append(out, ",\"type\":");
+		confab_json_append_string(out, call->type != NULL ? call->type : "function");
+		g_string_append(out, ",\"function\":{\"name\":");
+		confab_json_append_string(out, call->name->str);
+		g_string_append(out, ",\"arguments\":");
+		confab_json_append_string(out, call->arguments->str);
+		g_string_append(out, "}}");
+	}
+	g_string_append_c(out, ']');
+	return g_string_free(out, FALSE);
+}
+
+const gchar *
+confab_turn_get_finish_reason(ConfabTurn *self)
+{
+	return self->finish_reason != NULL ? self->finish_reason : "stop";
+}
+
+/**
+ * confab_turn_get_usage:
+ * @self: a #ConfabTurn
+ * @prompt_tokens: (out): prompt tokens, or 0
+ * @completion_tokens: (out): completion tokens, or 0
+ *
+ * Returns: %TRUE if the provider reported usage
+ */
+gboolean
+confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completion_tokens)
+{
+	*prompt_tokens = MAX(self->prompt_tokens, 0);
+	*completion_tokens = MAX(self->completion_tokens, 0);
+	return self->prompt_tokens >= 0 && self->completion_tokens >= 0;
+}
+
+const ConfabQuotaInfo *
+confab_turn_get_quota_info(ConfabTurn *self)
+{
+	return &self->quota;
+}
+
+ConfabMessageStatus
+confab_turn_get_status(ConfabTurn *self)
+{
+	return self->status;
+}

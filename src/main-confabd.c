@@ -1,0 +1,166 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "Confabd"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "confab-daemon.h"
+
+static gchar *
+dev_state_dir(void)
+{
+	return g_build_filename(g_get_user_data_dir(), "confab", NULL);
+}
+
+static void
+print_dev_banner(const gchar *url, const gchar *agent_id, const gchar *secret, gboolean has_bus)
+{
+	g_print(_("Confab is running at %s (development mode)\n"), url);
+	g_print(_("  agent: %s\n"), agent_id);
+	g_print(_("  token: %s  (shown once; a new one is minted at each start)\n"), secret);
+	if (has_bus)
+		g_print(_("  admin: confabctl --session agent list\n"));
+	g_print(_("Try it:\n"));
+	g_print("  curl -s %s/api/v1/chat/completions \\\n"
+		"    -H 'Authorization: Bearer %s' \\\n"
+		"    -H 'Content-Type: application/json' \\\n"
+		"    -d '{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello, "
+		"Confab!\"}]}'\n",
+		url,
+		secret,
+		agent_id);
+	g_print(_("Or point an OpenAI SDK at %s/api/v1 with that token as the API key.\n"), url);
+}
+
+int
+main(int argc, char **argv)
+{
+	gboolean dev = FALSE;
+	gboolean version = FALSE;
+	g_autofree gchar *listen = NULL;
+	g_autofree gchar *state_dir = NULL;
+	g_autofree gchar *bus = NULL;
+	g_autofree gchar *config_file = NULL;
+	g_autoptr(GOptionContext) context = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabConfig) config = NULL;
+	g_autoptr(ConfabDaemon) daemon = NULL;
+	g_autofree gchar *url = NULL;
+	const GOptionEntry entries[] = {
+	    {"dev",
+	     0,
+	     0,
+	     G_OPTION_ARG_NONE,
+	     &dev,
+	     N_("Development mode: session bus, state in $XDG_DATA_HOME/confab, a demo agent "
+		"and a dev token"),
+	     NULL},
+	    {"listen",
+	     'l',
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &listen,
+	     N_("Serve HTTP on this address (default 127.0.0.1:8080)"),
+	     N_("HOST:PORT")},
+	    {"state-dir",
+	     's',
+	     0,
+	     G_OPTION_ARG_FILENAME,
+	     &state_dir,
+	     N_("Keep the database in this directory"),
+	     N_("DIR")},
+	    {"bus",
+	     'b',
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &bus,
+	     N_("Administration bus: system, session or none"),
+	     N_("BUS")},
+	    {"config",
+	     'c',
+	     0,
+	     G_OPTION_ARG_FILENAME,
+	     &config_file,
+	     N_("Read settings from this file (default " CONFAB_DEFAULT_CONFIG ")"),
+	     N_("FILE")},
+	    {"version", 0, 0, G_OPTION_ARG_NONE, &version, N_("Print the version and exit"), NULL},
+	    {NULL}};
+
+	setlocale(LC_ALL, "");
+	bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
+	bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+	textdomain(GETTEXT_PACKAGE);
+
+	context = g_option_context_new(NULL);
+	g_option_context_set_summary(context,
+				     _("Confab: a self-hosted agent chat-completion service."));
+	g_option_context_add_main_entries(context, entries, GETTEXT_PACKAGE);
+	if (!g_option_context_parse(context, &argc, &argv, &error)) {
+		g_printerr("confabd: %s\n", error->message);
+		return EXIT_FAILURE;
+	}
+	if (version) {
+		g_print("confabd %s\n", PACKAGE_VERSION);
+		return EXIT_SUCCESS;
+	}
+
+	config = confab_config_new();
+	if (dev) {
+		g_free(config->state_dir);
+		config->state_dir = dev_state_dir();
+		g_free(config->bus);
+		config->bus = g_strdup("session");
+	}
+	if (config_file != NULL) {
+		if (!confab_config_load_file(config, config_file, &error)) {
+			g_printerr("confabd: %s\n", error->message);
+			return EXIT_FAILURE;
+		}
+	} else if (!dev && g_file_test(CONFAB_DEFAULT_CONFIG, G_FILE_TEST_EXISTS)) {
+		if (!confab_config_load_file(config, CONFAB_DEFAULT_CONFIG, &error)) {
+			g_printerr("confabd: %s\n", error->message);
+			return EXIT_FAILURE;
+		}
+	}
+	/* the command line wins over the file */
+	if (listen != NULL) {
+		g_free(config->listen);
+		config->listen = g_steal_pointer(&listen);
+	}
+	if (state_dir != NULL) {
+		g_free(config->state_dir);
+		config->state_dir = g_steal_pointer(&state_dir);
+	}
+	if (bus != NULL) {
+		g_free(config->bus);
+		config->bus = g_steal_pointer(&bus);
+	}
+
+	daemon = confab_daemon_new(g_steal_pointer(&config), dev);
+	if (!confab_daemon_start(daemon, &error)) {
+		g_printerr("confabd: %s\n", error->message);
+		return EXIT_FAILURE;
+	}
+	url = confab_daemon_get_url(daemon);
+	if (dev) {
+		g_autofree gchar *agent_id = NULL;
+		g_autofree gchar *secret = NULL;
+		if (!confab_daemon_provision_dev(daemon, &agent_id, &secret, &error)) {
+			g_printerr("confabd: %s\n", error->message);
+			return EXIT_FAILURE;
+		}
+		print_dev_banner(url, agent_id, secret, confab_daemon_has_bus(daemon));
+	}
+	/* one line that scripts and tests read to find the port */
+	g_print("confabd: listening on %s\n", url);
+	fflush(stdout);
+	return confab_daemon_run(daemon);
+}

@@ -1,0 +1,679 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "confab-test-helper.h"
+
+/*
+ * What the integration tests share: a private session bus (GTestDBus), a
+ * real confabd started on a free loopback port with a temporary state
+ * directory, provisioning through the real D-Bus Admin interface, and a
+ * small synchronous HTTP client. Every wait has a deadline; nothing sleeps.
+ */
+
+static GTestDBus *test_bus = NULL;
+
+/**
+ * confab_test_init:
+ * @argc: from main()
+ * @argv: from main()
+ * @need_bus: whether the tests need a private session bus
+ *
+ * g_test_init(), and a private bus. Exits 77 (skipped) if dbus-daemon is
+ * missing, saying why.
+ */
+void
+confab_test_init(gint *argc, gchar ***argv, gboolean need_bus)
+{
+	g_test_init(argc, argv, NULL);
+	if (!need_bus)
+		return;
+	if (g_find_program_in_path("dbus-daemon") == NULL) {
+		g_printerr("SKIP: dbus-daemon is not installed (apt-get install dbus-daemon)\n");
+		exit(CONFAB_TEST_SKIP);
+	}
+	if (g_getenv("CONFABD") == NULL) {
+		g_printerr("SKIP: CONFABD is not set; run the tests with meson test\n");
+		exit(CONFAB_TEST_SKIP);
+	}
+	test_bus = g_test_dbus_new(G_TEST_DBUS_NONE);
+	g_test_dbus_up(test_bus);
+}
+
+void
+confab_test_finish(void)
+{
+	if (test_bus != NULL) {
+		g_test_dbus_down(test_bus);
+		g_clear_object(&test_bus);
+	}
+}
+
+gchar *
+confab_test_make_tmpdir(const gchar *name)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *tmpl = g_strdup_printf("confab-%s-XXXXXX", name);
+	gchar *dir = g_dir_make_tmp(tmpl, &error);
+	g_assert_no_error(error);
+	return dir;
+}
+
+void
+confab_test_rm_rf(const gchar *path)
+{
+	g_autoptr(GDir) dir = NULL;
+	const gchar *name;
+
+	if (path == NULL)
+		return;
+	dir = g_dir_open(path, 0, NULL);
+	if (dir != NULL) {
+		while ((name = g_dir_read_name(dir)) != NULL) {
+			g_autofree gchar *child = g_build_filename(path, name, NULL);
+			if (g_file_test(child, G_FILE_TEST_IS_DIR) &&
+			    !g_file_test(child, G_FILE_TEST_IS_SYMLINK))
+				confab_test_rm_rf(child);
+			else
+				g_unlink(child);
+		}
+	}
+	g_rmdir(path);
+}
+
+/**
+ * confab_test_wait_until:
+ * @condition: checked every few milliseconds
+ * @data: for @condition
+ * @timeout_ms: the deadline
+ *
+ * Iterates the thread-default main context until @condition holds.
+ *
+ * Returns: %TRUE if it held before the deadline
+ */
+gboolean
+confab_test_wait_until(gboolean (*condition)(gpointer), gpointer data, guint timeout_ms)
+{
+	gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+	while (!condition(data)) {
+		if (g_get_monotonic_time() > deadline)
+			return FALSE;
+		while (g_main_context_iteration(NULL, FALSE))
+			;
+		g_usleep(2000);
+	}
+	return TRUE;
+}
+
+/* ---------- the daemon ---------- */
+
+static gpointer
+reader_thread(gpointer data)
+{
+	ConfabTestDaemon *daemon = data;
+	for (;;) {
+		g_autofree gchar *line =
+		    g_data_input_stream_read_line_utf8(daemon->stdout_stream, NULL, NULL, NULL);
+		if (line == NULL)
+			break;
+		g_mutex_lock(&daemon->lock);
+		g_string_append(daemon->output, line);
+		g_string_append_c(daemon->output, '\n');
+		g_mutex_unlock(&daemon->lock);
+		if (g_getenv("CONFAB_TEST_VERBOSE") != NULL)
+			g_printerr("[confabd] %s\n", line);
+	}
+	return NULL;
+}
+
+/**
+ * confab_test_daemon_get_output:
+ *
+ * Returns: (transfer full): what the daemon printed so far
+ */
+gchar *
+confab_test_daemon_get_output(ConfabTestDaemon *daemon)
+{
+	gchar *copy;
+	g_mutex_lock(&daemon->lock);
+	copy = g_strdup(daemon->output->str);
+	g_mutex_unlock(&daemon->lock);
+	return copy;
+}
+
+static gboolean
+daemon_listening(gpointer data)
+{
+	ConfabTestDaemon *daemon = data;
+	g_autofree gchar *output = confab_test_daemon_get_output(daemon);
+	return strstr(output, "confabd: listening on ") != NULL ||
+	       g_subprocess_get_identifier(daemon->process) == NULL;
+}
+
+static gboolean
+daemon_exited(gpointer data)
+{
+	ConfabTestDaemon *daemon = data;
+	/* get_if_exited only learns of the exit through the main context */
+	return g_subprocess_get_identifier(daemon->process) == NULL;
+}
+
+static gboolean
+proxy_has_owner(gpointer data)
+{
+	g_autofree gchar *owner = g_dbus_proxy_get_name_owner(G_DBUS_PROXY(data));
+	return owner != NULL;
+}
+
+/**
+ * confab_test_daemon_start_full:
+ * @state_dir: (nullable): reuse this state directory (it is not removed)
+ * @config_text: (nullable): a confab.conf to start with
+ * @extra_args: (nullable): more command-line arguments
+ *
+ * Returns: (transfer full): a running daemon, ready on HTTP and D-Bus
+ */
+ConfabTestDaemon *
+confab_test_daemon_start_full(const gchar *state_dir,
+			      const gchar *config_text,
+			      const gchar *const *extra_args)
+{
+	g_autoptr(ConfabTestDaemon) daemon = g_new0(ConfabTestDaemon, 1);
+	g_autoptr(GSubprocessLauncher) launcher = NULL;
+	g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *output = NULL;
+	const gchar *line;
+
+	g_mutex_init(&daemon->lock);
+	daemon->output = g_string_new(NULL);
+	if (state_dir != NULL) {
+		daemon->state_dir = g_strdup(state_dir);
+	} else {
+		daemon->state_dir = confab_test_make_tmpdir("state");
+		daemon->own_state_dir = TRUE;
+	}
+
+	g_ptr_array_add(argv, g_strdup(g_getenv("CONFABD")));
+	g_ptr_array_add(argv, g_strdup("--listen=127.0.0.1:0"));
+	g_ptr_array_add(argv, g_strdup_printf("--state-dir=%s", daemon->state_dir));
+	g_ptr_array_add(argv, g_strdup(test_bus != NULL ? "--bus=session" : "--bus=none"));
+	if (config_text != NULL) {
+		g_autofree gchar *path = g_build_filename(daemon->state_dir, "test.conf", NULL);
+		g_file_set_contents(path, config_text, -1, &error);
+		g_assert_no_error(error);
+		g_ptr_array_add(argv, g_strdup_printf("--config=%s", path));
+	}
+	for (guint i = 0; extra_args != NULL && extra_args[i] != NULL; i++)
+		g_ptr_array_add(argv, g_strdup(extra_args[i]));
+	g_ptr_array_add(argv, NULL);
+
+	launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+					     G_SUBPROCESS_FLAGS_STDERR_MERGE);
+	/* a critical in the daemon under test is a bug: make it loud */
+	g_subprocess_launcher_setenv(launcher, "G_DEBUG", "fatal-criticals", TRUE);
+	daemon->process =
+	    g_subprocess_launcher_spawnv(launcher, (const gchar *const *)argv->pdata, &error);
+	g_assert_no_error(error);
+	daemon->stdout_stream =
+	    g_data_input_stream_new(g_subprocess_get_stdout_pipe(daemon->process));
+	daemon->reader = g_thread_new("confabd-output", reader_thread, daemon);
+
+	if (!confab_test_wait_until(daemon_listening, daemon, 20000))
+		g_error("confabd did not start listening within 20 s");
+	output = confab_test_daemon_get_output(daemon);
+	line = strstr(output, "confabd: listening on ");
+	if (line == NULL)
+		g_error("confabd failed to start:\n%s", output);
+	line += strlen("confabd: listening on ");
+	daemon->url = g_strndup(line, strcspn(line, "\n"));
+
+	if (test_bus != NULL) {
+		daemon->admin = confab_dbus_admin_proxy_new_for_bus_sync(G_BUS_TYPE_SESSION,
+									 G_DBUS_PROXY_FLAGS_NONE,
+									 "org.confab.Confab1",
+									 "/org/confab/Confab1",
+									 NULL,
+									 &error);
+		g_assert_no_error(error);
+		daemon->chat = confab_dbus_chat_proxy_new_for_bus_sync(G_BUS_TYPE_SESSION,
+								       G_DBUS_PROXY_FLAGS_NONE,
+								       "org.confab.Confab1",
+								       "/org/confab/Confab1",
+								       NULL,
+								       &error);
+		g_assert_no_error(error);
+		if (!confab_test_wait_until(proxy_has_owner, daemon->admin, 20000))
+			g_error("confabd did not take its bus name within 20 s");
+	}
+	return g_steal_pointer(&daemon);
+}
+
+/**
+ * confab_test_daemon_start:
+ * @config_text: (nullable): a confab.conf to start with
+ * @extra_args: (nullable): more command-line arguments
+ *
+ * Returns: (transfer full): a running daemon on a fresh state directory
+ */
+ConfabTestDaemon *
+confab_test_daemon_start(const gchar *config_text, const gchar *const *extra_args)
+{
+	return confab_test_daemon_start_full(NULL, config_text, extra_args);
+}
+
+static gint
+wait_exit(ConfabTestDaemon *daemon, guint timeout_ms)
+{
+	if (!confab_test_wait_until(daemon_exited, daemon, timeout_ms))
+		return -1;
+	if (daemon->reader != NULL)
+		g_thread_join(g_steal_pointer(&daemon->reader));
+	if (g_subprocess_get_if_exited(daemon->process))
+		return g_subprocess_get_exit_status(daemon->process);
+	return 128 + g_subprocess_get_term_sig(daemon->process);
+}
+
+/**
+ * confab_test_daemon_stop:
+ * @daemon: a running daemon
+ *
+ * SIGTERM, then waits up to 30 s.
+ *
+ * Returns: the exit status, 128+N for signal N, or -1 if it did not exit
+ */
+gint
+confab_test_daemon_stop(ConfabTestDaemon *daemon)
+{
+	gint status;
+	if (g_subprocess_get_identifier(daemon->process) == NULL)
+		return wait_exit(daemon, 0);
+	g_subprocess_send_signal(daemon->process, SIGTERM);
+	status = wait_exit(daemon, 30000);
+	if (status < 0)
+		confab_test_daemon_kill(daemon);
+	return status;
+}
+
+/**
+ * confab_test_daemon_kill:
+ * @daemon: a running daemon
+ *
+ * SIGKILL: no chance to clean up, as in a crash.
+ */
+void
+confab_test_daemon_kill(ConfabTestDaemon *daemon)
+{
+	if (g_subprocess_get_identifier(daemon->process) != NULL)
+		g_subprocess_force_exit(daemon->process);
+	wait_exit(daemon, 30000);
+}
+
+void
+confab_test_daemon_free(ConfabTestDaemon *daemon)
+{
+	if (daemon == NULL)
+		return;
+	if (daemon->process != NULL) {
+		confab_test_daemon_kill(daemon);
+		g_clear_object(&daemon->process);
+	}
+	if (daemon->reader != NULL)
+		g_thread_join(daemon->reader);
+	g_clear_object(&daemon->stdout_stream);
+	g_clear_object(&daemon->admin);
+	g_clear_object(&daemon->chat);
+	if (daemon->own_state_dir)
+		confab_test_rm_rf(daemon->state_dir);
+	g_free(daemon->state_dir);
+	g_free(daemon->url);
+	g_string_free(daemon->output, TRUE);
+	g_mutex_clear(&daemon->lock);
+	g_free(daemon);
+}
+
+/* ---------- provisioning ---------- */
+
+/**
+ * confab_test_create_agent_props:
+ * @daemon: a daemon
+ * @props: (transfer floating): CreateAgent properties
+ *
+ * Returns: (transfer full): the agent id
+ */
+gchar *
+confab_test_create_agent_props(ConfabTestDaemon *daemon, GVariant *props)
+{
+	g_autoptr(GError) error = NULL;
+	gchar *agent_id = NULL;
+	confab_dbus_admin_call_create_agent_sync(daemon->admin, props, &agent_id, NULL, &error);
+	g_assert_no_error(error);
+	return agent_id;
+}
+
+gchar *
+confab_test_create_agent(ConfabTestDaemon *daemon, const gchar *name, const gchar *provider)
+{
+	GVariantDict dict;
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", name);
+	g_variant_dict_insert(&dict, "provider", "s", provider);
+	return confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+}
+
+/**
+ * confab_test_create_token:
+ * @daemon: a daemon
+ * @owner: the owner
+ * @scope: one scope
+ * @agent_id: (nullable): bind to this agent
+ * @token_id: (out) (optional): the token id
+ *
+ * Returns: (transfer full): the secret
+ */
+gchar *
+confab_test_create_token(ConfabTestDaemon *daemon,
+			 const gchar *owner,
+			 const gchar *scope,
+			 const gchar *agent_id,
+			 gchar **token_id)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *id = NULL;
+	const gchar *scopes[] = {scope, NULL};
+	gchar *secret = NULL;
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "owner", "s", owner);
+	g_variant_dict_insert_value(&dict, "scopes", g_variant_new_strv(scopes, -1));
+	if (agent_id != NULL)
+		g_variant_dict_insert(&dict, "agent_id", "s", agent_id);
+	confab_dbus_admin_call_create_token_sync(daemon->admin,
+						 g_variant_dict_end(&dict),
+						 &id,
+						 &secret,
+						 NULL,
+						 &error);
+	g_assert_no_error(error);
+	if (token_id != NULL)
+		*token_id = g_steal_pointer(&id);
+	return secret;
+}
+
+void
+confab_test_set_quota(ConfabTestDaemon *daemon, const gchar *owner, guint64 quota)
+{
+	g_autoptr(GError) error = NULL;
+	confab_dbus_admin_call_set_quota_sync(daemon->admin, owner, quota, NULL, &error);
+	g_assert_no_error(error);
+}
+
+/* ---------- HTTP ---------- */
+
+static void
+session_free(gpointer data)
+{
+	g_clear_object(&data);
+}
+
+static GPrivate session_key = G_PRIVATE_INIT(session_free);
+
+/* one client session per thread: tests may hammer from several */
+static SoupSession *
+thread_session(void)
+{
+	SoupSession *session = g_private_get(&session_key);
+	if (session == NULL) {
+		session =
+		    soup_session_new_with_options("timeout", 60, "max-conns-per-host", 64, NULL);
+		g_private_set(&session_key, session);
+	}
+	return session;
+}
+
+void
+confab_test_response_free(ConfabTestResponse *response)
+{
+	if (response == NULL)
+		return;
+	g_clear_pointer(&response->headers, soup_message_headers_unref);
+	g_clear_pointer(&response->body, g_bytes_unref);
+	g_clear_pointer(&response->json, json_node_unref);
+	g_free(response);
+}
+
+/**
+ * confab_test_http_full:
+ * @daemon: a daemon
+ * @method: GET, POST…
+ * @path: a path, with its query
+ * @headers: (nullable): "Name: value" strings
+ * @body: (nullable): the request body
+ *
+ * Returns: (transfer full): the response
+ */
+ConfabTestResponse *
+confab_test_http_full(ConfabTestDaemon *daemon,
+		      const gchar *method,
+		      const gchar *path,
+		      const gchar *const *headers,
+		      GBytes *body)
+{
+	g_autofree gchar *uri = g_strconcat(daemon->url, path, NULL);
+	g_autoptr(SoupMessage) msg = soup_message_new(method, uri);
+	g_autoptr(GError) error = NULL;
+	ConfabTestResponse *response = g_new0(ConfabTestResponse, 1);
+	SoupMessageHeaders *req_headers;
+	const gchar *content_type;
+
+	g_assert_nonnull(msg);
+	req_headers = soup_message_get_request_headers(msg);
+	for (guint i = 0; headers != NULL && headers[i] != NULL; i++) {
+		g_auto(GStrv) kv = g_strsplit(headers[i], ":", 2);
+		g_assert_nonnull(kv[1]);
+		soup_message_headers_replace(req_headers, kv[0], g_strstrip(kv[1]));
+	}
+	if (body != NULL) {
+		/* copied: setting the body replaces the header it points into */
+		g_autofree gchar *type =
+		    g_strdup(soup_message_headers_get_one(req_headers, "Content-Type"));
+		soup_message_set_request_body_from_bytes(msg, type, body);
+	}
+	response->body = soup_session_send_and_read(thread_session(), msg, NULL, &error);
+	g_assert_no_error(error);
+	response->status = soup_message_get_status(msg);
+	response->headers = soup_message_headers_ref(soup_message_get_response_headers(msg));
+	content_type = soup_message_headers_get_content_type(response->headers, NULL);
+	if (g_strcmp0(content_type, "application/json") == 0) {
+		g_autoptr(JsonParser) parser = json_parser_new();
+		gsize len = 0;
+		const gchar *data = g_bytes_get_data(response->body, &len);
+		if (json_parser_load_from_data(parser, data, len, NULL) &&
+		    json_parser_get_root(parser) != NULL)
+			response->json = json_node_copy(json_parser_get_root(parser));
+	}
+	return response;
+}
+
+/**
+ * confab_test_http:
+ * @daemon: a daemon
+ * @method: GET, POST…
+ * @path: a path, with its query
+ * @token: (nullable): sent as a Bearer token
+ * @body: (nullable): a JSON body
+ *
+ * Returns: (transfer full): the response
+ */
+ConfabTestResponse *
+confab_test_http(ConfabTestDaemon *daemon,
+		 const gchar *method,
+		 const gchar *path,
+		 const gchar *token,
+		 const gchar *body)
+{
+	g_autofree gchar *auth = token != NULL ? g_strdup_printf("Authorization: Bearer %s", token)
+					       : NULL;
+	const gchar *headers[] = {"Content-Type: application/json", auth, NULL};
+	g_autoptr(GBytes) bytes = body != NULL ? g_bytes_new(body, strlen(body)) : NULL;
+	return confab_test_http_full(daemon, method, path, headers, bytes);
+}
+
+/**
+ * confab_test_chat:
+ * @daemon: a daemon
+ * @token: the API token
+ * @agent_id: the model
+ * @session_id: (nullable): a session to continue
+ * @text: the user's message
+ * @stream: whether to stream
+ *
+ * Returns: (transfer full): the response
+ */
+ConfabTestResponse *
+confab_test_chat(ConfabTestDaemon *daemon,
+		 const gchar *token,
+		 const gchar *agent_id,
+		 const gchar *session_id,
+		 const gchar *text,
+		 gboolean stream)
+{
+	g_autoptr(JsonBuilder) builder = json_builder_new();
+	g_autoptr(JsonNode) root = NULL;
+	g_autofree gchar *body = NULL;
+
+	json_builder_begin_object(builder);
+	json_builder_set_member_name(builder, "model");
+	json_builder_add_string_value(builder, agent_id);
+	json_builder_set_member_name(builder, "messages");
+	json_builder_begin_array(builder);
+	json_builder_begin_object(builder);
+	json_builder_set_member_name(builder, "role");
+	json_builder_add_string_value(builder, "user");
+	json_builder_set_member_name(builder, "content");
+	json_builder_add_string_value(builder, text);
+	json_builder_end_object(builder);
+	json_builder_end_array(builder);
+	if (stream) {
+		json_builder_set_member_name(builder, "stream");
+		json_builder_add_boolean_value(builder, TRUE);
+	}
+	if (session_id != NULL) {
+		json_builder_set_member_name(builder, "metadata");
+		json_builder_begin_object(builder);
+		json_builder_set_member_name(builder, "session_id");
+		json_builder_add_string_value(builder, session_id);
+		json_builder_end_object(builder);
+	}
+	json_builder_end_object(builder);
+	root = json_builder_get_root(builder);
+	body = json_to_string(root, FALSE);
+	return confab_test_http(daemon, "POST", "/api/v1/chat/completions", token, body);
+}
+
+/**
+ * confab_test_sse_events:
+ * @response: a text/event-stream response
+ *
+ * Returns: (transfer full) (element-type utf8): the data of each event, in
+ * order; the last is "[DONE]" for a whole stream
+ */
+GPtrArray *
+confab_test_sse_events(ConfabTestResponse *response)
+{
+	GPtrArray *events = g_ptr_array_new_with_free_func(g_free);
+	gsize len = 0;
+	const gchar *data = g_bytes_get_data(response->body, &len);
+	g_autofree gchar *text = g_strndup(data, len);
+	g_auto(GStrv) blocks = g_strsplit(text, "\n\n", -1);
+
+	for (guint i = 0; blocks[i] != NULL; i++) {
+		if (blocks[i][0] == '\0')
+			continue;
+		g_assert_true(g_str_has_prefix(blocks[i], "data: "));
+		g_ptr_array_add(events, g_strdup(blocks[i] + strlen("data: ")));
+	}
+	return events;
+}
+
+/* ---------- JSON ---------- */
+
+/**
+ * confab_test_json_get:
+ * @node: (nullable): a JSON node
+ * @path: a dot path such as `choices.0.message.content`
+ *
+ * Returns: (transfer none) (nullable): the node at @path
+ */
+JsonNode *
+confab_test_json_get(JsonNode *node, const gchar *path)
+{
+	g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+	for (guint i = 0; parts[i] != NULL && node != NULL; i++) {
+		if (JSON_NODE_HOLDS_OBJECT(node)) {
+			JsonObject *obj = json_node_get_object(node);
+			node = json_object_get_member(obj, parts[i]);
+		} else if (JSON_NODE_HOLDS_ARRAY(node)) {
+			JsonArray *arr = json_node_get_array(node);
+			guint64 index = 0;
+			if (!g_ascii_string_to_unsigned(parts[i], 10, 0, G_MAXUINT, &index, NULL) ||
+			    index >= json_array_get_length(arr))
+				return NULL;
+			node = json_array_get_element(arr, index);
+		} else {
+			return NULL;
+		}
+	}
+	return node;
+}
+
+const gchar *
+confab_test_json_string(JsonNode *node, const gchar *path)
+{
+	JsonNode *value = confab_test_json_get(node, path);
+	if (value == NULL || !JSON_NODE_HOLDS_VALUE(value) ||
+	    json_node_get_value_type(value) != G_TYPE_STRING)
+		return NULL;
+	return json_node_get_string(value);
+}
+
+gint64
+confab_test_json_int(JsonNode *node, const gchar *path)
+{
+	JsonNode *value = confab_test_json_get(node, path);
+	if (value == NULL || !JSON_NODE_HOLDS_VALUE(value))
+		return G_MININT64;
+	return json_node_get_int(value);
+}
+
+/**
+ * confab_test_assert_error:
+ * @response: a response
+ * @status: the expected status
+ * @code: the expected error code
+ *
+ * Checks the OpenAI error shape: error.message, type, param and code.
+ */
+void
+confab_test_assert_error(ConfabTestResponse *response, guint status, const gchar *code)
+{
+	JsonNode *error;
+	g_assert_cmpuint(response->status, ==, status);
+	g_assert_nonnull(response->json);
+	error = confab_test_json_get(response->json, "error");
+	g_assert_nonnull(error);
+	g_assert_true(JSON_NODE_HOLDS_OBJECT(error));
+	g_assert_nonnull(confab_test_json_string(response->json, "error.message"));
+	g_assert_nonnull(confab_test_json_string(response->json, "error.type"));
+	g_assert_true(json_object_has_member(json_node_get_object(error), "param"));
+	g_assert_cmpstr(confab_test_json_string(response->json, "error.code"), ==, code);
+}

@@ -1,0 +1,133 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include "confab-dbus-generated.h"
+
+G_BEGIN_DECLS
+
+/* Exit code meson reads as "skipped". */
+#define CONFAB_TEST_SKIP 77
+
+void
+confab_test_init(gint *argc, gchar ***argv, gboolean need_bus);
+void
+confab_test_finish(void);
+gchar *
+confab_test_make_tmpdir(const gchar *name);
+void
+confab_test_rm_rf(const gchar *path);
+gboolean
+confab_test_wait_until(gboolean (*condition)(gpointer), gpointer data, guint timeout_ms);
+
+/**
+ * ConfabTestDaemon:
+ * @process: the confabd process
+ * @url: `http://127.0.0.1:PORT`
+ * @state_dir: its temporary state directory
+ * @admin: (nullable): a proxy for org.confab.Confab1.Admin
+ * @chat: (nullable): a proxy for org.confab.Confab1.Chat
+ * @output: (nullable): everything it printed, once stopped
+ *
+ * A real confabd on a free loopback port, with a temporary state directory,
+ * on the private session bus of confab_test_init().
+ */
+typedef struct {
+	GSubprocess *process;
+	gchar *url;
+	gchar *state_dir;
+	gboolean own_state_dir;
+	ConfabDbusAdmin *admin;
+	ConfabDbusChat *chat;
+	GString *output;
+	GDataInputStream *stdout_stream;
+	GThread *reader;
+	GMutex lock;
+} ConfabTestDaemon;
+
+ConfabTestDaemon *
+confab_test_daemon_start(const gchar *config_text, const gchar *const *extra_args);
+ConfabTestDaemon *
+confab_test_daemon_start_full(const gchar *state_dir,
+			      const gchar *config_text,
+			      const gchar *const *extra_args);
+gint
+confab_test_daemon_stop(ConfabTestDaemon *daemon);
+void
+confab_test_daemon_kill(ConfabTestDaemon *daemon);
+gchar *
+confab_test_daemon_get_output(ConfabTestDaemon *daemon);
+void
+confab_test_daemon_free(ConfabTestDaemon *daemon);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestDaemon, confab_test_daemon_free)
+
+gchar *
+confab_test_create_agent(ConfabTestDaemon *daemon, const gchar *name, const gchar *provider);
+gchar *
+confab_test_create_agent_props(ConfabTestDaemon *daemon, GVariant *props);
+gchar *
+confab_test_create_token(ConfabTestDaemon *daemon,
+			 const gchar *owner,
+			 const gchar *scope,
+			 const gchar *agent_id,
+			 gchar **token_id);
+void
+confab_test_set_quota(ConfabTestDaemon *daemon, const gchar *owner, guint64 quota);
+
+/**
+ * ConfabTestResponse:
+ * @status: the HTTP status
+ * @headers: the response headers
+ * @body: the raw body
+ * @json: (nullable): the body parsed, when it is JSON
+ */
+typedef struct {
+	guint status;
+	SoupMessageHeaders *headers;
+	GBytes *body;
+	JsonNode *json;
+} ConfabTestResponse;
+
+void
+confab_test_response_free(ConfabTestResponse *response);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestResponse, confab_test_response_free)
+
+ConfabTestResponse *
+confab_test_http(ConfabTestDaemon *daemon,
+		 const gchar *method,
+		 const gchar *path,
+		 const gchar *token,
+		 const gchar *body);
+ConfabTestResponse *
+confab_test_http_full(ConfabTestDaemon *daemon,
+		      const gchar *method,
+		      const gchar *path,
+		      const gchar *const *headers,
+		      GBytes *body);
+ConfabTestResponse *
+confab_test_chat(ConfabTestDaemon *daemon,
+		 const gchar *token,
+		 const gchar *agent_id,
+		 const gchar *session_id,
+		 const gchar *text,
+		 gboolean stream);
+GPtrArray *
+confab_test_sse_events(ConfabTestResponse *response);
+
+const gchar *
+confab_test_json_string(JsonNode *node, const gchar *path);
+gint64
+confab_test_json_int(JsonNode *node, const gchar *path);
+JsonNode *
+confab_test_json_get(JsonNode *node, const gchar *path);
+void
+confab_test_assert_error(ConfabTestResponse *response, guint status, const gchar *code);
+
+G_END_DECLS
