@@ -86,13 +86,15 @@ static void
 start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(SendCall) call = user_data;
+	ConfabTurn *turn;
 	GError *error = NULL;
 
 	if (!confab_turn_start_finish(CONFAB_TURN(source), result, &error)) {
 		send_return_error(call, error);
 		return;
 	}
-	confab_turn_run_async(call->turn, run_cb, g_steal_pointer(&call));
+	turn = call->turn;
+	confab_turn_run_async(turn, run_cb, g_steal_pointer(&call));
 }
 
 static void
@@ -101,6 +103,7 @@ caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(SendCall) call = user_data;
 	g_autoptr(ConfabPrincipal) principal = NULL;
 	g_autofree gchar *owner = NULL;
+	ConfabTurn *turn;
 	GError *error = NULL;
 	guint32 uid = 0;
 
@@ -114,7 +117,8 @@ caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	    call->self->engine,
 	    g_steal_pointer(&principal),
 	    confab_chat_request_new_text(call->agent_id, call->session_id, call->text));
-	confab_turn_start_async(call->turn, start_cb, g_steal_pointer(&call));
+	turn = call->turn;
+	confab_turn_start_async(turn, start_cb, g_steal_pointer(&call));
 }
 
 static gboolean
