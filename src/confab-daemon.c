@@ -19,6 +19,7 @@
 #include "confab-error.h"
 #include "confab-http-server.h"
 #include "confab-provider-echo.h"
+#include "confab-provider-openai.h"
 #include "confab-sd-notify.h"
 #include "confab-store-sqlite.h"
 
@@ -267,6 +268,7 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 	g_autofree gchar *db_path = NULL;
 	g_autoptr(ConfabStoreSqlite) store = NULL;
 	g_autoptr(ConfabProviderEcho) echo = NULL;
+	g_autoptr(ConfabProviderOpenai) openai = NULL;
 	g_autoptr(GError) bus_error = NULL;
 
 	confab_error_register_dbus();
@@ -282,6 +284,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 		return FALSE;
 	echo = confab_provider_echo_new();
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(echo));
+	openai = confab_provider_openai_new(self->config);
+	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(openai));
 
 	self->http = confab_http_server_new(self->engine);
 	if (!confab_http_server_listen(self->http, self->config->listen, error))

@@ -1,0 +1,1047 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabProviderOpenai"
+
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <libsoup/soup.h>
+#include <string.h>
+
+#include "confab-error.h"
+#include "confab-json.h"
+#include "confab-provider-openai.h"
+#include "confab-sse-parser.h"
+
+/*
+ * Any OpenAI-compatible /v1/chat/completions upstream: OpenAI, Ollama,
+ * vLLM, llama.cpp's server, LM Studio, OpenRouter...
+ *
+ * One SoupSession serves every agent, so connections to an upstream host
+ * are kept alive and reused; it resolves no proxy per request. Confab always
+ * asks the upstream to stream (with usage), relays each delta the moment
+ * its event is parsed, and assembles the whole answer for clients that did
+ * not stream. Before the first byte of an answer, connection errors, 429
+ * and 5xx are retried with backoff, honouring Retry-After; after it, never.
+ * One GCancellable — the turn's — aborts the request, which closes the
+ * upstream connection.
+ */
+
+#define READ_CHUNK		16384
+#define ERROR_BODY_MAX		65536
+#define RETRY_BASE_MS		250
+#define RETRY_MAX_MS		20000
+#define MAX_UPSTREAM_EVENT	(8 * 1024 * 1024)
+#define UPSTREAM_JSON_MAX_DEPTH 128
+
+struct _ConfabProviderOpenai {
+	GObject parent_instance;
+	const ConfabConfig *config; /* unowned: the daemon's */
+	SoupSession *session;	    /* owned */
+	GHashTable *key_files;	    /* owned: path -> KeyFile */
+};
+
+static void
+confab_provider_openai_iface_init(ConfabProviderInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabProviderOpenai,
+			      confab_provider_openai,
+			      G_TYPE_OBJECT,
+			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_PROVIDER,
+						    confab_provider_openai_iface_init))
+
+/* ---------- API keys read from files ---------- */
+
+typedef struct {
+	gint64 mtime;
+	gchar *key;
+} KeyFile;
+
+static void
+key_file_free(KeyFile *kf)
+{
+	if (kf->key != NULL) {
+		memset(kf->key, 0, strlen(kf->key));
+		g_free(kf->key);
+	}
+	g_free(kf);
+}
+
+/* Re-read only when the file changed: a stat, not a read, per request. */
+static gchar *
+read_key_file(ConfabProviderOpenai *self, const gchar *path, GError **error)
+{
+	GStatBuf st;
+	KeyFile *kf = g_hash_table_lookup(self->key_files, path);
+	g_autofree gchar *contents = NULL;
+
+	if (g_stat(path, &st) != 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_UPSTREAM,
+			    "The agent's API key file %s cannot be read",
+			    path);
+		return NULL;
+	}
+	if (kf != NULL && kf->mtime == (gint64)st.st_mtime)
+		return g_strdup(kf->key);
+	if (!g_file_get_contents(path, &contents, NULL, NULL)) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_UPSTREAM,
+			    "The agent's API key file %s cannot be read",
+			    path);
+		return NULL;
+	}
+	kf = g_new0(KeyFile, 1);
+	kf->mtime = st.st_mtime;
+	kf->key = g_strdup(g_strstrip(contents));
+	memset(contents, 0, strlen(contents));
+	g_hash_table_replace(self->key_files, g_strdup(path), kf);
+	return g_strdup(kf->key);
+}
+
+/* ---------- the upstream request ---------- */
+
+/**
+ * confab_provider_openai_build_url:
+ * @base_url: as the OpenAI SDKs take it, e.g. `https://api.openai.com/v1`
+ *
+ * Returns: (transfer full): @base_url + `/chat/completions`
+ */
+gchar *
+confab_provider_openai_build_url(const gchar *base_url)
+{
+	g_autofree gchar *base = g_strdup(base_url);
+	gsize len = strlen(base);
+	while (len > 0 && base[len - 1] == '/')
+		base[--len] = '\0';
+	return g_strconcat(base, "/chat/completions", NULL);
+}
+
+/* the parameters Confab sets itself, whatever an agent or client says */
+static gboolean
+is_reserved_param(const gchar *name)
+{
+	return g_str_equal(name, "model") || g_str_equal(name, "messages") ||
+	       g_str_equal(name, "stream") || g_str_equal(name, "stream_options") ||
+	       g_str_equal(name, "n");
+}
+
+static void
+copy_params(JsonObject *dest, JsonObject *src)
+{
+	g_autoptr(GList) members = json_object_get_members(src);
+	for (GList *l = members; l != NULL; l = l->next) {
+		const gchar *name = l->data;
+		if (is_reserved_param(name))
+			continue;
+		json_object_set_member(dest,
+				       name,
+				       json_node_copy(json_object_get_member(src, name)));
+	}
+}
+
+/**
+ * confab_provider_openai_build_body:
+ * @request: the provider request
+ * @error: return location for a #GError
+ *
+ * The upstream request: the agent's model, the context, the agent's default
+ * parameters overridden by the client's, and always `stream` with
+ * `stream_options.include_usage`, so usage is known.
+ *
+ * Returns: (transfer full): the JSON body
+ */
+gchar *
+confab_provider_openai_build_body(ConfabProviderRequest *request, GError **error)
+{
+	ConfabAgent *agent = request->agent;
+	g_autoptr(JsonObject) body = json_object_new();
+	g_autoptr(JsonNode) root = NULL;
+	JsonObject *stream_options = json_object_new();
+	const gchar *defaults = confab_agent_get_params(agent);
+
+	json_object_set_string_member(body, "model", confab_agent_get_upstream_model(agent));
+	json_object_set_array_member(body, "messages", json_array_ref(request->messages));
+	if (defaults != NULL && *defaults != '\0') {
+		g_autoptr(JsonNode) node = confab_json_parse(defaults, strlen(defaults), 32, NULL);
+		if (node != NULL && JSON_NODE_HOLDS_OBJECT(node))
+			copy_params(body, json_node_get_object(node));
+	}
+	if (request->params != NULL)
+		copy_params(body, request->params);
+	json_object_set_boolean_member(body, "stream", TRUE);
+	json_object_set_boolean_member(stream_options, "include_usage", TRUE);
+	json_object_set_object_member(body, "stream_options", stream_options);
+	root = json_node_init_object(json_node_alloc(), body);
+	return json_to_string(root, FALSE);
+}
+
+/* ---------- one completion ---------- */
+
+typedef enum {
+	PHASE_CONNECT,	  /* until the connection is up */
+	PHASE_FIRST_BYTE, /* until the response headers */
+	PHASE_BODY,	  /* between chunks */
+} Phase;
+
+typedef struct {
+	ConfabProviderOpenai *self;	/* owned */
+	ConfabProviderRequest *request; /* unowned: the turn keeps it */
+	ConfabDeltaFunc delta_func;
+	gpointer delta_data;
+	GTask *task;		   /* unowned: the task owns this call */
+	GCancellable *cancellable; /* owned: the turn's */
+	GCancellable *attempt;	   /* owned: this attempt's */
+	gulong cancelled_id;
+	SoupMessage *msg;	 /* owned */
+	GInputStream *stream;	 /* owned */
+	ConfabSseParser *parser; /* owned */
+	GString *error_body;	 /* owned: a non-200 body */
+	GString *json_body;	 /* owned: a non-streamed 200 body */
+	gchar *url;		 /* owned */
+	gchar *host;		 /* owned: for messages, never the URL's userinfo */
+	gchar *body;		 /* owned */
+	gchar *api_key;		 /* owned */
+	guint attempts;
+	gint64 deadline; /* monotonic, the total timeout */
+	guint timer_id;
+	guint retry_id;
+	Phase phase;
+	gboolean timed_out;
+	gboolean relayed; /* a delta reached the turn: no more retries */
+	gboolean done;	  /* [DONE] or a finish_reason seen */
+	gboolean saw_done;
+	GError *stream_error; /* owned: an error event inside the stream */
+	gchar *finish_reason; /* owned */
+	gint64 prompt_tokens;
+	gint64 completion_tokens;
+} Call;
+
+static void
+call_clear_attempt(Call *call)
+{
+	g_clear_handle_id(&call->timer_id, g_source_remove);
+	g_clear_object(&call->stream);
+	g_clear_object(&call->msg);
+	g_clear_object(&call->attempt);
+	g_clear_object(&call->parser);
+	if (call->error_body != NULL)
+		g_string_free(g_steal_pointer(&call->error_body), TRUE);
+	if (call->json_body != NULL)
+		g_string_free(g_steal_pointer(&call->json_body), TRUE);
+}
+
+static void
+call_free(Call *call)
+{
+	call_clear_attempt(call);
+	g_clear_handle_id(&call->retry_id, g_source_remove);
+	if (call->cancellable != NULL && call->cancelled_id != 0)
+		g_cancellable_disconnect(call->cancellable, call->cancelled_id);
+	g_clear_object(&call->cancellable);
+	g_clear_object(&call->self);
+	g_free(call->url);
+	g_free(call->host);
+	g_free(call->body);
+	if (call->api_key != NULL) {
+		memset(call->api_key, 0, strlen(call->api_key));
+		g_free(call->api_key);
+	}
+	g_clear_error(&call->stream_error);
+	g_free(call->finish_reason);
+	g_free(call);
+}
+
+static guint
+timeout_for(Call *call, Phase phase)
+{
+	ConfabAgent *agent = call->request->agent;
+	const ConfabConfig *config = call->self->config;
+	guint t;
+
+	switch (phase) {
+	case PHASE_CONNECT:
+		t = confab_agent_get_connect_timeout(agent);
+		return t > 0 ? t : config->upstream_connect_timeout;
+	case PHASE_FIRST_BYTE:
+		t = confab_agent_get_first_byte_timeout(agent);
+		return t > 0 ? t : config->upstream_first_byte_timeout;
+	case PHASE_BODY:
+	default:
+		t = confab_agent_get_idle_timeout(agent);
+		return t > 0 ? t : config->upstream_idle_timeout;
+	}
+}
+
+static void
+call_fail(Call *call, GError *error)
+{
+	GTask *task = call->task;
+	call_clear_attempt(call);
+	g_task_return_error(task, error);
+	g_object_unref(task);
+}
+
+static void
+call_succeed(Call *call)
+{
+	GTask *task = call->task;
+	ConfabProviderResult *result =
+	    confab_provider_result_new(call->finish_reason != NULL ? call->finish_reason : "stop");
+	result->prompt_tokens = call->prompt_tokens;
+	result->completion_tokens = call->completion_tokens;
+	call_clear_attempt(call);
+	g_task_return_pointer(task, result, (GDestroyNotify)confab_provider_result_free);
+	g_object_unref(task);
+}
+
+static gboolean
+on_timer(gpointer user_data)
+{
+	Call *call = user_data;
+	call->timer_id = 0;
+	call->timed_out = TRUE;
+	g_cancellable_cancel(call->attempt);
+	return G_SOURCE_REMOVE;
+}
+
+/* (Re)arms the timer of the current phase, never beyond the total timeout. */
+static void
+arm_timer(Call *call, Phase phase)
+{
+	gint64 now = g_get_monotonic_time();
+	gint64 ms = (gint64)timeout_for(call, phase) * 1000;
+	gint64 left = (call->deadline - now) / 1000;
+
+	call->phase = phase;
+	g_clear_handle_id(&call->timer_id, g_source_remove);
+	ms = MAX(MIN(ms, left), 1);
+	call->timer_id = g_timeout_add((guint)MIN(ms, G_MAXUINT), on_timer, call);
+}
+
+static GError *
+timeout_error(Call *call)
+{
+	const gchar *what = call->phase == PHASE_CONNECT      ? "to connect"
+			    : call->phase == PHASE_FIRST_BYTE ? "to start answering"
+							      : "to send the next chunk";
+	if (g_get_monotonic_time() >= call->deadline)
+		return g_error_new(CONFAB_ERROR,
+				   CONFAB_ERROR_UPSTREAM_TIMEOUT,
+				   "The upstream %s did not finish within the total timeout",
+				   call->host);
+	return g_error_new(CONFAB_ERROR,
+			   CONFAB_ERROR_UPSTREAM_TIMEOUT,
+			   "The upstream %s took longer than %u s %s",
+			   call->host,
+			   timeout_for(call, call->phase),
+			   what);
+}
+
+/* An error from I/O: a timeout of ours, the turn's cancellation, or real. */
+static GError *
+classify_io_error(Call *call, GError *error)
+{
+	if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+		if (g_cancellable_is_cancelled(call->cancellable)) {
+			/* the client left: the turn stores what it has */
+			return error;
+		}
+		if (call->timed_out) {
+			g_error_free(error);
+			return timeout_error(call);
+		}
+	}
+	if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT)) {
+		g_error_free(error);
+		return timeout_error(call);
+	}
+	{
+		GError *wrapped = g_error_new(CONFAB_ERROR,
+					      CONFAB_ERROR_UPSTREAM,
+					      "Cannot reach the upstream %s: %s",
+					      call->host,
+					      error->message);
+		g_error_free(error);
+		return wrapped;
+	}
+}
+
+static void
+start_attempt(Call *call);
+
+static gboolean
+on_retry(gpointer user_data)
+{
+	Call *call = user_data;
+	call->retry_id = 0;
+	start_attempt(call);
+	return G_SOURCE_REMOVE;
+}
+
+static gint64
+parse_retry_after(SoupMessage *msg)
+{
+	const gchar *value;
+	guint64 seconds = 0;
+
+	if (msg == NULL)
+		return -1;
+	value = soup_message_headers_get_one(soup_message_get_response_headers(msg), "Retry-After");
+	if (value == NULL)
+		return -1;
+	if (g_ascii_string_to_unsigned(value, 10, 0, 86400, &seconds, NULL))
+		return (gint64)seconds * 1000;
+	{
+		g_autoptr(GDateTime) when = soup_date_time_new_from_http_string(value);
+		g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+		if (when != NULL)
+			return MAX(g_date_time_difference(when, now) / 1000, 0);
+	}
+	return -1;
+}
+
+/* Before the first byte of an answer only: try again later, or give up. */
+static gboolean
+maybe_retry(Call *call, GError *error)
+{
+	gint64 delay = parse_retry_after(call->msg);
+	gint64 left = (call->deadline - g_get_monotonic_time()) / 1000;
+
+	if (call->relayed || call->attempts > call->self->config->upstream_max_retries ||
+	    g_cancellable_is_cancelled(call->cancellable))
+		return FALSE;
+	if (delay < 0) {
+		delay = (gint64)RETRY_BASE_MS << MIN(call->attempts - 1, 6);
+		delay += g_random_int_range(0, RETRY_BASE_MS);
+	}
+	if (delay > RETRY_MAX_MS || delay >= left)
+		return FALSE;
+	g_info("upstream %s: %s; retrying in %" G_GINT64_FORMAT " ms",
+	       call->host,
+	       error->message,
+	       delay);
+	call_clear_attempt(call);
+	call->retry_id = g_timeout_add((guint)delay, on_retry, call);
+	return TRUE;
+}
+
+static void
+fail_or_retry(Call *call, GError *error)
+{
+	if (maybe_retry(call, error)) {
+		g_error_free(error);
+		return;
+	}
+	call_fail(call, error);
+}
+
+/* ---------- reading the answer ---------- */
+
+static const gchar *
+string_member(JsonObject *obj, const gchar *name)
+{
+	JsonNode *node = obj != NULL ? json_object_get_member(obj, name) : NULL;
+	if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
+	    json_node_get_value_type(node) != G_TYPE_STRING)
+		return NULL;
+	return json_node_get_string(node);
+}
+
+static JsonObject *
+object_member(JsonObject *obj, const gchar *name)
+{
+	JsonNode *node = obj != NULL ? json_object_get_member(obj, name) : NULL;
+	return node != NULL && JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+}
+
+static JsonArray *
+array_member(JsonObject *obj, const gchar *name)
+{
+	JsonNode *node = obj != NULL ? json_object_get_member(obj, name) : NULL;
+	return node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+}
+
+static void
+read_usage(Call *call, JsonObject *root)
+{
+	JsonObject *usage = object_member(root, "usage");
+	JsonNode *p, *c;
+	if (usage == NULL)
+		return;
+	p = json_object_get_member(usage, "prompt_tokens");
+	c = json_object_get_member(usage, "completion_tokens");
+	if (p != NULL && JSON_NODE_HOLDS_VALUE(p))
+		call->prompt_tokens = json_node_get_int(p);
+	if (c != NULL && JSON_NODE_HOLDS_VALUE(c))
+		call->completion_tokens = json_node_get_int(c);
+}
+
+static GError *
+upstream_error_from(Call *call, JsonObject *error_obj, const gchar *fallback)
+{
+	const gchar *message = string_member(error_obj, "message");
+	return g_error_new(CONFAB_ERROR,
+			   CONFAB_ERROR_UPSTREAM,
+			   "The upstream %s failed: %s",
+			   call->host,
+			   message != NULL ? message : fallback);
+}
+
+static void
+relay(Call *call, const gchar *content, JsonArray *tool_calls)
+{
+	call->relayed = TRUE;
+	call->delta_func(content, tool_calls, call->delta_data);
+}
+
+/* One chat.completion.chunk, or a whole chat.completion (@whole). */
+static void
+handle_completion_object(Call *call, JsonObject *root, gboolean whole)
+{
+	JsonArray *choices = array_member(root, "choices");
+	JsonObject *error_obj = object_member(root, "error");
+
+	if (error_obj != NULL) {
+		if (call->stream_error == NULL)
+			call->stream_error = upstream_error_from(call, error_obj, "error event");
+		return;
+	}
+	read_usage(call, root);
+	for (guint i = 0; choices != NULL && i < json_array_get_length(choices); i++) {
+		JsonNode *cnode = json_array_get_element(choices, i);
+		JsonObject *choice = JSON_NODE_HOLDS_OBJECT(cnode) ? json_node_get_object(cnode)
+								   : NULL;
+		JsonObject *delta = object_member(choice, whole ? "message" : "delta");
+		const gchar *content = string_member(delta, "content");
+		JsonArray *tool_calls = array_member(delta, "tool_calls");
+		const gchar *finish = string_member(choice, "finish_reason");
+		JsonNode *index = choice != NULL ? json_object_get_member(choice, "index") : NULL;
+
+		/* Confab asks for one choice; ignore any other */
+		if (index != NULL && JSON_NODE_HOLDS_VALUE(index) && json_node_get_int(index) != 0)
+			continue;
+		if (content != NULL && *content != '\0')
+			relay(call, content, NULL);
+		if (tool_calls != NULL && json_array_get_length(tool_calls) > 0) {
+			if (whole) {
+				/* a whole message's calls become indexed fragments */
+				for (guint j = 0; j < json_array_get_length(tool_calls); j++) {
+					JsonObject *tc =
+					    json_array_get_object_element(tool_calls, j);
+					if (tc != NULL && !json_object_has_member(tc, "index"))
+						json_object_set_int_member(tc, "index", j);
+				}
+			}
+			relay(call, NULL, tool_calls);
+		}
+		if (finish != NULL) {
+			g_free(call->finish_reason);
+			call->finish_reason = g_strdup(finish);
+		}
+	}
+}
+
+static void
+on_sse_event(const gchar *event, const gchar *data, gsize data_len, gpointer user_data)
+{
+	Call *call = user_data;
+	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (call->saw_done || call->stream_error != NULL)
+		return;
+	if (data_len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+		call->saw_done = TRUE;
+		return;
+	}
+	root = confab_json_parse(data, data_len, UPSTREAM_JSON_MAX_DEPTH, &error);
+	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+		call->stream_error = g_error_new(CONFAB_ERROR,
+						 CONFAB_ERROR_UPSTREAM,
+						 "The upstream %s sent an event that is not a JSON "
+						 "object",
+						 call->host);
+		return;
+	}
+	handle_completion_object(call, json_node_get_object(root), FALSE);
+}
+
+static void
+finish_json_body(Call *call)
+{
+	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(GError) error = NULL;
+
+	root = confab_json_parse(call->json_body->str,
+				 call->json_body->len,
+				 UPSTREAM_JSON_MAX_DEPTH,
+				 &error);
+	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+		call_fail(call,
+			  g_error_new(CONFAB_ERROR,
+				      CONFAB_ERROR_UPSTREAM,
+				      "The upstream %s answered with malformed JSON",
+				      call->host));
+		return;
+	}
+	handle_completion_object(call, json_node_get_object(root), TRUE);
+	if (call->stream_error != NULL) {
+		call_fail(call, g_steal_pointer(&call->stream_error));
+		return;
+	}
+	call_succeed(call);
+}
+
+static void
+finish_error_body(Call *call)
+{
+	guint status = soup_message_get_status(call->msg);
+	g_autoptr(JsonNode) root = NULL;
+	JsonObject *error_obj = NULL;
+	g_autofree gchar *reason = NULL;
+	GError *error;
+
+	root = confab_json_parse(call->error_body->str,
+				 call->error_body->len,
+				 UPSTREAM_JSON_MAX_DEPTH,
+				 NULL);
+	if (root != NULL && JSON_NODE_HOLDS_OBJECT(root))
+		error_obj = object_member(json_node_get_object(root), "error");
+	reason =
+	    g_strdup_printf("HTTP %u %s", status, soup_message_get_reason_phrase(call->msg) ?: "");
+	if (error_obj != NULL) {
+		const gchar *message = string_member(error_obj, "message");
+		error = g_error_new(CONFAB_ERROR,
+				    CONFAB_ERROR_UPSTREAM,
+				    "The upstream %s answered %s: %s",
+				    call->host,
+				    g_strstrip(reason),
+				    message != NULL ? message : "no message");
+	} else {
+		error = g_error_new(CONFAB_ERROR,
+				    CONFAB_ERROR_UPSTREAM,
+				    "The upstream %s answered %s",
+				    call->host,
+				    g_strstrip(reason));
+	}
+	if (status == 429 || status >= 500)
+		fail_or_retry(call, error);
+	else
+		call_fail(call, error);
+}
+
+static void
+read_next(Call *call);
+
+static void
+on_read(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Call *call = user_data;
+	g_autoptr(GBytes) bytes = NULL;
+	GError *error = NULL;
+	gsize len = 0;
+	const gchar *data;
+
+	bytes = g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
+	if (bytes == NULL) {
+		error = classify_io_error(call, error);
+		if (call->error_body == NULL && call->json_body == NULL && !call->relayed &&
+		    error->domain == CONFAB_ERROR && error->code == CONFAB_ERROR_UPSTREAM) {
+			fail_or_retry(call, error);
+			return;
+		}
+		call_fail(call, error);
+		return;
+	}
+	data = g_bytes_get_data(bytes, &len);
+	if (len == 0) {
+		/* end of the body */
+		if (call->error_body != NULL) {
+			finish_error_body(call);
+		} else if (call->json_body != NULL) {
+			finish_json_body(call);
+		} else if (!confab_sse_parser_finish(call->parser, &error)) {
+			call_fail(call, error);
+		} else if (call->stream_error != NULL) {
+			call_fail(call, g_steal_pointer(&call->stream_error));
+		} else if (call->saw_done || call->finish_reason != NULL) {
+			call_succeed(call);
+		} else {
+			call_fail(call,
+				  g_error_new(CONFAB_ERROR,
+					      CONFAB_ERROR_UPSTREAM,
+					      "The upstream %s closed the stream before the end of "
+					      "the answer",
+					      call->host));
+		}
+		return;
+	}
+	arm_timer(call, PHASE_BODY);
+	if (call->error_body != NULL) {
+		if (call->error_body->len < ERROR_BODY_MAX)
+			g_string_append_len(call->error_body,
+					    data,
+					    MIN(len, ERROR_BODY_MAX - call->error_body->len));
+	} else if (call->json_body != NULL) {
+		if (call->json_body->len + len > MAX_UPSTREAM_EVENT) {
+			call_fail(call,
+				  g_error_new(CONFAB_ERROR,
+					      CONFAB_ERROR_UPSTREAM,
+					      "The upstream %s answered with more than %d bytes",
+					      call->host,
+					      MAX_UPSTREAM_EVENT));
+			return;
+		}
+		g_string_append_len(call->json_body, data, len);
+	} else {
+		if (!confab_sse_parser_feed(call->parser, data, len, &error)) {
+			call_fail(call, error);
+			return;
+		}
+		if (call->stream_error != NULL) {
+			/* the upstream said it failed: no point reading on */
+			call_fail(call, g_steal_pointer(&call->stream_error));
+			return;
+		}
+	}
+	read_next(call);
+}
+
+static void
+read_next(Call *call)
+{
+	g_input_stream_read_bytes_async(call->stream,
+					READ_CHUNK,
+					G_PRIORITY_DEFAULT,
+					call->attempt,
+					on_read,
+					call);
+}
+
+static void
+on_sent(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Call *call = user_data;
+	GError *error = NULL;
+	guint status;
+	const gchar *content_type;
+
+	call->stream = soup_session_send_finish(SOUP_SESSION(source), result, &error);
+	if (call->stream == NULL) {
+		error = classify_io_error(call, error);
+		if (error->domain == CONFAB_ERROR)
+			fail_or_retry(call, error);
+		else
+			call_fail(call, error);
+		return;
+	}
+	arm_timer(call, PHASE_BODY);
+	status = soup_message_get_status(call->msg);
+	content_type =
+	    soup_message_headers_get_content_type(soup_message_get_response_headers(call->msg),
+						  NULL);
+	if (status != SOUP_STATUS_OK) {
+		call->error_body = g_string_new(NULL);
+	} else if (g_strcmp0(content_type, "text/event-stream") == 0) {
+		call->parser = confab_sse_parser_new(on_sse_event, call);
+		confab_sse_parser_set_max_event_size(call->parser, MAX_UPSTREAM_EVENT);
+	} else {
+		/* an upstream that ignored "stream": one JSON answer */
+		call->json_body = g_string_new(NULL);
+	}
+	read_next(call);
+}
+
+static void
+on_network_event(SoupMessage *msg,
+		 GSocketClientEvent event,
+		 GIOStream *connection,
+		 gpointer user_data)
+{
+	Call *call = user_data;
+	if (event == G_SOCKET_CLIENT_COMPLETE && call->phase == PHASE_CONNECT)
+		arm_timer(call, PHASE_FIRST_BYTE);
+}
+
+static void
+on_wrote_body(SoupMessage *msg, gpointer user_data)
+{
+	Call *call = user_data;
+	/* a reused connection has no connect phase: the request is out */
+	if (call->phase == PHASE_CONNECT)
+		arm_timer(call, PHASE_FIRST_BYTE);
+}
+
+static gboolean
+on_cancelled_while_waiting(gpointer user_data)
+{
+	Call *call = user_data;
+	call_fail(call, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled"));
+	return G_SOURCE_REMOVE;
+}
+
+static void
+on_turn_cancelled(GCancellable *cancellable, gpointer user_data)
+{
+	Call *call = user_data;
+	/* runs in the thread that cancelled: the main thread for turns */
+	if (call->attempt != NULL)
+		g_cancellable_cancel(call->attempt);
+	if (call->retry_id != 0) {
+		/* waiting to retry: give up now, not when the timer fires */
+		g_clear_handle_id(&call->retry_id, g_source_remove);
+		call->retry_id = g_idle_add(on_cancelled_while_waiting, call);
+	}
+}
+
+static void
+start_attempt(Call *call)
+{
+	g_autoptr(GBytes) body = g_bytes_new_static(call->body, strlen(call->body));
+	SoupMessageHeaders *headers;
+
+	if (g_cancellable_is_cancelled(call->cancellable)) {
+		call_fail(call, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled"));
+		return;
+	}
+	call->attempts++;
+	call->timed_out = FALSE;
+	call->attempt = g_cancellable_new();
+	call->msg = soup_message_new(SOUP_METHOD_POST, call->url);
+	headers = soup_message_get_request_headers(call->msg);
+	soup_message_headers_replace(headers, "Accept", "text/event-stream, application/json");
+	if (call->api_key != NULL && *call->api_key != '\0') {
+		g_autofree gchar *auth = g_strconcat("Bearer ", call->api_key, NULL);
+		soup_message_headers_replace(headers, "Authorization", auth);
+		memset(auth, 0, strlen(auth));
+	}
+	soup_message_set_request_body_from_bytes(call->msg, "application/json", body);
+	g_signal_connect(call->msg, "network-event", G_CALLBACK(on_network_event), call);
+	g_signal_connect(call->msg, "wrote-body", G_CALLBACK(on_wrote_body), call);
+	arm_timer(call, PHASE_CONNECT);
+	soup_session_send_async(call->self->session,
+				call->msg,
+				G_PRIORITY_DEFAULT,
+				call->attempt,
+				on_sent,
+				call);
+}
+
+static gchar *
+host_of(const gchar *url)
+{
+	g_autoptr(GUri) uri = g_uri_parse(url, G_URI_FLAGS_NONE, NULL);
+	if (uri == NULL || g_uri_get_host(uri) == NULL)
+		return g_strdup("(invalid URL)");
+	if (g_uri_get_port(uri) > 0)
+		return g_strdup_printf("%s:%d", g_uri_get_host(uri), g_uri_get_port(uri));
+	return g_strdup(g_uri_get_host(uri));
+}
+
+static void
+confab_provider_openai_complete_async(ConfabProvider *provider,
+				      ConfabProviderRequest *request,
+				      ConfabDeltaFunc delta_func,
+				      gpointer delta_data,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data)
+{
+	ConfabProviderOpenai *self = CONFAB_PROVIDER_OPENAI(provider);
+	ConfabAgent *agent = request->agent;
+	GTask *task = g_task_new(self, NULL, callback, user_data);
+	Call *call = g_new0(Call, 1);
+	GError *error = NULL;
+	guint total = confab_agent_get_total_timeout(agent);
+
+	g_task_set_source_tag(task, confab_provider_openai_complete_async);
+	g_task_set_task_data(task, call, (GDestroyNotify)call_free);
+	call->self = g_object_ref(self);
+	call->task = task;
+	call->request = request;
+	call->delta_func = delta_func;
+	call->delta_data = delta_data;
+	call->prompt_tokens = -1;
+	call->completion_tokens = -1;
+	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : g_cancellable_new();
+	call->url = confab_provider_openai_build_url(confab_agent_get_base_url(agent));
+	call->host = host_of(call->url);
+	call->deadline =
+	    g_get_monotonic_time() +
+	    (gint64)(total > 0 ? total : self->config->upstream_total_timeout) * G_USEC_PER_SEC;
+	if (confab_agent_get_api_key(agent) != NULL) {
+		call->api_key = g_strdup(confab_agent_get_api_key(agent));
+	} else if (confab_agent_get_api_key_file(agent) != NULL) {
+		call->api_key = read_key_file(self, confab_agent_get_api_key_file(agent), &error);
+		if (call->api_key == NULL) {
+			call_fail(call, error);
+			return;
+		}
+	}
+	call->body = confab_provider_openai_build_body(request, &error);
+	if (call->body == NULL) {
+		call_fail(call, error);
+		return;
+	}
+	call->cancelled_id =
+	    g_cancellable_connect(call->cancellable, G_CALLBACK(on_turn_cancelled), call, NULL);
+	start_attempt(call);
+}
+
+static ConfabProviderResult *
+confab_provider_openai_complete_finish(ConfabProvider *provider,
+				       GAsyncResult *result,
+				       GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, provider), NULL);
+	return g_task_propagate_pointer(G_TASK(result), error);
+}
+
+static gboolean
+confab_provider_openai_check_agent(ConfabProvider *provider, ConfabAgent *agent, GError **error)
+{
+	const gchar *base_url = confab_agent_get_base_url(agent);
+	const gchar *model = confab_agent_get_upstream_model(agent);
+	g_autoptr(GUri) uri = NULL;
+
+	if (base_url == NULL) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "base_url",
+				       "An openai agent needs a base_url, e.g. "
+				       "https://api.openai.com/v1");
+		return FALSE;
+	}
+	uri = g_uri_parse(base_url, G_URI_FLAGS_NONE, NULL);
+	if (uri == NULL ||
+	    (g_strcmp0(g_uri_get_scheme(uri), "http") != 0 &&
+	     g_strcmp0(g_uri_get_scheme(uri), "https") != 0) ||
+	    g_uri_get_host(uri) == NULL || *g_uri_get_host(uri) == '\0') {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "base_url",
+				       "base_url must be an http:// or https:// URL");
+		return FALSE;
+	}
+	if (model == NULL || *model == '\0') {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_INVALID_VALUE,
+				       "upstream_model",
+				       "An openai agent needs an upstream_model");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static const gchar *
+confab_provider_openai_get_name(ConfabProvider *provider)
+{
+	return "openai";
+}
+
+static void
+confab_provider_openai_iface_init(ConfabProviderInterface *iface)
+{
+	iface->get_name = confab_provider_openai_get_name;
+	iface->check_agent = confab_provider_openai_check_agent;
+	iface->complete_async = confab_provider_openai_complete_async;
+	iface->complete_finish = confab_provider_openai_complete_finish;
+}
+
+static void
+confab_provider_openai_finalize(GObject *object)
+{
+	ConfabProviderOpenai *self = CONFAB_PROVIDER_OPENAI(object);
+	g_clear_object(&self->session);
+	g_clear_pointer(&self->key_files, g_hash_table_unref);
+	G_OBJECT_CLASS(confab_provider_openai_parent_class)->finalize(object);
+}
+
+static void
+confab_provider_openai_class_init(ConfabProviderOpenaiClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->finalize = confab_provider_openai_finalize;
+}
+
+static void
+confab_provider_openai_init(ConfabProviderOpenai *self)
+{
+	self->key_files =
+	    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)key_file_free);
+}
+
+static const gchar *
+env_first(const gchar *const *names)
+{
+	for (guint i = 0; names[i] != NULL; i++) {
+		const gchar *value = g_getenv(names[i]);
+		if (value != NULL && *value != '\0')
+			return value;
+	}
+	return NULL;
+}
+
+/* A proxy from the environment, resolved once rather than per request. */
+static GProxyResolver *
+proxy_resolver_from_env(void)
+{
+	const gchar *const proxy_vars[] = {"https_proxy",
+					   "HTTPS_PROXY",
+					   "http_proxy",
+					   "HTTP_PROXY",
+					   "all_proxy",
+					   "ALL_PROXY",
+					   NULL};
+	const gchar *const no_proxy_vars[] = {"no_proxy", "NO_PROXY", NULL};
+	const gchar *proxy = env_first(proxy_vars);
+	const gchar *no_proxy = env_first(no_proxy_vars);
+	g_auto(GStrv) ignore = NULL;
+
+	if (proxy == NULL)
+		return NULL;
+	if (no_proxy != NULL) {
+		ignore = g_strsplit(no_proxy, ",", -1);
+		for (guint i = 0; ignore[i] != NULL; i++)
+			g_strstrip(ignore[i]);
+	}
+	return g_simple_proxy_resolver_new(proxy, ignore);
+}
+
+/**
+ * confab_provider_openai_new:
+ * @config: the daemon's settings; must outlive the provider
+ *
+ * Returns: (transfer full): the openai provider
+ */
+ConfabProviderOpenai *
+confab_provider_openai_new(const ConfabConfig *config)
+{
+	ConfabProviderOpenai *self = g_object_new(CONFAB_TYPE_PROVIDER_OPENAI, NULL);
+	g_autofree gchar *user_agent = g_strdup_printf("confab/%s", PACKAGE_VERSION);
+
+	self->config = config;
+	self->session = soup_session_new_with_options("user-agent",
+						      user_agent,
+						      "max-conns",
+						      config->upstream_max_connections,
+						      "max-conns-per-host",
+						      config->upstream_max_connections,
+						      "idle-timeout",
+						      60,
+						      "timeout",
+						      0,
+						      NULL);
+	/* the default resolver asks libproxy about every request */
+	{
+		g_autoptr(GProxyResolver) resolver = proxy_resolver_from_env();
+		soup_session_set_proxy_resolver(self->session, resolver);
+	}
+	return self;
+}
