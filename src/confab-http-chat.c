@@ -100,6 +100,14 @@ append_event(ChatCtx *ctx, GString *event)
 	soup_message_body_append(body, SOUP_MEMORY_TAKE, event->str, event->len);
 	g_string_free(event, FALSE);
 	soup_server_message_unpause(ctx->msg);
+	/* a client that does not read cannot make us buffer without bound */
+	if (ctx->queued > confab_engine_get_config(confab_http_server_get_engine(ctx->server))
+			      ->max_stream_buffer) {
+		g_debug("closing a stream whose client reads too slowly (%" G_GSIZE_FORMAT
+			" bytes queued)",
+			ctx->queued);
+		confab_http_server_close_connection(ctx->server, ctx->msg);
+	}
 }
 
 static void

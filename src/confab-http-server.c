@@ -7,6 +7,8 @@
 
 #include "config.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 
 #include "confab-error.h"
@@ -33,11 +35,51 @@ typedef enum {
 
 struct _ConfabHttpServer {
 	GObject parent_instance;
-	ConfabEngine *engine; /* owned */
-	SoupServer *soup;     /* owned */
-	gchar *url;	      /* owned */
-	guint active;	      /* requests between started and finished */
+	ConfabEngine *engine;	 /* owned */
+	SoupServer *soup;	 /* owned */
+	GSocketService *service; /* owned: our own accept loop */
+	GHashTable *conns;	 /* Conn* set */
+	gchar *url;		 /* owned */
+	guint active;		 /* requests between their head and their end */
+	guint64 refused;	 /* connections refused over the cap */
+	guint64 timed_out;	 /* connections closed for idling */
 };
+
+/*
+ * Connections. libsoup's server has no idle timeout, no connection cap and
+ * no deadline for a request head, so Confab accepts connections itself and
+ * hands each to libsoup with soup_server_accept_iostream(), keeping a Conn
+ * beside it: the phase the connection is in and one timer.
+ *
+ *  IDLE  between requests, or accepted and nothing read yet: closed when
+ *        idle_timeout passes with no new request
+ *  HEAD  a request head is arriving: the whole head must arrive within
+ *        idle_timeout of its first byte, however slowly it trickles
+ *  BODY  the body is arriving: each chunk must follow the previous one
+ *        within idle_timeout
+ *  BUSY  the handler runs or the response is written: the turn has its own
+ *        deadlines, and a slow reader is bounded by max_stream_buffer
+ *
+ * Closing is a shutdown() of the socket: libsoup sees the end of the stream
+ * and tears the connection down itself. The Conn goes with the connection.
+ */
+typedef enum {
+	CONN_IDLE,
+	CONN_HEAD,
+	CONN_BODY,
+	CONN_BUSY,
+} ConnPhase;
+
+typedef struct {
+	ConfabHttpServer *server; /* unowned; NULL once the server is gone */
+	GSocket *socket;	  /* owned */
+	GSource *timer;		  /* owned */
+	ConnPhase phase;
+} Conn;
+
+#define CONN_KEY       "confab-conn"
+#define LISTEN_BACKLOG 4096
+#define COUNTED_KEY    "confab-counted"
 
 G_DEFINE_FINAL_TYPE(ConfabHttpServer, confab_http_server, G_TYPE_OBJECT)
 
@@ -151,6 +193,291 @@ confab_http_add_quota_headers(SoupServerMessage *msg, const ConfabQuotaInfo *inf
 	soup_message_headers_replace(headers, "x-ratelimit-reset-requests", buf);
 }
 
+/* ---------- connections ---------- */
+
+static gboolean
+conn_timer_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
+{
+	return callback(user_data);
+}
+
+static GSourceFuncs conn_timer_funcs = {
+    .dispatch = conn_timer_dispatch,
+};
+
+static gboolean
+on_conn_timeout(gpointer user_data)
+{
+	Conn *conn = user_data;
+	g_source_set_ready_time(conn->timer, -1);
+	if (conn->server != NULL)
+		conn->server->timed_out++;
+	g_debug("closing a connection that stayed idle too long");
+	g_socket_shutdown(conn->socket, TRUE, TRUE, NULL);
+	return G_SOURCE_CONTINUE;
+}
+
+static void
+conn_set_phase(Conn *conn, ConnPhase phase)
+{
+	guint timeout;
+
+	conn->phase = phase;
+	if (phase == CONN_BUSY || conn->server == NULL) {
+		g_source_set_ready_time(conn->timer, -1);
+		return;
+	}
+	timeout = confab_engine_get_config(conn->server->engine)->idle_timeout;
+	g_source_set_ready_time(conn->timer,
+				g_get_monotonic_time() + (gint64)timeout * G_USEC_PER_SEC);
+}
+
+static void
+on_connection_gone(gpointer user_data, GObject *where_the_object_was)
+{
+	Conn *conn = user_data;
+	if (conn->server != NULL)
+		g_hash_table_remove(conn->server->conns, conn);
+	g_source_destroy(conn->timer);
+	g_source_unref(conn->timer);
+	g_object_unref(conn->socket);
+	g_free(conn);
+}
+
+static Conn *
+conn_for_message(SoupServerMessage *msg)
+{
+	GSocketAddress *remote = soup_server_message_get_remote_address(msg);
+	return remote != NULL ? g_object_get_data(G_OBJECT(remote), CONN_KEY) : NULL;
+}
+
+static void
+message_set_phase(SoupServerMessage *msg, ConnPhase phase)
+{
+	Conn *conn = conn_for_message(msg);
+	if (conn != NULL)
+		conn_set_phase(conn, phase);
+}
+
+/* Over the connection cap: a best-effort 503 on the raw socket, then close. */
+static void
+refuse_connection(GSocket *socket)
+{
+	g_autoptr(GError) error = g_error_new_literal(CONFAB_ERROR,
+						      CONFAB_ERROR_OVERLOADED,
+						      "Too many connections; retry shortly");
+	g_autofree gchar *body = confab_http_error_body(error);
+	g_autofree gchar *raw = g_strdup_printf("HTTP/1.1 503 Service Unavailable\r\n"
+						"Content-Type: application/json\r\n"
+						"Retry-After: 1\r\n"
+						"Connection: close\r\n"
+						"Content-Length: %zu\r\n\r\n%s",
+						strlen(body),
+						body);
+
+	g_socket_set_blocking(socket, FALSE);
+	(void)g_socket_send(socket, raw, strlen(raw), NULL, NULL);
+	(void)g_socket_shutdown(socket, FALSE, TRUE, NULL);
+}
+
+static gboolean
+on_incoming(GSocketService *service,
+	    GSocketConnection *connection,
+	    GObject *source_object,
+	    gpointer user_data)
+{
+	ConfabHttpServer *self = user_data;
+	const ConfabConfig *config = confab_engine_get_config(self->engine);
+	GSocket *socket = g_socket_connection_get_socket(connection);
+	g_autoptr(GSocketAddress) local = NULL;
+	g_autoptr(GSocketAddress) remote = NULL;
+	g_autoptr(GError) error = NULL;
+	Conn *conn;
+
+	if (g_hash_table_size(self->conns) >= config->max_connections) {
+		self->refused++;
+		refuse_connection(socket);
+		return TRUE;
+	}
+	local = g_socket_connection_get_local_address(connection, NULL);
+	remote = g_socket_connection_get_remote_address(connection, NULL);
+	if (local == NULL || remote == NULL)
+		return TRUE; /* the peer is already gone */
+	if (g_socket_get_family(socket) != G_SOCKET_FAMILY_UNIX)
+		(void)g_socket_set_option(socket, IPPROTO_TCP, TCP_NODELAY, TRUE, NULL);
+
+	conn = g_new0(Conn, 1);
+	conn->server = self;
+	conn->socket = g_object_ref(socket);
+	conn->timer = g_source_new(&conn_timer_funcs, sizeof(GSource));
+	g_source_set_callback(conn->timer, on_conn_timeout, conn, NULL);
+	g_source_set_static_name(conn->timer, "[confab] connection deadline");
+	g_source_attach(conn->timer, g_main_context_get_thread_default());
+	g_hash_table_add(self->conns, conn);
+	g_object_weak_ref(G_OBJECT(connection), on_connection_gone, conn);
+	g_object_set_data(G_OBJECT(remote), CONN_KEY, conn);
+	conn_set_phase(conn, CONN_IDLE);
+
+	if (!soup_server_accept_iostream(self->soup,
+					 G_IO_STREAM(connection),
+					 local,
+					 remote,
+					 &error))
+		g_debug("accepting a connection: %s", error->message);
+	return TRUE;
+}
+
+/* ---------- refusing before the body is read ---------- */
+
+/*
+ * libsoup reads a request's whole body once its head is in, whatever status
+ * a got-headers handler sets. To refuse a body unread (413 from the
+ * Content-Length, or any refusal of a request that has a body) the
+ * connection is taken from libsoup, the response written by hand, the
+ * sending side shut, and what the client still sends is drained for a short
+ * while so that it reads the response rather than a reset.
+ */
+
+#define DRAIN_DEADLINE_S 2
+#define DRAIN_BUFFER	 16384
+
+typedef struct {
+	GIOStream *stream;	   /* owned */
+	GSocket *socket;	   /* owned, nullable */
+	GCancellable *cancellable; /* owned */
+	GBytes *response;	   /* owned */
+	guint deadline_id;
+} Drain;
+
+static void
+drain_free(Drain *drain)
+{
+	g_clear_handle_id(&drain->deadline_id, g_source_remove);
+	g_io_stream_close(drain->stream, NULL, NULL);
+	g_object_unref(drain->stream);
+	g_clear_object(&drain->socket);
+	g_object_unref(drain->cancellable);
+	g_bytes_unref(drain->response);
+	g_free(drain);
+}
+
+static gboolean
+on_drain_deadline(gpointer user_data)
+{
+	Drain *drain = user_data;
+	drain->deadline_id = 0;
+	g_cancellable_cancel(drain->cancellable);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+on_drained(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Drain *drain = user_data;
+	g_autoptr(GBytes) bytes =
+	    g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, NULL);
+
+	if (bytes == NULL || g_bytes_get_size(bytes) == 0) {
+		drain_free(drain);
+		return;
+	}
+	g_input_stream_read_bytes_async(g_io_stream_get_input_stream(drain->stream),
+					DRAIN_BUFFER,
+					G_PRIORITY_LOW,
+					drain->cancellable,
+					on_drained,
+					drain);
+}
+
+static void
+on_refusal_written(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Drain *drain = user_data;
+
+	if (!g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), result, NULL, NULL)) {
+		drain_free(drain);
+		return;
+	}
+	if (drain->socket != NULL)
+		(void)g_socket_shutdown(drain->socket, FALSE, TRUE, NULL);
+	g_input_stream_read_bytes_async(g_io_stream_get_input_stream(drain->stream),
+					DRAIN_BUFFER,
+					G_PRIORITY_LOW,
+					drain->cancellable,
+					on_drained,
+					drain);
+}
+
+static void
+append_header(const gchar *name, const gchar *value, gpointer user_data)
+{
+	GString *raw = user_data;
+	if (g_ascii_strcasecmp(name, "Content-Length") == 0 ||
+	    g_ascii_strcasecmp(name, "Connection") == 0)
+		return;
+	g_string_append_printf(raw, "%s: %s\r\n", name, value);
+}
+
+static void
+refuse_unread(SoupServerMessage *msg, const GError *error)
+{
+	Conn *conn = conn_for_message(msg);
+	SoupMessageHeaders *headers;
+	g_autoptr(GBytes) body = NULL;
+	GString *raw = g_string_new(NULL);
+	guint status;
+	Drain *drain;
+
+	confab_http_respond_error(msg, error);
+	status = soup_server_message_get_status(msg);
+	headers = soup_server_message_get_response_headers(msg);
+	body = soup_message_body_flatten(soup_server_message_get_response_body(msg));
+	g_string_append_printf(raw, "HTTP/1.1 %u %s\r\n", status, soup_status_get_phrase(status));
+	soup_message_headers_foreach(headers, append_header, raw);
+	g_string_append_printf(raw,
+			       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+			       g_bytes_get_size(body));
+	g_string_append_len(raw, g_bytes_get_data(body, NULL), g_bytes_get_size(body));
+
+	drain = g_new0(Drain, 1);
+	drain->response = g_string_free_to_bytes(raw);
+	drain->cancellable = g_cancellable_new();
+	if (conn != NULL) {
+		conn_set_phase(conn, CONN_BUSY);
+		drain->socket = g_object_ref(conn->socket);
+	}
+	drain->stream = soup_server_message_steal_connection(msg);
+	if (drain->stream == NULL) {
+		g_bytes_unref(drain->response);
+		g_object_unref(drain->cancellable);
+		g_clear_object(&drain->socket);
+		g_free(drain);
+		return;
+	}
+	drain->deadline_id = g_timeout_add_seconds(DRAIN_DEADLINE_S, on_drain_deadline, drain);
+	g_output_stream_write_all_async(g_io_stream_get_output_stream(drain->stream),
+					g_bytes_get_data(drain->response, NULL),
+					g_bytes_get_size(drain->response),
+					G_PRIORITY_DEFAULT,
+					drain->cancellable,
+					on_refusal_written,
+					drain);
+}
+
+static gboolean
+has_body(SoupServerMessage *msg)
+{
+	SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+	switch (soup_message_headers_get_encoding(headers)) {
+	case SOUP_ENCODING_CHUNKED:
+		return TRUE;
+	case SOUP_ENCODING_CONTENT_LENGTH:
+		return soup_message_headers_get_content_length(headers) != 0;
+	default:
+		return FALSE;
+	}
+}
+
 /* ---------- the request head ---------- */
 
 static gboolean
@@ -247,23 +574,63 @@ on_got_headers(SoupServerMessage *msg, gpointer user_data)
 	ConfabHttpServer *self = user_data;
 	g_autoptr(GError) error = NULL;
 
-	if (!check_request_head(self, msg, &error))
-		confab_http_respond_error(msg, error);
+	message_set_phase(msg, CONN_BODY);
+	if (!check_request_head(self, msg, &error)) {
+		if (has_body(msg))
+			refuse_unread(msg, error);
+		else
+			confab_http_respond_error(msg, error);
+		return;
+	}
+	self->active++;
+	g_object_set_data(G_OBJECT(msg), COUNTED_KEY, GINT_TO_POINTER(1));
+}
+
+static void
+on_got_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
+{
+	ConfabHttpServer *self = user_data;
+	const ConfabConfig *config = confab_engine_get_config(self->engine);
+	SoupMessageBody *body = soup_server_message_get_request_body(msg);
+
+	message_set_phase(msg, CONN_BODY);
+	/* a chunked body has no Content-Length to refuse it by */
+	if (body != NULL && (gsize)body->length > config->max_body_bytes &&
+	    soup_server_message_get_status(msg) == 0) {
+		g_autoptr(GError) error = NULL;
+		confab_set_error_param_printf(&error,
+					      CONFAB_ERROR_REQUEST_TOO_LARGE,
+					      NULL,
+					      "The request body is larger than %" G_GSIZE_FORMAT
+					      " bytes",
+					      config->max_body_bytes);
+		if (g_object_steal_data(G_OBJECT(msg), COUNTED_KEY) != NULL && self->active > 0)
+			self->active--;
+		refuse_unread(msg, error);
+	}
+}
+
+static void
+on_got_body(SoupServerMessage *msg, gpointer user_data)
+{
+	message_set_phase(msg, CONN_BUSY);
 }
 
 static void
 on_request_started(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
 {
-	ConfabHttpServer *self = user_data;
-	self->active++;
+	message_set_phase(msg, CONN_HEAD);
 	g_signal_connect_object(msg, "got-headers", G_CALLBACK(on_got_headers), user_data, 0);
+	g_signal_connect_object(msg, "got-chunk", G_CALLBACK(on_got_chunk), user_data, 0);
+	g_signal_connect_object(msg, "got-body", G_CALLBACK(on_got_body), user_data, 0);
 }
 
 static void
 on_request_done(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
 {
 	ConfabHttpServer *self = user_data;
-	if (self->active > 0)
+	message_set_phase(msg, CONN_IDLE);
+	if (g_object_steal_data(G_OBJECT(msg), COUNTED_KEY) != NULL && self->active > 0)
 		self->active--;
 }
 
@@ -318,9 +685,23 @@ static void
 confab_http_server_dispose(GObject *object)
 {
 	ConfabHttpServer *self = CONFAB_HTTP_SERVER(object);
+	GHashTableIter iter;
+	gpointer key;
+
+	confab_http_server_stop_listening(self);
 	if (self->soup != NULL)
 		soup_server_disconnect(self->soup);
 	g_clear_object(&self->soup);
+	/* connections still closing outlive us */
+	if (self->conns != NULL) {
+		g_hash_table_iter_init(&iter, self->conns);
+		while (g_hash_table_iter_next(&iter, &key, NULL)) {
+			Conn *conn = key;
+			conn->server = NULL;
+			g_source_set_ready_time(conn->timer, -1);
+		}
+		g_hash_table_remove_all(self->conns);
+	}
 	G_OBJECT_CLASS(confab_http_server_parent_class)->dispose(object);
 }
 
@@ -329,6 +710,7 @@ confab_http_server_finalize(GObject *object)
 {
 	ConfabHttpServer *self = CONFAB_HTTP_SERVER(object);
 	g_clear_object(&self->engine);
+	g_clear_pointer(&self->conns, g_hash_table_unref);
 	g_free(self->url);
 	G_OBJECT_CLASS(confab_http_server_parent_class)->finalize(object);
 }
@@ -358,6 +740,10 @@ confab_http_server_new(ConfabEngine *engine)
 	ConfabHttpServer *self = g_object_new(CONFAB_TYPE_HTTP_SERVER, NULL);
 	self->engine = g_object_ref(engine);
 	self->soup = soup_server_new("server-header", "confab/" PACKAGE_VERSION " ", NULL);
+	self->conns = g_hash_table_new(NULL, NULL);
+	self->service = g_socket_service_new();
+	g_socket_listener_set_backlog(G_SOCKET_LISTENER(self->service), LISTEN_BACKLOG);
+	g_signal_connect_object(self->service, "incoming", G_CALLBACK(on_incoming), self, 0);
 	soup_server_add_handler(self->soup, NULL, handle_request, self, NULL);
 	g_signal_connect_object(self->soup,
 				"request-started",
@@ -384,22 +770,22 @@ confab_http_server_get_engine(ConfabHttpServer *self)
 }
 
 static void
-update_url(ConfabHttpServer *self)
+update_url(ConfabHttpServer *self, GSocketAddress *address)
 {
-	GSList *uris = soup_server_get_uris(self->soup);
-	g_free(self->url);
-	self->url = NULL;
-	if (uris != NULL) {
-		GUri *uri = uris->data;
-		const gchar *host = g_uri_get_host(uri);
-		gboolean v6 = strchr(host, ':') != NULL;
-		self->url = g_strdup_printf("http://%s%s%s:%d",
-					    v6 ? "[" : "",
-					    host,
-					    v6 ? "]" : "",
-					    g_uri_get_port(uri));
-	}
-	g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+	GInetAddress *inet;
+	g_autofree gchar *host = NULL;
+
+	g_clear_pointer(&self->url, g_free);
+	if (!G_IS_INET_SOCKET_ADDRESS(address))
+		return;
+	inet = g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address));
+	host = g_inet_address_to_string(inet);
+	self->url =
+	    g_strdup_printf("http://%s%s%s:%u",
+			    g_inet_address_get_family(inet) == G_SOCKET_FAMILY_IPV6 ? "[" : "",
+			    host,
+			    g_inet_address_get_family(inet) == G_SOCKET_FAMILY_IPV6 ? "]" : "",
+			    g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(address)));
 }
 
 /**
@@ -414,9 +800,14 @@ update_url(ConfabHttpServer *self)
 gboolean
 confab_http_server_listen_socket(ConfabHttpServer *self, GSocket *socket, GError **error)
 {
-	if (!soup_server_listen_socket(self->soup, socket, 0, error))
+	g_autoptr(GSocketAddress) address = NULL;
+
+	if (!g_socket_listener_add_socket(G_SOCKET_LISTENER(self->service), socket, NULL, error))
 		return FALSE;
-	update_url(self);
+	address = g_socket_get_local_address(socket, NULL);
+	if (address != NULL)
+		update_url(self, address);
+	g_socket_service_start(self->service);
 	return TRUE;
 }
 
@@ -432,6 +823,7 @@ confab_http_server_listen(ConfabHttpServer *self, const gchar *address, GError *
 	g_autofree gchar *host = NULL;
 	g_autoptr(GInetAddress) inet = NULL;
 	g_autoptr(GSocketAddress) sockaddr = NULL;
+	g_autoptr(GSocketAddress) effective = NULL;
 	guint16 port = 0;
 
 	if (!confab_config_parse_listen(address, &host, &port, error))
@@ -446,11 +838,18 @@ confab_http_server_listen(ConfabHttpServer *self, const gchar *address, GError *
 		return FALSE;
 	}
 	sockaddr = g_inet_socket_address_new(inet, port);
-	if (!soup_server_listen(self->soup, sockaddr, 0, error)) {
+	if (!g_socket_listener_add_address(G_SOCKET_LISTENER(self->service),
+					   sockaddr,
+					   G_SOCKET_TYPE_STREAM,
+					   G_SOCKET_PROTOCOL_TCP,
+					   NULL,
+					   &effective,
+					   error)) {
 		g_prefix_error(error, "listening on %s: ", address);
 		return FALSE;
 	}
-	update_url(self);
+	update_url(self, effective);
+	g_socket_service_start(self->service);
 	return TRUE;
 }
 
@@ -466,6 +865,22 @@ confab_http_server_get_url(ConfabHttpServer *self)
 }
 
 /**
+ * confab_http_server_stop_listening:
+ *
+ * Accepts no new connection; those open are served on.
+ */
+void
+confab_http_server_stop_listening(ConfabHttpServer *self)
+{
+	if (self->service == NULL)
+		return;
+	g_socket_service_stop(self->service);
+	g_socket_listener_close(G_SOCKET_LISTENER(self->service));
+	g_signal_handlers_disconnect_by_data(self->service, self);
+	g_clear_object(&self->service);
+}
+
+/**
  * confab_http_server_disconnect:
  *
  * Stops listening and closes every connection.
@@ -473,6 +888,7 @@ confab_http_server_get_url(ConfabHttpServer *self)
 void
 confab_http_server_disconnect(ConfabHttpServer *self)
 {
+	confab_http_server_stop_listening(self);
 	if (self->soup != NULL)
 		soup_server_disconnect(self->soup);
 }
@@ -480,10 +896,37 @@ confab_http_server_disconnect(ConfabHttpServer *self)
 /**
  * confab_http_server_get_active_requests:
  *
- * Returns: the requests being read, served or written
+ * Returns: the requests whose head is in and whose response is not done
  */
 guint
 confab_http_server_get_active_requests(ConfabHttpServer *self)
 {
 	return self->active;
+}
+
+/**
+ * confab_http_server_get_connections:
+ *
+ * Returns: the connections open now
+ */
+guint
+confab_http_server_get_connections(ConfabHttpServer *self)
+{
+	return self->conns != NULL ? g_hash_table_size(self->conns) : 0;
+}
+
+/**
+ * confab_http_server_close_connection:
+ * @self: a #ConfabHttpServer
+ * @msg: a message being served
+ *
+ * Closes the connection @msg came on, as if the client had gone: used for
+ * a client that reads a stream too slowly.
+ */
+void
+confab_http_server_close_connection(ConfabHttpServer *self, SoupServerMessage *msg)
+{
+	Conn *conn = conn_for_message(msg);
+	if (conn != NULL)
+		(void)g_socket_shutdown(conn->socket, TRUE, TRUE, NULL);
 }

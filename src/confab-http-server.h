@@ -24,6 +24,12 @@ gchar *
 confab_http_server_get_url(ConfabHttpServer *self);
 guint
 confab_http_server_get_active_requests(ConfabHttpServer *self);
+guint
+confab_http_server_get_connections(ConfabHttpServer *self);
+void
+confab_http_server_close_connection(ConfabHttpServer *self, SoupServerMessage *msg);
+void
+confab_http_server_stop_listening(ConfabHttpServer *self);
 void
 confab_http_server_disconnect(ConfabHttpServer *self);
 
