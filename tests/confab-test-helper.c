@@ -202,6 +202,14 @@ confab_test_daemon_start_full(const gchar *state_dir,
 		daemon->own_state_dir = TRUE;
 	}
 
+	/* CONFABD_WRAPPER: e.g. valgrind, from the valgrind test setup */
+	if (g_getenv("CONFABD_WRAPPER") != NULL && *g_getenv("CONFABD_WRAPPER") != '\0') {
+		g_auto(GStrv) wrapper = NULL;
+		if (!g_shell_parse_argv(g_getenv("CONFABD_WRAPPER"), NULL, &wrapper, &error))
+			g_error("CONFABD_WRAPPER: %s", error->message);
+		for (guint i = 0; wrapper[i] != NULL; i++)
+			g_ptr_array_add(argv, g_strdup(wrapper[i]));
+	}
 	g_ptr_array_add(argv, g_strdup(g_getenv("CONFABD")));
 	g_ptr_array_add(argv, g_strdup("--listen=127.0.0.1:0"));
 	g_ptr_array_add(argv, g_strdup_printf("--state-dir=%s", daemon->state_dir));
@@ -227,8 +235,8 @@ confab_test_daemon_start_full(const gchar *state_dir,
 	    g_data_input_stream_new(g_subprocess_get_stdout_pipe(daemon->process));
 	daemon->reader = g_thread_new("confabd-output", reader_thread, daemon);
 
-	if (!confab_test_wait_until(daemon_listening, daemon, 20000))
-		g_error("confabd did not start listening within 20 s");
+	if (!confab_test_wait_until(daemon_listening, daemon, 60000))
+		g_error("confabd did not start listening within 60 s");
 	output = confab_test_daemon_get_output(daemon);
 	line = strstr(output, "confabd: listening on ");
 	if (line == NULL)
