@@ -33,10 +33,13 @@ static GTestDBus *test_bus = NULL;
 void
 confab_test_init(gint *argc, gchar ***argv, gboolean need_bus)
 {
+	g_autofree gchar *dbus_daemon = NULL;
+
 	g_test_init(argc, argv, NULL);
 	if (!need_bus)
 		return;
-	if (g_find_program_in_path("dbus-daemon") == NULL) {
+	dbus_daemon = g_find_program_in_path("dbus-daemon");
+	if (dbus_daemon == NULL) {
 		g_printerr("SKIP: dbus-daemon is not installed (apt-get install dbus-daemon)\n");
 		exit(CONFAB_TEST_SKIP);
 	}
