@@ -7,6 +7,8 @@
 
 #include "config.h"
 
+#include <gio/gunixsocketaddress.h>
+#include <glib/gstdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
@@ -769,6 +771,41 @@ confab_http_server_get_engine(ConfabHttpServer *self)
 	return self->engine;
 }
 
+/*
+ * libsoup keeps a connection alive after a response only while the server
+ * has a listener of its own. Ours accepts elsewhere, so libsoup gets one
+ * that nobody can ever reach: a Unix socket whose name is unlinked as soon
+ * as it listens, in a private directory.
+ */
+static gboolean
+give_soup_a_listener(ConfabHttpServer *self, GError **error)
+{
+	g_autofree gchar *dir = NULL;
+	g_autofree gchar *path = NULL;
+	g_autoptr(GSocket) socket = NULL;
+	g_autoptr(GSocketAddress) address = NULL;
+	gboolean ok;
+
+	if (soup_server_get_listeners(self->soup) != NULL)
+		return TRUE;
+	dir = g_dir_make_tmp("confabd-XXXXXX", error);
+	if (dir == NULL)
+		return FALSE;
+	path = g_build_filename(dir, "s", NULL);
+	socket = g_socket_new(G_SOCKET_FAMILY_UNIX,
+			      G_SOCKET_TYPE_STREAM,
+			      G_SOCKET_PROTOCOL_DEFAULT,
+			      error);
+	address = g_unix_socket_address_new(path);
+	ok = socket != NULL && g_socket_bind(socket, address, FALSE, error) &&
+	     g_socket_listen(socket, error);
+	(void)g_unlink(path);
+	(void)g_rmdir(dir);
+	if (!ok)
+		return FALSE;
+	return soup_server_listen_socket(self->soup, socket, 0, error);
+}
+
 static void
 update_url(ConfabHttpServer *self, GSocketAddress *address)
 {
@@ -802,6 +839,8 @@ confab_http_server_listen_socket(ConfabHttpServer *self, GSocket *socket, GError
 {
 	g_autoptr(GSocketAddress) address = NULL;
 
+	if (!give_soup_a_listener(self, error))
+		return FALSE;
 	if (!g_socket_listener_add_socket(G_SOCKET_LISTENER(self->service), socket, NULL, error))
 		return FALSE;
 	address = g_socket_get_local_address(socket, NULL);
@@ -838,6 +877,8 @@ confab_http_server_listen(ConfabHttpServer *self, const gchar *address, GError *
 		return FALSE;
 	}
 	sockaddr = g_inet_socket_address_new(inet, port);
+	if (!give_soup_a_listener(self, error))
+		return FALSE;
 	if (!g_socket_listener_add_address(G_SOCKET_LISTENER(self->service),
 					   sockaddr,
 					   G_SOCKET_TYPE_STREAM,

@@ -822,6 +822,9 @@ start_attempt(Call *call)
 		memset(auth, 0, strlen(auth));
 	}
 	soup_message_set_request_body_from_bytes(call->msg, "application/json", body);
+	/* libsoup opens a new connection for every POST unless told that the
+	 * request may be sent on a kept-alive one */
+	soup_message_add_flags(call->msg, SOUP_MESSAGE_IDEMPOTENT);
 	g_signal_connect(call->msg, "network-event", G_CALLBACK(on_network_event), call);
 	g_signal_connect(call->msg, "wrote-body", G_CALLBACK(on_wrote_body), call);
 	arm_timer(call, PHASE_CONNECT);
