@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""Confab's benchmark: prints one scenario a line.
+
+Runs nginx as a canned OpenAI-compatible upstream, confabd in front of it,
+and (when installed) @portkey-ai/gateway in front of the same upstream, and
+loads them with wrk. Run it through tests/bench/run, which builds confabd
+and provides a private D-Bus session bus.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHAT_BODY = json.dumps({"model": "AGENT", "messages": [
+    {"role": "user", "content": "Say hello in a short sentence."}]})
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def parse_wrk(out):
+    """requests/s, p50 ms, p99 ms, non-2xx count, total requests"""
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    lat = {}
+    for pct, val, unit in re.findall(r"^\s+(50|99)\.000%\s+([\d.]+)(us|ms|s)\b", out, re.M):
+        lat[pct] = float(val) * UNITS[unit]
+    if not lat:
+        for pct, val, unit in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\b", out, re.M):
+            lat[pct] = float(val) * UNITS[unit]
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errs = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    failures = (int(bad.group(1)) if bad else 0) + (sum(map(int, errs.groups())) if errs else 0)
+    return rps, lat.get("50", 0.0), lat.get("99", 0.0), failures, total
+
+
+def wrk(url, conns, seconds, method="POST", body="", token="", headers="", threads=None):
+    env = dict(os.environ, BENCH_METHOD=method, BENCH_BODY=body, BENCH_TOKEN=token,
+               BENCH_HEADERS=headers)
+    threads = threads or min(conns, 2)
+    cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s", "--latency",
+           "-s", os.path.join(HERE, "request.lua"), url]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return parse_wrk(out)
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.dir = tempfile.mkdtemp(prefix="confab-bench-")
+        self.procs = []
+
+    def spawn(self, cmd, **kw):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        if not self.args.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---------- the pieces ----------
+
+    def start_nginx(self):
+        self.up_port = free_port()
+        conf = open(os.path.join(HERE, "nginx.conf.in")).read()
+        conf = conf.replace("@DIR@", self.dir).replace("@PORT@", str(self.up_port))
+        path = os.path.join(self.dir, "nginx.conf")
+        open(path, "w").write(conf)
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.spawn([nginx, "-c", path, "-e", os.path.join(self.dir, "nginx-error.log")])
+        wait_port(self.up_port)
+        self.upstream = f"http://127.0.0.1:{self.up_port}"
+
+    def start_confab(self, state=None):
+        self.confab_port = free_port()
+        state = state or os.path.join(self.dir, "state")
+        conf = os.path.join(self.dir, "confab.conf")
+        open(conf, "w").write(
+            "[daemon]\nshutdown_grace=5\n"
+            "[limits]\nmax_connections=8192\nmax_inflight_turns=8192\nidle_timeout=300\n"
+            "[upstream]\nmax_connections=8192\nfirst_byte_timeout=600\nidle_timeout=600\n")
+        self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
+                                  f"--state-dir={state}", "--bus=session", f"--config={conf}"])
+        wait_port(self.confab_port)
+        self.url = f"http://127.0.0.1:{self.confab_port}"
+        time.sleep(0.3)
+
+    def stop_confab(self):
+        self.confab.send_signal(signal.SIGTERM)
+        self.confab.wait(30)
+
+    def admin(self, method, *args):
+        out = subprocess.run(["gdbus", "call", "--session", "--dest", "org.confab.Confab1",
+                              "--object-path", "/org/confab/Confab1",
+                              "--method", f"org.confab.Confab1.Admin.{method}", *args],
+                             capture_output=True, text=True, check=True).stdout
+        return re.findall(r"'([^']*)'", out)
+
+    def provision(self):
+        self.agent_json = self.admin("CreateAgent",
+                                     "{'name': <'bench-json'>, 'provider': <'openai'>, "
+                                     f"'base_url': <'{self.upstream}/json/v1'>, "
+                                     "'upstream_model': <'bench'>, 'api_key': <'sk-bench'>}")[0]
+        self.agent_sse = self.admin("CreateAgent",
+                                    "{'name': <'bench-sse'>, 'provider': <'openai'>, "
+                                    f"'base_url': <'{self.upstream}/sse/v1'>, "
+                                    "'upstream_model': <'bench'>, 'api_key': <'sk-bench'>}")[0]
+        _, self.token = self.admin("CreateToken",
+                                   "{'owner': <'bench'>, 'scopes': <['chat.completions']>}")
+
+    def body(self, agent, stream=False):
+        b = json.loads(CHAT_BODY)
+        b["model"] = agent
+        if stream:
+            b["stream"] = True
+        return json.dumps(b)
+
+    def start_portkey(self):
+        entry = os.path.join(HERE, "node_modules", "@portkey-ai", "gateway", "build",
+                             "start-server.js")
+        if not os.path.exists(entry) or not shutil.which("node"):
+            return None
+        port = free_port()
+        self.spawn(["node", entry, f"--port={port}", "--headless"],
+                   env=dict(os.environ, NODE_ENV="production"))
+        wait_port(port, 60)
+        return f"http://127.0.0.1:{port}"
+
+    # ---------- scenarios ----------
+
+    def line(self, text):
+        print(text, flush=True)
+
+    def scenario_turns(self):
+        d = self.args.seconds
+        chat = f"{self.url}/api/v1/chat/completions"
+        direct = f"{self.upstream}/json/v1/chat/completions"
+        body_direct = self.body("bench")
+        body = self.body(self.agent_json)
+        # warm up both
+        wrk(direct, 4, 1, body=body_direct)
+        wrk(chat, 4, 1, body=body, token=self.token)
+        results = {}
+        for conns in (1, 64):
+            up = wrk(direct, conns, d, body=body_direct)
+            cf = wrk(chat, conns, d, body=body, token=self.token)
+            results[conns] = cf
+            self.line(f"turns c={conns}: confab {cf[0]:.0f} req/s p50 {cf[1]:.3f} ms "
+                      f"p99 {cf[2]:.3f} ms | upstream direct {up[0]:.0f} req/s p50 {up[1]:.3f} ms "
+                      f"p99 {up[2]:.3f} ms | added p50 {cf[1] - up[1]:.3f} ms "
+                      f"p99 {cf[2] - up[2]:.3f} ms | errors {cf[3]}")
+        self.turns_c64 = results[64][0]
+        portkey = self.start_portkey()
+        if portkey:
+            pk_headers = ("x-portkey-provider: openai|"
+                          f"x-portkey-custom-host: {self.upstream}/json/v1|"
+                          "Authorization: Bearer sk-bench")
+            wrk(f"{portkey}/v1/chat/completions", 4, 2, body=body_direct, headers=pk_headers)
+            pk = wrk(f"{portkey}/v1/chat/completions", 64, d, body=body_direct,
+                     headers=pk_headers)
+            self.line(f"portkey c=64: {pk[0]:.0f} req/s p50 {pk[1]:.3f} ms p99 {pk[2]:.3f} ms "
+                      f"errors {pk[3]} | confab/portkey throughput ratio "
+                      f"{results[64][0] / max(pk[0], 1):.1f}x")
+        else:
+            self.line("portkey: not installed (npm ci in tests/bench), skipped")
+
+    def scenario_streams(self):
+        d = self.args.seconds
+        chat = f"{self.url}/api/v1/chat/completions"
+        direct = f"{self.upstream}/sse/v1/chat/completions"
+        body = self.body(self.agent_sse, stream=True)
+        cf = wrk(chat, 64, d, body=body, token=self.token)
+        up = wrk(direct, 64, d, body=self.body("bench", stream=True))
+        ttfb_cf = asyncio.run(ttfb(self.confab_port, "/api/v1/chat/completions", body,
+                                   self.token, 300))
+        ttfb_up = asyncio.run(ttfb(self.up_port, "/sse/v1/chat/completions",
+                                   self.body("bench", stream=True), None, 300))
+        self.line(f"streams c=64: confab {cf[0]:.0f} streams/s p50 {cf[1]:.3f} ms "
+                  f"p99 {cf[2]:.3f} ms | upstream direct {up[0]:.0f} streams/s | "
+                  f"TTFB c=1 p50 confab {ttfb_cf[0]:.3f} ms upstream {ttfb_up[0]:.3f} ms "
+                  f"added {ttfb_cf[0] - ttfb_up[0]:.3f} ms (p99 added "
+                  f"{ttfb_cf[1] - ttfb_up[1]:.3f} ms) | errors {cf[3]}")
+
+    def scenario_open_streams(self):
+        n = self.args.open_streams
+        slow_port = free_port()
+        agent = self.admin("CreateAgent",
+                           "{'name': <'bench-slow'>, 'provider': <'openai'>, "
+                           f"'base_url': <'http://127.0.0.1:{slow_port}/v1'>, "
+                           "'upstream_model': <'slow'>, 'api_key': <'sk-bench'>}")[0]
+        before = rss_kib(self.confab.pid)
+        fd_before = fds(self.confab.pid)
+        held = asyncio.run(hold_streams(slow_port, self.confab_port, self.body(agent, True),
+                                        self.token, n, self.confab.pid))
+        got, during, fd_during = held
+        per = (during - before) / max(got, 1)
+        self.line(f"open streams: {got}/{n} held through confab | RSS {before} KiB -> "
+                  f"{during} KiB, {per:.1f} KiB per open stream | fds {fd_before} -> "
+                  f"{fd_during}")
+
+    def seed(self, conversations, per_conv):
+        db = os.path.join(self.dir, "state", "confab.db")
+        agent = self.agent_json
+        sql = f"""
+PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA cache_size=-262144;
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < {conversations})
+INSERT INTO sessions SELECT 'cts_' || printf('%026d', i), 'bench', '{agent}', 0,
+  'seeded conversation ' || i, 1700000000 + i / 100, 1700000000 + i / 100 FROM n;
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < {conversations * per_conv - 1})
+INSERT INTO messages SELECT 'msg_' || printf('%026d', i),
+  'cts_' || printf('%026d', i / {per_conv} + 1),
+  CASE i % 2 WHEN 0 THEN 'user' ELSE 'assistant' END, '{agent}',
+  '[{{"type":"text","text":"seeded message"}}]', '[{{"type":"text","text":"seeded message"}}]',
+  0, NULL, NULL, NULL, 1700000000 + i / {per_conv * 100} FROM n;
+COMMIT;
+PRAGMA wal_checkpoint(TRUNCATE);
+"""
+        t = time.time()
+        subprocess.run(["sqlite3", db], input=sql, text=True, check=True)
+        return time.time() - t
+
+    def scenario_lists(self):
+        conversations = self.args.conversations
+        per_conv = self.args.messages_per_conversation
+        self.stop_confab()
+        took = self.seed(conversations, per_conv)
+        self.start_confab()
+        size = os.path.getsize(os.path.join(self.dir, "state", "confab.db")) >> 20
+        self.line(f"seeded {conversations} conversations, {conversations * per_conv} messages "
+                  f"in {took:.0f} s ({size} MiB)")
+        d = max(3, self.args.seconds // 2)
+        mid = f"cts_{conversations // 2:026d}"
+        deep = f"cts_{conversations // 100:026d}"
+        pages = [
+            ("conversations first page", "/api/v1/conversations?limit=20"),
+            ("conversations deep after page", f"/api/v1/conversations?limit=20&after={deep}"),
+            ("conversations asc mid page", f"/api/v1/conversations?limit=20&order=asc&after={mid}"),
+            ("messages of a conversation", f"/api/v1/conversations/{mid}/messages"),
+        ]
+        for name, path in pages:
+            r = wrk(self.url + path, 1, d, method="GET", token=self.token, threads=1)
+            r8 = wrk(self.url + path, 8, d, method="GET", token=self.token, threads=2)
+            self.line(f"list {name}: c=1 p50 {r[1]:.3f} ms p99 {r[2]:.3f} ms | c=8 "
+                      f"{r8[0]:.0f} req/s p99 {r8[2]:.3f} ms | errors {r[3] + r8[3]}")
+
+    def scenario_rss(self):
+        target = self.args.turns
+        chat = f"{self.url}/api/v1/chat/completions"
+        body = self.body(self.agent_json)
+        curve = [(0, rss_kib(self.confab.pid), fds(self.confab.pid))]
+        done = 0
+        step = max(1, self.args.rss_step)
+        while done < target:
+            rate = max(self.turns_c64, 500)
+            seconds = max(1, int(min(target - done, step) / rate + 0.5))
+            r = wrk(chat, 64, seconds, body=body, token=self.token)
+            done += r[4]
+            curve.append((done, rss_kib(self.confab.pid), fds(self.confab.pid)))
+        self.line("RSS after turns: " + ", ".join(f"{n} turns {kib / 1024:.1f} MiB ({f} fds)"
+                                                  for n, kib, f in curve))
+
+    def run(self):
+        self.start_nginx()
+        self.start_confab()
+        self.provision()
+        time.sleep(1)
+        self.line(f"machine: {os.cpu_count()} cores, "
+                  f"{open('/proc/meminfo').readline().split()[1]} kB RAM; "
+                  f"{subprocess.run(['uname', '-sr'], capture_output=True, text=True).stdout.strip()}")
+        self.line(f"idle RSS: {rss_kib(self.confab.pid) / 1024:.1f} MiB")
+        if "turns" in self.args.only:
+            self.scenario_turns()
+        else:
+            self.turns_c64 = 1000
+        if "streams" in self.args.only:
+            self.scenario_streams()
+        if "open" in self.args.only:
+            self.scenario_open_streams()
+        if "rss" in self.args.only:
+            self.scenario_rss()
+        if "lists" in self.args.only:
+            self.scenario_lists()
+
+
+async def ttfb(port, path, body, token, count):
+    """time to the first body byte of sequential streaming requests: p50, p99 (ms)"""
+    samples = []
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n")
+    if token:
+        head += f"Authorization: Bearer {token}\r\n"
+    req = (head + "\r\n" + body).encode()
+    for _ in range(count):
+        t = time.perf_counter()
+        writer.write(req)
+        await writer.drain()
+        headers = await reader.readuntil(b"\r\n\r\n")
+        chunked = b"chunked" in headers.lower()
+        first = await reader.read(1)
+        samples.append((time.perf_counter() - t) * 1000)
+        # read the rest of the response
+        if chunked:
+            rest = first
+            while not rest.endswith(b"0\r\n\r\n"):
+                rest += await reader.read(65536)
+        else:
+            m = re.search(rb"content-length:\s*(\d+)", headers.lower())
+            left = int(m.group(1)) - 1
+            while left > 0:
+                left -= len(await reader.read(left))
+    writer.close()
+    samples.sort()
+    return samples[len(samples) // 2], samples[int(len(samples) * 0.99) - 1]
+
+
+async def hold_streams(slow_port, confab_port, body, token, n, pid):
+    """A slow upstream that holds every stream open after one chunk, and n
+    clients streaming through confab. Returns (held, RSS KiB, fds)."""
+    release = asyncio.Event()
+    first_chunk = ('data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"s",'
+                   '"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},'
+                   '"finish_reason":null}]}\n\n')
+
+    async def upstream(reader, writer):
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            m = re.search(rb"content-length:\s*(\d+)", head.lower())
+            await reader.readexactly(int(m.group(1)))
+            chunk = first_chunk.encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n" +
+                         b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            await writer.drain()
+            await release.wait()
+            done = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"s",' \
+                   b'"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+            writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+            await writer.drain()
+        except Exception:
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", slow_port, backlog=4096)
+    got = 0
+    conns = []
+    req = (f"POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+           f"Content-Type: application/json\r\nAuthorization: Bearer {token}\r\n"
+           f"Content-Length: {len(body)}\r\n\r\n{body}").encode()
+
+    async def client():
+        nonlocal got
+        reader, writer = await asyncio.open_connection("127.0.0.1", confab_port)
+        conns.append(writer)
+        writer.write(req)
+        await writer.drain()
+        await reader.readuntil(b"\r\n\r\n")
+        data = b""
+        while b"Hi" not in data:
+            more = await reader.read(4096)
+            if not more:
+                return
+            data += more
+        got += 1
+        return reader
+
+    readers = []
+    for i in range(0, n, 100):
+        readers += await asyncio.wait_for(
+            asyncio.gather(*[client() for _ in range(min(100, n - i))],
+                           return_exceptions=True), 120)
+    await asyncio.sleep(1.0)
+    rss, nfds = rss_kib(pid), fds(pid)
+    release.set()
+    await asyncio.sleep(1.0)
+    for w in conns:
+        w.close()
+    server.close()
+    return got, rss, nfds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--confabd", required=True)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--open-streams", type=int, default=1000)
+    ap.add_argument("--turns", type=int, default=100000)
+    ap.add_argument("--rss-step", type=int, default=25000)
+    ap.add_argument("--conversations", type=int, default=1000000)
+    ap.add_argument("--messages-per-conversation", type=int, default=10)
+    ap.add_argument("--only", default="turns,streams,open,rss,lists")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    b = Bench(args)
+    try:
+        b.run()
+    finally:
+        b.close()
+
+
+if __name__ == "__main__":
+    main()
