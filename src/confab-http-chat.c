@@ -337,6 +337,7 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	if (!ctx->gone) {
+		confab_http_log_set(ctx->msg, NULL, confab_turn_get_model(turn));
 		soup_message_headers_replace(soup_server_message_get_response_headers(ctx->msg),
 					     "x-session-id",
 					     confab_turn_get_session_id(turn));

@@ -16,6 +16,8 @@ confab_http_respond_json(SoupServerMessage *msg, guint status, gchar *body);
 void
 confab_http_respond_error(SoupServerMessage *msg, const GError *error);
 void
+confab_http_log_set(SoupServerMessage *msg, const gchar *owner, const gchar *agent);
+void
 confab_http_add_quota_headers(SoupServerMessage *msg, const ConfabQuotaInfo *info);
 
 void

@@ -17,6 +17,7 @@
 #include "confab-http-error.h"
 #include "confab-http-private.h"
 #include "confab-id-generator.h"
+#include "confab-log.h"
 
 /*
  * The HTTP front door: a SoupServer on the main loop. It routes, and
@@ -82,6 +83,22 @@ typedef struct {
 #define CONN_KEY       "confab-conn"
 #define LISTEN_BACKLOG 4096
 #define COUNTED_KEY    "confab-counted"
+#define LOG_KEY	       "confab-log"
+
+/* What the access log says of a request: one line each, at info level. */
+typedef struct {
+	gint64 start;
+	gchar *owner;
+	gchar *agent;
+} RequestLog;
+
+static void
+request_log_free(RequestLog *log)
+{
+	g_free(log->owner);
+	g_free(log->agent);
+	g_free(log);
+}
 
 G_DEFINE_FINAL_TYPE(ConfabHttpServer, confab_http_server, G_TYPE_OBJECT)
 
@@ -577,6 +594,14 @@ on_got_headers(SoupServerMessage *msg, gpointer user_data)
 	g_autoptr(GError) error = NULL;
 
 	message_set_phase(msg, CONN_BODY);
+	if (confab_log_info_enabled(G_LOG_DOMAIN)) {
+		RequestLog *log = g_new0(RequestLog, 1);
+		log->start = g_get_monotonic_time();
+		g_object_set_data_full(G_OBJECT(msg),
+				       LOG_KEY,
+				       log,
+				       (GDestroyNotify)request_log_free);
+	}
 	if (!check_request_head(self, msg, &error)) {
 		if (has_body(msg))
 			refuse_unread(msg, error);
@@ -627,6 +652,95 @@ on_request_started(SoupServer *server, SoupServerMessage *msg, gpointer user_dat
 	g_signal_connect_object(msg, "got-body", G_CALLBACK(on_got_body), user_data, 0);
 }
 
+/**
+ * confab_http_log_set:
+ * @msg: a message being served
+ * @owner: (nullable): the owner it acts for
+ * @agent: (nullable): the agent it talks to
+ *
+ * Adds to what the access log says of @msg.
+ */
+void
+confab_http_log_set(SoupServerMessage *msg, const gchar *owner, const gchar *agent)
+{
+	RequestLog *log = g_object_get_data(G_OBJECT(msg), LOG_KEY);
+	if (log == NULL)
+		return;
+	if (owner != NULL) {
+		g_free(log->owner);
+		log->owner = g_strdup(owner);
+	}
+	if (agent != NULL) {
+		g_free(log->agent);
+		log->agent = g_strdup(agent);
+	}
+}
+
+static void
+log_request(SoupServerMessage *msg, gboolean aborted)
+{
+	RequestLog *log = g_object_get_data(G_OBJECT(msg), LOG_KEY);
+	const gchar *session;
+	const gchar *method = soup_server_message_get_method(msg);
+	const gchar *path = g_uri_get_path(soup_server_message_get_uri(msg));
+	guint status = soup_server_message_get_status(msg);
+	gdouble ms;
+
+	if (log == NULL)
+		return;
+	ms = (g_get_monotonic_time() - log->start) / 1000.0;
+	session = soup_message_headers_get_one(soup_server_message_get_response_headers(msg),
+					       "x-session-id");
+	g_log_structured(G_LOG_DOMAIN,
+			 G_LOG_LEVEL_INFO,
+			 "MESSAGE",
+			 "%s %s %u %.1f ms%s%s%s%s%s%s%s",
+			 method,
+			 path,
+			 status,
+			 ms,
+			 log->owner != NULL ? " owner=" : "",
+			 log->owner != NULL ? log->owner : "",
+			 log->agent != NULL ? " agent=" : "",
+			 log->agent != NULL ? log->agent : "",
+			 session != NULL ? " session=" : "",
+			 session != NULL ? session : "",
+			 aborted ? " (client gone)" : "",
+			 "CONFAB_METHOD",
+			 "%s",
+			 method,
+			 "CONFAB_PATH",
+			 "%s",
+			 path,
+			 "CONFAB_STATUS",
+			 "%u",
+			 status,
+			 "CONFAB_DURATION_MS",
+			 "%.3f",
+			 ms,
+			 "CONFAB_OWNER",
+			 "%s",
+			 log->owner != NULL ? log->owner : "",
+			 "CONFAB_AGENT",
+			 "%s",
+			 log->agent != NULL ? log->agent : "",
+			 "CONFAB_SESSION",
+			 "%s",
+			 session != NULL ? session : "");
+}
+
+static void
+on_request_finished(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
+{
+	log_request(msg, FALSE);
+}
+
+static void
+on_request_aborted(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
+{
+	log_request(msg, TRUE);
+}
+
 static void
 on_request_done(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
 {
@@ -665,6 +779,7 @@ handle_request(SoupServer *server,
 	}
 
 	route = route_match(path, &session_id);
+	confab_http_log_set(msg, principal->owner, principal->agent_id);
 	switch (route) {
 	case ROUTE_CHAT:
 		confab_http_chat_handle(self, msg, g_steal_pointer(&principal));
@@ -760,6 +875,16 @@ confab_http_server_new(ConfabEngine *engine)
 	g_signal_connect_object(self->soup,
 				"request-aborted",
 				G_CALLBACK(on_request_done),
+				self,
+				0);
+	g_signal_connect_object(self->soup,
+				"request-finished",
+				G_CALLBACK(on_request_finished),
+				self,
+				0);
+	g_signal_connect_object(self->soup,
+				"request-aborted",
+				G_CALLBACK(on_request_aborted),
 				self,
 				0);
 	return self;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "confab-daemon.h"
+#include "confab-log.h"
 
 static gchar *
 dev_state_dir(void)
@@ -95,6 +96,7 @@ main(int argc, char **argv)
 	    {NULL}};
 
 	setlocale(LC_ALL, "");
+	g_log_set_writer_func(confab_log_writer, NULL, NULL);
 	bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
 	bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
 	textdomain(GETTEXT_PACKAGE);
