@@ -680,13 +680,14 @@ static void
 log_request(SoupServerMessage *msg, gboolean aborted)
 {
 	RequestLog *log = g_object_get_data(G_OBJECT(msg), LOG_KEY);
+	GUri *uri = soup_server_message_get_uri(msg);
 	const gchar *session;
 	const gchar *method = soup_server_message_get_method(msg);
-	const gchar *path = g_uri_get_path(soup_server_message_get_uri(msg));
+	const gchar *path = uri != NULL ? g_uri_get_path(uri) : NULL;
 	guint status = soup_server_message_get_status(msg);
 	gdouble ms;
 
-	if (log == NULL)
+	if (log == NULL || method == NULL || path == NULL)
 		return;
 	ms = (g_get_monotonic_time() - log->start) / 1000.0;
 	session = soup_message_headers_get_one(soup_server_message_get_response_headers(msg),
