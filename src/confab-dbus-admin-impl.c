@@ -93,13 +93,13 @@ static const AgentField agent_fields[] = {
 };
 
 /**
- * apply_agent_props:
+ * confab_dbus_admin_impl_apply_agent_props:
  *
  * Checks every key and type of @props and sets them on @agent. Unknown keys
  * are refused rather than ignored, so a typo does not go unnoticed.
  */
-static gboolean
-apply_agent_props(ConfabAgent *agent, GVariant *props, GError **error)
+gboolean
+confab_dbus_admin_impl_apply_agent_props(ConfabAgent *agent, GVariant *props, GError **error)
 {
 	GVariantIter iter;
 	const gchar *key;
@@ -390,7 +390,7 @@ handle_create_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, 
 	GError *error = NULL;
 	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
 
-	if (!apply_agent_props(agent, props, &error)) {
+	if (!confab_dbus_admin_impl_apply_agent_props(agent, props, &error)) {
 		return_error(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
@@ -462,7 +462,7 @@ handle_update_agent(ConfabDbusAdmin *object,
 	}
 	/* cached agents are never changed in place: turns may hold them */
 	agent = agent_copy(current);
-	if (!apply_agent_props(agent, props, &error)) {
+	if (!confab_dbus_admin_impl_apply_agent_props(agent, props, &error)) {
 		return_error(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}

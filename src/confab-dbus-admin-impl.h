@@ -5,6 +5,7 @@
 
 #pragma once
 
+#include "confab-agent.h"
 #include "confab-dbus-generated.h"
 #include "confab-engine.h"
 
@@ -19,5 +20,9 @@ G_DECLARE_FINAL_TYPE(ConfabDbusAdminImpl,
 
 ConfabDbusAdminImpl *
 confab_dbus_admin_impl_new(ConfabEngine *engine, gboolean check_caller, const gchar *admin_group);
+
+/* the a{sv} reader behind CreateAgent and UpdateAgent, for the fuzzer */
+gboolean
+confab_dbus_admin_impl_apply_agent_props(ConfabAgent *agent, GVariant *props, GError **error);
 
 G_END_DECLS
