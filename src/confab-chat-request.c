@@ -607,6 +607,7 @@ typedef enum {
 	PARAM_OBJECT,
 	PARAM_ARRAY,
 	PARAM_STOP,
+	PARAM_TOOLS,
 	PARAM_TOOL_CHOICE,
 } ParamKind;
 
@@ -632,7 +633,7 @@ static const ParamSpec passthrough_params[] = {
     {"logit_bias", PARAM_OBJECT, 0, 0},
     {"logprobs", PARAM_BOOLEAN, 0, 0},
     {"top_logprobs", PARAM_INTEGER, 0, 20},
-    {"tools", PARAM_ARRAY, 0, 0},
+    {"tools", PARAM_TOOLS, 0, 0},
     {"tool_choice", PARAM_TOOL_CHOICE, 0, 0},
     {"parallel_tool_calls", PARAM_BOOLEAN, 0, 0},
     {"reasoning_effort", PARAM_STRING, 0, 0},
@@ -686,6 +687,25 @@ check_param(const ParamSpec *spec, JsonNode *node, GError **error)
 				ok = node_is_string(json_array_get_element(arr, i));
 		}
 		what = "a string or an array of up to 4 strings";
+		break;
+	case PARAM_TOOLS:
+		/* [{"type":"function","function":{"name":…}}…] */
+		ok = JSON_NODE_HOLDS_ARRAY(node);
+		for (guint i = 0; ok && i < json_array_get_length(json_node_get_array(node)); i++) {
+			JsonNode *tool = json_array_get_element(json_node_get_array(node), i);
+			JsonNode *function;
+			ok = JSON_NODE_HOLDS_OBJECT(tool) &&
+			     node_is_string(member(json_node_get_object(tool), "type"));
+			if (!ok)
+				break;
+			function = member(json_node_get_object(tool), "function");
+			if (function != NULL) {
+				ok = JSON_NODE_HOLDS_OBJECT(function) &&
+				     node_is_string(member(json_node_get_object(function), "name"));
+			}
+		}
+		what = "an array of tools, each an object with a 'type' and, for a function, "
+		       "its 'function' with a 'name'";
 		break;
 	case PARAM_TOOL_CHOICE:
 		ok = node_is_string(node) || JSON_NODE_HOLDS_OBJECT(node);
