@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "confab-error.h"
+#include "confab-http-connection.h"
 #include "confab-http-error.h"
 #include "confab-http-private.h"
 #include "confab-id-generator.h"
@@ -74,9 +75,10 @@ typedef enum {
 } ConnPhase;
 
 typedef struct {
-	ConfabHttpServer *server; /* unowned; NULL once the server is gone */
-	GSocket *socket;	  /* owned */
-	GSource *timer;		  /* owned */
+	ConfabHttpServer *server;     /* unowned; NULL once the server is gone */
+	GSocket *socket;	      /* owned */
+	GSource *timer;		      /* owned */
+	ConfabHttpConnection *stream; /* unowned: the Conn goes with it */
 	ConnPhase phase;
 } Conn;
 
@@ -242,6 +244,7 @@ conn_set_phase(Conn *conn, ConnPhase phase)
 	guint timeout;
 
 	conn->phase = phase;
+	confab_http_connection_set_between_requests(conn->stream, phase == CONN_IDLE);
 	if (phase == CONN_BUSY || conn->server == NULL) {
 		g_source_set_ready_time(conn->timer, -1);
 		return;
@@ -311,6 +314,7 @@ on_incoming(GSocketService *service,
 	g_autoptr(GSocketAddress) local = NULL;
 	g_autoptr(GSocketAddress) remote = NULL;
 	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabHttpConnection) stream = NULL;
 	Conn *conn;
 
 	if (g_hash_table_size(self->conns) >= config->max_connections) {
@@ -332,16 +336,14 @@ on_incoming(GSocketService *service,
 	g_source_set_callback(conn->timer, on_conn_timeout, conn, NULL);
 	g_source_set_static_name(conn->timer, "[confab] connection deadline");
 	g_source_attach(conn->timer, g_main_context_get_thread_default());
+	stream = confab_http_connection_new(connection);
+	conn->stream = stream;
 	g_hash_table_add(self->conns, conn);
-	g_object_weak_ref(G_OBJECT(connection), on_connection_gone, conn);
+	g_object_weak_ref(G_OBJECT(stream), on_connection_gone, conn);
 	g_object_set_data(G_OBJECT(remote), CONN_KEY, conn);
-	conn_set_phase(conn, CONN_IDLE);
+	conn_set_phase(conn, CONN_HEAD);
 
-	if (!soup_server_accept_iostream(self->soup,
-					 G_IO_STREAM(connection),
-					 local,
-					 remote,
-					 &error))
+	if (!soup_server_accept_iostream(self->soup, G_IO_STREAM(stream), local, remote, &error))
 		g_debug("accepting a connection: %s", error->message);
 	return TRUE;
 }

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 #include "confab-test-helper.h"
 
@@ -263,6 +264,82 @@ test_garbage_head(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+static guint
+daemon_fds(ConfabTestDaemon *daemon)
+{
+	g_autofree gchar *path =
+	    g_strdup_printf("/proc/%s/fd", g_subprocess_get_identifier(daemon->process));
+	g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
+	guint n = 0;
+	g_assert_nonnull(dir);
+	while (g_dir_read_name(dir) != NULL)
+		n++;
+	return n;
+}
+
+/* libsoup alone keeps a connection forever (CLOSE-WAIT) when its client
+ * leaves or resets between two requests: every way of leaving must give
+ * the file descriptor back. */
+static void
+test_no_leak_on_leaving(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon =
+	    confab_test_daemon_start("[limits]\nidle_timeout=300\n", NULL);
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	g_autofree gchar *request = g_strdup_printf("GET /api/v1/conversations HTTP/1.1\r\n"
+						    "Host: x\r\n"
+						    "Authorization: Bearer %s\r\n\r\n",
+						    token);
+	guint before;
+	guint after = 0;
+
+	assert_still_serving(daemon, token);
+	g_usleep(200 * 1000);
+	before = daemon_fds(daemon);
+	for (guint i = 0; i < 60; i++) {
+		g_autoptr(GSocketConnection) conn = raw_connect(daemon);
+		GSocket *socket = g_socket_connection_get_socket(conn);
+		gchar buf[4096];
+
+		raw_send(conn, request, strlen(request));
+		switch (i % 3) {
+		case 0:
+			/* a whole response read, then gone while kept alive */
+			(void)g_socket_receive(socket, buf, sizeof(buf), NULL, NULL);
+			break;
+		case 1:
+			/* gone before the response */
+			break;
+		case 2:
+			/* a reset after the response */
+			(void)g_socket_receive(socket, buf, sizeof(buf), NULL, NULL);
+			{
+				struct linger lg = {1, 0};
+				setsockopt(g_socket_get_fd(socket),
+					   SOL_SOCKET,
+					   SO_LINGER,
+					   &lg,
+					   sizeof(lg));
+			}
+			break;
+		default:
+			break;
+		}
+		g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+	}
+	/* every descriptor comes back, well before the idle timeout */
+	for (guint tries = 0; tries < 50; tries++) {
+		g_usleep(100 * 1000);
+		after = daemon_fds(daemon);
+		if (after <= before)
+			break;
+	}
+	g_assert_cmpuint(after, <=, before);
+	assert_still_serving(daemon, token);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
 gint
 main(gint argc, gchar **argv)
 {
@@ -274,5 +351,6 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/hostile/chunked-over-cap", test_chunked_over_cap);
 	g_test_add_func("/confab/hostile/refused-head-with-body", test_refused_head_with_body);
 	g_test_add_func("/confab/hostile/garbage-head", test_garbage_head);
+	g_test_add_func("/confab/hostile/no-leak-on-leaving", test_no_leak_on_leaving);
 	return g_test_run();
 }

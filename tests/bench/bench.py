@@ -308,6 +308,31 @@ PRAGMA wal_checkpoint(TRUNCATE);
         self.line("RSS after turns: " + ", ".join(f"{n} turns {kib / 1024:.1f} MiB ({f} fds)"
                                                   for n, kib, f in curve))
 
+    def scenario_soak(self):
+        """mixed load for --soak-seconds: JSON turns, streams and list pages in
+        rotation, RSS and open fds printed at every interval"""
+        chat = f"{self.url}/api/v1/chat/completions"
+        lists = f"{self.url}/api/v1/conversations?limit=20"
+        loads = [
+            (chat, "POST", self.body(self.agent_json)),
+            (chat, "POST", self.body(self.agent_sse, stream=True)),
+            (lists, "GET", ""),
+        ]
+        start = time.time()
+        interval = self.args.soak_interval
+        done = 0
+        self.line(f"soak 0 s: RSS {rss_kib(self.confab.pid) / 1024:.1f} MiB, "
+                  f"fds {fds(self.confab.pid)}")
+        i = 0
+        while time.time() - start < self.args.soak_seconds:
+            url, method, body = loads[i % len(loads)]
+            i += 1
+            r = wrk(url, 32, interval, method=method, body=body, token=self.token)
+            done += r[4]
+            self.line(f"soak {time.time() - start:.0f} s: {done} requests, "
+                      f"RSS {rss_kib(self.confab.pid) / 1024:.1f} MiB, "
+                      f"fds {fds(self.confab.pid)}, errors {r[3]}")
+
     def run(self):
         self.start_nginx()
         self.start_confab()
@@ -329,6 +354,8 @@ PRAGMA wal_checkpoint(TRUNCATE);
             self.scenario_rss()
         if "lists" in self.args.only:
             self.scenario_lists()
+        if "soak" in self.args.only:
+            self.scenario_soak()
 
 
 async def ttfb(port, path, body, token, count):
@@ -440,6 +467,8 @@ def main():
     ap.add_argument("--messages-per-conversation", type=int, default=10)
     ap.add_argument("--only", default="turns,streams,open,rss,lists")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--soak-seconds", type=int, default=300)
+    ap.add_argument("--soak-interval", type=int, default=10)
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
