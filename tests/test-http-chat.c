@@ -198,6 +198,43 @@ test_continue(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_test_json_string(list2->json, "data.4.content.0.text"), ==, "third");
 }
 
+/* A few hundred turns of every kind, then a clean stop: under the valgrind
+ * setup this is the daemon's leak check. */
+static void
+test_many_turns(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *session_id = NULL;
+
+	for (guint i = 0; i < 300; i++) {
+		g_autofree gchar *text = g_strdup_printf("turn %u: héllo wörld 🌍", i);
+		gboolean stream = i % 2 == 1;
+		g_autoptr(ConfabTestResponse) r = confab_test_chat(f->daemon,
+								   f->token,
+								   f->agent,
+								   i % 3 == 2 ? session_id : NULL,
+								   text,
+								   stream);
+		g_assert_cmpuint(r->status, ==, 200);
+		if (session_id == NULL)
+			session_id =
+			    g_strdup(soup_message_headers_get_one(r->headers, "x-session-id"));
+		if (i % 10 == 0) {
+			g_autofree gchar *path =
+			    g_strdup_printf("/api/v1/conversations/%s/messages?limit=5",
+					    session_id);
+			g_autoptr(ConfabTestResponse) l1 = confab_test_http(f->daemon,
+									    "GET",
+									    "/api/v1/conversations",
+									    f->token,
+									    NULL);
+			g_autoptr(ConfabTestResponse) l2 =
+			    confab_test_http(f->daemon, "GET", path, f->token, NULL);
+			g_assert_cmpuint(l1->status, ==, 200);
+			g_assert_cmpuint(l2->status, ==, 200);
+		}
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -220,6 +257,12 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_continue,
+		   fixture_teardown);
+	g_test_add("/confab/http-chat/many-turns",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_many_turns,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();
