@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "confab-error.h"
@@ -138,6 +139,9 @@ scan_digits(Scan *s)
 static gboolean
 scan_number(Scan *s)
 {
+	const guchar *start = s->p;
+	gboolean integral = TRUE;
+
 	if (*s->p == '-')
 		s->p++;
 	if (s->p >= s->end)
@@ -148,16 +152,31 @@ scan_number(Scan *s)
 		return scan_fail(s, "bad number");
 	}
 	if (s->p < s->end && *s->p == '.') {
+		integral = FALSE;
 		s->p++;
 		if (!scan_digits(s))
 			return scan_fail(s, "bad number");
 	}
 	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+		integral = FALSE;
 		s->p++;
 		if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
 			s->p++;
 		if (!scan_digits(s))
 			return scan_fail(s, "bad number");
+	}
+	/* json-glib wraps integers outside int64 (2^63 becomes -2^63) and
+	 * turns doubles that overflow into inf: refuse both */
+	if (integral) {
+		gboolean neg = *start == '-';
+		gsize digits = (gsize)(s->p - start) - (neg ? 1 : 0);
+		const gchar *max = neg ? "9223372036854775808" : "9223372036854775807";
+		if (digits > 19 || (digits == 19 && memcmp(start + (neg ? 1 : 0), max, 19) > 0))
+			return scan_fail(s, "integer out of range");
+	} else {
+		g_autofree gchar *text = g_strndup((const gchar *)start, s->p - start);
+		if (!isfinite(g_ascii_strtod(text, NULL)))
+			return scan_fail(s, "number out of range");
 	}
 	return TRUE;
 }
@@ -419,13 +438,75 @@ confab_json_append_string(GString *out, const gchar *str)
 void
 confab_json_append_node(GString *out, JsonNode *node)
 {
-	g_autofree gchar *text = NULL;
 	if (node == NULL) {
 		g_string_append(out, "null");
 		return;
 	}
-	text = json_to_string(node, FALSE);
-	g_string_append(out, text);
+	switch (JSON_NODE_TYPE(node)) {
+	case JSON_NODE_OBJECT: {
+		g_autoptr(GList) members = json_object_get_members(json_node_get_object(node));
+		g_string_append_c(out, '{');
+		for (GList *l = members; l != NULL; l = l->next) {
+			if (l != members)
+				g_string_append_c(out, ',');
+			confab_json_append_string(out, l->data);
+			g_string_append_c(out, ':');
+			confab_json_append_node(
+			    out,
+			    json_object_get_member(json_node_get_object(node), l->data));
+		}
+		g_string_append_c(out, '}');
+		break;
+	}
+	case JSON_NODE_ARRAY: {
+		JsonArray *array = json_node_get_array(node);
+		g_string_append_c(out, '[');
+		for (guint i = 0; i < json_array_get_length(array); i++) {
+			if (i > 0)
+				g_string_append_c(out, ',');
+			confab_json_append_node(out, json_array_get_element(array, i));
+		}
+		g_string_append_c(out, ']');
+		break;
+	}
+	case JSON_NODE_NULL:
+		g_string_append(out, "null");
+		break;
+	case JSON_NODE_VALUE:
+		switch (json_node_get_value_type(node)) {
+		case G_TYPE_INT64:
+			g_string_append_printf(out, "%" G_GINT64_FORMAT, json_node_get_int(node));
+			break;
+		case G_TYPE_DOUBLE: {
+			/* json-glib 1.6 writes 1e20 as "1e+20.0" and inf as
+			 * "inf.0": neither is JSON */
+			gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
+			gdouble d = json_node_get_double(node);
+			if (!isfinite(d)) {
+				g_string_append(out, "null");
+				break;
+			}
+			g_ascii_dtostr(buf, sizeof(buf), d);
+			g_string_append(out, buf);
+			if (strpbrk(buf, ".eE") == NULL)
+				g_string_append(out, ".0");
+			break;
+		}
+		case G_TYPE_BOOLEAN:
+			g_string_append(out, json_node_get_boolean(node) ? "true" : "false");
+			break;
+		case G_TYPE_STRING:
+			confab_json_append_string(out, json_node_get_string(node));
+			break;
+		default:
+			g_string_append(out, "null");
+			break;
+		}
+		break;
+	default:
+		g_string_append(out, "null");
+		break;
+	}
 }
 
 /**
@@ -437,7 +518,9 @@ confab_json_append_node(GString *out, JsonNode *node)
 gchar *
 confab_json_to_string(JsonNode *node)
 {
-	return json_to_string(node, FALSE);
+	GString *out = g_string_new(NULL);
+	confab_json_append_node(out, node);
+	return g_string_free(out, FALSE);
 }
 
 /**

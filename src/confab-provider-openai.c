@@ -178,7 +178,7 @@ confab_provider_openai_build_body(ConfabProviderRequest *request, GError **error
 	json_object_set_boolean_member(stream_options, "include_usage", TRUE);
 	json_object_set_object_member(body, "stream_options", stream_options);
 	root = json_node_init_object(json_node_alloc(), body);
-	return json_to_string(root, FALSE);
+	return confab_json_to_string(root);
 }
 
 /* ---------- one completion ---------- */

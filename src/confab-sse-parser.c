@@ -220,13 +220,19 @@ confab_sse_parser_feed(ConfabSseParser *self, const gchar *data, gsize len, GErr
 			g_string_append_len(self->line, p, end - p);
 			return TRUE;
 		}
+		if (too_big(self, eol - p, error))
+			return FALSE;
 		if (self->line->len > 0) {
-			if (too_big(self, eol - p, error))
-				return FALSE;
-			g_string_append_len(self->line, p, eol - p);
-			if (!process_line(self, self->line->str, self->line->len, error))
-				return FALSE;
+			/* out of the buffer first, as finish() does, so that
+			 * too_big() does not count the line twice */
+			gsize line_len = self->line->len + (eol - p);
+			g_autofree gchar *line = g_malloc(line_len + 1);
+			memcpy(line, self->line->str, self->line->len);
+			memcpy(line + self->line->len, p, eol - p);
+			line[line_len] = '\0';
 			g_string_truncate(self->line, 0);
+			if (!process_line(self, line, line_len, error))
+				return FALSE;
 		} else {
 			if (!process_line(self, p, eol - p, error))
 				return FALSE;

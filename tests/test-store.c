@@ -1,0 +1,1421 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "confab-error.h"
+#include "confab-id-generator.h"
+#include "confab-json.h"
+#include "confab-store-sqlite.h"
+#include "confab-test-helper.h"
+
+/* The SQLite store: writes through the writer thread, cursor pages, the
+ * file on disk. */
+
+typedef struct {
+	gchar *dir;
+	gchar *path;
+	ConfabStore *store;
+	ConfabIdGenerator *ids;
+	gint64 clock_ms;
+} Fixture;
+
+static gint64
+fixture_clock(gpointer data)
+{
+	Fixture *f = data;
+	/* every id a millisecond later than the last: distinct created_at
+	 * seconds are not needed, ids sort anyway */
+	return f->clock_ms++;
+}
+
+static ConfabStore *
+open_store(const gchar *path)
+{
+	g_autoptr(GError) error = NULL;
+	ConfabStoreSqlite *store = confab_store_sqlite_new(path, 2, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(store);
+	return CONFAB_STORE(store);
+}
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+	f->dir = confab_test_make_tmpdir("store");
+	f->path = g_build_filename(f->dir, "confab.db", NULL);
+	f->store = open_store(f->path);
+	f->ids = confab_id_generator_new();
+	f->clock_ms = 1700000000000;
+	confab_id_generator_set_clock(f->ids, fixture_clock, f);
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+	if (f->store != NULL) {
+		confab_store_close(f->store);
+		g_clear_object(&f->store);
+	}
+	g_clear_object(&f->ids);
+	confab_test_rm_rf(f->dir);
+	g_free(f->dir);
+	g_free(f->path);
+}
+
+/* ---------- waiting for async results ---------- */
+
+static gboolean
+on_timeout(gpointer data)
+{
+	g_error("a store operation did not complete within 30 s");
+	return G_SOURCE_REMOVE;
+}
+
+static void
+on_result(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	GAsyncResult **slot = user_data;
+	g_assert_null(*slot);
+	*slot = g_object_ref(result);
+}
+
+/* Runs the main context until *@slot is set, with a deadline. */
+static GAsyncResult *
+wait_for(GAsyncResult **slot)
+{
+	guint timeout = g_timeout_add_seconds(30, on_timeout, NULL);
+	while (*slot == NULL)
+		g_main_context_iteration(NULL, TRUE);
+	g_source_remove(timeout);
+	return g_steal_pointer(slot);
+}
+
+static gboolean
+save_agent(Fixture *f, ConfabAgent *agent, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_save_agent(f->store, agent, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_save_agent_finish(f->store, res, error);
+}
+
+static gboolean
+delete_agent(Fixture *f, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_delete_agent(f->store, id, 1700000100, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_delete_agent_finish(f->store, res, error);
+}
+
+static gboolean
+save_token(Fixture *f, ConfabToken *token, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_save_token(f->store, token, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_save_token_finish(f->store, res, error);
+}
+
+static gboolean
+set_quota(Fixture *f, const gchar *owner, guint64 n, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_set_quota(f->store, owner, n, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_set_quota_finish(f->store, res, error);
+}
+
+static gboolean
+begin_turn(Fixture *f, ConfabTurnRecord *record, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_begin_turn(f->store, record, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_begin_turn_finish(f->store, res, error);
+}
+
+static gboolean
+finish_turn(Fixture *f, ConfabMessage *msg, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_finish_turn(f->store, msg, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_finish_turn_finish(f->store, res, error);
+}
+
+static gboolean
+delete_session(Fixture *f, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_delete_session(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_delete_session_finish(f->store, res, error);
+}
+
+static ConfabSession *
+get_session(Fixture *f, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_get_session(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_get_session_finish(f->store, res, error);
+}
+
+static GPtrArray *
+get_history(Fixture *f, const gchar *id)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GPtrArray *history;
+	confab_store_get_history(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	history = confab_store_get_history_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(history);
+	return history;
+}
+
+static ConfabPage *
+list_sessions(Fixture *f, const ConfabSessionQuery *query)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabPage *page;
+	confab_store_list_sessions(f->store, query, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	page = confab_store_list_sessions_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(page);
+	return page;
+}
+
+static ConfabPage *
+list_messages(Fixture *f, const ConfabMessageQuery *query)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabPage *page;
+	confab_store_list_messages(f->store, query, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	page = confab_store_list_messages_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(page);
+	return page;
+}
+
+/* ---------- building rows ---------- */
+
+static ConfabAgent *
+make_agent(Fixture *f, const gchar *name)
+{
+	ConfabAgent *agent = confab_agent_new();
+	g_autofree gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_AGENT);
+	confab_agent_set_id(agent, id);
+	confab_agent_set_name(agent, name);
+	confab_agent_set_provider(agent, "echo");
+	confab_agent_set_instructions(agent, "Be brief.");
+	confab_agent_set_created_at(agent, 1700000000);
+	confab_agent_set_updated_at(agent, 1700000000);
+	return agent;
+}
+
+static ConfabMessage *
+make_message(Fixture *f, const gchar *session_id, const gchar *role, const gchar *text)
+{
+	ConfabMessage *msg = confab_message_new();
+	g_autofree gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_MESSAGE);
+	g_autoptr(GString) content = g_string_new("[{\"type\":\"text\",\"text\":");
+	confab_json_append_string(content, text);
+	g_string_append(content, "}]");
+	confab_message_set_id(msg, id);
+	confab_message_set_session_id(msg, session_id);
+	confab_message_set_role(msg, role);
+	confab_message_set_model(msg, "agt_model");
+	confab_message_set_content(msg, content->str);
+	confab_message_set_content_blocks(msg, content->str);
+	confab_message_set_created_at(msg, 1700000000);
+	return msg;
+}
+
+/* Creates a session with one user message; returns its id. */
+static gchar *
+create_session(Fixture *f,
+	       const gchar *owner,
+	       const gchar *agent_id,
+	       ConfabSessionSource source,
+	       const gchar *text)
+{
+	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autoptr(GError) error = NULL;
+	gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, id);
+	confab_session_set_owner(record->session, owner);
+	confab_session_set_agent_id(record->session, agent_id);
+	confab_session_set_source(record->session, source);
+	confab_session_set_title(record->session, text);
+	confab_session_set_created_at(record->session, 1700000000);
+	confab_session_set_updated_at(record->session, 1700000000);
+	record->session_is_new = TRUE;
+	g_ptr_array_add(record->messages, make_message(f, id, "user", text));
+	g_assert_true(begin_turn(f, record, &error));
+	g_assert_no_error(error);
+	return id;
+}
+
+static gint
+file_mode(const gchar *path)
+{
+	GStatBuf st;
+	if (g_stat(path, &st) != 0)
+		return -1;
+	return st.st_mode & 0777;
+}
+
+static gint
+read_user_version(const gchar *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *stmt = NULL;
+	gint version;
+
+	g_assert_cmpint(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+	g_assert_cmpint(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, NULL),
+			==,
+			SQLITE_OK);
+	g_assert_cmpint(sqlite3_step(stmt), ==, SQLITE_ROW);
+	version = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return version;
+}
+
+/* ---------- tests ---------- */
+
+static void
+test_file_private(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *wal = g_strconcat(f->path, "-wal", NULL);
+	g_autofree gchar *shm = g_strconcat(f->path, "-shm", NULL);
+	g_autofree gchar *sid = NULL;
+
+	g_assert_cmpint(file_mode(f->path), ==, 0600);
+	/* after a write, the WAL and its index are private too */
+	sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "secret stuff");
+	if (g_file_test(wal, G_FILE_TEST_EXISTS))
+		g_assert_cmpint(file_mode(wal), ==, 0600);
+	if (g_file_test(shm, G_FILE_TEST_EXISTS))
+		g_assert_cmpint(file_mode(shm), ==, 0600);
+}
+
+static void
+test_existing_file_made_private(void)
+{
+	g_autofree gchar *dir = confab_test_make_tmpdir("store-mode");
+	g_autofree gchar *path = g_build_filename(dir, "confab.db", NULL);
+	g_autoptr(ConfabStore) store = NULL;
+
+	g_assert_true(g_file_set_contents(path, "", 0, NULL));
+	g_assert_cmpint(g_chmod(path, 0644), ==, 0);
+	store = open_store(path);
+	g_assert_cmpint(file_mode(path), ==, 0600);
+	confab_store_close(store);
+	confab_test_rm_rf(dir);
+}
+
+static void
+test_user_version(Fixture *f, gconstpointer data)
+{
+	g_assert_cmpint(read_user_version(f->path), ==, CONFAB_DB_VERSION);
+	g_assert_cmpint(CONFAB_DB_VERSION, >=, 1);
+}
+
+static void
+test_future_version_refused(Fixture *f, gconstpointer data)
+{
+	sqlite3 *db = NULL;
+	g_autofree gchar *sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
+	g_autoptr(GError) error = NULL;
+	ConfabStoreSqlite *store;
+
+	confab_store_close(f->store);
+	g_clear_object(&f->store);
+	g_assert_cmpint(sqlite3_open(f->path, &db), ==, SQLITE_OK);
+	g_assert_cmpint(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL, NULL),
+			==,
+			SQLITE_OK);
+	sqlite3_close(db);
+
+	store = confab_store_sqlite_new(f->path, 1, &error);
+	g_assert_null(store);
+	g_assert_nonnull(error);
+	/* and it was left alone */
+	g_assert_cmpint(read_user_version(f->path), ==, 99);
+}
+
+static void
+test_agents(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabAgent) a = make_agent(f, "alpha");
+	g_autoptr(ConfabAgent) b = make_agent(f, "beta");
+	g_autoptr(GPtrArray) agents = NULL;
+	g_autoptr(GPtrArray) after = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabAgent *loaded;
+
+	confab_agent_set_provider(b, "openai");
+	confab_agent_set_base_url(b, "https://api.example.com/v1");
+	confab_agent_set_upstream_model(b, "gpt-x");
+	confab_agent_set_api_key(b, "sk-secret");
+	confab_agent_set_total_timeout(b, 77);
+	g_assert_true(save_agent(f, a, &error));
+	g_assert_true(save_agent(f, b, &error));
+	g_assert_no_error(error);
+
+	agents = confab_store_load_agents(f->store, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(agents->len, ==, 2);
+	loaded = g_ptr_array_index(agents, 1);
+	g_assert_cmpstr(confab_agent_get_id(loaded), ==, confab_agent_get_id(b));
+	g_assert_cmpstr(confab_agent_get_name(loaded), ==, "beta");
+	g_assert_cmpstr(confab_agent_get_provider(loaded), ==, "openai");
+	g_assert_cmpstr(confab_agent_get_base_url(loaded), ==, "https://api.example.com/v1");
+	g_assert_cmpstr(confab_agent_get_upstream_model(loaded), ==, "gpt-x");
+	g_assert_cmpstr(confab_agent_get_api_key(loaded), ==, "sk-secret");
+	g_assert_cmpuint(confab_agent_get_total_timeout(loaded), ==, 77);
+	g_assert_cmpstr(confab_agent_get_instructions(loaded), ==, "Be brief.");
+
+	/* saving again updates in place */
+	confab_agent_set_name(a, "alpha2");
+	confab_agent_set_updated_at(a, 1700000500);
+	g_assert_true(save_agent(f, a, &error));
+	g_clear_pointer(&agents, g_ptr_array_unref);
+	agents = confab_store_load_agents(f->store, &error);
+	g_assert_cmpuint(agents->len, ==, 2);
+	g_assert_cmpstr(confab_agent_get_name(g_ptr_array_index(agents, 0)), ==, "alpha2");
+	g_assert_cmpint(confab_agent_get_updated_at(g_ptr_array_index(agents, 0)), ==, 1700000500);
+	g_assert_cmpint(confab_agent_get_created_at(g_ptr_array_index(agents, 0)), ==, 1700000000);
+
+	/* deleted: gone from the load, twice is not found */
+	g_assert_true(delete_agent(f, confab_agent_get_id(b), &error));
+	g_assert_no_error(error);
+	after = confab_store_load_agents(f->store, &error);
+	g_assert_cmpuint(after->len, ==, 1);
+	g_assert_cmpstr(confab_agent_get_id(g_ptr_array_index(after, 0)),
+			==,
+			confab_agent_get_id(a));
+	g_assert_false(delete_agent(f, confab_agent_get_id(b), &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_AGENT_NOT_FOUND);
+	g_clear_error(&error);
+	g_assert_false(delete_agent(f, "agt_nope", &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_AGENT_NOT_FOUND);
+}
+
+static void
+test_deleted_agent_key_erased(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabAgent) a = make_agent(f, "keyed");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *stmt = NULL;
+
+	confab_agent_set_api_key(a, "sk-must-go");
+	g_assert_true(save_agent(f, a, NULL));
+	g_assert_true(delete_agent(f, confab_agent_get_id(a), NULL));
+	/* the upstream key does not linger in the database */
+	g_assert_cmpint(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+	g_assert_cmpint(sqlite3_prepare_v2(db,
+					   "SELECT count(*) FROM agents WHERE api_key IS NOT NULL",
+					   -1,
+					   &stmt,
+					   NULL),
+			==,
+			SQLITE_OK);
+	g_assert_cmpint(sqlite3_step(stmt), ==, SQLITE_ROW);
+	g_assert_cmpint(sqlite3_column_int(stmt, 0), ==, 0);
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+}
+
+static void
+test_tokens(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabToken) t = confab_token_new();
+	g_autofree gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_TOKEN);
+	const gchar *scopes[] = {"chat.completions", "other.scope", NULL};
+	guint8 digest[32];
+	g_autoptr(GBytes) hash = NULL;
+	g_autoptr(GPtrArray) tokens = NULL;
+	g_autoptr(GPtrArray) again = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabToken *loaded;
+
+	for (guint i = 0; i < sizeof(digest); i++)
+		digest[i] = (guint8)(i * 7 + 1);
+	digest[5] = 0; /* a NUL inside the hash is kept */
+	hash = g_bytes_new(digest, sizeof(digest));
+	confab_token_set_id(t, id);
+	confab_token_set_owner(t, "alice");
+	confab_token_set_name(t, "laptop");
+	confab_token_set_scopes(t, scopes);
+	confab_token_set_agent_id(t, "agt_bound");
+	confab_token_set_hash(t, hash);
+	confab_token_set_created_at(t, 1700000000);
+	g_assert_true(save_token(f, t, &error));
+	g_assert_no_error(error);
+
+	tokens = confab_store_load_tokens(f->store, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(tokens->len, ==, 1);
+	loaded = g_ptr_array_index(tokens, 0);
+	g_assert_cmpstr(confab_token_get_id(loaded), ==, id);
+	g_assert_cmpstr(confab_token_get_owner(loaded), ==, "alice");
+	g_assert_cmpstr(confab_token_get_name(loaded), ==, "laptop");
+	g_assert_cmpstr(confab_token_get_agent_id(loaded), ==, "agt_bound");
+	g_assert_true(g_bytes_equal(confab_token_get_hash(loaded), hash));
+	g_assert_cmpstrv(confab_token_get_scopes(loaded), scopes);
+	g_assert_cmpint(confab_token_get_revoked_at(loaded), ==, 0);
+
+	/* revoking is saving again */
+	confab_token_set_revoked_at(t, 1700000999);
+	g_assert_true(save_token(f, t, &error));
+	again = confab_store_load_tokens(f->store, &error);
+	g_assert_cmpuint(again->len, ==, 1);
+	g_assert_cmpint(confab_token_get_revoked_at(g_ptr_array_index(again, 0)), ==, 1700000999);
+}
+
+static void
+test_token_hash_unique(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabToken) t1 = confab_token_new();
+	g_autoptr(ConfabToken) t2 = confab_token_new();
+	g_autofree gchar *id1 = confab_id_generator_next(f->ids, CONFAB_PREFIX_TOKEN);
+	g_autofree gchar *id2 = confab_id_generator_next(f->ids, CONFAB_PREFIX_TOKEN);
+	const gchar *scopes[] = {"api.full", NULL};
+	g_autoptr(GBytes) hash = g_bytes_new_static("0123456789abcdef0123456789abcdef", 32);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) tokens = NULL;
+
+	confab_token_set_id(t1, id1);
+	confab_token_set_id(t2, id2);
+	confab_token_set_owner(t1, "a");
+	confab_token_set_owner(t2, "b");
+	confab_token_set_scopes(t1, scopes);
+	confab_token_set_scopes(t2, scopes);
+	confab_token_set_hash(t1, hash);
+	confab_token_set_hash(t2, hash);
+	g_assert_true(save_token(f, t1, &error));
+	/* two tokens with one secret would be ambiguous */
+	g_assert_false(save_token(f, t2, &error));
+	g_assert_nonnull(error);
+	tokens = confab_store_load_tokens(f->store, NULL);
+	g_assert_cmpuint(tokens->len, ==, 1);
+}
+
+static void
+test_turns(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *sid = create_session(f,
+					       "alice",
+					       "agt_a",
+					       CONFAB_SESSION_SOURCE_API,
+					       "h\xc3\xa9llo \xf0\x9f\x8c\x8d");
+	g_autoptr(ConfabMessage) reply = make_message(f, sid, "assistant", "h\xc3\xa9llo");
+	g_autoptr(ConfabTurnRecord) second = confab_turn_record_new();
+	g_autoptr(ConfabMessage) reply2 = NULL;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabMessage *m;
+
+	confab_message_set_finish_reason(reply, "stop");
+	confab_message_set_prompt_tokens(reply, 2);
+	confab_message_set_completion_tokens(reply, 1);
+	confab_message_set_created_at(reply, 1700000010);
+	g_assert_true(finish_turn(f, reply, &error));
+	g_assert_no_error(error);
+
+	/* a second turn on the existing session */
+	second->session = confab_session_new();
+	confab_session_set_id(second->session, sid);
+	confab_session_set_updated_at(second->session, 1700000020);
+	second->session_is_new = FALSE;
+	g_ptr_array_add(second->messages, make_message(f, sid, "system", "sys"));
+	g_ptr_array_add(second->messages, make_message(f, sid, "user", "again"));
+	g_assert_true(begin_turn(f, second, &error));
+	g_assert_no_error(error);
+	/* made now: ids order the history */
+	reply2 = make_message(f, sid, "assistant", "partial");
+	confab_message_set_status(reply2, CONFAB_MESSAGE_STATUS_INCOMPLETE);
+	confab_message_set_created_at(reply2, 1700000030);
+	g_assert_true(finish_turn(f, reply2, &error));
+
+	session = get_session(f, sid, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_session_get_owner(session), ==, "alice");
+	g_assert_cmpstr(confab_session_get_agent_id(session), ==, "agt_a");
+	g_assert_cmpint(confab_session_get_source(session), ==, CONFAB_SESSION_SOURCE_API);
+	g_assert_cmpstr(confab_session_get_title(session), ==, "h\xc3\xa9llo \xf0\x9f\x8c\x8d");
+	g_assert_cmpint(confab_session_get_created_at(session), ==, 1700000000);
+	/* updated by the last write */
+	g_assert_cmpint(confab_session_get_updated_at(session), ==, 1700000030);
+
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 5);
+	{
+		const gchar *roles[] = {"user", "assistant", "system", "user", "assistant"};
+		for (guint i = 0; i < 5; i++) {
+			m = g_ptr_array_index(history, i);
+			g_assert_cmpstr(confab_message_get_role(m), ==, roles[i]);
+			g_assert_cmpstr(confab_message_get_session_id(m), ==, sid);
+			if (i > 0)
+				g_assert_cmpstr(
+				    confab_message_get_id(g_ptr_array_index(history, i - 1)),
+				    <,
+				    confab_message_get_id(m));
+		}
+	}
+	m = g_ptr_array_index(history, 0);
+	g_assert_cmpstr(confab_message_get_content(m),
+			==,
+			"[{\"type\":\"text\",\"text\":\"h\xc3\xa9llo \xf0\x9f\x8c\x8d\"}]");
+	g_assert_cmpint(confab_message_get_prompt_tokens(m), ==, -1);
+	m = g_ptr_array_index(history, 1);
+	g_assert_cmpstr(confab_message_get_id(m), ==, confab_message_get_id(reply));
+	g_assert_cmpstr(confab_message_get_finish_reason(m), ==, "stop");
+	g_assert_cmpint(confab_message_get_prompt_tokens(m), ==, 2);
+	g_assert_cmpint(confab_message_get_completion_tokens(m), ==, 1);
+	g_assert_cmpint(confab_message_get_status(m), ==, CONFAB_MESSAGE_STATUS_COMPLETED);
+	g_assert_cmpint(confab_message_get_created_at(m), ==, 1700000010);
+	g_assert_cmpstr(confab_message_get_model(m), ==, "agt_model");
+	m = g_ptr_array_index(history, 4);
+	g_assert_cmpint(confab_message_get_status(m), ==, CONFAB_MESSAGE_STATUS_INCOMPLETE);
+}
+
+static void
+test_turn_on_missing_session(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autoptr(ConfabMessage) reply = NULL;
+	g_autofree gchar *ghost = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, ghost);
+	record->session_is_new = FALSE;
+	g_ptr_array_add(record->messages, make_message(f, ghost, "user", "hello?"));
+	g_assert_false(begin_turn(f, record, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+	g_clear_error(&error);
+
+	reply = make_message(f, ghost, "assistant", "x");
+	g_assert_false(finish_turn(f, reply, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+	g_clear_error(&error);
+
+	g_assert_null(get_session(f, ghost, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+	/* nothing half-written */
+	history = get_history(f, ghost);
+	g_assert_cmpuint(history->len, ==, 0);
+}
+
+static void
+test_failed_turn_leaves_nothing(Fixture *f, gconstpointer data)
+{
+	/* a new session whose second message cannot be stored (a duplicate
+	 * id): neither the session nor the first message may remain */
+	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+	g_autoptr(ConfabMessage) first = make_message(f, sid, "user", "one");
+	g_autoptr(ConfabMessage) dup = make_message(f, sid, "user", "two");
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(GHashTable) usage = NULL;
+	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 100};
+
+	confab_message_set_id(dup, confab_message_get_id(first));
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, sid);
+	confab_session_set_owner(record->session, "alice");
+	confab_session_set_agent_id(record->session, "agt_a");
+	record->session_is_new = TRUE;
+	record->usage_owner = g_strdup("alice");
+	record->usage_month = g_strdup("2026-11");
+	g_ptr_array_add(record->messages, g_object_ref(first));
+	g_ptr_array_add(record->messages, g_object_ref(dup));
+	g_assert_false(begin_turn(f, record, &error));
+	g_assert_nonnull(error);
+	g_clear_error(&error);
+
+	g_assert_null(get_session(f, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 0);
+	page = list_sessions(f, &query);
+	g_assert_cmpuint(page->items->len, ==, 0);
+	/* and the request was not counted */
+	usage = confab_store_load_usage(f->store, "2026-11", NULL);
+	g_assert_null(g_hash_table_lookup(usage, "alice"));
+}
+
+static GPtrArray *
+collect_session_pages(Fixture *f, ConfabSessionQuery *query, guint *n_pages)
+{
+	GPtrArray *ids = g_ptr_array_new_with_free_func(g_free);
+	g_autofree gchar *after = NULL;
+
+	*n_pages = 0;
+	for (;;) {
+		g_autoptr(ConfabPage) page = NULL;
+		query->after = after;
+		page = list_sessions(f, query);
+		query->after = NULL;
+		(*n_pages)++;
+		g_assert_cmpuint(page->items->len, <=, query->limit);
+		for (guint i = 0; i < page->items->len; i++)
+			g_ptr_array_add(
+			    ids,
+			    g_strdup(confab_session_get_id(g_ptr_array_index(page->items, i))));
+		if (!page->has_more)
+			break;
+		/* a page that says more follows is full */
+		g_assert_cmpuint(page->items->len, ==, query->limit);
+		g_free(after);
+		after = g_strdup(
+		    confab_session_get_id(g_ptr_array_index(page->items, page->items->len - 1)));
+		g_assert_cmpuint(*n_pages, <, 1000);
+	}
+	return ids;
+}
+
+static void
+test_session_pages(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) created = g_ptr_array_new_with_free_func(g_free);
+	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 10};
+	guint n_pages = 0;
+
+	for (guint i = 0; i < 25; i++)
+		g_ptr_array_add(
+		    created,
+		    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "t"));
+
+	/* newest first, 10 + 10 + 5 */
+	{
+		g_autoptr(GPtrArray) ids = collect_session_pages(f, &query, &n_pages);
+		g_assert_cmpuint(n_pages, ==, 3);
+		g_assert_cmpuint(ids->len, ==, 25);
+		for (guint i = 0; i < 25; i++)
+			g_assert_cmpstr(g_ptr_array_index(ids, i),
+					==,
+					g_ptr_array_index(created, 24 - i));
+	}
+	/* oldest first */
+	query.order = CONFAB_ORDER_ASC;
+	{
+		g_autoptr(GPtrArray) ids = collect_session_pages(f, &query, &n_pages);
+		g_assert_cmpuint(n_pages, ==, 3);
+		g_assert_cmpuint(ids->len, ==, 25);
+		for (guint i = 0; i < 25; i++)
+			g_assert_cmpstr(g_ptr_array_index(ids, i),
+					==,
+					g_ptr_array_index(created, i));
+	}
+	/* a page ending exactly at the last item says no more */
+	query.limit = 25;
+	{
+		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 25);
+		g_assert_false(page->has_more);
+	}
+	query.limit = 24;
+	{
+		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 24);
+		g_assert_true(page->has_more);
+	}
+	query.limit = 5;
+	{
+		/* after the last one: empty, no more */
+		g_autoptr(ConfabPage) page = NULL;
+		query.after = g_ptr_array_index(created, 24);
+		page = list_sessions(f, &query);
+		query.after = NULL;
+		g_assert_cmpuint(page->items->len, ==, 0);
+		g_assert_false(page->has_more);
+	}
+	query.limit = 1;
+	query.order = CONFAB_ORDER_DESC;
+	{
+		g_autoptr(GPtrArray) ids = collect_session_pages(f, &query, &n_pages);
+		g_assert_cmpuint(n_pages, ==, 25);
+		g_assert_cmpuint(ids->len, ==, 25);
+	}
+}
+
+static void
+test_cursor_after_deleted(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) created = g_ptr_array_new_with_free_func(g_free);
+	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 3};
+	g_autoptr(GError) error = NULL;
+
+	for (guint i = 0; i < 10; i++)
+		g_ptr_array_add(
+		    created,
+		    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "t"));
+	/* the cursor's own row is deleted between two pages */
+	g_assert_true(delete_session(f, g_ptr_array_index(created, 6), &error));
+	g_assert_no_error(error);
+	query.after = g_ptr_array_index(created, 6);
+	{
+		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 3);
+		g_assert_true(page->has_more);
+		for (guint i = 0; i < 3; i++)
+			g_assert_cmpstr(confab_session_get_id(g_ptr_array_index(page->items, i)),
+					==,
+					g_ptr_array_index(created, 5 - i));
+	}
+	query.order = CONFAB_ORDER_ASC;
+	{
+		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 3);
+		g_assert_false(page->has_more);
+		for (guint i = 0; i < 3; i++)
+			g_assert_cmpstr(confab_session_get_id(g_ptr_array_index(page->items, i)),
+					==,
+					g_ptr_array_index(created, 7 + i));
+	}
+	/* a cursor that never existed, between two ids */
+	{
+		g_autoptr(ConfabPage) page = NULL;
+		g_autofree gchar *zeros = g_strnfill(CONFAB_ID_BODY_LEN, '0');
+		g_autofree gchar *oldest = g_strconcat("cts_", zeros, NULL);
+		query.after = oldest;
+		query.limit = 100;
+		page = list_sessions(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 9);
+		query.after = NULL;
+	}
+	query.after = NULL;
+}
+
+static void
+test_session_filters(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *a1 = create_session(f, "alice", "agt_1", CONFAB_SESSION_SOURCE_API, "a1");
+	g_autofree gchar *a2 = create_session(f, "alice", "agt_2", CONFAB_SESSION_SOURCE_API, "a2");
+	g_autofree gchar *a3 =
+	    create_session(f, "alice", "agt_1", CONFAB_SESSION_SOURCE_CHANNEL, "a3");
+	g_autofree gchar *b1 = create_session(f, "bob", "agt_1", CONFAB_SESSION_SOURCE_API, "b1");
+	struct {
+		const gchar *owner;
+		const gchar *agent;
+		gint source;
+		const gchar *expect[5];
+	} cases[] = {
+	    {"alice", NULL, CONFAB_SESSION_SOURCE_API, {a2, a1, NULL}},
+	    {"alice", "agt_1", CONFAB_SESSION_SOURCE_API, {a1, NULL}},
+	    {"alice", "agt_2", CONFAB_SESSION_SOURCE_API, {a2, NULL}},
+	    {"alice", "agt_3", CONFAB_SESSION_SOURCE_API, {NULL}},
+	    {"alice", NULL, CONFAB_SESSION_SOURCE_CHANNEL, {a3, NULL}},
+	    {"alice", NULL, -1, {a3, a2, a1, NULL}},
+	    {"bob", NULL, CONFAB_SESSION_SOURCE_API, {b1, NULL}},
+	    {"bob", "agt_2", -1, {NULL}},
+	    {"carol", NULL, -1, {NULL}},
+	    {NULL, "agt_1", -1, {b1, a3, a1, NULL}},
+	    {NULL, NULL, -1, {b1, a3, a2, a1, NULL}},
+	    {NULL, NULL, CONFAB_SESSION_SOURCE_API, {b1, a2, a1, NULL}},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		ConfabSessionQuery query = {(gchar *)cases[i].owner,
+					    (gchar *)cases[i].agent,
+					    cases[i].source,
+					    NULL,
+					    CONFAB_ORDER_DESC,
+					    20};
+		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		guint n = g_strv_length((gchar **)cases[i].expect);
+		if (page->items->len != n)
+			g_error("case %u: %u sessions, expected %u", i, page->items->len, n);
+		for (guint k = 0; k < n; k++)
+			g_assert_cmpstr(confab_session_get_id(g_ptr_array_index(page->items, k)),
+					==,
+					cases[i].expect[k]);
+		g_assert_false(page->has_more);
+	}
+	/* a cursor from another owner's list does not leak anything either */
+	{
+		ConfabSessionQuery query = {"bob", NULL, -1, a1, CONFAB_ORDER_ASC, 20};
+		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 1);
+		g_assert_cmpstr(confab_session_get_id(g_ptr_array_index(page->items, 0)), ==, b1);
+	}
+}
+
+static void
+test_message_pages(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "0");
+	g_autofree gchar *other =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "other");
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
+	g_autofree gchar *after = NULL;
+	ConfabMessageQuery query = {sid, NULL, CONFAB_ORDER_ASC, 4};
+	guint pages = 0;
+
+	for (guint i = 1; i < 11; i++) {
+		g_autofree gchar *text = g_strdup_printf("%u", i);
+		g_autoptr(ConfabMessage) m =
+		    make_message(f, sid, i % 2 ? "assistant" : "user", text);
+		g_assert_true(finish_turn(f, m, NULL));
+	}
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 11);
+
+	/* 11 messages in pages of 4: 4 + 4 + 3, only this session's */
+	for (;;) {
+		g_autoptr(ConfabPage) page = NULL;
+		query.after = after;
+		page = list_messages(f, &query);
+		query.after = NULL;
+		pages++;
+		for (guint i = 0; i < page->items->len; i++) {
+			ConfabMessage *m = g_ptr_array_index(page->items, i);
+			g_assert_cmpstr(confab_message_get_session_id(m), ==, sid);
+			g_ptr_array_add(all, g_strdup(confab_message_get_id(m)));
+		}
+		if (!page->has_more)
+			break;
+		g_free(after);
+		after = g_strdup(
+		    confab_message_get_id(g_ptr_array_index(page->items, page->items->len - 1)));
+		g_assert_cmpuint(pages, <, 100);
+	}
+	g_assert_cmpuint(pages, ==, 3);
+	g_assert_cmpuint(all->len, ==, 11);
+	for (guint i = 0; i < 11; i++)
+		g_assert_cmpstr(g_ptr_array_index(all, i),
+				==,
+				confab_message_get_id(g_ptr_array_index(history, i)));
+
+	/* newest first */
+	query.order = CONFAB_ORDER_DESC;
+	query.limit = 100;
+	{
+		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 11);
+		g_assert_false(page->has_more);
+		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 0)),
+				==,
+				confab_message_get_id(g_ptr_array_index(history, 10)));
+	}
+	/* desc after the 5th: the 4 older ones */
+	query.after = (gchar *)confab_message_get_id(g_ptr_array_index(history, 4));
+	{
+		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 4);
+		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 0)),
+				==,
+				confab_message_get_id(g_ptr_array_index(history, 3)));
+	}
+	query.after = NULL;
+	/* an unknown session has no messages */
+	query.session_id = "cts_00000000000000000000000000";
+	{
+		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 0);
+		g_assert_false(page->has_more);
+	}
+	query.session_id = NULL;
+}
+
+static void
+test_delete_session_cascades(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
+	g_autofree gchar *keep =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "y");
+	g_autoptr(ConfabMessage) reply = make_message(f, sid, "assistant", "x");
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GPtrArray) kept = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabMessageQuery query = {sid, NULL, CONFAB_ORDER_ASC, 100};
+
+	g_assert_true(finish_turn(f, reply, NULL));
+	g_assert_true(delete_session(f, sid, &error));
+	g_assert_no_error(error);
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 0);
+	{
+		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 0);
+	}
+	kept = get_history(f, keep);
+	g_assert_cmpuint(kept->len, ==, 1);
+	/* twice: not found */
+	g_assert_false(delete_session(f, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+}
+
+static void
+test_quotas_and_usage(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GHashTable) quotas = NULL;
+	g_autoptr(GHashTable) usage = NULL;
+	g_autoptr(GHashTable) other_month = NULL;
+	g_autoptr(GError) error = NULL;
+	guint64 *value;
+
+	g_assert_true(set_quota(f, "alice", 5, &error));
+	g_assert_true(set_quota(f, "bob", 7, &error));
+	g_assert_true(set_quota(f, "bob", 8, &error));
+	g_assert_true(set_quota(f, "carol", G_MAXUINT64, &error));
+	g_assert_no_error(error);
+	quotas = confab_store_load_quotas(f->store, &error);
+	g_assert_no_error(error);
+	value = g_hash_table_lookup(quotas, "alice");
+	g_assert_nonnull(value);
+	g_assert_cmpuint(*value, ==, 5);
+	value = g_hash_table_lookup(quotas, "bob");
+	g_assert_cmpuint(*value, ==, 8);
+	value = g_hash_table_lookup(quotas, "carol");
+	g_assert_nonnull(value);
+	g_assert_cmpuint(*value, >=, G_MAXINT64);
+	/* 0 is unlimited: no row */
+	g_assert_true(set_quota(f, "alice", 0, &error));
+	g_clear_pointer(&quotas, g_hash_table_unref);
+	quotas = confab_store_load_quotas(f->store, &error);
+	g_assert_null(g_hash_table_lookup(quotas, "alice"));
+
+	/* usage counts each turn of the month */
+	for (guint i = 0; i < 3; i++) {
+		g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+		g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+		record->session = confab_session_new();
+		confab_session_set_id(record->session, sid);
+		confab_session_set_owner(record->session, "alice");
+		confab_session_set_agent_id(record->session, "agt_a");
+		record->session_is_new = TRUE;
+		record->usage_owner = g_strdup("alice");
+		record->usage_month = g_strdup(i < 2 ? "2026-11" : "2026-12");
+		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
+		g_assert_true(begin_turn(f, record, &error));
+	}
+	usage = confab_store_load_usage(f->store, "2026-11", &error);
+	g_assert_no_error(error);
+	value = g_hash_table_lookup(usage, "alice");
+	g_assert_nonnull(value);
+	g_assert_cmpuint(*value, ==, 2);
+	other_month = confab_store_load_usage(f->store, "2026-12", &error);
+	value = g_hash_table_lookup(other_month, "alice");
+	g_assert_cmpuint(*value, ==, 1);
+}
+
+static void
+test_reopen_persists(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabAgent) agent = make_agent(f, "persisted");
+	g_autofree gchar *sid =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "remember me");
+	g_autoptr(GPtrArray) agents = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GHashTable) quotas = NULL;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+
+	g_assert_true(save_agent(f, agent, NULL));
+	g_assert_true(set_quota(f, "alice", 42, NULL));
+	confab_store_close(f->store);
+	g_clear_object(&f->store);
+
+	f->store = open_store(f->path);
+	agents = confab_store_load_agents(f->store, &error);
+	g_assert_cmpuint(agents->len, ==, 1);
+	g_assert_cmpstr(confab_agent_get_name(g_ptr_array_index(agents, 0)), ==, "persisted");
+	session = get_session(f, sid, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_session_get_title(session), ==, "remember me");
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 1);
+	quotas = confab_store_load_quotas(f->store, NULL);
+	g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(quotas, "alice"), ==, 42);
+	g_assert_cmpint(read_user_version(f->path), ==, CONFAB_DB_VERSION);
+}
+
+typedef struct {
+	guint done;
+	guint failed;
+} Counter;
+
+static void
+on_counted(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Counter *c = user_data;
+	g_autoptr(GError) error = NULL;
+	if (!confab_store_begin_turn_finish(CONFAB_STORE(source), result, &error))
+		c->failed++;
+	c->done++;
+}
+
+static void
+test_group_commit(Fixture *f, gconstpointer data)
+{
+	const guint n = 500;
+	Counter counter = {0, 0};
+	guint64 commits = 0;
+	guint64 jobs = 0;
+	guint timeout;
+	ConfabSessionQuery query = {"alice", NULL, -1, NULL, CONFAB_ORDER_ASC, 100};
+	guint n_pages = 0;
+
+	/* many writes in flight at once, none awaited before the next */
+	for (guint i = 0; i < n; i++) {
+		g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+		g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+		record->session = confab_session_new();
+		confab_session_set_id(record->session, sid);
+		confab_session_set_owner(record->session, "alice");
+		confab_session_set_agent_id(record->session, "agt_a");
+		record->session_is_new = TRUE;
+		record->usage_owner = g_strdup("alice");
+		record->usage_month = g_strdup("2026-11");
+		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
+		confab_store_begin_turn(f->store, record, NULL, on_counted, &counter);
+	}
+	timeout = g_timeout_add_seconds(60, on_timeout, NULL);
+	while (counter.done < n)
+		g_main_context_iteration(NULL, TRUE);
+	g_source_remove(timeout);
+	g_assert_cmpuint(counter.failed, ==, 0);
+
+	confab_store_sqlite_get_stats(CONFAB_STORE_SQLITE(f->store), &commits, &jobs);
+	g_assert_cmpuint(jobs, ==, n);
+	/* batched: fewer transactions than writes */
+	g_assert_cmpuint(commits, <, jobs);
+	g_assert_cmpuint(commits, >=, 1);
+
+	/* every one committed, durably: after a reopen */
+	confab_store_close(f->store);
+	g_clear_object(&f->store);
+	f->store = open_store(f->path);
+	{
+		g_autoptr(GPtrArray) ids = collect_session_pages(f, &query, &n_pages);
+		g_autoptr(GHashTable) usage = confab_store_load_usage(f->store, "2026-11", NULL);
+		g_assert_cmpuint(ids->len, ==, n);
+		g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(usage, "alice"), ==, n);
+	}
+}
+
+static void
+test_closed_store(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabAgent) agent = make_agent(f, "late");
+	g_autoptr(GError) error = NULL;
+	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 10};
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(ConfabPage) page = NULL;
+
+	confab_store_close(f->store);
+	/* closing twice is harmless */
+	confab_store_close(f->store);
+	g_assert_false(save_agent(f, agent, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_SHUTTING_DOWN);
+	g_clear_error(&error);
+	confab_store_list_sessions(f->store, &query, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	page = confab_store_list_sessions_finish(f->store, res, &error);
+	g_assert_null(page);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_SHUTTING_DOWN);
+}
+
+static void
+test_write_then_read_consistent(Fixture *f, gconstpointer data)
+{
+	/* a read issued after a write completed sees it (the reader pool does
+	 * not serve a stale snapshot) */
+	for (guint i = 0; i < 50; i++) {
+		g_autofree gchar *sid =
+		    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabSession) session = get_session(f, sid, &error);
+		g_assert_no_error(error);
+		g_assert_cmpstr(confab_session_get_id(session), ==, sid);
+	}
+}
+
+static void
+test_close_finishes_queued_writes(Fixture *f, gconstpointer data)
+{
+	/* writes queued before close() are committed and answered, not lost */
+	const guint n = 100;
+	Counter counter = {0, 0};
+	guint timeout;
+	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_ASC, 100};
+	g_autoptr(ConfabPage) page = NULL;
+
+	for (guint i = 0; i < n; i++) {
+		g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+		g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+		record->session = confab_session_new();
+		confab_session_set_id(record->session, sid);
+		confab_session_set_owner(record->session, "alice");
+		confab_session_set_agent_id(record->session, "agt_a");
+		record->session_is_new = TRUE;
+		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
+		confab_store_begin_turn(f->store, record, NULL, on_counted, &counter);
+	}
+	confab_store_close(f->store);
+	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
+	while (counter.done < n)
+		g_main_context_iteration(NULL, TRUE);
+	g_source_remove(timeout);
+	g_assert_cmpuint(counter.failed, ==, 0);
+
+	g_clear_object(&f->store);
+	f->store = open_store(f->path);
+	page = list_sessions(f, &query);
+	g_assert_cmpuint(page->items->len, ==, n);
+	g_assert_false(page->has_more);
+}
+
+static void
+test_cancelled_write_still_committed(Fixture *f, gconstpointer data)
+{
+	/* once handed to the store, a write is seen through: a client that
+	 * goes away must not leave the turn half-recorded */
+	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+	g_autoptr(GCancellable) cancellable = g_cancellable_new();
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabSession) session = NULL;
+	GAsyncResult *slot = NULL;
+
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, sid);
+	confab_session_set_owner(record->session, "alice");
+	confab_session_set_agent_id(record->session, "agt_a");
+	record->session_is_new = TRUE;
+	g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
+	confab_store_begin_turn(f->store, record, cancellable, on_result, &slot);
+	g_cancellable_cancel(cancellable);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_begin_turn_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	session = get_session(f, sid, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(session);
+}
+
+static void
+test_cancelled_read(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GCancellable) cancellable = g_cancellable_new();
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabPage) page = NULL;
+	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_ASC, 10};
+	GAsyncResult *slot = NULL;
+
+	g_cancellable_cancel(cancellable);
+	confab_store_list_sessions(f->store, &query, cancellable, on_result, &slot);
+	res = wait_for(&slot);
+	page = confab_store_list_sessions_finish(f->store, res, &error);
+	g_assert_null(page);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+	/* the reader pool is intact afterwards */
+	{
+		g_autofree gchar *sid =
+		    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
+		g_autoptr(ConfabPage) page2 = list_sessions(f, &query);
+		g_assert_cmpuint(page2->items->len, ==, 1);
+	}
+}
+
+static void
+test_open_in_missing_dir(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabStoreSqlite) store =
+	    confab_store_sqlite_new("/nonexistent-confab-dir/sub/confab.db", 1, &error);
+	g_assert_null(store);
+	g_assert_nonnull(error);
+}
+
+static void
+test_parallel_reads(Fixture *f, gconstpointer data)
+{
+	/* more reads in flight than reader connections: they queue, and every
+	 * one answers */
+	const guint n = 64;
+	GAsyncResult **slots = g_new0(GAsyncResult *, n);
+	ConfabSessionQuery query = {"alice", NULL, -1, NULL, CONFAB_ORDER_DESC, 5};
+	guint timeout;
+
+	for (guint i = 0; i < 7; i++)
+		g_free(create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x"));
+	for (guint i = 0; i < n; i++)
+		confab_store_list_sessions(f->store, &query, NULL, on_result, &slots[i]);
+	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
+	for (guint i = 0; i < n; i++) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabPage) page = NULL;
+		while (slots[i] == NULL)
+			g_main_context_iteration(NULL, TRUE);
+		page = confab_store_list_sessions_finish(f->store, slots[i], &error);
+		g_assert_no_error(error);
+		g_assert_cmpuint(page->items->len, ==, 5);
+		g_assert_true(page->has_more);
+		g_object_unref(slots[i]);
+	}
+	g_source_remove(timeout);
+	g_free(slots);
+}
+
+typedef struct {
+	gboolean done;
+	gboolean ok;
+	gint code;
+} One;
+
+static void
+on_one(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	One *one = user_data;
+	g_autoptr(GError) error = NULL;
+	one->ok = confab_store_begin_turn_finish(CONFAB_STORE(source), result, &error);
+	one->code = error != NULL ? error->code : -1;
+	one->done = TRUE;
+}
+
+static ConfabTurnRecord *
+new_session_record(Fixture *f, gchar **sid_out)
+{
+	ConfabTurnRecord *record = confab_turn_record_new();
+	gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, sid);
+	confab_session_set_owner(record->session, "alice");
+	confab_session_set_agent_id(record->session, "agt_a");
+	record->session_is_new = TRUE;
+	record->usage_owner = g_strdup("alice");
+	record->usage_month = g_strdup("2026-11");
+	g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
+	*sid_out = sid;
+	return record;
+}
+
+static void
+test_failed_write_in_batch(Fixture *f, gconstpointer data)
+{
+	/* writes queued together share a transaction: one failing must not
+	 * take the others down, nor leave any of its own rows */
+	g_autofree gchar *sid1 = NULL;
+	g_autofree gchar *sid2 = NULL;
+	g_autofree gchar *sid3 = NULL;
+	g_autoptr(ConfabTurnRecord) good1 = new_session_record(f, &sid1);
+	g_autoptr(ConfabTurnRecord) bad = new_session_record(f, &sid2);
+	g_autoptr(ConfabTurnRecord) good2 = new_session_record(f, &sid3);
+	g_autoptr(ConfabMessage) dup = NULL;
+	g_autoptr(GHashTable) usage = NULL;
+	One r1 = {0}, r2 = {0}, r3 = {0};
+	guint timeout;
+
+	/* the bad one: a second message with the first one's id */
+	dup = make_message(f, sid2, "user", "dup");
+	confab_message_set_id(dup, confab_message_get_id(g_ptr_array_index(bad->messages, 0)));
+	g_ptr_array_add(bad->messages, g_object_ref(dup));
+
+	confab_store_begin_turn(f->store, good1, NULL, on_one, &r1);
+	confab_store_begin_turn(f->store, bad, NULL, on_one, &r2);
+	confab_store_begin_turn(f->store, good2, NULL, on_one, &r3);
+	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
+	while (!r1.done || !r2.done || !r3.done)
+		g_main_context_iteration(NULL, TRUE);
+	g_source_remove(timeout);
+
+	g_assert_true(r1.ok);
+	g_assert_false(r2.ok);
+	g_assert_true(r3.ok);
+	{
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabSession) s1 = get_session(f, sid1, &error);
+		g_autoptr(ConfabSession) s3 = get_session(f, sid3, &error);
+		g_autoptr(ConfabSession) s2 = NULL;
+		g_autoptr(GPtrArray) h2 = get_history(f, sid2);
+		g_assert_nonnull(s1);
+		g_assert_nonnull(s3);
+		s2 = get_session(f, sid2, &error);
+		g_assert_null(s2);
+		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+		g_assert_cmpuint(h2->len, ==, 0);
+	}
+	/* counted twice, not three times */
+	usage = confab_store_load_usage(f->store, "2026-11", NULL);
+	g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(usage, "alice"), ==, 2);
+}
+
+int
+main(int argc, char **argv)
+{
+	confab_test_init(&argc, &argv, FALSE);
+#define ADD(name, func) g_test_add(name, Fixture, NULL, fixture_setup, func, fixture_teardown)
+	ADD("/confab/store/file-private", test_file_private);
+	g_test_add_func("/confab/store/existing-file-made-private",
+			test_existing_file_made_private);
+	ADD("/confab/store/user-version", test_user_version);
+	ADD("/confab/store/future-version-refused", test_future_version_refused);
+	ADD("/confab/store/agents", test_agents);
+	ADD("/confab/store/deleted-agent-key-erased", test_deleted_agent_key_erased);
+	ADD("/confab/store/tokens", test_tokens);
+	ADD("/confab/store/token-hash-unique", test_token_hash_unique);
+	ADD("/confab/store/turns", test_turns);
+	ADD("/confab/store/turn-on-missing-session", test_turn_on_missing_session);
+	ADD("/confab/store/failed-turn-leaves-nothing", test_failed_turn_leaves_nothing);
+	ADD("/confab/store/session-pages", test_session_pages);
+	ADD("/confab/store/cursor-after-deleted", test_cursor_after_deleted);
+	ADD("/confab/store/session-filters", test_session_filters);
+	ADD("/confab/store/message-pages", test_message_pages);
+	ADD("/confab/store/delete-session-cascades", test_delete_session_cascades);
+	ADD("/confab/store/quotas-and-usage", test_quotas_and_usage);
+	ADD("/confab/store/reopen-persists", test_reopen_persists);
+	ADD("/confab/store/group-commit", test_group_commit);
+	ADD("/confab/store/closed-store", test_closed_store);
+	ADD("/confab/store/write-then-read-consistent", test_write_then_read_consistent);
+	ADD("/confab/store/close-finishes-queued-writes", test_close_finishes_queued_writes);
+	ADD("/confab/store/cancelled-write-still-committed", test_cancelled_write_still_committed);
+	ADD("/confab/store/cancelled-read", test_cancelled_read);
+	ADD("/confab/store/failed-write-in-batch", test_failed_write_in_batch);
+	ADD("/confab/store/parallel-reads", test_parallel_reads);
+	g_test_add_func("/confab/store/open-in-missing-dir", test_open_in_missing_dir);
+#undef ADD
+	return g_test_run();
+}
