@@ -73,15 +73,20 @@ confab_http_connection_init(ConfabHttpConnection *self)
 /**
  * confab_http_connection_new:
  * @base: an accepted connection
+ * @max_head_bytes: the largest request head accepted (431 beyond)
  *
  * Returns: (transfer full): the stream to hand libsoup
  */
 ConfabHttpConnection *
-confab_http_connection_new(GSocketConnection *base)
+confab_http_connection_new(GSocketConnection *base, gsize max_head_bytes)
 {
 	ConfabHttpConnection *self = g_object_new(CONFAB_TYPE_HTTP_CONNECTION, NULL);
 	self->base = g_object_ref(base);
 	self->input = confab_http_input_stream_new(g_io_stream_get_input_stream(G_IO_STREAM(base)));
+	confab_http_input_stream_set_head_limit(CONFAB_HTTP_INPUT_STREAM(self->input),
+						max_head_bytes,
+						g_io_stream_get_output_stream(G_IO_STREAM(base)));
+	confab_http_input_stream_set_reading_head(CONFAB_HTTP_INPUT_STREAM(self->input), TRUE);
 	return self;
 }
 
@@ -94,6 +99,18 @@ GSocket *
 confab_http_connection_get_socket(ConfabHttpConnection *self)
 {
 	return g_socket_connection_get_socket(self->base);
+}
+
+/**
+ * confab_http_connection_set_reading_head:
+ * @self: a #ConfabHttpConnection
+ * @reading_head: whether the next request's head is not in yet
+ */
+void
+confab_http_connection_set_reading_head(ConfabHttpConnection *self, gboolean reading_head)
+{
+	confab_http_input_stream_set_reading_head(CONFAB_HTTP_INPUT_STREAM(self->input),
+						  reading_head);
 }
 
 /**

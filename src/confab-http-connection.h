@@ -17,9 +17,11 @@ G_DECLARE_FINAL_TYPE(ConfabHttpConnection,
 		     GIOStream)
 
 ConfabHttpConnection *
-confab_http_connection_new(GSocketConnection *base);
+confab_http_connection_new(GSocketConnection *base, gsize max_head_bytes);
 GSocket *
 confab_http_connection_get_socket(ConfabHttpConnection *self);
+void
+confab_http_connection_set_reading_head(ConfabHttpConnection *self, gboolean reading_head);
 void
 confab_http_connection_set_between_requests(ConfabHttpConnection *self, gboolean between_requests);
 

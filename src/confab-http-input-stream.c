@@ -26,6 +26,10 @@ struct _ConfabHttpInputStream {
 	GFilterInputStream parent_instance;
 	gboolean between_requests;
 	gboolean said_goodbye;
+	gboolean reading_head;
+	gsize head_bytes;	    /* read since the last request ended */
+	gsize head_limit;	    /* 0: none */
+	GOutputStream *refusal_out; /* unowned: where 431 goes */
 };
 
 static void
@@ -46,9 +50,44 @@ base_of(ConfabHttpInputStream *self)
 
 /* What a read of the base stream gave, seen by this stream's reader: the
  * end of the stream, or a reset, between requests reads as one line. */
+/* A request head past the limit: a best-effort 431, then an error that
+ * makes libsoup drop the connection. */
+static gssize
+refuse_head(ConfabHttpInputStream *self, GError **error)
+{
+	static const gchar body[] =
+	    "{\"error\":{\"message\":\"The request head is too large\",\"type\":"
+	    "\"invalid_request_error\",\"param\":null,\"code\":\"request_header_too_large\"}}";
+	g_autofree gchar *raw = g_strdup_printf("HTTP/1.1 431 Request Header Fields Too Large\r\n"
+						"Content-Type: application/json\r\n"
+						"Connection: close\r\n"
+						"Content-Length: %zu\r\n\r\n%s",
+						strlen(body),
+						body);
+
+	if (self->refusal_out != NULL && G_IS_POLLABLE_OUTPUT_STREAM(self->refusal_out))
+		(void)g_pollable_output_stream_write_nonblocking(
+		    G_POLLABLE_OUTPUT_STREAM(self->refusal_out),
+		    raw,
+		    strlen(raw),
+		    NULL,
+		    NULL);
+	g_set_error(error,
+		    G_IO_ERROR,
+		    G_IO_ERROR_MESSAGE_TOO_LARGE,
+		    "request head larger than %" G_GSIZE_FORMAT " bytes",
+		    self->head_limit);
+	return -1;
+}
+
 static gssize
 filter(ConfabHttpInputStream *self, void *buffer, gsize count, gssize nread, GError **error)
 {
+	if (nread > 0 && self->reading_head && self->head_limit > 0) {
+		self->head_bytes += nread;
+		if (self->head_bytes > self->head_limit)
+			return refuse_head(self, error);
+	}
 	if (nread > 0 || count == 0 || !self->between_requests || self->said_goodbye)
 		return nread;
 	if (nread < 0 && g_error_matches(*error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
@@ -160,6 +199,40 @@ confab_http_input_stream_new(GInputStream *base)
 			    "close-base-stream",
 			    FALSE,
 			    NULL);
+}
+
+/**
+ * confab_http_input_stream_set_head_limit:
+ * @self: a #ConfabHttpInputStream
+ * @limit: the most bytes a request head may take, 0 for no limit
+ * @refusal_out: (nullable): where to write the 431 that refuses a longer one
+ */
+void
+confab_http_input_stream_set_head_limit(ConfabHttpInputStream *self,
+					gsize limit,
+					GOutputStream *refusal_out)
+{
+	g_return_if_fail(CONFAB_IS_HTTP_INPUT_STREAM(self));
+	self->head_limit = limit;
+	self->refusal_out = refusal_out;
+}
+
+/**
+ * confab_http_input_stream_set_reading_head:
+ * @self: a #ConfabHttpInputStream
+ * @reading_head: %TRUE from the end of a request (or the connection's
+ *   start) until the next request's head is in
+ *
+ * What is read meanwhile counts against the head limit; the count starts
+ * again at each request.
+ */
+void
+confab_http_input_stream_set_reading_head(ConfabHttpInputStream *self, gboolean reading_head)
+{
+	g_return_if_fail(CONFAB_IS_HTTP_INPUT_STREAM(self));
+	if (reading_head && !self->reading_head)
+		self->head_bytes = 0;
+	self->reading_head = reading_head;
 }
 
 /**

@@ -19,6 +19,12 @@ G_DECLARE_FINAL_TYPE(ConfabHttpInputStream,
 GInputStream *
 confab_http_input_stream_new(GInputStream *base);
 void
+confab_http_input_stream_set_head_limit(ConfabHttpInputStream *self,
+					gsize limit,
+					GOutputStream *refusal_out);
+void
+confab_http_input_stream_set_reading_head(ConfabHttpInputStream *self, gboolean reading_head);
+void
 confab_http_input_stream_set_between_requests(ConfabHttpInputStream *self,
 					      gboolean between_requests);
 

@@ -245,6 +245,8 @@ conn_set_phase(Conn *conn, ConnPhase phase)
 
 	conn->phase = phase;
 	confab_http_connection_set_between_requests(conn->stream, phase == CONN_IDLE);
+	confab_http_connection_set_reading_head(conn->stream,
+						phase == CONN_IDLE || phase == CONN_HEAD);
 	if (phase == CONN_BUSY || conn->server == NULL) {
 		g_source_set_ready_time(conn->timer, -1);
 		return;
@@ -336,7 +338,7 @@ on_incoming(GSocketService *service,
 	g_source_set_callback(conn->timer, on_conn_timeout, conn, NULL);
 	g_source_set_static_name(conn->timer, "[confab] connection deadline");
 	g_source_attach(conn->timer, g_main_context_get_thread_default());
-	stream = confab_http_connection_new(connection);
+	stream = confab_http_connection_new(connection, config->max_header_bytes);
 	conn->stream = stream;
 	g_hash_table_add(self->conns, conn);
 	g_object_weak_ref(G_OBJECT(stream), on_connection_gone, conn);

@@ -264,6 +264,49 @@ test_garbage_head(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+static void
+test_head_too_large(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon =
+	    confab_test_daemon_start("[limits]\nmax_header_bytes=16384\n", NULL);
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	g_autoptr(GSocketConnection) conn = raw_connect(daemon);
+	g_autofree gchar *filler = g_strnfill(1000, 'x');
+	g_autoptr(GString) head = g_string_new("GET /api/v1/conversations HTTP/1.1\r\nHost: x\r\n");
+	g_autofree gchar *got = NULL;
+
+	/* 100 headers of 1 KB: past the limit, refused before the end */
+	for (guint i = 0; i < 100; i++)
+		g_string_append_printf(head, "X-Filler-%u: %s\r\n", i, filler);
+	g_string_append(head, "\r\n");
+	{
+		g_autoptr(GError) error = NULL;
+		g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+					  head->str,
+					  head->len,
+					  NULL,
+					  NULL,
+					  &error);
+		/* the daemon may close while we still write */
+	}
+	got = raw_read_all(conn);
+	g_assert_true(g_str_has_prefix(got, "HTTP/1.1 431"));
+	g_assert_nonnull(strstr(got, "\"code\":\"request_header_too_large\""));
+
+	/* a head under the limit, with a few KB of headers, is served */
+	{
+		g_autofree gchar *auth = g_strdup_printf("Authorization: Bearer %s", token);
+		g_autofree gchar *ys = g_strnfill(8000, 'y');
+		g_autofree gchar *big = g_strdup_printf("X-Big: %s", ys);
+		const gchar *headers[] = {auth, big, NULL};
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http_full(daemon, "GET", "/api/v1/conversations", headers, NULL);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
 static guint
 daemon_fds(ConfabTestDaemon *daemon)
 {
@@ -352,5 +395,6 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/hostile/refused-head-with-body", test_refused_head_with_body);
 	g_test_add_func("/confab/hostile/garbage-head", test_garbage_head);
 	g_test_add_func("/confab/hostile/no-leak-on-leaving", test_no_leak_on_leaving);
+	g_test_add_func("/confab/hostile/head-too-large", test_head_too_large);
 	return g_test_run();
 }
