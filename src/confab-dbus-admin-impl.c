@@ -37,6 +37,8 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabDbusAdminImpl,
 			      G_IMPLEMENT_INTERFACE(CONFAB_DBUS_TYPE_ADMIN,
 						    confab_dbus_admin_impl_iface_init))
 
+enum { PROP_0, PROP_ACTIVE_TURNS, PROP_TURNS_SERVED };
+
 #define DBUS_LIST_LIMIT_DEFAULT 100
 #define DBUS_LIST_LIMIT_MAX	1000
 
@@ -962,6 +964,15 @@ confab_dbus_admin_impl_get_property(GObject *object,
 }
 
 static void
+confab_dbus_admin_impl_set_property(GObject *object,
+				    guint prop_id,
+				    const GValue *value,
+				    GParamSpec *pspec)
+{
+	/* read live from the engine: nothing to store */
+}
+
+static void
 confab_dbus_admin_impl_finalize(GObject *object)
 {
 	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
@@ -977,6 +988,11 @@ confab_dbus_admin_impl_class_init(ConfabDbusAdminImplClass *klass)
 	GDBusInterfaceSkeletonClass *skeleton_class = G_DBUS_INTERFACE_SKELETON_CLASS(klass);
 	object_class->finalize = confab_dbus_admin_impl_finalize;
 	object_class->get_property = confab_dbus_admin_impl_get_property;
+	object_class->set_property = confab_dbus_admin_impl_set_property;
+	/* GObject asks the class that installed a property for its value: the
+	 * skeleton's, unless overridden here */
+	g_object_class_override_property(object_class, PROP_ACTIVE_TURNS, "active-turns");
+	g_object_class_override_property(object_class, PROP_TURNS_SERVED, "turns-served");
 	/* the one place that decides who may call; GDBus runs it in a thread */
 	skeleton_class->g_authorize_method = confab_dbus_admin_impl_authorize_method;
 }

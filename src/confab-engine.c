@@ -1237,14 +1237,15 @@ confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError *
 }
 
 void
-confab_engine_turn_end(ConfabEngine *self, GCancellable *cancellable)
+confab_engine_turn_end(ConfabEngine *self, GCancellable *cancellable, gboolean served)
 {
 	gboolean drained;
 	{
 		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 		if (!g_hash_table_remove(self->turns, cancellable))
 			return;
-		self->turns_served++;
+		if (served)
+			self->turns_served++;
 		drained = self->shutting_down && g_hash_table_size(self->turns) == 0;
 	}
 	if (drained)

@@ -157,7 +157,7 @@ confab_engine_session_release(ConfabEngine *self, const gchar *session_id);
 gboolean
 confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError **error);
 void
-confab_engine_turn_end(ConfabEngine *self, GCancellable *cancellable);
+confab_engine_turn_end(ConfabEngine *self, GCancellable *cancellable, gboolean served);
 guint
 confab_engine_get_active_turns(ConfabEngine *self);
 guint64

@@ -65,6 +65,7 @@ struct _ConfabTurn {
 	gboolean registered;  /* counted in the engine's turns in flight */
 	gboolean busy_held;   /* holds the session's turn lock */
 	gboolean quota_taken; /* admitted, not yet committed */
+	gboolean admitted;    /* the user's messages are committed: a turn served */
 
 	ConfabProviderRequest *provider_request; /* owned */
 	GString *content;			 /* owned: the assistant text so far */
@@ -94,7 +95,7 @@ confab_turn_release(ConfabTurn *self)
 		self->busy_held = FALSE;
 	}
 	if (self->registered) {
-		confab_engine_turn_end(self->engine, self->cancellable);
+		confab_engine_turn_end(self->engine, self->cancellable, self->admitted);
 		self->registered = FALSE;
 	}
 }
@@ -372,6 +373,7 @@ begin_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	/* durable now: the request has counted */
 	self->quota_taken = FALSE;
+	self->admitted = TRUE;
 	g_task_return_boolean(task, TRUE);
 }
 
@@ -778,10 +780,15 @@ finish_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(GError) error = NULL;
 
 	if (!confab_store_finish_turn_finish(CONFAB_STORE(source), result, &error)) {
+		confab_turn_release(self);
+		/* deleted while the turn ran: gone, as for any later request */
+		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+			g_task_return_error(task, g_steal_pointer(&error));
+			return;
+		}
 		g_warning("storing the answer in %s: %s",
 			  confab_session_get_id(self->session),
 			  error->message);
-		confab_turn_release(self);
 		g_task_return_new_error(task,
 					CONFAB_ERROR,
 					CONFAB_ERROR_FAILED,

@@ -1,0 +1,1602 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-test-helper.h"
+
+/*
+ * org.confab.Confab1.Admin on a private bus, against a real confabd: every
+ * method, its named errors, what it must never return (the upstream key,
+ * a token secret), and its live properties.
+ */
+
+#define ERR_PREFIX	   "org.confab.Confab1.Error."
+#define INVALID_ARGUMENT   ERR_PREFIX "InvalidArgument"
+#define AGENT_NOT_FOUND	   ERR_PREFIX "AgentNotFound"
+#define SESSION_NOT_FOUND  ERR_PREFIX "SessionNotFound"
+#define NOT_FOUND	   ERR_PREFIX "NotFound"
+#define SESSION_ID_UNKNOWN "cts_00000000000000000000000000"
+#define AGENT_ID_UNKNOWN   "agt_00000000000000000000000000"
+#define UPSTREAM_KEY	   "sk-upstream-SECRET-0123456789"
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	gchar *agent;
+	gchar *alice;
+} Fixture;
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+	f->daemon = confab_test_daemon_start(NULL, NULL);
+	f->agent = confab_test_create_agent(f->daemon, "echo", "echo");
+	f->alice = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	confab_test_daemon_free(f->daemon);
+	g_free(f->agent);
+	g_free(f->alice);
+}
+
+/* ---------- helpers ---------- */
+
+/* a named D-Bus error with a readable message */
+static void
+assert_dbus_error(GError *error, const gchar *name)
+{
+	g_autofree gchar *remote = NULL;
+	g_assert_nonnull(error);
+	g_assert_true(g_dbus_error_is_remote_error(error));
+	remote = g_dbus_error_get_remote_error(error);
+	if (g_strcmp0(remote, name) != 0)
+		g_test_message("expected %s, got %s: %s", name, remote, error->message);
+	g_assert_cmpstr(remote, ==, name);
+	g_assert_cmpuint(strlen(error->message), >, strlen(remote) + 4);
+}
+
+static GVariant *
+props_new(const gchar *first_key, ...) G_GNUC_NULL_TERMINATED;
+
+/* key, GVariant* (floating), key, value…, NULL */
+static GVariant *
+props_new(const gchar *first_key, ...)
+{
+	GVariantDict dict;
+	va_list args;
+	g_variant_dict_init(&dict, NULL);
+	va_start(args, first_key);
+	for (const gchar *key = first_key; key != NULL; key = va_arg(args, const gchar *))
+		g_variant_dict_insert_value(&dict, key, va_arg(args, GVariant *));
+	va_end(args);
+	return g_variant_dict_end(&dict);
+}
+
+static GError *
+create_agent_error(Fixture *f, GVariant *props)
+{
+	GError *error = NULL;
+	g_autofree gchar *id = NULL;
+	confab_dbus_admin_call_create_agent_sync(f->daemon->admin, props, &id, NULL, &error);
+	if (error == NULL)
+		g_test_message("CreateAgent unexpectedly made %s", id);
+	return error;
+}
+
+static GError *
+create_token_error(Fixture *f, GVariant *props)
+{
+	GError *error = NULL;
+	g_autofree gchar *id = NULL;
+	g_autofree gchar *secret = NULL;
+	confab_dbus_admin_call_create_token_sync(f->daemon->admin,
+						 props,
+						 &id,
+						 &secret,
+						 NULL,
+						 &error);
+	return error;
+}
+
+static GVariant *
+get_agent(Fixture *f, const gchar *id)
+{
+	g_autoptr(GError) error = NULL;
+	GVariant *agent = NULL;
+	confab_dbus_admin_call_get_agent_sync(f->daemon->admin, id, &agent, NULL, &error);
+	g_assert_no_error(error);
+	return agent;
+}
+
+static GVariant *
+list_agents(Fixture *f)
+{
+	g_autoptr(GError) error = NULL;
+	GVariant *agents = NULL;
+	confab_dbus_admin_call_list_agents_sync(f->daemon->admin, &agents, NULL, &error);
+	g_assert_no_error(error);
+	return agents;
+}
+
+static GVariant *
+list_tokens(Fixture *f, GVariant *filter)
+{
+	g_autoptr(GError) error = NULL;
+	GVariant *tokens = NULL;
+	confab_dbus_admin_call_list_tokens_sync(f->daemon->admin, filter, &tokens, NULL, &error);
+	g_assert_no_error(error);
+	return tokens;
+}
+
+static GVariant *
+list_sessions(Fixture *f, GVariant *filter)
+{
+	g_autoptr(GError) error = NULL;
+	GVariant *sessions = NULL;
+	confab_dbus_admin_call_list_sessions_sync(f->daemon->admin,
+						  filter,
+						  &sessions,
+						  NULL,
+						  &error);
+	g_assert_no_error(error);
+	return sessions;
+}
+
+static GError *
+list_sessions_error(Fixture *f, GVariant *filter)
+{
+	GError *error = NULL;
+	g_autoptr(GVariant) sessions = NULL;
+	confab_dbus_admin_call_list_sessions_sync(f->daemon->admin,
+						  filter,
+						  &sessions,
+						  NULL,
+						  &error);
+	return error;
+}
+
+static GVariant *
+get_messages(Fixture *f, const gchar *session_id, GVariant *options)
+{
+	g_autoptr(GError) error = NULL;
+	GVariant *messages = NULL;
+	confab_dbus_admin_call_get_messages_sync(f->daemon->admin,
+						 session_id,
+						 options != NULL ? options
+								 : g_variant_new("a{sv}", NULL),
+						 &messages,
+						 NULL,
+						 &error);
+	g_assert_no_error(error);
+	return messages;
+}
+
+static GError *
+get_messages_error(Fixture *f, const gchar *session_id, GVariant *options)
+{
+	GError *error = NULL;
+	g_autoptr(GVariant) messages = NULL;
+	confab_dbus_admin_call_get_messages_sync(f->daemon->admin,
+						 session_id,
+						 options != NULL ? options
+								 : g_variant_new("a{sv}", NULL),
+						 &messages,
+						 NULL,
+						 &error);
+	return error;
+}
+
+static const gchar *
+lookup_str(GVariant *dict, const gchar *key)
+{
+	const gchar *value = NULL;
+	if (!g_variant_lookup(dict, key, "&s", &value))
+		return NULL;
+	return value;
+}
+
+static gchar *
+chat(Fixture *f, const gchar *token, const gchar *agent, const gchar *session, const gchar *text)
+{
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(f->daemon, token, agent, session, text, FALSE);
+	g_assert_cmpuint(r->status, ==, 200);
+	return g_strdup(confab_test_json_string(r->json, "metadata.session_id"));
+}
+
+static GVariant *
+admin_property(Fixture *f, const gchar *name)
+{
+	g_autoptr(GError) error = NULL;
+	GDBusConnection *conn = g_dbus_proxy_get_connection(G_DBUS_PROXY(f->daemon->admin));
+	g_autoptr(GVariant) reply = NULL;
+	GVariant *value = NULL;
+
+	/* asked each time: the proxy's cache is not live */
+	reply = g_dbus_connection_call_sync(conn,
+					    "org.confab.Confab1",
+					    "/org/confab/Confab1",
+					    "org.freedesktop.DBus.Properties",
+					    "Get",
+					    g_variant_new("(ss)", "org.confab.Confab1.Admin", name),
+					    G_VARIANT_TYPE("(v)"),
+					    G_DBUS_CALL_FLAGS_NONE,
+					    -1,
+					    NULL,
+					    &error);
+	g_assert_no_error(error);
+	g_variant_get(reply, "(v)", &value);
+	return value;
+}
+
+static guint64
+turns_served(Fixture *f)
+{
+	g_autoptr(GVariant) v = admin_property(f, "TurnsServed");
+	return g_variant_get_uint64(v);
+}
+
+static guint32
+active_turns(Fixture *f)
+{
+	g_autoptr(GVariant) v = admin_property(f, "ActiveTurns");
+	return g_variant_get_uint32(v);
+}
+
+/* ---------- agents ---------- */
+
+static void
+test_create_agent_errors(Fixture *f, gconstpointer data)
+{
+	struct {
+		GVariant *props;
+		const gchar *why;
+	} cases[] = {
+	    {props_new("provider", g_variant_new_string("echo"), NULL), "no name"},
+	    {props_new("name",
+		       g_variant_new_string(""),
+		       "provider",
+		       g_variant_new_string("echo"),
+		       NULL),
+	     "an empty name"},
+	    {props_new("name", g_variant_new_string("x"), NULL), "no provider"},
+	    {props_new("name",
+		       g_variant_new_string("x"),
+		       "provider",
+		       g_variant_new_string("nope"),
+		       NULL),
+	     "an unknown provider"},
+	    {props_new("name",
+		       g_variant_new_uint32(1),
+		       "provider",
+		       g_variant_new_string("echo"),
+		       NULL),
+	     "a name that is not a string"},
+	    {props_new("name",
+		       g_variant_new_string("x"),
+		       "provider",
+		       g_variant_new_string("echo"),
+		       "nmae",
+		       g_variant_new_string("typo"),
+		       NULL),
+	     "an unknown key"},
+	    {props_new("name",
+		       g_variant_new_string("x"),
+		       "provider",
+		       g_variant_new_string("echo"),
+		       "connect_timeout",
+		       g_variant_new_string("10"),
+		       NULL),
+	     "a timeout that is not a uint32"},
+	    {props_new("name",
+		       g_variant_new_string("x"),
+		       "provider",
+		       g_variant_new_string("echo"),
+		       "params",
+		       g_variant_new_string("[1,2]"),
+		       NULL),
+	     "params that are not a JSON object"},
+	    {props_new("name",
+		       g_variant_new_string("x"),
+		       "provider",
+		       g_variant_new_string("openai"),
+		       NULL),
+	     "openai without base_url"},
+	    {props_new("name",
+		       g_variant_new_string("x"),
+		       "provider",
+		       g_variant_new_string("openai"),
+		       "base_url",
+		       g_variant_new_string("ftp://example.com/v1"),
+		       "upstream_model",
+		       g_variant_new_string("m"),
+		       NULL),
+	     "openai with a base_url that is not http(s)"},
+	    {props_new("name",
+		       g_variant_new_string("x"),
+		       "provider",
+		       g_variant_new_string("openai"),
+		       "base_url",
+		       g_variant_new_string("https://example.com/v1"),
+		       NULL),
+	     "openai without upstream_model"},
+	};
+	g_autoptr(GVariant) before = list_agents(f);
+	g_autoptr(GVariant) after = NULL;
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(GError) error = NULL;
+		g_test_message("CreateAgent with %s", cases[i].why);
+		error = create_agent_error(f, cases[i].props);
+		assert_dbus_error(error, INVALID_ARGUMENT);
+	}
+	/* nothing half-made */
+	after = list_agents(f);
+	g_assert_cmpuint(g_variant_n_children(after), ==, g_variant_n_children(before));
+}
+
+static void
+test_agent_lifecycle(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GVariant) agent = NULL;
+	g_autoptr(GVariant) agents = NULL;
+	g_autofree gchar *printed = NULL;
+	g_autofree gchar *id = NULL;
+	g_autofree gchar *session = NULL;
+	gint64 created_at = 0, updated_at = 0;
+	gboolean has_key = FALSE;
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+
+	id = confab_test_create_agent_props(f->daemon,
+					    props_new("name",
+						      g_variant_new_string("Remote"),
+						      "provider",
+						      g_variant_new_string("openai"),
+						      "instructions",
+						      g_variant_new_string("Be brief."),
+						      "base_url",
+						      g_variant_new_string("http://127.0.0.1:9/v1"),
+						      "upstream_model",
+						      g_variant_new_string("gpt-test"),
+						      "api_key",
+						      g_variant_new_string(UPSTREAM_KEY),
+						      "params",
+						      g_variant_new_string("{\"temperature\":0.5}"),
+						      "total_timeout",
+						      g_variant_new_uint32(42),
+						      NULL));
+	g_assert_true(g_str_has_prefix(id, "agt_"));
+	agent = get_agent(f, id);
+	g_assert_cmpstr(lookup_str(agent, "id"), ==, id);
+	g_assert_cmpstr(lookup_str(agent, "name"), ==, "Remote");
+	g_assert_cmpstr(lookup_str(agent, "provider"), ==, "openai");
+	g_assert_cmpstr(lookup_str(agent, "instructions"), ==, "Be brief.");
+	g_assert_cmpstr(lookup_str(agent, "base_url"), ==, "http://127.0.0.1:9/v1");
+	g_assert_cmpstr(lookup_str(agent, "upstream_model"), ==, "gpt-test");
+	g_assert_true(g_variant_lookup(agent, "has_api_key", "b", &has_key));
+	g_assert_true(has_key);
+	g_assert_true(g_variant_lookup(agent, "created_at", "x", &created_at));
+	g_assert_true(g_variant_lookup(agent, "updated_at", "x", &updated_at));
+	g_assert_cmpint(created_at, >=, now - 1);
+	g_assert_cmpint(created_at, <=, now + 2);
+	{
+		guint32 t = 0;
+		g_assert_true(g_variant_lookup(agent, "total_timeout", "u", &t));
+		g_assert_cmpuint(t, ==, 42);
+	}
+	/* the key itself never comes back */
+	g_assert_false(g_variant_lookup(agent, "api_key", "&s", NULL));
+	printed = g_variant_print(agent, TRUE);
+	g_assert_null(strstr(printed, UPSTREAM_KEY));
+	g_clear_pointer(&printed, g_free);
+	agents = list_agents(f);
+	printed = g_variant_print(agents, TRUE);
+	g_assert_null(strstr(printed, UPSTREAM_KEY));
+	g_assert_null(strstr(printed, "'api_key'"));
+	g_assert_cmpuint(g_variant_n_children(agents), ==, 2);
+	{
+		/* by id */
+		g_autoptr(GVariant) a0 = g_variant_get_child_value(agents, 0);
+		g_autoptr(GVariant) a1 = g_variant_get_child_value(agents, 1);
+		g_assert_cmpstr(lookup_str(a0, "id"), <, lookup_str(a1, "id"));
+		g_assert_cmpstr(lookup_str(a0, "id"), ==, f->agent);
+		g_assert_cmpstr(lookup_str(a1, "id"), ==, id);
+	}
+
+	/* UpdateAgent: changes what it names, keeps the rest */
+	confab_dbus_admin_call_update_agent_sync(
+	    f->daemon->admin,
+	    id,
+	    props_new("name", g_variant_new_string("Renamed"), NULL),
+	    NULL,
+	    &error);
+	g_assert_no_error(error);
+	g_clear_pointer(&agent, g_variant_unref);
+	agent = get_agent(f, id);
+	g_assert_cmpstr(lookup_str(agent, "name"), ==, "Renamed");
+	g_assert_cmpstr(lookup_str(agent, "instructions"), ==, "Be brief.");
+	g_assert_true(g_variant_lookup(agent, "has_api_key", "b", &has_key));
+	g_assert_true(has_key);
+	{
+		gint64 c = 0, u = 0;
+		g_assert_true(g_variant_lookup(agent, "created_at", "x", &c));
+		g_assert_true(g_variant_lookup(agent, "updated_at", "x", &u));
+		g_assert_cmpint(c, ==, created_at);
+		g_assert_cmpint(u, >=, updated_at);
+	}
+	/* an empty api_key removes the key */
+	confab_dbus_admin_call_update_agent_sync(
+	    f->daemon->admin,
+	    id,
+	    props_new("api_key", g_variant_new_string(""), NULL),
+	    NULL,
+	    &error);
+	g_assert_no_error(error);
+	g_clear_pointer(&agent, g_variant_unref);
+	agent = get_agent(f, id);
+	g_assert_true(g_variant_lookup(agent, "has_api_key", "b", &has_key));
+	g_assert_false(has_key);
+	/* refused updates change nothing */
+	{
+		GVariant *bad[] = {
+		    props_new("name", g_variant_new_int32(3), NULL),
+		    props_new("provider", g_variant_new_string("nope"), NULL),
+		    props_new("colour", g_variant_new_string("blue"), NULL),
+		    props_new("base_url", g_variant_new_string("not a url"), NULL),
+		    props_new("params", g_variant_new_string("{"), NULL),
+		};
+		for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+			g_autoptr(GError) e = NULL;
+			confab_dbus_admin_call_update_agent_sync(f->daemon->admin,
+								 id,
+								 bad[i],
+								 NULL,
+								 &e);
+			assert_dbus_error(e, INVALID_ARGUMENT);
+		}
+		g_clear_pointer(&agent, g_variant_unref);
+		agent = get_agent(f, id);
+		g_assert_cmpstr(lookup_str(agent, "name"), ==, "Renamed");
+		g_assert_cmpstr(lookup_str(agent, "provider"), ==, "openai");
+		g_assert_cmpstr(lookup_str(agent, "base_url"), ==, "http://127.0.0.1:9/v1");
+	}
+	{
+		g_autoptr(GError) e = NULL;
+		confab_dbus_admin_call_update_agent_sync(
+		    f->daemon->admin,
+		    AGENT_ID_UNKNOWN,
+		    props_new("name", g_variant_new_string("x"), NULL),
+		    NULL,
+		    &e);
+		assert_dbus_error(e, AGENT_NOT_FOUND);
+	}
+	{
+		g_autoptr(GError) e = NULL;
+		g_autoptr(GVariant) v = NULL;
+		confab_dbus_admin_call_get_agent_sync(f->daemon->admin, "nonsense", &v, NULL, &e);
+		assert_dbus_error(e, AGENT_NOT_FOUND);
+	}
+
+	/* DeleteAgent: gone for chat, its sessions stay */
+	session = chat(f, f->alice, f->agent, NULL, "before the end");
+	confab_dbus_admin_call_delete_agent_sync(f->daemon->admin, f->agent, NULL, &error);
+	g_assert_no_error(error);
+	{
+		g_autoptr(GError) e = NULL;
+		g_autoptr(GVariant) v = NULL;
+		confab_dbus_admin_call_get_agent_sync(f->daemon->admin, f->agent, &v, NULL, &e);
+		assert_dbus_error(e, AGENT_NOT_FOUND);
+	}
+	{
+		g_autoptr(GVariant) all = list_agents(f);
+		g_autoptr(GVariant) only = NULL;
+		g_assert_cmpuint(g_variant_n_children(all), ==, 1);
+		only = g_variant_get_child_value(all, 0);
+		g_assert_cmpstr(lookup_str(only, "id"), ==, id);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->alice, f->agent, NULL, "hello?", FALSE);
+		confab_test_assert_error(r, 404, "agent_not_found");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->alice, f->agent, session, "hello?", FALSE);
+		g_assert_cmpuint(r->status, ==, 404);
+	}
+	{
+		g_autoptr(GVariant) m = get_messages(f, session, NULL);
+		g_autofree gchar *p = g_strdup_printf("/api/v1/conversations/%s/messages", session);
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", p, f->alice, NULL);
+		g_assert_cmpuint(g_variant_n_children(m), ==, 2);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	{
+		g_autoptr(GError) e = NULL;
+		confab_dbus_admin_call_delete_agent_sync(f->daemon->admin, f->agent, NULL, &e);
+		assert_dbus_error(e, AGENT_NOT_FOUND);
+	}
+	{
+		/* a token cannot be bound to a deleted agent */
+		const gchar *scopes[] = {"api.full", NULL};
+		g_autoptr(GError) e = create_token_error(f,
+							 props_new("owner",
+								   g_variant_new_string("alice"),
+								   "scopes",
+								   g_variant_new_strv(scopes, -1),
+								   "agent_id",
+								   g_variant_new_string(f->agent),
+								   NULL));
+		assert_dbus_error(e, AGENT_NOT_FOUND);
+	}
+}
+
+/* ---------- tokens ---------- */
+
+static void
+test_tokens(Fixture *f, gconstpointer data)
+{
+	const gchar *scopes[] = {"chat.completions", "other.scope", NULL};
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *token_id = NULL;
+	g_autofree gchar *secret = NULL;
+	g_autofree gchar *bound_id = NULL;
+	g_autofree gchar *bound_secret = NULL;
+	g_autoptr(GVariant) tokens = NULL;
+	g_autofree gchar *printed = NULL;
+	GVariantIter iter;
+	GVariant *token;
+	gboolean found = FALSE;
+	gint64 expires = g_get_real_time() / G_USEC_PER_SEC + 86400;
+
+	confab_dbus_admin_call_create_token_sync(f->daemon->admin,
+						 props_new("owner",
+							   g_variant_new_string("carol"),
+							   "name",
+							   g_variant_new_string("laptop"),
+							   "scopes",
+							   g_variant_new_strv(scopes, -1),
+							   "expires_at",
+							   g_variant_new_int64(expires),
+							   NULL),
+						 &token_id,
+						 &secret,
+						 NULL,
+						 &error);
+	g_assert_no_error(error);
+	g_assert_true(g_str_has_prefix(token_id, "tok_"));
+	g_assert_true(g_str_has_prefix(secret, "nca_"));
+	g_assert_cmpuint(strlen(secret), >=, 4 + 32);
+	for (const gchar *p = secret + 4; *p != '\0'; p++)
+		g_assert_true(g_ascii_isalnum(*p));
+	bound_secret =
+	    confab_test_create_token(f->daemon, "carol", "api.full", f->agent, &bound_id);
+	g_assert_cmpstr(secret, !=, bound_secret);
+
+	/* the secret works */
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", "/api/v1/conversations", secret, NULL);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+
+	/* ListTokens: everything but the secret and its hash */
+	tokens = list_tokens(f, props_new("owner", g_variant_new_string("carol"), NULL));
+	g_assert_cmpuint(g_variant_n_children(tokens), ==, 2);
+	printed = g_variant_print(tokens, TRUE);
+	g_assert_null(strstr(printed, secret));
+	g_assert_null(strstr(printed, bound_secret));
+	g_assert_null(strstr(printed, secret + 4));
+	g_assert_null(strstr(printed, "nca_"));
+	g_variant_iter_init(&iter, tokens);
+	while ((token = g_variant_iter_next_value(&iter)) != NULL) {
+		g_autoptr(GVariant) owned = token;
+		g_autofree const gchar **got_scopes = NULL;
+		gint64 x = -1;
+		gboolean revoked = TRUE;
+		GVariantIter kv;
+		const gchar *key;
+		g_variant_iter_init(&kv, owned);
+		while (g_variant_iter_next(&kv, "{&sv}", &key, NULL)) {
+			g_assert_null(strstr(key, "secret"));
+			g_assert_null(strstr(key, "hash"));
+		}
+		g_assert_cmpstr(lookup_str(owned, "owner"), ==, "carol");
+		g_assert_true(g_variant_lookup(owned, "created_at", "x", &x));
+		g_assert_true(g_variant_lookup(owned, "revoked_at", "x", &x));
+		g_assert_cmpint(x, ==, 0);
+		g_assert_true(g_variant_lookup(owned, "revoked", "b", &revoked));
+		g_assert_false(revoked);
+		if (g_strcmp0(lookup_str(owned, "id"), token_id) == 0) {
+			found = TRUE;
+			g_assert_cmpstr(lookup_str(owned, "name"), ==, "laptop");
+			g_assert_true(g_variant_lookup(owned, "scopes", "^a&s", &got_scopes));
+			g_assert_cmpuint(g_strv_length((gchar **)got_scopes), ==, 2);
+			g_assert_cmpstr(got_scopes[0], ==, "chat.completions");
+			g_assert_cmpstr(got_scopes[1], ==, "other.scope");
+			g_assert_true(g_variant_lookup(owned, "expires_at", "x", &x));
+			g_assert_cmpint(x, ==, expires);
+		} else {
+			g_assert_cmpstr(lookup_str(owned, "id"), ==, bound_id);
+			g_assert_cmpstr(lookup_str(owned, "agent_id"), ==, f->agent);
+		}
+	}
+	g_assert_true(found);
+	{
+		/* no filter: every owner's */
+		g_autoptr(GVariant) all = list_tokens(f, g_variant_new("a{sv}", NULL));
+		g_autofree gchar *s = g_variant_print(all, TRUE);
+		g_assert_cmpuint(g_variant_n_children(all), ==, 3);
+		g_assert_null(strstr(s, f->alice));
+		g_assert_null(strstr(s, "nca_"));
+	}
+	{
+		g_autoptr(GVariant) none =
+		    list_tokens(f, props_new("owner", g_variant_new_string("nobody"), NULL));
+		g_assert_cmpuint(g_variant_n_children(none), ==, 0);
+	}
+	{
+		g_autoptr(GError) e = NULL;
+		g_autoptr(GVariant) v = NULL;
+		confab_dbus_admin_call_list_tokens_sync(
+		    f->daemon->admin,
+		    props_new("ownr", g_variant_new_string("carol"), NULL),
+		    &v,
+		    NULL,
+		    &e);
+		assert_dbus_error(e, INVALID_ARGUMENT);
+	}
+	{
+		g_autoptr(GError) e = NULL;
+		g_autoptr(GVariant) v = NULL;
+		confab_dbus_admin_call_list_tokens_sync(
+		    f->daemon->admin,
+		    props_new("owner", g_variant_new_uint32(1), NULL),
+		    &v,
+		    NULL,
+		    &e);
+		assert_dbus_error(e, INVALID_ARGUMENT);
+	}
+
+	/* RevokeToken */
+	confab_dbus_admin_call_revoke_token_sync(f->daemon->admin, token_id, NULL, &error);
+	g_assert_no_error(error);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", "/api/v1/conversations", secret, NULL);
+		confab_test_assert_error(r, 401, "invalid_api_key");
+	}
+	{
+		g_autoptr(GVariant) after =
+		    list_tokens(f, props_new("owner", g_variant_new_string("carol"), NULL));
+		g_variant_iter_init(&iter, after);
+		while ((token = g_variant_iter_next_value(&iter)) != NULL) {
+			g_autoptr(GVariant) owned = token;
+			gboolean revoked = FALSE;
+			gint64 at = 0;
+			g_assert_true(g_variant_lookup(owned, "revoked", "b", &revoked));
+			g_assert_true(g_variant_lookup(owned, "revoked_at", "x", &at));
+			if (g_strcmp0(lookup_str(owned, "id"), token_id) == 0) {
+				g_assert_true(revoked);
+				g_assert_cmpint(at, >, 0);
+			} else {
+				g_assert_false(revoked);
+				g_assert_cmpint(at, ==, 0);
+			}
+		}
+	}
+	{
+		/* the bound one still works */
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", "/api/v1/conversations", bound_secret, NULL);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	{
+		const gchar *unknown[] = {"tok_00000000000000000000000000", "nonsense", ""};
+		for (guint i = 0; i < G_N_ELEMENTS(unknown); i++) {
+			g_autoptr(GError) e = NULL;
+			confab_dbus_admin_call_revoke_token_sync(f->daemon->admin,
+								 unknown[i],
+								 NULL,
+								 &e);
+			assert_dbus_error(e, NOT_FOUND);
+		}
+	}
+}
+
+static void
+test_create_token_errors(Fixture *f, gconstpointer data)
+{
+	const gchar *good[] = {"chat.completions", NULL};
+	const gchar *empty[] = {NULL};
+	const gchar *spaced[] = {"chat completions", NULL};
+	const gchar *blank[] = {"", NULL};
+	gint64 past = g_get_real_time() / G_USEC_PER_SEC - 10;
+	struct {
+		GVariant *props;
+		const gchar *error;
+		const gchar *why;
+	} cases[] = {
+	    {props_new("scopes", g_variant_new_strv(good, -1), NULL), INVALID_ARGUMENT, "no owner"},
+	    {props_new("owner",
+		       g_variant_new_string(""),
+		       "scopes",
+		       g_variant_new_strv(good, -1),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "an empty owner"},
+	    {props_new("owner",
+		       g_variant_new_uint32(1000),
+		       "scopes",
+		       g_variant_new_strv(good, -1),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "an owner that is not a string"},
+	    {props_new("owner", g_variant_new_string("alice"), NULL),
+	     INVALID_ARGUMENT,
+	     "no scopes"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_string("chat.completions"),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "scopes as a string"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(empty, -1),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "no scope in scopes"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(spaced, -1),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "a scope with a space"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(blank, -1),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "an empty scope"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(good, -1),
+		       "agent_id",
+		       g_variant_new_string(AGENT_ID_UNKNOWN),
+		       NULL),
+	     AGENT_NOT_FOUND,
+	     "an unknown agent"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(good, -1),
+		       "expires_at",
+		       g_variant_new_uint32(5),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "expires_at that is not an int64"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(good, -1),
+		       "expires_at",
+		       g_variant_new_int64(past),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "expires_at in the past"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(good, -1),
+		       "expires_at",
+		       g_variant_new_int64(-5),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "a negative expires_at"},
+	    {props_new("owner",
+		       g_variant_new_string("alice"),
+		       "scopes",
+		       g_variant_new_strv(good, -1),
+		       "secret",
+		       g_variant_new_string("nca_mine"),
+		       NULL),
+	     INVALID_ARGUMENT,
+	     "a secret of the caller's choosing"},
+	};
+	g_autoptr(GVariant) before = list_tokens(f, g_variant_new("a{sv}", NULL));
+	g_autoptr(GVariant) after = NULL;
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(GError) error = NULL;
+		g_test_message("CreateToken with %s", cases[i].why);
+		error = create_token_error(f, cases[i].props);
+		assert_dbus_error(error, cases[i].error);
+	}
+	after = list_tokens(f, g_variant_new("a{sv}", NULL));
+	g_assert_cmpuint(g_variant_n_children(after), ==, g_variant_n_children(before));
+}
+
+/* ---------- quota ---------- */
+
+static void
+test_quota(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GVariant) usage = NULL;
+	guint64 n = 0;
+	gboolean is_default = TRUE;
+
+	confab_dbus_admin_call_set_quota_sync(f->daemon->admin, "alice", 7, NULL, &error);
+	g_assert_no_error(error);
+	g_free(chat(f, f->alice, f->agent, NULL, "one"));
+	confab_dbus_admin_call_get_usage_sync(f->daemon->admin, "alice", &usage, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(lookup_str(usage, "owner"), ==, "alice");
+	g_assert_nonnull(lookup_str(usage, "month"));
+	g_assert_cmpuint(strlen(lookup_str(usage, "month")), ==, 7);
+	g_assert_true(g_variant_lookup(usage, "requests", "t", &n));
+	g_assert_cmpuint(n, ==, 1);
+	g_assert_true(g_variant_lookup(usage, "quota", "t", &n));
+	g_assert_cmpuint(n, ==, 7);
+	g_assert_true(g_variant_lookup(usage, "remaining", "t", &n));
+	g_assert_cmpuint(n, ==, 6);
+	g_assert_true(g_variant_lookup(usage, "quota_is_default", "b", &is_default));
+	g_assert_false(is_default);
+
+	confab_dbus_admin_call_set_quota_sync(f->daemon->admin, "", 7, NULL, &error);
+	assert_dbus_error(error, INVALID_ARGUMENT);
+	g_clear_error(&error);
+	confab_dbus_admin_call_set_quota_sync(f->daemon->admin, "alice", G_MAXUINT64, NULL, &error);
+	assert_dbus_error(error, INVALID_ARGUMENT);
+	g_clear_error(&error);
+	g_clear_pointer(&usage, g_variant_unref);
+	confab_dbus_admin_call_get_usage_sync(f->daemon->admin, "alice", &usage, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_true(g_variant_lookup(usage, "quota", "t", &n));
+	g_assert_cmpuint(n, ==, 7);
+}
+
+/* ---------- sessions ---------- */
+
+static void
+test_list_sessions(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent_b = confab_test_create_agent(f->daemon, "other", "echo");
+	g_autofree gchar *bob = confab_test_create_token(f->daemon, "bob", "api.full", NULL, NULL);
+	g_autofree gchar *a1 = chat(f, f->alice, f->agent, NULL, "alice one");
+	g_autofree gchar *a2 = chat(f, f->alice, agent_b, NULL, "alice two");
+	g_autofree gchar *b1 = chat(f, bob, f->agent, NULL, "bob one");
+	g_autofree gchar *channel = NULL;
+	g_autofree gchar *reply = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GVariant) all = NULL;
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+	const gchar *expected_desc[4];
+
+	confab_dbus_chat_call_send_sync(f->daemon->chat,
+					f->agent,
+					"",
+					"channel one",
+					&channel,
+					&reply,
+					NULL,
+					&error);
+	g_assert_no_error(error);
+	expected_desc[0] = channel;
+	expected_desc[1] = b1;
+	expected_desc[2] = a2;
+	expected_desc[3] = a1;
+
+	/* everything, newest first, channel sessions included */
+	all = list_sessions(f, g_variant_new("a{sv}", NULL));
+	g_assert_cmpuint(g_variant_n_children(all), ==, 4);
+	for (guint i = 0; i < 4; i++) {
+		g_autoptr(GVariant) s = g_variant_get_child_value(all, i);
+		gint64 c = 0, u = 0;
+		g_assert_cmpstr(lookup_str(s, "id"), ==, expected_desc[i]);
+		g_assert_nonnull(lookup_str(s, "owner"));
+		g_assert_nonnull(lookup_str(s, "agent_id"));
+		g_assert_nonnull(lookup_str(s, "title"));
+		g_assert_true(g_variant_lookup(s, "created_at", "x", &c));
+		g_assert_true(g_variant_lookup(s, "updated_at", "x", &u));
+		g_assert_cmpint(c, >=, now - 5);
+		g_assert_cmpint(u, >=, c);
+		g_assert_cmpstr(lookup_str(s, "source"), ==, i == 0 ? "channel" : "api");
+	}
+	{
+		g_autoptr(GVariant) s = g_variant_get_child_value(all, 3);
+		g_assert_cmpstr(lookup_str(s, "owner"), ==, "alice");
+		g_assert_cmpstr(lookup_str(s, "agent_id"), ==, f->agent);
+		g_assert_cmpstr(lookup_str(s, "title"), ==, "alice one");
+	}
+	{
+		g_autoptr(GVariant) s = g_variant_get_child_value(all, 0);
+		g_assert_cmpstr(lookup_str(s, "owner"), ==, g_get_user_name());
+	}
+
+	/* filters */
+	{
+		g_autoptr(GVariant) v =
+		    list_sessions(f, props_new("owner", g_variant_new_string("alice"), NULL));
+		g_assert_cmpuint(g_variant_n_children(v), ==, 2);
+	}
+	{
+		g_autoptr(GVariant) v =
+		    list_sessions(f, props_new("agent_id", g_variant_new_string(f->agent), NULL));
+		g_assert_cmpuint(g_variant_n_children(v), ==, 3);
+	}
+	{
+		g_autoptr(GVariant) v = list_sessions(f,
+						      props_new("owner",
+								g_variant_new_string("alice"),
+								"agent_id",
+								g_variant_new_string(agent_b),
+								NULL));
+		g_autoptr(GVariant) s = NULL;
+		g_assert_cmpuint(g_variant_n_children(v), ==, 1);
+		s = g_variant_get_child_value(v, 0);
+		g_assert_cmpstr(lookup_str(s, "id"), ==, a2);
+	}
+	{
+		g_autoptr(GVariant) v =
+		    list_sessions(f, props_new("source", g_variant_new_string("channel"), NULL));
+		g_autoptr(GVariant) s = NULL;
+		g_assert_cmpuint(g_variant_n_children(v), ==, 1);
+		s = g_variant_get_child_value(v, 0);
+		g_assert_cmpstr(lookup_str(s, "id"), ==, channel);
+	}
+	{
+		g_autoptr(GVariant) v =
+		    list_sessions(f, props_new("source", g_variant_new_string("api"), NULL));
+		g_assert_cmpuint(g_variant_n_children(v), ==, 3);
+	}
+	{
+		g_autoptr(GVariant) v =
+		    list_sessions(f, props_new("owner", g_variant_new_string("nobody"), NULL));
+		g_assert_cmpuint(g_variant_n_children(v), ==, 0);
+	}
+
+	/* paging */
+	{
+		g_autoptr(GVariant) p1 = list_sessions(f,
+						       props_new("limit",
+								 g_variant_new_uint32(2),
+								 "order",
+								 g_variant_new_string("asc"),
+								 NULL));
+		g_autoptr(GVariant) last = NULL;
+		g_autoptr(GVariant) p2 = NULL;
+		g_autoptr(GVariant) first = NULL;
+		g_assert_cmpuint(g_variant_n_children(p1), ==, 2);
+		first = g_variant_get_child_value(p1, 0);
+		g_assert_cmpstr(lookup_str(first, "id"), ==, a1);
+		last = g_variant_get_child_value(p1, 1);
+		g_assert_cmpstr(lookup_str(last, "id"), ==, a2);
+		p2 = list_sessions(f,
+				   props_new("limit",
+					     g_variant_new_uint32(2),
+					     "order",
+					     g_variant_new_string("asc"),
+					     "after",
+					     g_variant_new_string(lookup_str(last, "id")),
+					     NULL));
+		g_assert_cmpuint(g_variant_n_children(p2), ==, 2);
+		g_clear_pointer(&first, g_variant_unref);
+		first = g_variant_get_child_value(p2, 0);
+		g_assert_cmpstr(lookup_str(first, "id"), ==, b1);
+	}
+	{
+		g_autoptr(GVariant) v =
+		    list_sessions(f, props_new("after", g_variant_new_string(b1), NULL));
+		g_assert_cmpuint(g_variant_n_children(v), ==, 2);
+	}
+
+	/* refused filters */
+	{
+		GVariant *bad[] = {
+		    props_new("source", g_variant_new_string("web"), NULL),
+		    props_new("limit", g_variant_new_uint32(0), NULL),
+		    props_new("limit", g_variant_new_uint32(1001), NULL),
+		    props_new("limit", g_variant_new_int32(5), NULL),
+		    props_new("order", g_variant_new_string("up"), NULL),
+		    props_new("after", g_variant_new_string("garbage"), NULL),
+		    props_new("after",
+			      g_variant_new_string("msg_00000000000000000000000000"),
+			      NULL),
+		    props_new("owner", g_variant_new_int32(5), NULL),
+		    props_new("agent", g_variant_new_string("x"), NULL),
+		};
+		for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+			g_autofree gchar *s = g_variant_print(bad[i], TRUE);
+			g_autoptr(GError) e = NULL;
+			g_test_message("ListSessions %s", s);
+			e = list_sessions_error(f, bad[i]);
+			assert_dbus_error(e, INVALID_ARGUMENT);
+		}
+	}
+}
+
+static void
+test_get_messages(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *session = chat(f, f->alice, f->agent, NULL, "first words");
+	g_autofree gchar *again = chat(f, f->alice, f->agent, session, "second words");
+	g_autoptr(GVariant) messages = get_messages(f, session, NULL);
+	g_autoptr(GVariant) desc = NULL;
+	g_autofree gchar *channel = NULL;
+	g_autofree gchar *reply = NULL;
+	g_autoptr(GError) error = NULL;
+	const gchar *roles[] = {"user", "assistant", "user", "assistant"};
+	const gchar *texts[] = {"first words", "first words", "second words", "second words"};
+
+	g_assert_cmpstr(again, ==, session);
+	/* ascending by default here */
+	g_assert_cmpuint(g_variant_n_children(messages), ==, 4);
+	for (guint i = 0; i < 4; i++) {
+		g_autoptr(GVariant) m = g_variant_get_child_value(messages, i);
+		g_autoptr(JsonNode) content = NULL;
+		g_autoptr(JsonNode) blocks = NULL;
+		gint64 created = 0;
+		g_assert_true(g_str_has_prefix(lookup_str(m, "id"), "msg_"));
+		g_assert_cmpstr(lookup_str(m, "session_id"), ==, session);
+		g_assert_cmpstr(lookup_str(m, "role"), ==, roles[i]);
+		g_assert_cmpstr(lookup_str(m, "model"), ==, f->agent);
+		g_assert_cmpstr(lookup_str(m, "status"), ==, "completed");
+		g_assert_true(g_variant_lookup(m, "created_at", "x", &created));
+		g_assert_cmpint(created, >, 0);
+		/* JSON arrays, as the v1 API returns them */
+		content = json_from_string(lookup_str(m, "content"), NULL);
+		blocks = json_from_string(lookup_str(m, "content_blocks"), NULL);
+		g_assert_nonnull(content);
+		g_assert_nonnull(blocks);
+		g_assert_true(JSON_NODE_HOLDS_ARRAY(content));
+		g_assert_true(JSON_NODE_HOLDS_ARRAY(blocks));
+		g_assert_cmpstr(confab_test_json_string(content, "0.type"), ==, "text");
+		g_assert_cmpstr(confab_test_json_string(content, "0.text"), ==, texts[i]);
+		g_assert_cmpstr(confab_test_json_string(blocks, "0.text"), ==, texts[i]);
+		if (i % 2 == 1)
+			g_assert_cmpstr(lookup_str(m, "finish_reason"), ==, "stop");
+	}
+	{
+		/* the same as HTTP replays */
+		g_autofree gchar *p =
+		    g_strdup_printf("/api/v1/conversations/%s/messages?order=asc", session);
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", p, f->alice, NULL);
+		g_assert_cmpuint(r->status, ==, 200);
+		for (guint i = 0; i < 4; i++) {
+			g_autoptr(GVariant) m = g_variant_get_child_value(messages, i);
+			g_autofree gchar *path = g_strdup_printf("data.%u", i);
+			JsonNode *item = confab_test_json_get(r->json, path);
+			g_autoptr(JsonNode) content =
+			    json_from_string(lookup_str(m, "content"), NULL);
+			g_autoptr(JsonNode) blocks =
+			    json_from_string(lookup_str(m, "content_blocks"), NULL);
+			g_assert_cmpstr(confab_test_json_string(item, "id"),
+					==,
+					lookup_str(m, "id"));
+			g_assert_true(
+			    json_node_equal(content, confab_test_json_get(item, "content")));
+			g_assert_true(
+			    json_node_equal(blocks, confab_test_json_get(item, "content_blocks")));
+		}
+	}
+	desc = get_messages(f,
+			    session,
+			    props_new("order",
+				      g_variant_new_string("desc"),
+				      "limit",
+				      g_variant_new_uint32(3),
+				      NULL));
+	g_assert_cmpuint(g_variant_n_children(desc), ==, 3);
+	{
+		g_autoptr(GVariant) d0 = g_variant_get_child_value(desc, 0);
+		g_autoptr(GVariant) m3 = g_variant_get_child_value(messages, 3);
+		g_autoptr(GVariant) m0 = g_variant_get_child_value(messages, 0);
+		g_autoptr(GVariant) rest = NULL;
+		g_assert_cmpstr(lookup_str(d0, "id"), ==, lookup_str(m3, "id"));
+		rest = get_messages(
+		    f,
+		    session,
+		    props_new("after", g_variant_new_string(lookup_str(m0, "id")), NULL));
+		g_assert_cmpuint(g_variant_n_children(rest), ==, 3);
+	}
+
+	/* any session, channel ones too */
+	confab_dbus_chat_call_send_sync(f->daemon->chat,
+					f->agent,
+					"",
+					"over the bus",
+					&channel,
+					&reply,
+					NULL,
+					&error);
+	g_assert_no_error(error);
+	{
+		g_autoptr(GVariant) m = get_messages(f, channel, NULL);
+		g_autoptr(GVariant) first = NULL;
+		g_autoptr(JsonNode) content = NULL;
+		g_assert_cmpuint(g_variant_n_children(m), ==, 2);
+		first = g_variant_get_child_value(m, 0);
+		content = json_from_string(lookup_str(first, "content"), NULL);
+		g_assert_cmpstr(confab_test_json_string(content, "0.text"), ==, "over the bus");
+	}
+
+	/* errors */
+	{
+		const gchar *unknown[] = {SESSION_ID_UNKNOWN, "cts_nope", "", "garbage"};
+		for (guint i = 0; i < G_N_ELEMENTS(unknown); i++) {
+			g_autoptr(GError) e = get_messages_error(f, unknown[i], NULL);
+			assert_dbus_error(e, SESSION_NOT_FOUND);
+		}
+	}
+	{
+		GVariant *bad[] = {
+		    props_new("limit", g_variant_new_uint32(0), NULL),
+		    props_new("limit", g_variant_new_string("5"), NULL),
+		    props_new("order", g_variant_new_string("sideways"), NULL),
+		    props_new("after", g_variant_new_string(session), NULL),
+		    props_new("color", g_variant_new_string("x"), NULL),
+		};
+		for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+			g_autoptr(GError) e = get_messages_error(f, session, bad[i]);
+			assert_dbus_error(e, INVALID_ARGUMENT);
+		}
+	}
+}
+
+static void
+test_delete_session(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *session = chat(f, f->alice, f->agent, NULL, "short-lived");
+	g_autofree gchar *keep = chat(f, f->alice, f->agent, NULL, "long-lived");
+	g_autofree gchar *path = g_strdup_printf("/api/v1/conversations/%s/messages", session);
+	g_autoptr(GError) error = NULL;
+
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", path, f->alice, NULL);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	confab_dbus_admin_call_delete_session_sync(f->daemon->admin, session, NULL, &error);
+	g_assert_no_error(error);
+	/* at once, everywhere */
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", path, f->alice, NULL);
+		confab_test_assert_error(r, 404, "conversation_not_found");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->alice, f->agent, session, "hello?", FALSE);
+		confab_test_assert_error(r, 404, "conversation_not_found");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->alice, NULL);
+		JsonArray *items = json_node_get_array(confab_test_json_get(r->json, "data"));
+		g_assert_cmpuint(json_array_get_length(items), ==, 1);
+		g_assert_cmpstr(confab_test_json_string(r->json, "data.0.id"), ==, keep);
+	}
+	{
+		g_autoptr(GError) e = get_messages_error(f, session, NULL);
+		assert_dbus_error(e, SESSION_NOT_FOUND);
+	}
+	{
+		g_autoptr(GVariant) v = list_sessions(f, g_variant_new("a{sv}", NULL));
+		g_assert_cmpuint(g_variant_n_children(v), ==, 1);
+	}
+	{
+		const gchar *unknown[] = {session, SESSION_ID_UNKNOWN, "cts_nope", ""};
+		for (guint i = 0; i < G_N_ELEMENTS(unknown); i++) {
+			g_autoptr(GError) e = NULL;
+			confab_dbus_admin_call_delete_session_sync(f->daemon->admin,
+								   unknown[i],
+								   NULL,
+								   &e);
+			assert_dbus_error(e, SESSION_NOT_FOUND);
+		}
+	}
+	{
+		/* the other one is intact */
+		g_autoptr(GVariant) m = get_messages(f, keep, NULL);
+		g_assert_cmpuint(g_variant_n_children(m), ==, 2);
+	}
+}
+
+/* ---------- properties ---------- */
+
+/*
+ * An upstream in a thread of the test that holds its answers until told
+ * to: paused messages, so that it can hold several at once.
+ */
+typedef struct {
+	GThread *thread;
+	GMainContext *context;
+	GMainLoop *loop;
+	gchar *base_url;
+	GMutex lock;
+	GCond cond;
+	gboolean hold;
+	gboolean ready;
+	guint waiting;
+	GPtrArray *held; /* SoupServerMessage, paused */
+} Upstream;
+
+static const gchar upstream_reply[] =
+    "{\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion\",\"created\":1,"
+    "\"model\":\"slow\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+    "\"content\":\"slow answer\"},\"finish_reason\":\"stop\"}],"
+    "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3}}";
+
+static void
+upstream_respond(SoupServerMessage *msg)
+{
+	soup_server_message_set_status(msg, 200, NULL);
+	soup_server_message_set_response(msg,
+					 "application/json",
+					 SOUP_MEMORY_STATIC,
+					 upstream_reply,
+					 strlen(upstream_reply));
+}
+
+static void
+upstream_handler(SoupServer *server,
+		 SoupServerMessage *msg,
+		 const char *path,
+		 GHashTable *query,
+		 gpointer user_data)
+{
+	Upstream *up = user_data;
+	gboolean hold;
+
+	g_mutex_lock(&up->lock);
+	hold = up->hold;
+	if (hold) {
+		soup_server_message_pause(msg);
+		g_ptr_array_add(up->held, g_object_ref(msg));
+		up->waiting++;
+		g_cond_broadcast(&up->cond);
+	}
+	g_mutex_unlock(&up->lock);
+	if (!hold)
+		upstream_respond(msg);
+}
+
+/* in the upstream's thread */
+static gboolean
+upstream_release_held(gpointer data)
+{
+	Upstream *up = data;
+	g_autoptr(GPtrArray) held = NULL;
+
+	g_mutex_lock(&up->lock);
+	held = g_steal_pointer(&up->held);
+	up->held = g_ptr_array_new_with_free_func(g_object_unref);
+	up->waiting = 0;
+	g_mutex_unlock(&up->lock);
+	for (guint i = 0; i < held->len; i++) {
+		SoupServerMessage *msg = g_ptr_array_index(held, i);
+		upstream_respond(msg);
+		soup_server_message_unpause(msg);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+static gpointer
+upstream_thread(gpointer data)
+{
+	Upstream *up = data;
+	g_autoptr(SoupServer) server = NULL;
+	g_autoptr(GError) error = NULL;
+	GSList *uris;
+	g_autofree gchar *url = NULL;
+
+	g_main_context_push_thread_default(up->context);
+	server = soup_server_new(NULL, NULL);
+	soup_server_add_handler(server, NULL, upstream_handler, up, NULL);
+	soup_server_listen_local(server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
+	g_assert_no_error(error);
+	uris = soup_server_get_uris(server);
+	url = g_uri_to_string(uris->data);
+	g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+	g_mutex_lock(&up->lock);
+	up->base_url = g_strdup_printf("%s%sv1", url, g_str_has_suffix(url, "/") ? "" : "/");
+	up->ready = TRUE;
+	g_cond_broadcast(&up->cond);
+	g_mutex_unlock(&up->lock);
+	g_main_loop_run(up->loop);
+	upstream_release_held(up);
+	soup_server_disconnect(server);
+	g_main_context_pop_thread_default(up->context);
+	return NULL;
+}
+
+static Upstream *
+upstream_start(gboolean hold)
+{
+	Upstream *up = g_new0(Upstream, 1);
+	g_mutex_init(&up->lock);
+	g_cond_init(&up->cond);
+	up->hold = hold;
+	up->held = g_ptr_array_new_with_free_func(g_object_unref);
+	up->context = g_main_context_new();
+	up->loop = g_main_loop_new(up->context, FALSE);
+	up->thread = g_thread_new("upstream", upstream_thread, up);
+	g_mutex_lock(&up->lock);
+	while (!up->ready)
+		g_cond_wait(&up->cond, &up->lock);
+	g_mutex_unlock(&up->lock);
+	return up;
+}
+
+static void
+upstream_release(Upstream *up)
+{
+	g_mutex_lock(&up->lock);
+	up->hold = FALSE;
+	g_mutex_unlock(&up->lock);
+	g_main_context_invoke(up->context, upstream_release_held, up);
+}
+
+static gboolean
+upstream_wait_waiting(Upstream *up, guint n, guint timeout_ms)
+{
+	gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+	gboolean ok;
+	g_mutex_lock(&up->lock);
+	while (up->waiting < n && g_cond_wait_until(&up->cond, &up->lock, deadline))
+		;
+	ok = up->waiting >= n;
+	g_mutex_unlock(&up->lock);
+	return ok;
+}
+
+static void
+upstream_stop(Upstream *up)
+{
+	upstream_release(up);
+	g_main_loop_quit(up->loop);
+	g_thread_join(up->thread);
+	g_main_loop_unref(up->loop);
+	g_main_context_unref(up->context);
+	g_mutex_clear(&up->lock);
+	g_cond_clear(&up->cond);
+	g_ptr_array_unref(up->held);
+	g_free(up->base_url);
+	g_free(up);
+}
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *agent;
+	guint status;
+} HeldTurn;
+
+static gpointer
+held_turn_thread(gpointer data)
+{
+	HeldTurn *t = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(t->daemon, t->token, t->agent, NULL, "held", FALSE);
+	t->status = r->status;
+	return NULL;
+}
+
+static void
+test_properties(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GVariant) version = admin_property(f, "Version");
+	g_autoptr(GVariant) address = admin_property(f, "ListenAddress");
+
+	g_assert_cmpstr(g_variant_get_string(version, NULL), ==, PACKAGE_VERSION);
+	g_assert_cmpstr(confab_dbus_admin_get_version(f->daemon->admin), ==, PACKAGE_VERSION);
+	g_assert_cmpstr(g_variant_get_string(address, NULL), ==, f->daemon->url);
+	g_assert_true(g_str_has_prefix(g_variant_get_string(address, NULL), "http://"));
+	g_assert_cmpuint(active_turns(f), ==, 0);
+}
+
+static void
+test_turns_served(Fixture *f, gconstpointer data)
+{
+	guint64 served;
+
+	/* TurnsServed counts the turns that ran, read live */
+	served = turns_served(f);
+	g_free(chat(f, f->alice, f->agent, NULL, "one"));
+	g_free(chat(f, f->alice, f->agent, NULL, "two"));
+	g_assert_cmpuint(turns_served(f), ==, served + 2);
+	g_assert_cmpuint(active_turns(f), ==, 0);
+}
+
+static void
+test_refused_not_served(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *bound =
+	    confab_test_create_token(f->daemon, "alice", "api.full", f->agent, NULL);
+	g_autofree gchar *other = confab_test_create_agent(f->daemon, "other", "echo");
+	guint64 served = turns_served(f);
+
+	/* refused requests are not turns served */
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->alice, AGENT_ID_UNKNOWN, NULL, "x", FALSE);
+		confab_test_assert_error(r, 404, "agent_not_found");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, bound, other, NULL, "x", FALSE);
+		confab_test_assert_error(r, 403, "permission_denied");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->alice, f->agent, SESSION_ID_UNKNOWN, "x", FALSE);
+		confab_test_assert_error(r, 404, "conversation_not_found");
+	}
+	g_assert_cmpuint(turns_served(f), ==, served);
+}
+
+static void
+test_active_turns(Fixture *f, gconstpointer data)
+{
+	Upstream *up = upstream_start(TRUE);
+	g_autofree gchar *agent = NULL;
+	HeldTurn held[2] = {{f->daemon, f->alice, NULL, 0}, {f->daemon, f->alice, NULL, 0}};
+	GThread *threads[2];
+	guint64 served = turns_served(f);
+
+	agent = confab_test_create_agent_props(f->daemon,
+					       props_new("name",
+							 g_variant_new_string("slow"),
+							 "provider",
+							 g_variant_new_string("openai"),
+							 "base_url",
+							 g_variant_new_string(up->base_url),
+							 "upstream_model",
+							 g_variant_new_string("m"),
+							 NULL));
+	for (guint i = 0; i < 2; i++) {
+		held[i].agent = agent;
+		threads[i] = g_thread_new("held", held_turn_thread, &held[i]);
+	}
+	g_assert_true(upstream_wait_waiting(up, 2, 30000));
+	g_assert_cmpuint(active_turns(f), ==, 2);
+	g_assert_cmpuint(turns_served(f), ==, served);
+	upstream_release(up);
+	for (guint i = 0; i < 2; i++) {
+		g_thread_join(threads[i]);
+		g_assert_cmpuint(held[i].status, ==, 200);
+	}
+	g_assert_cmpuint(active_turns(f), ==, 0);
+	g_assert_cmpuint(turns_served(f), ==, served + 2);
+	upstream_stop(up);
+}
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *agent;
+	const gchar *session;
+	ConfabTestResponse *response;
+} HeldContinuation;
+
+static gpointer
+held_continuation_thread(gpointer data)
+{
+	HeldContinuation *t = data;
+	t->response = confab_test_chat(t->daemon, t->token, t->agent, t->session, "held", FALSE);
+	return NULL;
+}
+
+static void
+test_delete_session_mid_turn(Fixture *f, gconstpointer data)
+{
+	Upstream *up = upstream_start(FALSE);
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *session = NULL;
+	HeldContinuation held = {f->daemon, f->alice, NULL, NULL, NULL};
+	g_autoptr(GError) error = NULL;
+	GThread *thread;
+
+	agent = confab_test_create_agent_props(f->daemon,
+					       props_new("name",
+							 g_variant_new_string("slow"),
+							 "provider",
+							 g_variant_new_string("openai"),
+							 "base_url",
+							 g_variant_new_string(up->base_url),
+							 "upstream_model",
+							 g_variant_new_string("m"),
+							 NULL));
+	session = chat(f, f->alice, agent, NULL, "first");
+	g_mutex_lock(&up->lock);
+	up->hold = TRUE;
+	g_mutex_unlock(&up->lock);
+	held.agent = agent;
+	held.session = session;
+	thread = g_thread_new("held", held_continuation_thread, &held);
+	g_assert_true(upstream_wait_waiting(up, 1, 30000));
+
+	/* deleted while a turn runs in it: at once and for good */
+	confab_dbus_admin_call_delete_session_sync(f->daemon->admin, session, NULL, &error);
+	g_assert_no_error(error);
+	{
+		g_autoptr(GError) e = get_messages_error(f, session, NULL);
+		assert_dbus_error(e, SESSION_NOT_FOUND);
+	}
+	upstream_release(up);
+	g_thread_join(thread);
+	/* the turn ends cleanly, one way or the other */
+	g_test_message("held turn: %u", held.response->status);
+	g_assert_nonnull(held.response->json);
+	if (held.response->status != 200)
+		confab_test_assert_error(held.response, 404, "conversation_not_found");
+	g_clear_pointer(&held.response, confab_test_response_free);
+	/* and does not bring the session back */
+	{
+		g_autoptr(GError) e = get_messages_error(f, session, NULL);
+		g_autoptr(GVariant) all = list_sessions(f, g_variant_new("a{sv}", NULL));
+		assert_dbus_error(e, SESSION_NOT_FOUND);
+		for (gsize i = 0; i < g_variant_n_children(all); i++) {
+			g_autoptr(GVariant) s = g_variant_get_child_value(all, i);
+			g_assert_cmpstr(lookup_str(s, "id"), !=, session);
+		}
+	}
+	{
+		g_autofree gchar *p = g_strdup_printf("/api/v1/conversations/%s/messages", session);
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", p, f->alice, NULL);
+		confab_test_assert_error(r, 404, "conversation_not_found");
+	}
+	{
+		/* the agent and the daemon carry on */
+		g_autofree gchar *next = chat(f, f->alice, agent, NULL, "next");
+		g_assert_nonnull(next);
+	}
+	upstream_stop(up);
+}
+
+int
+main(int argc, char **argv)
+{
+	gint ret;
+	confab_test_init(&argc, &argv, TRUE);
+#define ADD(name, func)                                                                            \
+	g_test_add("/confab/dbus-admin/" name, Fixture, NULL, fixture_setup, func, fixture_teardown)
+	ADD("create-agent-errors", test_create_agent_errors);
+	ADD("agent-lifecycle", test_agent_lifecycle);
+	ADD("tokens", test_tokens);
+	ADD("create-token-errors", test_create_token_errors);
+	ADD("quota", test_quota);
+	ADD("list-sessions", test_list_sessions);
+	ADD("get-messages", test_get_messages);
+	ADD("delete-session", test_delete_session);
+	ADD("properties", test_properties);
+	/* these three fail while ActiveTurns and TurnsServed read 0 (see the report) */
+	ADD("turns-served", test_turns_served);
+	ADD("active-turns", test_active_turns);
+	ADD("refused-not-served", test_refused_not_served);
+	/* fails while a turn's answer stored into a deleted session is a 500 (see the report) */
+	ADD("delete-session-mid-turn", test_delete_session_mid_turn);
+#undef ADD
+	ret = g_test_run();
+	confab_test_finish();
+	return ret;
+}

@@ -1,0 +1,623 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-test-helper.h"
+
+/*
+ * The monthly request quota, against a real confabd: the x-ratelimit-*
+ * headers, the 429 that does not count, what never counts, the quota under
+ * concurrency, unlimited owners, the configured default, and a restart.
+ */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	gchar *agent;
+	gchar *alice;
+	gchar *bob;
+} Fixture;
+
+static void
+fixture_start(Fixture *f, const gchar *config)
+{
+	f->daemon = confab_test_daemon_start(config, NULL);
+	f->agent = confab_test_create_agent(f->daemon, "echo", "echo");
+	f->alice = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+	f->bob = confab_test_create_token(f->daemon, "bob", "chat.completions", NULL, NULL);
+}
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+	fixture_start(f, data);
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	confab_test_daemon_free(f->daemon);
+	g_free(f->agent);
+	g_free(f->alice);
+	g_free(f->bob);
+}
+
+/* ---------- helpers ---------- */
+
+static GVariant *
+get_usage(Fixture *f, const gchar *owner)
+{
+	g_autoptr(GError) error = NULL;
+	GVariant *usage = NULL;
+	confab_dbus_admin_call_get_usage_sync(f->daemon->admin, owner, &usage, NULL, &error);
+	g_assert_no_error(error);
+	return usage;
+}
+
+static guint64
+usage_u64(Fixture *f, const gchar *owner, const gchar *key)
+{
+	g_autoptr(GVariant) usage = get_usage(f, owner);
+	guint64 value = 0;
+	g_assert_true(g_variant_lookup(usage, key, "t", &value));
+	return value;
+}
+
+static guint64
+used(Fixture *f, const gchar *owner)
+{
+	return usage_u64(f, owner, "requests");
+}
+
+static const gchar *
+header(ConfabTestResponse *r, const gchar *name)
+{
+	return soup_message_headers_get_one(r->headers, name);
+}
+
+static guint64
+header_u64(ConfabTestResponse *r, const gchar *name)
+{
+	const gchar *value = header(r, name);
+	guint64 n = 0;
+	g_assert_nonnull(value);
+	g_assert_true(g_ascii_string_to_unsigned(value, 10, 0, G_MAXUINT64, &n, NULL));
+	return n;
+}
+
+/* "123s": whole seconds until the month rolls over */
+static gint64
+reset_seconds(ConfabTestResponse *r)
+{
+	const gchar *value = header(r, "x-ratelimit-reset-requests");
+	g_autofree gchar *digits = NULL;
+	guint64 n = 0;
+	g_assert_nonnull(value);
+	g_assert_true(g_str_has_suffix(value, "s"));
+	digits = g_strndup(value, strlen(value) - 1);
+	g_assert_true(g_ascii_string_to_unsigned(digits, 10, 1, 31 * 86400, &n, NULL));
+	return (gint64)n;
+}
+
+static void
+assert_quota_headers(ConfabTestResponse *r, guint64 limit, guint64 remaining)
+{
+	g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, limit);
+	g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, remaining);
+	(void)reset_seconds(r);
+}
+
+static void
+assert_no_quota_headers(ConfabTestResponse *r)
+{
+	g_assert_null(header(r, "x-ratelimit-limit-requests"));
+	g_assert_null(header(r, "x-ratelimit-remaining-requests"));
+	g_assert_null(header(r, "x-ratelimit-reset-requests"));
+}
+
+static void
+assert_over_quota(ConfabTestResponse *r)
+{
+	confab_test_assert_error(r, 429, "insufficient_quota");
+	g_assert_cmpstr(confab_test_json_string(r->json, "error.type"), ==, "insufficient_quota");
+	g_assert_cmpstr(header(r, "x-should-retry"), ==, "false");
+	g_assert_cmpstr(soup_message_headers_get_content_type(r->headers, NULL),
+			==,
+			"application/json");
+}
+
+static ConfabTestResponse *
+turn(Fixture *f, const gchar *token, gboolean stream)
+{
+	return confab_test_chat(f->daemon, token, f->agent, NULL, "count me", stream);
+}
+
+/* ---------- tests ---------- */
+
+static void
+test_headers_and_limit(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GVariant) usage = NULL;
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+	g_autofree gchar *month = g_date_time_format(now, "%Y-%m");
+	const gchar *s = NULL;
+	guint64 u = 0;
+	gint64 reset = 0;
+	gboolean b = FALSE;
+
+	confab_test_set_quota(f->daemon, "alice", 3);
+	for (guint i = 0; i < 3; i++) {
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, i == 1);
+		g_assert_cmpuint(r->status, ==, 200);
+		/* remaining is after this request; streams carry them too */
+		assert_quota_headers(r, 3, 2 - i);
+		g_assert_cmpuint(used(f, "alice"), ==, i + 1);
+		if (i == 0) {
+			g_autoptr(GVariant) v = get_usage(f, "alice");
+			g_autoptr(GDateTime) first = g_date_time_new_utc(g_date_time_get_year(now),
+									 g_date_time_get_month(now),
+									 1,
+									 0,
+									 0,
+									 0);
+			g_autoptr(GDateTime) next = g_date_time_add_months(first, 1);
+			gint64 expected = g_date_time_difference(next, now) / G_TIME_SPAN_SECOND;
+			gint64 dbus_reset = 0;
+			/* until 00:00 UTC on the first of next month */
+			g_assert_cmpint(ABS(expected - reset_seconds(r)), <=, 10);
+			g_assert_true(g_variant_lookup(v, "reset_seconds", "x", &dbus_reset));
+			g_assert_cmpint(ABS(dbus_reset - reset_seconds(r)), <=, 5);
+		}
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_over_quota(r);
+		/* a 429 carries the quota too: nothing remains */
+		assert_quota_headers(r, 3, 0);
+	}
+	{
+		/* a stream is refused before it starts, as JSON */
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, TRUE);
+		assert_over_quota(r);
+	}
+	/* refused requests do not count */
+	g_assert_cmpuint(used(f, "alice"), ==, 3);
+
+	usage = get_usage(f, "alice");
+	g_assert_true(g_variant_lookup(usage, "owner", "&s", &s));
+	g_assert_cmpstr(s, ==, "alice");
+	g_assert_true(g_variant_lookup(usage, "month", "&s", &s));
+	g_assert_cmpstr(s, ==, month);
+	g_assert_true(g_variant_lookup(usage, "quota", "t", &u));
+	g_assert_cmpuint(u, ==, 3);
+	g_assert_true(g_variant_lookup(usage, "remaining", "t", &u));
+	g_assert_cmpuint(u, ==, 0);
+	g_assert_true(g_variant_lookup(usage, "quota_is_default", "b", &b));
+	g_assert_false(b);
+	g_assert_true(g_variant_lookup(usage, "reset_seconds", "x", &reset));
+	g_assert_cmpint(reset, >, 0);
+	g_assert_cmpint(reset, <=, 31 * 86400);
+
+	/* another owner is not affected */
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_no_quota_headers(r);
+	}
+	/* nor is another token of the same owner spared */
+	{
+		g_autofree gchar *other =
+		    confab_test_create_token(f->daemon, "alice", "api.full", NULL, NULL);
+		g_autoptr(ConfabTestResponse) r = turn(f, other, FALSE);
+		assert_over_quota(r);
+	}
+	/* raising the quota lets the owner on at once */
+	confab_test_set_quota(f->daemon, "alice", 5);
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 5, 1);
+	}
+	/* continuing a conversation counts like starting one */
+	{
+		g_autoptr(ConfabTestResponse) first = NULL;
+		g_autoptr(ConfabTestResponse) over = NULL;
+		first = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(first->status, ==, 200);
+		assert_quota_headers(first, 5, 0);
+		over = confab_test_chat(f->daemon,
+					f->alice,
+					f->agent,
+					confab_test_json_string(first->json, "metadata.session_id"),
+					"again",
+					FALSE);
+		assert_over_quota(over);
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 5);
+	/* lowering it below the usage refuses at once */
+	confab_test_set_quota(f->daemon, "alice", 1);
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_over_quota(r);
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 5);
+}
+
+static void
+test_not_counted(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *bound =
+	    confab_test_create_token(f->daemon, "alice", "chat.completions", f->agent, NULL);
+	g_autofree gchar *other_agent = confab_test_create_agent(f->daemon, "other", "echo");
+	g_autofree gchar *session = NULL;
+	g_autofree gchar *bob_session = NULL;
+	g_autofree gchar *messages = NULL;
+
+	confab_test_set_quota(f->daemon, "alice", 2);
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		bob_session = g_strdup(confab_test_json_string(r->json, "metadata.session_id"));
+	}
+	/* 400s */
+	{
+		g_autoptr(ConfabTestResponse) r = confab_test_http(f->daemon,
+								   "POST",
+								   "/api/v1/chat/completions",
+								   f->alice,
+								   "{not json");
+		confab_test_assert_error(r, 400, "invalid_json");
+	}
+	{
+		g_autofree gchar *body =
+		    g_strdup_printf("{\"model\":\"%s\",\"messages\":[]}", f->agent);
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->alice, body);
+		confab_test_assert_error(r, 400, "invalid_messages");
+	}
+	/* 404s */
+	{
+		g_autoptr(ConfabTestResponse) r = confab_test_chat(f->daemon,
+								   f->alice,
+								   "agt_00000000000000000000000000",
+								   NULL,
+								   "x",
+								   FALSE);
+		confab_test_assert_error(r, 404, "agent_not_found");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->alice, f->agent, bob_session, "x", FALSE);
+		confab_test_assert_error(r, 404, "conversation_not_found");
+	}
+	/* 403 */
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, bound, other_agent, NULL, "x", FALSE);
+		confab_test_assert_error(r, 403, "permission_denied");
+	}
+	/* 405, 415 */
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", "/api/v1/chat/completions", f->alice, NULL);
+		confab_test_assert_error(r, 405, "method_not_allowed");
+	}
+	{
+		g_autofree gchar *auth = g_strdup_printf("Authorization: Bearer %s", f->alice);
+		const gchar *headers[] = {"Content-Type: text/plain", auth, NULL};
+		g_autofree gchar *body = g_strdup_printf(
+		    "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		    f->agent);
+		g_autoptr(GBytes) bytes = g_bytes_new(body, strlen(body));
+		g_autoptr(ConfabTestResponse) r = confab_test_http_full(f->daemon,
+									"POST",
+									"/api/v1/chat/completions",
+									headers,
+									bytes);
+		confab_test_assert_error(r, 415, "unsupported_media_type");
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 0);
+
+	/* the whole quota is still there */
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 2, 1);
+		session = g_strdup(confab_test_json_string(r->json, "metadata.session_id"));
+	}
+	/* lists never count, even past the quota */
+	messages = g_strdup_printf("/api/v1/conversations/%s/messages", session);
+	for (guint i = 0; i < 10; i++) {
+		g_autoptr(ConfabTestResponse) a =
+		    confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->alice, NULL);
+		g_autoptr(ConfabTestResponse) b =
+		    confab_test_http(f->daemon, "GET", messages, f->alice, NULL);
+		g_assert_cmpuint(a->status, ==, 200);
+		g_assert_cmpuint(b->status, ==, 200);
+		/* they are not chat responses: no quota headers */
+		assert_no_quota_headers(a);
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 1);
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 2, 0);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_over_quota(r);
+	}
+	for (guint i = 0; i < 3; i++) {
+		g_autoptr(ConfabTestResponse) a =
+		    confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->alice, NULL);
+		g_autoptr(ConfabTestResponse) b =
+		    confab_test_http(f->daemon, "GET", messages, f->alice, NULL);
+		g_assert_cmpuint(a->status, ==, 200);
+		g_assert_cmpuint(b->status, ==, 200);
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 2);
+}
+
+typedef struct {
+	Fixture *f;
+	GMutex lock;
+	GCond cond;
+	gboolean go;
+	guint ok;
+	guint over;
+	guint other;
+} Race;
+
+static gpointer
+race_thread(gpointer data)
+{
+	Race *race = data;
+	g_autoptr(ConfabTestResponse) r = NULL;
+
+	g_mutex_lock(&race->lock);
+	while (!race->go)
+		g_cond_wait(&race->cond, &race->lock);
+	g_mutex_unlock(&race->lock);
+	r = confab_test_chat(race->f->daemon,
+			     race->f->alice,
+			     race->f->agent,
+			     NULL,
+			     "race",
+			     g_random_boolean());
+	g_mutex_lock(&race->lock);
+	if (r->status == 200)
+		race->ok++;
+	else if (r->status == 429 && g_strcmp0(header(r, "x-should-retry"), "false") == 0)
+		race->over++;
+	else
+		race->other++;
+	g_mutex_unlock(&race->lock);
+	return NULL;
+}
+
+static void
+test_concurrency(Fixture *f, gconstpointer data)
+{
+	const guint n_threads = 40;
+	g_autoptr(GPtrArray) threads = g_ptr_array_new();
+	Race race = {f};
+
+	g_mutex_init(&race.lock);
+	g_cond_init(&race.cond);
+	confab_test_set_quota(f->daemon, "alice", 10);
+	for (guint i = 0; i < n_threads; i++)
+		g_ptr_array_add(threads, g_thread_new("race", race_thread, &race));
+	g_mutex_lock(&race.lock);
+	race.go = TRUE;
+	g_cond_broadcast(&race.cond);
+	g_mutex_unlock(&race.lock);
+	for (guint i = 0; i < threads->len; i++)
+		g_thread_join(g_ptr_array_index(threads, i));
+
+	g_test_message("200: %u, 429: %u, other: %u", race.ok, race.over, race.other);
+	g_assert_cmpuint(race.other, ==, 0);
+	g_assert_cmpuint(race.ok, ==, 10);
+	g_assert_cmpuint(race.over, ==, n_threads - 10);
+	g_assert_cmpuint(used(f, "alice"), ==, 10);
+	{
+		/* exactly ten conversations exist */
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon,
+				     "GET",
+				     "/api/v1/conversations?limit=100",
+				     f->alice,
+				     NULL);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(
+				     json_node_get_array(confab_test_json_get(r->json, "data"))),
+				 ==,
+				 10);
+	}
+	g_mutex_clear(&race.lock);
+	g_cond_clear(&race.cond);
+}
+
+static void
+test_unlimited(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GVariant) usage = NULL;
+	guint64 quota = 99;
+	gboolean is_default = FALSE;
+	guint64 remaining = 0;
+
+	/* nothing configured: unlimited, no headers, still counted */
+	for (guint i = 0; i < 3; i++) {
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, i == 2);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_no_quota_headers(r);
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 3);
+	usage = get_usage(f, "alice");
+	g_assert_true(g_variant_lookup(usage, "quota", "t", &quota));
+	g_assert_cmpuint(quota, ==, 0);
+	g_assert_true(g_variant_lookup(usage, "quota_is_default", "b", &is_default));
+	g_assert_true(is_default);
+	g_assert_false(g_variant_lookup(usage, "remaining", "t", &remaining));
+
+	/* a quota, then 0: the override is gone, unlimited again */
+	confab_test_set_quota(f->daemon, "alice", 4);
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 4, 0);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_over_quota(r);
+	}
+	confab_test_set_quota(f->daemon, "alice", 0);
+	for (guint i = 0; i < 2; i++) {
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_no_quota_headers(r);
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 6);
+	g_assert_cmpuint(usage_u64(f, "alice", "quota"), ==, 0);
+	{
+		/* an owner never seen has nothing used */
+		g_autoptr(GVariant) v = get_usage(f, "nobody");
+		guint64 n = 99;
+		g_assert_true(g_variant_lookup(v, "requests", "t", &n));
+		g_assert_cmpuint(n, ==, 0);
+	}
+}
+
+#define DEFAULT_QUOTA_CONFIG "[quota]\ndefault_monthly_requests=2\n"
+
+static void
+test_config_default(Fixture *f, gconstpointer data)
+{
+	gboolean is_default = FALSE;
+
+	for (guint i = 0; i < 2; i++) {
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 2, 1 - i);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_over_quota(r);
+	}
+	{
+		g_autoptr(GVariant) usage = get_usage(f, "alice");
+		g_assert_true(g_variant_lookup(usage, "quota_is_default", "b", &is_default));
+		g_assert_true(is_default);
+		g_assert_cmpuint(usage_u64(f, "alice", "quota"), ==, 2);
+		g_assert_cmpuint(usage_u64(f, "alice", "remaining"), ==, 0);
+	}
+	/* every owner gets the default */
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 2, 1);
+	}
+	/* an override beats it */
+	confab_test_set_quota(f->daemon, "alice", 5);
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_autoptr(GVariant) usage = get_usage(f, "alice");
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 5, 2);
+		g_assert_true(g_variant_lookup(usage, "quota_is_default", "b", &is_default));
+		g_assert_false(is_default);
+	}
+	/* removing the override brings the default back */
+	confab_test_set_quota(f->daemon, "alice", 0);
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_over_quota(r);
+		g_assert_cmpuint(usage_u64(f, "alice", "quota"), ==, 2);
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 3);
+}
+
+static void
+test_restart(void)
+{
+	g_autofree gchar *state = confab_test_make_tmpdir("quota-state");
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start_full(state, NULL, NULL);
+	g_autofree gchar *agent = confab_test_create_agent(daemon, "echo", "echo");
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+
+	confab_test_set_quota(daemon, "alice", 2);
+	for (guint i = 0; i < 2; i++) {
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(daemon, token, agent, NULL, "before", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	g_clear_pointer(&daemon, confab_test_daemon_free);
+
+	/* the usage and the override outlive the daemon */
+	daemon = confab_test_daemon_start_full(state, NULL, NULL);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(daemon, token, agent, NULL, "after", FALSE);
+		assert_over_quota(r);
+		assert_quota_headers(r, 2, 0);
+	}
+	{
+		g_autoptr(GError) error = NULL;
+		g_autoptr(GVariant) usage = NULL;
+		guint64 n = 0;
+		confab_dbus_admin_call_get_usage_sync(daemon->admin, "alice", &usage, NULL, &error);
+		g_assert_no_error(error);
+		g_assert_true(g_variant_lookup(usage, "requests", "t", &n));
+		g_assert_cmpuint(n, ==, 2);
+	}
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	g_clear_pointer(&daemon, confab_test_daemon_free);
+	confab_test_rm_rf(state);
+}
+
+int
+main(int argc, char **argv)
+{
+	gint ret;
+	confab_test_init(&argc, &argv, TRUE);
+	g_test_add("/confab/quota/headers-and-limit",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_headers_and_limit,
+		   fixture_teardown);
+	g_test_add("/confab/quota/not-counted",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_not_counted,
+		   fixture_teardown);
+	g_test_add("/confab/quota/concurrency",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_concurrency,
+		   fixture_teardown);
+	g_test_add("/confab/quota/unlimited",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_unlimited,
+		   fixture_teardown);
+	g_test_add("/confab/quota/config-default",
+		   Fixture,
+		   DEFAULT_QUOTA_CONFIG,
+		   fixture_setup,
+		   test_config_default,
+		   fixture_teardown);
+	g_test_add_func("/confab/quota/restart", test_restart);
+	ret = g_test_run();
+	confab_test_finish();
+	return ret;
+}
