@@ -62,10 +62,12 @@ struct _ConfabTurn {
 	gint64 created;
 	gchar *month; /* owned: the month the request counted in */
 	ConfabQuotaInfo quota;
-	gboolean registered;  /* counted in the engine's turns in flight */
-	gboolean busy_held;   /* holds the session's turn lock */
-	gboolean quota_taken; /* admitted, not yet committed */
-	gboolean admitted;    /* the user's messages are committed: a turn served */
+	gboolean registered;	    /* counted in the engine's turns in flight */
+	gboolean busy_held;	    /* holds the session's turn lock */
+	gboolean quota_taken;	    /* admitted, not yet committed */
+	gboolean admitted;	    /* the user's messages are committed: a turn served */
+	ConfabTurnRecord *deferred; /* owned: the user's side, committed with the answer */
+	GError *begin_error;	    /* owned: committing the deferred side failed */
 
 	ConfabProviderRequest *provider_request; /* owned */
 	GString *content;			 /* owned: the assistant text so far */
@@ -119,6 +121,8 @@ confab_turn_finalize(GObject *object)
 	g_clear_pointer(&self->request, confab_chat_request_free);
 	g_clear_object(&self->cancellable);
 	g_clear_object(&self->agent);
+	g_clear_pointer(&self->deferred, confab_turn_record_free);
+	g_clear_error(&self->begin_error);
 	g_clear_object(&self->provider);
 	g_clear_object(&self->session);
 	g_clear_pointer(&self->history, g_ptr_array_unref);
@@ -420,6 +424,17 @@ start_commit(ConfabTurn *self, GTask *task)
 	self->completion_id = confab_id_generator_next(ids, CONFAB_PREFIX_COMPLETION);
 	self->created = now;
 
+	/*
+	 * Without a stream, the first byte the client gets is the whole
+	 * answer: the user's messages need only be committed before it. They
+	 * go with the answer, in the writer's same transaction, and the
+	 * upstream is asked at once rather than after a commit.
+	 */
+	if (!self->request->stream) {
+		self->deferred = g_steal_pointer(&record);
+		g_task_return_boolean(task, TRUE);
+		return;
+	}
 	confab_store_begin_turn(confab_engine_get_store(self->engine),
 				record,
 				NULL,
@@ -773,12 +788,42 @@ build_assistant_message(ConfabTurn *self)
 }
 
 static void
+deferred_begin_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ConfabTurn) self = user_data;
+
+	if (!confab_store_begin_turn_finish(CONFAB_STORE(source), result, &self->begin_error))
+		return;
+	self->quota_taken = FALSE;
+	self->admitted = TRUE;
+}
+
+static void
 finish_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabTurn *self = g_task_get_source_object(task);
 	g_autoptr(GError) error = NULL;
 
+	/* the deferred user's side completes first: the writer keeps order */
+	if (self->begin_error != NULL) {
+		g_autoptr(GError) ignored = NULL;
+		(void)confab_store_finish_turn_finish(CONFAB_STORE(source), result, &ignored);
+		error = g_steal_pointer(&self->begin_error);
+		confab_turn_release(self);
+		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+			g_task_return_error(task, g_steal_pointer(&error));
+			return;
+		}
+		g_warning("storing the turn in %s: %s",
+			  confab_session_get_id(self->session),
+			  error->message);
+		g_task_return_new_error(task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_FAILED,
+					"The conversation could not be stored");
+		return;
+	}
 	if (!confab_store_finish_turn_finish(CONFAB_STORE(source), result, &error)) {
 		confab_turn_release(self);
 		/* deleted while the turn ran: gone, as for any later request */
@@ -843,6 +888,15 @@ complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	/* whatever happened, the transcript says so before anyone hears back */
 	assistant = build_assistant_message(self);
+	if (self->deferred != NULL) {
+		/* queued back to back: one transaction in the writer */
+		confab_store_begin_turn(confab_engine_get_store(self->engine),
+					self->deferred,
+					NULL,
+					deferred_begin_cb,
+					g_object_ref(self));
+		g_clear_pointer(&self->deferred, confab_turn_record_free);
+	}
 	confab_store_finish_turn(confab_engine_get_store(self->engine),
 				 assistant,
 				 NULL,
