@@ -25,7 +25,49 @@ typedef struct {
 	const guchar *p;
 	const guchar *end;
 	GError **error;
+	/* where we are, to name the field of a bad string: per level, the
+	 * container ('{' or '['), the member name or the element index */
+	gchar *stack;
+	const guchar **keys;
+	gsize *key_lens;
+	guint *indices;
+	guint depth;
 } Scan;
+
+/* "messages[0].content", as the OpenAI errors name a field */
+static gchar *
+scan_path(Scan *s)
+{
+	GString *path = g_string_new(NULL);
+	for (guint d = 0; d < s->depth; d++) {
+		if (s->stack[d] == '[') {
+			g_string_append_printf(path, "[%u]", s->indices[d]);
+		} else if (s->keys[d] != NULL) {
+			if (path->len > 0)
+				g_string_append_c(path, '.');
+			g_string_append_len(path, (const gchar *)s->keys[d], s->key_lens[d]);
+		}
+	}
+	if (path->len == 0) {
+		g_string_free(path, TRUE);
+		return NULL;
+	}
+	return g_string_free(path, FALSE);
+}
+
+static gboolean
+scan_fail_text(Scan *s, gint code, const gchar *what)
+{
+	g_autofree gchar *param = scan_path(s);
+	confab_set_error_param_printf(s->error,
+				      code,
+				      param,
+				      "%s%s%s",
+				      what,
+				      param != NULL ? " in " : "",
+				      param != NULL ? param : "");
+	return FALSE;
+}
 
 static gboolean
 scan_fail(Scan *s, const gchar *what)
@@ -65,10 +107,13 @@ hex4(const guchar *p)
 }
 
 static gboolean
-scan_string(Scan *s)
+scan_string(Scan *s, gboolean is_key)
 {
-	/* s->p is on the opening quote; the input is already valid UTF-8 */
+	const guchar *start;
+
+	/* s->p is on the opening quote */
 	s->p++;
+	start = s->p;
 	for (;;) {
 		const guchar *q = s->p;
 		/* fast path over plain bytes */
@@ -78,6 +123,14 @@ scan_string(Scan *s)
 		if (s->p >= s->end)
 			return scan_fail(s, "unterminated string");
 		if (*s->p == '"') {
+			if (!g_utf8_validate_len((const gchar *)start, s->p - start, NULL))
+				return scan_fail_text(s,
+						      CONFAB_ERROR_INVALID_JSON,
+						      "Text that is not valid UTF-8");
+			if (is_key && s->depth > 0) {
+				s->keys[s->depth - 1] = start;
+				s->key_lens[s->depth - 1] = s->p - start;
+			}
 			s->p++;
 			return TRUE;
 		}
@@ -102,14 +155,11 @@ scan_string(Scan *s)
 			if (s->end - s->p < 6 || (cp = hex4(s->p + 2)) < 0)
 				return scan_fail(s, "bad \\u escape");
 			s->p += 6;
-			if (cp == 0) {
-				confab_set_error_param(
-				    s->error,
+			if (cp == 0)
+				return scan_fail_text(
+				    s,
 				    CONFAB_ERROR_INVALID_VALUE,
-				    NULL,
 				    "Text containing U+0000 (\\u0000) is not accepted");
-				return FALSE;
-			}
 			if (cp >= 0xdc00 && cp <= 0xdfff)
 				return scan_fail(s, "lone low surrogate in a \\u escape");
 			if (cp >= 0xd800 && cp <= 0xdbff) {
@@ -196,7 +246,7 @@ scan_member_name(Scan *s)
 {
 	if (s->p >= s->end || *s->p != '"')
 		return scan_fail(s, "expected a member name");
-	if (!scan_string(s))
+	if (!scan_string(s, TRUE))
 		return FALSE;
 	scan_ws(s);
 	if (s->p >= s->end || *s->p != ':')
@@ -211,7 +261,7 @@ scan_scalar(Scan *s)
 {
 	switch (*s->p) {
 	case '"':
-		return scan_string(s);
+		return scan_string(s, FALSE);
 	case 't':
 		return scan_literal(s, "true");
 	case 'f':
@@ -241,19 +291,23 @@ scan_scalar(Scan *s)
 gboolean
 confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 {
-	Scan s = {(const guchar *)data, (const guchar *)data + len, error};
 	/* the containers we are in: '{' or '[' */
 	g_autofree gchar *stack = g_malloc(max_depth + 1);
-	guint depth = 0;
+	g_autofree const guchar **keys = g_new0(const guchar *, max_depth + 1);
+	g_autofree gsize *key_lens = g_new0(gsize, max_depth + 1);
+	g_autofree guint *indices = g_new0(guint, max_depth + 1);
+	Scan s = {(const guchar *)data,
+		  (const guchar *)data + len,
+		  error,
+		  stack,
+		  keys,
+		  key_lens,
+		  indices,
+		  0};
 	gboolean want_value = TRUE;
 
-	if (!g_utf8_validate_len(data, len, NULL)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_JSON,
-				       NULL,
-				       "The request body is not valid UTF-8");
-		return FALSE;
-	}
+	/* UTF-8 is checked string by string, to name the field; bytes outside
+	 * strings can only be JSON's own ASCII */
 
 	scan_ws(&s);
 	for (;;) {
@@ -261,7 +315,7 @@ confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 			if (s.p >= s.end)
 				return scan_fail(&s, "unexpected end of input");
 			if (*s.p == '{' || *s.p == '[') {
-				if (depth >= max_depth) {
+				if (s.depth >= max_depth) {
 					confab_set_error_param_printf(
 					    error,
 					    CONFAB_ERROR_INVALID_JSON,
@@ -270,7 +324,10 @@ confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 					    max_depth);
 					return FALSE;
 				}
-				stack[depth++] = (gchar)*s.p;
+				stack[s.depth] = (gchar)*s.p;
+				keys[s.depth] = NULL;
+				indices[s.depth] = 0;
+				s.depth++;
 				s.p++;
 				scan_ws(&s);
 				if (s.p < s.end && (*s.p == '}' || *s.p == ']')) {
@@ -278,7 +335,7 @@ confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 					want_value = FALSE;
 					continue;
 				}
-				if (stack[depth - 1] == '{' && !scan_member_name(&s))
+				if (stack[s.depth - 1] == '{' && !scan_member_name(&s))
 					return FALSE;
 				continue;
 			}
@@ -290,7 +347,7 @@ confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 
 		/* after a value */
 		scan_ws(&s);
-		if (depth == 0) {
+		if (s.depth == 0) {
 			if (s.p != s.end)
 				return scan_fail(&s, "trailing characters after the value");
 			return TRUE;
@@ -300,15 +357,17 @@ confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 		if (*s.p == ',') {
 			s.p++;
 			scan_ws(&s);
-			if (stack[depth - 1] == '{' && !scan_member_name(&s))
+			if (stack[s.depth - 1] == '[')
+				indices[s.depth - 1]++;
+			if (stack[s.depth - 1] == '{' && !scan_member_name(&s))
 				return FALSE;
 			want_value = TRUE;
 			continue;
 		}
-		if ((*s.p == '}' && stack[depth - 1] == '{') ||
-		    (*s.p == ']' && stack[depth - 1] == '[')) {
+		if ((*s.p == '}' && stack[s.depth - 1] == '{') ||
+		    (*s.p == ']' && stack[s.depth - 1] == '[')) {
 			s.p++;
-			depth--;
+			s.depth--;
 			continue;
 		}
 		return scan_fail(&s, "expected ',' or a closing bracket");

@@ -198,16 +198,16 @@ test_not_json(void)
 	assert_refused("\"x\"", CONFAB_ERROR_INVALID_JSON, NULL);
 	assert_refused("null", CONFAB_ERROR_INVALID_JSON, NULL);
 	assert_refused("42", CONFAB_ERROR_INVALID_JSON, NULL);
-	/* invalid UTF-8 */
+	/* invalid UTF-8, named by its field */
 	assert_refused(
 	    "{\"model\":\"agt_x\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
 	    CONFAB_ERROR_INVALID_JSON,
-	    NULL);
+	    "messages[0].content");
 	/* U+0000 is refused, not truncated */
 	assert_refused("{\"model\":\"agt_x\",\"messages\":[{\"role\":\"user\",\"content\":"
 		       "\"a\\u0000b\"}]}",
 		       CONFAB_ERROR_INVALID_VALUE,
-		       NULL);
+		       "messages[0].content");
 }
 
 static void

@@ -47,7 +47,6 @@ assert_invalid_len(const gchar *text, gsize len, gint code)
 		g_error("'%s' accepted", escaped);
 	}
 	g_assert_error(error, CONFAB_ERROR, code);
-	g_assert_null(confab_error_get_param(error));
 	/* confab_json_parse() refuses it the same way */
 	node = confab_json_parse(text, len, DEPTH, &error2);
 	g_assert_null(node);
@@ -597,6 +596,35 @@ test_append_node(void)
 	g_assert_null(confab_json_from_string(NULL));
 }
 
+/* A bad string is named by its place, as OpenAI names a field. */
+static void
+test_bad_text_names_the_field(void)
+{
+	const struct {
+		const gchar *doc;
+		gint code;
+		const gchar *param;
+	} cases[] = {
+	    {"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
+	     CONFAB_ERROR_INVALID_JSON,
+	     "messages[0].content"},
+	    {"{\"messages\":[{},{\"content\":[{\"type\":\"text\",\"text\":\"a\\u0000\"}]}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "messages[1].content[0].text"},
+	    {"{\"model\":\"caf\xe9\"}", CONFAB_ERROR_INVALID_JSON, "model"},
+	    {"[\"\xc0\xaf\"]", CONFAB_ERROR_INVALID_JSON, "[0]"},
+	    {"\"\xff\"", CONFAB_ERROR_INVALID_JSON, NULL},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(GError) error = NULL;
+		g_assert_false(
+		    confab_json_check(cases[i].doc, strlen(cases[i].doc), DEPTH, &error));
+		g_assert_error(error, CONFAB_ERROR, cases[i].code);
+		g_assert_cmpstr(confab_error_get_param(error), ==, cases[i].param);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -621,5 +649,6 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/json/append-string-escapes", test_append_string_escapes);
 	g_test_add_func("/confab/json/append-string-round-trip", test_append_string_round_trip);
 	g_test_add_func("/confab/json/append-node", test_append_node);
+	g_test_add_func("/confab/json/bad-text-names-the-field", test_bad_text_names_the_field);
 	return g_test_run();
 }
