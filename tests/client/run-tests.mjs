@@ -1,0 +1,1124 @@
+#!/usr/bin/env node
+// Copyright 2026 The Confab authors
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// The official `openai` npm SDK against a real confabd.
+//
+// Starts its own private D-Bus session bus (dbus-daemon) and a confabd
+// --dev on it, with a throw-away state directory and an ephemeral port;
+// provisions the extra agents, tokens and quotas it needs through the
+// org.confab.Confab1.Admin interface (gdbus); then drives the three v1
+// endpoints through the SDK only, the way a user's program would.
+//
+//   CONFABD=/path/to/confabd node run-tests.mjs [NAME-SUBSTRING...]
+//
+// Prints TAP and exits non-zero when a check fails; exits 77 (meson's
+// "skipped") when node_modules/openai is missing: run `npm ci` here first.
+// Needs dbus-daemon and gdbus. The bus is private on purpose: meson runs
+// the other tests in parallel on the one bus of `dbus-run-session`, where
+// another confabd may own org.confab.Confab1. CONFABD_WRAPPER (from
+// `meson test --setup valgrind`) is put in front of confabd.
+
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+
+// 77 is meson's "skipped": without the SDK there is nothing to test
+const SKIP = 77;
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+if (nodeMajor < 18) {
+  console.log(`1..0 # SKIP Node.js ${process.versions.node} is too old for the openai SDK (20+)`);
+  process.exit(SKIP);
+}
+let OpenAI, CursorPage;
+try {
+  ({ default: OpenAI } = await import('openai'));
+  ({ CursorPage } = await import('openai/pagination'));
+} catch (e) {
+  if (e.code !== 'ERR_MODULE_NOT_FOUND') throw e;
+  console.log(`1..0 # SKIP the openai package is not installed: run \`npm ci\` in ${import.meta.dirname ?? 'tests/client'}`);
+  process.exit(SKIP);
+}
+
+const CONFABD = process.env.CONFABD;
+// CONFABD_WRAPPER: e.g. valgrind, from `meson test --setup valgrind`
+const WRAPPER = (process.env.CONFABD_WRAPPER ?? '').split(/\s+/).filter(Boolean);
+const SLOW = WRAPPER.length ? 20 : 1;
+const STARTUP_TIMEOUT_MS = 15000 * SLOW;
+const WATCHDOG_MS = 90000 * SLOW; // meson's own timeout is 300 s; we take ~2 s
+const REQUEST_TIMEOUT_MS = 10000 * SLOW;
+const BUS_NAME = 'org.confab.Confab1';
+const OBJECT_PATH = '/org/confab/Confab1';
+
+if (!CONFABD) {
+  console.error('run-tests.mjs: set CONFABD to the confabd binary');
+  process.exit(2);
+}
+
+/* ------------------------------------------------------------------ */
+/* processes                                                            */
+
+const children = [];
+let stateDir = null;
+let daemonLog = '';
+
+function cleanup() {
+  for (const child of children.reverse()) {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        child.kill('SIGTERM');
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+  children.length = 0;
+  if (stateDir) {
+    rmSync(stateDir, { recursive: true, force: true });
+    stateDir = null;
+  }
+}
+
+process.on('exit', cleanup);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    cleanup();
+    process.exit(1);
+  });
+}
+
+// Wait until `child`'s stdout has printed a line matching `done` (returns
+// the output so far); fails on exit or timeout.
+function waitForOutput(child, what, done, onData) {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      reject(new Error(`${what}: nothing after ${STARTUP_TIMEOUT_MS} ms; output so far:\n${out}`));
+    }, STARTUP_TIMEOUT_MS);
+    const onExit = (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? signal}) before it was ready; output:\n${out}`));
+    };
+    child.once('exit', onExit);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (onData) onData(chunk);
+      if (done.test(out)) {
+        clearTimeout(timer);
+        child.off('exit', onExit);
+        resolve(out);
+      }
+    });
+  });
+}
+
+async function startBus() {
+  const bus = spawn('dbus-daemon', ['--session', '--print-address=1', '--nofork', '--nopidfile'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(bus);
+  // its stderr (e.g. "Failed to set fd limit") goes with the daemon's log
+  bus.stderr.setEncoding('utf8');
+  bus.stderr.on('data', (chunk) => {
+    daemonLog += `dbus-daemon: ${chunk}`;
+  });
+  bus.on('error', () => {}); // ENOENT is reported by waitForOutput's exit
+  const out = await waitForOutput(bus, 'dbus-daemon', /\n/);
+  return out.split('\n')[0].trim();
+}
+
+async function startDaemon(busAddress) {
+  stateDir = mkdtempSync(join(tmpdir(), 'confab-client-'));
+  const env = { ...process.env };
+  // the echo provider, whatever the caller's environment says
+  delete env.CONFAB_OPENAI_BASE_URL;
+  env.DBUS_SESSION_BUS_ADDRESS = busAddress;
+  env.XDG_DATA_HOME = join(stateDir, 'data');
+  env.XDG_CONFIG_HOME = join(stateDir, 'config');
+  // G_DEBUG=fatal-warnings comes from meson's test environment: keep it,
+  // a warning from the daemon is a bug.
+  const argv = [
+    ...WRAPPER,
+    CONFABD,
+    '--dev',
+    '--listen',
+    '127.0.0.1:0',
+    '--state-dir',
+    join(stateDir, 'state'),
+  ];
+  const daemon = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(daemon);
+  daemon.on('error', (e) => {
+    daemonLog += `spawn error: ${e.message}\n`;
+  });
+  daemon.stderr.setEncoding('utf8');
+  daemon.stderr.on('data', (chunk) => {
+    daemonLog += chunk;
+  });
+  daemon.on('exit', (code, signal) => {
+    daemonLog += `[confabd exited: ${code ?? signal}]\n`;
+  });
+  const out = await waitForOutput(
+    daemon,
+    'confabd',
+    /confabd: listening on http:\/\/\S+\n/,
+    (chunk) => {
+      daemonLog += chunk;
+    },
+  );
+  const url = out.match(/confabd: listening on (http:\/\/\S+)\n/)[1];
+  const agent = out.match(/agent: (agt_\w+)/)?.[1];
+  const token = out.match(/token: (nca_\w+)/)?.[1];
+  assert.ok(agent, `no "agent: agt_…" in the banner:\n${out}`);
+  assert.ok(token, `no "token: nca_…" in the banner:\n${out}`);
+  return { daemon, url, agent, token };
+}
+
+/* ------------------------------------------------------------------ */
+/* D-Bus admin through gdbus                                            */
+
+let busEnv = null;
+
+function gdbus(method, ...args) {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'gdbus',
+      [
+        'call', '--session', '--dest', BUS_NAME, '--object-path', OBJECT_PATH,
+        '--timeout', '10', '--method', method, ...args,
+      ],
+      { env: busEnv, timeout: 15000 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`gdbus ${method} ${args.join(' ')}: ${stderr || err.message}`));
+        else resolve(stdout.trim());
+      },
+    );
+  });
+}
+
+// A GVariant text literal for a JS string.
+const gstr = (s) => `'${String(s).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+async function waitForBusName() {
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await gdbus('org.freedesktop.DBus.Properties.Get', `${BUS_NAME}.Admin`, 'Version');
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+async function createToken({ owner, scopes = ['chat.completions'], agentId = null, name = null }) {
+  const props = [`'owner': <${gstr(owner)}>`, `'scopes': <@as [${scopes.map(gstr).join(', ')}]>`];
+  if (agentId) props.push(`'agent_id': <${gstr(agentId)}>`);
+  if (name) props.push(`'name': <${gstr(name)}>`);
+  const out = await gdbus(`${BUS_NAME}.Admin.CreateToken`, `{${props.join(', ')}}`);
+  const m = out.match(/\('(tok_\w+)', '(nca_\w+)'\)/);
+  assert.ok(m, `CreateToken answered ${out}`);
+  return m[2];
+}
+
+async function createAgent(name) {
+  const out = await gdbus(
+    `${BUS_NAME}.Admin.CreateAgent`,
+    `{'name': <${gstr(name)}>, 'provider': <'echo'>}`,
+  );
+  const m = out.match(/\('(agt_\w+)',\)/);
+  assert.ok(m, `CreateAgent answered ${out}`);
+  return m[1];
+}
+
+async function setQuota(owner, n) {
+  await gdbus(`${BUS_NAME}.Admin.SetQuota`, gstr(owner), `uint64 ${n}`);
+}
+
+async function getUsage(owner) {
+  const out = await gdbus(`${BUS_NAME}.Admin.GetUsage`, gstr(owner));
+  const m = out.match(/'requests': <(?:uint64 )?(\d+)>/);
+  assert.ok(m, `GetUsage answered ${out}`);
+  return Number(m[1]);
+}
+
+async function channelSend(agentId, text) {
+  const out = await gdbus(`${BUS_NAME}.Chat.Send`, gstr(agentId), "''", gstr(text));
+  const m = out.match(/\('(cts_\w+)', /);
+  assert.ok(m, `Chat.Send answered ${out}`);
+  return m[1];
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                              */
+
+let ctx = null; // { url, agent, token, ... }
+
+// fetch that counts the HTTP requests the SDK makes (retries included)
+function countingFetch() {
+  const f = (input, init) => {
+    f.calls += 1;
+    return fetch(input, init);
+  };
+  f.calls = 0;
+  return f;
+}
+
+function client(apiKey, extra = {}) {
+  return new OpenAI({
+    baseURL: `${ctx.url}/api/v1`,
+    apiKey,
+    timeout: REQUEST_TIMEOUT_MS,
+    maxRetries: 0,
+    ...extra,
+  });
+}
+
+function userMsg(content) {
+  return [{ role: 'user', content }];
+}
+
+// Runs `fn`, expects it to throw `Class` with `status` and error `code`;
+// returns the error.
+async function expectApiError(fn, Class, status, code) {
+  let err = null;
+  try {
+    await fn();
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err, `expected ${Class.name} (${status} ${code}), got success`);
+  if (!(err instanceof Class)) {
+    throw new assert.AssertionError({
+      message: `expected ${Class.name} (${status} ${code}), got ${err.constructor.name}: ${err.message}`,
+    });
+  }
+  assert.equal(err.status, status, `HTTP status (${err.message})`);
+  assert.equal(err.code, code, `error.code (${err.message})`);
+  assert.equal(typeof err.error?.message, 'string', 'error.message is a string');
+  assert.ok(err.error.message.length > 0, 'error.message is not empty');
+  assert.ok('type' in err.error, 'error.type is there');
+  assert.ok('param' in err.error, 'error.param is there (null or the field)');
+  return err;
+}
+
+const isUnixSeconds = (t) =>
+  Number.isInteger(t) && t > 1_600_000_000 && t < Date.now() / 1000 + 3600;
+
+function checkList(page, what) {
+  assert.equal(page.object, 'list', `${what}: object`);
+  assert.ok(Array.isArray(page.data), `${what}: data is an array`);
+  assert.equal(typeof page.has_more, 'boolean', `${what}: has_more is a boolean`);
+  if (page.data.length === 0) {
+    assert.equal(page.first_id, null, `${what}: first_id null on an empty page`);
+    assert.equal(page.last_id, null, `${what}: last_id null on an empty page`);
+  } else {
+    assert.equal(page.first_id, page.data[0].id, `${what}: first_id`);
+    assert.equal(page.last_id, page.data[page.data.length - 1].id, `${what}: last_id`);
+  }
+}
+
+const listConversations = (c, query = {}) => c.get('/conversations', { query });
+const listMessages = (c, id, query = {}) =>
+  c.get(`/conversations/${encodeURIComponent(id)}/messages`, { query });
+
+// ids sort by creation time
+function assertSorted(ids, order, what) {
+  for (let i = 1; i < ids.length; i++) {
+    if (order === 'asc') assert.ok(ids[i - 1] < ids[i], `${what}: ${ids[i - 1]} < ${ids[i]}`);
+    else assert.ok(ids[i - 1] > ids[i], `${what}: ${ids[i - 1]} > ${ids[i]}`);
+  }
+}
+
+function textOf(message) {
+  assert.ok(Array.isArray(message.content), `message ${message.id}: content is an array`);
+  return message.content
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('');
+}
+
+/* ------------------------------------------------------------------ */
+/* the checks                                                           */
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+const TEXT = 'Hello,  Confab!\tünïcödé — 漢字 🚀 end ';
+
+test('chat.completions.create: a non-streaming turn', async () => {
+  const c = client(ctx.token);
+  const r = await c.chat.completions.create({ model: ctx.agent, messages: userMsg(TEXT) });
+  assert.equal(r.object, 'chat.completion');
+  assert.match(r.id, /^chatcmpl-/);
+  assert.ok(isUnixSeconds(r.created), `created is Unix seconds: ${r.created}`);
+  assert.equal(r.model, ctx.agent);
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].index, 0);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(r.choices[0].message.content, TEXT, 'the echo agent replies with the exact text');
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.match(r.metadata?.session_id ?? '', /^cts_/);
+  assert.match(r.metadata?.assistant_message_id ?? '', /^msg_/);
+  const u = r.usage;
+  assert.ok(u, 'usage');
+  for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens'])
+    assert.ok(Number.isInteger(u[k]) && u[k] >= 0, `usage.${k}: ${u[k]}`);
+  assert.ok(u.completion_tokens > 0, 'completion_tokens > 0');
+  assert.equal(u.total_tokens, u.prompt_tokens + u.completion_tokens);
+});
+
+test('withResponse(): x-session-id header; no rate-limit headers for an unlimited owner', async () => {
+  const c = client(ctx.token);
+  const { data, response } = await c.chat.completions
+    .create({ model: ctx.agent, messages: userMsg('headers please') })
+    .withResponse();
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type'), /^application\/json/);
+  assert.equal(response.headers.get('x-session-id'), data.metadata.session_id);
+  assert.equal(response.headers.get('x-ratelimit-limit-requests'), null);
+  assert.equal(response.headers.get('x-ratelimit-remaining-requests'), null);
+});
+
+test('asResponse(): the raw body is the same completion', async () => {
+  const c = client(ctx.token);
+  const response = await c.chat.completions
+    .create({ model: ctx.agent, messages: userMsg('raw body') })
+    .asResponse();
+  assert.equal(response.status, 200);
+  const body = await response.json();
+  assert.equal(body.choices[0].message.content, 'raw body');
+  assert.equal(response.headers.get('x-session-id'), body.metadata.session_id);
+});
+
+test('streaming with stream_options.include_usage', async () => {
+  const c = client(ctx.token);
+  const { data: stream, response } = await c.chat.completions
+    .create({
+      model: ctx.agent,
+      messages: userMsg(TEXT),
+      stream: true,
+      stream_options: { include_usage: true },
+    })
+    .withResponse();
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type'), /^text\/event-stream/);
+  assert.equal(response.headers.get('x-accel-buffering'), 'no');
+  const sessionId = response.headers.get('x-session-id');
+  assert.match(sessionId ?? '', /^cts_/);
+
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  assert.ok(chunks.length >= 3, `at least role, text, usage chunks; got ${chunks.length}`);
+  for (const ch of chunks) {
+    assert.equal(ch.object, 'chat.completion.chunk');
+    assert.match(ch.id, /^chatcmpl-/);
+    assert.equal(ch.id, chunks[0].id, 'one completion id for the whole stream');
+    assert.equal(ch.model, ctx.agent);
+    assert.ok(isUnixSeconds(ch.created), `created: ${ch.created}`);
+    assert.equal(ch.metadata?.session_id, sessionId, 'chunk metadata.session_id == x-session-id');
+  }
+  const last = chunks[chunks.length - 1];
+  const choiceChunks = chunks.slice(0, -1);
+  assert.deepEqual(last.choices, [], 'the usage chunk has choices: []');
+  assert.ok(last.usage, 'the last chunk carries usage');
+  assert.ok(last.usage.completion_tokens > 0);
+  assert.equal(last.usage.total_tokens, last.usage.prompt_tokens + last.usage.completion_tokens);
+  for (const ch of choiceChunks) {
+    assert.equal(ch.choices.length, 1);
+    assert.equal(ch.choices[0].index, 0);
+    assert.ok(ch.usage == null, 'usage only on the last chunk');
+  }
+  assert.equal(choiceChunks[0].choices[0].delta.role, 'assistant', 'first delta has the role');
+  const text = choiceChunks.map((ch) => ch.choices[0].delta.content ?? '').join('');
+  assert.equal(text, TEXT, 'the deltas join back to the exact text');
+  const finishes = choiceChunks.map((ch) => ch.choices[0].finish_reason ?? null);
+  assert.equal(finishes[finishes.length - 1], 'stop', 'the last choice chunk says stop');
+  assert.ok(finishes.slice(0, -1).every((f) => f === null), 'finish_reason only once, at the end');
+
+  // the stream's session holds the turn
+  const msgs = await listMessages(c, sessionId, { order: 'asc' });
+  assert.deepEqual(msgs.data.map((m) => m.role), ['user', 'assistant']);
+  assert.equal(textOf(msgs.data[1]), TEXT);
+  assert.equal(msgs.data[1].id, last.metadata.assistant_message_id);
+  assert.equal(msgs.data[1].status, 'completed');
+});
+
+test('streaming without include_usage: no usage chunk', async () => {
+  const c = client(ctx.token);
+  const stream = await c.chat.completions.create({
+    model: ctx.agent,
+    messages: userMsg('one two three'),
+    stream: true,
+  });
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  assert.ok(chunks.every((ch) => ch.usage == null), 'no chunk has usage');
+  assert.ok(chunks.every((ch) => ch.choices.length === 1), 'no choices: [] chunk');
+  assert.equal(chunks.map((ch) => ch.choices[0].delta.content ?? '').join(''), 'one two three');
+  assert.equal(chunks[chunks.length - 1].choices[0].finish_reason, 'stop');
+});
+
+test('chat.completions.stream() helper: content events and finalChatCompletion()', async () => {
+  const c = client(ctx.token);
+  const runner = c.chat.completions.stream({
+    model: ctx.agent,
+    messages: userMsg('helper stream'),
+    stream_options: { include_usage: true },
+  });
+  let deltas = '';
+  runner.on('content', (d) => {
+    deltas += d;
+  });
+  const final = await runner.finalChatCompletion();
+  assert.equal(deltas, 'helper stream');
+  assert.equal(final.choices[0].message.content, 'helper stream');
+  assert.equal(final.choices[0].message.role, 'assistant');
+  assert.equal(final.choices[0].finish_reason, 'stop');
+  assert.equal(final.model, ctx.agent);
+});
+
+test('continuation through metadata.session_id (full history and new message only)', async () => {
+  const c = client(ctx.token);
+  const first = await c.chat.completions.create({
+    model: ctx.agent,
+    messages: userMsg('turn one'),
+  });
+  const sid = first.metadata.session_id;
+
+  // a client that resends the whole history
+  const { data: second, response } = await c.chat.completions
+    .create({
+      model: ctx.agent,
+      messages: [
+        { role: 'user', content: 'turn one' },
+        { role: 'assistant', content: 'turn one' },
+        { role: 'user', content: 'turn two' },
+      ],
+      metadata: { session_id: sid },
+    })
+    .withResponse();
+  assert.equal(second.metadata.session_id, sid);
+  assert.equal(response.headers.get('x-session-id'), sid);
+  assert.equal(second.choices[0].message.content, 'turn two');
+
+  // a client that sends only the new message, streaming
+  const stream = await c.chat.completions.create({
+    model: ctx.agent,
+    messages: userMsg('turn three'),
+    metadata: { session_id: sid },
+    stream: true,
+  });
+  let text = '';
+  for await (const ch of stream) {
+    assert.equal(ch.metadata.session_id, sid);
+    text += ch.choices[0]?.delta?.content ?? '';
+  }
+  assert.equal(text, 'turn three');
+
+  const msgs = await listMessages(c, sid, { order: 'asc' });
+  checkList(msgs, 'messages');
+  assert.deepEqual(
+    msgs.data.map((m) => [m.role, textOf(m)]),
+    [
+      ['user', 'turn one'],
+      ['assistant', 'turn one'],
+      ['user', 'turn two'],
+      ['assistant', 'turn two'],
+      ['user', 'turn three'],
+      ['assistant', 'turn three'],
+    ],
+    'each message stored once, in order',
+  );
+  assert.equal(msgs.has_more, false);
+  assert.equal(msgs.data[1].id, first.metadata.assistant_message_id);
+  assert.equal(msgs.data[3].id, second.metadata.assistant_message_id);
+
+  // the conversation is listed once, titled by its first user text
+  const convs = await listConversations(c, { limit: 100 });
+  const mine = convs.data.filter((x) => x.id === sid);
+  assert.equal(mine.length, 1);
+  assert.equal(mine[0].title, 'turn one');
+  assert.ok(mine[0].updated_at >= mine[0].created_at);
+});
+
+test('user content parts: text, image_url and file are stored and replayed', async () => {
+  const c = client(ctx.token);
+  // a 1x1 PNG
+  const png =
+    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  const r = await c.chat.completions.create({
+    model: ctx.agent,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look at ' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+          { type: 'text', text: 'this' },
+          {
+            type: 'file',
+            file: {
+              filename: 'notes.txt',
+              file_data: `data:text/plain;base64,${Buffer.from('some notes').toString('base64')}`,
+            },
+          },
+        ],
+      },
+    ],
+  });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const msgs = await listMessages(c, r.metadata.session_id, { order: 'asc' });
+  const user = msgs.data[0];
+  assert.equal(user.role, 'user');
+  const types = user.content.map((p) => p.type);
+  assert.ok(types.includes('image_url'), `an image_url part is replayed: ${types}`);
+  assert.ok(types.includes('file'), `a file part is replayed: ${types}`);
+  const img = user.content.find((p) => p.type === 'image_url');
+  assert.equal(typeof img.image_url?.url, 'string', 'image_url.url');
+  assert.equal(img.image_url.url, `data:image/png;base64,${png}`, 'the image comes back unchanged');
+  assert.equal(
+    user.content.filter((p) => p.type === 'text').map((p) => p.text).join(''),
+    'look at this',
+  );
+  const blockTypes = user.content_blocks.map((b) => b.type);
+  assert.ok(blockTypes.includes('image_url') && blockTypes.includes('file'), `blocks: ${blockTypes}`);
+});
+
+test('continuing an unknown session is 404 conversation_not_found', async () => {
+  const c = client(ctx.token);
+  await expectApiError(
+    () =>
+      c.chat.completions.create({
+        model: ctx.agent,
+        messages: userMsg('x'),
+        metadata: { session_id: 'cts_00000000000000000000000000' },
+      }),
+    OpenAI.NotFoundError,
+    404,
+    'conversation_not_found',
+  );
+});
+
+test('GET /conversations and /messages through client.get()', async () => {
+  const c = client(ctx.token);
+  const r = await c.chat.completions.create({ model: ctx.agent, messages: userMsg('list me') });
+  const sid = r.metadata.session_id;
+  const convs = await listConversations(c);
+  checkList(convs, 'conversations');
+  assert.ok(convs.data.length <= 20, 'default limit 20');
+  assert.equal(convs.data[0].id, sid, 'desc by default: the newest first');
+  const item = convs.data[0];
+  assert.equal(item.object, 'conversation');
+  assert.equal(item.model, ctx.agent);
+  assert.equal(item.title, 'list me');
+  assert.ok(isUnixSeconds(item.created_at), `created_at ${item.created_at}`);
+  assert.ok(isUnixSeconds(item.updated_at), `updated_at ${item.updated_at}`);
+  assertSorted(convs.data.map((x) => x.id), 'desc', 'conversations desc');
+
+  const filtered = await listConversations(c, { model: ctx.agent, limit: 100 });
+  assert.ok(filtered.data.every((x) => x.model === ctx.agent));
+  const none = await listConversations(c, { model: ctx.otherAgent });
+  checkList(none, 'conversations of an agent with none');
+  assert.deepEqual(none.data, []);
+  assert.equal(none.has_more, false);
+
+  const msgs = await listMessages(c, sid);
+  checkList(msgs, 'messages');
+  assert.deepEqual(msgs.data.map((m) => m.role), ['assistant', 'user'], 'desc by default');
+  for (const m of msgs.data) {
+    assert.equal(m.object, 'message');
+    assert.match(m.id, /^msg_/);
+    assert.ok(isUnixSeconds(m.created_at));
+    assert.equal(textOf(m), 'list me');
+    assert.deepEqual(m.content, [{ type: 'text', text: 'list me' }]);
+    assert.ok(Array.isArray(m.content_blocks), 'content_blocks is an array');
+    assert.ok(
+      m.content_blocks.some((b) => b.type === 'text' && b.text === 'list me'),
+      `content_blocks has the text: ${JSON.stringify(m.content_blocks)}`,
+    );
+    assert.equal(m.status, 'completed');
+  }
+  assert.equal(msgs.data[0].id, r.metadata.assistant_message_id);
+  assert.equal(msgs.data[0].model, ctx.agent);
+});
+
+test('pagination: limit / after / has_more, both orders, and the SDK CursorPage', async () => {
+  const c = client(ctx.pagerToken);
+  const created = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await c.chat.completions.create({ model: ctx.agent, messages: userMsg(`page ${i}`) });
+    created.push(r.metadata.session_id);
+  }
+  assertSorted(created, 'asc', 'session ids grow');
+
+  for (const order of ['desc', 'asc']) {
+    const expected = order === 'asc' ? created : [...created].reverse();
+    const seen = [];
+    const hasMore = [];
+    let after;
+    for (let guard = 0; guard < 10; guard++) {
+      const page = await listConversations(c, { limit: 2, order, ...(after ? { after } : {}) });
+      checkList(page, `conversations ${order} page ${guard}`);
+      seen.push(...page.data.map((x) => x.id));
+      hasMore.push(page.has_more);
+      if (!page.has_more) break;
+      after = page.last_id;
+    }
+    assert.deepEqual(seen, expected, `every conversation once, ${order}`);
+    assert.deepEqual(hasMore, [true, true, false], `has_more ${order}`);
+  }
+
+  // a page that ends exactly at the last item says has_more: false
+  const exact = await listConversations(c, { limit: 5 });
+  assert.equal(exact.data.length, 5);
+  assert.equal(exact.has_more, false);
+  // after the last item: an empty page
+  const empty = await listConversations(c, { after: exact.last_id });
+  checkList(empty, 'conversations after the last');
+  assert.deepEqual(empty.data, []);
+  assert.equal(empty.has_more, false);
+  // first_id of a later page works as a cursor too
+  const p2 = await listConversations(c, { limit: 2, after: created[4] });
+  assert.deepEqual(p2.data.map((x) => x.id), [created[3], created[2]]);
+  const back = await listConversations(c, { order: 'asc', after: p2.first_id });
+  assert.deepEqual(back.data.map((x) => x.id), [created[4]]);
+
+  // the SDK's own cursor pagination follows has_more and last id
+  const viaSdk = [];
+  for await (const conv of c.getAPIList('/conversations', CursorPage, { query: { limit: 2 } }))
+    viaSdk.push(conv.id);
+  assert.deepEqual(viaSdk, [...created].reverse(), 'CursorPage auto-pagination');
+
+  // messages: a 3-turn session has 6 messages
+  const sid = created[0];
+  for (const t of ['page 0 b', 'page 0 c'])
+    await c.chat.completions.create({
+      model: ctx.agent,
+      messages: userMsg(t),
+      metadata: { session_id: sid },
+    });
+  const m1 = await listMessages(c, sid, { order: 'asc', limit: 4 });
+  checkList(m1, 'messages page 1');
+  assert.equal(m1.data.length, 4);
+  assert.equal(m1.has_more, true);
+  const m2 = await listMessages(c, sid, { order: 'asc', limit: 4, after: m1.last_id });
+  checkList(m2, 'messages page 2');
+  assert.equal(m2.data.length, 2);
+  assert.equal(m2.has_more, false);
+  const ids = [...m1.data, ...m2.data].map((m) => m.id);
+  assertSorted(ids, 'asc', 'messages asc');
+  assert.deepEqual(
+    [...m1.data, ...m2.data].map(textOf),
+    ['page 0', 'page 0', 'page 0 b', 'page 0 b', 'page 0 c', 'page 0 c'],
+  );
+  const desc = await listMessages(c, sid, { limit: 100 });
+  assert.deepEqual(desc.data.map((m) => m.id), [...ids].reverse(), 'messages desc');
+  const viaSdkMsgs = [];
+  for await (const m of c.getAPIList(`/conversations/${sid}/messages`, CursorPage, {
+    query: { limit: 4, order: 'asc' },
+  }))
+    viaSdkMsgs.push(m.id);
+  assert.deepEqual(viaSdkMsgs, ids);
+});
+
+test('bad list parameters are 400 BadRequestError', async () => {
+  const c = client(ctx.token);
+  for (const limit of [0, 101, 'abc'])
+    await expectApiError(
+      () => listConversations(c, { limit }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_limit',
+    );
+  await expectApiError(
+    () => listConversations(c, { order: 'sideways' }),
+    OpenAI.BadRequestError,
+    400,
+    'invalid_order',
+  );
+  await expectApiError(
+    () => listConversations(c, { after: 'not-an-id' }),
+    OpenAI.BadRequestError,
+    400,
+    'invalid_after',
+  );
+  const ok = await listConversations(c, { limit: 100 });
+  checkList(ok, 'limit 100');
+});
+
+test('bad token: AuthenticationError 401 invalid_api_key on every endpoint', async () => {
+  const c = client('nca_thisIsNotAValidTokenAtAllxxxxxxxxxxxxxxx');
+  const e = await expectApiError(
+    () => c.chat.completions.create({ model: ctx.agent, messages: userMsg('x') }),
+    OpenAI.AuthenticationError,
+    401,
+    'invalid_api_key',
+  );
+  assert.equal(e.type, 'authentication_error');
+  await expectApiError(() => listConversations(c), OpenAI.AuthenticationError, 401, 'invalid_api_key');
+  await expectApiError(
+    () => listMessages(c, 'cts_00000000000000000000000000'),
+    OpenAI.AuthenticationError,
+    401,
+    'invalid_api_key',
+  );
+  await expectApiError(
+    () =>
+      c.chat.completions.create({ model: ctx.agent, messages: userMsg('x'), stream: true }),
+    OpenAI.AuthenticationError,
+    401,
+    'invalid_api_key',
+  );
+});
+
+test('a token without a v1 scope: PermissionDeniedError 403 insufficient_scope', async () => {
+  const c = client(ctx.noScopeToken);
+  await expectApiError(
+    () => c.chat.completions.create({ model: ctx.agent, messages: userMsg('x') }),
+    OpenAI.PermissionDeniedError,
+    403,
+    'insufficient_scope',
+  );
+  await expectApiError(() => listConversations(c), OpenAI.PermissionDeniedError, 403, 'insufficient_scope');
+});
+
+test('unknown model: NotFoundError 404 agent_not_found', async () => {
+  const c = client(ctx.token);
+  const e = await expectApiError(
+    () =>
+      c.chat.completions.create({
+        model: 'agt_00000000000000000000000000',
+        messages: userMsg('x'),
+      }),
+    OpenAI.NotFoundError,
+    404,
+    'agent_not_found',
+  );
+  assert.equal(e.type, 'not_found_error');
+  await expectApiError(
+    () =>
+      c.chat.completions.create({
+        model: 'agt_00000000000000000000000000',
+        messages: userMsg('x'),
+        stream: true,
+      }),
+    OpenAI.NotFoundError,
+    404,
+    'agent_not_found',
+  );
+});
+
+test('invalid request: BadRequestError 400 with param', async () => {
+  const c = client(ctx.token);
+  const e = await expectApiError(
+    () => c.chat.completions.create({ model: ctx.agent, messages: [] }),
+    OpenAI.BadRequestError,
+    400,
+    'invalid_messages',
+  );
+  assert.equal(e.param, 'messages');
+  assert.equal(e.type, 'invalid_request_error');
+});
+
+test("another owner's conversation is 404 (messages, continuation, listing)", async () => {
+  const mine = client(ctx.token);
+  const bob = client(ctx.bobToken);
+  const r = await mine.chat.completions.create({ model: ctx.agent, messages: userMsg('secret') });
+  const sid = r.metadata.session_id;
+  await expectApiError(() => listMessages(bob, sid), OpenAI.NotFoundError, 404, 'conversation_not_found');
+  await expectApiError(
+    () =>
+      bob.chat.completions.create({
+        model: ctx.agent,
+        messages: userMsg('hijack'),
+        metadata: { session_id: sid },
+      }),
+    OpenAI.NotFoundError,
+    404,
+    'conversation_not_found',
+  );
+  const bobs = await listConversations(bob, { limit: 100 });
+  assert.ok(!bobs.data.some((x) => x.id === sid), "bob does not see the dev owner's conversation");
+  // and the session is untouched
+  const msgs = await listMessages(mine, sid);
+  assert.equal(msgs.data.length, 2);
+  // an unknown id looks the same
+  await expectApiError(
+    () => listMessages(bob, 'cts_00000000000000000000000000'),
+    OpenAI.NotFoundError,
+    404,
+    'conversation_not_found',
+  );
+});
+
+test('a bound token: 403 permission_denied on another agent; lists limited to its agent', async () => {
+  const bound = client(ctx.boundToken);
+  const e = await expectApiError(
+    () => bound.chat.completions.create({ model: ctx.otherAgent, messages: userMsg('x') }),
+    OpenAI.PermissionDeniedError,
+    403,
+    'permission_denied',
+  );
+  assert.equal(e.type, 'permission_error');
+  const ok = await bound.chat.completions.create({ model: ctx.agent, messages: userMsg('bound ok') });
+  assert.equal(ok.choices[0].message.content, 'bound ok');
+
+  // the same owner (erin) with an unbound token talks to the other agent
+  const erin = client(ctx.erinToken);
+  const other = await erin.chat.completions.create({
+    model: ctx.otherAgent,
+    messages: userMsg('other agent'),
+  });
+  assert.equal(other.model, ctx.otherAgent);
+
+  const all = await listConversations(erin, { limit: 100 });
+  assert.deepEqual(
+    all.data.map((x) => x.id).sort(),
+    [ok.metadata.session_id, other.metadata.session_id].sort(),
+  );
+  const limited = await listConversations(bound, { limit: 100 });
+  assert.deepEqual(limited.data.map((x) => x.id), [ok.metadata.session_id]);
+  const filtered = await listConversations(bound, { model: ctx.otherAgent });
+  assert.deepEqual(filtered.data, [], "a model filter naming another agent yields an empty page");
+  await expectApiError(
+    () => listMessages(bound, other.metadata.session_id),
+    OpenAI.NotFoundError,
+    404,
+    'conversation_not_found',
+  );
+  // continuing a session with a different model than its agent
+  await expectApiError(
+    () =>
+      erin.chat.completions.create({
+        model: ctx.agent,
+        messages: userMsg('wrong agent'),
+        metadata: { session_id: other.metadata.session_id },
+      }),
+    OpenAI.NotFoundError,
+    404,
+    'conversation_not_found',
+  );
+});
+
+test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {
+  const owner = 'carol';
+  await setQuota(owner, 2);
+  const counter = countingFetch();
+  const c = client(ctx.carolToken, { maxRetries: 2, fetch: counter });
+
+  const r1 = await c.chat.completions
+    .create({ model: ctx.agent, messages: userMsg('q1') })
+    .withResponse();
+  assert.equal(r1.response.headers.get('x-ratelimit-limit-requests'), '2');
+  assert.equal(r1.response.headers.get('x-ratelimit-remaining-requests'), '1');
+  assert.match(r1.response.headers.get('x-ratelimit-reset-requests') ?? '', /^\d+s$/);
+  const reset = parseInt(r1.response.headers.get('x-ratelimit-reset-requests'), 10);
+  assert.ok(reset > 0 && reset <= 31 * 86400, `reset within a month: ${reset}`);
+
+  // failed requests do not count
+  await expectApiError(
+    () => c.chat.completions.create({ model: 'agt_00000000000000000000000000', messages: userMsg('x') }),
+    OpenAI.NotFoundError,
+    404,
+    'agent_not_found',
+  );
+  assert.equal(await getUsage(owner), 1, 'a 404 does not count');
+
+  // a stream counts too, and carries the headers
+  const { data: stream, response: r2 } = await c.chat.completions
+    .create({ model: ctx.agent, messages: userMsg('q2'), stream: true })
+    .withResponse();
+  assert.equal(r2.headers.get('x-ratelimit-remaining-requests'), '0');
+  for await (const _ of stream) {
+    /* drain */
+  }
+  assert.equal(await getUsage(owner), 2);
+
+  const before = counter.calls;
+  const t0 = Date.now();
+  const e = await expectApiError(
+    () => c.chat.completions.create({ model: ctx.agent, messages: userMsg('q3') }),
+    OpenAI.RateLimitError,
+    429,
+    'insufficient_quota',
+  );
+  const elapsed = Date.now() - t0;
+  assert.equal(counter.calls - before, 1, 'the SDK did not retry the 429');
+  if (SLOW === 1) assert.ok(elapsed < 2000, `no retry back-off (${elapsed} ms)`);
+  assert.equal(e.type, 'insufficient_quota');
+  assert.equal(e.headers.get('x-should-retry'), 'false');
+  assert.equal(await getUsage(owner), 2, 'the refused request does not count');
+
+  // streaming over quota: the same 429, before any event
+  const before2 = counter.calls;
+  await expectApiError(
+    () => c.chat.completions.create({ model: ctx.agent, messages: userMsg('q4'), stream: true }),
+    OpenAI.RateLimitError,
+    429,
+    'insufficient_quota',
+  );
+  assert.equal(counter.calls - before2, 1, 'the SDK did not retry the streaming 429');
+
+  // the list endpoints are not counted and still answer over quota
+  const convs = await listConversations(c);
+  assert.equal(convs.data.length, 2);
+  await listMessages(c, convs.data[0].id);
+  assert.equal(await getUsage(owner), 2, 'lists do not count');
+
+  // concurrent requests never get past the quota
+  await setQuota('gina', 3);
+  const g = client(ctx.ginaToken, { maxRetries: 2 });
+  const results = await Promise.allSettled(
+    Array.from({ length: 12 }, (_, i) =>
+      g.chat.completions.create({ model: ctx.agent, messages: userMsg(`burst ${i}`) }),
+    ),
+  );
+  const admitted = results.filter((x) => x.status === 'fulfilled').length;
+  const refused = results.filter(
+    (x) => x.status === 'rejected' && x.reason instanceof OpenAI.RateLimitError,
+  ).length;
+  assert.equal(admitted, 3, `3 of 12 concurrent requests admitted (refused ${refused})`);
+  assert.equal(refused, 9, 'the other 9 are 429');
+  assert.equal(await getUsage('gina'), 3);
+
+  // raising the quota lets the owner talk again
+  await setQuota(owner, 3);
+  const r3 = await c.chat.completions
+    .create({ model: ctx.agent, messages: userMsg('q5') })
+    .withResponse();
+  assert.equal(r3.data.choices[0].message.content, 'q5');
+  assert.equal(r3.response.headers.get('x-ratelimit-remaining-requests'), '0');
+});
+
+test('channel (D-Bus Chat) conversations are not listed nor replayed by the v1 API', async () => {
+  // Chat.Send's owner is the caller's Unix user: give that user a token
+  const c = client(ctx.meToken);
+  const api = await c.chat.completions.create({ model: ctx.agent, messages: userMsg('via http') });
+  const sid = await channelSend(ctx.agent, 'over the bus');
+  assert.notEqual(sid, api.metadata.session_id);
+  const convs = await listConversations(c, { limit: 100 });
+  assert.deepEqual(
+    convs.data.map((x) => x.id),
+    [api.metadata.session_id],
+    'only the API session is listed',
+  );
+  await expectApiError(() => listMessages(c, sid), OpenAI.NotFoundError, 404, 'conversation_not_found');
+  await expectApiError(
+    () =>
+      c.chat.completions.create({
+        model: ctx.agent,
+        messages: userMsg('continue the channel'),
+        metadata: { session_id: sid },
+      }),
+    OpenAI.NotFoundError,
+    404,
+    'conversation_not_found',
+  );
+});
+
+/* ------------------------------------------------------------------ */
+/* runner                                                               */
+
+class Skip extends Error {}
+
+async function main() {
+  const watchdog = setTimeout(() => {
+    console.log(`Bail out! the suite took longer than ${WATCHDOG_MS / 1000} s`);
+    console.log(daemonLog.replace(/^/gm, '# '));
+    cleanup();
+    process.exit(1);
+  }, WATCHDOG_MS);
+  watchdog.unref();
+
+  const filters = process.argv.slice(2);
+  const selected = filters.length
+    ? tests.filter((t) => filters.some((f) => t.name.includes(f)))
+    : tests;
+  console.log('TAP version 13');
+  console.log(`1..${selected.length}`);
+
+  const t0 = Date.now();
+  try {
+    const busAddress = await startBus();
+    busEnv = { ...process.env, DBUS_SESSION_BUS_ADDRESS: busAddress };
+    const d = await startDaemon(busAddress);
+    ctx = { daemon: d.daemon, url: d.url, agent: d.agent, token: d.token };
+    await waitForBusName();
+    ctx.otherAgent = await createAgent('other');
+    ctx.bobToken = await createToken({ owner: 'bob' });
+    ctx.carolToken = await createToken({ owner: 'carol', scopes: ['api.full'] });
+    ctx.pagerToken = await createToken({ owner: 'dave' });
+    ctx.erinToken = await createToken({ owner: 'erin' });
+    ctx.boundToken = await createToken({ owner: 'erin', agentId: ctx.agent, name: 'bound' });
+    ctx.noScopeToken = await createToken({ owner: 'frank', scopes: ['files.read'] });
+    ctx.ginaToken = await createToken({ owner: 'gina' });
+    ctx.meToken = await createToken({ owner: userInfo().username });
+    console.log(`# confabd at ${ctx.url}, agent ${ctx.agent}, setup ${Date.now() - t0} ms`);
+  } catch (e) {
+    console.log(`Bail out! setting up: ${e.message.split('\n')[0]}`);
+    console.log(`${e.stack}\n${daemonLog}`.replace(/^/gm, '# '));
+    cleanup();
+    process.exit(1);
+  }
+
+  let failed = 0;
+  for (const [i, t] of selected.entries()) {
+    const n = i + 1;
+    const started = Date.now();
+    try {
+      await t.fn((why) => {
+        throw new Skip(why);
+      });
+      console.log(`ok ${n} - ${t.name} # ${Date.now() - started} ms`);
+    } catch (e) {
+      if (e instanceof Skip) {
+        console.log(`ok ${n} - ${t.name} # SKIP ${e.message}`);
+        continue;
+      }
+      failed++;
+      console.log(`not ok ${n} - ${t.name}`);
+      console.log('  ---');
+      const detail = e instanceof assert.AssertionError ? e.message : e.stack;
+      console.log(String(detail).replace(/^/gm, '  # '));
+      if (e instanceof assert.AssertionError && 'expected' in e && e.operator !== 'fail') {
+        console.log(`  # expected: ${JSON.stringify(e.expected)}`);
+        console.log(`  # actual:   ${JSON.stringify(e.actual)}`);
+      }
+      if (e instanceof assert.AssertionError && e.stack) {
+        const where = e.stack.split('\n').find((l) => l.includes('run-tests.mjs'));
+        if (where) console.log(`  # at ${where.trim().replace(/^at /, '')}`);
+      }
+      console.log('  ...');
+    }
+    if (ctx.daemon.exitCode !== null || ctx.daemon.signalCode !== null) break; // reported below
+  }
+
+  const daemon = ctx.daemon;
+  const alive = daemon && daemon.exitCode === null && daemon.signalCode === null;
+  if (!alive) {
+    failed++;
+    console.log('# confabd is gone:');
+  }
+  if (!alive || failed) console.log(daemonLog.replace(/^/gm, '# '));
+
+  // a clean shutdown on SIGTERM
+  if (alive) {
+    const exited = new Promise((resolve) => daemon.once('exit', (code, sig) => resolve(code ?? sig)));
+    daemon.kill('SIGTERM');
+    const how = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 10000))]);
+    if (how !== 0) {
+      failed++;
+      console.log(`# confabd did not exit 0 on SIGTERM: ${how}`);
+      console.log(daemonLog.replace(/^/gm, '# '));
+    }
+  }
+  cleanup();
+  console.log(`# ${selected.length - failed} passed, ${failed} failed, ${Date.now() - t0} ms`);
+  process.exit(failed ? 1 : 0);
+}
+
+main();
