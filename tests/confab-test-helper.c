@@ -308,9 +308,14 @@ confab_test_daemon_stop(ConfabTestDaemon *daemon)
 	if (g_subprocess_get_identifier(daemon->process) == NULL)
 		return wait_exit(daemon, 0);
 	g_subprocess_send_signal(daemon->process, SIGTERM);
-	status = wait_exit(daemon, 30000);
+	status = wait_exit(daemon, 60000);
 	if (status < 0)
 		confab_test_daemon_kill(daemon);
+	if (status != 0) {
+		/* say why: the daemon's output is the only witness */
+		g_autofree gchar *output = confab_test_daemon_get_output(daemon);
+		g_printerr("confabd exited with status %d; its output:\n%s\n", status, output);
+	}
 	return status;
 }
 
