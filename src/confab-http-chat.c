@@ -36,15 +36,26 @@ typedef struct {
 	gulong finished_id;
 	gulong disconnected_id;
 	gulong wrote_id;
-	gchar *chunk_head; /* owned: {"id":…,"choices":[{"index":0,"delta": */
-	gchar *chunk_tail; /* owned: ,"finish_reason":null}],…}\n\n */
-	gchar *metadata;   /* owned: ,"metadata":{…} */
-	gsize queued;	   /* bytes appended, not yet written */
+	gchar *chunk_head;     /* owned: {"id":…,"choices":[{"index":0,"delta": */
+	gchar *chunk_tail;     /* owned: ,"finish_reason":null}],…}\n\n */
+	gchar *metadata;       /* owned: ,"metadata":{…} */
+	gsize queued;	       /* bytes appended, not yet written */
+	GSource *client_watch; /* owned: hears the client leave while we wait */
 } ChatCtx;
+
+static void
+stop_client_watch(ChatCtx *ctx)
+{
+	if (ctx->client_watch != NULL) {
+		g_source_destroy(ctx->client_watch);
+		g_clear_pointer(&ctx->client_watch, g_source_unref);
+	}
+}
 
 static void
 chat_ctx_free(ChatCtx *ctx)
 {
+	stop_client_watch(ctx);
 	if (ctx->finished_id != 0)
 		g_signal_handler_disconnect(ctx->msg, ctx->finished_id);
 	if (ctx->disconnected_id != 0)
@@ -80,6 +91,19 @@ on_msg_gone(SoupServerMessage *msg, gpointer user_data)
 	if (!ctx->done)
 		confab_turn_cancel(ctx->turn);
 	chat_ctx_maybe_free(ctx);
+}
+
+/* The client hung up while we waited on the upstream (before a byte was
+ * written, or between chunks): stop the turn now, not at the next write. */
+static gboolean
+on_client_left(gpointer user_data)
+{
+	ChatCtx *ctx = user_data;
+	g_debug("the client left during its turn");
+	if (!ctx->done && !ctx->gone)
+		confab_turn_cancel(ctx->turn);
+	confab_http_server_close_connection(ctx->server, ctx->msg);
+	return G_SOURCE_REMOVE;
 }
 
 static void
@@ -282,6 +306,7 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	gboolean ok = confab_turn_run_finish(CONFAB_TURN(source), result, &error);
 
 	ctx->done = TRUE;
+	stop_client_watch(ctx);
 	if (ctx->streaming) {
 		finish_stream(ctx, ok ? NULL : error);
 	} else if (!ctx->gone) {
@@ -400,5 +425,6 @@ confab_http_chat_handle(ConfabHttpServer *server,
 	ctx->finished_id = g_signal_connect(msg, "finished", G_CALLBACK(on_msg_gone), ctx);
 	ctx->disconnected_id = g_signal_connect(msg, "disconnected", G_CALLBACK(on_msg_gone), ctx);
 	soup_server_message_pause(msg);
+	ctx->client_watch = confab_http_server_watch_client(server, msg, on_client_left, ctx);
 	confab_turn_start_async(ctx->turn, start_cb, ctx);
 }

@@ -1086,6 +1086,80 @@ confab_http_server_get_connections(ConfabHttpServer *self)
 	return self->conns != NULL ? g_hash_table_size(self->conns) : 0;
 }
 
+typedef struct {
+	GSocket *socket; /* owned */
+	GSourceFunc gone;
+	gpointer gone_data;
+} ClientWatch;
+
+static void
+client_watch_free(gpointer data)
+{
+	ClientWatch *watch = data;
+	g_object_unref(watch->socket);
+	g_free(watch);
+}
+
+static gboolean
+on_client_readable(GSocket *socket, GIOCondition condition, gpointer user_data)
+{
+	ClientWatch *watch = user_data;
+	gchar byte;
+	GInputVector vector = {&byte, 1};
+	gint flags = G_SOCKET_MSG_PEEK;
+	g_autoptr(GError) error = NULL;
+	gssize n;
+
+	if (condition & (G_IO_HUP | G_IO_ERR)) {
+		watch->gone(watch->gone_data);
+		return G_SOURCE_REMOVE;
+	}
+	n = g_socket_receive_message(socket, NULL, &vector, 1, NULL, NULL, &flags, NULL, &error);
+	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+		return G_SOURCE_CONTINUE;
+	if (n <= 0)
+		watch->gone(watch->gone_data);
+	/* a pipelined request: it is libsoup's to read, not ours to watch */
+	return G_SOURCE_REMOVE;
+}
+
+/**
+ * confab_http_server_watch_client:
+ * @self: a #ConfabHttpServer
+ * @msg: a message being served
+ * @gone: called once if the client closes or resets its connection
+ * @gone_data: data for @gone
+ *
+ * While a handler holds @msg paused, libsoup reads nothing from the
+ * client and would hear of its departure only at the next write. This
+ * watches the connection meanwhile, without reading from it.
+ *
+ * Returns: (transfer full) (nullable): the watch, to destroy when the
+ *   response is done
+ */
+GSource *
+confab_http_server_watch_client(ConfabHttpServer *self,
+				SoupServerMessage *msg,
+				GSourceFunc gone,
+				gpointer gone_data)
+{
+	Conn *conn = conn_for_message(msg);
+	ClientWatch *watch;
+	GSource *source;
+
+	if (conn == NULL)
+		return NULL;
+	watch = g_new0(ClientWatch, 1);
+	watch->socket = g_object_ref(conn->socket);
+	watch->gone = gone;
+	watch->gone_data = gone_data;
+	source = g_socket_create_source(conn->socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+	g_source_set_callback(source, G_SOURCE_FUNC(on_client_readable), watch, client_watch_free);
+	g_source_set_static_name(source, "[confab] client watch");
+	g_source_attach(source, g_main_context_get_thread_default());
+	return source;
+}
+
 /**
  * confab_http_server_close_connection:
  * @self: a #ConfabHttpServer

@@ -26,6 +26,11 @@ guint
 confab_http_server_get_active_requests(ConfabHttpServer *self);
 guint
 confab_http_server_get_connections(ConfabHttpServer *self);
+GSource *
+confab_http_server_watch_client(ConfabHttpServer *self,
+				SoupServerMessage *msg,
+				GSourceFunc gone,
+				gpointer gone_data);
 void
 confab_http_server_close_connection(ConfabHttpServer *self, SoupServerMessage *msg);
 void

@@ -55,10 +55,36 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabProviderOpenai,
 
 /* ---------- API keys read from files ---------- */
 
+/* What identifies a version of the file: a rotation by rename changes the
+ * inode, and one in place within the same second still changes the
+ * nanoseconds of its times. */
 typedef struct {
-	gint64 mtime;
+	guint64 inode;
+	gint64 size;
+	gint64 mtime_ns;
+	gint64 ctime_ns;
+} KeyFileStamp;
+
+typedef struct {
+	KeyFileStamp stamp;
 	gchar *key;
 } KeyFile;
+
+static void
+key_file_stamp_init(KeyFileStamp *stamp, const GStatBuf *st)
+{
+	stamp->inode = st->st_ino;
+	stamp->size = st->st_size;
+#ifdef st_mtime /* glibc and the BSDs: struct timespec st_mtim */
+	stamp->mtime_ns =
+	    (gint64)st->st_mtim.tv_sec * G_GINT64_CONSTANT(1000000000) + st->st_mtim.tv_nsec;
+	stamp->ctime_ns =
+	    (gint64)st->st_ctim.tv_sec * G_GINT64_CONSTANT(1000000000) + st->st_ctim.tv_nsec;
+#else
+	stamp->mtime_ns = (gint64)st->st_mtime * G_GINT64_CONSTANT(1000000000);
+	stamp->ctime_ns = (gint64)st->st_ctime * G_GINT64_CONSTANT(1000000000);
+#endif
+}
 
 static void
 key_file_free(KeyFile *kf)
@@ -75,6 +101,7 @@ static gchar *
 read_key_file(ConfabProviderOpenai *self, const gchar *path, GError **error)
 {
 	GStatBuf st;
+	KeyFileStamp stamp;
 	KeyFile *kf = g_hash_table_lookup(self->key_files, path);
 	g_autofree gchar *contents = NULL;
 
@@ -86,7 +113,8 @@ read_key_file(ConfabProviderOpenai *self, const gchar *path, GError **error)
 			    path);
 		return NULL;
 	}
-	if (kf != NULL && kf->mtime == (gint64)st.st_mtime)
+	key_file_stamp_init(&stamp, &st);
+	if (kf != NULL && memcmp(&kf->stamp, &stamp, sizeof(stamp)) == 0)
 		return g_strdup(kf->key);
 	if (!g_file_get_contents(path, &contents, NULL, NULL)) {
 		g_set_error(error,
@@ -97,7 +125,7 @@ read_key_file(ConfabProviderOpenai *self, const gchar *path, GError **error)
 		return NULL;
 	}
 	kf = g_new0(KeyFile, 1);
-	kf->mtime = st.st_mtime;
+	kf->stamp = stamp;
 	kf->key = g_strdup(g_strstrip(contents));
 	memset(contents, 0, strlen(contents));
 	g_hash_table_replace(self->key_files, g_strdup(path), kf);
@@ -735,7 +763,12 @@ on_sent(GObject *source, GAsyncResult *result, gpointer user_data)
 	call->stream = soup_session_send_finish(SOUP_SESSION(source), result, &error);
 	if (call->stream == NULL) {
 		error = classify_io_error(call, error);
-		if (error->domain == CONFAB_ERROR)
+		/* A connection that failed or never came up is worth another try;
+		 * an upstream that took the request and said nothing in time is
+		 * busy, and asking again would multiply the client's wait. */
+		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM) ||
+		    (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM_TIMEOUT) &&
+		     call->phase == PHASE_CONNECT))
 			fail_or_retry(call, error);
 		else
 			call_fail(call, error);

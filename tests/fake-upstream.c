@@ -1,0 +1,985 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "FakeUpstream"
+
+#include "config.h"
+
+#include <glib-unix.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * A fake OpenAI-compatible upstream for the integration tests: a libsoup
+ * server on 127.0.0.1, port chosen by the kernel, that serves
+ * POST /v1/chat/completions with a behaviour scripted by the request's
+ * "model" ("name" or "name:argument"):
+ *
+ *   plain          a short answer, as SSE when "stream" is true, else JSON
+ *   slow[:ms[:n]]  n (100) word chunks, one every ms (100) milliseconds
+ *   split          SSE cut into odd-sized pieces (1, 3, 7, 2, 5, 11... bytes),
+ *                  CRLF line endings, keep-alive comments, multi-line data
+ *   tools          two tool calls in fragments, finish_reason "tool_calls";
+ *                  a plain answer when the last message is a tool result
+ *   length         finish_reason "length"
+ *   filter         finish_reason "content_filter"
+ *   json           a whole chat.completion even when asked to stream
+ *   429[:n]        429 with Retry-After: 1 the first n (2) times, then plain
+ *   500            500 with an OpenAI error body, always
+ *   malformed      an SSE event whose data is not JSON
+ *   hang           never answers
+ *   close          two chunks, then the connection is closed mid-stream
+ *   error-event    a chunk, then an in-stream {"error": ...} event
+ *
+ * Every completion request is recorded (method, path, headers, body) and
+ * listed by GET /_requests; GET /_stats counts the TCP connections that
+ * carried completions, the streams in progress, those finished, and those
+ * the client abandoned before their end (the server saw the connection go
+ * while it still had pieces to write), and says whether the last stream to
+ * end was abandoned.
+ *
+ * It prints "fake-upstream: listening on http://127.0.0.1:PORT" first on
+ * stdout. With --stdin-watch it exits when its stdin closes, so that it
+ * never outlives a test that dies.
+ */
+
+#define USAGE_PROMPT_TOKENS	42
+#define USAGE_COMPLETION_TOKENS 17
+
+typedef struct {
+	SoupServer *server;  /* owned */
+	GMainLoop *loop;     /* owned */
+	JsonArray *requests; /* owned: every completion request, in order */
+	GHashTable *counts;  /* owned: model -> requests seen, for "429" */
+	guint connections;
+	guint completed;
+	guint aborted;
+	guint active;
+	gboolean last_aborted; /* how the last stream to end ended */
+} FakeUpstream;
+
+static GQuark seen_quark;
+
+/* ---------- building answers ---------- */
+
+typedef struct {
+	gchar *model; /* owned */
+	gboolean include_usage;
+	GPtrArray *deltas;    /* owned: JsonNode, each a "delta" object */
+	gchar *finish_reason; /* owned */
+} Answer;
+
+static void
+answer_free(Answer *answer)
+{
+	g_free(answer->model);
+	g_ptr_array_unref(answer->deltas);
+	g_free(answer->finish_reason);
+	g_free(answer);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Answer, answer_free)
+
+static Answer *
+answer_new(const gchar *model, gboolean include_usage, const gchar *finish_reason)
+{
+	Answer *answer = g_new0(Answer, 1);
+	answer->model = g_strdup(model);
+	answer->include_usage = include_usage;
+	answer->deltas = g_ptr_array_new_with_free_func((GDestroyNotify)json_node_unref);
+	answer->finish_reason = g_strdup(finish_reason);
+	return answer;
+}
+
+static void
+answer_add_text(Answer *answer, const gchar *text)
+{
+	JsonObject *delta = json_object_new();
+	json_object_set_string_member(delta, "content", text);
+	g_ptr_array_add(answer->deltas, json_node_init_object(json_node_alloc(), delta));
+	json_object_unref(delta);
+}
+
+/* One fragment of a tool call; @id and @name only in the first of a call. */
+static void
+answer_add_tool_call(Answer *answer,
+		     guint index,
+		     const gchar *id,
+		     const gchar *name,
+		     const gchar *arguments)
+{
+	JsonObject *delta = json_object_new();
+	JsonArray *calls = json_array_new();
+	JsonObject *call = json_object_new();
+	JsonObject *function = json_object_new();
+
+	json_object_set_int_member(call, "index", index);
+	if (id != NULL) {
+		json_object_set_string_member(call, "id", id);
+		json_object_set_string_member(call, "type", "function");
+	}
+	if (name != NULL)
+		json_object_set_string_member(function, "name", name);
+	json_object_set_string_member(function, "arguments", arguments);
+	json_object_set_object_member(call, "function", function);
+	json_array_add_object_element(calls, call);
+	json_object_set_array_member(delta, "tool_calls", calls);
+	g_ptr_array_add(answer->deltas, json_node_init_object(json_node_alloc(), delta));
+	json_object_unref(delta);
+}
+
+static JsonObject *
+usage_new(void)
+{
+	JsonObject *usage = json_object_new();
+	json_object_set_int_member(usage, "prompt_tokens", USAGE_PROMPT_TOKENS);
+	json_object_set_int_member(usage, "completion_tokens", USAGE_COMPLETION_TOKENS);
+	json_object_set_int_member(usage,
+				   "total_tokens",
+				   USAGE_PROMPT_TOKENS + USAGE_COMPLETION_TOKENS);
+	return usage;
+}
+
+static JsonObject *
+completion_head_new(const gchar *object, const gchar *model)
+{
+	JsonObject *root = json_object_new();
+	json_object_set_string_member(root, "id", "chatcmpl-fake");
+	json_object_set_string_member(root, "object", object);
+	json_object_set_int_member(root, "created", g_get_real_time() / G_USEC_PER_SEC);
+	json_object_set_string_member(root, "model", model);
+	return root;
+}
+
+static gchar *
+object_to_string(JsonObject *object)
+{
+	g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), object);
+	return json_to_string(node, FALSE);
+}
+
+/* A chat.completion.chunk; @delta (transfer none) may be NULL for usage. */
+static gchar *
+chunk_to_string(Answer *answer, JsonNode *delta, const gchar *finish_reason, gboolean usage)
+{
+	g_autoptr(JsonObject) root = completion_head_new("chat.completion.chunk", answer->model);
+	JsonArray *choices = json_array_new();
+
+	if (delta != NULL) {
+		JsonObject *choice = json_object_new();
+		json_object_set_int_member(choice, "index", 0);
+		json_object_set_member(choice, "delta", json_node_copy(delta));
+		if (finish_reason != NULL)
+			json_object_set_string_member(choice, "finish_reason", finish_reason);
+		else
+			json_object_set_null_member(choice, "finish_reason");
+		json_array_add_object_element(choices, choice);
+	}
+	json_object_set_array_member(root, "choices", choices);
+	if (usage)
+		json_object_set_object_member(root, "usage", usage_new());
+	return object_to_string(root);
+}
+
+/* The data of every event of @answer as a stream, without "[DONE]". */
+static GPtrArray *
+answer_to_events(Answer *answer)
+{
+	GPtrArray *events = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(JsonObject) first = json_object_new();
+	g_autoptr(JsonObject) last = json_object_new();
+	g_autoptr(JsonNode) first_node = NULL;
+	g_autoptr(JsonNode) last_node = NULL;
+
+	json_object_set_string_member(first, "role", "assistant");
+	json_object_set_string_member(first, "content", "");
+	first_node = json_node_init_object(json_node_alloc(), first);
+	last_node = json_node_init_object(json_node_alloc(), last);
+	g_ptr_array_add(events, chunk_to_string(answer, first_node, NULL, FALSE));
+	for (guint i = 0; i < answer->deltas->len; i++)
+		g_ptr_array_add(
+		    events,
+		    chunk_to_string(answer, g_ptr_array_index(answer->deltas, i), NULL, FALSE));
+	g_ptr_array_add(events, chunk_to_string(answer, last_node, answer->finish_reason, FALSE));
+	if (answer->include_usage)
+		g_ptr_array_add(events, chunk_to_string(answer, NULL, NULL, TRUE));
+	return events;
+}
+
+/* The whole chat.completion: the deltas joined. */
+static gchar *
+answer_to_json(Answer *answer)
+{
+	g_autoptr(JsonObject) root = completion_head_new("chat.completion", answer->model);
+	g_autoptr(GString) content = g_string_new(NULL);
+	g_autoptr(GPtrArray) calls = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+	JsonArray *choices = json_array_new();
+	JsonObject *choice = json_object_new();
+	JsonObject *message = json_object_new();
+	JsonArray *tool_calls = json_array_new();
+
+	/* calls: [id, name, arguments] by index */
+	for (guint i = 0; i < answer->deltas->len; i++) {
+		JsonObject *delta = json_node_get_object(g_ptr_array_index(answer->deltas, i));
+		JsonArray *frags;
+		if (json_object_has_member(delta, "content")) {
+			g_string_append(content, json_object_get_string_member(delta, "content"));
+			continue;
+		}
+		frags = json_object_get_array_member(delta, "tool_calls");
+		for (guint j = 0; j < json_array_get_length(frags); j++) {
+			JsonObject *frag = json_array_get_object_element(frags, j);
+			JsonObject *fn = json_object_get_object_member(frag, "function");
+			guint index = json_object_get_int_member(frag, "index");
+			gchar **call;
+			while (calls->len <= index)
+				g_ptr_array_add(calls, g_new0(gchar *, 4));
+			call = g_ptr_array_index(calls, index);
+			if (json_object_has_member(frag, "id"))
+				call[0] = g_strdup(json_object_get_string_member(frag, "id"));
+			if (json_object_has_member(fn, "name"))
+				call[1] = g_strdup(json_object_get_string_member(fn, "name"));
+			{
+				g_autofree gchar *old = call[2];
+				call[2] =
+				    g_strconcat(old != NULL ? old : "",
+						json_object_get_string_member(fn, "arguments"),
+						NULL);
+			}
+		}
+	}
+	for (guint i = 0; i < calls->len; i++) {
+		gchar **call = g_ptr_array_index(calls, i);
+		JsonObject *tc = json_object_new();
+		JsonObject *fn = json_object_new();
+		json_object_set_string_member(tc, "id", call[0]);
+		json_object_set_string_member(tc, "type", "function");
+		json_object_set_string_member(fn, "name", call[1]);
+		json_object_set_string_member(fn, "arguments", call[2]);
+		json_object_set_object_member(tc, "function", fn);
+		json_array_add_object_element(tool_calls, tc);
+	}
+
+	json_object_set_string_member(message, "role", "assistant");
+	if (content->len > 0 || calls->len == 0)
+		json_object_set_string_member(message, "content", content->str);
+	else
+		json_object_set_null_member(message, "content");
+	if (calls->len > 0)
+		json_object_set_array_member(message, "tool_calls", tool_calls);
+	else
+		json_array_unref(tool_calls);
+	json_object_set_int_member(choice, "index", 0);
+	json_object_set_object_member(choice, "message", message);
+	json_object_set_string_member(choice, "finish_reason", answer->finish_reason);
+	json_array_add_object_element(choices, choice);
+	json_object_set_array_member(root, "choices", choices);
+	json_object_set_object_member(root, "usage", usage_new());
+	return object_to_string(root);
+}
+
+/* ---------- writing a stream, piece by piece ---------- */
+
+typedef struct {
+	gchar *data; /* owned */
+	gsize len;
+	guint delay_ms; /* before this piece */
+} Piece;
+
+static void
+piece_free(Piece *piece)
+{
+	g_free(piece->data);
+	g_free(piece);
+}
+
+typedef struct {
+	FakeUpstream *fake;	/* unowned */
+	SoupServerMessage *msg; /* owned */
+	GPtrArray *pieces;	/* owned: Piece */
+	guint next;
+	guint timer_id;
+	gboolean close_at_end; /* shut the connection instead of ending the body */
+	gboolean ended;	       /* the body was completed or the connection shut */
+	gboolean gone;	       /* "finished" or "disconnected" seen */
+	GSource *watch;	       /* owned: hears the client leave between pieces */
+} Stream;
+
+static void
+stream_add(Stream *stream, const gchar *data, gsize len, guint delay_ms)
+{
+	Piece *piece = g_new0(Piece, 1);
+	piece->data = g_memdup2(data, len);
+	piece->len = len;
+	piece->delay_ms = delay_ms;
+	g_ptr_array_add(stream->pieces, piece);
+}
+
+static void
+stream_add_event(Stream *stream, const gchar *data, guint delay_ms)
+{
+	g_autofree gchar *event = g_strdup_printf("data: %s\n\n", data);
+	stream_add(stream, event, strlen(event), delay_ms);
+}
+
+static void
+stream_free(Stream *stream)
+{
+	if (stream->watch != NULL) {
+		g_source_destroy(stream->watch);
+		g_clear_pointer(&stream->watch, g_source_unref);
+	}
+	g_clear_handle_id(&stream->timer_id, g_source_remove);
+	g_signal_handlers_disconnect_by_data(stream->msg, stream);
+	g_object_unref(stream->msg);
+	g_ptr_array_unref(stream->pieces);
+	g_free(stream);
+}
+
+static void
+on_stream_gone(SoupServerMessage *msg, gpointer user_data)
+{
+	Stream *stream = user_data;
+	if (stream->gone)
+		return;
+	stream->gone = TRUE;
+	stream->fake->active--;
+	stream->fake->last_aborted = !stream->ended;
+	if (stream->ended) {
+		stream->fake->completed++;
+	} else {
+		/* the client went away before the end: an abort */
+		stream->fake->aborted++;
+		g_debug("a stream was aborted by the client after %u pieces", stream->next);
+	}
+	stream_free(stream);
+}
+
+static void
+stream_schedule(Stream *stream);
+
+static gboolean
+on_client_readable(GSocket *socket, GIOCondition condition, gpointer user_data)
+{
+	Stream *stream = user_data;
+	gchar byte;
+	GInputVector vector = {&byte, 1};
+	gint flags = G_SOCKET_MSG_PEEK;
+	gssize n = 1;
+
+	if (!(condition & (G_IO_HUP | G_IO_ERR))) {
+		g_autoptr(GError) error = NULL;
+		n = g_socket_receive_message(socket,
+					     NULL,
+					     &vector,
+					     1,
+					     NULL,
+					     NULL,
+					     &flags,
+					     NULL,
+					     &error);
+		if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+			return G_SOURCE_CONTINUE;
+	} else {
+		n = 0;
+	}
+	g_clear_pointer(&stream->watch, g_source_unref);
+	if (n <= 0) {
+		/* gone: end the message so that libsoup finishes it (as aborted) */
+		g_clear_handle_id(&stream->timer_id, g_source_remove);
+		g_socket_shutdown(socket, TRUE, TRUE, NULL);
+		soup_message_body_complete(soup_server_message_get_response_body(stream->msg));
+		soup_server_message_unpause(stream->msg);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_stream_timer(gpointer user_data)
+{
+	Stream *stream = user_data;
+	SoupServerMessage *msg = stream->msg;
+	SoupMessageBody *body = soup_server_message_get_response_body(msg);
+
+	/* nothing touches the stream after unpausing: the message may end */
+	stream->timer_id = 0;
+	if (stream->next < stream->pieces->len) {
+		Piece *piece = g_ptr_array_index(stream->pieces, stream->next++);
+		soup_message_body_append(body, SOUP_MEMORY_COPY, piece->data, piece->len);
+		stream_schedule(stream);
+		soup_server_message_unpause(msg);
+		return G_SOURCE_REMOVE;
+	}
+	stream->ended = TRUE;
+	if (stream->close_at_end) {
+		/* the peer sees the body end before its last chunk */
+		GSocket *socket = soup_server_message_get_socket(stream->msg);
+		g_socket_shutdown(socket, TRUE, TRUE, NULL);
+		return G_SOURCE_REMOVE;
+	}
+	soup_message_body_complete(body);
+	soup_server_message_unpause(msg);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+stream_schedule(Stream *stream)
+{
+	guint delay = 0;
+	if (stream->next < stream->pieces->len)
+		delay = ((Piece *)g_ptr_array_index(stream->pieces, stream->next))->delay_ms;
+	else if (stream->close_at_end)
+		delay = 100; /* let what was written reach the peer first */
+	stream->timer_id = g_timeout_add(delay, on_stream_timer, stream);
+}
+
+/* Starts a streamed answer; the stream frees itself when the message ends. */
+static Stream *
+stream_new(FakeUpstream *fake, SoupServerMessage *msg, const gchar *content_type)
+{
+	Stream *stream = g_new0(Stream, 1);
+	SoupMessageHeaders *headers = soup_server_message_get_response_headers(msg);
+
+	stream->fake = fake;
+	stream->msg = g_object_ref(msg);
+	stream->pieces = g_ptr_array_new_with_free_func((GDestroyNotify)piece_free);
+	fake->active++;
+	soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+	if (content_type != NULL) {
+		soup_message_headers_set_encoding(headers, SOUP_ENCODING_CHUNKED);
+		soup_message_headers_set_content_type(headers, content_type, NULL);
+		soup_message_headers_replace(headers, "Cache-Control", "no-cache");
+		soup_message_body_set_accumulate(soup_server_message_get_response_body(msg), FALSE);
+	}
+	g_signal_connect(msg, "finished", G_CALLBACK(on_stream_gone), stream);
+	g_signal_connect(msg, "disconnected", G_CALLBACK(on_stream_gone), stream);
+	soup_server_message_pause(msg);
+	/* a paused message reads nothing: watch for the client leaving, so a
+	 * "hang" (or a long pause) still counts the abort */
+	if (soup_server_message_get_socket(msg) != NULL) {
+		stream->watch = g_socket_create_source(soup_server_message_get_socket(msg),
+						       G_IO_IN | G_IO_HUP | G_IO_ERR,
+						       NULL);
+		g_source_set_callback(stream->watch,
+				      G_SOURCE_FUNC(on_client_readable),
+				      stream,
+				      NULL);
+		g_source_attach(stream->watch, NULL);
+	}
+	return stream;
+}
+
+static void
+stream_start(Stream *stream)
+{
+	stream_schedule(stream);
+}
+
+/* ---------- the scripts ---------- */
+
+static void
+respond_json(SoupServerMessage *msg, guint status, const gchar *json)
+{
+	/* libsoup knows no reason phrase for some, such as 429 */
+	soup_server_message_set_status(msg, status, status == 429 ? "Too Many Requests" : NULL);
+	soup_server_message_set_response(msg,
+					 "application/json",
+					 SOUP_MEMORY_COPY,
+					 json,
+					 strlen(json));
+}
+
+static void
+respond_error(SoupServerMessage *msg, guint status, const gchar *type, const gchar *message)
+{
+	g_autoptr(JsonObject) root = json_object_new();
+	JsonObject *error = json_object_new();
+	g_autofree gchar *json = NULL;
+
+	json_object_set_string_member(error, "message", message);
+	json_object_set_string_member(error, "type", type);
+	json_object_set_null_member(error, "param");
+	json_object_set_null_member(error, "code");
+	json_object_set_object_member(root, "error", error);
+	json = object_to_string(root);
+	respond_json(msg, status, json);
+}
+
+/* Writes @answer as SSE, one event every @interval_ms, or as JSON. */
+static void
+respond_answer(FakeUpstream *fake,
+	       SoupServerMessage *msg,
+	       Answer *answer,
+	       gboolean stream,
+	       guint interval_ms)
+{
+	g_autoptr(GPtrArray) events = NULL;
+	Stream *s;
+
+	if (!stream) {
+		g_autofree gchar *json = answer_to_json(answer);
+		respond_json(msg, SOUP_STATUS_OK, json);
+		return;
+	}
+	events = answer_to_events(answer);
+	s = stream_new(fake, msg, "text/event-stream");
+	for (guint i = 0; i < events->len; i++)
+		stream_add_event(s, g_ptr_array_index(events, i), i == 0 ? 0 : interval_ms);
+	stream_add_event(s, "[DONE]", 0);
+	stream_start(s);
+}
+
+static Answer *
+plain_answer(const gchar *model, gboolean include_usage, const gchar *finish_reason)
+{
+	const gchar *const words[] = {"Hello", ",", " world", "!", " héllo", " 🌍", NULL};
+	Answer *answer = answer_new(model, include_usage, finish_reason);
+	for (guint i = 0; words[i] != NULL; i++)
+		answer_add_text(answer, words[i]);
+	return answer;
+}
+
+static gboolean
+last_message_is_tool(JsonObject *body)
+{
+	JsonNode *node = json_object_get_member(body, "messages");
+	JsonArray *messages =
+	    node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+	guint n = messages != NULL ? json_array_get_length(messages) : 0;
+	JsonObject *last;
+	if (n == 0)
+		return FALSE;
+	last = json_array_get_object_element(messages, n - 1);
+	return last != NULL &&
+	       g_strcmp0(json_object_get_string_member_with_default(last, "role", ""), "tool") == 0;
+}
+
+/* The SSE text of "split": CRLF, keep-alives, an event on two data lines. */
+static GString *
+split_text(Answer *answer)
+{
+	g_autoptr(GPtrArray) events = answer_to_events(answer);
+	GString *text = g_string_new(": keep-alive\r\n\r\n");
+
+	for (guint i = 0; i < events->len; i++) {
+		const gchar *data = g_ptr_array_index(events, i);
+		const gchar *comma = strchr(data, ',');
+		if (i == 2 && comma != NULL) {
+			/* multi-line data: joined by "\n", still one JSON object */
+			g_string_append(text, "data: ");
+			g_string_append_len(text, data, comma - data + 1);
+			g_string_append(text, "\r\ndata: ");
+			g_string_append(text, comma + 1);
+			g_string_append(text, "\r\n\r\n");
+		} else {
+			g_string_append_printf(text, "data: %s\r\n\r\n", data);
+		}
+		if (i % 2 == 1)
+			g_string_append(text, ": keep-alive\r\n\r\n");
+	}
+	g_string_append(text, "data: [DONE]\r\n\r\n");
+	return text;
+}
+
+static void
+script_split(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model, gboolean usage)
+{
+	const gchar *const words[] = {"Sp",
+				      "lit",
+				      " 🌍 ",
+				      "héllo",
+				      " — ",
+				      "wörld,",
+				      " exactly.\n",
+				      "Line",
+				      " two\t",
+				      "ends",
+				      "\r\n",
+				      NULL};
+	static const guint sizes[] = {1, 3, 7, 2, 5, 11, 13, 1, 1, 17};
+	g_autoptr(Answer) answer = answer_new(model, usage, "stop");
+	g_autoptr(GString) text = NULL;
+	Stream *s;
+	gsize pos = 0;
+
+	for (guint i = 0; words[i] != NULL; i++)
+		answer_add_text(answer, words[i]);
+	text = split_text(answer);
+	s = stream_new(fake, msg, "text/event-stream");
+	for (guint i = 0; pos < text->len; i++) {
+		gsize len = MIN(sizes[i % G_N_ELEMENTS(sizes)], text->len - pos);
+		stream_add(s, text->str + pos, len, 1);
+		pos += len;
+	}
+	stream_start(s);
+}
+
+static void
+script_tools(FakeUpstream *fake,
+	     SoupServerMessage *msg,
+	     JsonObject *body,
+	     const gchar *model,
+	     gboolean stream,
+	     gboolean usage)
+{
+	g_autoptr(Answer) answer = NULL;
+
+	if (last_message_is_tool(body)) {
+		answer = answer_new(model, usage, "stop");
+		answer_add_text(answer, "It is sunny");
+		answer_add_text(answer, " in Paris.");
+		respond_answer(fake, msg, answer, stream, 0);
+		return;
+	}
+	answer = answer_new(model, usage, "tool_calls");
+	answer_add_tool_call(answer, 0, "call_weather_1", "get_weather", "");
+	answer_add_tool_call(answer, 0, NULL, NULL, "{\"city\":");
+	answer_add_tool_call(answer, 0, NULL, NULL, "\"Paris\"}");
+	answer_add_tool_call(answer, 1, "call_time_2", "get_time", "{\"tz\":");
+	answer_add_tool_call(answer, 1, NULL, NULL, "\"Europe/Paris\"}");
+	respond_answer(fake, msg, answer, stream, 0);
+}
+
+static void
+script_slow(FakeUpstream *fake,
+	    SoupServerMessage *msg,
+	    const gchar *model,
+	    const gchar *arg,
+	    gboolean stream,
+	    gboolean usage)
+{
+	g_auto(GStrv) args = g_strsplit(arg != NULL ? arg : "", ":", 2);
+	guint64 interval = 100;
+	guint64 n = 100;
+	g_autoptr(Answer) answer = answer_new(model, usage, "stop");
+
+	if (args[0] != NULL && *args[0] != '\0')
+		g_ascii_string_to_unsigned(args[0], 10, 0, 10000, &interval, NULL);
+	if (args[0] != NULL && args[1] != NULL)
+		g_ascii_string_to_unsigned(args[1], 10, 1, 100000, &n, NULL);
+	for (guint i = 0; i < n; i++) {
+		g_autofree gchar *word = g_strdup_printf("tick%u ", i);
+		answer_add_text(answer, word);
+	}
+	respond_answer(fake, msg, answer, stream, (guint)interval);
+}
+
+static void
+script_close(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model, gboolean usage)
+{
+	g_autoptr(Answer) answer = answer_new(model, usage, "stop");
+	g_autoptr(GPtrArray) events = NULL;
+	Stream *s;
+
+	answer_add_text(answer, "Half");
+	answer_add_text(answer, " an answer");
+	events = answer_to_events(answer);
+	s = stream_new(fake, msg, "text/event-stream");
+	/* the role chunk and both words, never the finish */
+	for (guint i = 0; i < 3; i++)
+		stream_add_event(s, g_ptr_array_index(events, i), 10);
+	s->close_at_end = TRUE;
+	stream_start(s);
+}
+
+static void
+script_error_event(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model)
+{
+	g_autoptr(Answer) answer = answer_new(model, FALSE, "stop");
+	g_autoptr(GPtrArray) events = NULL;
+	Stream *s;
+
+	answer_add_text(answer, "Before the error");
+	events = answer_to_events(answer);
+	s = stream_new(fake, msg, "text/event-stream");
+	stream_add_event(s, g_ptr_array_index(events, 0), 0);
+	stream_add_event(s, g_ptr_array_index(events, 1), 10);
+	stream_add_event(s,
+			 "{\"error\":{\"message\":\"The fake model is overloaded\","
+			 "\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+			 10);
+	stream_start(s);
+}
+
+static void
+script_malformed(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model)
+{
+	g_autoptr(Answer) answer = answer_new(model, FALSE, "stop");
+	g_autoptr(GPtrArray) events = answer_to_events(answer);
+	Stream *s = stream_new(fake, msg, "text/event-stream");
+
+	stream_add_event(s, g_ptr_array_index(events, 0), 0);
+	stream_add_event(s, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"oops", 0);
+	stream_add_event(s, "[DONE]", 0);
+	stream_start(s);
+}
+
+static gboolean
+check_first_requests(FakeUpstream *fake, const gchar *model, guint64 n)
+{
+	guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(fake->counts, model));
+	g_hash_table_replace(fake->counts, g_strdup(model), GUINT_TO_POINTER(seen + 1));
+	return seen < n;
+}
+
+static void
+run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
+{
+	const gchar *model = json_object_get_string_member_with_default(body, "model", "");
+	gboolean stream = json_object_get_boolean_member_with_default(body, "stream", FALSE);
+	JsonNode *options_node = json_object_get_member(body, "stream_options");
+	JsonObject *options = options_node != NULL && JSON_NODE_HOLDS_OBJECT(options_node)
+				  ? json_node_get_object(options_node)
+				  : NULL;
+	gboolean usage =
+	    options != NULL &&
+	    json_object_get_boolean_member_with_default(options, "include_usage", FALSE);
+	g_auto(GStrv) parts = g_strsplit(model, ":", 2);
+	const gchar *name = parts[0] != NULL ? parts[0] : "";
+	const gchar *arg = parts[0] != NULL ? parts[1] : NULL;
+
+	if (g_str_equal(name, "plain")) {
+		g_autoptr(Answer) answer = plain_answer(model, usage, "stop");
+		respond_answer(fake, msg, answer, stream, 0);
+	} else if (g_str_equal(name, "slow")) {
+		script_slow(fake, msg, model, arg, stream, usage);
+	} else if (g_str_equal(name, "split")) {
+		if (stream) {
+			script_split(fake, msg, model, usage);
+		} else {
+			g_autoptr(Answer) answer = plain_answer(model, usage, "stop");
+			respond_answer(fake, msg, answer, FALSE, 0);
+		}
+	} else if (g_str_equal(name, "tools")) {
+		script_tools(fake, msg, body, model, stream, usage);
+	} else if (g_str_equal(name, "length")) {
+		g_autoptr(Answer) answer = answer_new(model, usage, "length");
+		answer_add_text(answer, "Once");
+		answer_add_text(answer, " upon a");
+		respond_answer(fake, msg, answer, stream, 0);
+	} else if (g_str_equal(name, "filter")) {
+		g_autoptr(Answer) answer = answer_new(model, usage, "content_filter");
+		answer_add_text(answer, "I cannot");
+		respond_answer(fake, msg, answer, stream, 0);
+	} else if (g_str_equal(name, "json")) {
+		g_autoptr(Answer) answer = plain_answer(model, usage, "stop");
+		respond_answer(fake, msg, answer, FALSE, 0);
+	} else if (g_str_equal(name, "429")) {
+		guint64 n = 2;
+		if (arg != NULL)
+			g_ascii_string_to_unsigned(arg, 10, 0, 1000, &n, NULL);
+		if (check_first_requests(fake, model, n)) {
+			soup_message_headers_replace(soup_server_message_get_response_headers(msg),
+						     "Retry-After",
+						     "1");
+			respond_error(msg,
+				      429,
+				      "rate_limit_error",
+				      "Rate limit reached for the fake model");
+		} else {
+			g_autoptr(Answer) answer = plain_answer(model, usage, "stop");
+			respond_answer(fake, msg, answer, stream, 0);
+		}
+	} else if (g_str_equal(name, "500")) {
+		respond_error(msg, 500, "server_error", "The fake upstream had an internal error");
+	} else if (g_str_equal(name, "malformed")) {
+		script_malformed(fake, msg, model);
+	} else if (g_str_equal(name, "hang")) {
+		/* never answers; only counted when the client gives up */
+		stream_new(fake, msg, NULL);
+	} else if (g_str_equal(name, "close")) {
+		script_close(fake, msg, model, usage);
+	} else if (g_str_equal(name, "error-event")) {
+		script_error_event(fake, msg, model);
+	} else {
+		respond_error(msg,
+			      404,
+			      "invalid_request_error",
+			      "The model does not exist on the fake upstream");
+	}
+}
+
+/* ---------- handlers ---------- */
+
+static void
+record_request(FakeUpstream *fake, SoupServerMessage *msg, JsonNode *body, GBytes *raw)
+{
+	JsonObject *record = json_object_new();
+	JsonObject *headers = json_object_new();
+	SoupMessageHeadersIter iter;
+	const gchar *name;
+	const gchar *value;
+
+	soup_message_headers_iter_init(&iter, soup_server_message_get_request_headers(msg));
+	while (soup_message_headers_iter_next(&iter, &name, &value)) {
+		g_autofree gchar *lower = g_ascii_strdown(name, -1);
+		json_object_set_string_member(headers, lower, value);
+	}
+	json_object_set_string_member(record, "method", soup_server_message_get_method(msg));
+	json_object_set_string_member(record,
+				      "path",
+				      g_uri_get_path(soup_server_message_get_uri(msg)));
+	json_object_set_object_member(record, "headers", headers);
+	if (body != NULL) {
+		json_object_set_member(record, "body", json_node_copy(body));
+	} else {
+		g_autofree gchar *text =
+		    g_utf8_make_valid(g_bytes_get_data(raw, NULL), g_bytes_get_size(raw));
+		json_object_set_string_member(record, "body", text);
+	}
+	json_array_add_object_element(fake->requests, record);
+}
+
+static void
+count_connection(FakeUpstream *fake, SoupServerMessage *msg)
+{
+	GSocket *socket = soup_server_message_get_socket(msg);
+	if (socket == NULL || g_object_get_qdata(G_OBJECT(socket), seen_quark) != NULL)
+		return;
+	g_object_set_qdata(G_OBJECT(socket), seen_quark, GINT_TO_POINTER(1));
+	fake->connections++;
+}
+
+static void
+completions_cb(SoupServer *server,
+	       SoupServerMessage *msg,
+	       const gchar *path,
+	       GHashTable *query,
+	       gpointer user_data)
+{
+	FakeUpstream *fake = user_data;
+	SoupMessageBody *request_body = soup_server_message_get_request_body(msg);
+	g_autoptr(GBytes) raw = soup_message_body_flatten(request_body);
+	g_autoptr(JsonParser) parser = json_parser_new();
+	JsonNode *root = NULL;
+
+	count_connection(fake, msg);
+	if (json_parser_load_from_data(parser,
+				       g_bytes_get_data(raw, NULL),
+				       g_bytes_get_size(raw),
+				       NULL))
+		root = json_parser_get_root(parser);
+	record_request(fake, msg, root, raw);
+
+	if (g_strcmp0(soup_server_message_get_method(msg), "POST") != 0) {
+		respond_error(msg, 405, "invalid_request_error", "Only POST is served here");
+		return;
+	}
+	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+		respond_error(msg, 400, "invalid_request_error", "The body is not a JSON object");
+		return;
+	}
+	run_script(fake, msg, json_node_get_object(root));
+}
+
+static void
+requests_cb(SoupServer *server,
+	    SoupServerMessage *msg,
+	    const gchar *path,
+	    GHashTable *query,
+	    gpointer user_data)
+{
+	FakeUpstream *fake = user_data;
+	g_autoptr(JsonNode) node = json_node_init_array(json_node_alloc(), fake->requests);
+	g_autofree gchar *json = json_to_string(node, FALSE);
+	respond_json(msg, SOUP_STATUS_OK, json);
+}
+
+static void
+stats_cb(SoupServer *server,
+	 SoupServerMessage *msg,
+	 const gchar *path,
+	 GHashTable *query,
+	 gpointer user_data)
+{
+	FakeUpstream *fake = user_data;
+	g_autoptr(JsonObject) stats = json_object_new();
+	g_autofree gchar *json = NULL;
+
+	json_object_set_int_member(stats, "requests", json_array_get_length(fake->requests));
+	json_object_set_int_member(stats, "connections", fake->connections);
+	json_object_set_int_member(stats, "active", fake->active);
+	json_object_set_int_member(stats, "completed", fake->completed);
+	json_object_set_int_member(stats, "aborted", fake->aborted);
+	json_object_set_boolean_member(stats, "last_aborted", fake->last_aborted);
+	json = object_to_string(stats);
+	respond_json(msg, SOUP_STATUS_OK, json);
+}
+
+/* ---------- main ---------- */
+
+static gboolean
+on_quit_signal(gpointer user_data)
+{
+	FakeUpstream *fake = user_data;
+	g_main_loop_quit(fake->loop);
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_stdin(gint fd, GIOCondition condition, gpointer user_data)
+{
+	FakeUpstream *fake = user_data;
+	gchar buf[256];
+	gssize n = read(fd, buf, sizeof(buf));
+	if (n > 0)
+		return G_SOURCE_CONTINUE;
+	g_main_loop_quit(fake->loop);
+	return G_SOURCE_REMOVE;
+}
+
+int
+main(int argc, char **argv)
+{
+	gboolean stdin_watch = FALSE;
+	const GOptionEntry entries[] = {
+	    {"stdin-watch", 0, 0, G_OPTION_ARG_NONE, &stdin_watch, "Exit when stdin closes", NULL},
+	    {NULL},
+	};
+	g_autoptr(GOptionContext) context = g_option_context_new(NULL);
+	g_autoptr(GError) error = NULL;
+	g_autoslist(GUri) uris = NULL;
+	FakeUpstream fake = {0};
+	g_autofree gchar *url = NULL;
+
+	g_option_context_add_main_entries(context, entries, NULL);
+	if (!g_option_context_parse(context, &argc, &argv, &error)) {
+		g_printerr("fake-upstream: %s\n", error->message);
+		return 1;
+	}
+	seen_quark = g_quark_from_static_string("fake-upstream-seen");
+	fake.loop = g_main_loop_new(NULL, FALSE);
+	fake.requests = json_array_new();
+	fake.counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	fake.server = soup_server_new("server-header", "fake-upstream", NULL);
+	soup_server_add_handler(fake.server, "/v1/chat/completions", completions_cb, &fake, NULL);
+	soup_server_add_handler(fake.server, "/_requests", requests_cb, &fake, NULL);
+	soup_server_add_handler(fake.server, "/_stats", stats_cb, &fake, NULL);
+	if (!soup_server_listen_local(fake.server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error)) {
+		g_printerr("fake-upstream: cannot listen: %s\n", error->message);
+		return 1;
+	}
+	uris = soup_server_get_uris(fake.server);
+	url = g_strdup_printf("http://127.0.0.1:%d", g_uri_get_port(uris->data));
+	g_print("fake-upstream: listening on %s\n", url);
+	fflush(stdout);
+
+	g_unix_signal_add(SIGTERM, on_quit_signal, &fake);
+	g_unix_signal_add(SIGINT, on_quit_signal, &fake);
+	if (stdin_watch)
+		g_unix_fd_add(STDIN_FILENO, G_IO_IN | G_IO_HUP | G_IO_ERR, on_stdin, &fake);
+	g_main_loop_run(fake.loop);
+
+	soup_server_disconnect(fake.server);
+	g_clear_object(&fake.server);
+	g_hash_table_unref(fake.counts);
+	json_array_unref(fake.requests);
+	g_main_loop_unref(fake.loop);
+	return 0;
+}
