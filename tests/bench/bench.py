@@ -293,6 +293,10 @@ PRAGMA wal_checkpoint(TRUNCATE);
                       f"{r8[0]:.0f} req/s p99 {r8[2]:.3f} ms | errors {r[3] + r8[3]}")
 
     def scenario_rss(self):
+        # a fresh daemon on the same state: the figures are its own
+        self.stop_confab()
+        self.start_confab()
+        self.line(f"idle RSS of a fresh daemon: {rss_kib(self.confab.pid) / 1024:.1f} MiB")
         target = self.args.turns
         chat = f"{self.url}/api/v1/chat/completions"
         body = self.body(self.agent_json)
@@ -348,10 +352,10 @@ PRAGMA wal_checkpoint(TRUNCATE);
             self.turns_c64 = 1000
         if "streams" in self.args.only:
             self.scenario_streams()
-        if "open" in self.args.only:
-            self.scenario_open_streams()
         if "rss" in self.args.only:
             self.scenario_rss()
+        if "open" in self.args.only:
+            self.scenario_open_streams()
         if "lists" in self.args.only:
             self.scenario_lists()
         if "soak" in self.args.only:
