@@ -14,6 +14,7 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <gio/gio.h>
 #include <glib/gi18n.h>
 #include <json-glib/json-glib.h>
@@ -70,9 +71,48 @@ format_time(gint64 unix_seconds)
 	return dt != NULL ? g_date_time_format(dt, "%Y-%m-%d %H:%M") : g_strdup("-");
 }
 
-/* A string member of an a{sv}, or "-". */
+/*
+ * Titles and messages come from API users: printed raw, an escape sequence
+ * in them could rewrite the administrator's terminal. Control characters
+ * become U+FFFD; line breaks and tabs too unless @keep_lines (then only
+ * a tab becomes a space).
+ */
 static gchar *
-dict_string(GVariant *dict, const gchar *key)
+sanitize(const gchar *text, gboolean keep_lines)
+{
+	g_autofree gchar *valid = g_utf8_make_valid(text, -1);
+	GString *out = g_string_sized_new(strlen(valid));
+
+	for (const gchar *p = valid; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		if (keep_lines && c == '\n')
+			g_string_append_c(out, '\n');
+		else if (c == '\t' || (!keep_lines && (c == '\n' || c == '\r')))
+			g_string_append_c(out, ' ');
+		else if (g_unichar_iscntrl(c) || c == 0x2028 || c == 0x2029)
+			g_string_append_unichar(out, 0xFFFD);
+		else
+			g_string_append_unichar(out, c);
+	}
+	return g_string_free(out, FALSE);
+}
+
+/* Terminal columns: wide (CJK) characters take two, combining ones none. */
+static guint
+display_width(const gchar *text)
+{
+	guint width = 0;
+	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		if (!g_unichar_iszerowidth(c))
+			width += g_unichar_iswide(c) ? 2 : 1;
+	}
+	return width;
+}
+
+/* A member of an a{sv} as text for people, or "-". */
+static gchar *
+dict_text(GVariant *dict, const gchar *key)
 {
 	g_autoptr(GVariant) value = g_variant_lookup_value(dict, key, NULL);
 	if (value == NULL)
@@ -92,6 +132,14 @@ dict_string(GVariant *dict, const gchar *key)
 		return joined;
 	}
 	return g_variant_print(value, FALSE);
+}
+
+/* The same on one line, safe to print in a table. */
+static gchar *
+dict_string(GVariant *dict, const gchar *key)
+{
+	g_autofree gchar *text = dict_text(dict, key);
+	return sanitize(text, FALSE);
 }
 
 /* A table: a header row and rows of strings, columns padded to fit. */
@@ -125,7 +173,7 @@ table_print_free(Table *table)
 	for (guint r = 0; r < table->rows->len; r++) {
 		GStrv row = g_ptr_array_index(table->rows, r);
 		for (guint c = 0; c < table->columns; c++)
-			widths[c] = MAX(widths[c], (guint)g_utf8_strlen(row[c], -1));
+			widths[c] = MAX(widths[c], display_width(row[c]));
 	}
 	for (guint r = 0; r < table->rows->len; r++) {
 		GStrv row = g_ptr_array_index(table->rows, r);
@@ -133,8 +181,7 @@ table_print_free(Table *table)
 		for (guint c = 0; c < table->columns; c++) {
 			g_string_append(line, row[c]);
 			if (c + 1 < table->columns) {
-				for (guint pad = g_utf8_strlen(row[c], -1); pad < widths[c] + 2;
-				     pad++)
+				for (guint pad = display_width(row[c]); pad < widths[c] + 2; pad++)
 					g_string_append_c(line, ' ');
 			}
 		}
@@ -147,28 +194,63 @@ table_print_free(Table *table)
 
 /* ---------- calling the daemon ---------- */
 
+/* Whether @error means nobody answers for the service, rather than a refusal. */
+static gboolean
+error_is_unreachable(const GError *error)
+{
+	if (error->domain == G_DBUS_ERROR) {
+		switch (error->code) {
+		case G_DBUS_ERROR_SERVICE_UNKNOWN:
+		case G_DBUS_ERROR_NAME_HAS_NO_OWNER:
+		case G_DBUS_ERROR_NO_REPLY:
+		case G_DBUS_ERROR_NO_SERVER:
+		case G_DBUS_ERROR_DISCONNECTED:
+		case G_DBUS_ERROR_TIMEOUT:
+		case G_DBUS_ERROR_TIMED_OUT:
+		/* bus activation could not start the daemon */
+		case G_DBUS_ERROR_SPAWN_EXEC_FAILED:
+		case G_DBUS_ERROR_SPAWN_FORK_FAILED:
+		case G_DBUS_ERROR_SPAWN_CHILD_EXITED:
+		case G_DBUS_ERROR_SPAWN_CHILD_SIGNALED:
+		case G_DBUS_ERROR_SPAWN_FAILED:
+		case G_DBUS_ERROR_SPAWN_SETUP_FAILED:
+		case G_DBUS_ERROR_SPAWN_CONFIG_INVALID:
+		case G_DBUS_ERROR_SPAWN_SERVICE_INVALID:
+		case G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND:
+		case G_DBUS_ERROR_SPAWN_PERMISSIONS_INVALID:
+		case G_DBUS_ERROR_SPAWN_FILE_INVALID:
+		case G_DBUS_ERROR_SPAWN_NO_MEMORY:
+			return TRUE;
+		default:
+			return FALSE;
+		}
+	}
+	return g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED) ||
+	       g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED) ||
+	       g_error_matches(error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE) ||
+	       g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT);
+}
+
+/* Prints a failed call's message, without the D-Bus error name; the exit code. */
 static gint
 report_error(GError *error)
 {
 	g_autofree gchar *remote = g_dbus_error_get_remote_error(error);
-	gint code = EXIT_FAILED;
+	g_autofree gchar *message = NULL;
 
-	if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
-	    g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ||
-	    g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) ||
-	    g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_DISCONNECTED) ||
-	    g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED)) {
+	g_dbus_error_strip_remote_error(error);
+	message = sanitize(error->message, FALSE);
+	if (error_is_unreachable(error)) {
 		g_printerr(_("confabctl: the Confab service cannot be reached (%s). Is confabd "
 			     "running, on this bus?\n"),
-			   remote != NULL ? remote : error->message);
+			   message);
 		return EXIT_UNREACHABLE;
 	}
-	g_dbus_error_strip_remote_error(error);
 	if (g_strcmp0(remote, "org.freedesktop.DBus.Error.AccessDenied") == 0)
-		g_printerr(_("confabctl: permission denied: %s\n"), error->message);
+		g_printerr(_("confabctl: permission denied: %s\n"), message);
 	else
-		g_printerr("confabctl: %s\n", error->message);
-	return code;
+		g_printerr("confabctl: %s\n", message);
+	return EXIT_FAILED;
 }
 
 /* Calls an Admin method; NULL (and ctl->exit_code set) on failure. */
@@ -240,6 +322,7 @@ typedef struct {
 	gint first_byte_timeout;
 	gint idle_timeout;
 	gint total_timeout;
+	gboolean remove_api_key;
 } AgentOptions;
 
 static void
@@ -253,9 +336,10 @@ agent_options_clear(AgentOptions *o)
 	g_free(o->api_key_file);
 	g_free(o->params);
 }
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(AgentOptions, agent_options_clear)
 
 static GOptionContext *
-agent_context(const gchar *parameter, const gchar *summary, AgentOptions *o)
+agent_context(const gchar *parameter, const gchar *summary, gboolean update, AgentOptions *o)
 {
 	const GOptionEntry entries[] = {
 	    {"name", 0, 0, G_OPTION_ARG_STRING, &o->name, N_("The agent's name"), N_("NAME")},
@@ -292,7 +376,8 @@ agent_context(const gchar *parameter, const gchar *summary, AgentOptions *o)
 	     0,
 	     G_OPTION_ARG_FILENAME,
 	     &o->api_key_file,
-	     N_("A file holding the upstream API key (read here, never shown again)"),
+	     N_("A file holding the upstream API key, or - for standard input (read here, "
+		"never shown again)"),
 	     N_("FILE")},
 	    {"params",
 	     0,
@@ -331,8 +416,65 @@ agent_context(const gchar *parameter, const gchar *summary, AgentOptions *o)
 	     N_("S")},
 	    {NULL},
 	};
+	const GOptionEntry update_entries[] = {
+	    {"remove-api-key",
+	     0,
+	     0,
+	     G_OPTION_ARG_NONE,
+	     &o->remove_api_key,
+	     N_("Forget the upstream API key"),
+	     NULL},
+	    {NULL},
+	};
+	GOptionContext *context = subcommand_context(parameter, summary, entries);
+
+	if (update)
+		g_option_context_add_main_entries(context, update_entries, GETTEXT_PACKAGE);
 	o->connect_timeout = o->first_byte_timeout = o->idle_timeout = o->total_timeout = -1;
-	return subcommand_context(parameter, summary, entries);
+	return context;
+}
+
+/* The upstream key from @path, or standard input for "-"; NULL if unusable. */
+static gchar *
+read_api_key(const gchar *path)
+{
+	g_autofree gchar *key = NULL;
+	g_autoptr(GError) error = NULL;
+	gsize length = 0;
+	gboolean usable;
+
+	if (g_str_equal(path, "-")) {
+		g_autoptr(GString) in = g_string_new(NULL);
+		gchar buf[4096];
+		gsize n;
+		while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0 && in->len < 1024 * 1024)
+			g_string_append_len(in, buf, n);
+		if (ferror(stdin)) {
+			g_printerr(_("confabctl: reading the API key: %s\n"), g_strerror(errno));
+			return NULL;
+		}
+		length = in->len;
+		key = g_string_free(g_steal_pointer(&in), FALSE);
+	} else if (!g_file_get_contents(path, &key, &length, &error)) {
+		g_printerr(_("confabctl: reading the API key: %s\n"), error->message);
+		return NULL;
+	}
+	/* a key is one word: anything else is the wrong file (an env file, a PEM) */
+	usable = strlen(key) == length;
+	g_strstrip(key);
+	usable =
+	    usable && *key != '\0' && strlen(key) <= 16 * 1024 && g_utf8_validate(key, -1, NULL);
+	for (const gchar *p = key; *p != '\0'; p++) {
+		if ((guchar)*p <= ' ' || (guchar)*p == 0x7f)
+			usable = FALSE;
+	}
+	if (!usable) {
+		g_printerr(_("confabctl: %s holds no usable API key\n"),
+			   g_str_equal(path, "-") ? _("standard input") : path);
+		memset(key, 0, strlen(key));
+		return NULL;
+	}
+	return g_steal_pointer(&key);
 }
 
 /* The agent's a{sv}; NULL and *exit_code set if an option is unusable. */
@@ -385,18 +527,15 @@ agent_props(AgentOptions *o, gint *exit_code)
 					      timeouts[i].key,
 					      g_variant_new_uint32(timeouts[i].value));
 	}
+	if (o->api_key_file != NULL && o->remove_api_key) {
+		g_variant_builder_clear(&props);
+		*exit_code =
+		    usage_error(_("--api-key-file and --remove-api-key exclude each other"), NULL);
+		return NULL;
+	}
 	if (o->api_key_file != NULL) {
-		g_autofree gchar *key = NULL;
-		g_autoptr(GError) error = NULL;
-		if (!g_file_get_contents(o->api_key_file, &key, NULL, &error)) {
-			g_printerr(_("confabctl: reading the API key: %s\n"), error->message);
-			g_variant_builder_clear(&props);
-			*exit_code = EXIT_FAILED;
-			return NULL;
-		}
-		g_strstrip(key);
-		if (*key == '\0' || !g_utf8_validate(key, -1, NULL)) {
-			g_printerr(_("confabctl: %s holds no usable API key\n"), o->api_key_file);
+		g_autofree gchar *key = read_api_key(o->api_key_file);
+		if (key == NULL) {
 			g_variant_builder_clear(&props);
 			*exit_code = EXIT_FAILED;
 			return NULL;
@@ -404,34 +543,32 @@ agent_props(AgentOptions *o, gint *exit_code)
 		g_variant_builder_add(&props, "{sv}", "api_key", g_variant_new_string(key));
 		memset(key, 0, strlen(key));
 	}
+	if (o->remove_api_key)
+		g_variant_builder_add(&props, "{sv}", "api_key", g_variant_new_string(""));
 	return g_variant_builder_end(&props);
 }
 
 static gint
 cmd_agent_create(Ctl *ctl, gint argc, gchar **argv)
 {
-	AgentOptions o = {0};
+	g_auto(AgentOptions) o = {0};
 	g_autoptr(GOptionContext) context =
-	    agent_context(NULL, _("Creates an agent and prints its id."), &o);
+	    agent_context(NULL, _("Creates an agent and prints its id."), FALSE, &o);
 	g_autoptr(GVariant) reply = NULL;
 	GVariant *props;
 	gint code = EXIT_OK;
 	const gchar *id;
 
 	if (!parse_options(context, &argc, &argv, &code))
-		goto out;
-	if (argc != 1 || o.name == NULL || o.provider == NULL) {
-		code = usage_error(_("agent create needs --name and --provider"), context);
-		goto out;
-	}
+		return code;
+	if (argc != 1 || o.name == NULL || o.provider == NULL)
+		return usage_error(_("agent create needs --name and --provider"), context);
 	props = agent_props(&o, &code);
 	if (props == NULL)
-		goto out;
+		return code;
 	reply = call(ctl, "CreateAgent", g_variant_new("(@a{sv})", props), "(s)");
-	if (reply == NULL) {
-		code = ctl->exit_code;
-		goto out;
-	}
+	if (reply == NULL)
+		return ctl->exit_code;
 	g_variant_get(reply, "(&s)", &id);
 	if (ctl->json) {
 		g_autoptr(GVariant) obj =
@@ -440,35 +577,31 @@ cmd_agent_create(Ctl *ctl, gint argc, gchar **argv)
 	} else {
 		g_print("%s\n", id);
 	}
-out:
-	agent_options_clear(&o);
-	return code;
+	return EXIT_OK;
 }
 
 static gint
 cmd_agent_update(Ctl *ctl, gint argc, gchar **argv)
 {
-	AgentOptions o = {0};
+	g_auto(AgentOptions) o = {0};
 	g_autoptr(GOptionContext) context =
-	    agent_context(_("AGENT_ID"), _("Changes the given settings of an agent."), &o);
+	    agent_context(_("AGENT_ID"), _("Changes the given settings of an agent."), TRUE, &o);
 	g_autoptr(GVariant) reply = NULL;
-	GVariant *props;
+	g_autoptr(GVariant) props = NULL;
 	gint code = EXIT_OK;
 
 	if (!parse_options(context, &argc, &argv, &code))
-		goto out;
-	if (argc != 2) {
-		code = usage_error(_("agent update needs one agent id"), context);
-		goto out;
-	}
+		return code;
+	if (argc != 2)
+		return usage_error(_("agent update needs one agent id"), context);
 	props = agent_props(&o, &code);
 	if (props == NULL)
-		goto out;
+		return code;
+	g_variant_ref_sink(props);
+	if (g_variant_n_children(props) == 0)
+		return usage_error(_("agent update needs at least one setting to change"), context);
 	reply = call(ctl, "UpdateAgent", g_variant_new("(s@a{sv})", argv[1], props), "()");
-	code = reply != NULL ? EXIT_OK : ctl->exit_code;
-out:
-	agent_options_clear(&o);
-	return code;
+	return reply != NULL ? EXIT_OK : ctl->exit_code;
 }
 
 static gint
@@ -515,21 +648,43 @@ cmd_agent_list(Ctl *ctl, gint argc, gchar **argv)
 	return EXIT_OK;
 }
 
-/* key: value lines, in the order given */
+/*
+ * "Label: value" lines, the values aligned whatever the labels' language;
+ * a value's further lines indented. @labels are translated, @values raw.
+ */
+static void
+print_pairs(const gchar *const *labels, const gchar *const *values)
+{
+	guint width = 0;
+	for (guint i = 0; labels[i] != NULL; i++)
+		width = MAX(width, display_width(labels[i]));
+	for (guint i = 0; labels[i] != NULL; i++) {
+		g_autofree gchar *value = sanitize(values[i], TRUE);
+		g_auto(GStrv) lines = g_strsplit(value, "\n", -1);
+		g_print("%s:%*s%s\n",
+			labels[i],
+			(gint)(width + 1 - display_width(labels[i])),
+			"",
+			lines[0] != NULL ? lines[0] : "");
+		for (guint l = 1; lines[l] != NULL; l++)
+			g_print("%*s%s\n", (gint)(width + 2), "", lines[l]);
+	}
+}
+
+/* The members @keys of @dict as print_pairs() lines. */
 static void
 print_fields(GVariant *dict, const gchar *const *keys, const gchar *const *labels)
 {
-	guint width = 0;
-	for (guint i = 0; keys[i] != NULL; i++)
-		width = MAX(width, (guint)g_utf8_strlen(_(labels[i]), -1));
+	g_autoptr(GPtrArray) translated = g_ptr_array_new();
+	g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func(g_free);
+
 	for (guint i = 0; keys[i] != NULL; i++) {
-		g_autofree gchar *value = dict_string(dict, keys[i]);
-		const gchar *label = _(labels[i]);
-		g_print("%s:", label);
-		for (guint pad = g_utf8_strlen(label, -1); pad < width + 1; pad++)
-			g_print(" ");
-		g_print("%s\n", value);
+		g_ptr_array_add(translated, (gpointer)_(labels[i]));
+		g_ptr_array_add(values, dict_text(dict, keys[i]));
 	}
+	g_ptr_array_add(translated, NULL);
+	g_ptr_array_add(values, NULL);
+	print_pairs((const gchar *const *)translated->pdata, (const gchar *const *)values->pdata);
 }
 
 static gint
@@ -579,10 +734,26 @@ cmd_agent_show(Ctl *ctl, gint argc, gchar **argv)
 	if (reply == NULL)
 		return ctl->exit_code;
 	agent = g_variant_get_child_value(reply, 0);
-	if (ctl->json)
+	if (ctl->json) {
 		print_variant_json(agent);
-	else
-		print_fields(agent, keys, labels);
+	} else {
+		/* a timeout of 0 is the configured default: say so */
+		const gchar *const timeouts[] = {"connect_timeout",
+						 "first_byte_timeout",
+						 "idle_timeout",
+						 "total_timeout"};
+		g_autofree gchar *by_default = g_strdup_printf(_("%s (the default)"), "0");
+		g_auto(GVariantDict) shown = G_VARIANT_DICT_INIT(agent);
+		g_autoptr(GVariant) display = NULL;
+		for (guint i = 0; i < G_N_ELEMENTS(timeouts); i++) {
+			guint32 seconds = 1;
+			if (g_variant_dict_lookup(&shown, timeouts[i], "u", &seconds) &&
+			    seconds == 0)
+				g_variant_dict_insert(&shown, timeouts[i], "s", by_default);
+		}
+		display = g_variant_ref_sink(g_variant_dict_end(&shown));
+		print_fields(display, keys, labels);
+	}
 	return EXIT_OK;
 }
 
@@ -825,7 +996,12 @@ cmd_usage(Ctl *ctl, gint argc, gchar **argv)
 	guint64 requests = 0;
 	guint64 quota = 0;
 	guint64 remaining = 0;
+	gboolean quota_is_default = FALSE;
 	const gchar *month = "";
+	g_autofree gchar *month_text = NULL;
+	g_autofree gchar *requests_text = NULL;
+	g_autofree gchar *quota_text = NULL;
+	g_autofree gchar *remaining_text = NULL;
 	gint code = EXIT_OK;
 
 	if (!parse_options(context, &argc, &argv, &code))
@@ -842,16 +1018,31 @@ cmd_usage(Ctl *ctl, gint argc, gchar **argv)
 	}
 	g_variant_lookup(usage, "requests", "t", &requests);
 	g_variant_lookup(usage, "quota", "t", &quota);
+	g_variant_lookup(usage, "quota_is_default", "b", &quota_is_default);
 	g_variant_lookup(usage, "month", "&s", &month);
-	g_print(_("Owner:     %s\n"), argv[1]);
-	g_print(_("Month:     %s (UTC)\n"), month);
-	g_print(_("Requests:  %" G_GUINT64_FORMAT "\n"), requests);
+	month_text = g_strdup_printf(_("%s (UTC)"), month);
+	requests_text = g_strdup_printf("%" G_GUINT64_FORMAT, requests);
 	if (quota == 0) {
-		g_print(_("Quota:     unlimited\n"));
+		quota_text = g_strdup(_("unlimited"));
 	} else {
 		g_variant_lookup(usage, "remaining", "t", &remaining);
-		g_print(_("Quota:     %" G_GUINT64_FORMAT "\n"), quota);
-		g_print(_("Remaining: %" G_GUINT64_FORMAT "\n"), remaining);
+		quota_text = g_strdup_printf("%" G_GUINT64_FORMAT, quota);
+		remaining_text = g_strdup_printf("%" G_GUINT64_FORMAT, remaining);
+	}
+	if (quota_is_default) {
+		gchar *marked = g_strdup_printf(_("%s (the default)"), quota_text);
+		g_free(quota_text);
+		quota_text = marked;
+	}
+	{
+		const gchar *labels[] =
+		    {_("Owner"), _("Month"), _("Requests"), _("Quota"), _("Remaining"), NULL};
+		const gchar *values[] =
+		    {argv[1], month_text, requests_text, quota_text, remaining_text, NULL};
+		/* no "Remaining" line when unlimited */
+		if (remaining_text == NULL)
+			labels[4] = NULL;
+		print_pairs(labels, values);
 	}
 	return EXIT_OK;
 }
@@ -865,7 +1056,7 @@ cmd_session_list(Ctl *ctl, gint argc, gchar **argv)
 	g_autofree gchar *agent = NULL;
 	g_autofree gchar *source = NULL;
 	g_autofree gchar *after = NULL;
-	gint limit = 0;
+	gint limit = -1; /* not given */
 	const GOptionEntry entries[] = {
 	    {"owner", 0, 0, G_OPTION_ARG_STRING, &owner, N_("Only this owner's"), N_("OWNER")},
 	    {"agent", 0, 0, G_OPTION_ARG_STRING, &agent, N_("Only this agent's"), N_("AGENT_ID")},
@@ -898,8 +1089,10 @@ cmd_session_list(Ctl *ctl, gint argc, gchar **argv)
 		return code;
 	if (argc != 1)
 		return usage_error(_("session list takes no argument"), context);
-	if (limit < 0 || limit > 1000)
+	if (limit != -1 && (limit < 1 || limit > 1000))
 		return usage_error(_("--limit must be from 1 to 1000"), context);
+	if (source != NULL && !g_str_equal(source, "api") && !g_str_equal(source, "channel"))
+		return usage_error(_("--source must be api or channel"), context);
 	g_variant_builder_init(&filter, G_VARIANT_TYPE_VARDICT);
 	if (owner != NULL)
 		g_variant_builder_add(&filter, "{sv}", "owner", g_variant_new_string(owner));
@@ -971,7 +1164,7 @@ content_text(const gchar *content_json)
 static gint
 cmd_session_show(Ctl *ctl, gint argc, gchar **argv)
 {
-	gint limit = 0;
+	gint limit = -1; /* not given */
 	g_autofree gchar *after = NULL;
 	const GOptionEntry entries[] = {
 	    {"limit", 0, 0, G_OPTION_ARG_INT, &limit, N_("At most this many (1 to 1000)"), N_("N")},
@@ -997,7 +1190,7 @@ cmd_session_show(Ctl *ctl, gint argc, gchar **argv)
 		return code;
 	if (argc != 2)
 		return usage_error(_("session show needs one session id"), context);
-	if (limit < 0 || limit > 1000)
+	if (limit != -1 && (limit < 1 || limit > 1000))
 		return usage_error(_("--limit must be from 1 to 1000"), context);
 	g_variant_builder_init(&options, G_VARIANT_TYPE_VARDICT);
 	if (after != NULL)
@@ -1019,8 +1212,10 @@ cmd_session_show(Ctl *ctl, gint argc, gchar **argv)
 		g_autofree gchar *status = dict_string(message, "status");
 		const gchar *content = NULL;
 		g_autofree gchar *text = NULL;
+		g_autofree gchar *raw = NULL;
 		g_variant_lookup(message, "content", "&s", &content);
-		text = content_text(content);
+		raw = content_text(content);
+		text = sanitize(raw, TRUE);
 		if (g_strcmp0(status, "completed") == 0 || g_strcmp0(status, "-") == 0)
 			g_print("[%s] %s: %s\n", when, role, text);
 		else
@@ -1102,15 +1297,7 @@ cmd_status(Ctl *ctl, gint argc, gchar **argv)
 		if (ctl->json) {
 			print_variant_json(dict);
 		} else {
-			for (guint i = 0; names[i] != NULL; i++) {
-				g_autoptr(GVariant) value =
-				    g_variant_lookup_value(dict, names[i], NULL);
-				g_autofree gchar *text =
-				    g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)
-					? g_variant_dup_string(value, NULL)
-					: g_variant_print(value, FALSE);
-				g_print("%-14s %s\n", _(labels[i]), text);
-			}
+			print_fields(dict, names, labels);
 		}
 	}
 	return EXIT_OK;
@@ -1129,15 +1316,20 @@ static const Command commands[] = {
     {"agent",
      "create",
      cmd_agent_create,
-     N_("agent create --name N --provider P [--base-url U --upstream-model M --api-key-file F]")},
+     N_("agent create --name N --provider P [--instructions T] [--base-url U] "
+	"[--upstream-model M] [--api-key-file F]")},
     {"agent", "list", cmd_agent_list, N_("agent list")},
     {"agent", "show", cmd_agent_show, N_("agent show AGENT_ID")},
-    {"agent", "update", cmd_agent_update, N_("agent update AGENT_ID [options of create]")},
+    {"agent",
+     "update",
+     cmd_agent_update,
+     N_("agent update AGENT_ID [options of create] [--remove-api-key]")},
     {"agent", "delete", cmd_agent_delete, N_("agent delete AGENT_ID")},
     {"token",
      "create",
      cmd_token_create,
-     N_("token create --owner O --scope S [--scope S2] [--agent AGENT_ID]")},
+     N_("token create --owner O --scope S [--scope S2] [--agent AGENT_ID] [--name N] "
+	"[--expires-at UNIX_TIME]")},
     {"token", "list", cmd_token_list, N_("token list [--owner O]")},
     {"token", "revoke", cmd_token_revoke, N_("token revoke TOKEN_ID")},
     {"quota", "set", cmd_quota_set, N_("quota set OWNER REQUESTS")},
@@ -1145,8 +1337,12 @@ static const Command commands[] = {
     {"session",
      "list",
      cmd_session_list,
-     N_("session list [--owner O] [--agent A] [--source api|channel]")},
-    {"session", "show", cmd_session_show, N_("session show SESSION_ID")},
+     N_("session list [--owner O] [--agent A] [--source api|channel] [--limit N] "
+	"[--after SESSION_ID]")},
+    {"session",
+     "show",
+     cmd_session_show,
+     N_("session show SESSION_ID [--limit N] [--after MESSAGE_ID]")},
     {"session", "delete", cmd_session_delete, N_("session delete SESSION_ID")},
     {"status", NULL, cmd_status, N_("status")},
 };
@@ -1163,6 +1359,44 @@ commands_help(void)
 			_("Each command takes --help. Exit status: 0 done, 1 refused or failed, "
 			  "2 bad usage, 3 the daemon cannot be reached."));
 	return g_string_free(help, FALSE);
+}
+
+/* Takes --json, --system and --session out of @args, up to a "--". */
+static void
+take_global_flags(GStrv args, gboolean *json, gboolean *use_system, gboolean *use_session)
+{
+	guint w = 0;
+	guint r = 0;
+
+	for (; args[r] != NULL && !g_str_equal(args[r], "--"); r++) {
+		if (g_str_equal(args[r], "--json")) {
+			*json = TRUE;
+		} else if (g_str_equal(args[r], "--system")) {
+			*use_system = TRUE;
+		} else if (g_str_equal(args[r], "--session")) {
+			*use_session = TRUE;
+		} else {
+			args[w++] = args[r];
+			continue;
+		}
+		g_free(args[r]);
+	}
+	for (; args[r] != NULL; r++)
+		args[w++] = args[r];
+	args[w] = NULL;
+}
+
+static const Command *
+find_command(gchar **args)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
+		if (!g_str_equal(commands[i].group, args[0]))
+			continue;
+		if (commands[i].name == NULL ||
+		    (args[1] != NULL && g_str_equal(commands[i].name, args[1])))
+			return &commands[i];
+	}
+	return NULL;
 }
 
 int
@@ -1197,11 +1431,12 @@ main(int argc, char **argv)
 	g_autoptr(GError) error = NULL;
 	g_autofree gchar *help = NULL;
 	g_autoptr(GPtrArray) sub_argv = NULL;
+	g_autofree gchar *argv0 = NULL;
 	Ctl ctl = {0};
 	const Command *command = NULL;
-	guint consumed;
+	gboolean want_help = FALSE;
+	gchar **args;
 	gint code;
-	const gchar *bus_env;
 
 	setlocale(LC_ALL, "");
 	bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
@@ -1223,86 +1458,74 @@ main(int argc, char **argv)
 		g_print("confabctl %s\n", PACKAGE_VERSION);
 		return EXIT_OK;
 	}
-	if (rest == NULL || g_str_equal(rest[0], "help")) {
+	args = rest;
+	if (rest == NULL) {
 		g_autofree gchar *text = g_option_context_get_help(context, TRUE, NULL);
-		g_print("%s", text);
-		return rest == NULL ? EXIT_USAGE : EXIT_OK;
+		g_printerr("%s", text);
+		return EXIT_USAGE;
 	}
-	/* --json, --system and --session may also come after the command */
-	{
-		guint w = 0;
-		for (guint r = 0; rest[r] != NULL; r++) {
-			if (g_str_equal(rest[r], "--json"))
-				json = TRUE;
-			else if (g_str_equal(rest[r], "--system"))
-				use_system = TRUE;
-			else if (g_str_equal(rest[r], "--session"))
-				use_session = TRUE;
-			else {
-				rest[w++] = rest[r];
-				continue;
-			}
-			g_free(rest[r]);
-		}
-		rest[w] = NULL;
-	}
+	take_global_flags(rest, &json, &use_system, &use_session);
 	if (rest[0] == NULL)
 		return usage_error(_("no command given"), NULL);
 	if (use_system && use_session)
 		return usage_error(_("--system and --session exclude each other"), NULL);
-
-	for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
-		if (!g_str_equal(commands[i].group, rest[0]))
-			continue;
-		if (commands[i].name == NULL ||
-		    (rest[1] != NULL && g_str_equal(commands[i].name, rest[1]))) {
-			command = &commands[i];
-			break;
+	/* "help" alone lists the commands; "help agent create" is "agent create --help" */
+	if (g_str_equal(rest[0], "help")) {
+		if (rest[1] == NULL) {
+			g_autofree gchar *text = g_option_context_get_help(context, TRUE, NULL);
+			g_print("%s", text);
+			return EXIT_OK;
 		}
+		want_help = TRUE;
+		args = rest + 1;
 	}
+	command = find_command(args);
 	if (command == NULL) {
 		g_autofree gchar *msg = g_strdup_printf(_("unknown command '%s%s%s'"),
-							rest[0],
-							rest[1] != NULL ? " " : "",
-							rest[1] != NULL ? rest[1] : "");
+							args[0],
+							args[1] != NULL ? " " : "",
+							args[1] != NULL ? args[1] : "");
 		g_printerr("confabctl: %s\n\n%s\n", msg, help);
 		return EXIT_USAGE;
 	}
-	consumed = command->name != NULL ? 2 : 1;
+
+	/* "Usage: confabctl agent create [OPTION…]" */
+	argv0 = g_strdup_printf("confabctl %s%s%s",
+				command->group,
+				command->name != NULL ? " " : "",
+				command->name != NULL ? command->name : "");
 	sub_argv = g_ptr_array_new();
-	g_ptr_array_add(sub_argv,
-			g_strdup_printf("confabctl %s%s%s",
-					command->group,
-					command->name != NULL ? " " : "",
-					command->name != NULL ? command->name : ""));
-	for (guint i = consumed; rest[i] != NULL; i++)
-		g_ptr_array_add(sub_argv, rest[i]);
+	g_ptr_array_add(sub_argv, argv0);
+	if (want_help) {
+		g_ptr_array_add(sub_argv, (gpointer) "--help");
+	} else {
+		for (guint i = command->name != NULL ? 2 : 1; args[i] != NULL; i++) {
+			g_ptr_array_add(sub_argv, args[i]);
+			if (g_str_equal(args[i], "--help") || g_str_equal(args[i], "-h"))
+				want_help = TRUE;
+		}
+	}
 	g_ptr_array_add(sub_argv, NULL);
 
 	/* --help of a command needs no bus */
-	for (guint i = 1; i + 1 < sub_argv->len; i++) {
-		const gchar *arg = g_ptr_array_index(sub_argv, i);
-		if (g_str_equal(arg, "--help") || g_str_equal(arg, "-h"))
-			goto run;
+	if (!want_help) {
+		if (!use_system && !use_session &&
+		    g_strcmp0(g_getenv("CONFABCTL_BUS"), "session") == 0)
+			use_session = TRUE;
+		ctl.bus = g_bus_get_sync(use_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM,
+					 NULL,
+					 &error);
+		if (ctl.bus == NULL) {
+			g_printerr(use_session
+				       ? _("confabctl: cannot connect to the session bus: %s\n")
+				       : _("confabctl: cannot connect to the system bus: %s\n"),
+				   error->message);
+			return EXIT_UNREACHABLE;
+		}
 	}
-	bus_env = g_getenv("CONFABCTL_BUS");
-	if (!use_system && !use_session && g_strcmp0(bus_env, "session") == 0)
-		use_session = TRUE;
-	ctl.bus =
-	    g_bus_get_sync(use_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, NULL, &error);
-	if (ctl.bus == NULL) {
-		g_printerr(_("confabctl: cannot connect to the %s bus: %s\n"),
-			   use_session ? _("session") : _("system"),
-			   error->message);
-		g_free(g_ptr_array_index(sub_argv, 0));
-		return EXIT_UNREACHABLE;
-	}
-run:
-	/* "Usage: confabctl agent create [OPTION…]" */
-	g_set_prgname(g_ptr_array_index(sub_argv, 0));
+	g_set_prgname(argv0);
 	ctl.json = json;
 	code = command->func(&ctl, sub_argv->len - 1, (gchar **)sub_argv->pdata);
-	g_free(g_ptr_array_index(sub_argv, 0));
 	g_clear_object(&ctl.bus);
 	return code;
 }
