@@ -90,7 +90,8 @@ main(int argc, char **argv)
 	     0,
 	     G_OPTION_ARG_FILENAME,
 	     &config_file,
-	     N_("Read settings from this file (default " CONFAB_DEFAULT_CONFIG ")"),
+	     N_("Read settings from this file (default: the system configuration file, "
+		"when it exists)"),
 	     N_("FILE")},
 	    {"version", 0, 0, G_OPTION_ARG_NONE, &version, N_("Print the version and exit"), NULL},
 	    {NULL}};
