@@ -98,6 +98,22 @@ filter(ConfabHttpInputStream *self, void *buffer, gsize count, gssize nread, GEr
 	return 1;
 }
 
+/* filter(), taking the read's own error, and passing on what remains */
+static gssize
+filter_read(ConfabHttpInputStream *self,
+	    void *buffer,
+	    gsize count,
+	    gssize nread,
+	    GError *read_error,
+	    GError **error)
+{
+	g_autoptr(GError) local_error = read_error;
+	nread = filter(self, buffer, count, nread, &local_error);
+	if (local_error != NULL)
+		g_propagate_error(error, g_steal_pointer(&local_error));
+	return nread;
+}
+
 static gssize
 confab_http_input_stream_read(GInputStream *stream,
 			      void *buffer,
@@ -106,16 +122,13 @@ confab_http_input_stream_read(GInputStream *stream,
 			      GError **error)
 {
 	ConfabHttpInputStream *self = CONFAB_HTTP_INPUT_STREAM(stream);
-	g_autoptr(GError) local_error = NULL;
+	GError *read_error = NULL;
 	gssize nread = g_input_stream_read(G_INPUT_STREAM(base_of(self)),
 					   buffer,
 					   count,
 					   cancellable,
-					   &local_error);
-	nread = filter(self, buffer, count, nread, &local_error);
-	if (local_error != NULL)
-		g_propagate_error(error, g_steal_pointer(&local_error));
-	return nread;
+					   &read_error);
+	return filter_read(self, buffer, count, nread, read_error, error);
 }
 
 static gboolean
@@ -144,16 +157,13 @@ confab_http_input_stream_read_nonblocking(GPollableInputStream *stream,
 					  GError **error)
 {
 	ConfabHttpInputStream *self = CONFAB_HTTP_INPUT_STREAM(stream);
-	g_autoptr(GError) local_error = NULL;
+	GError *read_error = NULL;
 	gssize nread = g_pollable_input_stream_read_nonblocking(base_of(self),
 								buffer,
 								count,
 								NULL,
-								&local_error);
-	nread = filter(self, buffer, count, nread, &local_error);
-	if (local_error != NULL)
-		g_propagate_error(error, g_steal_pointer(&local_error));
-	return nread;
+								&read_error);
+	return filter_read(self, buffer, count, nread, read_error, error);
 }
 
 static gboolean

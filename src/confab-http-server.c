@@ -394,6 +394,20 @@ on_drain_deadline(gpointer user_data)
 }
 
 static void
+on_drained(GObject *source, GAsyncResult *result, gpointer user_data);
+
+static void
+drain_next(Drain *drain)
+{
+	g_input_stream_read_bytes_async(g_io_stream_get_input_stream(drain->stream),
+					DRAIN_BUFFER,
+					G_PRIORITY_LOW,
+					drain->cancellable,
+					on_drained,
+					drain);
+}
+
+static void
 on_drained(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	Drain *drain = user_data;
@@ -404,12 +418,7 @@ on_drained(GObject *source, GAsyncResult *result, gpointer user_data)
 		drain_free(drain);
 		return;
 	}
-	g_input_stream_read_bytes_async(g_io_stream_get_input_stream(drain->stream),
-					DRAIN_BUFFER,
-					G_PRIORITY_LOW,
-					drain->cancellable,
-					on_drained,
-					drain);
+	drain_next(drain);
 }
 
 static void
@@ -423,12 +432,7 @@ on_refusal_written(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	if (drain->socket != NULL)
 		(void)g_socket_shutdown(drain->socket, FALSE, TRUE, NULL);
-	g_input_stream_read_bytes_async(g_io_stream_get_input_stream(drain->stream),
-					DRAIN_BUFFER,
-					G_PRIORITY_LOW,
-					drain->cancellable,
-					on_drained,
-					drain);
+	drain_next(drain);
 }
 
 static void
