@@ -597,6 +597,40 @@ test_secrets_never_stored(void)
 	confab_test_rm_rf(state);
 }
 
+/* The daemon makes its state directory 0700 and its database files 0600,
+ * whatever the umask. */
+static void
+test_state_modes(void)
+{
+	g_autofree gchar *parent = confab_test_make_tmpdir("modes");
+	g_autofree gchar *state = g_build_filename(parent, "state", NULL);
+	g_autoptr(ConfabTestDaemon) daemon = NULL;
+	const gchar *files[] = {"confab.db", "confab.db-wal", "confab.db-shm"};
+	mode_t old = umask(0);
+	GStatBuf st;
+
+	daemon = confab_test_daemon_start_full(state, NULL, NULL);
+	umask(old);
+	{
+		g_autofree gchar *token =
+		    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+		g_autofree gchar *agent = confab_test_create_agent(daemon, "echo", "echo");
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(daemon, token, agent, NULL, "hello", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	g_assert_cmpint(g_stat(state, &st), ==, 0);
+	g_assert_cmpint(st.st_mode & 0777, ==, 0700);
+	for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+		g_autofree gchar *path = g_build_filename(state, files[i], NULL);
+		if (g_stat(path, &st) != 0)
+			continue; /* the WAL files come and go */
+		g_assert_cmpint(st.st_mode & 0777, ==, 0600);
+	}
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	confab_test_rm_rf(parent);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -604,6 +638,7 @@ main(int argc, char **argv)
 	confab_test_init(&argc, &argv, TRUE);
 	g_test_add_func("/confab/isolation/matrix", test_matrix);
 	g_test_add_func("/confab/isolation/secrets-never-stored", test_secrets_never_stored);
+	g_test_add_func("/confab/isolation/state-modes", test_state_modes);
 	ret = g_test_run();
 	confab_test_finish();
 	return ret;
