@@ -693,3 +693,203 @@ confab_test_assert_error(ConfabTestResponse *response, guint status, const gchar
 	g_assert_true(json_object_has_member(json_node_get_object(error), "param"));
 	g_assert_cmpstr(confab_test_json_string(response->json, "error.code"), ==, code);
 }
+
+/* ---------- an upstream that can hold its answers ---------- */
+
+/*
+ * An OpenAI-compatible upstream in a thread of the test that holds its
+ * answers until told to: paused messages, so that it can hold several at
+ * once, and a turn stays open for as long as the test wants.
+ */
+struct _ConfabTestUpstream {
+	GThread *thread;
+	GMainContext *context;
+	GMainLoop *loop;
+	gchar *base_url;
+	GMutex lock;
+	GCond cond;
+	gboolean hold;
+	gboolean ready;
+	guint waiting;
+	GPtrArray *held; /* SoupServerMessage, paused */
+};
+
+static const gchar upstream_reply[] =
+    "{\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion\",\"created\":1,"
+    "\"model\":\"slow\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+    "\"content\":\"slow answer\"},\"finish_reason\":\"stop\"}],"
+    "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3}}";
+
+static void
+upstream_respond(SoupServerMessage *msg)
+{
+	soup_server_message_set_status(msg, 200, NULL);
+	soup_server_message_set_response(msg,
+					 "application/json",
+					 SOUP_MEMORY_STATIC,
+					 upstream_reply,
+					 strlen(upstream_reply));
+}
+
+static void
+upstream_handler(SoupServer *server,
+		 SoupServerMessage *msg,
+		 const char *path,
+		 GHashTable *query,
+		 gpointer user_data)
+{
+	ConfabTestUpstream *up = user_data;
+	gboolean hold;
+
+	g_mutex_lock(&up->lock);
+	hold = up->hold;
+	if (hold) {
+		soup_server_message_pause(msg);
+		g_ptr_array_add(up->held, g_object_ref(msg));
+		up->waiting++;
+		g_cond_broadcast(&up->cond);
+	}
+	g_mutex_unlock(&up->lock);
+	if (!hold)
+		upstream_respond(msg);
+}
+
+/* in the upstream's thread */
+static gboolean
+upstream_release_held(gpointer data)
+{
+	ConfabTestUpstream *up = data;
+	g_autoptr(GPtrArray) held = NULL;
+
+	g_mutex_lock(&up->lock);
+	held = g_steal_pointer(&up->held);
+	up->held = g_ptr_array_new_with_free_func(g_object_unref);
+	up->waiting = 0;
+	g_mutex_unlock(&up->lock);
+	for (guint i = 0; i < held->len; i++) {
+		SoupServerMessage *msg = g_ptr_array_index(held, i);
+		upstream_respond(msg);
+		soup_server_message_unpause(msg);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+static gpointer
+upstream_thread(gpointer data)
+{
+	ConfabTestUpstream *up = data;
+	g_autoptr(SoupServer) server = NULL;
+	g_autoptr(GError) error = NULL;
+	GSList *uris;
+	g_autofree gchar *url = NULL;
+
+	g_main_context_push_thread_default(up->context);
+	server = soup_server_new(NULL, NULL);
+	soup_server_add_handler(server, NULL, upstream_handler, up, NULL);
+	soup_server_listen_local(server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
+	g_assert_no_error(error);
+	uris = soup_server_get_uris(server);
+	url = g_uri_to_string(uris->data);
+	g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+	g_mutex_lock(&up->lock);
+	up->base_url = g_strdup_printf("%s%sv1", url, g_str_has_suffix(url, "/") ? "" : "/");
+	up->ready = TRUE;
+	g_cond_broadcast(&up->cond);
+	g_mutex_unlock(&up->lock);
+	g_main_loop_run(up->loop);
+	upstream_release_held(up);
+	soup_server_disconnect(server);
+	g_main_context_pop_thread_default(up->context);
+	return NULL;
+}
+
+/**
+ * confab_test_upstream_start:
+ * @hold: whether answers wait for confab_test_upstream_set_hold(FALSE)
+ *
+ * Returns: (transfer full): a running upstream
+ */
+ConfabTestUpstream *
+confab_test_upstream_start(gboolean hold)
+{
+	ConfabTestUpstream *up = g_new0(ConfabTestUpstream, 1);
+	g_mutex_init(&up->lock);
+	g_cond_init(&up->cond);
+	up->hold = hold;
+	up->held = g_ptr_array_new_with_free_func(g_object_unref);
+	up->context = g_main_context_new();
+	up->loop = g_main_loop_new(up->context, FALSE);
+	up->thread = g_thread_new("upstream", upstream_thread, up);
+	g_mutex_lock(&up->lock);
+	while (!up->ready)
+		g_cond_wait(&up->cond, &up->lock);
+	g_mutex_unlock(&up->lock);
+	return up;
+}
+
+/**
+ * confab_test_upstream_set_hold:
+ * @up: an upstream
+ * @hold: %TRUE to hold the answers from now on; %FALSE to answer, the held
+ *   ones included
+ */
+void
+confab_test_upstream_set_hold(ConfabTestUpstream *up, gboolean hold)
+{
+	g_mutex_lock(&up->lock);
+	up->hold = hold;
+	g_mutex_unlock(&up->lock);
+	if (!hold)
+		g_main_context_invoke(up->context, upstream_release_held, up);
+}
+
+/**
+ * confab_test_upstream_get_base_url:
+ *
+ * Returns: its base URL, as an agent's base_url
+ */
+const gchar *
+confab_test_upstream_get_base_url(ConfabTestUpstream *up)
+{
+	return up->base_url;
+}
+
+/**
+ * confab_test_upstream_wait_waiting:
+ * @up: an upstream
+ * @n: how many held requests to wait for
+ * @timeout_ms: the deadline
+ *
+ * Returns: %TRUE once @n requests are held, %FALSE at the deadline
+ */
+gboolean
+confab_test_upstream_wait_waiting(ConfabTestUpstream *up, guint n, guint timeout_ms)
+{
+	gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+	gboolean ok;
+	g_mutex_lock(&up->lock);
+	while (up->waiting < n && g_cond_wait_until(&up->cond, &up->lock, deadline))
+		;
+	ok = up->waiting >= n;
+	g_mutex_unlock(&up->lock);
+	return ok;
+}
+
+/**
+ * confab_test_upstream_stop:
+ * @up: (transfer full): an upstream; what it holds is answered first
+ */
+void
+confab_test_upstream_stop(ConfabTestUpstream *up)
+{
+	confab_test_upstream_set_hold(up, FALSE);
+	g_main_loop_quit(up->loop);
+	g_thread_join(up->thread);
+	g_main_loop_unref(up->loop);
+	g_main_context_unref(up->context);
+	g_mutex_clear(&up->lock);
+	g_cond_clear(&up->cond);
+	g_ptr_array_unref(up->held);
+	g_free(up->base_url);
+	g_free(up);
+}

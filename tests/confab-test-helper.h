@@ -130,4 +130,17 @@ confab_test_json_get(JsonNode *node, const gchar *path);
 void
 confab_test_assert_error(ConfabTestResponse *response, guint status, const gchar *code);
 
+typedef struct _ConfabTestUpstream ConfabTestUpstream;
+
+ConfabTestUpstream *
+confab_test_upstream_start(gboolean hold);
+const gchar *
+confab_test_upstream_get_base_url(ConfabTestUpstream *up);
+void
+confab_test_upstream_set_hold(ConfabTestUpstream *up, gboolean hold);
+gboolean
+confab_test_upstream_wait_waiting(ConfabTestUpstream *up, guint n, guint timeout_ms);
+void
+confab_test_upstream_stop(ConfabTestUpstream *up);
+
 G_END_DECLS

@@ -1222,167 +1222,6 @@ test_delete_session(Fixture *f, gconstpointer data)
 
 /* ---------- properties ---------- */
 
-/*
- * An upstream in a thread of the test that holds its answers until told
- * to: paused messages, so that it can hold several at once.
- */
-typedef struct {
-	GThread *thread;
-	GMainContext *context;
-	GMainLoop *loop;
-	gchar *base_url;
-	GMutex lock;
-	GCond cond;
-	gboolean hold;
-	gboolean ready;
-	guint waiting;
-	GPtrArray *held; /* SoupServerMessage, paused */
-} Upstream;
-
-static const gchar upstream_reply[] =
-    "{\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion\",\"created\":1,"
-    "\"model\":\"slow\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-    "\"content\":\"slow answer\"},\"finish_reason\":\"stop\"}],"
-    "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3}}";
-
-static void
-upstream_respond(SoupServerMessage *msg)
-{
-	soup_server_message_set_status(msg, 200, NULL);
-	soup_server_message_set_response(msg,
-					 "application/json",
-					 SOUP_MEMORY_STATIC,
-					 upstream_reply,
-					 strlen(upstream_reply));
-}
-
-static void
-upstream_handler(SoupServer *server,
-		 SoupServerMessage *msg,
-		 const char *path,
-		 GHashTable *query,
-		 gpointer user_data)
-{
-	Upstream *up = user_data;
-	gboolean hold;
-
-	g_mutex_lock(&up->lock);
-	hold = up->hold;
-	if (hold) {
-		soup_server_message_pause(msg);
-		g_ptr_array_add(up->held, g_object_ref(msg));
-		up->waiting++;
-		g_cond_broadcast(&up->cond);
-	}
-	g_mutex_unlock(&up->lock);
-	if (!hold)
-		upstream_respond(msg);
-}
-
-/* in the upstream's thread */
-static gboolean
-upstream_release_held(gpointer data)
-{
-	Upstream *up = data;
-	g_autoptr(GPtrArray) held = NULL;
-
-	g_mutex_lock(&up->lock);
-	held = g_steal_pointer(&up->held);
-	up->held = g_ptr_array_new_with_free_func(g_object_unref);
-	up->waiting = 0;
-	g_mutex_unlock(&up->lock);
-	for (guint i = 0; i < held->len; i++) {
-		SoupServerMessage *msg = g_ptr_array_index(held, i);
-		upstream_respond(msg);
-		soup_server_message_unpause(msg);
-	}
-	return G_SOURCE_REMOVE;
-}
-
-static gpointer
-upstream_thread(gpointer data)
-{
-	Upstream *up = data;
-	g_autoptr(SoupServer) server = NULL;
-	g_autoptr(GError) error = NULL;
-	GSList *uris;
-	g_autofree gchar *url = NULL;
-
-	g_main_context_push_thread_default(up->context);
-	server = soup_server_new(NULL, NULL);
-	soup_server_add_handler(server, NULL, upstream_handler, up, NULL);
-	soup_server_listen_local(server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
-	g_assert_no_error(error);
-	uris = soup_server_get_uris(server);
-	url = g_uri_to_string(uris->data);
-	g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
-	g_mutex_lock(&up->lock);
-	up->base_url = g_strdup_printf("%s%sv1", url, g_str_has_suffix(url, "/") ? "" : "/");
-	up->ready = TRUE;
-	g_cond_broadcast(&up->cond);
-	g_mutex_unlock(&up->lock);
-	g_main_loop_run(up->loop);
-	upstream_release_held(up);
-	soup_server_disconnect(server);
-	g_main_context_pop_thread_default(up->context);
-	return NULL;
-}
-
-static Upstream *
-upstream_start(gboolean hold)
-{
-	Upstream *up = g_new0(Upstream, 1);
-	g_mutex_init(&up->lock);
-	g_cond_init(&up->cond);
-	up->hold = hold;
-	up->held = g_ptr_array_new_with_free_func(g_object_unref);
-	up->context = g_main_context_new();
-	up->loop = g_main_loop_new(up->context, FALSE);
-	up->thread = g_thread_new("upstream", upstream_thread, up);
-	g_mutex_lock(&up->lock);
-	while (!up->ready)
-		g_cond_wait(&up->cond, &up->lock);
-	g_mutex_unlock(&up->lock);
-	return up;
-}
-
-static void
-upstream_release(Upstream *up)
-{
-	g_mutex_lock(&up->lock);
-	up->hold = FALSE;
-	g_mutex_unlock(&up->lock);
-	g_main_context_invoke(up->context, upstream_release_held, up);
-}
-
-static gboolean
-upstream_wait_waiting(Upstream *up, guint n, guint timeout_ms)
-{
-	gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-	gboolean ok;
-	g_mutex_lock(&up->lock);
-	while (up->waiting < n && g_cond_wait_until(&up->cond, &up->lock, deadline))
-		;
-	ok = up->waiting >= n;
-	g_mutex_unlock(&up->lock);
-	return ok;
-}
-
-static void
-upstream_stop(Upstream *up)
-{
-	upstream_release(up);
-	g_main_loop_quit(up->loop);
-	g_thread_join(up->thread);
-	g_main_loop_unref(up->loop);
-	g_main_context_unref(up->context);
-	g_mutex_clear(&up->lock);
-	g_cond_clear(&up->cond);
-	g_ptr_array_unref(up->held);
-	g_free(up->base_url);
-	g_free(up);
-}
-
 typedef struct {
 	ConfabTestDaemon *daemon;
 	const gchar *token;
@@ -1456,37 +1295,38 @@ test_refused_not_served(Fixture *f, gconstpointer data)
 static void
 test_active_turns(Fixture *f, gconstpointer data)
 {
-	Upstream *up = upstream_start(TRUE);
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
 	g_autofree gchar *agent = NULL;
 	HeldTurn held[2] = {{f->daemon, f->alice, NULL, 0}, {f->daemon, f->alice, NULL, 0}};
 	GThread *threads[2];
 	guint64 served = turns_served(f);
 
-	agent = confab_test_create_agent_props(f->daemon,
-					       props_new("name",
-							 g_variant_new_string("slow"),
-							 "provider",
-							 g_variant_new_string("openai"),
-							 "base_url",
-							 g_variant_new_string(up->base_url),
-							 "upstream_model",
-							 g_variant_new_string("m"),
-							 NULL));
+	agent = confab_test_create_agent_props(
+	    f->daemon,
+	    props_new("name",
+		      g_variant_new_string("slow"),
+		      "provider",
+		      g_variant_new_string("openai"),
+		      "base_url",
+		      g_variant_new_string(confab_test_upstream_get_base_url(up)),
+		      "upstream_model",
+		      g_variant_new_string("m"),
+		      NULL));
 	for (guint i = 0; i < 2; i++) {
 		held[i].agent = agent;
 		threads[i] = g_thread_new("held", held_turn_thread, &held[i]);
 	}
-	g_assert_true(upstream_wait_waiting(up, 2, 30000));
+	g_assert_true(confab_test_upstream_wait_waiting(up, 2, 30000));
 	g_assert_cmpuint(active_turns(f), ==, 2);
 	g_assert_cmpuint(turns_served(f), ==, served);
-	upstream_release(up);
+	confab_test_upstream_set_hold(up, FALSE);
 	for (guint i = 0; i < 2; i++) {
 		g_thread_join(threads[i]);
 		g_assert_cmpuint(held[i].status, ==, 200);
 	}
 	g_assert_cmpuint(active_turns(f), ==, 0);
 	g_assert_cmpuint(turns_served(f), ==, served + 2);
-	upstream_stop(up);
+	confab_test_upstream_stop(up);
 }
 
 typedef struct {
@@ -1508,31 +1348,30 @@ held_continuation_thread(gpointer data)
 static void
 test_delete_session_mid_turn(Fixture *f, gconstpointer data)
 {
-	Upstream *up = upstream_start(FALSE);
+	ConfabTestUpstream *up = confab_test_upstream_start(FALSE);
 	g_autofree gchar *agent = NULL;
 	g_autofree gchar *session = NULL;
 	HeldContinuation held = {f->daemon, f->alice, NULL, NULL, NULL};
 	g_autoptr(GError) error = NULL;
 	GThread *thread;
 
-	agent = confab_test_create_agent_props(f->daemon,
-					       props_new("name",
-							 g_variant_new_string("slow"),
-							 "provider",
-							 g_variant_new_string("openai"),
-							 "base_url",
-							 g_variant_new_string(up->base_url),
-							 "upstream_model",
-							 g_variant_new_string("m"),
-							 NULL));
+	agent = confab_test_create_agent_props(
+	    f->daemon,
+	    props_new("name",
+		      g_variant_new_string("slow"),
+		      "provider",
+		      g_variant_new_string("openai"),
+		      "base_url",
+		      g_variant_new_string(confab_test_upstream_get_base_url(up)),
+		      "upstream_model",
+		      g_variant_new_string("m"),
+		      NULL));
 	session = chat(f, f->alice, agent, NULL, "first");
-	g_mutex_lock(&up->lock);
-	up->hold = TRUE;
-	g_mutex_unlock(&up->lock);
+	confab_test_upstream_set_hold(up, TRUE);
 	held.agent = agent;
 	held.session = session;
 	thread = g_thread_new("held", held_continuation_thread, &held);
-	g_assert_true(upstream_wait_waiting(up, 1, 30000));
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
 
 	/* deleted while a turn runs in it: at once and for good */
 	confab_dbus_admin_call_delete_session_sync(f->daemon->admin, session, NULL, &error);
@@ -1541,7 +1380,7 @@ test_delete_session_mid_turn(Fixture *f, gconstpointer data)
 		g_autoptr(GError) e = get_messages_error(f, session, NULL);
 		assert_dbus_error(e, SESSION_NOT_FOUND);
 	}
-	upstream_release(up);
+	confab_test_upstream_set_hold(up, FALSE);
 	g_thread_join(thread);
 	/* the turn ends cleanly, one way or the other */
 	g_test_message("held turn: %u", held.response->status);
@@ -1570,7 +1409,7 @@ test_delete_session_mid_turn(Fixture *f, gconstpointer data)
 		g_autofree gchar *next = chat(f, f->alice, agent, NULL, "next");
 		g_assert_nonnull(next);
 	}
-	upstream_stop(up);
+	confab_test_upstream_stop(up);
 }
 
 int

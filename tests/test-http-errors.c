@@ -630,134 +630,6 @@ test_method_not_allowed(Fixture *f, gconstpointer data)
 
 /* ---------- 409 ---------- */
 
-/*
- * An OpenAI-compatible upstream in a thread of the test, which can hold its
- * answer for as long as the test wants: a turn that stays open.
- */
-typedef struct {
-	GThread *thread;
-	GMainContext *context;
-	GMainLoop *loop;
-	gchar *base_url;
-	GMutex lock;
-	GCond cond;
-	gboolean hold;
-	gboolean ready;
-	guint requests;
-	guint waiting;
-} Upstream;
-
-static void
-upstream_handler(SoupServer *server,
-		 SoupServerMessage *msg,
-		 const char *path,
-		 GHashTable *query,
-		 gpointer user_data)
-{
-	static const gchar reply[] =
-	    "{\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion\",\"created\":1,"
-	    "\"model\":\"slow\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-	    "\"content\":\"slow answer\"},\"finish_reason\":\"stop\"}],"
-	    "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3}}";
-	Upstream *up = user_data;
-
-	g_mutex_lock(&up->lock);
-	up->requests++;
-	up->waiting++;
-	g_cond_broadcast(&up->cond);
-	while (up->hold)
-		g_cond_wait(&up->cond, &up->lock);
-	up->waiting--;
-	g_mutex_unlock(&up->lock);
-	soup_server_message_set_status(msg, 200, NULL);
-	soup_server_message_set_response(msg,
-					 "application/json",
-					 SOUP_MEMORY_STATIC,
-					 reply,
-					 strlen(reply));
-}
-
-static gpointer
-upstream_thread(gpointer data)
-{
-	Upstream *up = data;
-	g_autoptr(SoupServer) server = NULL;
-	g_autoptr(GError) error = NULL;
-	GSList *uris;
-	g_autofree gchar *url = NULL;
-
-	g_main_context_push_thread_default(up->context);
-	server = soup_server_new(NULL, NULL);
-	soup_server_add_handler(server, NULL, upstream_handler, up, NULL);
-	soup_server_listen_local(server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
-	g_assert_no_error(error);
-	uris = soup_server_get_uris(server);
-	url = g_uri_to_string(uris->data);
-	g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
-	g_mutex_lock(&up->lock);
-	up->base_url = g_strdup_printf("%s%sv1", url, g_str_has_suffix(url, "/") ? "" : "/");
-	up->ready = TRUE;
-	g_cond_broadcast(&up->cond);
-	g_mutex_unlock(&up->lock);
-	g_main_loop_run(up->loop);
-	soup_server_disconnect(server);
-	g_main_context_pop_thread_default(up->context);
-	return NULL;
-}
-
-static Upstream *
-upstream_start(void)
-{
-	Upstream *up = g_new0(Upstream, 1);
-	g_mutex_init(&up->lock);
-	g_cond_init(&up->cond);
-	up->context = g_main_context_new();
-	up->loop = g_main_loop_new(up->context, FALSE);
-	up->thread = g_thread_new("upstream", upstream_thread, up);
-	g_mutex_lock(&up->lock);
-	while (!up->ready)
-		g_cond_wait(&up->cond, &up->lock);
-	g_mutex_unlock(&up->lock);
-	return up;
-}
-
-static void
-upstream_set_hold(Upstream *up, gboolean hold)
-{
-	g_mutex_lock(&up->lock);
-	up->hold = hold;
-	g_cond_broadcast(&up->cond);
-	g_mutex_unlock(&up->lock);
-}
-
-/* waits, with a deadline, until @n requests are being held */
-static gboolean
-upstream_wait_waiting(Upstream *up, guint n, guint timeout_ms)
-{
-	gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-	gboolean ok = TRUE;
-	g_mutex_lock(&up->lock);
-	while (up->waiting < n && ok)
-		ok = g_cond_wait_until(&up->cond, &up->lock, deadline);
-	ok = up->waiting >= n;
-	g_mutex_unlock(&up->lock);
-	return ok;
-}
-
-static void
-upstream_stop(Upstream *up)
-{
-	upstream_set_hold(up, FALSE);
-	g_main_loop_quit(up->loop);
-	g_thread_join(up->thread);
-	g_main_loop_unref(up->loop);
-	g_main_context_unref(up->context);
-	g_mutex_clear(&up->lock);
-	g_cond_clear(&up->cond);
-	g_free(up->base_url);
-	g_free(up);
-}
-
 typedef struct {
 	ConfabTestDaemon *daemon;
 	const gchar *token;
@@ -779,7 +651,7 @@ held_turn_thread(gpointer data)
 static void
 test_busy(Fixture *f, gconstpointer data)
 {
-	Upstream *up = upstream_start();
+	ConfabTestUpstream *up = confab_test_upstream_start(FALSE);
 	g_autofree gchar *agent = NULL;
 	g_autofree gchar *session = NULL;
 	HeldTurn held = {f->daemon, f->alice, NULL, NULL, 0};
@@ -790,16 +662,16 @@ test_busy(Fixture *f, gconstpointer data)
 	g_variant_dict_init(&dict, NULL);
 	g_variant_dict_insert(&dict, "name", "s", "slow");
 	g_variant_dict_insert(&dict, "provider", "s", "openai");
-	g_variant_dict_insert(&dict, "base_url", "s", up->base_url);
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
 	g_variant_dict_insert(&dict, "upstream_model", "s", "slow-model");
 	agent = confab_test_create_agent_props(f->daemon, g_variant_dict_end(&dict));
 
 	session = new_conversation(f, f->alice, agent);
 	held.agent = agent;
 	held.session = session;
-	upstream_set_hold(up, TRUE);
+	confab_test_upstream_set_hold(up, TRUE);
 	thread = g_thread_new("held-turn", held_turn_thread, &held);
-	g_assert_true(upstream_wait_waiting(up, 1, 30000));
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
 
 	used = usage_requests(f, "alice");
 	{
@@ -820,7 +692,7 @@ test_busy(Fixture *f, gconstpointer data)
 		g_assert_nonnull(other);
 	}
 
-	upstream_set_hold(up, FALSE);
+	confab_test_upstream_set_hold(up, FALSE);
 	g_thread_join(thread);
 	g_assert_cmpuint(held.status, ==, 200);
 	{
@@ -845,7 +717,7 @@ test_busy(Fixture *f, gconstpointer data)
 		g_assert_no_error(error);
 		g_assert_cmpuint(g_variant_n_children(messages), ==, 6);
 	}
-	upstream_stop(up);
+	confab_test_upstream_stop(up);
 }
 
 /* ---------- 413 ---------- */
