@@ -231,6 +231,14 @@ confab_test_daemon_start_full(const gchar *state_dir,
 					     G_SUBPROCESS_FLAGS_STDERR_MERGE);
 	/* a critical in the daemon under test is a bug: make it loud */
 	g_subprocess_launcher_setenv(launcher, "G_DEBUG", "fatal-criticals", TRUE);
+	/* under ASan, full malloc stacks for the daemon: the leak suppressions
+	 * (tests/lsan.supp) name frames inside libsoup that the fast unwinder
+	 * cannot see */
+	if (g_getenv("ASAN_OPTIONS") != NULL) {
+		g_autofree gchar *asan =
+		    g_strconcat(g_getenv("ASAN_OPTIONS"), ":fast_unwind_on_malloc=0", NULL);
+		g_subprocess_launcher_setenv(launcher, "ASAN_OPTIONS", asan, TRUE);
+	}
 	daemon->process =
 	    g_subprocess_launcher_spawnv(launcher, (const gchar *const *)argv->pdata, &error);
 	g_assert_no_error(error);
