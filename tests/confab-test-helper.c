@@ -901,3 +901,19 @@ confab_test_upstream_stop(ConfabTestUpstream *up)
 	g_free(up->base_url);
 	g_free(up);
 }
+
+/**
+ * confab_test_variant_string:
+ * @dict: an a{sv}
+ * @key: a key
+ *
+ * Returns: (nullable): its string value, or %NULL if it has none
+ */
+const gchar *
+confab_test_variant_string(GVariant *dict, const gchar *key)
+{
+	const gchar *value = NULL;
+	if (!g_variant_lookup(dict, key, "&s", &value))
+		return NULL;
+	return value;
+}

@@ -130,6 +130,9 @@ confab_test_json_get(JsonNode *node, const gchar *path);
 void
 confab_test_assert_error(ConfabTestResponse *response, guint status, const gchar *code);
 
+const gchar *
+confab_test_variant_string(GVariant *dict, const gchar *key);
+
 typedef struct _ConfabTestUpstream ConfabTestUpstream;
 
 ConfabTestUpstream *

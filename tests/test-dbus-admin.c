@@ -194,15 +194,6 @@ get_messages_error(Fixture *f, const gchar *session_id, GVariant *options)
 	return error;
 }
 
-static const gchar *
-lookup_str(GVariant *dict, const gchar *key)
-{
-	const gchar *value = NULL;
-	if (!g_variant_lookup(dict, key, "&s", &value))
-		return NULL;
-	return value;
-}
-
 static gchar *
 chat(Fixture *f, const gchar *token, const gchar *agent, const gchar *session, const gchar *text)
 {
@@ -376,12 +367,12 @@ test_agent_lifecycle(Fixture *f, gconstpointer data)
 						      NULL));
 	g_assert_true(g_str_has_prefix(id, "agt_"));
 	agent = get_agent(f, id);
-	g_assert_cmpstr(lookup_str(agent, "id"), ==, id);
-	g_assert_cmpstr(lookup_str(agent, "name"), ==, "Remote");
-	g_assert_cmpstr(lookup_str(agent, "provider"), ==, "openai");
-	g_assert_cmpstr(lookup_str(agent, "instructions"), ==, "Be brief.");
-	g_assert_cmpstr(lookup_str(agent, "base_url"), ==, "http://127.0.0.1:9/v1");
-	g_assert_cmpstr(lookup_str(agent, "upstream_model"), ==, "gpt-test");
+	g_assert_cmpstr(confab_test_variant_string(agent, "id"), ==, id);
+	g_assert_cmpstr(confab_test_variant_string(agent, "name"), ==, "Remote");
+	g_assert_cmpstr(confab_test_variant_string(agent, "provider"), ==, "openai");
+	g_assert_cmpstr(confab_test_variant_string(agent, "instructions"), ==, "Be brief.");
+	g_assert_cmpstr(confab_test_variant_string(agent, "base_url"), ==, "http://127.0.0.1:9/v1");
+	g_assert_cmpstr(confab_test_variant_string(agent, "upstream_model"), ==, "gpt-test");
 	g_assert_true(g_variant_lookup(agent, "has_api_key", "b", &has_key));
 	g_assert_true(has_key);
 	g_assert_true(g_variant_lookup(agent, "created_at", "x", &created_at));
@@ -407,9 +398,11 @@ test_agent_lifecycle(Fixture *f, gconstpointer data)
 		/* by id */
 		g_autoptr(GVariant) a0 = g_variant_get_child_value(agents, 0);
 		g_autoptr(GVariant) a1 = g_variant_get_child_value(agents, 1);
-		g_assert_cmpstr(lookup_str(a0, "id"), <, lookup_str(a1, "id"));
-		g_assert_cmpstr(lookup_str(a0, "id"), ==, f->agent);
-		g_assert_cmpstr(lookup_str(a1, "id"), ==, id);
+		g_assert_cmpstr(confab_test_variant_string(a0, "id"),
+				<,
+				confab_test_variant_string(a1, "id"));
+		g_assert_cmpstr(confab_test_variant_string(a0, "id"), ==, f->agent);
+		g_assert_cmpstr(confab_test_variant_string(a1, "id"), ==, id);
 	}
 
 	/* UpdateAgent: changes what it names, keeps the rest */
@@ -422,8 +415,8 @@ test_agent_lifecycle(Fixture *f, gconstpointer data)
 	g_assert_no_error(error);
 	g_clear_pointer(&agent, g_variant_unref);
 	agent = get_agent(f, id);
-	g_assert_cmpstr(lookup_str(agent, "name"), ==, "Renamed");
-	g_assert_cmpstr(lookup_str(agent, "instructions"), ==, "Be brief.");
+	g_assert_cmpstr(confab_test_variant_string(agent, "name"), ==, "Renamed");
+	g_assert_cmpstr(confab_test_variant_string(agent, "instructions"), ==, "Be brief.");
 	g_assert_true(g_variant_lookup(agent, "has_api_key", "b", &has_key));
 	g_assert_true(has_key);
 	{
@@ -465,9 +458,11 @@ test_agent_lifecycle(Fixture *f, gconstpointer data)
 		}
 		g_clear_pointer(&agent, g_variant_unref);
 		agent = get_agent(f, id);
-		g_assert_cmpstr(lookup_str(agent, "name"), ==, "Renamed");
-		g_assert_cmpstr(lookup_str(agent, "provider"), ==, "openai");
-		g_assert_cmpstr(lookup_str(agent, "base_url"), ==, "http://127.0.0.1:9/v1");
+		g_assert_cmpstr(confab_test_variant_string(agent, "name"), ==, "Renamed");
+		g_assert_cmpstr(confab_test_variant_string(agent, "provider"), ==, "openai");
+		g_assert_cmpstr(confab_test_variant_string(agent, "base_url"),
+				==,
+				"http://127.0.0.1:9/v1");
 	}
 	{
 		g_autoptr(GError) e = NULL;
@@ -501,7 +496,7 @@ test_agent_lifecycle(Fixture *f, gconstpointer data)
 		g_autoptr(GVariant) only = NULL;
 		g_assert_cmpuint(g_variant_n_children(all), ==, 1);
 		only = g_variant_get_child_value(all, 0);
-		g_assert_cmpstr(lookup_str(only, "id"), ==, id);
+		g_assert_cmpstr(confab_test_variant_string(only, "id"), ==, id);
 	}
 	{
 		g_autoptr(ConfabTestResponse) r =
@@ -611,15 +606,15 @@ test_tokens(Fixture *f, gconstpointer data)
 			g_assert_null(strstr(key, "secret"));
 			g_assert_null(strstr(key, "hash"));
 		}
-		g_assert_cmpstr(lookup_str(owned, "owner"), ==, "carol");
+		g_assert_cmpstr(confab_test_variant_string(owned, "owner"), ==, "carol");
 		g_assert_true(g_variant_lookup(owned, "created_at", "x", &x));
 		g_assert_true(g_variant_lookup(owned, "revoked_at", "x", &x));
 		g_assert_cmpint(x, ==, 0);
 		g_assert_true(g_variant_lookup(owned, "revoked", "b", &revoked));
 		g_assert_false(revoked);
-		if (g_strcmp0(lookup_str(owned, "id"), token_id) == 0) {
+		if (g_strcmp0(confab_test_variant_string(owned, "id"), token_id) == 0) {
 			found = TRUE;
-			g_assert_cmpstr(lookup_str(owned, "name"), ==, "laptop");
+			g_assert_cmpstr(confab_test_variant_string(owned, "name"), ==, "laptop");
 			g_assert_true(g_variant_lookup(owned, "scopes", "^a&s", &got_scopes));
 			g_assert_cmpuint(g_strv_length((gchar **)got_scopes), ==, 2);
 			g_assert_cmpstr(got_scopes[0], ==, "chat.completions");
@@ -627,8 +622,10 @@ test_tokens(Fixture *f, gconstpointer data)
 			g_assert_true(g_variant_lookup(owned, "expires_at", "x", &x));
 			g_assert_cmpint(x, ==, expires);
 		} else {
-			g_assert_cmpstr(lookup_str(owned, "id"), ==, bound_id);
-			g_assert_cmpstr(lookup_str(owned, "agent_id"), ==, f->agent);
+			g_assert_cmpstr(confab_test_variant_string(owned, "id"), ==, bound_id);
+			g_assert_cmpstr(confab_test_variant_string(owned, "agent_id"),
+					==,
+					f->agent);
 		}
 	}
 	g_assert_true(found);
@@ -686,7 +683,7 @@ test_tokens(Fixture *f, gconstpointer data)
 			gint64 at = 0;
 			g_assert_true(g_variant_lookup(owned, "revoked", "b", &revoked));
 			g_assert_true(g_variant_lookup(owned, "revoked_at", "x", &at));
-			if (g_strcmp0(lookup_str(owned, "id"), token_id) == 0) {
+			if (g_strcmp0(confab_test_variant_string(owned, "id"), token_id) == 0) {
 				g_assert_true(revoked);
 				g_assert_cmpint(at, >, 0);
 			} else {
@@ -847,9 +844,9 @@ test_quota(Fixture *f, gconstpointer data)
 	g_free(chat(f, f->alice, f->agent, NULL, "one"));
 	confab_dbus_admin_call_get_usage_sync(f->daemon->admin, "alice", &usage, NULL, &error);
 	g_assert_no_error(error);
-	g_assert_cmpstr(lookup_str(usage, "owner"), ==, "alice");
-	g_assert_nonnull(lookup_str(usage, "month"));
-	g_assert_cmpuint(strlen(lookup_str(usage, "month")), ==, 7);
+	g_assert_cmpstr(confab_test_variant_string(usage, "owner"), ==, "alice");
+	g_assert_nonnull(confab_test_variant_string(usage, "month"));
+	g_assert_cmpuint(strlen(confab_test_variant_string(usage, "month")), ==, 7);
 	g_assert_true(g_variant_lookup(usage, "requests", "t", &n));
 	g_assert_cmpuint(n, ==, 1);
 	g_assert_true(g_variant_lookup(usage, "quota", "t", &n));
@@ -909,25 +906,27 @@ test_list_sessions(Fixture *f, gconstpointer data)
 	for (guint i = 0; i < 4; i++) {
 		g_autoptr(GVariant) s = g_variant_get_child_value(all, i);
 		gint64 c = 0, u = 0;
-		g_assert_cmpstr(lookup_str(s, "id"), ==, expected_desc[i]);
-		g_assert_nonnull(lookup_str(s, "owner"));
-		g_assert_nonnull(lookup_str(s, "agent_id"));
-		g_assert_nonnull(lookup_str(s, "title"));
+		g_assert_cmpstr(confab_test_variant_string(s, "id"), ==, expected_desc[i]);
+		g_assert_nonnull(confab_test_variant_string(s, "owner"));
+		g_assert_nonnull(confab_test_variant_string(s, "agent_id"));
+		g_assert_nonnull(confab_test_variant_string(s, "title"));
 		g_assert_true(g_variant_lookup(s, "created_at", "x", &c));
 		g_assert_true(g_variant_lookup(s, "updated_at", "x", &u));
 		g_assert_cmpint(c, >=, now - 5);
 		g_assert_cmpint(u, >=, c);
-		g_assert_cmpstr(lookup_str(s, "source"), ==, i == 0 ? "channel" : "api");
+		g_assert_cmpstr(confab_test_variant_string(s, "source"),
+				==,
+				i == 0 ? "channel" : "api");
 	}
 	{
 		g_autoptr(GVariant) s = g_variant_get_child_value(all, 3);
-		g_assert_cmpstr(lookup_str(s, "owner"), ==, "alice");
-		g_assert_cmpstr(lookup_str(s, "agent_id"), ==, f->agent);
-		g_assert_cmpstr(lookup_str(s, "title"), ==, "alice one");
+		g_assert_cmpstr(confab_test_variant_string(s, "owner"), ==, "alice");
+		g_assert_cmpstr(confab_test_variant_string(s, "agent_id"), ==, f->agent);
+		g_assert_cmpstr(confab_test_variant_string(s, "title"), ==, "alice one");
 	}
 	{
 		g_autoptr(GVariant) s = g_variant_get_child_value(all, 0);
-		g_assert_cmpstr(lookup_str(s, "owner"), ==, g_get_user_name());
+		g_assert_cmpstr(confab_test_variant_string(s, "owner"), ==, g_get_user_name());
 	}
 
 	/* filters */
@@ -951,7 +950,7 @@ test_list_sessions(Fixture *f, gconstpointer data)
 		g_autoptr(GVariant) s = NULL;
 		g_assert_cmpuint(g_variant_n_children(v), ==, 1);
 		s = g_variant_get_child_value(v, 0);
-		g_assert_cmpstr(lookup_str(s, "id"), ==, a2);
+		g_assert_cmpstr(confab_test_variant_string(s, "id"), ==, a2);
 	}
 	{
 		g_autoptr(GVariant) v =
@@ -959,7 +958,7 @@ test_list_sessions(Fixture *f, gconstpointer data)
 		g_autoptr(GVariant) s = NULL;
 		g_assert_cmpuint(g_variant_n_children(v), ==, 1);
 		s = g_variant_get_child_value(v, 0);
-		g_assert_cmpstr(lookup_str(s, "id"), ==, channel);
+		g_assert_cmpstr(confab_test_variant_string(s, "id"), ==, channel);
 	}
 	{
 		g_autoptr(GVariant) v =
@@ -985,21 +984,22 @@ test_list_sessions(Fixture *f, gconstpointer data)
 		g_autoptr(GVariant) first = NULL;
 		g_assert_cmpuint(g_variant_n_children(p1), ==, 2);
 		first = g_variant_get_child_value(p1, 0);
-		g_assert_cmpstr(lookup_str(first, "id"), ==, a1);
+		g_assert_cmpstr(confab_test_variant_string(first, "id"), ==, a1);
 		last = g_variant_get_child_value(p1, 1);
-		g_assert_cmpstr(lookup_str(last, "id"), ==, a2);
-		p2 = list_sessions(f,
-				   props_new("limit",
-					     g_variant_new_uint32(2),
-					     "order",
-					     g_variant_new_string("asc"),
-					     "after",
-					     g_variant_new_string(lookup_str(last, "id")),
-					     NULL));
+		g_assert_cmpstr(confab_test_variant_string(last, "id"), ==, a2);
+		p2 = list_sessions(
+		    f,
+		    props_new("limit",
+			      g_variant_new_uint32(2),
+			      "order",
+			      g_variant_new_string("asc"),
+			      "after",
+			      g_variant_new_string(confab_test_variant_string(last, "id")),
+			      NULL));
 		g_assert_cmpuint(g_variant_n_children(p2), ==, 2);
 		g_clear_pointer(&first, g_variant_unref);
 		first = g_variant_get_child_value(p2, 0);
-		g_assert_cmpstr(lookup_str(first, "id"), ==, b1);
+		g_assert_cmpstr(confab_test_variant_string(first, "id"), ==, b1);
 	}
 	{
 		g_autoptr(GVariant) v =
@@ -1053,16 +1053,16 @@ test_get_messages(Fixture *f, gconstpointer data)
 		g_autoptr(JsonNode) content = NULL;
 		g_autoptr(JsonNode) blocks = NULL;
 		gint64 created = 0;
-		g_assert_true(g_str_has_prefix(lookup_str(m, "id"), "msg_"));
-		g_assert_cmpstr(lookup_str(m, "session_id"), ==, session);
-		g_assert_cmpstr(lookup_str(m, "role"), ==, roles[i]);
-		g_assert_cmpstr(lookup_str(m, "model"), ==, f->agent);
-		g_assert_cmpstr(lookup_str(m, "status"), ==, "completed");
+		g_assert_true(g_str_has_prefix(confab_test_variant_string(m, "id"), "msg_"));
+		g_assert_cmpstr(confab_test_variant_string(m, "session_id"), ==, session);
+		g_assert_cmpstr(confab_test_variant_string(m, "role"), ==, roles[i]);
+		g_assert_cmpstr(confab_test_variant_string(m, "model"), ==, f->agent);
+		g_assert_cmpstr(confab_test_variant_string(m, "status"), ==, "completed");
 		g_assert_true(g_variant_lookup(m, "created_at", "x", &created));
 		g_assert_cmpint(created, >, 0);
 		/* JSON arrays, as the v1 API returns them */
-		content = json_from_string(lookup_str(m, "content"), NULL);
-		blocks = json_from_string(lookup_str(m, "content_blocks"), NULL);
+		content = json_from_string(confab_test_variant_string(m, "content"), NULL);
+		blocks = json_from_string(confab_test_variant_string(m, "content_blocks"), NULL);
 		g_assert_nonnull(content);
 		g_assert_nonnull(blocks);
 		g_assert_true(JSON_NODE_HOLDS_ARRAY(content));
@@ -1071,7 +1071,7 @@ test_get_messages(Fixture *f, gconstpointer data)
 		g_assert_cmpstr(confab_test_json_string(content, "0.text"), ==, texts[i]);
 		g_assert_cmpstr(confab_test_json_string(blocks, "0.text"), ==, texts[i]);
 		if (i % 2 == 1)
-			g_assert_cmpstr(lookup_str(m, "finish_reason"), ==, "stop");
+			g_assert_cmpstr(confab_test_variant_string(m, "finish_reason"), ==, "stop");
 	}
 	{
 		/* the same as HTTP replays */
@@ -1085,12 +1085,12 @@ test_get_messages(Fixture *f, gconstpointer data)
 			g_autofree gchar *path = g_strdup_printf("data.%u", i);
 			JsonNode *item = confab_test_json_get(r->json, path);
 			g_autoptr(JsonNode) content =
-			    json_from_string(lookup_str(m, "content"), NULL);
+			    json_from_string(confab_test_variant_string(m, "content"), NULL);
 			g_autoptr(JsonNode) blocks =
-			    json_from_string(lookup_str(m, "content_blocks"), NULL);
+			    json_from_string(confab_test_variant_string(m, "content_blocks"), NULL);
 			g_assert_cmpstr(confab_test_json_string(item, "id"),
 					==,
-					lookup_str(m, "id"));
+					confab_test_variant_string(m, "id"));
 			g_assert_true(
 			    json_node_equal(content, confab_test_json_get(item, "content")));
 			g_assert_true(
@@ -1110,11 +1110,15 @@ test_get_messages(Fixture *f, gconstpointer data)
 		g_autoptr(GVariant) m3 = g_variant_get_child_value(messages, 3);
 		g_autoptr(GVariant) m0 = g_variant_get_child_value(messages, 0);
 		g_autoptr(GVariant) rest = NULL;
-		g_assert_cmpstr(lookup_str(d0, "id"), ==, lookup_str(m3, "id"));
+		g_assert_cmpstr(confab_test_variant_string(d0, "id"),
+				==,
+				confab_test_variant_string(m3, "id"));
 		rest = get_messages(
 		    f,
 		    session,
-		    props_new("after", g_variant_new_string(lookup_str(m0, "id")), NULL));
+		    props_new("after",
+			      g_variant_new_string(confab_test_variant_string(m0, "id")),
+			      NULL));
 		g_assert_cmpuint(g_variant_n_children(rest), ==, 3);
 	}
 
@@ -1134,7 +1138,7 @@ test_get_messages(Fixture *f, gconstpointer data)
 		g_autoptr(JsonNode) content = NULL;
 		g_assert_cmpuint(g_variant_n_children(m), ==, 2);
 		first = g_variant_get_child_value(m, 0);
-		content = json_from_string(lookup_str(first, "content"), NULL);
+		content = json_from_string(confab_test_variant_string(first, "content"), NULL);
 		g_assert_cmpstr(confab_test_json_string(content, "0.text"), ==, "over the bus");
 	}
 
@@ -1395,7 +1399,7 @@ test_delete_session_mid_turn(Fixture *f, gconstpointer data)
 		assert_dbus_error(e, SESSION_NOT_FOUND);
 		for (gsize i = 0; i < g_variant_n_children(all); i++) {
 			g_autoptr(GVariant) s = g_variant_get_child_value(all, i);
-			g_assert_cmpstr(lookup_str(s, "id"), !=, session);
+			g_assert_cmpstr(confab_test_variant_string(s, "id"), !=, session);
 		}
 	}
 	{

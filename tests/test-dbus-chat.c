@@ -143,15 +143,6 @@ find_session(Fixture *f, const gchar *id)
 	return NULL;
 }
 
-static const gchar *
-lookup_str(GVariant *dict, const gchar *key)
-{
-	const gchar *value = NULL;
-	if (!g_variant_lookup(dict, key, "&s", &value))
-		return NULL;
-	return value;
-}
-
 static gchar *
 api_session(Fixture *f, const gchar *token)
 {
@@ -196,10 +187,11 @@ test_new_and_continue(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(g_variant_n_children(messages), ==, 4);
 	for (guint i = 0; i < 4; i++) {
 		g_autoptr(GVariant) m = g_variant_get_child_value(messages, i);
-		g_autoptr(JsonNode) content = json_from_string(lookup_str(m, "content"), NULL);
-		g_assert_cmpstr(lookup_str(m, "role"), ==, roles[i]);
-		g_assert_cmpstr(lookup_str(m, "model"), ==, f->agent);
-		g_assert_cmpstr(lookup_str(m, "status"), ==, "completed");
+		g_autoptr(JsonNode) content =
+		    json_from_string(confab_test_variant_string(m, "content"), NULL);
+		g_assert_cmpstr(confab_test_variant_string(m, "role"), ==, roles[i]);
+		g_assert_cmpstr(confab_test_variant_string(m, "model"), ==, f->agent);
+		g_assert_cmpstr(confab_test_variant_string(m, "status"), ==, "completed");
 		g_assert_nonnull(content);
 		g_assert_cmpstr(confab_test_json_string(content, "0.text"), ==, texts[i]);
 	}
@@ -220,10 +212,10 @@ test_owner_and_source(Fixture *f, gconstpointer data)
 	s = find_session(f, session);
 	g_assert_nonnull(s);
 	/* the caller's Unix user, from the bus credentials */
-	g_assert_cmpstr(lookup_str(s, "owner"), ==, g_get_user_name());
-	g_assert_cmpstr(lookup_str(s, "source"), ==, "channel");
-	g_assert_cmpstr(lookup_str(s, "agent_id"), ==, f->agent);
-	g_assert_cmpstr(lookup_str(s, "title"), ==, "whose is this");
+	g_assert_cmpstr(confab_test_variant_string(s, "owner"), ==, g_get_user_name());
+	g_assert_cmpstr(confab_test_variant_string(s, "source"), ==, "channel");
+	g_assert_cmpstr(confab_test_variant_string(s, "agent_id"), ==, f->agent);
+	g_assert_cmpstr(confab_test_variant_string(s, "title"), ==, "whose is this");
 
 	channel = list_sessions(f, g_variant_new_parsed("{'source': <'channel'>}"));
 	g_assert_cmpuint(g_variant_n_children(channel), ==, 1);
@@ -231,7 +223,7 @@ test_owner_and_source(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(g_variant_n_children(api), ==, 1);
 	{
 		g_autoptr(GVariant) a = g_variant_get_child_value(api, 0);
-		g_assert_cmpstr(lookup_str(a, "id"), ==, http_id);
+		g_assert_cmpstr(confab_test_variant_string(a, "id"), ==, http_id);
 	}
 	mine = list_sessions(
 	    f,
@@ -510,16 +502,16 @@ test_upstream_failure(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(g_variant_n_children(channel), ==, 1);
 	{
 		g_autoptr(GVariant) s = g_variant_get_child_value(channel, 0);
-		messages = get_messages(f, lookup_str(s, "id"));
+		messages = get_messages(f, confab_test_variant_string(s, "id"));
 	}
 	g_assert_cmpuint(g_variant_n_children(messages), ==, 2);
 	user = g_variant_get_child_value(messages, 0);
 	answer = g_variant_get_child_value(messages, 1);
-	g_assert_cmpstr(lookup_str(user, "role"), ==, "user");
-	g_assert_cmpstr(lookup_str(user, "status"), ==, "completed");
-	g_assert_cmpstr(lookup_str(answer, "role"), ==, "assistant");
-	g_assert_cmpstr(lookup_str(answer, "status"), ==, "failed");
-	g_assert_nonnull(strstr(lookup_str(answer, "content_blocks"), "\"error\""));
+	g_assert_cmpstr(confab_test_variant_string(user, "role"), ==, "user");
+	g_assert_cmpstr(confab_test_variant_string(user, "status"), ==, "completed");
+	g_assert_cmpstr(confab_test_variant_string(answer, "role"), ==, "assistant");
+	g_assert_cmpstr(confab_test_variant_string(answer, "status"), ==, "failed");
+	g_assert_nonnull(strstr(confab_test_variant_string(answer, "content_blocks"), "\"error\""));
 }
 
 int
