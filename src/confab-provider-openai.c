@@ -15,19 +15,21 @@
 #include "confab-json.h"
 #include "confab-provider-openai.h"
 #include "confab-sse-parser.h"
+#include "confab-upstream-client.h"
 
 /*
  * Any OpenAI-compatible /v1/chat/completions upstream: OpenAI, Ollama,
  * vLLM, llama.cpp's server, LM Studio, OpenRouter...
  *
- * One SoupSession serves every agent, so connections to an upstream host
- * are kept alive and reused; it resolves no proxy per request. Confab always
+ * One ConfabUpstreamClient serves every agent, so connections to an
+ * upstream host are kept alive and reused; it resolves no proxy per
+ * request, and relays each piece of the body as it is read. Confab always
  * asks the upstream to stream (with usage), relays each delta the moment
  * its event is parsed, and assembles the whole answer for clients that did
  * not stream. Before the first byte of an answer, connection errors, 429
  * and 5xx are retried with backoff, honouring Retry-After; after it, never.
- * One GCancellable — the turn's — aborts the request, which closes the
- * upstream connection.
+ * The turn's GCancellable aborts the request, which closes the upstream
+ * connection at once.
  */
 
 #define READ_CHUNK		16384
@@ -40,7 +42,7 @@
 struct _ConfabProviderOpenai {
 	GObject parent_instance;
 	const ConfabConfig *config; /* unowned: the daemon's */
-	SoupSession *session;	    /* owned */
+	ConfabUpstreamClient *client; /* owned */
 	GHashTable *key_files;	    /* owned: path -> KeyFile */
 };
 
@@ -224,10 +226,11 @@ typedef struct {
 	gpointer delta_data;
 	GTask *task;		   /* unowned: the task owns this call */
 	GCancellable *cancellable; /* owned: the turn's */
-	GCancellable *attempt;	   /* owned: this attempt's */
 	gulong cancelled_id;
-	SoupMessage *msg;	 /* owned */
-	GInputStream *stream;	 /* owned */
+	ConfabUpstreamExchange *exchange; /* owned: this attempt's */
+	SoupMessageHeaders *response_headers; /* owned */
+	guint status;
+	gchar *reason;		 /* owned */
 	ConfabSseParser *parser; /* owned */
 	GString *error_body;	 /* owned: a non-200 body */
 	GString *json_body;	 /* owned: a non-streamed 200 body */
@@ -237,6 +240,8 @@ typedef struct {
 	gchar *api_key;		 /* owned */
 	guint attempts;
 	gint64 deadline; /* monotonic, the total timeout */
+	gint64 phase_deadline; /* monotonic, the current phase's */
+	gint64 timer_due;      /* monotonic, when timer_id fires */
 	guint timer_id;
 	guint retry_id;
 	Phase phase;
@@ -254,9 +259,13 @@ static void
 call_clear_attempt(Call *call)
 {
 	g_clear_handle_id(&call->timer_id, g_source_remove);
-	g_clear_object(&call->stream);
-	g_clear_object(&call->msg);
-	g_clear_object(&call->attempt);
+	if (call->exchange != NULL) {
+		confab_upstream_exchange_abort(call->exchange);
+		g_clear_pointer(&call->exchange, confab_upstream_exchange_unref);
+	}
+	g_clear_pointer(&call->response_headers, soup_message_headers_unref);
+	g_clear_pointer(&call->reason, g_free);
+	call->status = 0;
 	g_clear_object(&call->parser);
 	if (call->error_body != NULL)
 		g_string_free(g_steal_pointer(&call->error_body), TRUE);
@@ -328,28 +337,63 @@ call_succeed(Call *call)
 	g_object_unref(task);
 }
 
+static GError *
+timeout_error(Call *call);
+static void
+fail_or_retry(Call *call, GError *error);
+static void
+call_fail(Call *call, GError *error);
+
+static void
+set_timer(Call *call, gint64 due, gint64 now);
+
 static gboolean
 on_timer(gpointer user_data)
 {
 	Call *call = user_data;
+	gint64 now = g_get_monotonic_time();
+	GError *error;
+
 	call->timer_id = 0;
+	if (now < call->phase_deadline) {
+		/* the phase was extended since the timer was set */
+		set_timer(call, call->phase_deadline, now);
+		return G_SOURCE_REMOVE;
+	}
 	call->timed_out = TRUE;
-	g_cancellable_cancel(call->attempt);
+	error = timeout_error(call);
+	/* an upstream that never let us in is worth another try; one that took
+	 * the request and said nothing in time is busy, and asking again
+	 * would multiply the client's wait */
+	if (call->phase == PHASE_CONNECT)
+		fail_or_retry(call, error);
+	else
+		call_fail(call, error);
 	return G_SOURCE_REMOVE;
 }
 
-/* (Re)arms the timer of the current phase, never beyond the total timeout. */
+static void
+set_timer(Call *call, gint64 due, gint64 now)
+{
+	gint64 ms = MAX((due - now + 999) / 1000, 1);
+	g_clear_handle_id(&call->timer_id, g_source_remove);
+	call->timer_due = due;
+	call->timer_id = g_timeout_add((guint)MIN(ms, G_MAXUINT), on_timer, call);
+}
+
+/* (Re)arms the timer of the current phase, never beyond the total timeout.
+ * Called for every piece of a stream: the timer only moves when it would
+ * fire too late; firing early, it sets itself again. */
 static void
 arm_timer(Call *call, Phase phase)
 {
 	gint64 now = g_get_monotonic_time();
-	gint64 ms = (gint64)timeout_for(call, phase) * 1000;
-	gint64 left = (call->deadline - now) / 1000;
+	gint64 due = now + (gint64)timeout_for(call, phase) * 1000 * 1000;
 
 	call->phase = phase;
-	g_clear_handle_id(&call->timer_id, g_source_remove);
-	ms = MAX(MIN(ms, left), 1);
-	call->timer_id = g_timeout_add((guint)MIN(ms, G_MAXUINT), on_timer, call);
+	call->phase_deadline = MIN(due, call->deadline);
+	if (call->timer_id == 0 || call->phase_deadline < call->timer_due)
+		set_timer(call, call->phase_deadline, now);
 }
 
 static GError *
@@ -413,14 +457,14 @@ on_retry(gpointer user_data)
 }
 
 static gint64
-parse_retry_after(SoupMessage *msg)
+parse_retry_after(SoupMessageHeaders *headers)
 {
 	const gchar *value;
 	guint64 seconds = 0;
 
-	if (msg == NULL)
+	if (headers == NULL)
 		return -1;
-	value = soup_message_headers_get_one(soup_message_get_response_headers(msg), "Retry-After");
+	value = soup_message_headers_get_one(headers, "Retry-After");
 	if (value == NULL)
 		return -1;
 	if (g_ascii_string_to_unsigned(value, 10, 0, 86400, &seconds, NULL))
@@ -438,7 +482,7 @@ parse_retry_after(SoupMessage *msg)
 static gboolean
 maybe_retry(Call *call, GError *error)
 {
-	gint64 delay = parse_retry_after(call->msg);
+	gint64 delay = parse_retry_after(call->response_headers);
 	gint64 left = (call->deadline - g_get_monotonic_time()) / 1000;
 
 	if (call->relayed || call->attempts > call->self->config->upstream_max_retries ||
@@ -629,7 +673,7 @@ finish_json_body(Call *call)
 static void
 finish_error_body(Call *call)
 {
-	guint status = soup_message_get_status(call->msg);
+	guint status = call->status;
 	g_autoptr(JsonNode) root = NULL;
 	JsonObject *error_obj = NULL;
 	g_autofree gchar *reason = NULL;
@@ -641,8 +685,7 @@ finish_error_body(Call *call)
 				 NULL);
 	if (root != NULL && JSON_NODE_HOLDS_OBJECT(root))
 		error_obj = object_member(json_node_get_object(root), "error");
-	reason =
-	    g_strdup_printf("HTTP %u %s", status, soup_message_get_reason_phrase(call->msg) ?: "");
+	reason = g_strdup_printf("HTTP %u %s", status, call->reason != NULL ? call->reason : "");
 	if (error_obj != NULL) {
 		const gchar *message = string_member(error_obj, "message");
 		error = g_error_new(CONFAB_ERROR,
@@ -665,20 +708,14 @@ finish_error_body(Call *call)
 }
 
 static void
-read_next(Call *call);
-
-static void
-on_read(GObject *source, GAsyncResult *result, gpointer user_data)
+on_upstream_done(GError *error, gpointer user_data)
 {
 	Call *call = user_data;
-	g_autoptr(GBytes) bytes = NULL;
-	GError *error = NULL;
-	gsize len = 0;
-	const gchar *data;
 
-	bytes = g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
-	if (bytes == NULL) {
+	if (error != NULL) {
 		error = classify_io_error(call, error);
+		/* a connection that failed or never came up is worth another
+		 * try, as long as nothing of an answer was taken */
 		if (call->error_body == NULL && call->json_body == NULL && !call->relayed &&
 		    error->domain == CONFAB_ERROR && error->code == CONFAB_ERROR_UPSTREAM) {
 			fail_or_retry(call, error);
@@ -687,29 +724,39 @@ on_read(GObject *source, GAsyncResult *result, gpointer user_data)
 		call_fail(call, error);
 		return;
 	}
-	data = g_bytes_get_data(bytes, &len);
-	if (len == 0) {
-		/* end of the body */
-		if (call->error_body != NULL) {
-			finish_error_body(call);
-		} else if (call->json_body != NULL) {
-			finish_json_body(call);
-		} else if (!confab_sse_parser_finish(call->parser, &error)) {
-			call_fail(call, error);
-		} else if (call->stream_error != NULL) {
-			call_fail(call, g_steal_pointer(&call->stream_error));
-		} else if (call->saw_done || call->finish_reason != NULL) {
-			call_succeed(call);
-		} else {
-			call_fail(call,
-				  g_error_new(CONFAB_ERROR,
-					      CONFAB_ERROR_UPSTREAM,
-					      "The upstream %s closed the stream before the end of "
-					      "the answer",
-					      call->host));
-		}
-		return;
+	/* the end of the body */
+	if (call->status == 0) {
+		call_fail(call,
+			  g_error_new(CONFAB_ERROR,
+				      CONFAB_ERROR_UPSTREAM,
+				      "The upstream %s answered nothing",
+				      call->host));
+	} else if (call->error_body != NULL) {
+		finish_error_body(call);
+	} else if (call->json_body != NULL) {
+		finish_json_body(call);
+	} else if (!confab_sse_parser_finish(call->parser, &error)) {
+		call_fail(call, error);
+	} else if (call->stream_error != NULL) {
+		call_fail(call, g_steal_pointer(&call->stream_error));
+	} else if (call->saw_done || call->finish_reason != NULL) {
+		call_succeed(call);
+	} else {
+		call_fail(call,
+			  g_error_new(CONFAB_ERROR,
+				      CONFAB_ERROR_UPSTREAM,
+				      "The upstream %s closed the stream before the end of "
+				      "the answer",
+				      call->host));
 	}
+}
+
+static void
+on_upstream_body(const gchar *data, gsize len, gpointer user_data)
+{
+	Call *call = user_data;
+	GError *error = NULL;
+
 	arm_timer(call, PHASE_BODY);
 	if (call->error_body != NULL) {
 		if (call->error_body->len < ERROR_BODY_MAX)
@@ -738,47 +785,21 @@ on_read(GObject *source, GAsyncResult *result, gpointer user_data)
 			return;
 		}
 	}
-	read_next(call);
 }
 
 static void
-read_next(Call *call)
-{
-	g_input_stream_read_bytes_async(call->stream,
-					READ_CHUNK,
-					G_PRIORITY_DEFAULT,
-					call->attempt,
-					on_read,
-					call);
-}
-
-static void
-on_sent(GObject *source, GAsyncResult *result, gpointer user_data)
+on_upstream_head(guint status,
+		 const gchar *reason,
+		 SoupMessageHeaders *headers,
+		 gpointer user_data)
 {
 	Call *call = user_data;
-	GError *error = NULL;
-	guint status;
-	const gchar *content_type;
+	const gchar *content_type = soup_message_headers_get_content_type(headers, NULL);
 
-	call->stream = soup_session_send_finish(SOUP_SESSION(source), result, &error);
-	if (call->stream == NULL) {
-		error = classify_io_error(call, error);
-		/* A connection that failed or never came up is worth another try;
-		 * an upstream that took the request and said nothing in time is
-		 * busy, and asking again would multiply the client's wait. */
-		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM) ||
-		    (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM_TIMEOUT) &&
-		     call->phase == PHASE_CONNECT))
-			fail_or_retry(call, error);
-		else
-			call_fail(call, error);
-		return;
-	}
 	arm_timer(call, PHASE_BODY);
-	status = soup_message_get_status(call->msg);
-	content_type =
-	    soup_message_headers_get_content_type(soup_message_get_response_headers(call->msg),
-						  NULL);
+	call->status = status;
+	call->reason = g_strdup(reason);
+	call->response_headers = soup_message_headers_ref(headers);
 	if (status != SOUP_STATUS_OK) {
 		call->error_body = g_string_new(NULL);
 	} else if (g_strcmp0(content_type, "text/event-stream") == 0) {
@@ -788,33 +809,29 @@ on_sent(GObject *source, GAsyncResult *result, gpointer user_data)
 		/* an upstream that ignored "stream": one JSON answer */
 		call->json_body = g_string_new(NULL);
 	}
-	read_next(call);
 }
 
 static void
-on_network_event(SoupMessage *msg,
-		 GSocketClientEvent event,
-		 GIOStream *connection,
-		 gpointer user_data)
+on_upstream_sent(gpointer user_data)
 {
 	Call *call = user_data;
-	if (event == G_SOCKET_CLIENT_COMPLETE && call->phase == PHASE_CONNECT)
-		arm_timer(call, PHASE_FIRST_BYTE);
-}
-
-static void
-on_wrote_body(SoupMessage *msg, gpointer user_data)
-{
-	Call *call = user_data;
-	/* a reused connection has no connect phase: the request is out */
+	/* the connection is up and the upstream has the request */
 	if (call->phase == PHASE_CONNECT)
 		arm_timer(call, PHASE_FIRST_BYTE);
 }
+
+static const ConfabUpstreamHandler upstream_handler = {
+    .sent = on_upstream_sent,
+    .head = on_upstream_head,
+    .body = on_upstream_body,
+    .done = on_upstream_done,
+};
 
 static gboolean
 on_cancelled_while_waiting(gpointer user_data)
 {
 	Call *call = user_data;
+	call->retry_id = 0;
 	call_fail(call, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled"));
 	return G_SOURCE_REMOVE;
 }
@@ -823,21 +840,38 @@ static void
 on_turn_cancelled(GCancellable *cancellable, gpointer user_data)
 {
 	Call *call = user_data;
-	/* runs in the thread that cancelled: the main thread for turns */
-	if (call->attempt != NULL)
-		g_cancellable_cancel(call->attempt);
-	if (call->retry_id != 0) {
-		/* waiting to retry: give up now, not when the timer fires */
-		g_clear_handle_id(&call->retry_id, g_source_remove);
-		call->retry_id = g_idle_add(on_cancelled_while_waiting, call);
+
+	if (call->exchange == NULL && call->retry_id == 0)
+		return; /* finished, or never started */
+	/* runs in the thread that cancelled (the main thread for turns),
+	 * maybe deep inside a callback of this very call: close the upstream
+	 * connection now, and fail from the main loop */
+	g_clear_handle_id(&call->timer_id, g_source_remove);
+	if (call->exchange != NULL) {
+		confab_upstream_exchange_abort(call->exchange);
+		g_clear_pointer(&call->exchange, confab_upstream_exchange_unref);
 	}
+	g_clear_handle_id(&call->retry_id, g_source_remove);
+	call->retry_id = g_idle_add(on_cancelled_while_waiting, call);
+}
+
+/* An API key goes into a header line: it must not be able to end it. */
+static gboolean
+key_is_header_safe(const gchar *key)
+{
+	for (const guchar *p = (const guchar *)key; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return FALSE;
+	}
+	return TRUE;
 }
 
 static void
 start_attempt(Call *call)
 {
 	g_autoptr(GBytes) body = g_bytes_new_static(call->body, strlen(call->body));
-	SoupMessageHeaders *headers;
+	g_autofree gchar *headers = NULL;
+	GError *error = NULL;
 
 	if (g_cancellable_is_cancelled(call->cancellable)) {
 		call_fail(call, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled"));
@@ -845,28 +879,38 @@ start_attempt(Call *call)
 	}
 	call->attempts++;
 	call->timed_out = FALSE;
-	call->attempt = g_cancellable_new();
-	call->msg = soup_message_new(SOUP_METHOD_POST, call->url);
-	headers = soup_message_get_request_headers(call->msg);
-	soup_message_headers_replace(headers, "Accept", "text/event-stream, application/json");
 	if (call->api_key != NULL && *call->api_key != '\0') {
-		g_autofree gchar *auth = g_strconcat("Bearer ", call->api_key, NULL);
-		soup_message_headers_replace(headers, "Authorization", auth);
-		memset(auth, 0, strlen(auth));
+		if (!key_is_header_safe(call->api_key)) {
+			call_fail(call,
+				  g_error_new(CONFAB_ERROR,
+					      CONFAB_ERROR_UPSTREAM,
+					      "The API key for the upstream %s contains a control "
+					      "character",
+					      call->host));
+			return;
+		}
+		headers = g_strconcat("Accept: text/event-stream, application/json\r\n"
+				      "Authorization: Bearer ",
+				      call->api_key,
+				      "\r\n",
+				      NULL);
 	}
-	soup_message_set_request_body_from_bytes(call->msg, "application/json", body);
-	/* libsoup opens a new connection for every POST unless told that the
-	 * request may be sent on a kept-alive one */
-	soup_message_add_flags(call->msg, SOUP_MESSAGE_IDEMPOTENT);
-	g_signal_connect(call->msg, "network-event", G_CALLBACK(on_network_event), call);
-	g_signal_connect(call->msg, "wrote-body", G_CALLBACK(on_wrote_body), call);
 	arm_timer(call, PHASE_CONNECT);
-	soup_session_send_async(call->self->session,
-				call->msg,
-				G_PRIORITY_DEFAULT,
-				call->attempt,
-				on_sent,
-				call);
+	call->exchange =
+	    confab_upstream_client_post(call->self->client,
+					call->url,
+					headers != NULL ? headers
+							: "Accept: text/event-stream, "
+							  "application/json\r\n",
+					"application/json",
+					body,
+					&upstream_handler,
+					call,
+					&error);
+	if (headers != NULL)
+		memset(headers, 0, strlen(headers));
+	if (call->exchange == NULL)
+		call_fail(call, classify_io_error(call, error));
 }
 
 static gchar *
@@ -994,7 +1038,7 @@ static void
 confab_provider_openai_finalize(GObject *object)
 {
 	ConfabProviderOpenai *self = CONFAB_PROVIDER_OPENAI(object);
-	g_clear_object(&self->session);
+	g_clear_object(&self->client);
 	g_clear_pointer(&self->key_files, g_hash_table_unref);
 	G_OBJECT_CLASS(confab_provider_openai_parent_class)->finalize(object);
 }
@@ -1062,22 +1106,12 @@ confab_provider_openai_new(const ConfabConfig *config)
 	ConfabProviderOpenai *self = g_object_new(CONFAB_TYPE_PROVIDER_OPENAI, NULL);
 	g_autofree gchar *user_agent = g_strdup_printf("confab/%s", PACKAGE_VERSION);
 
+	g_autoptr(GProxyResolver) resolver = proxy_resolver_from_env();
+
 	self->config = config;
-	self->session = soup_session_new_with_options("user-agent",
-						      user_agent,
-						      "max-conns",
-						      config->upstream_max_connections,
-						      "max-conns-per-host",
-						      config->upstream_max_connections,
-						      "idle-timeout",
-						      60,
-						      "timeout",
-						      0,
-						      NULL);
-	/* the default resolver asks libproxy about every request */
-	{
-		g_autoptr(GProxyResolver) resolver = proxy_resolver_from_env();
-		soup_session_set_proxy_resolver(self->session, resolver);
-	}
+	self->client = confab_upstream_client_new(user_agent,
+						  config->upstream_max_connections,
+						  60,
+						  resolver);
 	return self;
 }
