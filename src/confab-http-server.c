@@ -80,6 +80,7 @@ typedef struct {
 	GSource *timer;		      /* owned */
 	ConfabHttpConnection *stream; /* unowned: the Conn goes with it */
 	ConnPhase phase;
+	gint64 deadline; /* monotonic; 0 while busy */
 } Conn;
 
 #define CONN_KEY       "confab-conn"
@@ -230,9 +231,20 @@ static gboolean
 on_conn_timeout(gpointer user_data)
 {
 	Conn *conn = user_data;
+	gint64 now = g_get_monotonic_time();
+
+	if (conn->deadline == 0 || conn->server == NULL) {
+		/* busy since the timer was set */
+		g_source_set_ready_time(conn->timer, -1);
+		return G_SOURCE_CONTINUE;
+	}
+	if (now < conn->deadline) {
+		/* the connection did something since */
+		g_source_set_ready_time(conn->timer, conn->deadline);
+		return G_SOURCE_CONTINUE;
+	}
 	g_source_set_ready_time(conn->timer, -1);
-	if (conn->server != NULL)
-		conn->server->timed_out++;
+	conn->server->timed_out++;
 	g_debug("closing a connection that stayed idle too long");
 	g_socket_shutdown(conn->socket, TRUE, TRUE, NULL);
 	return G_SOURCE_CONTINUE;
@@ -242,18 +254,25 @@ static void
 conn_set_phase(Conn *conn, ConnPhase phase)
 {
 	guint timeout;
+	gint64 ready;
 
 	conn->phase = phase;
 	confab_http_connection_set_between_requests(conn->stream, phase == CONN_IDLE);
 	confab_http_connection_set_reading_head(conn->stream,
 						phase == CONN_IDLE || phase == CONN_HEAD);
+	/* The timer only ever moves earlier; firing early, it sets itself to
+	 * the deadline then. With GLib 2.74 every move of a ready time wakes
+	 * the main loop through its eventfd, and a connection changes phase
+	 * four times a request. */
 	if (phase == CONN_BUSY || conn->server == NULL) {
-		g_source_set_ready_time(conn->timer, -1);
+		conn->deadline = 0;
 		return;
 	}
 	timeout = confab_engine_get_config(conn->server->engine)->idle_timeout;
-	g_source_set_ready_time(conn->timer,
-				g_get_monotonic_time() + (gint64)timeout * G_USEC_PER_SEC);
+	conn->deadline = g_get_monotonic_time() + (gint64)timeout * G_USEC_PER_SEC;
+	ready = g_source_get_ready_time(conn->timer);
+	if (ready == -1 || ready > conn->deadline)
+		g_source_set_ready_time(conn->timer, conn->deadline);
 }
 
 static void

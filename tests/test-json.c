@@ -625,6 +625,82 @@ test_bad_text_names_the_field(void)
 	}
 }
 
+/* The tree confab_json_parse() builds is the one json-glib's parser builds
+ * from the same text: compared through json-glib's generator, on samples
+ * and on every input of the fuzzing corpora. */
+static void
+assert_same_tree(const gchar *text, gsize len)
+{
+	g_autoptr(JsonNode) ours = NULL;
+	g_autoptr(JsonParser) parser = json_parser_new_immutable();
+	g_autofree gchar *ours_text = NULL;
+	g_autofree gchar *theirs_text = NULL;
+	g_autofree gchar *copy = g_strndup(text, len);
+
+	/* the builder must not read past len: give it no NUL to stop at */
+	g_autofree gchar *unterminated = g_malloc(len + 1);
+	memcpy(unterminated, text, len);
+	unterminated[len] = '7';
+
+	ours = confab_json_parse(unterminated, len, DEPTH, NULL);
+	if (ours == NULL)
+		return; /* refused: other tests cover what is */
+	g_assert_true(json_node_is_immutable(ours));
+	g_assert_true(json_parser_load_from_data(parser, copy, (gssize)len, NULL));
+	ours_text = json_to_string(ours, FALSE);
+	theirs_text = json_to_string(json_parser_get_root(parser), FALSE);
+	g_assert_cmpstr(ours_text, ==, theirs_text);
+	g_assert_true(json_node_equal(ours, json_parser_get_root(parser)));
+}
+
+static void
+test_tree_like_json_glib(void)
+{
+	const gchar *samples[] = {
+	    "{}",
+	    "[]",
+	    " [ 1 , -2 , 3.5 , -0.25e-3 , 1E3 , 0 , -0 , 9223372036854775807 ] ",
+	    "{\"a\":{\"b\":[true,false,null,{\"c\":\"d\"}]},\"e\":[]}",
+	    "\"plain\"",
+	    "\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u00e9 \\u20ac \\ud83d\\ude00 end\"",
+	    "{\"k\":\"caf\xc3\xa9\",\"k2\":\"\xf0\x9f\x98\x80\"}",
+	    "{\"dup\":1,\"other\":2,\"dup\":3}",
+	    "[[[[[[[[[[1]]]]]]]]]]",
+	    "{\"model\":\"agt_x\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+	    "\"temperature\":0.7,\"max_tokens\":100,\"stream\":true}",
+	    "12345",
+	    "-1.5",
+	    "true",
+	    "null",
+	    "[\"\", {\"\":\"\"}]",
+	    "\t\r\n{\"a\" : 1 ,\n\"b\" :\t[ ] }\n",
+	};
+	const gchar *corpora[] = {"chat-request", "sse-parser", "dbus-props", "list-query"};
+	guint files = 0;
+
+	for (guint i = 0; i < G_N_ELEMENTS(samples); i++)
+		assert_same_tree(samples[i], strlen(samples[i]));
+	for (guint c = 0; c < G_N_ELEMENTS(corpora); c++) {
+		g_autofree gchar *dir_path =
+		    g_test_build_filename(G_TEST_DIST, "fuzz", "corpus", corpora[c], NULL);
+		g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
+		const gchar *name;
+		if (dir == NULL)
+			continue;
+		while ((name = g_dir_read_name(dir)) != NULL) {
+			g_autofree gchar *path = g_build_filename(dir_path, name, NULL);
+			g_autofree gchar *contents = NULL;
+			gsize len = 0;
+			if (!g_file_get_contents(path, &contents, &len, NULL))
+				continue;
+			assert_same_tree(contents, len);
+			files++;
+		}
+	}
+	g_test_message("compared the trees of %u corpus inputs", files);
+	g_assert_cmpuint(files, >, 100);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -650,5 +726,6 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/json/append-string-round-trip", test_append_string_round_trip);
 	g_test_add_func("/confab/json/append-node", test_append_node);
 	g_test_add_func("/confab/json/bad-text-names-the-field", test_bad_text_names_the_field);
+	g_test_add_func("/confab/json/tree-like-json-glib", test_tree_like_json_glib);
 	return g_test_run();
 }
