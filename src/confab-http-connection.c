@@ -7,6 +7,7 @@
 
 #include "confab-http-connection.h"
 #include "confab-http-input-stream.h"
+#include "confab-http-output-stream.h"
 
 /**
  * ConfabHttpConnection:
@@ -20,6 +21,7 @@ struct _ConfabHttpConnection {
 	GIOStream parent_instance;
 	GSocketConnection *base; /* owned */
 	GInputStream *input;	 /* owned */
+	GOutputStream *output;	 /* owned */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabHttpConnection, confab_http_connection, G_TYPE_IO_STREAM)
@@ -33,7 +35,7 @@ confab_http_connection_get_input_stream(GIOStream *stream)
 static GOutputStream *
 confab_http_connection_get_output_stream(GIOStream *stream)
 {
-	return g_io_stream_get_output_stream(G_IO_STREAM(CONFAB_HTTP_CONNECTION(stream)->base));
+	return CONFAB_HTTP_CONNECTION(stream)->output;
 }
 
 static gboolean
@@ -50,6 +52,7 @@ confab_http_connection_dispose(GObject *object)
 	/* GIOStream closes itself on dispose, through the base */
 	G_OBJECT_CLASS(confab_http_connection_parent_class)->dispose(object);
 	g_clear_object(&self->input);
+	g_clear_object(&self->output);
 	g_clear_object(&self->base);
 }
 
@@ -87,6 +90,8 @@ confab_http_connection_new(GSocketConnection *base, gsize max_head_bytes)
 						max_head_bytes,
 						g_io_stream_get_output_stream(G_IO_STREAM(base)));
 	confab_http_input_stream_set_reading_head(CONFAB_HTTP_INPUT_STREAM(self->input), TRUE);
+	self->output = confab_http_output_stream_new(g_io_stream_get_output_stream(G_IO_STREAM(base)),
+						     g_socket_connection_get_socket(base));
 	return self;
 }
 
@@ -119,6 +124,13 @@ confab_http_connection_set_reading_head(ConfabHttpConnection *self, gboolean rea
  * @between_requests: whether a response is done and the next request has
  *   not begun
  */
+void
+confab_http_connection_set_head_request(ConfabHttpConnection *self, gboolean head_request)
+{
+	confab_http_output_stream_set_head_request(CONFAB_HTTP_OUTPUT_STREAM(self->output),
+						   head_request);
+}
+
 void
 confab_http_connection_set_between_requests(ConfabHttpConnection *self, gboolean between_requests)
 {

@@ -23,6 +23,8 @@ confab_http_connection_get_socket(ConfabHttpConnection *self);
 void
 confab_http_connection_set_reading_head(ConfabHttpConnection *self, gboolean reading_head);
 void
+confab_http_connection_set_head_request(ConfabHttpConnection *self, gboolean head_request);
+void
 confab_http_connection_set_between_requests(ConfabHttpConnection *self, gboolean between_requests);
 
 G_END_DECLS

@@ -621,6 +621,14 @@ on_got_headers(SoupServerMessage *msg, gpointer user_data)
 	g_autoptr(GError) error = NULL;
 
 	message_set_phase(msg, CONN_BODY);
+	{
+		Conn *conn = conn_for_message(msg);
+		/* a HEAD response has a head only: nothing to send it with */
+		if (conn != NULL && conn->stream != NULL)
+			confab_http_connection_set_head_request(
+			    conn->stream,
+			    soup_server_message_get_method(msg) == SOUP_METHOD_HEAD);
+	}
 	if (confab_log_info_enabled(G_LOG_DOMAIN)) {
 		RequestLog *log = g_new0(RequestLog, 1);
 		log->start = g_get_monotonic_time();

@@ -1,0 +1,200 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabHttpOutputStream"
+
+#include "config.h"
+
+#include <string.h>
+#include <sys/socket.h>
+
+#include "confab-http-output-stream.h"
+
+/*
+ * The output side of a client connection, as libsoup's server sees it.
+ * libsoup writes a response's head and its body in two writes; on loopback
+ * and on any real network each send is a segment pushed, delivered and a
+ * reader woken. A head that announces a body of known length is sent with
+ * MSG_MORE, so that the kernel sends it with the body that libsoup writes
+ * right after, in the same call of its I/O loop: one segment, one wake-up.
+ * Heads of streamed (chunked) answers, and of answers without a body, go
+ * out at once: nothing is held back waiting for data that may come later.
+ */
+
+struct _ConfabHttpOutputStream {
+	GFilterOutputStream parent_instance;
+	GSocket *socket; /* owned */
+	gboolean head_request; /* the response being written has no body */
+};
+
+static void
+confab_http_output_stream_pollable_init(GPollableOutputStreamInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabHttpOutputStream,
+			      confab_http_output_stream,
+			      G_TYPE_FILTER_OUTPUT_STREAM,
+			      G_IMPLEMENT_INTERFACE(G_TYPE_POLLABLE_OUTPUT_STREAM,
+						    confab_http_output_stream_pollable_init))
+
+static GPollableOutputStream *
+base_of(ConfabHttpOutputStream *self)
+{
+	return G_POLLABLE_OUTPUT_STREAM(
+	    g_filter_output_stream_get_base_stream(G_FILTER_OUTPUT_STREAM(self)));
+}
+
+/**
+ * confab_http_output_stream_is_head_with_body:
+ * @data: what libsoup writes
+ * @len: its length
+ *
+ * Returns: whether @data is a whole response head announcing a body of a
+ *   known, non-zero length
+ */
+gboolean
+confab_http_output_stream_is_head_with_body(const gchar *data, gsize len)
+{
+	static const gchar field[] = "\r\nContent-Length: ";
+	const gchar *at;
+	const gchar *end = data + len;
+
+	if (len < 16 || memcmp(data, "HTTP/1.", 7) != 0 || memcmp(end - 4, "\r\n\r\n", 4) != 0)
+		return FALSE;
+	/* 1xx, 204 and 304 have no body whatever they say */
+	if (data[9] == '1' || memcmp(data + 9, "204", 3) == 0 || memcmp(data + 9, "304", 3) == 0)
+		return FALSE;
+	at = g_strstr_len(data, (gssize)len, field);
+	if (at == NULL)
+		return FALSE;
+	at += sizeof field - 1;
+	return at < end && *at >= '1' && *at <= '9';
+}
+
+static gssize
+confab_http_output_stream_write_nonblocking(GPollableOutputStream *stream,
+					    const void *buffer,
+					    gsize count,
+					    GError **error)
+{
+	ConfabHttpOutputStream *self = CONFAB_HTTP_OUTPUT_STREAM(stream);
+	GOutputVector vector = {buffer, count};
+	gsize sent = 0;
+	GPollableReturn ret;
+
+	if (self->head_request || !confab_http_output_stream_is_head_with_body(buffer, count))
+		return g_pollable_output_stream_write_nonblocking(base_of(self),
+								  buffer,
+								  count,
+								  NULL,
+								  error);
+	ret = g_socket_send_message_with_timeout(self->socket,
+						 NULL,
+						 &vector,
+						 1,
+						 NULL,
+						 0,
+						 MSG_MORE,
+						 0,
+						 &sent,
+						 NULL,
+						 error);
+	if (ret == G_POLLABLE_RETURN_OK)
+		return (gssize)sent;
+	if (ret == G_POLLABLE_RETURN_WOULD_BLOCK)
+		g_set_error_literal(error,
+				    G_IO_ERROR,
+				    G_IO_ERROR_WOULD_BLOCK,
+				    "Operation would block");
+	return -1;
+}
+
+/**
+ * confab_http_output_stream_set_head_request:
+ * @self: a #ConfabHttpOutputStream
+ * @head_request: the request being answered is HEAD
+ *
+ * A HEAD response announces the length of a body that never follows.
+ */
+void
+confab_http_output_stream_set_head_request(ConfabHttpOutputStream *self, gboolean head_request)
+{
+	g_return_if_fail(CONFAB_IS_HTTP_OUTPUT_STREAM(self));
+	self->head_request = head_request;
+}
+
+static gboolean
+confab_http_output_stream_is_writable(GPollableOutputStream *stream)
+{
+	return g_pollable_output_stream_is_writable(base_of(CONFAB_HTTP_OUTPUT_STREAM(stream)));
+}
+
+static gboolean
+confab_http_output_stream_can_poll(GPollableOutputStream *stream)
+{
+	return g_pollable_output_stream_can_poll(base_of(CONFAB_HTTP_OUTPUT_STREAM(stream)));
+}
+
+static GSource *
+confab_http_output_stream_create_source(GPollableOutputStream *stream, GCancellable *cancellable)
+{
+	ConfabHttpOutputStream *self = CONFAB_HTTP_OUTPUT_STREAM(stream);
+	g_autoptr(GSource) base_source =
+	    g_pollable_output_stream_create_source(base_of(self), cancellable);
+	GSource *source = g_pollable_source_new(G_OBJECT(stream));
+
+	g_source_set_dummy_callback(base_source);
+	g_source_add_child_source(source, base_source);
+	return source;
+}
+
+static void
+confab_http_output_stream_pollable_init(GPollableOutputStreamInterface *iface)
+{
+	iface->can_poll = confab_http_output_stream_can_poll;
+	iface->is_writable = confab_http_output_stream_is_writable;
+	iface->create_source = confab_http_output_stream_create_source;
+	iface->write_nonblocking = confab_http_output_stream_write_nonblocking;
+}
+
+static void
+confab_http_output_stream_finalize(GObject *object)
+{
+	ConfabHttpOutputStream *self = CONFAB_HTTP_OUTPUT_STREAM(object);
+	g_clear_object(&self->socket);
+	G_OBJECT_CLASS(confab_http_output_stream_parent_class)->finalize(object);
+}
+
+static void
+confab_http_output_stream_class_init(ConfabHttpOutputStreamClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->finalize = confab_http_output_stream_finalize;
+}
+
+static void
+confab_http_output_stream_init(ConfabHttpOutputStream *self)
+{
+}
+
+/**
+ * confab_http_output_stream_new:
+ * @base: a pollable output stream: a connection's
+ * @socket: the connection's socket
+ *
+ * Returns: (transfer full): the stream to give libsoup; closing it leaves
+ *   @base open (the connection closes both)
+ */
+GOutputStream *
+confab_http_output_stream_new(GOutputStream *base, GSocket *socket)
+{
+	ConfabHttpOutputStream *self = g_object_new(CONFAB_TYPE_HTTP_OUTPUT_STREAM,
+						    "base-stream",
+						    base,
+						    "close-base-stream",
+						    FALSE,
+						    NULL);
+	self->socket = g_object_ref(socket);
+	return G_OUTPUT_STREAM(self);
+}

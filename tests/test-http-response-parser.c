@@ -1,0 +1,312 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-http-response-parser.h"
+#include "confab-test-helper.h"
+
+/* The upstream client's response parser: framing, limits, splits. */
+
+typedef struct {
+	guint heads;
+	guint status;
+	gchar *reason;
+	gchar *content_type;
+	GString *body;
+	gboolean stop_in_body;
+	ConfabHttpResponseParser *parser;
+} Seen;
+
+static void
+on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+{
+	Seen *seen = user_data;
+	seen->heads++;
+	seen->status = status;
+	g_free(seen->reason);
+	seen->reason = g_strdup(reason);
+	g_free(seen->content_type);
+	seen->content_type = g_strdup(soup_message_headers_get_content_type(headers, NULL));
+}
+
+static void
+on_body(const gchar *data, gsize len, gpointer user_data)
+{
+	Seen *seen = user_data;
+	g_assert_cmpuint(len, >, 0);
+	g_string_append_len(seen->body, data, len);
+	if (seen->stop_in_body)
+		confab_http_response_parser_stop(seen->parser);
+}
+
+static Seen *
+seen_new(void)
+{
+	Seen *seen = g_new0(Seen, 1);
+	seen->body = g_string_new(NULL);
+	seen->parser = confab_http_response_parser_new(on_head, on_body, seen);
+	confab_http_response_parser_reset(seen->parser, FALSE);
+	return seen;
+}
+
+static void
+seen_free(Seen *seen)
+{
+	g_object_unref(seen->parser);
+	g_string_free(seen->body, TRUE);
+	g_free(seen->reason);
+	g_free(seen->content_type);
+	g_free(seen);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Seen, seen_free)
+
+/* Feeds @text in pieces of @step bytes (0: whole); returns the last status
+ * and how many bytes were consumed in all. */
+static ConfabHttpParseStatus
+feed(Seen *seen, const gchar *text, gsize len, gsize step, gsize *used, GError **error)
+{
+	ConfabHttpParseStatus status = CONFAB_HTTP_PARSE_MORE;
+	gsize pos = 0;
+
+	*used = 0;
+	if (step == 0)
+		step = len;
+	while (pos < len) {
+		gsize n = MIN(step, len - pos);
+		gsize consumed = 0;
+		/* no NUL after the piece: the parser must not look for one */
+		g_autofree gchar *piece = g_memdup2(text + pos, n);
+		status = confab_http_response_parser_feed(seen->parser, piece, n, &consumed, error);
+		*used += consumed;
+		if (status != CONFAB_HTTP_PARSE_MORE)
+			break;
+		g_assert_cmpuint(consumed, ==, n);
+		pos += n;
+	}
+	return status;
+}
+
+static const gchar chunked[] = "HTTP/1.1 200 OK\r\n"
+			       "Content-Type: text/event-stream\r\n"
+			       "Transfer-Encoding: chunked\r\n"
+			       "\r\n"
+			       "6\r\ndata: \r\n"
+			       "1A;ext=1\r\nabcdefghijklmnopqrstuvwxyz\r\n"
+			       "2\r\n\n\n\r\n"
+			       "0\r\nX-Trailer: yes\r\n\r\n";
+
+static void
+test_chunked_any_split(void)
+{
+	for (gsize step = 0; step <= 9; step++) {
+		g_autoptr(Seen) seen = seen_new();
+		g_autoptr(GError) error = NULL;
+		gsize used;
+
+		g_assert_cmpint(feed(seen, chunked, strlen(chunked), step, &used, &error),
+				==,
+				CONFAB_HTTP_PARSE_DONE);
+		g_assert_no_error(error);
+		g_assert_cmpuint(used, ==, strlen(chunked));
+		g_assert_cmpuint(seen->heads, ==, 1);
+		g_assert_cmpuint(seen->status, ==, 200);
+		g_assert_cmpstr(seen->reason, ==, "OK");
+		g_assert_cmpstr(seen->content_type, ==, "text/event-stream");
+		g_assert_cmpstr(seen->body->str, ==, "data: abcdefghijklmnopqrstuvwxyz\n\n");
+		g_assert_true(confab_http_response_parser_keep_alive(seen->parser));
+	}
+}
+
+static void
+test_content_length_and_leftover(void)
+{
+	static const gchar text[] = "HTTP/1.1 429 Too Many Requests\r\n"
+				    "Retry-After: 1\r\nContent-Length: 5\r\n\r\n"
+				    "helloHTTP/1.1 200 OK\r\n";
+	g_autoptr(Seen) seen = seen_new();
+	g_autoptr(GError) error = NULL;
+	gsize used;
+
+	g_assert_cmpint(feed(seen, text, strlen(text), 0, &used, &error),
+			==,
+			CONFAB_HTTP_PARSE_DONE);
+	g_assert_no_error(error);
+	/* what follows the body is not this response's */
+	g_assert_cmpuint(used, ==, strlen(text) - strlen("HTTP/1.1 200 OK\r\n"));
+	g_assert_cmpuint(seen->status, ==, 429);
+	g_assert_cmpstr(seen->body->str, ==, "hello");
+
+	/* the next response on the same connection */
+	confab_http_response_parser_reset(seen->parser, FALSE);
+	g_string_truncate(seen->body, 0);
+	g_assert_cmpint(feed(seen,
+			     "HTTP/1.1 204 No Content\r\n\r\n",
+			     strlen("HTTP/1.1 204 No Content\r\n\r\n"),
+			     3,
+			     &used,
+			     &error),
+			==,
+			CONFAB_HTTP_PARSE_DONE);
+	g_assert_cmpuint(seen->status, ==, 204);
+	g_assert_cmpuint(seen->body->len, ==, 0);
+	g_assert_cmpuint(seen->heads, ==, 2);
+}
+
+static void
+test_interim_then_final(void)
+{
+	static const gchar text[] = "HTTP/1.1 100 Continue\r\n\r\n"
+				    "HTTP/1.1 200 OK\nContent-Length: 2\n\nok";
+	g_autoptr(Seen) seen = seen_new();
+	g_autoptr(GError) error = NULL;
+	gsize used;
+
+	g_assert_cmpint(feed(seen, text, strlen(text), 1, &used, &error),
+			==,
+			CONFAB_HTTP_PARSE_DONE);
+	g_assert_no_error(error);
+	g_assert_cmpuint(seen->heads, ==, 1);
+	g_assert_cmpuint(seen->status, ==, 200);
+	g_assert_cmpstr(seen->body->str, ==, "ok");
+}
+
+static void
+test_until_close(void)
+{
+	static const gchar text[] = "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}";
+	g_autoptr(Seen) seen = seen_new();
+	g_autoptr(GError) error = NULL;
+	gsize used;
+
+	g_assert_cmpint(feed(seen, text, strlen(text), 0, &used, &error),
+			==,
+			CONFAB_HTTP_PARSE_MORE);
+	g_assert_cmpint(confab_http_response_parser_eof(seen->parser, &error),
+			==,
+			CONFAB_HTTP_PARSE_DONE);
+	g_assert_no_error(error);
+	g_assert_cmpstr(seen->body->str, ==, "{}");
+	g_assert_false(confab_http_response_parser_keep_alive(seen->parser));
+}
+
+static void
+test_connection_close(void)
+{
+	static const gchar text[] = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+	g_autoptr(Seen) seen = seen_new();
+	gsize used;
+
+	g_assert_cmpint(feed(seen, text, strlen(text), 0, &used, NULL), ==, CONFAB_HTTP_PARSE_DONE);
+	g_assert_false(confab_http_response_parser_keep_alive(seen->parser));
+}
+
+static void
+test_cut_short(void)
+{
+	g_autoptr(Seen) seen = seen_new();
+	g_autoptr(Seen) empty = seen_new();
+	g_autoptr(GError) error = NULL;
+	gsize used;
+
+	g_assert_cmpint(confab_http_response_parser_eof(empty->parser, &error),
+			==,
+			CONFAB_HTTP_PARSE_ERROR);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED);
+	g_assert_false(confab_http_response_parser_started(empty->parser));
+	g_clear_error(&error);
+
+	g_assert_cmpint(feed(seen, chunked, 80, 0, &used, &error), ==, CONFAB_HTTP_PARSE_MORE);
+	g_assert_true(confab_http_response_parser_started(seen->parser));
+	g_assert_cmpint(confab_http_response_parser_eof(seen->parser, &error),
+			==,
+			CONFAB_HTTP_PARSE_ERROR);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT);
+}
+
+static void
+test_malformed(void)
+{
+	const gchar *cases[] = {
+	    "NOT HTTP\r\n\r\n",
+	    "HTTP/1.1 abc OK\r\n\r\n",
+	    "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n11111111111111111\r\n",
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(Seen) seen = seen_new();
+		g_autoptr(GError) error = NULL;
+		gsize used;
+		g_assert_cmpint(feed(seen, cases[i], strlen(cases[i]), 0, &used, &error),
+				==,
+				CONFAB_HTTP_PARSE_ERROR);
+		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+	}
+}
+
+static void
+test_limits(void)
+{
+	g_autoptr(Seen) seen = seen_new();
+	g_autoptr(Seen) trailer = seen_new();
+	g_autoptr(GString) text = g_string_new("HTTP/1.1 200 OK\r\n");
+	g_autoptr(GError) error = NULL;
+	gsize used;
+
+	/* a head that never ends is refused at 64 KiB, not buffered on */
+	while (text->len < 80 * 1024)
+		g_string_append(text, "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+	g_assert_cmpint(feed(seen, text->str, text->len, 4096, &used, &error),
+			==,
+			CONFAB_HTTP_PARSE_ERROR);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+	g_assert_cmpuint(used, <=, 64 * 1024);
+	g_clear_error(&error);
+
+	g_string_assign(text, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n");
+	while (text->len < 80 * 1024)
+		g_string_append(text, "X-Trailer: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+	g_assert_cmpint(feed(trailer, text->str, text->len, 0, &used, &error),
+			==,
+			CONFAB_HTTP_PARSE_ERROR);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+}
+
+static void
+test_stop_from_callback(void)
+{
+	g_autoptr(Seen) seen = seen_new();
+	gsize used;
+
+	seen->stop_in_body = TRUE;
+	g_assert_cmpint(feed(seen, chunked, strlen(chunked), 0, &used, NULL),
+			==,
+			CONFAB_HTTP_PARSE_STOPPED);
+	g_assert_cmpstr(seen->body->str, ==, "data: ");
+	g_assert_cmpuint(used, <, strlen(chunked));
+}
+
+int
+main(int argc, char **argv)
+{
+	confab_test_init(&argc, &argv, FALSE);
+	g_test_add_func("/confab/http-response-parser/chunked-any-split", test_chunked_any_split);
+	g_test_add_func("/confab/http-response-parser/content-length-and-leftover",
+			test_content_length_and_leftover);
+	g_test_add_func("/confab/http-response-parser/interim-then-final", test_interim_then_final);
+	g_test_add_func("/confab/http-response-parser/until-close", test_until_close);
+	g_test_add_func("/confab/http-response-parser/connection-close", test_connection_close);
+	g_test_add_func("/confab/http-response-parser/cut-short", test_cut_short);
+	g_test_add_func("/confab/http-response-parser/malformed", test_malformed);
+	g_test_add_func("/confab/http-response-parser/limits", test_limits);
+	g_test_add_func("/confab/http-response-parser/stop-from-callback", test_stop_from_callback);
+	return g_test_run();
+}
