@@ -481,16 +481,71 @@ writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 	for (guint i = 0; i < batch->len; i++) {
 		WriteJob *job = g_ptr_array_index(batch, i);
 		if (error_txn != NULL) {
-			g_task_return_new_error(job->task,
-						CONFAB_ERROR,
-						CONFAB_ERROR_FAILED,
-						"storing: %s",
-						error_txn->message);
-		} else if (job->error != NULL) {
-			g_task_return_error(job->task, g_steal_pointer(&job->error));
-		} else {
-			g_task_return_boolean(job->task, TRUE);
+			g_clear_error(&job->error);
+			job->error = g_error_new(CONFAB_ERROR,
+						 CONFAB_ERROR_FAILED,
+						 "storing: %s",
+						 error_txn->message);
 		}
+	}
+}
+
+/* In the callers' thread: the outcome of a batch, task by task. */
+static gboolean
+writer_complete(gpointer user_data)
+{
+	GPtrArray *jobs = user_data;
+
+	for (guint i = 0; i < jobs->len; i++) {
+		WriteJob *job = g_ptr_array_index(jobs, i);
+		if (job->error != NULL)
+			g_task_return_error(job->task, g_steal_pointer(&job->error));
+		else
+			g_task_return_boolean(job->task, TRUE);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+/* Hands a batch's tasks back. A task returned from this thread would attach
+ * one source to its context, and wake it, per task; a batch whose tasks
+ * share a context (all of the daemon's do) costs one. */
+static void
+writer_hand_back(GPtrArray *batch)
+{
+	GMainContext *context = NULL;
+	GPtrArray *jobs;
+
+	for (guint i = 0; i < batch->len; i++) {
+		WriteJob *job = g_ptr_array_index(batch, i);
+		GMainContext *job_context = g_task_get_context(job->task);
+		if (i > 0 && job_context != context) {
+			context = NULL;
+			break;
+		}
+		context = job_context;
+	}
+	if (context == NULL) {
+		writer_complete(batch);
+		g_ptr_array_set_size(batch, 0);
+		return;
+	}
+	jobs = g_ptr_array_new_full(batch->len, (GDestroyNotify)write_job_free);
+	for (guint i = 0; i < batch->len; i++)
+		g_ptr_array_add(jobs, g_ptr_array_index(batch, i));
+	g_ptr_array_set_free_func(batch, NULL);
+	g_ptr_array_set_size(batch, 0);
+	g_ptr_array_set_free_func(batch, (GDestroyNotify)write_job_free);
+	{
+		/* not g_main_context_invoke(): it would run the callbacks in
+		 * this thread whenever nobody owns the context at the moment */
+		g_autoptr(GSource) source = g_idle_source_new();
+		g_source_set_priority(source, G_PRIORITY_DEFAULT);
+		g_source_set_callback(source,
+				      writer_complete,
+				      jobs,
+				      (GDestroyNotify)g_ptr_array_unref);
+		g_source_set_static_name(source, "[confab] writes done");
+		g_source_attach(source, context);
 	}
 }
 
@@ -520,7 +575,7 @@ writer_thread(gpointer data)
 			g_ptr_array_add(batch, job);
 		}
 		writer_run_batch(self, batch);
-		g_ptr_array_set_size(batch, 0);
+		writer_hand_back(batch);
 	}
 	return NULL;
 }
