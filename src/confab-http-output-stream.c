@@ -21,12 +21,28 @@
  * right after, in the same call of its I/O loop: one segment, one wake-up.
  * Heads of streamed (chunked) answers, and of answers without a body, go
  * out at once: nothing is held back waiting for data that may come later.
+ *
+ * A streamed answer's chunks are written by libsoup in three writes each
+ * (the size line, the data, the CRLF), one right after the other: the
+ * first two go with MSG_MORE, so each chunk is sent as one segment the
+ * moment its CRLF is written. Chunks are not batched: every chunk still
+ * leaves in the same call that wrote it.
  */
+
+typedef enum {
+	CHUNKS_NONE,  /* not in a chunked body, or lost track: plain writes */
+	CHUNKS_SIZE,  /* a size line is next */
+	CHUNKS_DATA,  /* chunk data is next */
+	CHUNKS_END,   /* the CRLF after the data */
+	CHUNKS_LAST,  /* the CRLF after the last chunk (no trailers) */
+} ChunkState;
 
 struct _ConfabHttpOutputStream {
 	GFilterOutputStream parent_instance;
 	GSocket *socket; /* owned */
 	gboolean head_request; /* the response being written has no body */
+	ChunkState chunks;
+	guint64 chunk_left; /* of the data of the current chunk */
 };
 
 static void
@@ -72,6 +88,104 @@ confab_http_output_stream_is_head_with_body(const gchar *data, gsize len)
 	return at < end && *at >= '1' && *at <= '9';
 }
 
+static gboolean
+is_chunked_head(const gchar *data, gsize len)
+{
+	return len >= 16 && memcmp(data, "HTTP/1.", 7) == 0 &&
+	       memcmp(data + len - 4, "\r\n\r\n", 4) == 0 &&
+	       g_strstr_len(data, (gssize)len, "\r\nTransfer-Encoding: chunked\r\n") != NULL;
+}
+
+/* "1a2b\r\n": a chunk-size line as libsoup writes them */
+static gboolean
+parse_size_line(const gchar *data, gsize len, guint64 *size)
+{
+	guint64 value = 0;
+
+	if (len < 3 || len > 18 || data[len - 2] != '\r' || data[len - 1] != '\n')
+		return FALSE;
+	for (gsize i = 0; i < len - 2; i++) {
+		if (!g_ascii_isxdigit(data[i]))
+			return FALSE;
+		value = (value << 4) | (guint64)g_ascii_xdigit_value(data[i]);
+	}
+	*size = value;
+	return TRUE;
+}
+
+/* Whether this write is followed at once by another that completes it;
+ * follows the chunks of a streamed body. */
+static gboolean
+write_has_more(ConfabHttpOutputStream *self, const gchar *data, gsize count, ChunkState *kind)
+{
+	guint64 size = 0;
+
+	*kind = self->chunks;
+	if (count >= 16 && memcmp(data, "HTTP/1.", 7) == 0) {
+		self->chunks = CHUNKS_NONE;
+		if (self->head_request)
+			return FALSE;
+		if (is_chunked_head(data, count)) {
+			self->chunks = CHUNKS_SIZE;
+			return FALSE; /* the first chunk may be a while */
+		}
+		return confab_http_output_stream_is_head_with_body(data, count);
+	}
+	switch (self->chunks) {
+	case CHUNKS_SIZE:
+		if (!parse_size_line(data, count, &size)) {
+			self->chunks = CHUNKS_NONE;
+			return FALSE;
+		}
+		self->chunk_left = size;
+		self->chunks = size > 0 ? CHUNKS_DATA : CHUNKS_LAST;
+		return TRUE;
+	case CHUNKS_DATA:
+		if (count > self->chunk_left) {
+			self->chunks = CHUNKS_NONE;
+			return FALSE;
+		}
+		return TRUE;
+	case CHUNKS_END:
+	case CHUNKS_LAST:
+	case CHUNKS_NONE:
+	default:
+		return FALSE;
+	}
+}
+
+/* After @sent bytes of a write of @kind went out. */
+static void
+wrote(ConfabHttpOutputStream *self, ChunkState kind, const gchar *data, gsize count, gsize sent)
+{
+	if (self->chunks == CHUNKS_NONE)
+		return;
+	switch (kind) {
+	case CHUNKS_SIZE:
+		if (sent < count)
+			self->chunks = CHUNKS_NONE; /* a partial line: stop guessing */
+		break;
+	case CHUNKS_DATA:
+		self->chunk_left -= MIN(sent, self->chunk_left);
+		if (self->chunk_left == 0)
+			self->chunks = CHUNKS_END;
+		break;
+	case CHUNKS_END:
+	case CHUNKS_LAST:
+		if (sent == count && count == 2 && data[0] == '\r' && data[1] == '\n')
+			self->chunks = self->chunks == CHUNKS_END ? CHUNKS_SIZE : CHUNKS_NONE;
+		else
+			self->chunks = CHUNKS_NONE;
+		break;
+	case CHUNKS_NONE:
+	default:
+		/* the head of a chunked answer */
+		if (sent < count)
+			self->chunks = CHUNKS_NONE;
+		break;
+	}
+}
+
 static gssize
 confab_http_output_stream_write_nonblocking(GPollableOutputStream *stream,
 					    const void *buffer,
@@ -82,13 +196,18 @@ confab_http_output_stream_write_nonblocking(GPollableOutputStream *stream,
 	GOutputVector vector = {buffer, count};
 	gsize sent = 0;
 	GPollableReturn ret;
+	ChunkState kind;
 
-	if (self->head_request || !confab_http_output_stream_is_head_with_body(buffer, count))
-		return g_pollable_output_stream_write_nonblocking(base_of(self),
-								  buffer,
-								  count,
-								  NULL,
-								  error);
+	if (!write_has_more(self, buffer, count, &kind)) {
+		gssize n = g_pollable_output_stream_write_nonblocking(base_of(self),
+								      buffer,
+								      count,
+								      NULL,
+								      error);
+		if (n >= 0)
+			wrote(self, kind, buffer, count, (gsize)n);
+		return n;
+	}
 	ret = g_socket_send_message_with_timeout(self->socket,
 						 NULL,
 						 &vector,
@@ -100,8 +219,10 @@ confab_http_output_stream_write_nonblocking(GPollableOutputStream *stream,
 						 &sent,
 						 NULL,
 						 error);
-	if (ret == G_POLLABLE_RETURN_OK)
+	if (ret == G_POLLABLE_RETURN_OK) {
+		wrote(self, kind, buffer, count, sent);
 		return (gssize)sent;
+	}
 	if (ret == G_POLLABLE_RETURN_WOULD_BLOCK)
 		g_set_error_literal(error,
 				    G_IO_ERROR,
