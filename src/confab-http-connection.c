@@ -90,8 +90,9 @@ confab_http_connection_new(GSocketConnection *base, gsize max_head_bytes)
 						max_head_bytes,
 						g_io_stream_get_output_stream(G_IO_STREAM(base)));
 	confab_http_input_stream_set_reading_head(CONFAB_HTTP_INPUT_STREAM(self->input), TRUE);
-	self->output = confab_http_output_stream_new(g_io_stream_get_output_stream(G_IO_STREAM(base)),
-						     g_socket_connection_get_socket(base));
+	self->output =
+	    confab_http_output_stream_new(g_io_stream_get_output_stream(G_IO_STREAM(base)),
+					  g_socket_connection_get_socket(base));
 	return self;
 }
 

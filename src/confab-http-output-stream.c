@@ -30,16 +30,16 @@
  */
 
 typedef enum {
-	CHUNKS_NONE,  /* not in a chunked body, or lost track: plain writes */
-	CHUNKS_SIZE,  /* a size line is next */
-	CHUNKS_DATA,  /* chunk data is next */
-	CHUNKS_END,   /* the CRLF after the data */
-	CHUNKS_LAST,  /* the CRLF after the last chunk (no trailers) */
+	CHUNKS_NONE, /* not in a chunked body, or lost track: plain writes */
+	CHUNKS_SIZE, /* a size line is next */
+	CHUNKS_DATA, /* chunk data is next */
+	CHUNKS_END,  /* the CRLF after the data */
+	CHUNKS_LAST, /* the CRLF after the last chunk (no trailers) */
 } ChunkState;
 
 struct _ConfabHttpOutputStream {
 	GFilterOutputStream parent_instance;
-	GSocket *socket; /* owned */
+	GSocket *socket;       /* owned */
 	gboolean head_request; /* the response being written has no body */
 	ChunkState chunks;
 	guint64 chunk_left; /* of the data of the current chunk */

@@ -21,9 +21,9 @@
  * 1xx/204/304) and every size limit are this file's.
  */
 
-#define HEAD_MAX    (64 * 1024) /* status line and headers */
-#define CHUNK_LINE_MAX    4096	/* a chunk-size line */
-#define TRAILER_MAX (64 * 1024)
+#define HEAD_MAX       (64 * 1024) /* status line and headers */
+#define CHUNK_LINE_MAX 4096	   /* a chunk-size line */
+#define TRAILER_MAX    (64 * 1024)
 
 typedef enum {
 	STATE_HEAD,
@@ -172,7 +172,8 @@ set_invalid(GError **error, const gchar *what)
 static gboolean
 head_done(ConfabHttpResponseParser *self, GError **error)
 {
-	g_autoptr(SoupMessageHeaders) headers = soup_message_headers_new(SOUP_MESSAGE_HEADERS_RESPONSE);
+	g_autoptr(SoupMessageHeaders) headers =
+	    soup_message_headers_new(SOUP_MESSAGE_HEADERS_RESPONSE);
 	g_autofree gchar *reason = NULL;
 	SoupHTTPVersion version;
 	guint status;
@@ -202,7 +203,8 @@ head_done(ConfabHttpResponseParser *self, GError **error)
 	}
 
 	if (version >= SOUP_HTTP_1_1)
-		self->keep_alive = !soup_message_headers_header_contains(headers, "Connection", "close");
+		self->keep_alive =
+		    !soup_message_headers_header_contains(headers, "Connection", "close");
 	else
 		self->keep_alive =
 		    soup_message_headers_header_contains(headers, "Connection", "keep-alive");
@@ -237,11 +239,7 @@ head_done(ConfabHttpResponseParser *self, GError **error)
 
 /* Consumes head bytes up to the end of the head. */
 static gboolean
-feed_head(ConfabHttpResponseParser *self,
-	  const gchar *data,
-	  gsize len,
-	  gsize *used,
-	  GError **error)
+feed_head(ConfabHttpResponseParser *self, const gchar *data, gsize len, gsize *used, GError **error)
 {
 	gsize pos = 0;
 
@@ -396,8 +394,8 @@ confab_http_response_parser_feed(ConfabHttpResponseParser *self,
 					goto fail;
 				}
 				g_string_truncate(self->line, 0);
-				self->state =
-				    self->remaining > 0 ? STATE_CHUNK_DATA : STATE_TRAILER;
+				self->state = self->remaining > 0 ? STATE_CHUNK_DATA
+								  : STATE_TRAILER;
 			}
 			break;
 		case STATE_CHUNK_DATA:

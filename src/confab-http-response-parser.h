@@ -48,8 +48,11 @@ typedef enum {
 } ConfabHttpParseStatus;
 
 #define CONFAB_TYPE_HTTP_RESPONSE_PARSER (confab_http_response_parser_get_type())
-G_DECLARE_FINAL_TYPE(
-    ConfabHttpResponseParser, confab_http_response_parser, CONFAB, HTTP_RESPONSE_PARSER, GObject)
+G_DECLARE_FINAL_TYPE(ConfabHttpResponseParser,
+		     confab_http_response_parser,
+		     CONFAB,
+		     HTTP_RESPONSE_PARSER,
+		     GObject)
 
 ConfabHttpResponseParser *
 confab_http_response_parser_new(ConfabHttpResponseHeadFunc head_func,

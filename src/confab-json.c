@@ -516,8 +516,8 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 	guint depth = 0;
 	JsonNode *root = NULL;
 
-#define SKIP_WS()                                                                    \
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) \
+#define SKIP_WS()                                                                                  \
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))                   \
 	p++
 
 	SKIP_WS();

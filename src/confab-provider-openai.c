@@ -41,9 +41,9 @@
 
 struct _ConfabProviderOpenai {
 	GObject parent_instance;
-	const ConfabConfig *config; /* unowned: the daemon's */
+	const ConfabConfig *config;   /* unowned: the daemon's */
 	ConfabUpstreamClient *client; /* owned */
-	GHashTable *key_files;	    /* owned: path -> KeyFile */
+	GHashTable *key_files;	      /* owned: path -> KeyFile */
 };
 
 static void
@@ -227,7 +227,7 @@ typedef struct {
 	GTask *task;		   /* unowned: the task owns this call */
 	GCancellable *cancellable; /* owned: the turn's */
 	gulong cancelled_id;
-	ConfabUpstreamExchange *exchange; /* owned: this attempt's */
+	ConfabUpstreamExchange *exchange;     /* owned: this attempt's */
 	SoupMessageHeaders *response_headers; /* owned */
 	guint status;
 	gchar *reason;		 /* owned */
@@ -239,7 +239,7 @@ typedef struct {
 	gchar *body;		 /* owned */
 	gchar *api_key;		 /* owned */
 	guint attempts;
-	gint64 deadline; /* monotonic, the total timeout */
+	gint64 deadline;       /* monotonic, the total timeout */
 	gint64 phase_deadline; /* monotonic, the current phase's */
 	gint64 timer_due;      /* monotonic, when timer_id fires */
 	guint timer_id;
@@ -788,10 +788,7 @@ on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 }
 
 static void
-on_upstream_head(guint status,
-		 const gchar *reason,
-		 SoupMessageHeaders *headers,
-		 gpointer user_data)
+on_upstream_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
 {
 	Call *call = user_data;
 	const gchar *content_type = soup_message_headers_get_content_type(headers, NULL);
@@ -896,17 +893,16 @@ start_attempt(Call *call)
 				      NULL);
 	}
 	arm_timer(call, PHASE_CONNECT);
-	call->exchange =
-	    confab_upstream_client_post(call->self->client,
-					call->url,
-					headers != NULL ? headers
-							: "Accept: text/event-stream, "
-							  "application/json\r\n",
-					"application/json",
-					body,
-					&upstream_handler,
-					call,
-					&error);
+	call->exchange = confab_upstream_client_post(call->self->client,
+						     call->url,
+						     headers != NULL ? headers
+								     : "Accept: text/event-stream, "
+								       "application/json\r\n",
+						     "application/json",
+						     body,
+						     &upstream_handler,
+						     call,
+						     &error);
 	if (headers != NULL)
 		memset(headers, 0, strlen(headers));
 	if (call->exchange == NULL)
@@ -1109,9 +1105,7 @@ confab_provider_openai_new(const ConfabConfig *config)
 	g_autoptr(GProxyResolver) resolver = proxy_resolver_from_env();
 
 	self->config = config;
-	self->client = confab_upstream_client_new(user_agent,
-						  config->upstream_max_connections,
-						  60,
-						  resolver);
+	self->client =
+	    confab_upstream_client_new(user_agent, config->upstream_max_connections, 60, resolver);
 	return self;
 }

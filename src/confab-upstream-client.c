@@ -45,21 +45,21 @@ struct _ConfabUpstreamExchange {
 	ConfabUpstreamClient *client; /* owned */
 	const ConfabUpstreamHandler *handler;
 	gpointer user_data;
-	gchar *key;		      /* owned: scheme://host:port */
-	GSocketConnectable *address;  /* owned */
+	gchar *key;		     /* owned: scheme://host:port */
+	GSocketConnectable *address; /* owned */
 	gboolean tls;
 	gchar *head; /* owned; wiped when freed: it may hold a key */
 	gsize head_len;
 	GBytes *body; /* owned */
 	gsize written;
-	Conn *conn; /* owned while attached */
-	GCancellable *cancellable; /* owned: the connect's */
+	Conn *conn;			  /* owned while attached */
+	GCancellable *cancellable;	  /* owned: the connect's */
 	ConfabHttpResponseParser *parser; /* owned */
-	gboolean reused;  /* the connection came from the pool */
-	gboolean retried; /* a stale connection was replaced */
-	gboolean fresh;	  /* take no connection from the pool */
+	gboolean reused;		  /* the connection came from the pool */
+	gboolean retried;		  /* a stale connection was replaced */
+	gboolean fresh;			  /* take no connection from the pool */
 	gboolean sent;
-	gboolean waiting; /* in client->waiting */
+	gboolean waiting;  /* in client->waiting */
 	gboolean finished; /* done, or aborted: nothing more happens */
 };
 
@@ -71,8 +71,8 @@ struct _Conn {
 	GPollableInputStream *in;     /* unowned: the stream's */
 	GPollableOutputStream *out;   /* unowned: the stream's */
 	gboolean tls;
-	GSource *watch;		/* owned: G_IO_IN on the socket, for good */
-	GSource *write_source;	/* owned: while a write waits */
+	GSource *watch;			  /* owned: G_IO_IN on the socket, for good */
+	GSource *write_source;		  /* owned: while a write waits */
 	ConfabUpstreamExchange *exchange; /* unowned: the one using it */
 	gint64 idle_since;
 };
@@ -83,7 +83,7 @@ struct _ConfabUpstreamClient {
 	GSocketClient *tls;   /* owned */
 	gchar *user_agent;    /* owned */
 	guint max_connections;
-	guint idle_timeout; /* s */
+	guint idle_timeout;  /* s */
 	guint n_connections; /* open or opening */
 	guint n_idle;
 	GHashTable *idle; /* owned: key -> GQueue of Conn, most recent last */
@@ -269,8 +269,7 @@ pool_put(ConfabUpstreamClient *self, Conn *conn)
 	g_queue_push_tail(queue, conn);
 	self->n_idle++;
 	if (self->sweep_id == 0 && self->idle_timeout > 0)
-		self->sweep_id =
-		    g_timeout_add_seconds(MAX(self->idle_timeout / 2, 1), sweep, self);
+		self->sweep_id = g_timeout_add_seconds(MAX(self->idle_timeout / 2, 1), sweep, self);
 }
 
 static Conn *
@@ -509,13 +508,14 @@ exchange_read(ConfabUpstreamExchange *ex)
 		case CONFAB_HTTP_PARSE_DONE:
 			/* bytes past the response, or a request not all
 			 * written: the connection is not fit for another */
-			exchange_finish(ex,
-					NULL,
-					consumed == (gsize)n &&
-					    confab_http_response_parser_keep_alive(ex->parser) &&
-					    ex->written == ex->head_len + (ex->body != NULL
-									       ? g_bytes_get_size(ex->body)
-									       : 0));
+			exchange_finish(
+			    ex,
+			    NULL,
+			    consumed == (gsize)n &&
+				confab_http_response_parser_keep_alive(ex->parser) &&
+				ex->written ==
+				    ex->head_len +
+					(ex->body != NULL ? g_bytes_get_size(ex->body) : 0));
 			break;
 		case CONFAB_HTTP_PARSE_ERROR:
 			exchange_finish(ex, error, FALSE);
@@ -697,7 +697,10 @@ confab_upstream_client_post(ConfabUpstreamClient *self,
 		return NULL;
 	}
 	if (host == NULL || *host == '\0') {
-		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "No host in the URL");
+		g_set_error_literal(error,
+				    G_IO_ERROR,
+				    G_IO_ERROR_INVALID_ARGUMENT,
+				    "No host in the URL");
 		return NULL;
 	}
 	port = g_uri_get_port(uri);
@@ -793,7 +796,8 @@ confab_upstream_client_class_init(ConfabUpstreamClientClass *klass)
 static void
 confab_upstream_client_init(ConfabUpstreamClient *self)
 {
-	self->idle = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_queue_free);
+	self->idle =
+	    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_queue_free);
 	g_queue_init(&self->waiting);
 	self->buffer = g_malloc(READ_BUFFER);
 }

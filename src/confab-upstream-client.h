@@ -35,8 +35,7 @@ typedef struct {
 typedef struct _ConfabUpstreamExchange ConfabUpstreamExchange;
 
 #define CONFAB_TYPE_UPSTREAM_CLIENT (confab_upstream_client_get_type())
-G_DECLARE_FINAL_TYPE(
-    ConfabUpstreamClient, confab_upstream_client, CONFAB, UPSTREAM_CLIENT, GObject)
+G_DECLARE_FINAL_TYPE(ConfabUpstreamClient, confab_upstream_client, CONFAB, UPSTREAM_CLIENT, GObject)
 
 ConfabUpstreamClient *
 confab_upstream_client_new(const gchar *user_agent,

@@ -72,8 +72,11 @@ test_passes_bytes_through(void)
 	g_assert_true(g_pollable_output_stream_is_writable(G_POLLABLE_OUTPUT_STREAM(out)));
 	for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
 		g_autoptr(GError) error = NULL;
-		gssize n = g_pollable_output_stream_write_nonblocking(
-		    G_POLLABLE_OUTPUT_STREAM(out), parts[i], strlen(parts[i]), NULL, &error);
+		gssize n = g_pollable_output_stream_write_nonblocking(G_POLLABLE_OUTPUT_STREAM(out),
+								      parts[i],
+								      strlen(parts[i]),
+								      NULL,
+								      &error);
 		g_assert_no_error(error);
 		g_assert_cmpint(n, ==, (gssize)strlen(parts[i]));
 		g_string_append(expected, parts[i]);

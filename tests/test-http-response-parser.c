@@ -198,7 +198,8 @@ test_until_close(void)
 static void
 test_connection_close(void)
 {
-	static const gchar text[] = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+	static const gchar text[] =
+	    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
 	g_autoptr(Seen) seen = seen_new();
 	gsize used;
 

@@ -47,7 +47,8 @@ parse(const guint8 *data, size_t size, size_t cut, GString *out)
 		/* a copy of exactly the piece: reading past it is caught */
 		g_autofree gchar *piece = g_memdup2(data + pos, pieces[i]);
 		gsize consumed = 0;
-		status = confab_http_response_parser_feed(parser, piece, pieces[i], &consumed, &error);
+		status =
+		    confab_http_response_parser_feed(parser, piece, pieces[i], &consumed, &error);
 		g_assert(consumed <= pieces[i]);
 		g_assert((status == CONFAB_HTTP_PARSE_ERROR) == (error != NULL));
 		used += consumed;
