@@ -23,6 +23,9 @@
  * the trees equal to the ones it builds).
  */
 
+/* how deep the scans go without allocating */
+#define SMALL_DEPTH 128
+
 typedef struct {
 	const guchar *p;
 	const guchar *end;
@@ -293,20 +296,37 @@ scan_scalar(Scan *s)
 gboolean
 confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 {
-	/* the containers we are in: '{' or '[' */
-	g_autofree gchar *stack = g_malloc(max_depth + 1);
-	g_autofree const guchar **keys = g_new0(const guchar *, max_depth + 1);
-	g_autofree gsize *key_lens = g_new0(gsize, max_depth + 1);
-	g_autofree guint *indices = g_new0(guint, max_depth + 1);
-	Scan s = {(const guchar *)data,
-		  (const guchar *)data + len,
-		  error,
-		  stack,
-		  keys,
-		  key_lens,
-		  indices,
-		  0};
+	/* the containers we are in: '{' or '[' (each level is set as it is
+	 * entered: nothing needs clearing); on the stack up to SMALL_DEPTH */
+	gchar stack_small[SMALL_DEPTH + 1];
+	const guchar *keys_small[SMALL_DEPTH + 1];
+	gsize key_lens_small[SMALL_DEPTH + 1];
+	guint indices_small[SMALL_DEPTH + 1];
+	g_autofree gchar *stack_heap = NULL;
+	g_autofree const guchar **keys_heap = NULL;
+	g_autofree gsize *key_lens_heap = NULL;
+	g_autofree guint *indices_heap = NULL;
+	gchar *stack = stack_small;
+	const guchar **keys = keys_small;
+	gsize *key_lens = key_lens_small;
+	guint *indices = indices_small;
+	Scan s;
 	gboolean want_value = TRUE;
+
+	if (max_depth > SMALL_DEPTH) {
+		stack = stack_heap = g_malloc(max_depth + 1);
+		keys = keys_heap = g_new(const guchar *, max_depth + 1);
+		key_lens = key_lens_heap = g_new(gsize, max_depth + 1);
+		indices = indices_heap = g_new(guint, max_depth + 1);
+	}
+	s = (Scan){(const guchar *)data,
+		   (const guchar *)data + len,
+		   error,
+		   stack,
+		   keys,
+		   key_lens,
+		   indices,
+		   0};
 
 	/* UTF-8 is checked string by string, to name the field; bytes outside
 	 * strings can only be JSON's own ASCII */
@@ -512,9 +532,14 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 {
 	const guchar *p = (const guchar *)data;
 	const guchar *end = p + len;
-	g_autofree BuildFrame *stack = g_new0(BuildFrame, max_depth + 1);
+	BuildFrame stack_small[SMALL_DEPTH + 1];
+	g_autofree BuildFrame *stack_heap = NULL;
+	BuildFrame *stack = stack_small;
 	guint depth = 0;
 	JsonNode *root = NULL;
+
+	if (max_depth > SMALL_DEPTH)
+		stack = stack_heap = g_new(BuildFrame, max_depth + 1);
 
 #define SKIP_WS()                                                                                  \
 	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))                   \
@@ -602,7 +627,6 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 	}
 out:
 #undef SKIP_WS
-	json_node_seal(root);
 	return root;
 }
 
@@ -617,7 +641,8 @@ out:
  * text: json-glib's own parser tokenizes with GScanner and took a tenth of
  * the main loop's time under load.
  *
- * Returns: (transfer full): the root node, sealed
+ * Returns: (transfer full): the root node (not sealed: json-glib seals
+ *   by hashing every object, and nothing here needs it)
  */
 JsonNode *
 confab_json_parse(const gchar *data, gsize len, guint max_depth, GError **error)
@@ -806,7 +831,14 @@ confab_json_to_string(JsonNode *node)
 JsonNode *
 confab_json_from_string(const gchar *str)
 {
+	JsonNode *node;
+
 	if (str == NULL)
 		return NULL;
+	node = confab_json_parse(str, strlen(str), SMALL_DEPTH, NULL);
+	if (node != NULL)
+		return node;
+	/* deeper than that (a request may be, up to [limits]
+	 * max_json_depth), or not ours after all: as before */
 	return json_from_string(str, NULL);
 }
