@@ -257,6 +257,32 @@ test_stale_connection_replaced(void)
 	outcome_clear(&outcome);
 }
 
+static gboolean
+client_has_no_connection(gpointer data)
+{
+	return confab_upstream_client_get_n_connections(CONFAB_UPSTREAM_CLIENT(data)) == 0;
+}
+
+/* An idle connection the server closes is dropped at once; one left
+ * unused for idle_timeout seconds is closed by the client. */
+static void
+test_idle_connections_go(void)
+{
+	g_autoptr(Server) closing = server_new(SERVE_CLOSE_AFTER);
+	g_autoptr(Server) keeping = server_new(SERVE_KEEP);
+	g_autoptr(ConfabUpstreamClient) client = confab_upstream_client_new("test", 8, 1, NULL);
+	Outcome outcome = {0};
+
+	post_and_wait(client, closing, &outcome);
+	g_assert_true(confab_test_wait_until(client_has_no_connection, client, 10000));
+
+	post_and_wait(client, keeping, &outcome);
+	g_assert_cmpuint(confab_upstream_client_get_n_connections(client), ==, 1);
+	g_assert_true(confab_test_wait_until(client_has_no_connection, client, 10000));
+	g_assert_true(confab_test_wait_until(server_gone, keeping, 10000));
+	outcome_clear(&outcome);
+}
+
 static void
 test_connection_cap(void)
 {
@@ -352,6 +378,7 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/upstream-client/stale-connection-replaced",
 			test_stale_connection_replaced);
 	g_test_add_func("/confab/upstream-client/connection-cap", test_connection_cap);
+	g_test_add_func("/confab/upstream-client/idle-connections-go", test_idle_connections_go);
 	g_test_add_func("/confab/upstream-client/abort", test_abort);
 	g_test_add_func("/confab/upstream-client/refused-and-bad-url", test_refused_and_bad_url);
 	return g_test_run();
