@@ -61,6 +61,14 @@ base_of(ConfabHttpOutputStream *self)
 	    g_filter_output_stream_get_base_stream(G_FILTER_OUTPUT_STREAM(self)));
 }
 
+/* A whole response head, as libsoup writes it: in one write. */
+static gboolean
+is_whole_head(const gchar *data, gsize len)
+{
+	return len >= 16 && memcmp(data, "HTTP/1.", 7) == 0 &&
+	       memcmp(data + len - 4, "\r\n\r\n", 4) == 0;
+}
+
 /**
  * confab_http_output_stream_is_head_with_body:
  * @data: what libsoup writes
@@ -76,7 +84,7 @@ confab_http_output_stream_is_head_with_body(const gchar *data, gsize len)
 	const gchar *at;
 	const gchar *end = data + len;
 
-	if (len < 16 || memcmp(data, "HTTP/1.", 7) != 0 || memcmp(end - 4, "\r\n\r\n", 4) != 0)
+	if (!is_whole_head(data, len))
 		return FALSE;
 	/* 1xx, 204 and 304 have no body whatever they say */
 	if (data[9] == '1' || memcmp(data + 9, "204", 3) == 0 || memcmp(data + 9, "304", 3) == 0)
@@ -91,8 +99,7 @@ confab_http_output_stream_is_head_with_body(const gchar *data, gsize len)
 static gboolean
 is_chunked_head(const gchar *data, gsize len)
 {
-	return len >= 16 && memcmp(data, "HTTP/1.", 7) == 0 &&
-	       memcmp(data + len - 4, "\r\n\r\n", 4) == 0 &&
+	return is_whole_head(data, len) &&
 	       g_strstr_len(data, (gssize)len, "\r\nTransfer-Encoding: chunked\r\n") != NULL;
 }
 
@@ -121,7 +128,7 @@ write_has_more(ConfabHttpOutputStream *self, const gchar *data, gsize count, Chu
 	guint64 size = 0;
 
 	*kind = self->chunks;
-	if (count >= 16 && memcmp(data, "HTTP/1.", 7) == 0) {
+	if (is_whole_head(data, count)) {
 		self->chunks = CHUNKS_NONE;
 		if (self->head_request)
 			return FALSE;

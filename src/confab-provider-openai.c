@@ -235,9 +235,9 @@ typedef struct {
 	GString *error_body;	 /* owned: a non-200 body */
 	GString *json_body;	 /* owned: a non-streamed 200 body */
 	gchar *url;		 /* owned */
-	gchar *host;		 /* owned: for messages, never the URL's userinfo */
-	gchar *body;		 /* owned */
-	gchar *api_key;		 /* owned */
+	gchar *host;	/* owned: for messages, never the URL's userinfo; see call_host() */
+	gchar *body;	/* owned */
+	gchar *api_key; /* owned */
 	guint attempts;
 	gint64 deadline;       /* monotonic, the total timeout */
 	gint64 phase_deadline; /* monotonic, the current phase's */
@@ -255,14 +255,22 @@ typedef struct {
 	gint64 completion_tokens;
 } Call;
 
+/* Stops the attempt's request, if any: the connection closes, and none of
+ * its callbacks runs any more. */
 static void
-call_clear_attempt(Call *call)
+call_drop_exchange(Call *call)
 {
-	g_clear_handle_id(&call->timer_id, g_source_remove);
 	if (call->exchange != NULL) {
 		confab_upstream_exchange_abort(call->exchange);
 		g_clear_pointer(&call->exchange, confab_upstream_exchange_unref);
 	}
+}
+
+static void
+call_clear_attempt(Call *call)
+{
+	g_clear_handle_id(&call->timer_id, g_source_remove);
+	call_drop_exchange(call);
 	g_clear_pointer(&call->response_headers, soup_message_headers_unref);
 	g_clear_pointer(&call->reason, g_free);
 	call->status = 0;
@@ -292,6 +300,27 @@ call_free(Call *call)
 	g_clear_error(&call->stream_error);
 	g_free(call->finish_reason);
 	g_free(call);
+}
+
+static gchar *
+host_of(const gchar *url)
+{
+	g_autoptr(GUri) uri = g_uri_parse(url, G_URI_FLAGS_NONE, NULL);
+	if (uri == NULL || g_uri_get_host(uri) == NULL)
+		return g_strdup("(invalid URL)");
+	if (g_uri_get_port(uri) > 0)
+		return g_strdup_printf("%s:%d", g_uri_get_host(uri), g_uri_get_port(uri));
+	return g_strdup(g_uri_get_host(uri));
+}
+
+/* The upstream's host[:port], for messages: only errors need it, so the URL
+ * is not parsed again on the way of every turn. */
+static const gchar *
+call_host(Call *call)
+{
+	if (call->host == NULL)
+		call->host = host_of(call->url);
+	return call->host;
 }
 
 static guint
@@ -406,11 +435,11 @@ timeout_error(Call *call)
 		return g_error_new(CONFAB_ERROR,
 				   CONFAB_ERROR_UPSTREAM_TIMEOUT,
 				   "The upstream %s did not finish within the total timeout",
-				   call->host);
+				   call_host(call));
 	return g_error_new(CONFAB_ERROR,
 			   CONFAB_ERROR_UPSTREAM_TIMEOUT,
 			   "The upstream %s took longer than %u s %s",
-			   call->host,
+			   call_host(call),
 			   timeout_for(call, call->phase),
 			   what);
 }
@@ -437,7 +466,7 @@ classify_io_error(Call *call, GError *error)
 		GError *wrapped = g_error_new(CONFAB_ERROR,
 					      CONFAB_ERROR_UPSTREAM,
 					      "Cannot reach the upstream %s: %s",
-					      call->host,
+					      call_host(call),
 					      error->message);
 		g_error_free(error);
 		return wrapped;
@@ -495,7 +524,7 @@ maybe_retry(Call *call, GError *error)
 	if (delay > RETRY_MAX_MS || delay >= left)
 		return FALSE;
 	g_info("upstream %s: %s; retrying in %" G_GINT64_FORMAT " ms",
-	       call->host,
+	       call_host(call),
 	       error->message,
 	       delay);
 	call_clear_attempt(call);
@@ -561,7 +590,7 @@ upstream_error_from(Call *call, JsonObject *error_obj, const gchar *fallback)
 	return g_error_new(CONFAB_ERROR,
 			   CONFAB_ERROR_UPSTREAM,
 			   "The upstream %s failed: %s",
-			   call->host,
+			   call_host(call),
 			   message != NULL ? message : fallback);
 }
 
@@ -638,7 +667,7 @@ on_sse_event(const gchar *event, const gchar *data, gsize data_len, gpointer use
 						 CONFAB_ERROR_UPSTREAM,
 						 "The upstream %s sent an event that is not a JSON "
 						 "object",
-						 call->host);
+						 call_host(call));
 		return;
 	}
 	handle_completion_object(call, json_node_get_object(root), FALSE);
@@ -659,7 +688,7 @@ finish_json_body(Call *call)
 			  g_error_new(CONFAB_ERROR,
 				      CONFAB_ERROR_UPSTREAM,
 				      "The upstream %s answered with malformed JSON",
-				      call->host));
+				      call_host(call)));
 		return;
 	}
 	handle_completion_object(call, json_node_get_object(root), TRUE);
@@ -691,14 +720,14 @@ finish_error_body(Call *call)
 		error = g_error_new(CONFAB_ERROR,
 				    CONFAB_ERROR_UPSTREAM,
 				    "The upstream %s answered %s: %s",
-				    call->host,
+				    call_host(call),
 				    g_strstrip(reason),
 				    message != NULL ? message : "no message");
 	} else {
 		error = g_error_new(CONFAB_ERROR,
 				    CONFAB_ERROR_UPSTREAM,
 				    "The upstream %s answered %s",
-				    call->host,
+				    call_host(call),
 				    g_strstrip(reason));
 	}
 	if (status == 429 || status >= 500)
@@ -730,7 +759,7 @@ on_upstream_done(GError *error, gpointer user_data)
 			  g_error_new(CONFAB_ERROR,
 				      CONFAB_ERROR_UPSTREAM,
 				      "The upstream %s answered nothing",
-				      call->host));
+				      call_host(call)));
 	} else if (call->error_body != NULL) {
 		finish_error_body(call);
 	} else if (call->json_body != NULL) {
@@ -747,7 +776,7 @@ on_upstream_done(GError *error, gpointer user_data)
 				      CONFAB_ERROR_UPSTREAM,
 				      "The upstream %s closed the stream before the end of "
 				      "the answer",
-				      call->host));
+				      call_host(call)));
 	}
 }
 
@@ -769,7 +798,7 @@ on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 				  g_error_new(CONFAB_ERROR,
 					      CONFAB_ERROR_UPSTREAM,
 					      "The upstream %s answered with more than %d bytes",
-					      call->host,
+					      call_host(call),
 					      MAX_UPSTREAM_EVENT));
 			return;
 		}
@@ -844,10 +873,7 @@ on_turn_cancelled(GCancellable *cancellable, gpointer user_data)
 	 * maybe deep inside a callback of this very call: close the upstream
 	 * connection now, and fail from the main loop */
 	g_clear_handle_id(&call->timer_id, g_source_remove);
-	if (call->exchange != NULL) {
-		confab_upstream_exchange_abort(call->exchange);
-		g_clear_pointer(&call->exchange, confab_upstream_exchange_unref);
-	}
+	call_drop_exchange(call);
 	g_clear_handle_id(&call->retry_id, g_source_remove);
 	call->retry_id = g_idle_add(on_cancelled_while_waiting, call);
 }
@@ -883,7 +909,7 @@ start_attempt(Call *call)
 					      CONFAB_ERROR_UPSTREAM,
 					      "The API key for the upstream %s contains a control "
 					      "character",
-					      call->host));
+					      call_host(call)));
 			return;
 		}
 		headers = g_strconcat("Accept: text/event-stream, application/json\r\n"
@@ -907,17 +933,6 @@ start_attempt(Call *call)
 		memset(headers, 0, strlen(headers));
 	if (call->exchange == NULL)
 		call_fail(call, classify_io_error(call, error));
-}
-
-static gchar *
-host_of(const gchar *url)
-{
-	g_autoptr(GUri) uri = g_uri_parse(url, G_URI_FLAGS_NONE, NULL);
-	if (uri == NULL || g_uri_get_host(uri) == NULL)
-		return g_strdup("(invalid URL)");
-	if (g_uri_get_port(uri) > 0)
-		return g_strdup_printf("%s:%d", g_uri_get_host(uri), g_uri_get_port(uri));
-	return g_strdup(g_uri_get_host(uri));
 }
 
 static void
@@ -947,7 +962,6 @@ confab_provider_openai_complete_async(ConfabProvider *provider,
 	call->completion_tokens = -1;
 	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : g_cancellable_new();
 	call->url = confab_provider_openai_build_url(confab_agent_get_base_url(agent));
-	call->host = host_of(call->url);
 	call->deadline =
 	    g_get_monotonic_time() +
 	    (gint64)(total > 0 ? total : self->config->upstream_total_timeout) * G_USEC_PER_SEC;

@@ -506,14 +506,14 @@ writer_complete(gpointer user_data)
 	return G_SOURCE_REMOVE;
 }
 
-/* Hands a batch's tasks back. A task returned from this thread would attach
- * one source to its context, and wake it, per task; a batch whose tasks
- * share a context (all of the daemon's do) costs one. */
+/* Hands a batch's tasks back, and the batch with them (transfer full). A
+ * task returned from this thread would attach one source to its context,
+ * and wake it, per task; a batch whose tasks share a context (all of the
+ * daemon's do) costs one. */
 static void
 writer_hand_back(GPtrArray *batch)
 {
 	GMainContext *context = NULL;
-	GPtrArray *jobs;
 
 	for (guint i = 0; i < batch->len; i++) {
 		WriteJob *job = g_ptr_array_index(batch, i);
@@ -526,15 +526,9 @@ writer_hand_back(GPtrArray *batch)
 	}
 	if (context == NULL) {
 		writer_complete(batch);
-		g_ptr_array_set_size(batch, 0);
+		g_ptr_array_unref(batch);
 		return;
 	}
-	jobs = g_ptr_array_new_full(batch->len, (GDestroyNotify)write_job_free);
-	for (guint i = 0; i < batch->len; i++)
-		g_ptr_array_add(jobs, g_ptr_array_index(batch, i));
-	g_ptr_array_set_free_func(batch, NULL);
-	g_ptr_array_set_size(batch, 0);
-	g_ptr_array_set_free_func(batch, (GDestroyNotify)write_job_free);
 	{
 		/* not g_main_context_invoke(): it would run the callbacks in
 		 * this thread whenever nobody owns the context at the moment */
@@ -542,7 +536,7 @@ writer_hand_back(GPtrArray *batch)
 		g_source_set_priority(source, G_PRIORITY_DEFAULT);
 		g_source_set_callback(source,
 				      writer_complete,
-				      jobs,
+				      batch,
 				      (GDestroyNotify)g_ptr_array_unref);
 		g_source_set_static_name(source, "[confab] writes done");
 		g_source_attach(source, context);
@@ -553,15 +547,16 @@ static gpointer
 writer_thread(gpointer data)
 {
 	ConfabStoreSqlite *self = data;
-	g_autoptr(GPtrArray) batch = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
 	gboolean stop = FALSE;
 
 	while (!stop) {
 		WriteJob *job = g_async_queue_pop(self->queue);
+		GPtrArray *batch;
 		if (job->func == NULL) {
 			write_job_free(job);
 			break;
 		}
+		batch = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
 		g_ptr_array_add(batch, job);
 		while (batch->len < WRITER_BATCH_MAX) {
 			job = g_async_queue_try_pop(self->queue);

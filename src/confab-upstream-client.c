@@ -45,15 +45,16 @@ struct _ConfabUpstreamExchange {
 	ConfabUpstreamClient *client; /* owned */
 	const ConfabUpstreamHandler *handler;
 	gpointer user_data;
-	gchar *key;		     /* owned: scheme://host:port */
-	GSocketConnectable *address; /* owned */
+	gchar *key;  /* owned: scheme://host:port */
+	gchar *host; /* owned */
+	guint16 port;
 	gboolean tls;
 	gchar *head; /* owned; wiped when freed: it may hold a key */
 	gsize head_len;
 	GBytes *body; /* owned */
 	gsize written;
 	Conn *conn;			  /* owned while attached */
-	GCancellable *cancellable;	  /* owned: the connect's */
+	GCancellable *cancellable;	  /* owned: the connect's, if any */
 	ConfabHttpResponseParser *parser; /* owned */
 	gboolean reused;		  /* the connection came from the pool */
 	gboolean retried;		  /* a stale connection was replaced */
@@ -123,7 +124,7 @@ confab_upstream_exchange_unref(ConfabUpstreamExchange *ex)
 	g_assert(ex->conn == NULL);
 	g_clear_object(&ex->parser);
 	g_clear_object(&ex->cancellable);
-	g_clear_object(&ex->address);
+	g_free(ex->host);
 	g_clear_pointer(&ex->body, g_bytes_unref);
 	if (ex->head != NULL) {
 		memset(ex->head, 0, ex->head_len);
@@ -282,9 +283,8 @@ pool_take(ConfabUpstreamClient *self, const gchar *key)
 	return conn;
 }
 
-/* Closes an idle connection to any host to open one elsewhere; its slot
- * stays counted (reserved) for the caller. */
-static gboolean
+/* Closes an idle connection to any host, to make room for one elsewhere. */
+static void
 pool_evict_one(ConfabUpstreamClient *self)
 {
 	GHashTableIter iter;
@@ -295,12 +295,10 @@ pool_evict_one(ConfabUpstreamClient *self)
 		Conn *conn = g_queue_pop_head(queue);
 		if (conn != NULL) {
 			self->n_idle--;
-			self->n_connections++; /* or conn_free starts a waiter */
 			conn_free(conn);
-			return TRUE;
+			return;
 		}
 	}
-	return FALSE;
 }
 
 /* ---------- exchanges ---------- */
@@ -364,7 +362,8 @@ confab_upstream_exchange_abort(ConfabUpstreamExchange *ex)
 		return;
 	ex->finished = TRUE;
 	confab_http_response_parser_stop(ex->parser);
-	g_cancellable_cancel(ex->cancellable);
+	if (ex->cancellable != NULL)
+		g_cancellable_cancel(ex->cancellable);
 	exchange_unwait(ex);
 	exchange_detach(ex, FALSE);
 	confab_upstream_exchange_unref(ex);
@@ -390,6 +389,13 @@ exchange_retry_stale(ConfabUpstreamExchange *ex)
 static void
 exchange_write(ConfabUpstreamExchange *ex);
 
+/* head and body */
+static gsize
+exchange_request_len(ConfabUpstreamExchange *ex)
+{
+	return ex->head_len + (ex->body != NULL ? g_bytes_get_size(ex->body) : 0);
+}
+
 static gboolean
 on_writable(GObject *stream, gpointer user_data)
 {
@@ -406,7 +412,7 @@ exchange_write(ConfabUpstreamExchange *ex)
 {
 	gsize body_len = 0;
 	const gchar *body = ex->body != NULL ? g_bytes_get_data(ex->body, &body_len) : NULL;
-	gsize total = ex->head_len + body_len;
+	gsize total = exchange_request_len(ex);
 	Conn *conn = ex->conn;
 
 	while (ex->written < total) {
@@ -508,14 +514,11 @@ exchange_read(ConfabUpstreamExchange *ex)
 		case CONFAB_HTTP_PARSE_DONE:
 			/* bytes past the response, or a request not all
 			 * written: the connection is not fit for another */
-			exchange_finish(
-			    ex,
-			    NULL,
-			    consumed == (gsize)n &&
-				confab_http_response_parser_keep_alive(ex->parser) &&
-				ex->written ==
-				    ex->head_len +
-					(ex->body != NULL ? g_bytes_get_size(ex->body) : 0));
+			exchange_finish(ex,
+					NULL,
+					consumed == (gsize)n &&
+					    confab_http_response_parser_keep_alive(ex->parser) &&
+					    ex->written == exchange_request_len(ex));
 			break;
 		case CONFAB_HTTP_PARSE_ERROR:
 			exchange_finish(ex, error, FALSE);
@@ -584,10 +587,13 @@ static void
 exchange_connect(ConfabUpstreamExchange *ex)
 {
 	ConfabUpstreamClient *self = ex->client;
+	g_autoptr(GSocketConnectable) address = g_network_address_new(ex->host, ex->port);
 
 	self->n_connections++;
+	if (ex->cancellable == NULL)
+		ex->cancellable = g_cancellable_new();
 	g_socket_client_connect_async(ex->tls ? self->tls : self->plain,
-				      ex->address,
+				      address,
 				      ex->cancellable,
 				      on_connected,
 				      exchange_ref(ex));
@@ -610,12 +616,11 @@ exchange_start(ConfabUpstreamExchange *ex)
 		exchange_write(ex);
 		return;
 	}
+	/* idle connections exist only while nobody waits: closing one starts
+	 * no waiter, and frees a slot for this exchange */
+	if (self->n_connections >= self->max_connections)
+		pool_evict_one(self);
 	if (self->n_connections < self->max_connections) {
-		exchange_connect(ex);
-		return;
-	}
-	if (pool_evict_one(self)) {
-		self->n_connections--; /* the reserved slot, taken again below */
 		exchange_connect(ex);
 		return;
 	}
@@ -739,11 +744,11 @@ confab_upstream_client_post(ConfabUpstreamClient *self,
 	ex->user_data = user_data;
 	ex->tls = tls;
 	ex->key = g_strdup_printf("%s://%s:%d", tls ? "https" : "http", host, port);
-	ex->address = g_network_address_new(host, (guint16)port);
+	ex->host = g_strdup(host);
+	ex->port = (guint16)port;
 	ex->head_len = head->len;
 	ex->head = g_string_free(g_steal_pointer(&head), FALSE);
 	ex->body = body != NULL ? g_bytes_ref(body) : NULL;
-	ex->cancellable = g_cancellable_new();
 	ex->parser = confab_http_response_parser_new(on_head, on_body, ex);
 	exchange_start(ex);
 	return ex;
