@@ -9,7 +9,7 @@
 # installed daemon and passes `systemd-analyze verify` and `security
 # --offline` at 2.0 or lower, the activation file names the unit, the policy
 # is well-formed, the sample config and confab.conf(5) document every key of
-# src/confab-config.c, and the man pages render without warnings.
+# src/core/confab-config.c, and the man pages render without warnings.
 #
 # Run by `meson test install` (tests/meson.build sets MESON_BUILD_ROOT and
 # MESON_SOURCE_ROOT). Any failed check fails the test; when a check could not
@@ -95,7 +95,7 @@ expect() {
 confabd=$sbindir/confabd
 expect "$confabd"
 [ -x "$destdir$confabd" ] || fail "$confabd is not executable"
-if [ -f "$source/src/main-confabctl.c" ]; then
+if [ -f "$source/src/cli/main-confabctl.c" ]; then
 	expect "$bindir/confabctl"
 	[ -x "$destdir$bindir/confabctl" ] || fail "$bindir/confabctl is not executable"
 fi
@@ -220,9 +220,9 @@ sys.exit(1 if bad else 0)
 EOF
 
 # ---------- the sample config and confab.conf(5) ----------
-# every key of the table in src/confab-config.c, as "group key"
-sed -n 's/^ *{"\([a-z_]*\)", "\([a-z_]*\)", KEY_.*/\1 \2/p' "$source/src/confab-config.c" >"$tmp/keys"
-[ -s "$tmp/keys" ] || fail "no keys found in src/confab-config.c"
+# every key of the table in src/core/confab-config.c, as "group key"
+sed -n 's/^ *{"\([a-z_]*\)", "\([a-z_]*\)", KEY_.*/\1 \2/p' "$source/src/core/confab-config.c" >"$tmp/keys"
+[ -s "$tmp/keys" ] || fail "no keys found in src/core/confab-config.c"
 sample=$destdir$sysconfdir/confab/confab.conf
 python3 - "$sample" "$tmp/keys" <<'EOF' || fail "the sample config does not document every key"
 import configparser, re, sys
@@ -272,7 +272,7 @@ potfiles=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$source/po/POTFILES.in")
 for file in $potfiles; do
 	[ -f "$source/$file" ] || fail "po/POTFILES.in names $file, which does not exist"
 done
-for file in $(cd "$source" && grep -l -E '\b(N?_|C_|NC_|g_dngettext)\(' src/*.c); do
+for file in $(cd "$source" && grep -rl --include='*.c' -E '\b(N?_|C_|NC_|g_dngettext)\(' src); do
 	echo "$potfiles" | grep -qx "$file" || fail "$file has translatable strings but is not in po/POTFILES.in"
 done
 if command -v xgettext >/dev/null && command -v msgcmp >/dev/null; then
