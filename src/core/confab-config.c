@@ -36,6 +36,10 @@ confab_config_new(void)
 	self->idle_timeout = 60;
 	self->max_header_bytes = 64 * 1024;
 	self->max_stream_buffer = 1024 * 1024;
+	self->max_connections_per_peer = 64;
+	self->body_timeout = 60;
+	self->max_inflight_body_bytes = 256 * 1024 * 1024;
+	self->max_answer_bytes = 8 * 1024 * 1024;
 	self->default_monthly_requests = 0;
 	self->upstream_connect_timeout = 10;
 	self->upstream_first_byte_timeout = 120;
@@ -91,6 +95,10 @@ static const KeySpec keys[] = {
     {"limits", "idle_timeout", KEY_UINT, OFF(idle_timeout), 1, 86400},
     {"limits", "max_header_bytes", KEY_SIZE, OFF(max_header_bytes), 1024, 16 * 1024 * 1024},
     {"limits", "max_stream_buffer", KEY_SIZE, OFF(max_stream_buffer), 4096, G_MAXINT32},
+    {"limits", "max_connections_per_peer", KEY_UINT, OFF(max_connections_per_peer), 1, 1000000},
+    {"limits", "body_timeout", KEY_UINT, OFF(body_timeout), 1, 86400},
+    {"limits", "max_inflight_body_bytes", KEY_SIZE, OFF(max_inflight_body_bytes), 1024, G_MAXINT64},
+    {"limits", "max_answer_bytes", KEY_SIZE, OFF(max_answer_bytes), 1024, G_MAXINT32},
     {"quota", "default_monthly_requests", KEY_UINT64, OFF(default_monthly_requests), 0, G_MAXINT64},
     {"upstream", "connect_timeout", KEY_UINT, OFF(upstream_connect_timeout), 1, 3600},
     {"upstream", "first_byte_timeout", KEY_UINT, OFF(upstream_first_byte_timeout), 1, 86400},

@@ -33,6 +33,10 @@ typedef struct {
 	guint idle_timeout; /* seconds */
 	gsize max_header_bytes;
 	gsize max_stream_buffer; /* bytes queued for a slow stream reader */
+	guint max_connections_per_peer;
+	guint body_timeout;	       /* seconds for a whole request body */
+	gsize max_inflight_body_bytes; /* request bodies held at once */
+	gsize max_answer_bytes;	       /* the largest assembled answer */
 	/* [quota] */
 	guint64 default_monthly_requests; /* 0: unlimited */
 	/* [upstream] */

@@ -17,7 +17,7 @@
 #include "confab-dbus-admin-impl.h"
 #include "confab-dbus-chat-impl.h"
 #include "confab-error.h"
-#include "confab-http-server.h"
+#include "http/confab-http-router.h"
 #include "confab-provider-echo.h"
 #include "confab-provider-openai.h"
 #include "confab-sd-notify.h"
@@ -42,7 +42,7 @@ struct _ConfabDaemon {
 	GMainLoop *loop;	    /* owned */
 	ConfabStore *store;	    /* owned */
 	ConfabEngine *engine;	    /* owned */
-	ConfabHttpServer *http;	    /* owned */
+	ConfabHttpRouter *http;	    /* owned */
 	GDBusConnection *bus;	    /* owned */
 	ConfabDbusAdminImpl *admin; /* owned */
 	ConfabDbusChatImpl *chat;   /* owned */
@@ -135,7 +135,7 @@ confab_daemon_get_engine(ConfabDaemon *self)
 gchar *
 confab_daemon_get_url(ConfabDaemon *self)
 {
-	return confab_http_server_get_url(self->http);
+	return confab_http_router_get_url(self->http);
 }
 
 gboolean
@@ -177,7 +177,7 @@ export_dbus(ConfabDaemon *self, GError **error)
 {
 	GBusType bus_type;
 	gboolean system_bus;
-	g_autofree gchar *url = confab_http_server_get_url(self->http);
+	g_autofree gchar *url = confab_http_router_get_url(self->http);
 
 	if (g_strcmp0(self->config->bus, "none") == 0)
 		return TRUE;
@@ -287,8 +287,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 	openai = confab_provider_openai_new(self->config);
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(openai));
 
-	self->http = confab_http_server_new(self->engine);
-	if (!confab_http_server_listen(self->http, self->config->listen, error))
+	self->http = confab_http_router_new(self->engine);
+	if (!confab_http_router_listen(self->http, self->config->listen, error))
 		return FALSE;
 
 	if (!export_dbus(self, &bus_error)) {
@@ -315,7 +315,7 @@ flush_check(gpointer user_data)
 {
 	ConfabDaemon *self = user_data;
 	/* the last chunks and [DONE]s are on their way: let them go */
-	if (confab_http_server_get_active_requests(self->http) > 0 &&
+	if (confab_http_router_get_active_requests(self->http) > 0 &&
 	    g_get_monotonic_time() < self->flush_deadline)
 		return G_SOURCE_CONTINUE;
 	self->flush_id = 0;
@@ -379,7 +379,7 @@ confab_daemon_run(ConfabDaemon *self)
 	confab_sd_notify("READY=1");
 	g_main_loop_run(self->loop);
 
-	confab_http_server_disconnect(self->http);
+	confab_http_router_disconnect(self->http);
 	if (self->name_id != 0) {
 		g_bus_unown_name(self->name_id);
 		self->name_id = 0;

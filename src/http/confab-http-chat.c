@@ -9,129 +9,64 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-http-error.h"
-#include "confab-http-private.h"
-#include "confab-json.h"
-#include "confab-turn.h"
+#include "core/confab-turn.h"
+#include "http/confab-http-chat.h"
+#include "http/confab-http-response.h"
+#include "openai/confab-openai-error.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * POST /api/v1/chat/completions: the sink side of a turn.
  *
- * The message stays paused while the turn starts. For a stream, the headers
- * and the first chunk go out once the user's messages are committed, then
- * one SSE event per delta, each appended and flushed at once (no batching),
- * then the final chunk, the usage chunk if asked, and [DONE] — after the
- * assistant message is committed. Without streaming, one JSON body at the
- * end. If the client goes away mid-stream the turn is cancelled.
+ * For a stream, the head and the first chunk go out once the user's messages
+ * are committed, then one SSE event per delta, each sent at once (no
+ * batching), then the final chunk, the usage chunk if asked, and [DONE] —
+ * after the assistant message is committed. Without streaming, one JSON body
+ * at the end. If the client goes away (or is disconnected for reading too
+ * slowly) the turn is cancelled.
  */
 
 typedef struct {
-	ConfabHttpServer *server; /* owned */
-	SoupServerMessage *msg;	  /* owned */
-	ConfabTurn *turn;	  /* owned */
-	gboolean streaming;	  /* headers sent */
-	gboolean gone;		  /* the message finished or the client left */
-	gboolean done;		  /* the turn ended */
-	gulong finished_id;
-	gulong disconnected_id;
-	gulong wrote_id;
-	gchar *chunk_head;     /* owned: {"id":…,"choices":[{"index":0,"delta": */
-	gchar *chunk_tail;     /* owned: ,"finish_reason":null}],…}\n\n */
-	gchar *metadata;       /* owned: ,"metadata":{…} */
-	gsize queued;	       /* bytes appended, not yet written */
-	GSource *client_watch; /* owned: hears the client leave while we wait */
+	ConfabEngine *engine;	      /* owned */
+	ConfabHttpExchange *exchange; /* owned */
+	ConfabTurn *turn;	      /* owned */
+	gboolean streaming;	      /* the head is sent */
+	gchar *chunk_head;	      /* owned: {"id":…,"choices":[{"index":0,"delta": */
+	gchar *chunk_tail;	      /* owned: ,"finish_reason":null}],…}\n\n */
+	gchar *metadata;	      /* owned: ,"metadata":{…} */
 } ChatCtx;
-
-static void
-stop_client_watch(ChatCtx *ctx)
-{
-	if (ctx->client_watch != NULL) {
-		g_source_destroy(ctx->client_watch);
-		g_clear_pointer(&ctx->client_watch, g_source_unref);
-	}
-}
 
 static void
 chat_ctx_free(ChatCtx *ctx)
 {
-	stop_client_watch(ctx);
-	if (ctx->finished_id != 0)
-		g_signal_handler_disconnect(ctx->msg, ctx->finished_id);
-	if (ctx->disconnected_id != 0)
-		g_signal_handler_disconnect(ctx->msg, ctx->disconnected_id);
-	if (ctx->wrote_id != 0)
-		g_signal_handler_disconnect(ctx->msg, ctx->wrote_id);
+	confab_http_exchange_set_gone_func(ctx->exchange, NULL, NULL);
 	if (ctx->turn != NULL)
 		g_signal_handlers_disconnect_by_data(ctx->turn, ctx);
 	g_clear_object(&ctx->turn);
-	g_clear_object(&ctx->msg);
-	g_clear_object(&ctx->server);
+	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
+	g_clear_object(&ctx->engine);
 	g_free(ctx->chunk_head);
 	g_free(ctx->chunk_tail);
 	g_free(ctx->metadata);
 	g_free(ctx);
 }
 
+/* The client hung up, or read too slowly and was disconnected: stop the
+ * turn now; what was said is stored as incomplete. */
 static void
-chat_ctx_maybe_free(ChatCtx *ctx)
-{
-	/* the context lives until both the turn and the message are over */
-	if (ctx->done && ctx->gone)
-		chat_ctx_free(ctx);
-}
-
-static void
-on_msg_gone(SoupServerMessage *msg, gpointer user_data)
-{
-	ChatCtx *ctx = user_data;
-	if (ctx->gone)
-		return;
-	ctx->gone = TRUE;
-	if (!ctx->done)
-		confab_turn_cancel(ctx->turn);
-	chat_ctx_maybe_free(ctx);
-}
-
-/* The client hung up while we waited on the upstream (before a byte was
- * written, or between chunks): stop the turn now, not at the next write. */
-static gboolean
-on_client_left(gpointer user_data)
+on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 {
 	ChatCtx *ctx = user_data;
 	g_debug("the client left during its turn");
-	if (!ctx->done && !ctx->gone)
-		confab_turn_cancel(ctx->turn);
-	confab_http_server_close_connection(ctx->server, ctx->msg);
-	return G_SOURCE_REMOVE;
-}
-
-static void
-on_wrote_body_data(SoupServerMessage *msg, guint chunk_size, gpointer user_data)
-{
-	ChatCtx *ctx = user_data;
-	ctx->queued = chunk_size > ctx->queued ? 0 : ctx->queued - chunk_size;
+	confab_turn_cancel(ctx->turn);
 }
 
 static void
 append_event(ChatCtx *ctx, GString *event)
 {
-	SoupMessageBody *body;
-	if (ctx->gone)
-		return;
-	body = soup_server_message_get_response_body(ctx->msg);
-	ctx->queued += event->len;
-	soup_message_body_append(body, SOUP_MEMORY_TAKE, event->str, event->len);
-	g_string_free(event, FALSE);
-	soup_server_message_unpause(ctx->msg);
-	/* a client that does not read cannot make us buffer without bound */
-	if (ctx->queued > confab_engine_get_config(confab_http_server_get_engine(ctx->server))
-			      ->max_stream_buffer) {
-		g_debug("closing a stream whose client reads too slowly (%" G_GSIZE_FORMAT
-			" bytes queued)",
-			ctx->queued);
-		confab_http_server_close_connection(ctx->server, ctx->msg);
-	}
+	confab_http_exchange_write(ctx->exchange, event->str, event->len);
+	g_string_free(event, TRUE);
 }
 
 static void
@@ -221,12 +156,10 @@ finish_stream(ChatCtx *ctx, const GError *error)
 	GString *event;
 	gint64 prompt, completion;
 
-	if (ctx->gone)
-		return;
 	if (error != NULL) {
 		/* the stream has begun: the error travels in it */
 		event = g_string_new("data: {\"error\":");
-		confab_http_error_append_object(event, error);
+		confab_openai_error_append_object(event, error);
 		g_string_append(event, "}\n\n");
 		append_event(ctx, event);
 	} else {
@@ -257,8 +190,7 @@ finish_stream(ChatCtx *ctx, const GError *error)
 	}
 	event = g_string_new("data: [DONE]\n\n");
 	append_event(ctx, event);
-	soup_message_body_complete(soup_server_message_get_response_body(ctx->msg));
-	soup_server_message_unpause(ctx->msg);
+	confab_http_exchange_end_stream(ctx->exchange);
 }
 
 static gchar *
@@ -305,38 +237,23 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(GError) error = NULL;
 	gboolean ok = confab_turn_run_finish(CONFAB_TURN(source), result, &error);
 
-	ctx->done = TRUE;
-	stop_client_watch(ctx);
-	if (ctx->streaming) {
+	if (ctx->streaming)
 		finish_stream(ctx, ok ? NULL : error);
-	} else if (!ctx->gone) {
-		if (ok)
-			confab_http_respond_json(ctx->msg,
-						 SOUP_STATUS_OK,
-						 build_completion_json(ctx->turn));
-		else
-			confab_http_respond_error(ctx->msg, error);
-		soup_server_message_unpause(ctx->msg);
-	}
-	chat_ctx_maybe_free(ctx);
+	else if (ok)
+		confab_http_respond_json(ctx->exchange, 200, build_completion_json(ctx->turn));
+	else
+		confab_http_respond_error(ctx->exchange, error);
+	chat_ctx_free(ctx);
 }
 
 static void
 begin_stream(ChatCtx *ctx)
 {
-	SoupMessageHeaders *headers = soup_server_message_get_response_headers(ctx->msg);
-	SoupMessageBody *body = soup_server_message_get_response_body(ctx->msg);
-
 	ctx->streaming = TRUE;
 	build_chunk_templates(ctx);
-	soup_server_message_set_status(ctx->msg, SOUP_STATUS_OK, NULL);
-	soup_message_headers_set_encoding(headers, SOUP_ENCODING_CHUNKED);
-	soup_message_headers_set_content_type(headers, "text/event-stream", NULL);
-	soup_message_headers_replace(headers, "Cache-Control", "no-cache");
-	soup_message_headers_replace(headers, "x-accel-buffering", "no");
-	soup_message_body_set_accumulate(body, FALSE);
-	ctx->wrote_id =
-	    g_signal_connect(ctx->msg, "wrote-body-data", G_CALLBACK(on_wrote_body_data), ctx);
+	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
+	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
+	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
 	g_signal_connect(ctx->turn, "delta", G_CALLBACK(on_turn_delta), ctx);
 	/* the first byte: the user's messages are committed */
 	send_delta_event(ctx, NULL, NULL, TRUE);
@@ -350,81 +267,64 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	ConfabTurn *turn = CONFAB_TURN(source);
 	gboolean ok = confab_turn_start_finish(turn, result, &error);
 
-	if (!ctx->gone)
-		confab_http_add_quota_headers(ctx->msg, confab_turn_get_quota_info(turn));
+	confab_http_add_quota_headers(ctx->exchange, confab_turn_get_quota_info(turn));
 	if (!ok) {
-		ctx->done = TRUE;
-		if (!ctx->gone) {
-			confab_http_respond_error(ctx->msg, error);
-			soup_server_message_unpause(ctx->msg);
-		}
-		chat_ctx_maybe_free(ctx);
+		confab_http_respond_error(ctx->exchange, error);
+		chat_ctx_free(ctx);
 		return;
 	}
-	if (!ctx->gone) {
-		confab_http_log_set(ctx->msg, NULL, confab_turn_get_model(turn));
-		soup_message_headers_replace(soup_server_message_get_response_headers(ctx->msg),
-					     "x-session-id",
-					     confab_turn_get_session_id(turn));
-		if (confab_turn_get_request(turn)->stream)
-			begin_stream(ctx);
-	}
+	confab_http_log_set(ctx->exchange,
+			    NULL,
+			    confab_turn_get_model(turn),
+			    confab_turn_get_session_id(turn));
+	confab_http_exchange_add_header(ctx->exchange,
+					"x-session-id",
+					confab_turn_get_session_id(turn));
+	if (confab_turn_get_request(turn)->stream)
+		begin_stream(ctx);
 	confab_turn_run_async(turn, run_cb, ctx);
 }
 
 /**
  * confab_http_chat_handle:
- * @server: the server
- * @msg: a POST /api/v1/chat/completions whose head was checked
+ * @engine: the engine
+ * @exchange: a POST /api/v1/chat/completions whose head was checked
  * @principal: (transfer full): who asks
+ * @param: unused
  *
  * Serves one chat completion.
  */
 void
-confab_http_chat_handle(ConfabHttpServer *server,
-			SoupServerMessage *msg,
-			ConfabPrincipal *principal)
+confab_http_chat_handle(ConfabEngine *engine,
+			ConfabHttpExchange *exchange,
+			ConfabPrincipal *principal,
+			const gchar *param)
 {
 	g_autoptr(ConfabPrincipal) owned_principal = principal;
-	ConfabEngine *engine = confab_http_server_get_engine(server);
 	const ConfabConfig *config = confab_engine_get_config(engine);
-	SoupMessageBody *body = soup_server_message_get_request_body(msg);
 	ConfabChatLimits limits = {config->max_json_depth,
 				   config->max_files_per_message,
 				   config->max_file_bytes};
 	g_autoptr(ConfabChatRequest) request = NULL;
-	g_autoptr(GBytes) bytes = NULL;
+	g_autoptr(GBytes) bytes = confab_http_exchange_steal_body(exchange);
 	g_autoptr(GError) error = NULL;
 	ChatCtx *ctx;
 
-	if (body->length > (goffset)config->max_body_bytes) {
-		confab_set_error_param_printf(&error,
-					      CONFAB_ERROR_REQUEST_TOO_LARGE,
-					      NULL,
-					      "The request body is larger than %" G_GSIZE_FORMAT
-					      " bytes",
-					      config->max_body_bytes);
-		confab_http_respond_error(msg, error);
-		return;
-	}
-	bytes = soup_message_body_flatten(body);
 	request = confab_chat_request_parse(g_bytes_get_data(bytes, NULL),
 					    g_bytes_get_size(bytes),
 					    &limits,
 					    &error);
+	g_clear_pointer(&bytes, g_bytes_unref);
 	if (request == NULL) {
-		confab_http_respond_error(msg, error);
+		confab_http_respond_error(exchange, error);
 		return;
 	}
 
 	ctx = g_new0(ChatCtx, 1);
-	ctx->server = g_object_ref(server);
-	ctx->msg = g_object_ref(msg);
+	ctx->engine = g_object_ref(engine);
+	ctx->exchange = confab_http_exchange_ref(exchange);
 	ctx->turn =
 	    confab_turn_new(engine, g_steal_pointer(&owned_principal), g_steal_pointer(&request));
-	ctx->finished_id = g_signal_connect(msg, "finished", G_CALLBACK(on_msg_gone), ctx);
-	ctx->disconnected_id = g_signal_connect(msg, "disconnected", G_CALLBACK(on_msg_gone), ctx);
-	soup_server_message_pause(msg);
-	ctx->client_watch = confab_http_server_watch_client(server, msg, on_client_left, ctx);
+	confab_http_exchange_set_gone_func(exchange, on_client_gone, ctx);
 	confab_turn_start_async(ctx->turn, start_cb, ctx);
 }

@@ -9,11 +9,12 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-http-private.h"
-#include "confab-id-generator.h"
-#include "confab-json.h"
-#include "confab-list-query.h"
+#include "http/confab-http-lists.h"
+#include "http/confab-http-response.h"
+#include "model/confab-id-generator.h"
+#include "openai/confab-list-query.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * GET /api/v1/conversations and GET /api/v1/conversations/{id}/messages.
@@ -22,37 +23,21 @@
  */
 
 typedef struct {
-	SoupServerMessage *msg;	    /* owned */
-	ConfabHttpServer *server;   /* owned */
-	ConfabPrincipal *principal; /* owned */
+	ConfabHttpExchange *exchange; /* owned */
+	ConfabPrincipal *principal;   /* owned */
 	ConfabMessageQuery query;
 } ListCtx;
 
 static void
 list_ctx_free(ListCtx *ctx)
 {
-	g_clear_object(&ctx->msg);
-	g_clear_object(&ctx->server);
+	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
 	g_clear_pointer(&ctx->principal, confab_principal_free);
 	confab_message_query_clear(&ctx->query);
 	g_free(ctx);
 }
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ListCtx, list_ctx_free)
-
-static void
-respond_and_unpause(SoupServerMessage *msg, guint status, gchar *body)
-{
-	confab_http_respond_json(msg, status, body);
-	soup_server_message_unpause(msg);
-}
-
-static void
-error_and_unpause(SoupServerMessage *msg, const GError *error)
-{
-	confab_http_respond_error(msg, error);
-	soup_server_message_unpause(msg);
-}
 
 static void
 append_envelope_end(GString *out, ConfabPage *page, const gchar *(*get_id)(gpointer))
@@ -98,16 +83,16 @@ conversations_json(ConfabPage *page)
 static void
 list_sessions_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
-	g_autoptr(SoupServerMessage) msg = user_data;
+	g_autoptr(ConfabHttpExchange) exchange = user_data;
 	g_autoptr(ConfabPage) page = NULL;
 	g_autoptr(GError) error = NULL;
 
 	page = confab_store_list_sessions_finish(CONFAB_STORE(source), result, &error);
 	if (page == NULL) {
-		error_and_unpause(msg, error);
+		confab_http_respond_error(exchange, error);
 		return;
 	}
-	respond_and_unpause(msg, SOUP_STATUS_OK, conversations_json(page));
+	confab_http_respond_json(exchange, 200, conversations_json(page));
 }
 
 static gchar *
@@ -119,34 +104,35 @@ empty_list_json(void)
 
 /**
  * confab_http_list_conversations:
- * @server: the server
- * @msg: the message
+ * @engine: the engine
+ * @exchange: the request
  * @principal: (transfer full): who asks
+ * @param: unused
  *
  * Lists the caller's API conversations.
  */
 void
-confab_http_list_conversations(ConfabHttpServer *server,
-			       SoupServerMessage *msg,
-			       ConfabPrincipal *principal)
+confab_http_list_conversations(ConfabEngine *engine,
+			       ConfabHttpExchange *exchange,
+			       ConfabPrincipal *principal,
+			       const gchar *param)
 {
 	g_autoptr(ConfabPrincipal) owned = principal;
-	ConfabEngine *engine = confab_http_server_get_engine(server);
 	g_auto(ConfabSessionQuery) query = {NULL};
 	g_auto(ConfabListParams) params = {NULL};
 	g_autoptr(GError) error = NULL;
 
-	if (!confab_list_params_parse(g_uri_get_query(soup_server_message_get_uri(msg)),
+	if (!confab_list_params_parse(confab_http_exchange_get_query(exchange),
 				      CONFAB_PREFIX_SESSION,
 				      &params,
 				      &error)) {
-		confab_http_respond_error(msg, error);
+		confab_http_respond_error(exchange, error);
 		return;
 	}
 	/* a bound token sees its agent only; asking for another is an empty page */
 	if (principal->agent_id != NULL && params.model != NULL &&
 	    g_strcmp0(params.model, principal->agent_id) != 0) {
-		confab_http_respond_json(msg, SOUP_STATUS_OK, empty_list_json());
+		confab_http_respond_json(exchange, 200, empty_list_json());
 		return;
 	}
 	query.owner = g_strdup(principal->owner);
@@ -156,12 +142,11 @@ confab_http_list_conversations(ConfabHttpServer *server,
 	query.order = params.order;
 	query.limit = params.limit;
 
-	soup_server_message_pause(msg);
 	confab_store_list_sessions(confab_engine_get_store(engine),
 				   &query,
 				   NULL,
 				   list_sessions_cb,
-				   g_object_ref(msg));
+				   confab_http_exchange_ref(exchange));
 }
 
 /* ---------- messages ---------- */
@@ -208,10 +193,10 @@ list_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
 	if (page == NULL) {
-		error_and_unpause(ctx->msg, error);
+		confab_http_respond_error(ctx->exchange, error);
 		return;
 	}
-	respond_and_unpause(ctx->msg, SOUP_STATUS_OK, messages_json(page));
+	confab_http_respond_json(ctx->exchange, 200, messages_json(page));
 }
 
 static void
@@ -225,7 +210,7 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
 	if (session == NULL) {
-		error_and_unpause(ctx->msg, error);
+		confab_http_respond_error(ctx->exchange, error);
 		return;
 	}
 	/* someone else's, a channel's, or another agent's: it does not exist */
@@ -238,7 +223,7 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
 			    "No conversation '%s'",
 			    ctx->query.session_id);
-		error_and_unpause(ctx->msg, error);
+		confab_http_respond_error(ctx->exchange, error);
 		return;
 	}
 	query = &ctx->query;
@@ -251,30 +236,29 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 /**
  * confab_http_list_messages:
- * @server: the server
- * @msg: the message
+ * @engine: the engine
+ * @exchange: the request
  * @principal: (transfer full): who asks
- * @session_id: the session id from the path
+ * @session_id: the session id from the path, decoded
  *
  * Replays the messages of one of the caller's API conversations.
  */
 void
-confab_http_list_messages(ConfabHttpServer *server,
-			  SoupServerMessage *msg,
+confab_http_list_messages(ConfabEngine *engine,
+			  ConfabHttpExchange *exchange,
 			  ConfabPrincipal *principal,
 			  const gchar *session_id)
 {
 	g_autoptr(ConfabPrincipal) owned = principal;
-	ConfabEngine *engine = confab_http_server_get_engine(server);
 	g_auto(ConfabListParams) params = {NULL};
 	g_autoptr(GError) error = NULL;
 	ListCtx *ctx;
 
-	if (!confab_list_params_parse(g_uri_get_query(soup_server_message_get_uri(msg)),
+	if (!confab_list_params_parse(confab_http_exchange_get_query(exchange),
 				      CONFAB_PREFIX_MESSAGE,
 				      &params,
 				      &error)) {
-		confab_http_respond_error(msg, error);
+		confab_http_respond_error(exchange, error);
 		return;
 	}
 	if (!confab_id_is_valid(session_id, CONFAB_PREFIX_SESSION)) {
@@ -283,19 +267,17 @@ confab_http_list_messages(ConfabHttpServer *server,
 			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
 			    "No conversation '%s'",
 			    session_id);
-		confab_http_respond_error(msg, error);
+		confab_http_respond_error(exchange, error);
 		return;
 	}
 	ctx = g_new0(ListCtx, 1);
-	ctx->msg = g_object_ref(msg);
-	ctx->server = g_object_ref(server);
+	ctx->exchange = confab_http_exchange_ref(exchange);
 	ctx->principal = g_steal_pointer(&owned);
 	ctx->query.session_id = g_strdup(session_id);
 	ctx->query.after = g_steal_pointer(&params.after);
 	ctx->query.order = params.order;
 	ctx->query.limit = params.limit;
 
-	soup_server_message_pause(msg);
 	confab_store_get_session(confab_engine_get_store(engine),
 				 session_id,
 				 NULL,

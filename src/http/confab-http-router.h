@@ -5,37 +5,26 @@
 
 #pragma once
 
-#include <libsoup/soup.h>
+#include <gio/gio.h>
 
-#include "confab-engine.h"
+#include "core/confab-engine.h"
 
 G_BEGIN_DECLS
 
-#define CONFAB_TYPE_HTTP_SERVER (confab_http_server_get_type())
-G_DECLARE_FINAL_TYPE(ConfabHttpServer, confab_http_server, CONFAB, HTTP_SERVER, GObject)
+#define CONFAB_TYPE_HTTP_ROUTER (confab_http_router_get_type())
+G_DECLARE_FINAL_TYPE(ConfabHttpRouter, confab_http_router, CONFAB, HTTP_ROUTER, GObject)
 
-ConfabHttpServer *
-confab_http_server_new(ConfabEngine *engine);
+ConfabHttpRouter *
+confab_http_router_new(ConfabEngine *engine);
 gboolean
-confab_http_server_listen(ConfabHttpServer *self, const gchar *address, GError **error);
-gboolean
-confab_http_server_listen_socket(ConfabHttpServer *self, GSocket *socket, GError **error);
+confab_http_router_listen(ConfabHttpRouter *self, const gchar *address, GError **error);
 gchar *
-confab_http_server_get_url(ConfabHttpServer *self);
+confab_http_router_get_url(ConfabHttpRouter *self);
 guint
-confab_http_server_get_active_requests(ConfabHttpServer *self);
+confab_http_router_get_active_requests(ConfabHttpRouter *self);
 guint
-confab_http_server_get_connections(ConfabHttpServer *self);
-GSource *
-confab_http_server_watch_client(ConfabHttpServer *self,
-				SoupServerMessage *msg,
-				GSourceFunc gone,
-				gpointer gone_data);
+confab_http_router_get_connections(ConfabHttpRouter *self);
 void
-confab_http_server_close_connection(ConfabHttpServer *self, SoupServerMessage *msg);
-void
-confab_http_server_stop_listening(ConfabHttpServer *self);
-void
-confab_http_server_disconnect(ConfabHttpServer *self);
+confab_http_router_disconnect(ConfabHttpRouter *self);
 
 G_END_DECLS

@@ -3,18 +3,18 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 
-#define G_LOG_DOMAIN "ConfabHttp"
+#define G_LOG_DOMAIN "ConfabOpenai"
 
 #include "config.h"
 
 #include <gio/gio.h>
 
 #include "confab-error.h"
-#include "confab-http-error.h"
 #include "confab-json.h"
+#include "confab-openai-error.h"
 
 /* The one table from CONFAB_ERROR codes to what an OpenAI client expects. */
-static const ConfabHttpErrorInfo table[] = {
+static const ConfabOpenaiErrorInfo table[] = {
     [CONFAB_ERROR_FAILED] = {500, "server_error", "internal_error"},
     [CONFAB_ERROR_INVALID_JSON] = {400, "invalid_request_error", "invalid_json"},
     [CONFAB_ERROR_MISSING_MODEL] = {400, "invalid_request_error", "missing_model"},
@@ -44,19 +44,28 @@ static const ConfabHttpErrorInfo table[] = {
     [CONFAB_ERROR_OVERLOADED] = {503, "service_unavailable", "overloaded"},
     /* only ever reaches a client that is still there mid-stream */
     [CONFAB_ERROR_CANCELLED] = {503, "service_unavailable", "cancelled"},
+    [CONFAB_ERROR_MALFORMED_REQUEST] = {400, "invalid_request_error", "malformed_request"},
+    [CONFAB_ERROR_REQUEST_TIMEOUT] = {408, "invalid_request_error", "request_timeout"},
+    [CONFAB_ERROR_EXPECTATION_FAILED] = {417, "invalid_request_error", "expectation_failed"},
+    [CONFAB_ERROR_HEADER_TOO_LARGE] = {431, "invalid_request_error", "request_header_too_large"},
+    [CONFAB_ERROR_NOT_IMPLEMENTED] = {501, "invalid_request_error", "not_implemented"},
+    [CONFAB_ERROR_VERSION_NOT_SUPPORTED] = {505,
+					    "invalid_request_error",
+					    "http_version_not_supported"},
+    [CONFAB_ERROR_STORE_UNAVAILABLE] = {503, "service_unavailable", "store_unavailable"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);
 
 /**
- * confab_http_error_info:
+ * confab_openai_error_info:
  * @error: a #GError
  *
  * Returns: (transfer none): the status, type and code for @error; anything
  * outside CONFAB_ERROR is a 500
  */
-const ConfabHttpErrorInfo *
-confab_http_error_info(const GError *error)
+const ConfabOpenaiErrorInfo *
+confab_openai_error_info(const GError *error)
 {
 	if (error == NULL || error->domain != CONFAB_ERROR || error->code < 0 ||
 	    error->code >= CONFAB_ERROR_LAST)
@@ -65,7 +74,7 @@ confab_http_error_info(const GError *error)
 }
 
 /**
- * confab_http_error_append_object:
+ * confab_openai_error_append_object:
  * @out: a #GString
  * @error: a #GError
  *
@@ -73,9 +82,9 @@ confab_http_error_info(const GError *error)
  * CONFAB_ERROR are internal: their text is logged, never sent.
  */
 void
-confab_http_error_append_object(GString *out, const GError *error)
+confab_openai_error_append_object(GString *out, const GError *error)
 {
-	const ConfabHttpErrorInfo *info = confab_http_error_info(error);
+	const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
 	const gchar *message = error != NULL ? error->message : "Internal error";
 
 	if (error == NULL || error->domain != CONFAB_ERROR || error->code == CONFAB_ERROR_FAILED)
@@ -92,16 +101,16 @@ confab_http_error_append_object(GString *out, const GError *error)
 }
 
 /**
- * confab_http_error_body:
+ * confab_openai_error_body:
  * @error: a #GError
  *
  * Returns: (transfer full): `{"error":{…}}`, the OpenAI error shape
  */
 gchar *
-confab_http_error_body(const GError *error)
+confab_openai_error_body(const GError *error)
 {
 	GString *out = g_string_new("{\"error\":");
-	confab_http_error_append_object(out, error);
+	confab_openai_error_append_object(out, error);
 	g_string_append_c(out, '}');
 	return g_string_free(out, FALSE);
 }

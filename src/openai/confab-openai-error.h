@@ -10,7 +10,7 @@
 G_BEGIN_DECLS
 
 /**
- * ConfabHttpErrorInfo:
+ * ConfabOpenaiErrorInfo:
  * @status: the HTTP status
  * @type: the OpenAI error type
  * @code: the error code
@@ -21,13 +21,13 @@ typedef struct {
 	guint status;
 	const gchar *type;
 	const gchar *code;
-} ConfabHttpErrorInfo;
+} ConfabOpenaiErrorInfo;
 
-const ConfabHttpErrorInfo *
-confab_http_error_info(const GError *error);
+const ConfabOpenaiErrorInfo *
+confab_openai_error_info(const GError *error);
 gchar *
-confab_http_error_body(const GError *error);
+confab_openai_error_body(const GError *error);
 void
-confab_http_error_append_object(GString *out, const GError *error);
+confab_openai_error_append_object(GString *out, const GError *error);
 
 G_END_DECLS

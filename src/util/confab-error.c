@@ -66,6 +66,13 @@ static const GDBusErrorEntry dbus_error_entries[] = {
     {CONFAB_ERROR_SHUTTING_DOWN, "org.confab.Confab1.Error.ShuttingDown"},
     {CONFAB_ERROR_OVERLOADED, "org.confab.Confab1.Error.Overloaded"},
     {CONFAB_ERROR_CANCELLED, "org.confab.Confab1.Error.Cancelled"},
+    {CONFAB_ERROR_MALFORMED_REQUEST, "org.confab.Confab1.Error.MalformedRequest"},
+    {CONFAB_ERROR_REQUEST_TIMEOUT, "org.confab.Confab1.Error.Timeout"},
+    {CONFAB_ERROR_EXPECTATION_FAILED, "org.confab.Confab1.Error.ExpectationFailed"},
+    {CONFAB_ERROR_HEADER_TOO_LARGE, "org.confab.Confab1.Error.HeaderTooLarge"},
+    {CONFAB_ERROR_NOT_IMPLEMENTED, "org.confab.Confab1.Error.NotImplemented"},
+    {CONFAB_ERROR_VERSION_NOT_SUPPORTED, "org.confab.Confab1.Error.VersionNotSupported"},
+    {CONFAB_ERROR_STORE_UNAVAILABLE, "org.confab.Confab1.Error.StoreUnavailable"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(dbus_error_entries) == CONFAB_ERROR_LAST);

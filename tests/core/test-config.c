@@ -347,7 +347,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 21);
+	g_assert_cmpuint(keys, ==, 25);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -363,6 +363,14 @@ test_documented_defaults(void)
 	g_assert_cmpuint(documented->idle_timeout, ==, defaults->idle_timeout);
 	g_assert_cmpuint(documented->max_header_bytes, ==, defaults->max_header_bytes);
 	g_assert_cmpuint(documented->max_stream_buffer, ==, defaults->max_stream_buffer);
+	g_assert_cmpuint(documented->max_connections_per_peer,
+			 ==,
+			 defaults->max_connections_per_peer);
+	g_assert_cmpuint(documented->body_timeout, ==, defaults->body_timeout);
+	g_assert_cmpuint(documented->max_inflight_body_bytes,
+			 ==,
+			 defaults->max_inflight_body_bytes);
+	g_assert_cmpuint(documented->max_answer_bytes, ==, defaults->max_answer_bytes);
 	g_assert_cmpuint(documented->default_monthly_requests,
 			 ==,
 			 defaults->default_monthly_requests);

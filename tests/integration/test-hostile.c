@@ -230,27 +230,43 @@ test_garbage_head(void)
 	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(CONFIG, NULL);
 	g_autofree gchar *token =
 	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
-	const gchar *heads[] = {
-	    "\x00\x01\x02\r\n\r\n",
-	    "GET\r\n\r\n",
-	    "POST /api/v1/chat/completions HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-	    "POST /api/v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: bogus\r\n\r\n",
-	    "GET /api/v1/conversations HTTP/9.9\r\nHost: x\r\n\r\n",
-	    "\r\n\r\n\r\n",
+	const struct {
+		const gchar *head;
+		gsize len;
+		const gchar *answer; /* the status line's start */
+	} heads[] = {
+	    {"\x00\x01\x02\r\n\r\n", 7, "HTTP/1.1 400"},
+	    {"GET\r\n\r\n", 0, "HTTP/1.1 400"},
+	    {"POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+	     0,
+	     "HTTP/1.1 400"},
+	    /* RFC 9112 6.3: chunked must be the final coding */
+	    {"POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+	     "bogus\r\n\r\n",
+	     0,
+	     "HTTP/1.1 400"},
+	    /* RFC 9112 6.1: a coding other than chunked is not implemented */
+	    {"POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, "
+	     "chunked\r\n\r\n",
+	     0,
+	     "HTTP/1.1 501"},
+	    {"GET /api/v1/conversations HTTP/9.9\r\nHost: x\r\n\r\n", 0, "HTTP/1.1 505"},
+	    /* empty lines only: a request that never comes */
+	    {"\r\n\r\n\r\n", 0, "HTTP/1.1 408"},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(heads); i++) {
 		g_autoptr(GSocketConnection) conn = raw_connect(daemon);
 		g_autofree gchar *got = NULL;
-		gsize len = i == 0 ? 7 : strlen(heads[i]);
-		raw_send(conn, heads[i], len);
+		gsize len = heads[i].len != 0 ? heads[i].len : strlen(heads[i].head);
+		raw_send(conn, heads[i].head, len);
 		got = raw_read_all(conn);
-		/* a 4xx or a plain close; never a 5xx */
-		/* RFC 9112 6.1: an unknown transfer coding is 501 */
-		if (i == 3 && g_str_has_prefix(got, "HTTP/1.1 501"))
-			continue;
-		if (g_str_has_prefix(got, "HTTP/1.1 5"))
-			g_error("head %u answered %.40s", i, got);
+		g_test_message("head %u: %.60s", i, got);
+		g_assert_true(g_str_has_prefix(got, heads[i].answer));
+		/* every refusal is the OpenAI error shape, and closes */
+		g_assert_nonnull(strstr(got, "Content-Type: application/json\r\n"));
+		g_assert_nonnull(strstr(got, "Connection: close\r\n"));
+		g_assert_nonnull(strstr(got, "\r\n\r\n{\"error\":{\"message\":"));
 	}
 	assert_still_serving(daemon, token);
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "confab-error.h"
-#include "confab-http-error.h"
+#include "confab-openai-error.h"
 #include "confab-json.h"
 #include "confab-test-helper.h"
 
@@ -73,7 +73,7 @@ test_contract_table(void)
 	for (guint i = 0; i < G_N_ELEMENTS(contract); i++) {
 		g_autoptr(GError) error =
 		    g_error_new_literal(CONFAB_ERROR, contract[i].code, "message");
-		const ConfabHttpErrorInfo *info = confab_http_error_info(error);
+		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
 
 		if (info->status != contract[i].status ||
 		    g_strcmp0(info->type, contract[i].type) != 0 ||
@@ -97,7 +97,7 @@ test_every_code_mapped(void)
 	/* no code falls through to an empty row */
 	for (gint code = 0; code < CONFAB_ERROR_LAST; code++) {
 		g_autoptr(GError) error = g_error_new_literal(CONFAB_ERROR, code, "m");
-		const ConfabHttpErrorInfo *info = confab_http_error_info(error);
+		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
 		g_assert_cmpuint(info->status, >=, 400);
 		g_assert_cmpuint(info->status, <, 600);
 		g_assert_nonnull(info->type);
@@ -113,11 +113,11 @@ test_unknown_errors_are_500(void)
 	g_autoptr(GError) out_of_range = g_error_new_literal(CONFAB_ERROR, CONFAB_ERROR_LAST, "x");
 	g_autoptr(GError) negative = g_error_new_literal(CONFAB_ERROR, -1, "x");
 
-	g_assert_cmpuint(confab_http_error_info(io)->status, ==, 500);
-	g_assert_cmpuint(confab_http_error_info(NULL)->status, ==, 500);
-	g_assert_cmpuint(confab_http_error_info(out_of_range)->status, ==, 500);
-	g_assert_cmpuint(confab_http_error_info(negative)->status, ==, 500);
-	g_assert_cmpstr(confab_http_error_info(io)->type, ==, "server_error");
+	g_assert_cmpuint(confab_openai_error_info(io)->status, ==, 500);
+	g_assert_cmpuint(confab_openai_error_info(NULL)->status, ==, 500);
+	g_assert_cmpuint(confab_openai_error_info(out_of_range)->status, ==, 500);
+	g_assert_cmpuint(confab_openai_error_info(negative)->status, ==, 500);
+	g_assert_cmpstr(confab_openai_error_info(io)->type, ==, "server_error");
 }
 
 static void
@@ -132,7 +132,7 @@ test_body_shape(void)
 			       CONFAB_ERROR_INVALID_MESSAGES,
 			       "messages[2].role",
 			       "role must be \"user\"\n or <b>other</b> \\ \xc3\xa9");
-	body = confab_http_error_body(error);
+	body = confab_openai_error_body(error);
 	obj = parse_body(body, &root);
 	g_assert_cmpuint(json_object_get_size(obj), ==, 4);
 	g_assert_cmpstr(json_object_get_string_member(obj, "message"),
@@ -148,7 +148,7 @@ test_body_null_param(void)
 {
 	g_autoptr(GError) error =
 	    g_error_new_literal(CONFAB_ERROR, CONFAB_ERROR_INVALID_JSON, "bad");
-	g_autofree gchar *body = confab_http_error_body(error);
+	g_autofree gchar *body = confab_openai_error_body(error);
 	g_autoptr(JsonNode) root = NULL;
 	JsonObject *obj = parse_body(body, &root);
 
@@ -169,7 +169,7 @@ test_internal_errors_hidden(void)
 	GError *errors[] = {io, failed};
 
 	for (guint i = 0; i < G_N_ELEMENTS(errors); i++) {
-		g_autofree gchar *body = confab_http_error_body(errors[i]);
+		g_autofree gchar *body = confab_openai_error_body(errors[i]);
 		g_autoptr(JsonNode) root = NULL;
 		JsonObject *obj = parse_body(body, &root);
 
@@ -190,7 +190,7 @@ test_append_object(void)
 	    g_error_new_literal(CONFAB_ERROR, CONFAB_ERROR_UPSTREAM, "The upstream said no");
 
 	/* for an in-stream error event */
-	confab_http_error_append_object(out, error);
+	confab_openai_error_append_object(out, error);
 	g_string_append_c(out, '}');
 	g_assert_cmpstr(out->str,
 			==,
@@ -225,13 +225,13 @@ int
 main(int argc, char **argv)
 {
 	confab_test_init(&argc, &argv, FALSE);
-	g_test_add_func("/confab/http-error/contract-table", test_contract_table);
-	g_test_add_func("/confab/http-error/every-code-mapped", test_every_code_mapped);
-	g_test_add_func("/confab/http-error/unknown-errors-are-500", test_unknown_errors_are_500);
-	g_test_add_func("/confab/http-error/body-shape", test_body_shape);
-	g_test_add_func("/confab/http-error/body-null-param", test_body_null_param);
-	g_test_add_func("/confab/http-error/internal-errors-hidden", test_internal_errors_hidden);
-	g_test_add_func("/confab/http-error/append-object", test_append_object);
-	g_test_add_func("/confab/http-error/param-helpers", test_param_helpers);
+	g_test_add_func("/confab/openai-error/contract-table", test_contract_table);
+	g_test_add_func("/confab/openai-error/every-code-mapped", test_every_code_mapped);
+	g_test_add_func("/confab/openai-error/unknown-errors-are-500", test_unknown_errors_are_500);
+	g_test_add_func("/confab/openai-error/body-shape", test_body_shape);
+	g_test_add_func("/confab/openai-error/body-null-param", test_body_null_param);
+	g_test_add_func("/confab/openai-error/internal-errors-hidden", test_internal_errors_hidden);
+	g_test_add_func("/confab/openai-error/append-object", test_append_object);
+	g_test_add_func("/confab/openai-error/param-helpers", test_param_helpers);
 	return g_test_run();
 }

@@ -1,0 +1,193 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabHttp"
+
+#include "config.h"
+
+#include "http/confab-http-response.h"
+#include "openai/confab-openai-error.h"
+#include "util/confab-error.h"
+#include "util/confab-log.h"
+
+/*
+ * What every handler answers with — JSON bodies, errors in the OpenAI shape
+ * with the headers that go with their status — and the access log line
+ * each request leaves behind.
+ */
+
+/**
+ * confab_http_respond_json:
+ * @exchange: the exchange
+ * @status: the status
+ * @body: (transfer full): the JSON body
+ */
+void
+confab_http_respond_json(ConfabHttpExchange *exchange, guint status, gchar *body)
+{
+	confab_http_exchange_respond_take(exchange, status, "application/json", body);
+}
+
+/**
+ * confab_http_add_error_headers:
+ * @exchange: the exchange
+ * @status: the status of the error about to be sent
+ *
+ * Adds what goes with an error status: `WWW-Authenticate` with 401,
+ * `Retry-After` with 503, and `x-should-retry: false` with 429, 502 and 504
+ * (the OpenAI SDKs retry those unless told not to; Confab has already
+ * retried the upstream).
+ */
+void
+confab_http_add_error_headers(ConfabHttpExchange *exchange, guint status)
+{
+	switch (status) {
+	case 401:
+		confab_http_exchange_add_header(exchange, "WWW-Authenticate", "Bearer");
+		break;
+	case 429:
+	case 502:
+	case 504:
+		confab_http_exchange_add_header(exchange, "x-should-retry", "false");
+		break;
+	case 503:
+		confab_http_exchange_add_header(exchange, "Retry-After", "1");
+		break;
+	default:
+		break;
+	}
+}
+
+/**
+ * confab_http_respond_error:
+ * @exchange: the exchange
+ * @error: what went wrong
+ *
+ * Sends the OpenAI error shape with the status, type and code the contract
+ * gives @error, and the headers that go with them.
+ */
+void
+confab_http_respond_error(ConfabHttpExchange *exchange, const GError *error)
+{
+	const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
+
+	if (info->status == 500)
+		g_warning("internal error answered 500: %s", error != NULL ? error->message : "?");
+	confab_http_add_error_headers(exchange, info->status);
+	confab_http_respond_json(exchange, info->status, confab_openai_error_body(error));
+}
+
+/**
+ * confab_http_add_quota_headers:
+ * @exchange: the exchange
+ * @info: the owner's quota after this request
+ *
+ * Adds the x-ratelimit-*-requests headers, when a quota applies.
+ */
+void
+confab_http_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
+{
+	gchar buf[32];
+
+	if (info->limit == 0)
+		return;
+	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->limit);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-limit-requests", buf);
+	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->remaining);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-remaining-requests", buf);
+	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT "s", info->reset_seconds);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-reset-requests", buf);
+}
+
+/* ---------- the access log ---------- */
+
+/**
+ * confab_http_log_set:
+ * @exchange: a request being served
+ * @owner: (nullable): the owner it acts for
+ * @agent: (nullable): the agent it talks to
+ * @session: (nullable): the session it is about
+ *
+ * Adds to what the access log says of @exchange.
+ */
+void
+confab_http_log_set(ConfabHttpExchange *exchange,
+		    const gchar *owner,
+		    const gchar *agent,
+		    const gchar *session)
+{
+	if (!confab_log_info_enabled(G_LOG_DOMAIN))
+		return;
+	confab_http_exchange_annotate(exchange, "owner", owner);
+	confab_http_exchange_annotate(exchange, "agent", agent);
+	confab_http_exchange_annotate(exchange, "session", session);
+}
+
+static const gchar *
+note(ConfabHttpExchange *exchange, const gchar *key)
+{
+	const gchar *value = confab_http_exchange_get_annotation(exchange, key);
+	return value != NULL ? value : "";
+}
+
+/**
+ * confab_http_log_request:
+ * @exchange: a request that is over
+ * @completed: whether its response was sent, or the client went first
+ *
+ * Writes the access log's line: one structured journal entry per request
+ * (never a secret, never a body).
+ */
+void
+confab_http_log_request(ConfabHttpExchange *exchange, gboolean completed)
+{
+	const gchar *method = confab_http_exchange_get_method(exchange);
+	const gchar *path = confab_http_exchange_get_path(exchange);
+	const gchar *owner = note(exchange, "owner");
+	const gchar *agent = note(exchange, "agent");
+	const gchar *session = note(exchange, "session");
+	guint status = confab_http_exchange_get_status(exchange);
+	gdouble ms;
+
+	if (!confab_log_info_enabled(G_LOG_DOMAIN))
+		return;
+	ms = (g_get_monotonic_time() - confab_http_exchange_get_start_time(exchange)) / 1000.0;
+	g_log_structured(G_LOG_DOMAIN,
+			 G_LOG_LEVEL_INFO,
+			 "MESSAGE",
+			 "%s %s %u %.1f ms%s%s%s%s%s%s%s",
+			 method,
+			 path,
+			 status,
+			 ms,
+			 *owner != '\0' ? " owner=" : "",
+			 owner,
+			 *agent != '\0' ? " agent=" : "",
+			 agent,
+			 *session != '\0' ? " session=" : "",
+			 session,
+			 completed ? "" : " (client gone)",
+			 "CONFAB_METHOD",
+			 "%s",
+			 method,
+			 "CONFAB_PATH",
+			 "%s",
+			 path,
+			 "CONFAB_STATUS",
+			 "%u",
+			 status,
+			 "CONFAB_DURATION_MS",
+			 "%.3f",
+			 ms,
+			 "CONFAB_OWNER",
+			 "%s",
+			 owner,
+			 "CONFAB_AGENT",
+			 "%s",
+			 agent,
+			 "CONFAB_SESSION",
+			 "%s",
+			 session);
+}

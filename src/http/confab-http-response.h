@@ -1,0 +1,29 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include "core/confab-engine.h"
+#include "http/server/confab-http-exchange.h"
+
+G_BEGIN_DECLS
+
+void
+confab_http_respond_json(ConfabHttpExchange *exchange, guint status, gchar *body);
+void
+confab_http_respond_error(ConfabHttpExchange *exchange, const GError *error);
+void
+confab_http_add_error_headers(ConfabHttpExchange *exchange, guint status);
+void
+confab_http_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info);
+void
+confab_http_log_set(ConfabHttpExchange *exchange,
+		    const gchar *owner,
+		    const gchar *agent,
+		    const gchar *session);
+void
+confab_http_log_request(ConfabHttpExchange *exchange, gboolean completed);
+
+G_END_DECLS

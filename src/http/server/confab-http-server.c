@@ -1,0 +1,1256 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabHttp"
+
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <glib-unix.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/server/confab-http-server-private.h"
+#include "openai/confab-openai-error.h"
+#include "util/confab-error.h"
+
+/*
+ * Confab's HTTP/1.1 server: the only code that reads and writes client
+ * sockets. One GSource per connection watches its descriptor; requests are
+ * parsed by ConfabHttpRequestParser (strict RFC 9112), handed to the
+ * handler as a ConfabHttpExchange, and answered from an output queue
+ * written with one sendmsg() of all that is queued.
+ *
+ * A connection is in one state at a time, each with its deadline, checked
+ * by one timer per server once a second:
+ *
+ *  IDLE     between requests: closed, silently, after idle_timeout
+ *  HEAD     a head is arriving: it must be whole within idle_timeout
+ *  BODY     a body is arriving: each read within idle_timeout of the
+ *           last, the whole body within body_timeout (408 otherwise)
+ *  BUSY     the handler has the request or its response is being written:
+ *           a response that makes no progress for idle_timeout is cut
+ *  CLOSING  the last response is out; what the client still sends is read
+ *           and dropped for a moment, so that it reads the response rather
+ *           than a reset
+ *
+ * While a request is served the connection is still read: a client that
+ * leaves is heard at once (the exchange's gone function runs), and bytes of
+ * a pipelined request wait, up to a bound, for their turn.
+ */
+
+#define READ_BUFFER	       65536
+#define MAX_READS_PER_DISPATCH 4
+#define MAX_PENDING	       65536
+#define LINGER_SECONDS	       2
+#define MAX_IOV		       64
+#define SMALL_PIECE	       4096
+#define SEGMENT_BUFFER	       16384
+#define ACCEPT_BATCH	       64
+#define LISTEN_BACKLOG	       4096
+#define MAX_FIELDS	       100
+#define MAX_CHUNK_LINE	       4096
+
+typedef enum {
+	CONN_IDLE,
+	CONN_HEAD,
+	CONN_BODY,
+	CONN_BUSY,
+	CONN_CLOSING,
+} ConnState;
+
+/* A piece of output: bytes given by a handler, or small pieces copied
+ * together into one buffer. */
+typedef struct {
+	GBytes *bytes;	 /* owned, nullable */
+	GByteArray *buf; /* owned, nullable */
+	gsize off;
+} Segment;
+
+typedef struct {
+	GSource source;
+	ConfabHttpConnection *conn; /* unowned */
+} ConnSource;
+
+struct _ConfabHttpConnection {
+	gint ref;
+	ConfabHttpServer *server; /* unowned; NULL once closed */
+	gint fd;
+	GSource *source; /* owned */
+	gpointer fd_tag;
+	GIOCondition events;
+	GList link; /* in server->conns */
+	gchar *peer;
+	gboolean loopback;
+	ConnState state;
+	gint64 deadline;
+	gint64 body_deadline;
+	gint64 last_progress;
+	ConfabHttpRequestParser *parser; /* owned */
+	GByteArray *pending;		 /* owned, nullable: the next requests' bytes */
+	GQueue out;			 /* Segment */
+	gsize out_bytes;
+	ConfabHttpExchange *exchange; /* owned: the request being served */
+	gboolean body_done;
+	gboolean close_after; /* close once the response is sent */
+	gboolean in_process;
+	gboolean resume; /* the response ended while process() ran */
+	gsize body_accounted;
+};
+
+struct _ConfabHttpServer {
+	GObject parent_instance;
+	ConfabHttpServerLimits limits;
+	ConfabHttpServerHandler handler;
+	gpointer handler_data;
+	ConfabHttpRequestLimits parser_limits;
+	GMainContext *context;	/* owned */
+	GSocket *listener;	/* owned */
+	GSource *accept_source; /* owned */
+	GQueue conns;		/* ConfabHttpConnection, by their link */
+	GHashTable *peers;	/* owned: peer -> connections from it */
+	GSource *sweep;		/* owned */
+	gchar *url;		/* owned */
+	guint active;		/* exchanges between head and end */
+	gsize inflight_body;
+	gchar *read_buffer; /* owned: one for every connection */
+	gchar date[40];
+	gint64 date_second;
+};
+
+G_DEFINE_FINAL_TYPE(ConfabHttpServer, confab_http_server, G_TYPE_OBJECT)
+
+static void
+conn_close(ConfabHttpConnection *conn);
+static void
+conn_process(ConfabHttpConnection *conn, const gchar *data, gsize len);
+
+/* ---------- responses on the wire ---------- */
+
+static const gchar *
+reason_phrase(guint status)
+{
+	switch (status) {
+	case 100:
+		return "Continue";
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 413:
+		return "Content Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 417:
+		return "Expectation Failed";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 505:
+		return "HTTP Version Not Supported";
+	case 500:
+	default:
+		return "Internal Server Error";
+	}
+}
+
+static const gchar *
+server_date(ConfabHttpServer *self)
+{
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+	if (now != self->date_second) {
+		time_t t = (time_t)now;
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(self->date, sizeof(self->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		self->date_second = now;
+	}
+	return self->date;
+}
+
+/*
+ * Every response head Confab sends, refusals included. @length is the
+ * body's length, or -1 for a chunked body, or -2 for a body that ends when
+ * the connection closes (HTTP/1.0).
+ */
+static void
+append_head(GString *out,
+	    ConfabHttpServer *server,
+	    guint status,
+	    const gchar *fields,
+	    gint64 length,
+	    gboolean close,
+	    gboolean http10_keep_alive)
+{
+	g_string_append_printf(out,
+			       "HTTP/1.1 %u %s\r\nDate: %s\r\nServer: confab/" PACKAGE_VERSION
+			       "\r\n",
+			       status,
+			       reason_phrase(status),
+			       server_date(server));
+	if (fields != NULL)
+		g_string_append(out, fields);
+	if (length >= 0)
+		g_string_append_printf(out, "Content-Length: %" G_GINT64_FORMAT "\r\n", length);
+	else if (length == -1)
+		g_string_append(out, "Transfer-Encoding: chunked\r\n");
+	if (close)
+		g_string_append(out, "Connection: close\r\n");
+	else if (http10_keep_alive)
+		g_string_append(out, "Connection: keep-alive\r\n");
+	g_string_append(out, "\r\n");
+}
+
+/* ---------- the output queue ---------- */
+
+static void
+segment_free(Segment *seg)
+{
+	g_clear_pointer(&seg->bytes, g_bytes_unref);
+	g_clear_pointer(&seg->buf, g_byte_array_unref);
+	g_free(seg);
+}
+
+static const guint8 *
+segment_data(Segment *seg, gsize *len)
+{
+	if (seg->bytes != NULL) {
+		gsize size;
+		const guint8 *data = g_bytes_get_data(seg->bytes, &size);
+		*len = size - seg->off;
+		return data + seg->off;
+	}
+	*len = seg->buf->len - seg->off;
+	return seg->buf->data + seg->off;
+}
+
+static void
+queue_copy(ConfabHttpConnection *conn, const gchar *data, gsize len)
+{
+	Segment *tail = g_queue_peek_tail(&conn->out);
+
+	if (len == 0)
+		return;
+	if (tail == NULL || tail->buf == NULL || tail->buf->len + len > SEGMENT_BUFFER) {
+		tail = g_new0(Segment, 1);
+		tail->buf = g_byte_array_sized_new((guint)MAX(len, 512));
+		g_queue_push_tail(&conn->out, tail);
+	}
+	g_byte_array_append(tail->buf, (const guint8 *)data, (guint)len);
+	conn->out_bytes += len;
+}
+
+static void
+queue_bytes(ConfabHttpConnection *conn, GBytes *bytes)
+{
+	Segment *seg;
+	gsize len = g_bytes_get_size(bytes);
+
+	if (len == 0)
+		return;
+	if (len <= SMALL_PIECE) {
+		queue_copy(conn, g_bytes_get_data(bytes, NULL), len);
+		return;
+	}
+	seg = g_new0(Segment, 1);
+	seg->bytes = g_bytes_ref(bytes);
+	g_queue_push_tail(&conn->out, seg);
+	conn->out_bytes += len;
+}
+
+static void
+queue_clear(ConfabHttpConnection *conn)
+{
+	g_queue_clear_full(&conn->out, (GDestroyNotify)segment_free);
+	conn->out_bytes = 0;
+}
+
+/* ---------- connection basics ---------- */
+
+static ConfabHttpConnection *
+conn_ref(ConfabHttpConnection *conn)
+{
+	conn->ref++;
+	return conn;
+}
+
+static void
+conn_unref(ConfabHttpConnection *conn)
+{
+	if (--conn->ref > 0)
+		return;
+	g_assert(conn->fd < 0);
+	queue_clear(conn);
+	g_clear_pointer(&conn->pending, g_byte_array_unref);
+	confab_http_request_parser_free(conn->parser);
+	g_free(conn->peer);
+	g_free(conn);
+}
+
+static void
+conn_set_events(ConfabHttpConnection *conn, GIOCondition events)
+{
+	if (conn->fd < 0 || events == conn->events)
+		return;
+	conn->events = events;
+	g_source_modify_unix_fd(conn->source, conn->fd_tag, events);
+}
+
+static GIOCondition
+conn_read_events(ConfabHttpConnection *conn)
+{
+	/* reading stops while too many pipelined bytes wait */
+	if (conn->pending != NULL && conn->pending->len >= MAX_PENDING)
+		return 0;
+	return G_IO_IN;
+}
+
+static gint64
+now_plus(guint seconds)
+{
+	return g_get_monotonic_time() + (gint64)seconds * G_USEC_PER_SEC;
+}
+
+const gchar *
+confab_http_connection_get_peer(ConfabHttpConnection *conn)
+{
+	return conn->peer;
+}
+
+gboolean
+confab_http_connection_is_loopback(ConfabHttpConnection *conn)
+{
+	return conn->loopback;
+}
+
+gsize
+confab_http_connection_get_unsent(ConfabHttpConnection *conn)
+{
+	return conn->out_bytes;
+}
+
+static void
+release_body(ConfabHttpConnection *conn)
+{
+	if (conn->server != NULL)
+		conn->server->inflight_body -= conn->body_accounted;
+	conn->body_accounted = 0;
+}
+
+/* The exchange is over, sent (@completed) or not. */
+static void
+conn_end_exchange(ConfabHttpConnection *conn, gboolean completed)
+{
+	g_autoptr(ConfabHttpExchange) exchange = g_steal_pointer(&conn->exchange);
+	ConfabHttpServer *server = conn->server;
+
+	if (exchange == NULL)
+		return;
+	release_body(conn);
+	exchange->conn = NULL;
+	exchange->finished = TRUE;
+	if (server != NULL && server->active > 0)
+		server->active--;
+	if (!completed) {
+		exchange->gone = TRUE;
+		if (exchange->gone_func != NULL)
+			exchange->gone_func(exchange, exchange->gone_data);
+	}
+	if (server != NULL && server->handler.finished != NULL)
+		server->handler.finished(exchange, completed, server->handler_data);
+}
+
+/* Closes the connection now: anything unsent is dropped. */
+static void
+conn_close(ConfabHttpConnection *conn)
+{
+	ConfabHttpServer *server = conn->server;
+
+	if (conn->fd < 0)
+		return;
+	conn_ref(conn);
+	g_source_destroy(conn->source);
+	g_clear_pointer(&conn->source, g_source_unref);
+	close(conn->fd);
+	conn->fd = -1;
+	queue_clear(conn);
+	if (server != NULL) {
+		guint count = GPOINTER_TO_UINT(g_hash_table_lookup(server->peers, conn->peer));
+		g_queue_unlink(&server->conns, &conn->link);
+		if (count <= 1)
+			g_hash_table_remove(server->peers, conn->peer);
+		else
+			g_hash_table_insert(server->peers,
+					    g_strdup(conn->peer),
+					    GUINT_TO_POINTER(count - 1));
+		if (server->conns.length == 0 && server->sweep != NULL) {
+			g_source_destroy(server->sweep);
+			g_clear_pointer(&server->sweep, g_source_unref);
+		}
+	}
+	conn_end_exchange(conn, FALSE);
+	conn->server = NULL;
+	conn_unref(conn); /* the server's */
+	conn_unref(conn);
+}
+
+/* The last response is sent: stop sending, read what still comes. */
+static void
+conn_linger(ConfabHttpConnection *conn)
+{
+	(void)shutdown(conn->fd, SHUT_WR);
+	conn->state = CONN_CLOSING;
+	conn->deadline = now_plus(LINGER_SECONDS);
+	g_clear_pointer(&conn->pending, g_byte_array_unref);
+	conn_set_events(conn, G_IO_IN);
+}
+
+static void
+conn_resume(ConfabHttpConnection *conn)
+{
+	g_autoptr(GByteArray) pending = g_steal_pointer(&conn->pending);
+
+	conn_set_events(conn, G_IO_IN);
+	if (pending != NULL && pending->len > 0)
+		conn_process(conn, (const gchar *)pending->data, pending->len);
+}
+
+/* The whole response is written. */
+static void
+conn_response_done(ConfabHttpConnection *conn)
+{
+	gboolean keep = !conn->close_after;
+
+	conn_end_exchange(conn, TRUE);
+	if (conn->fd < 0)
+		return;
+	confab_http_request_parser_reset(conn->parser);
+	conn->body_done = FALSE;
+	if (!keep) {
+		conn_linger(conn);
+		return;
+	}
+	conn->state = CONN_IDLE;
+	conn->deadline = now_plus(conn->server->limits.idle_timeout);
+	if (conn->in_process)
+		conn->resume = TRUE;
+	else
+		conn_resume(conn);
+}
+
+static void
+conn_sent_all(ConfabHttpConnection *conn)
+{
+	ConfabHttpExchange *exchange = conn->exchange;
+
+	if (exchange == NULL) {
+		if (conn->close_after && conn->state != CONN_CLOSING)
+			conn_linger(conn);
+		return;
+	}
+	if (exchange->ended) {
+		conn_response_done(conn);
+		return;
+	}
+	if (exchange->drained_func != NULL) {
+		ConfabHttpExchangeFunc func = exchange->drained_func;
+		exchange->drained_func = NULL;
+		func(exchange, exchange->drained_data);
+	}
+}
+
+/* Writes what is queued, as far as the socket takes it. */
+static void
+conn_write(ConfabHttpConnection *conn)
+{
+	while (conn->fd >= 0 && conn->out.length > 0) {
+		struct iovec iov[MAX_IOV];
+		struct msghdr msg = {0};
+		guint n = 0;
+		gssize sent;
+
+		for (GList *l = conn->out.head; l != NULL && n < MAX_IOV; l = l->next) {
+			gsize len;
+			iov[n].iov_base = (gpointer)segment_data(l->data, &len);
+			iov[n].iov_len = len;
+			n++;
+		}
+		msg.msg_iov = iov;
+		msg.msg_iovlen = n;
+		sent = sendmsg(conn->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				conn_set_events(conn, conn_read_events(conn) | G_IO_OUT);
+				return;
+			}
+			g_debug("writing to %s: %s", conn->peer, g_strerror(errno));
+			conn_close(conn);
+			return;
+		}
+		conn->out_bytes -= (gsize)sent;
+		conn->last_progress = g_get_monotonic_time();
+		while (sent > 0) {
+			Segment *seg = g_queue_peek_head(&conn->out);
+			gsize len;
+			segment_data(seg, &len);
+			if ((gsize)sent < len) {
+				seg->off += (gsize)sent;
+				break;
+			}
+			sent -= (gssize)len;
+			segment_free(g_queue_pop_head(&conn->out));
+		}
+	}
+	if (conn->fd < 0)
+		return;
+	if (conn->events & G_IO_OUT)
+		conn_set_events(conn,
+				conn->state == CONN_CLOSING ? G_IO_IN : conn_read_events(conn));
+	conn_sent_all(conn);
+}
+
+void
+confab_http_connection_flush(ConfabHttpConnection *conn)
+{
+	/* waiting for the socket: the watch goes on when it can */
+	if (conn->fd < 0 || (conn->events & G_IO_OUT))
+		return;
+	conn_ref(conn);
+	conn_write(conn);
+	conn_unref(conn);
+}
+
+void
+confab_http_connection_cut(ConfabHttpConnection *conn)
+{
+	g_debug("disconnecting %s", conn->peer);
+	conn_close(conn);
+}
+
+/* ---------- responses ---------- */
+
+static gboolean
+conn_should_close(ConfabHttpConnection *conn, ConfabHttpExchange *exchange)
+{
+	/* a body left unread cannot be skipped safely */
+	if (exchange->head.framing != CONFAB_HTTP_FRAMING_NONE && !conn->body_done)
+		conn->close_after = TRUE;
+	if (!exchange->head.keep_alive || conn->server == NULL)
+		conn->close_after = TRUE;
+	return conn->close_after;
+}
+
+static gboolean
+is_head_request(ConfabHttpExchange *exchange)
+{
+	return g_strcmp0(exchange->head.method, "HEAD") == 0;
+}
+
+void
+confab_http_connection_send_response(ConfabHttpConnection *conn,
+				     ConfabHttpExchange *exchange,
+				     GBytes *body)
+{
+	g_autoptr(GString) head = g_string_sized_new(256);
+	gboolean close = conn_should_close(conn, exchange);
+
+	append_head(head,
+		    conn->server,
+		    exchange->status,
+		    exchange->headers->str,
+		    body != NULL ? (gint64)g_bytes_get_size(body) : 0,
+		    close,
+		    exchange->head.version_minor == 0);
+	conn->state = CONN_BUSY;
+	queue_copy(conn, head->str, head->len);
+	if (body != NULL && !is_head_request(exchange))
+		queue_bytes(conn, body);
+	confab_http_connection_flush(conn);
+}
+
+void
+confab_http_connection_send_stream_head(ConfabHttpConnection *conn, ConfabHttpExchange *exchange)
+{
+	g_autoptr(GString) head = g_string_sized_new(256);
+	gboolean http10 = exchange->head.version_minor == 0;
+
+	/* HTTP/1.0 has no chunks: the body ends with the connection */
+	if (http10)
+		conn->close_after = TRUE;
+	append_head(head,
+		    conn->server,
+		    exchange->status,
+		    exchange->headers->str,
+		    http10 ? -2 : -1,
+		    conn_should_close(conn, exchange),
+		    FALSE);
+	conn->state = CONN_BUSY;
+	/* it goes out with the first piece */
+	queue_copy(conn, head->str, head->len);
+}
+
+void
+confab_http_connection_send_piece(ConfabHttpConnection *conn,
+				  ConfabHttpExchange *exchange,
+				  const gchar *data,
+				  gsize len,
+				  GBytes *bytes,
+				  gboolean flush)
+{
+	gboolean chunked = exchange->head.version_minor > 0;
+
+	/* what the client left unread from earlier pieces, not this one: a
+	 * large piece alone never cuts a reader that keeps up */
+	if (conn->out_bytes > conn->server->limits.max_stream_buffer) {
+		g_debug("closing a stream whose client reads too slowly (%" G_GSIZE_FORMAT
+			" bytes unsent)",
+			conn->out_bytes);
+		conn_close(conn);
+		return;
+	}
+	if (bytes != NULL)
+		len = g_bytes_get_size(bytes);
+	if (!is_head_request(exchange)) {
+		if (chunked) {
+			gchar size_line[24];
+			gint n = g_snprintf(size_line, sizeof(size_line), "%zx\r\n", len);
+			queue_copy(conn, size_line, (gsize)n);
+		}
+		if (bytes != NULL)
+			queue_bytes(conn, bytes);
+		else
+			queue_copy(conn, data, len);
+		if (chunked)
+			queue_copy(conn, "\r\n", 2);
+	}
+	if (flush)
+		confab_http_connection_flush(conn);
+}
+
+void
+confab_http_connection_send_end(ConfabHttpConnection *conn, ConfabHttpExchange *exchange)
+{
+	if (exchange->head.version_minor > 0 && !is_head_request(exchange))
+		queue_copy(conn, "0\r\n\r\n", 5);
+	confab_http_connection_flush(conn);
+}
+
+/* Answers an error without the handler: a request that cannot be parsed,
+ * a head that took too long, a body over a limit. The connection closes. */
+static void
+conn_send_error(ConfabHttpConnection *conn, const GError *error)
+{
+	const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
+	g_autofree gchar *body = confab_openai_error_body(error);
+	const gchar *fields = info->status == 503 ? "Retry-After: 1\r\n" : NULL;
+	ConfabHttpExchange *exchange = conn->exchange;
+
+	conn->close_after = TRUE;
+	if (exchange != NULL && !exchange->responded) {
+		if (fields != NULL)
+			confab_http_exchange_add_header(exchange, "Retry-After", "1");
+		confab_http_exchange_respond_take(exchange,
+						  info->status,
+						  "application/json",
+						  g_steal_pointer(&body));
+		return;
+	}
+	if (exchange != NULL) {
+		/* the handler answered already (it never does mid-body): close */
+		conn_close(conn);
+		return;
+	}
+	{
+		g_autoptr(GString) raw = g_string_sized_new(512);
+		g_autofree gchar *ct = g_strconcat("Content-Type: application/json\r\n",
+						   fields != NULL ? fields : "",
+						   NULL);
+		append_head(raw, conn->server, info->status, ct, (gint64)strlen(body), TRUE, FALSE);
+		g_string_append(raw, body);
+		conn->state = CONN_BUSY;
+		queue_copy(conn, raw->str, raw->len);
+		confab_http_connection_flush(conn);
+	}
+}
+
+/* ---------- requests ---------- */
+
+static void
+refuse(ConfabHttpConnection *conn, ConfabErrorCode code, const gchar *message)
+{
+	g_autoptr(GError) error = g_error_new_literal(CONFAB_ERROR, code, message);
+	conn_send_error(conn, error);
+}
+
+/* Body bytes held at once, over every connection, are capped. */
+static gboolean
+account_body(ConfabHttpConnection *conn, gsize total)
+{
+	ConfabHttpServer *server = conn->server;
+
+	if (total <= conn->body_accounted)
+		return TRUE;
+	if (server->inflight_body - conn->body_accounted + total >
+	    server->limits.max_inflight_body_bytes) {
+		refuse(conn,
+		       CONFAB_ERROR_OVERLOADED,
+		       "Too many request bodies are in flight; retry shortly");
+		return FALSE;
+	}
+	server->inflight_body += total - conn->body_accounted;
+	conn->body_accounted = total;
+	return TRUE;
+}
+
+static void
+conn_on_head(ConfabHttpConnection *conn)
+{
+	ConfabHttpServer *server = conn->server;
+	ConfabHttpExchange *exchange = confab_http_exchange_new(conn, conn->parser);
+	gint64 length = confab_http_exchange_get_content_length(exchange);
+
+	conn->exchange = exchange;
+	server->active++;
+	conn->state = CONN_BODY;
+	conn->deadline = now_plus(server->limits.idle_timeout);
+	conn->body_deadline = now_plus(server->limits.body_timeout);
+	server->handler.head(exchange, server->handler_data);
+	if (conn->fd < 0 || exchange->responded)
+		return;
+	if (length > 0 && (guint64)length > server->limits.max_body_bytes) {
+		g_autofree gchar *message =
+		    g_strdup_printf("The request body is larger than %" G_GSIZE_FORMAT " bytes",
+				    server->limits.max_body_bytes);
+		refuse(conn, CONFAB_ERROR_REQUEST_TOO_LARGE, message);
+		return;
+	}
+	if (length > 0 && !account_body(conn, (gsize)length))
+		return;
+	if (exchange->head.expect_continue) {
+		static const gchar cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		queue_copy(conn, cont, sizeof(cont) - 1);
+		confab_http_connection_flush(conn);
+	}
+}
+
+static void
+conn_on_request(ConfabHttpConnection *conn)
+{
+	ConfabHttpServer *server = conn->server;
+	ConfabHttpExchange *exchange = conn->exchange;
+
+	conn->body_done = TRUE;
+	if (exchange->responded) /* refused from its head, body read anyway */
+		return;
+	exchange->body = confab_http_request_parser_steal_body(conn->parser);
+	conn->state = CONN_BUSY;
+	conn->deadline = 0;
+	server->handler.request(exchange, server->handler_data);
+}
+
+static void
+conn_stash(ConfabHttpConnection *conn, const gchar *data, gsize len)
+{
+	if (len == 0 || conn->state == CONN_CLOSING)
+		return;
+	if (conn->pending == NULL)
+		conn->pending = g_byte_array_new();
+	g_byte_array_append(conn->pending, (const guint8 *)data, (guint)len);
+	if (conn->pending->len >= MAX_PENDING)
+		conn_set_events(conn, conn->events & ~G_IO_IN);
+}
+
+static void
+conn_process(ConfabHttpConnection *conn, const gchar *data, gsize len)
+{
+	conn_ref(conn);
+	conn->in_process = TRUE;
+	while (conn->fd >= 0) {
+		g_autoptr(GError) error = NULL;
+		ConfabHttpParseResult result;
+		gsize used = 0;
+
+		if (conn->state == CONN_BUSY || conn->state == CONN_CLOSING) {
+			conn_stash(conn, data, len);
+			break;
+		}
+		if (len == 0 && conn->state != CONN_BODY)
+			break;
+		result = confab_http_request_parser_feed(conn->parser, data, len, &used, &error);
+		data += used;
+		len -= used;
+		if (result == CONFAB_HTTP_PARSE_MORE) {
+			if (conn->state == CONN_IDLE &&
+			    confab_http_request_parser_started(conn->parser)) {
+				conn->state = CONN_HEAD;
+				conn->deadline = now_plus(conn->server->limits.idle_timeout);
+			} else if (conn->state == CONN_BODY) {
+				conn->deadline = now_plus(conn->server->limits.idle_timeout);
+				if (!account_body(
+					conn,
+					confab_http_request_parser_get_body_length(conn->parser)))
+					break;
+			}
+			if (len == 0)
+				break;
+		} else if (result == CONFAB_HTTP_PARSE_HEAD) {
+			conn_on_head(conn);
+		} else if (result == CONFAB_HTTP_PARSE_BODY) {
+			conn_on_request(conn);
+			if (conn->resume) {
+				/* answered at once: serve the next request */
+				conn->resume = FALSE;
+				continue;
+			}
+		} else {
+			conn_send_error(conn, error);
+			break;
+		}
+	}
+	conn->in_process = FALSE;
+	if (conn->resume && conn->fd >= 0) {
+		conn->resume = FALSE;
+		conn_resume(conn);
+	}
+	conn_unref(conn);
+}
+
+static void
+conn_read(ConfabHttpConnection *conn)
+{
+	gchar *buffer = conn->server->read_buffer;
+
+	for (guint i = 0; i < MAX_READS_PER_DISPATCH && conn->fd >= 0; i++) {
+		gssize n = recv(conn->fd, buffer, READ_BUFFER, 0);
+		if (n > 0) {
+			if (conn->state == CONN_CLOSING)
+				continue;
+			conn_process(conn, buffer, (gsize)n);
+			if (n < READ_BUFFER)
+				return;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		/* the client closed or reset the connection: if a request was
+		 * being served, the client is gone */
+		if (conn->exchange != NULL && !conn->exchange->ended)
+			g_debug("the client %s left during its request", conn->peer);
+		conn_close(conn);
+		return;
+	}
+}
+
+static gboolean
+conn_source_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
+{
+	ConfabHttpConnection *conn = ((ConnSource *)source)->conn;
+	GIOCondition revents = g_source_query_unix_fd(source, conn->fd_tag);
+
+	conn_ref(conn);
+	if ((revents & G_IO_OUT) && conn->fd >= 0)
+		conn_write(conn);
+	if ((revents & (G_IO_IN | G_IO_HUP | G_IO_ERR)) && conn->fd >= 0) {
+		if ((conn->events & G_IO_IN) || conn->state == CONN_CLOSING)
+			conn_read(conn);
+		else if (revents & (G_IO_HUP | G_IO_ERR))
+			conn_close(conn);
+	}
+	conn_unref(conn);
+	return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs conn_source_funcs = {
+    .dispatch = conn_source_dispatch,
+};
+
+/* ---------- deadlines ---------- */
+
+static void
+conn_check_deadline(ConfabHttpConnection *conn, gint64 now)
+{
+	switch (conn->state) {
+	case CONN_IDLE:
+	case CONN_CLOSING:
+		if (now >= conn->deadline)
+			conn_close(conn);
+		break;
+	case CONN_HEAD:
+		if (now >= conn->deadline)
+			refuse(conn,
+			       CONFAB_ERROR_REQUEST_TIMEOUT,
+			       "The request head took too long to arrive");
+		break;
+	case CONN_BODY:
+		if (now >= conn->deadline || now >= conn->body_deadline)
+			refuse(conn,
+			       CONFAB_ERROR_REQUEST_TIMEOUT,
+			       "The request body took too long to arrive");
+		break;
+	case CONN_BUSY:
+	default:
+		/* a response nobody reads */
+		if (conn->out_bytes > 0 &&
+		    now >= conn->last_progress +
+			       (gint64)conn->server->limits.idle_timeout * G_USEC_PER_SEC) {
+			g_debug("closing %s: its response went unread", conn->peer);
+			conn_close(conn);
+		}
+		break;
+	}
+}
+
+static gboolean
+on_sweep(gpointer user_data)
+{
+	ConfabHttpServer *self = user_data;
+	g_autoptr(GPtrArray) conns = g_ptr_array_new_with_free_func((GDestroyNotify)conn_unref);
+	gint64 now = g_get_monotonic_time();
+
+	for (GList *l = self->conns.head; l != NULL; l = l->next)
+		g_ptr_array_add(conns, conn_ref(l->data));
+	for (guint i = 0; i < conns->len; i++) {
+		ConfabHttpConnection *conn = g_ptr_array_index(conns, i);
+		if (conn->fd >= 0)
+			conn_check_deadline(conn, now);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+/* ---------- accepting ---------- */
+
+static gchar *
+peer_name(const struct sockaddr_storage *ss, gboolean *loopback)
+{
+	gchar text[INET6_ADDRSTRLEN] = "?";
+
+	*loopback = FALSE;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+		*loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], text, sizeof(text));
+			*loopback = in6->sin6_addr.s6_addr[12] == 127;
+		} else {
+			inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+			*loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+		}
+	} else if (ss->ss_family == AF_UNIX) {
+		g_strlcpy(text, "local", sizeof(text));
+		*loopback = TRUE;
+	}
+	return g_strdup(text);
+}
+
+/* Over a connection cap: one 503, then close. */
+static void
+refuse_connection(ConfabHttpServer *self, gint fd, const gchar *message)
+{
+	g_autoptr(GError) error =
+	    g_error_new_literal(CONFAB_ERROR, CONFAB_ERROR_OVERLOADED, message);
+	g_autofree gchar *body = confab_openai_error_body(error);
+	g_autoptr(GString) raw = g_string_sized_new(512);
+
+	append_head(raw,
+		    self,
+		    503,
+		    "Content-Type: application/json\r\nRetry-After: 1\r\n",
+		    (gint64)strlen(body),
+		    TRUE,
+		    FALSE);
+	g_string_append(raw, body);
+	(void)send(fd, raw->str, raw->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+static void
+add_connection(ConfabHttpServer *self, gint fd, const struct sockaddr_storage *ss)
+{
+	ConfabHttpConnection *conn;
+	gboolean loopback;
+	g_autofree gchar *peer = peer_name(ss, &loopback);
+	guint from_peer = GPOINTER_TO_UINT(g_hash_table_lookup(self->peers, peer));
+	gint one = 1;
+
+	if (self->conns.length >= self->limits.max_connections) {
+		refuse_connection(self, fd, "Too many connections; retry shortly");
+		return;
+	}
+	if (from_peer >= self->limits.max_connections_per_peer) {
+		refuse_connection(self,
+				  fd,
+				  "Too many connections from your address; retry shortly");
+		return;
+	}
+	if (ss->ss_family != AF_UNIX)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+	conn = g_new0(ConfabHttpConnection, 1);
+	conn->ref = 1;
+	conn->server = self;
+	conn->fd = fd;
+	conn->peer = g_steal_pointer(&peer);
+	conn->loopback = loopback;
+	conn->parser = confab_http_request_parser_new(&self->parser_limits);
+	conn->link.data = conn;
+	conn->state = CONN_IDLE;
+	conn->deadline = now_plus(self->limits.idle_timeout);
+	conn->events = G_IO_IN;
+	conn->source = g_source_new(&conn_source_funcs, sizeof(ConnSource));
+	((ConnSource *)conn->source)->conn = conn;
+	g_source_set_static_name(conn->source, "[confab] http connection");
+	conn->fd_tag = g_source_add_unix_fd(conn->source, fd, G_IO_IN);
+	g_source_attach(conn->source, self->context);
+	g_queue_push_tail_link(&self->conns, &conn->link);
+	g_hash_table_insert(self->peers, g_strdup(conn->peer), GUINT_TO_POINTER(from_peer + 1));
+	if (self->sweep == NULL) {
+		self->sweep = g_timeout_source_new_seconds(1);
+		g_source_set_callback(self->sweep, on_sweep, self, NULL);
+		g_source_set_static_name(self->sweep, "[confab] http deadlines");
+		g_source_attach(self->sweep, self->context);
+	}
+}
+
+static gboolean
+on_incoming(gint listen_fd, GIOCondition condition, gpointer user_data)
+{
+	ConfabHttpServer *self = user_data;
+
+	for (guint i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		gint fd =
+		    accept4(listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				g_warning("accepting a connection: %s", g_strerror(errno));
+			break;
+		}
+		add_connection(self, fd, &ss);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+/* ---------- GObject ---------- */
+
+static void
+confab_http_server_dispose(GObject *object)
+{
+	ConfabHttpServer *self = CONFAB_HTTP_SERVER(object);
+	confab_http_server_disconnect(self);
+	G_OBJECT_CLASS(confab_http_server_parent_class)->dispose(object);
+}
+
+static void
+confab_http_server_finalize(GObject *object)
+{
+	ConfabHttpServer *self = CONFAB_HTTP_SERVER(object);
+	g_clear_pointer(&self->peers, g_hash_table_unref);
+	g_main_context_unref(self->context);
+	g_free(self->read_buffer);
+	g_free(self->url);
+	G_OBJECT_CLASS(confab_http_server_parent_class)->finalize(object);
+}
+
+static void
+confab_http_server_class_init(ConfabHttpServerClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->dispose = confab_http_server_dispose;
+	object_class->finalize = confab_http_server_finalize;
+}
+
+static void
+confab_http_server_init(ConfabHttpServer *self)
+{
+	g_queue_init(&self->conns);
+	self->peers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
+/**
+ * confab_http_server_new:
+ * @limits: the limits; copied
+ * @handler: what to call for each request; copied
+ * @user_data: data for @handler
+ *
+ * A server on the thread-default main context.
+ *
+ * Returns: (transfer full): a server, not listening yet
+ */
+ConfabHttpServer *
+confab_http_server_new(const ConfabHttpServerLimits *limits,
+		       const ConfabHttpServerHandler *handler,
+		       gpointer user_data)
+{
+	ConfabHttpServer *self = g_object_new(CONFAB_TYPE_HTTP_SERVER, NULL);
+
+	self->limits = *limits;
+	self->handler = *handler;
+	self->handler_data = user_data;
+	self->parser_limits.max_head_bytes = limits->max_header_bytes;
+	self->parser_limits.max_fields = MAX_FIELDS;
+	self->parser_limits.max_body_bytes = limits->max_body_bytes;
+	self->parser_limits.max_chunk_line = MAX_CHUNK_LINE;
+	self->context = g_main_context_ref_thread_default();
+	self->read_buffer = g_malloc(READ_BUFFER);
+	return self;
+}
+
+static void
+update_url(ConfabHttpServer *self)
+{
+	g_autoptr(GSocketAddress) address = g_socket_get_local_address(self->listener, NULL);
+	GInetAddress *inet;
+	g_autofree gchar *host = NULL;
+	gboolean v6;
+
+	g_clear_pointer(&self->url, g_free);
+	if (!G_IS_INET_SOCKET_ADDRESS(address))
+		return;
+	inet = g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address));
+	host = g_inet_address_to_string(inet);
+	v6 = g_inet_address_get_family(inet) == G_SOCKET_FAMILY_IPV6;
+	self->url = g_strdup_printf("http://%s%s%s:%u",
+				    v6 ? "[" : "",
+				    host,
+				    v6 ? "]" : "",
+				    g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(address)));
+}
+
+/**
+ * confab_http_server_listen:
+ * @self: a #ConfabHttpServer
+ * @address: where to listen; port 0 picks a free one
+ * @error: return location for a #GError
+ */
+gboolean
+confab_http_server_listen(ConfabHttpServer *self, GSocketAddress *address, GError **error)
+{
+	g_autoptr(GSocket) socket = NULL;
+
+	g_return_val_if_fail(self->listener == NULL, FALSE);
+	socket = g_socket_new(g_socket_address_get_family(address),
+			      G_SOCKET_TYPE_STREAM,
+			      G_SOCKET_PROTOCOL_TCP,
+			      error);
+	if (socket == NULL)
+		return FALSE;
+	g_socket_set_blocking(socket, FALSE);
+	g_socket_set_listen_backlog(socket, LISTEN_BACKLOG);
+	if (!g_socket_bind(socket, address, TRUE, error) || !g_socket_listen(socket, error))
+		return FALSE;
+	self->listener = g_steal_pointer(&socket);
+	update_url(self);
+	self->accept_source = g_unix_fd_source_new(g_socket_get_fd(self->listener), G_IO_IN);
+	g_source_set_callback(self->accept_source, G_SOURCE_FUNC(on_incoming), self, NULL);
+	g_source_set_static_name(self->accept_source, "[confab] http accept");
+	g_source_attach(self->accept_source, self->context);
+	return TRUE;
+}
+
+/**
+ * confab_http_server_get_url:
+ *
+ * Returns: (transfer full) (nullable): `http://HOST:PORT`, once listening
+ */
+gchar *
+confab_http_server_get_url(ConfabHttpServer *self)
+{
+	return g_strdup(self->url);
+}
+
+/**
+ * confab_http_server_get_active_requests:
+ *
+ * Returns: the requests whose head is in and whose response is not over
+ */
+guint
+confab_http_server_get_active_requests(ConfabHttpServer *self)
+{
+	return self->active;
+}
+
+/**
+ * confab_http_server_get_connections:
+ *
+ * Returns: the connections open now
+ */
+guint
+confab_http_server_get_connections(ConfabHttpServer *self)
+{
+	return self->conns.length;
+}
+
+/**
+ * confab_http_server_stop_listening:
+ *
+ * Accepts no new connection; those open are served on.
+ */
+void
+confab_http_server_stop_listening(ConfabHttpServer *self)
+{
+	if (self->accept_source != NULL) {
+		g_source_destroy(self->accept_source);
+		g_clear_pointer(&self->accept_source, g_source_unref);
+	}
+	if (self->listener != NULL) {
+		g_socket_close(self->listener, NULL);
+		g_clear_object(&self->listener);
+	}
+}
+
+/**
+ * confab_http_server_disconnect:
+ *
+ * Stops listening and closes every connection.
+ */
+void
+confab_http_server_disconnect(ConfabHttpServer *self)
+{
+	confab_http_server_stop_listening(self);
+	while (self->conns.head != NULL)
+		conn_close(self->conns.head->data);
+	if (self->sweep != NULL) {
+		g_source_destroy(self->sweep);
+		g_clear_pointer(&self->sweep, g_source_unref);
+	}
+}

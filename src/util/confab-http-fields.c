@@ -1,0 +1,269 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "util/confab-http-fields.h"
+
+/* name\0value\0 pairs in one buffer, and where each pair starts */
+struct _ConfabHttpFields {
+	GString *text;	 /* owned */
+	GArray *offsets; /* owned: guint32 pairs (name, value) into text */
+};
+
+/**
+ * confab_http_fields_new:
+ *
+ * Returns: (transfer full): an empty field list
+ */
+ConfabHttpFields *
+confab_http_fields_new(void)
+{
+	ConfabHttpFields *fields = g_new0(ConfabHttpFields, 1);
+	fields->text = g_string_sized_new(256);
+	fields->offsets = g_array_sized_new(FALSE, FALSE, sizeof(guint32), 16);
+	return fields;
+}
+
+void
+confab_http_fields_free(ConfabHttpFields *fields)
+{
+	if (fields == NULL)
+		return;
+	g_string_free(fields->text, TRUE);
+	g_array_unref(fields->offsets);
+	g_free(fields);
+}
+
+/**
+ * confab_http_fields_clear:
+ *
+ * Empties the list, keeping its memory for the next message.
+ */
+void
+confab_http_fields_clear(ConfabHttpFields *fields)
+{
+	g_string_truncate(fields->text, 0);
+	g_array_set_size(fields->offsets, 0);
+}
+
+/**
+ * confab_http_fields_append:
+ * @fields: a #ConfabHttpFields
+ * @name: the field name (not NUL-terminated)
+ * @name_len: its length
+ * @value: the value, whitespace already trimmed
+ * @value_len: its length
+ */
+void
+confab_http_fields_append(ConfabHttpFields *fields,
+			  const gchar *name,
+			  gsize name_len,
+			  const gchar *value,
+			  gsize value_len)
+{
+	guint32 at = (guint32)fields->text->len;
+
+	g_array_append_val(fields->offsets, at);
+	g_string_append_len(fields->text, name, (gssize)name_len);
+	g_string_append_c(fields->text, '\0');
+	at = (guint32)fields->text->len;
+	g_array_append_val(fields->offsets, at);
+	g_string_append_len(fields->text, value, (gssize)value_len);
+	g_string_append_c(fields->text, '\0');
+}
+
+guint
+confab_http_fields_get_size(const ConfabHttpFields *fields)
+{
+	return fields->offsets->len / 2;
+}
+
+const gchar *
+confab_http_fields_get_name(const ConfabHttpFields *fields, guint index)
+{
+	g_return_val_if_fail(index < confab_http_fields_get_size(fields), NULL);
+	return fields->text->str + g_array_index(fields->offsets, guint32, 2 * index);
+}
+
+const gchar *
+confab_http_fields_get_value(const ConfabHttpFields *fields, guint index)
+{
+	g_return_val_if_fail(index < confab_http_fields_get_size(fields), NULL);
+	return fields->text->str + g_array_index(fields->offsets, guint32, 2 * index + 1);
+}
+
+/**
+ * confab_http_fields_get:
+ * @fields: a #ConfabHttpFields
+ * @name: a field name
+ *
+ * Returns: (nullable): the value of the first field called @name
+ */
+const gchar *
+confab_http_fields_get(const ConfabHttpFields *fields, const gchar *name)
+{
+	guint n = confab_http_fields_get_size(fields);
+	for (guint i = 0; i < n; i++) {
+		if (g_ascii_strcasecmp(confab_http_fields_get_name(fields, i), name) == 0)
+			return confab_http_fields_get_value(fields, i);
+	}
+	return NULL;
+}
+
+/**
+ * confab_http_fields_count:
+ *
+ * Returns: how many field lines are called @name
+ */
+guint
+confab_http_fields_count(const ConfabHttpFields *fields, const gchar *name)
+{
+	guint n = confab_http_fields_get_size(fields);
+	guint count = 0;
+	for (guint i = 0; i < n; i++) {
+		if (g_ascii_strcasecmp(confab_http_fields_get_name(fields, i), name) == 0)
+			count++;
+	}
+	return count;
+}
+
+/**
+ * confab_http_list_has_token:
+ * @list: a comma-separated list, as `Connection: keep-alive, Upgrade`
+ * @token: a token
+ *
+ * Returns: whether @token is one of the elements of @list (any case)
+ */
+gboolean
+confab_http_list_has_token(const gchar *list, const gchar *token)
+{
+	gsize token_len = strlen(token);
+	const gchar *p = list;
+
+	while (p != NULL && *p != '\0') {
+		const gchar *end;
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		end = p;
+		while (*end != '\0' && *end != ',')
+			end++;
+		{
+			const gchar *last = end;
+			while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+				last--;
+			if ((gsize)(last - p) == token_len &&
+			    g_ascii_strncasecmp(p, token, token_len) == 0)
+				return TRUE;
+		}
+		p = end;
+	}
+	return FALSE;
+}
+
+/**
+ * confab_http_fields_has_token:
+ *
+ * Returns: whether any field called @name lists @token
+ */
+gboolean
+confab_http_fields_has_token(const ConfabHttpFields *fields, const gchar *name, const gchar *token)
+{
+	guint n = confab_http_fields_get_size(fields);
+	for (guint i = 0; i < n; i++) {
+		if (g_ascii_strcasecmp(confab_http_fields_get_name(fields, i), name) == 0 &&
+		    confab_http_list_has_token(confab_http_fields_get_value(fields, i), token))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* tchar, RFC 9110 section 5.6.2 */
+static const gchar tchars[] = "!#$%&'*+-.^_`|~";
+
+static gboolean
+is_tchar(guchar c)
+{
+	return g_ascii_isalnum(c) || (c != '\0' && strchr(tchars, c) != NULL);
+}
+
+/**
+ * confab_http_is_token:
+ *
+ * Returns: whether @str is a non-empty token (RFC 9110 section 5.6.2)
+ */
+gboolean
+confab_http_is_token(const gchar *str, gsize len)
+{
+	if (len == 0)
+		return FALSE;
+	for (gsize i = 0; i < len; i++) {
+		if (!is_tchar((guchar)str[i]))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/**
+ * confab_http_is_field_value:
+ *
+ * Returns: whether @value holds only what a field value may (RFC 9110
+ * section 5.5): visible characters, obs-text, spaces and tabs; never NUL, CR,
+ * LF or another control character
+ */
+gboolean
+confab_http_is_field_value(const gchar *value, gsize len)
+{
+	for (gsize i = 0; i < len; i++) {
+		guchar c = (guchar)value[i];
+		if (c == '\t' || c == ' ' || (c >= 0x21 && c != 0x7f))
+			continue;
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/**
+ * confab_http_parse_field_line:
+ * @line: one field line, without its CRLF
+ * @len: its length
+ * @name_len: (out): the length of the name, which starts @line
+ * @value: (out): where the value starts, whitespace trimmed
+ * @value_len: (out): the length of the value
+ *
+ * Splits `name: value` strictly (RFC 9112 section 5): the name is a token
+ * directly followed by the colon — whitespace before the colon, a line that
+ * starts with whitespace (obs-fold) or a control character in the value
+ * makes the line invalid.
+ *
+ * Returns: whether @line is a valid field line
+ */
+gboolean
+confab_http_parse_field_line(const gchar *line,
+			     gsize len,
+			     gsize *name_len,
+			     const gchar **value,
+			     gsize *value_len)
+{
+	const gchar *colon = memchr(line, ':', len);
+	const gchar *start;
+	const gchar *end = line + len;
+
+	if (colon == NULL || !confab_http_is_token(line, (gsize)(colon - line)))
+		return FALSE;
+	start = colon + 1;
+	while (start < end && (*start == ' ' || *start == '\t'))
+		start++;
+	while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (!confab_http_is_field_value(start, (gsize)(end - start)))
+		return FALSE;
+	*name_len = (gsize)(colon - line);
+	*value = start;
+	*value_len = (gsize)(end - start);
+	return TRUE;
+}
