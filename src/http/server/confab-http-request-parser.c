@@ -183,7 +183,7 @@ split_target(ConfabHttpRequestHead *head, const gchar *target, gsize len)
 	}
 	if (g_ascii_strncasecmp(target, "http://", 7) == 0 ||
 	    g_ascii_strncasecmp(target, "https://", 8) == 0) {
-		start = strstr(target, "//") + 2;
+		start = target + (target[4] == ':' ? 7 : 8);
 		while (start < end && *start != '/' && *start != '?')
 			start++;
 		if (start == end || *start == '?') {
@@ -387,7 +387,7 @@ parse_head(ConfabHttpRequestParser *self, GError **error)
 	ConfabHttpRequestHead *head = &self->head;
 	const gchar *p = self->head_text->str;
 	const gchar *end = p + self->head_text->len - 2; /* the last, empty line */
-	const gchar *eol = g_strstr_len(p, end - p, "\r\n");
+	const gchar *eol = memmem(p, end - p + 2, "\r\n", 2);
 
 	if (!parse_request_line(head, p, eol - p, error))
 		return FALSE;
@@ -395,7 +395,7 @@ parse_head(ConfabHttpRequestParser *self, GError **error)
 		gsize name_len, value_len;
 		const gchar *value;
 
-		eol = g_strstr_len(p, end - p + 2, "\r\n");
+		eol = memmem(p, end - p + 2, "\r\n", 2);
 		if (confab_http_fields_get_size(head->fields) >= self->limits.max_fields) {
 			g_set_error_literal(error,
 					    CONFAB_ERROR,
@@ -420,6 +420,7 @@ parse_head(ConfabHttpRequestParser *self, GError **error)
 typedef enum {
 	STEP_NEXT,     /* the byte is taken */
 	STEP_BAD_LINE, /* a bare CR or LF, or too many empty lines */
+	STEP_BAD_BYTE, /* a control character */
 	STEP_TOO_LARGE,
 	STEP_END, /* the byte ended the head */
 } HeadStep;
@@ -445,6 +446,9 @@ head_step(ConfabHttpRequestParser *self, gchar c)
 	}
 	if (self->saw_cr != (c == '\n'))
 		return STEP_BAD_LINE;
+	/* no control character belongs in a head (RFC 9112 sections 3 and 5) */
+	if (((guchar)c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f)
+		return STEP_BAD_BYTE;
 	self->saw_cr = c == '\r';
 	if (self->head_text->len >= self->limits.max_head_bytes)
 		return STEP_TOO_LARGE;
@@ -472,6 +476,12 @@ feed_head(ConfabHttpRequestParser *self,
 				    error,
 				    CONFAB_ERROR_MALFORMED_REQUEST,
 				    "Lines must end with CRLF");
+		case STEP_BAD_BYTE:
+			*consumed = i;
+			return fail(self,
+				    error,
+				    CONFAB_ERROR_MALFORMED_REQUEST,
+				    "Control characters are not allowed in a request head");
 		case STEP_TOO_LARGE:
 			*consumed = i;
 			return fail(self,
@@ -557,6 +567,7 @@ read_line(ConfabHttpRequestParser *self,
 		gchar c = data[i];
 		if (self->saw_cr != (c == '\n')) {
 			*bad = TRUE;
+			*used = i;
 			g_set_error_literal(error,
 					    CONFAB_ERROR,
 					    CONFAB_ERROR_MALFORMED_REQUEST,
@@ -571,6 +582,7 @@ read_line(ConfabHttpRequestParser *self,
 		}
 		if (self->line->len >= max) {
 			*bad = TRUE;
+			*used = i;
 			g_set_error_literal(error,
 					    CONFAB_ERROR,
 					    CONFAB_ERROR_MALFORMED_REQUEST,

@@ -737,10 +737,12 @@ static void
 conn_on_head(ConfabHttpConnection *conn)
 {
 	ConfabHttpServer *server = conn->server;
-	ConfabHttpExchange *exchange = confab_http_exchange_new(conn, conn->parser);
+	g_autoptr(ConfabHttpExchange) exchange = confab_http_exchange_new(conn, conn->parser);
 	gint64 length = confab_http_exchange_get_content_length(exchange);
 
-	conn->exchange = exchange;
+	/* the connection's reference; ours lasts while the handler may answer,
+	 * and the answer may end the exchange */
+	conn->exchange = confab_http_exchange_ref(exchange);
 	server->active++;
 	conn->state = CONN_BODY;
 	conn->deadline = now_plus(server->limits.idle_timeout);
