@@ -645,31 +645,34 @@ client_slot_freed(ConfabUpstreamClient *self)
 }
 
 /**
- * confab_upstream_client_post:
+ * confab_upstream_client_request:
  * @self: a #ConfabUpstreamClient
+ * @method: the request method, such as "POST", "GET" or "DELETE"
  * @url: an http:// or https:// URL
  * @extra_headers: (nullable): more header lines, each ending in "\r\n"
- * @content_type: the body's media type
- * @body: the body
+ * @content_type: (nullable): the body's media type; with a %NULL @body
+ *   too, the request has no body and no Content-Length
+ * @body: (nullable): the body
  * @handler: what to call as the exchange goes; must outlive it
  * @user_data: data for @handler
  * @error: return location for an error in the URL
  *
- * POSTs @body to @url. Only @handler's sent callback may run before this
- * returns; head, body and done come from the main loop.
+ * Sends a request to @url. Only @handler's sent callback may run before
+ * this returns; head, body and done come from the main loop.
  *
  * Returns: (transfer full): the running exchange, or %NULL for a URL it
  *   cannot reach
  */
 ConfabUpstreamExchange *
-confab_upstream_client_post(ConfabUpstreamClient *self,
-			    const gchar *url,
-			    const gchar *extra_headers,
-			    const gchar *content_type,
-			    GBytes *body,
-			    const ConfabUpstreamHandler *handler,
-			    gpointer user_data,
-			    GError **error)
+confab_upstream_client_request(ConfabUpstreamClient *self,
+			       const gchar *method,
+			       const gchar *url,
+			       const gchar *extra_headers,
+			       const gchar *content_type,
+			       GBytes *body,
+			       const ConfabUpstreamHandler *handler,
+			       gpointer user_data,
+			       GError **error)
 {
 	g_autoptr(GUri) uri = NULL;
 	ConfabUpstreamExchange *ex;
@@ -680,6 +683,7 @@ confab_upstream_client_post(ConfabUpstreamClient *self,
 	g_autoptr(GString) head = NULL;
 
 	g_return_val_if_fail(CONFAB_IS_UPSTREAM_CLIENT(self), NULL);
+	g_return_val_if_fail(method != NULL, NULL);
 	g_return_val_if_fail(handler != NULL && handler->head != NULL && handler->body != NULL &&
 				 handler->done != NULL,
 			     NULL);
@@ -726,16 +730,21 @@ confab_upstream_client_post(ConfabUpstreamClient *self,
 
 	head = g_string_sized_new(512);
 	g_string_append_printf(head,
-			       "POST %s%s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n%s"
-			       "Content-Type: %s\r\nContent-Length: %" G_GSIZE_FORMAT "\r\n\r\n",
+			       "%s %s%s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n%s",
+			       method,
 			       path != NULL && *path != '\0' ? path : "/",
 			       query != NULL ? "?" : "",
 			       query != NULL ? query : "",
 			       host_header,
 			       self->user_agent,
-			       extra_headers != NULL ? extra_headers : "",
-			       content_type,
-			       body != NULL ? g_bytes_get_size(body) : 0);
+			       extra_headers != NULL ? extra_headers : "");
+	if (content_type != NULL || body != NULL)
+		g_string_append_printf(
+		    head,
+		    "Content-Type: %s\r\nContent-Length: %" G_GSIZE_FORMAT "\r\n",
+		    content_type != NULL ? content_type : "application/octet-stream",
+		    body != NULL ? g_bytes_get_size(body) : 0);
+	g_string_append(head, "\r\n");
 
 	ex = g_new0(ConfabUpstreamExchange, 1);
 	ex->ref_count = 2; /* the caller's, and the running one */
@@ -752,6 +761,44 @@ confab_upstream_client_post(ConfabUpstreamClient *self,
 	ex->parser = confab_http_response_parser_new(on_head, on_body, ex);
 	exchange_start(ex);
 	return ex;
+}
+
+/**
+ * confab_upstream_client_post:
+ * @self: a #ConfabUpstreamClient
+ * @url: an http:// or https:// URL
+ * @extra_headers: (nullable): more header lines, each ending in "\r\n"
+ * @content_type: the body's media type
+ * @body: the body
+ * @handler: what to call as the exchange goes; must outlive it
+ * @user_data: data for @handler
+ * @error: return location for an error in the URL
+ *
+ * POSTs @body to @url: confab_upstream_client_request() with "POST".
+ *
+ * Returns: (transfer full): the running exchange, or %NULL for a URL it
+ *   cannot reach
+ */
+ConfabUpstreamExchange *
+confab_upstream_client_post(ConfabUpstreamClient *self,
+			    const gchar *url,
+			    const gchar *extra_headers,
+			    const gchar *content_type,
+			    GBytes *body,
+			    const ConfabUpstreamHandler *handler,
+			    gpointer user_data,
+			    GError **error)
+{
+	g_return_val_if_fail(content_type != NULL, NULL);
+	return confab_upstream_client_request(self,
+					      "POST",
+					      url,
+					      extra_headers,
+					      content_type,
+					      body,
+					      handler,
+					      user_data,
+					      error);
 }
 
 /**

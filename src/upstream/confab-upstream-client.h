@@ -43,6 +43,16 @@ confab_upstream_client_new(const gchar *user_agent,
 			   guint idle_timeout,
 			   GProxyResolver *proxy_resolver);
 ConfabUpstreamExchange *
+confab_upstream_client_request(ConfabUpstreamClient *self,
+			       const gchar *method,
+			       const gchar *url,
+			       const gchar *extra_headers,
+			       const gchar *content_type,
+			       GBytes *body,
+			       const ConfabUpstreamHandler *handler,
+			       gpointer user_data,
+			       GError **error);
+ConfabUpstreamExchange *
 confab_upstream_client_post(ConfabUpstreamClient *self,
 			    const gchar *url,
 			    const gchar *extra_headers,
