@@ -1,0 +1,927 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabMcpHttp"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-error.h"
+#include "confab-json.h"
+#include "confab-mcp-http.h"
+#include "confab-mcp-jsonrpc.h"
+#include "confab-sse-parser.h"
+
+/**
+ * ConfabMcpHttp:
+ *
+ * The MCP streamable HTTP transport, over #ConfabUpstreamClient: every
+ * message is a POST of its own (`Accept: application/json,
+ * text/event-stream`); the answer to a request comes back in the POST's
+ * response, as one JSON object or as an event stream of messages ending with
+ * the answer; a notification or an answer is taken with 202. The session id
+ * the server gives (`Mcp-Session-Id`) goes on every later request, with
+ * `MCP-Protocol-Version` once initialize is done; a 404 to a request that
+ * carried a session id means the session is gone: that send fails with
+ * %G_IO_ERROR_NOT_CONNECTED and the next initialize starts a new one.
+ *
+ * Once the session is ready, a GET opens the server's own event stream
+ * (requests and notifications unrelated to a request of ours, such as
+ * `notifications/tools/list_changed`), reopened after a delay when it ends;
+ * a server that does not offer one answers 405 and is not asked again.
+ * Closing DELETEs the session.
+ *
+ * A server that cannot be reached at all (no response head) closes the
+ * transport: its owner restarts it, as a dead stdio server. Responses and
+ * events are capped at the maximum message size.
+ */
+
+#define DEFAULT_MAX_CONNECTIONS 16
+#define DEFAULT_IDLE_TIMEOUT	60
+#define MAX_ERROR_BODY		4096
+#define MAX_SESSION_ID		1024
+#define LISTEN_RETRY_MIN_MS	1000
+#define LISTEN_RETRY_MAX_MS	30000
+#define DELETE_TIMEOUT_MS	5000
+
+typedef enum {
+	KIND_SEND,   /* a POST of one message */
+	KIND_LISTEN, /* the GET stream */
+	KIND_DELETE, /* the end of the session */
+} Kind;
+
+typedef struct {
+	gint ref_count;
+	ConfabMcpHttp *self; /* owned */
+	Kind kind;
+	GTask *task;			  /* owned: KIND_SEND */
+	ConfabUpstreamExchange *exchange; /* owned */
+	GSource *cancel_source;		  /* owned */
+	GSource *timeout_source;	  /* owned: KIND_DELETE */
+	gboolean had_session;
+	gboolean got_head;
+	gboolean finished;
+	guint status;
+	gboolean sse;
+	gboolean json;
+	ConfabSseParser *sse_parser; /* owned */
+	GString *body;		     /* owned: a JSON answer or an error body */
+	GError *error;		     /* owned: why the body was refused */
+	guint n_events;
+} Exchange;
+
+struct _ConfabMcpHttp {
+	GObject parent_instance;
+	gchar *name;		      /* owned */
+	gchar *url;		      /* owned */
+	ConfabUpstreamClient *client; /* owned */
+	GMainContext *context;	      /* owned */
+	GString *headers;	      /* owned: configured lines, "\r\n" each; secret */
+	gchar *session_id;	      /* owned, nullable */
+	gchar *protocol_version;      /* owned, nullable: after initialize */
+	gsize max_message_size;
+	GPtrArray *exchanges; /* owned: running KIND_SEND and KIND_LISTEN */
+	gboolean started;
+	gboolean listen;	 /* open the GET stream */
+	Exchange *listener;	 /* unowned: in exchanges */
+	gboolean listen_refused; /* 405 or another error status */
+	GSource *listen_retry;	 /* owned */
+	guint listen_delay_ms;
+};
+
+static void
+confab_mcp_http_transport_init(ConfabMcpTransportInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabMcpHttp,
+			      confab_mcp_http,
+			      G_TYPE_OBJECT,
+			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_MCP_TRANSPORT,
+						    confab_mcp_http_transport_init))
+
+static void
+listen_schedule(ConfabMcpHttp *self);
+static void
+http_shutdown(ConfabMcpHttp *self, const GError *why);
+
+static void
+wipe_free(gchar *secret)
+{
+	if (secret == NULL)
+		return;
+	memset(secret, 0, strlen(secret));
+	g_free(secret);
+}
+
+/* ---------- exchanges ---------- */
+
+static Exchange *
+exchange_ref(Exchange *ex)
+{
+	ex->ref_count++;
+	return ex;
+}
+
+static void
+exchange_unref(Exchange *ex)
+{
+	if (--ex->ref_count > 0)
+		return;
+	g_assert(ex->task == NULL);
+	if (ex->cancel_source != NULL) {
+		g_source_destroy(ex->cancel_source);
+		g_source_unref(ex->cancel_source);
+	}
+	if (ex->timeout_source != NULL) {
+		g_source_destroy(ex->timeout_source);
+		g_source_unref(ex->timeout_source);
+	}
+	g_clear_pointer(&ex->exchange, confab_upstream_exchange_unref);
+	g_clear_object(&ex->sse_parser);
+	if (ex->body != NULL)
+		g_string_free(ex->body, TRUE);
+	g_clear_error(&ex->error);
+	g_object_unref(ex->self);
+	g_free(ex);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Exchange, exchange_unref)
+
+static gpointer
+exchange_copy_ref(gconstpointer ex, gpointer user_data)
+{
+	return exchange_ref((Exchange *)ex);
+}
+
+/* The end of an exchange, once: its task hears @error (or success), and it
+ * leaves the list of running ones. */
+static void
+exchange_end(Exchange *ex, GError *error)
+{
+	ConfabMcpHttp *self = ex->self;
+	g_autoptr(GTask) task = g_steal_pointer(&ex->task);
+
+	if (ex->finished) {
+		g_clear_error(&error);
+		return;
+	}
+	ex->finished = TRUE;
+	if (ex->cancel_source != NULL)
+		g_source_destroy(ex->cancel_source);
+	if (ex->timeout_source != NULL)
+		g_source_destroy(ex->timeout_source);
+	if (self->listener == ex)
+		self->listener = NULL;
+	/* drops the list's reference; the caller holds one */
+	if (g_ptr_array_remove_fast(self->exchanges, ex))
+		exchange_unref(ex);
+	if (task == NULL) {
+		if (error != NULL)
+			g_debug("%s: %s", self->name, error->message);
+		g_clear_error(&error);
+		return;
+	}
+	if (error != NULL)
+		g_task_return_error(task, error);
+	else
+		g_task_return_boolean(task, TRUE);
+}
+
+/* Stops it on our side: the connection is closed, no callback follows. */
+static void
+exchange_abort(Exchange *ex, GError *error)
+{
+	g_autoptr(Exchange) keep = exchange_ref(ex);
+
+	if (ex->exchange != NULL)
+		confab_upstream_exchange_abort(ex->exchange);
+	exchange_end(ex, error);
+}
+
+static gboolean
+media_type_is(const gchar *content_type, const gchar *type)
+{
+	gsize len = strlen(type);
+	return content_type != NULL && g_ascii_strncasecmp(content_type, type, len) == 0 &&
+	       (content_type[len] == '\0' || content_type[len] == ';' || content_type[len] == ' ');
+}
+
+static gboolean
+session_id_valid(const gchar *id)
+{
+	gsize len = strlen(id);
+	if (len == 0 || len > MAX_SESSION_ID)
+		return FALSE;
+	for (const gchar *p = id; *p != '\0'; p++) {
+		if ((guchar)*p < 0x21 || (guchar)*p > 0x7e)
+			return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+on_event(const gchar *event, const gchar *data, gsize data_len, gpointer user_data)
+{
+	Exchange *ex = user_data;
+
+	/* 2025-11-25 servers prime a stream with an event of empty data */
+	if (data_len == 0 || (event != NULL && strcmp(event, "message") != 0))
+		return;
+	ex->n_events++;
+	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(ex->self), data, data_len);
+}
+
+static void
+on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+{
+	Exchange *ex = user_data;
+	ConfabMcpHttp *self = ex->self;
+	const gchar *content_type = soup_message_headers_get_one(headers, "Content-Type");
+	const gchar *session_id = soup_message_headers_get_one(headers, "Mcp-Session-Id");
+
+	ex->got_head = TRUE;
+	ex->status = status;
+	if (status < 200 || status >= 300) {
+		ex->body = g_string_new(NULL);
+		return;
+	}
+	if (session_id != NULL && self->session_id == NULL && ex->kind == KIND_SEND) {
+		if (session_id_valid(session_id))
+			self->session_id = g_strdup(session_id);
+		else
+			g_message("%s: ignoring an invalid MCP session id", self->name);
+	}
+	if (media_type_is(content_type, "text/event-stream")) {
+		ex->sse = TRUE;
+		ex->sse_parser = confab_sse_parser_new(on_event, ex);
+		confab_sse_parser_set_max_event_size(ex->sse_parser, self->max_message_size);
+	} else if (ex->kind == KIND_SEND) {
+		/* JSON, or an empty body (202) */
+		ex->json = TRUE;
+		ex->body = g_string_new(NULL);
+	}
+}
+
+static void
+on_body(const gchar *data, gsize len, gpointer user_data)
+{
+	Exchange *ex = user_data;
+	ConfabMcpHttp *self = ex->self;
+	g_autoptr(Exchange) keep = exchange_ref(ex);
+	g_autoptr(GError) error = NULL;
+
+	if (ex->finished)
+		return;
+	if (ex->sse) {
+		/* an answer emitted here may close us: @keep */
+		if (!confab_sse_parser_feed(ex->sse_parser, data, len, &error)) {
+			exchange_abort(ex,
+				       g_error_new(G_IO_ERROR,
+						   G_IO_ERROR_MESSAGE_TOO_LARGE,
+						   "The MCP server %s sent an event larger than "
+						   "%" G_GSIZE_FORMAT " bytes",
+						   self->name,
+						   self->max_message_size));
+		}
+		return;
+	}
+	if (ex->body == NULL)
+		return;
+	if (ex->json) {
+		if (ex->body->len + len > self->max_message_size) {
+			exchange_abort(ex,
+				       g_error_new(G_IO_ERROR,
+						   G_IO_ERROR_MESSAGE_TOO_LARGE,
+						   "The MCP server %s sent an answer larger than "
+						   "%" G_GSIZE_FORMAT " bytes",
+						   self->name,
+						   self->max_message_size));
+			return;
+		}
+		g_string_append_len(ex->body, data, len);
+		return;
+	}
+	/* an error body: its start is enough */
+	if (ex->body->len < MAX_ERROR_BODY)
+		g_string_append_len(ex->body, data, MIN(len, MAX_ERROR_BODY - ex->body->len));
+}
+
+/* What a JSON-RPC error in an error body says, if it is one. */
+static gchar *
+error_body_message(GString *body)
+{
+	g_autoptr(JsonNode) root = NULL;
+	JsonObject *error;
+
+	if (body == NULL || body->len == 0)
+		return NULL;
+	root = confab_json_parse(body->str, body->len, 16, NULL);
+	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+		return NULL;
+	error = json_object_get_object_member(json_node_get_object(root), "error");
+	if (error == NULL || !json_object_has_member(error, "message"))
+		return NULL;
+	return g_strndup(json_object_get_string_member_with_default(error, "message", ""), 200);
+}
+
+static GError *
+status_error(Exchange *ex)
+{
+	ConfabMcpHttp *self = ex->self;
+	g_autofree gchar *message = error_body_message(ex->body);
+
+	if (ex->status == 404 && ex->had_session) {
+		return g_error_new(G_IO_ERROR,
+				   G_IO_ERROR_NOT_CONNECTED,
+				   "The MCP session with %s expired",
+				   self->name);
+	}
+	return g_error_new(CONFAB_ERROR,
+			   CONFAB_ERROR_UPSTREAM,
+			   "The MCP server %s answered HTTP %u%s%s",
+			   self->name,
+			   ex->status,
+			   message != NULL ? ": " : "",
+			   message != NULL ? message : "");
+}
+
+static void
+session_lost(ConfabMcpHttp *self)
+{
+	g_debug("%s: the MCP session expired", self->name);
+	g_clear_pointer(&self->session_id, g_free);
+	g_clear_pointer(&self->protocol_version, g_free);
+	if (self->listen_retry != NULL) {
+		g_source_destroy(self->listen_retry);
+		g_clear_pointer(&self->listen_retry, g_source_unref);
+	}
+	if (self->listener != NULL)
+		exchange_abort(self->listener, NULL);
+}
+
+static void
+on_done(GError *error, gpointer user_data)
+{
+	Exchange *ex = user_data;
+	ConfabMcpHttp *self = ex->self;
+	g_autoptr(Exchange) keep = exchange_ref(ex);
+	g_autoptr(GError) parse_error = NULL;
+	Kind kind = ex->kind;
+	gboolean unreachable = error != NULL && !ex->got_head;
+
+	if (ex->finished) {
+		g_clear_error(&error);
+		return;
+	}
+	if (error == NULL && ex->sse && !confab_sse_parser_finish(ex->sse_parser, &parse_error)) {
+		error = g_error_new(G_IO_ERROR,
+				    G_IO_ERROR_MESSAGE_TOO_LARGE,
+				    "The MCP server %s sent an event larger than %" G_GSIZE_FORMAT
+				    " bytes",
+				    self->name,
+				    self->max_message_size);
+	}
+	if (ex->finished) {
+		/* the last event closed us */
+		g_clear_error(&error);
+		return;
+	}
+	if (error != NULL) {
+		g_prefix_error(&error, "The MCP server %s: ", self->name);
+	} else if (ex->status < 200 || ex->status >= 300) {
+		error = status_error(ex);
+		if (ex->status == 404 && ex->had_session && kind == KIND_SEND)
+			session_lost(self);
+		if (kind == KIND_LISTEN)
+			self->listen_refused = TRUE;
+	} else if (ex->json && ex->body->len > 0) {
+		/* may close us: @keep */
+		confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(self),
+						  ex->body->str,
+						  ex->body->len);
+	}
+	if (kind == KIND_LISTEN && error == NULL) {
+		if (!ex->sse)
+			self->listen_refused = TRUE;
+		else if (ex->n_events > 0)
+			self->listen_delay_ms = LISTEN_RETRY_MIN_MS;
+	}
+	if (unreachable && kind == KIND_SEND) {
+		/* nothing answers there: the owner restarts us */
+		g_autoptr(GError) why = g_error_copy(error);
+		exchange_end(ex, g_steal_pointer(&error));
+		http_shutdown(self, why);
+		return;
+	}
+	exchange_end(ex, g_steal_pointer(&error));
+	if (kind == KIND_LISTEN)
+		listen_schedule(self);
+}
+
+static const ConfabUpstreamHandler handler = {NULL, on_head, on_body, on_done};
+
+static gboolean
+on_exchange_cancelled(GCancellable *cancellable, gpointer user_data)
+{
+	Exchange *ex = user_data;
+	exchange_abort(ex, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "Cancelled"));
+	return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_exchange_timeout(gpointer user_data)
+{
+	Exchange *ex = user_data;
+	exchange_abort(ex, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "Timed out"));
+	return G_SOURCE_REMOVE;
+}
+
+/* The headers of every request; they may hold a secret. */
+static gchar *
+request_headers(ConfabMcpHttp *self, Kind kind, gboolean *had_session)
+{
+	GString *out = g_string_sized_new(256);
+
+	if (kind == KIND_LISTEN)
+		g_string_append(out, "Accept: text/event-stream\r\n");
+	else if (kind == KIND_SEND)
+		g_string_append(out, "Accept: application/json, text/event-stream\r\n");
+	g_string_append_len(out, self->headers->str, self->headers->len);
+	*had_session = self->session_id != NULL;
+	if (self->session_id != NULL)
+		g_string_append_printf(out, "Mcp-Session-Id: %s\r\n", self->session_id);
+	if (self->protocol_version != NULL)
+		g_string_append_printf(out, "MCP-Protocol-Version: %s\r\n", self->protocol_version);
+	return g_string_free(out, FALSE);
+}
+
+static Exchange *
+exchange_start(ConfabMcpHttp *self, Kind kind, GBytes *body, GTask *task, GError **error)
+{
+	Exchange *ex = g_new0(Exchange, 1);
+	gchar *headers;
+	const gchar *method = kind == KIND_SEND ? "POST" : kind == KIND_LISTEN ? "GET" : "DELETE";
+
+	ex->ref_count = 1;
+	ex->self = g_object_ref(self);
+	ex->kind = kind;
+	ex->task = task != NULL ? g_object_ref(task) : NULL;
+	headers = request_headers(self, kind, &ex->had_session);
+	ex->exchange = confab_upstream_client_request(self->client,
+						      method,
+						      self->url,
+						      headers,
+						      body != NULL ? "application/json" : NULL,
+						      body,
+						      &handler,
+						      ex,
+						      error);
+	wipe_free(headers);
+	if (ex->exchange == NULL) {
+		g_clear_object(&ex->task);
+		exchange_unref(ex);
+		return NULL;
+	}
+	g_ptr_array_add(self->exchanges, exchange_ref(ex));
+	return ex;
+}
+
+/* ---------- the GET stream ---------- */
+
+static void
+listen_open(ConfabMcpHttp *self)
+{
+	g_autoptr(GError) error = NULL;
+	Exchange *ex;
+
+	if (!self->listen || self->listen_refused || self->listener != NULL ||
+	    self->protocol_version == NULL ||
+	    confab_mcp_transport_is_closed(CONFAB_MCP_TRANSPORT(self)))
+		return;
+	ex = exchange_start(self, KIND_LISTEN, NULL, NULL, &error);
+	if (ex == NULL) {
+		g_debug("%s: no event stream: %s", self->name, error->message);
+		return;
+	}
+	self->listener = ex;
+	exchange_unref(ex);
+}
+
+static gboolean
+on_listen_retry(gpointer user_data)
+{
+	ConfabMcpHttp *self = user_data;
+
+	g_clear_pointer(&self->listen_retry, g_source_unref);
+	listen_open(self);
+	return G_SOURCE_REMOVE;
+}
+
+/* The stream ended: open it again later, unless it was refused. */
+static void
+listen_schedule(ConfabMcpHttp *self)
+{
+	if (!self->listen || self->listen_refused || self->listen_retry != NULL ||
+	    self->protocol_version == NULL ||
+	    confab_mcp_transport_is_closed(CONFAB_MCP_TRANSPORT(self)))
+		return;
+	self->listen_retry = g_timeout_source_new(self->listen_delay_ms);
+	g_source_set_callback(self->listen_retry, on_listen_retry, self, NULL);
+	g_source_set_static_name(self->listen_retry, "[confab] mcp event stream retry");
+	g_source_attach(self->listen_retry, self->context);
+	self->listen_delay_ms = MIN(self->listen_delay_ms * 2, LISTEN_RETRY_MAX_MS);
+}
+
+/* ---------- the transport ---------- */
+
+static void
+http_start_async(ConfabMcpTransport *transport,
+		 GCancellable *cancellable,
+		 GAsyncReadyCallback callback,
+		 gpointer user_data)
+{
+	ConfabMcpHttp *self = CONFAB_MCP_HTTP(transport);
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+
+	/* nothing to do before the first POST */
+	g_task_set_source_tag(task, http_start_async);
+	if (confab_mcp_transport_is_closed(transport)) {
+		g_task_return_new_error(task,
+					G_IO_ERROR,
+					G_IO_ERROR_CONNECTION_CLOSED,
+					"The MCP transport to %s is closed",
+					self->name);
+		return;
+	}
+	self->started = TRUE;
+	g_task_return_boolean(task, TRUE);
+}
+
+static gboolean
+http_start_finish(ConfabMcpTransport *transport, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, transport), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+static void
+http_send_async(ConfabMcpTransport *transport,
+		GBytes *message,
+		GCancellable *cancellable,
+		GAsyncReadyCallback callback,
+		gpointer user_data)
+{
+	ConfabMcpHttp *self = CONFAB_MCP_HTTP(transport);
+	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
+	g_autoptr(GError) error = NULL;
+	Exchange *ex;
+
+	g_task_set_source_tag(task, http_send_async);
+	if (!self->started || confab_mcp_transport_is_closed(transport)) {
+		g_task_return_new_error(task,
+					G_IO_ERROR,
+					G_IO_ERROR_CONNECTION_CLOSED,
+					"The MCP transport to %s is closed",
+					self->name);
+		return;
+	}
+	if (g_cancellable_is_cancelled(cancellable)) {
+		g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "Cancelled");
+		return;
+	}
+	ex = exchange_start(self, KIND_SEND, message, task, &error);
+	if (ex == NULL) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	if (cancellable != NULL) {
+		ex->cancel_source = g_cancellable_source_new(cancellable);
+		g_source_set_callback(ex->cancel_source,
+				      G_SOURCE_FUNC(on_exchange_cancelled),
+				      ex,
+				      NULL);
+		g_source_attach(ex->cancel_source, self->context);
+	}
+	exchange_unref(ex);
+}
+
+static gboolean
+http_send_finish(ConfabMcpTransport *transport, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, transport), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+static void
+http_session_ready(ConfabMcpTransport *transport, const gchar *protocol_version)
+{
+	ConfabMcpHttp *self = CONFAB_MCP_HTTP(transport);
+
+	g_free(self->protocol_version);
+	self->protocol_version = g_strdup(protocol_version);
+	self->listen_refused = FALSE;
+	self->listen_delay_ms = LISTEN_RETRY_MIN_MS;
+	listen_open(self);
+}
+
+static void
+http_shutdown(ConfabMcpHttp *self, const GError *why)
+{
+	g_autoptr(ConfabMcpHttp) keep = g_object_ref(self);
+	g_autoptr(GPtrArray) running = NULL;
+
+	if (confab_mcp_transport_is_closed(CONFAB_MCP_TRANSPORT(self)))
+		return;
+	if (self->listen_retry != NULL) {
+		g_source_destroy(self->listen_retry);
+		g_clear_pointer(&self->listen_retry, g_source_unref);
+	}
+	/* aborting one takes it out of the list */
+	running = g_ptr_array_copy(self->exchanges, exchange_copy_ref, NULL);
+	g_ptr_array_set_free_func(running, (GDestroyNotify)exchange_unref);
+	for (guint i = 0; i < running->len; i++)
+		exchange_abort(running->pdata[i],
+			       g_error_new(G_IO_ERROR,
+					   G_IO_ERROR_CONNECTION_CLOSED,
+					   "The MCP transport to %s is closed",
+					   self->name));
+	if (self->session_id != NULL && why == NULL) {
+		g_autoptr(GError) error = NULL;
+		Exchange *ex = exchange_start(self, KIND_DELETE, NULL, NULL, &error);
+		if (ex != NULL) {
+			/* it ends by itself; a server that does not answer
+			 * must not hold us for long */
+			ex->timeout_source = g_timeout_source_new(DELETE_TIMEOUT_MS);
+			g_source_set_callback(ex->timeout_source, on_exchange_timeout, ex, NULL);
+			g_source_attach(ex->timeout_source, self->context);
+			exchange_unref(ex);
+		}
+	}
+	g_clear_pointer(&self->session_id, g_free);
+	g_clear_pointer(&self->protocol_version, g_free);
+	confab_mcp_transport_emit_closed(CONFAB_MCP_TRANSPORT(self), why);
+}
+
+static void
+http_close(ConfabMcpTransport *transport)
+{
+	http_shutdown(CONFAB_MCP_HTTP(transport), NULL);
+}
+
+static ConfabMcpTransportFlags
+http_get_flags(ConfabMcpTransport *transport)
+{
+	return CONFAB_MCP_TRANSPORT_FLAGS_ANSWER_IN_SEND;
+}
+
+static void
+http_set_max_message_size(ConfabMcpTransport *transport, gsize max_bytes)
+{
+	ConfabMcpHttp *self = CONFAB_MCP_HTTP(transport);
+	self->max_message_size = max_bytes;
+}
+
+static void
+confab_mcp_http_transport_init(ConfabMcpTransportInterface *iface)
+{
+	iface->start_async = http_start_async;
+	iface->start_finish = http_start_finish;
+	iface->send_async = http_send_async;
+	iface->send_finish = http_send_finish;
+	iface->session_ready = http_session_ready;
+	iface->close = http_close;
+	iface->get_flags = http_get_flags;
+	iface->set_max_message_size = http_set_max_message_size;
+}
+
+/* ---------- the object ---------- */
+
+static void
+confab_mcp_http_finalize(GObject *object)
+{
+	ConfabMcpHttp *self = CONFAB_MCP_HTTP(object);
+
+	/* running exchanges hold us: none is left */
+	g_assert(self->exchanges->len == 0);
+	if (self->listen_retry != NULL) {
+		g_source_destroy(self->listen_retry);
+		g_source_unref(self->listen_retry);
+	}
+	g_ptr_array_unref(self->exchanges);
+	g_clear_object(&self->client);
+	g_main_context_unref(self->context);
+	memset(self->headers->str, 0, self->headers->len);
+	g_string_free(self->headers, TRUE);
+	g_free(self->session_id);
+	g_free(self->protocol_version);
+	g_free(self->url);
+	g_free(self->name);
+	G_OBJECT_CLASS(confab_mcp_http_parent_class)->finalize(object);
+}
+
+static void
+confab_mcp_http_class_init(ConfabMcpHttpClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->finalize = confab_mcp_http_finalize;
+}
+
+static void
+confab_mcp_http_init(ConfabMcpHttp *self)
+{
+	self->context = g_main_context_ref_thread_default();
+	self->headers = g_string_new(NULL);
+	self->exchanges = g_ptr_array_new();
+	self->max_message_size = CONFAB_MCP_DEFAULT_MAX_MESSAGE_SIZE;
+	self->listen = TRUE;
+	self->listen_delay_ms = LISTEN_RETRY_MIN_MS;
+}
+
+/**
+ * confab_mcp_http_new:
+ * @name: the server's name, for the log and errors
+ * @url: the MCP endpoint, http:// or https://
+ * @client: (nullable): the HTTP client to use; %NULL for one of its own
+ * @error: return location for a #GError
+ *
+ * Returns: (transfer full): a transport to @url, or %NULL for a URL that
+ *   is not http(s) with a host
+ */
+ConfabMcpHttp *
+confab_mcp_http_new(const gchar *name,
+		    const gchar *url,
+		    ConfabUpstreamClient *client,
+		    GError **error)
+{
+	ConfabMcpHttp *self;
+	g_autoptr(GUri) uri = NULL;
+	const gchar *scheme;
+
+	g_return_val_if_fail(name != NULL, NULL);
+	g_return_val_if_fail(url != NULL, NULL);
+
+	uri = g_uri_parse(url, G_URI_FLAGS_ENCODED, error);
+	if (uri == NULL)
+		return NULL;
+	scheme = g_uri_get_scheme(uri);
+	if ((g_ascii_strcasecmp(scheme, "http") != 0 && g_ascii_strcasecmp(scheme, "https") != 0) ||
+	    g_uri_get_host(uri) == NULL || *g_uri_get_host(uri) == '\0') {
+		g_set_error(error,
+			    G_IO_ERROR,
+			    G_IO_ERROR_INVALID_ARGUMENT,
+			    "An MCP server URL must be http:// or https:// with a host, not “%s”",
+			    url);
+		return NULL;
+	}
+	self = g_object_new(CONFAB_TYPE_MCP_HTTP, NULL);
+	self->name = g_strdup(name);
+	self->url = g_strdup(url);
+	self->client = client != NULL ? g_object_ref(client)
+				      : confab_upstream_client_new("confab/" PACKAGE_VERSION,
+								   DEFAULT_MAX_CONNECTIONS,
+								   DEFAULT_IDLE_TIMEOUT,
+								   NULL);
+	return self;
+}
+
+static gboolean
+token_char(gchar c)
+{
+	return g_ascii_isalnum(c) || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/**
+ * confab_mcp_http_add_header:
+ * @self: a #ConfabMcpHttp
+ * @name: a header name
+ * @value: its value; it may be a secret and is never logged
+ * @error: return location for a #GError
+ *
+ * Adds a header to every request. The headers that frame the exchange
+ * (Host, Content-Type, Content-Length, Transfer-Encoding, Connection,
+ * Accept) and the session's own are refused.
+ *
+ * Returns: %TRUE if it was taken
+ */
+gboolean
+confab_mcp_http_add_header(ConfabMcpHttp *self,
+			   const gchar *name,
+			   const gchar *value,
+			   GError **error)
+{
+	static const gchar *const reserved[] = {"host",
+						"content-type",
+						"content-length",
+						"transfer-encoding",
+						"connection",
+						"accept",
+						"mcp-session-id",
+						"mcp-protocol-version",
+						NULL};
+
+	g_return_val_if_fail(CONFAB_IS_MCP_HTTP(self), FALSE);
+	g_return_val_if_fail(name != NULL && value != NULL, FALSE);
+
+	if (*name == '\0') {
+		g_set_error_literal(error,
+				    G_IO_ERROR,
+				    G_IO_ERROR_INVALID_ARGUMENT,
+				    "An empty header name");
+		return FALSE;
+	}
+	for (const gchar *p = name; *p != '\0'; p++) {
+		if (!token_char(*p)) {
+			g_set_error(error,
+				    G_IO_ERROR,
+				    G_IO_ERROR_INVALID_ARGUMENT,
+				    "Not a header name: “%s”",
+				    name);
+			return FALSE;
+		}
+	}
+	for (guint i = 0; reserved[i] != NULL; i++) {
+		if (g_ascii_strcasecmp(name, reserved[i]) == 0) {
+			g_set_error(error,
+				    G_IO_ERROR,
+				    G_IO_ERROR_INVALID_ARGUMENT,
+				    "The header %s cannot be configured",
+				    name);
+			return FALSE;
+		}
+	}
+	for (const gchar *p = value; *p != '\0'; p++) {
+		if (*p == '\r' || *p == '\n' || ((guchar)*p < 0x20 && *p != '\t') || *p == 0x7f) {
+			g_set_error(error,
+				    G_IO_ERROR,
+				    G_IO_ERROR_INVALID_ARGUMENT,
+				    "The value of the header %s holds a control character",
+				    name);
+			return FALSE;
+		}
+	}
+	g_string_append_printf(self->headers, "%s: %s\r\n", name, value);
+	return TRUE;
+}
+
+/**
+ * confab_mcp_http_set_bearer_token:
+ * @self: a #ConfabMcpHttp
+ * @token: the token, sent as `Authorization: Bearer TOKEN`
+ * @error: return location for a #GError
+ *
+ * Returns: %TRUE if it was taken
+ */
+gboolean
+confab_mcp_http_set_bearer_token(ConfabMcpHttp *self, const gchar *token, GError **error)
+{
+	g_autofree gchar *value = NULL;
+	gboolean ok;
+
+	g_return_val_if_fail(CONFAB_IS_MCP_HTTP(self), FALSE);
+	g_return_val_if_fail(token != NULL, FALSE);
+	value = g_strconcat("Bearer ", token, NULL);
+	ok = confab_mcp_http_add_header(self, "Authorization", value, error);
+	memset(value, 0, strlen(value));
+	return ok;
+}
+
+/**
+ * confab_mcp_http_set_listen:
+ * @self: a #ConfabMcpHttp
+ * @listen: whether to open the server's GET event stream (default %TRUE)
+ */
+void
+confab_mcp_http_set_listen(ConfabMcpHttp *self, gboolean listen)
+{
+	g_return_if_fail(CONFAB_IS_MCP_HTTP(self));
+	self->listen = listen;
+}
+
+/**
+ * confab_mcp_http_get_session_id:
+ * @self: a #ConfabMcpHttp
+ *
+ * Returns: (nullable): the session id the server gave
+ */
+const gchar *
+confab_mcp_http_get_session_id(ConfabMcpHttp *self)
+{
+	g_return_val_if_fail(CONFAB_IS_MCP_HTTP(self), NULL);
+	return self->session_id;
+}
+
+/**
+ * confab_mcp_http_is_listening:
+ * @self: a #ConfabMcpHttp
+ *
+ * Returns: whether the server's GET event stream is open (or opening)
+ */
+gboolean
+confab_mcp_http_is_listening(ConfabMcpHttp *self)
+{
+	g_return_val_if_fail(CONFAB_IS_MCP_HTTP(self), FALSE);
+	return self->listener != NULL && self->listener->got_head &&
+	       self->listener->status >= 200 && self->listener->status < 300;
+}
