@@ -17,11 +17,11 @@
 #include "confab-dbus-admin-impl.h"
 #include "confab-dbus-chat-impl.h"
 #include "confab-error.h"
-#include "http/confab-http-router.h"
 #include "confab-provider-echo.h"
 #include "confab-provider-openai.h"
 #include "confab-sd-notify.h"
 #include "confab-store-sqlite.h"
+#include "http/confab-http-router.h"
 
 /*
  * The daemon object: it owns everything that lives as long as the process
@@ -254,6 +254,26 @@ on_signal(gpointer user_data)
 	return G_SOURCE_CONTINUE;
 }
 
+static void
+engine_loaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	GAsyncResult **out = user_data;
+	*out = g_object_ref(result);
+}
+
+/* Fills the engine's caches before anything is served: the main loop does
+ * not run yet, so its context is iterated here. */
+static gboolean
+load_engine(ConfabDaemon *self, GError **error)
+{
+	g_autoptr(GAsyncResult) result = NULL;
+
+	confab_engine_load_async(self->engine, NULL, engine_loaded_cb, &result);
+	while (result == NULL)
+		g_main_context_iteration(NULL, TRUE);
+	return confab_engine_load_finish(self->engine, result, error);
+}
+
 /**
  * confab_daemon_start:
  * @self: a #ConfabDaemon
@@ -279,8 +299,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 	if (store == NULL)
 		return FALSE;
 	self->store = CONFAB_STORE(g_steal_pointer(&store));
-	self->engine = confab_engine_new(self->config, self->store, error);
-	if (self->engine == NULL)
+	self->engine = confab_engine_new(self->config, self->store);
+	if (!load_engine(self, error))
 		return FALSE;
 	echo = confab_provider_echo_new();
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(echo));

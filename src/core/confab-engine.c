@@ -9,15 +9,17 @@
 
 #include <string.h>
 
-#include "confab-engine.h"
-#include "confab-error.h"
+#include "core/confab-engine.h"
+#include "util/confab-error.h"
 
 /*
  * The engine is the service behind every door: it holds the store, the
- * providers, and what every request consults in memory — agents, tokens
- * (by the SHA-256 of their secret), quotas and this month's usage, the
- * sessions with a turn running, and the turns in flight. Writes go to the
- * store first and reach the caches only once committed.
+ * providers, the turns in flight, and caches of what every request
+ * consults — agents and tokens (by the SHA-256 of their secret). What
+ * several daemons share (quota counts, which sessions have a turn running)
+ * is the store's alone. Writes go to the store first and reach the caches
+ * once committed; the store says when the caches are stale (another daemon
+ * changed something), and they are reloaded whole.
  *
  * The caches are guarded by one mutex so that serving threads can share an
  * engine; none of the critical sections does I/O.
@@ -34,16 +36,16 @@ struct _ConfabEngine {
 	GHashTable *agents;	 /* owned: id -> ConfabAgent (never mutated once here) */
 	GHashTable *tokens;	 /* owned: id -> ConfabToken (never mutated once here) */
 	GHashTable *token_index; /* owned: guint64 hash prefix -> GPtrArray of ConfabToken */
-	GHashTable *quotas;	 /* owned: owner -> guint64* */
-	GHashTable *usage;	 /* owned: owner -> guint64*, requests in usage_month */
-	gchar *usage_month;	 /* owned: YYYY-MM, UTC */
-	GHashTable *busy;	 /* owned: session ids with a turn running */
 	GHashTable *turns;	 /* owned: GCancellable of each turn in flight */
+	guint reloads;		 /* cache reloads in flight */
 	guint64 turns_served;
 	gboolean shutting_down;
 };
 
 G_DEFINE_FINAL_TYPE(ConfabEngine, confab_engine, G_TYPE_OBJECT)
+
+static void
+confab_engine_dispose(GObject *object);
 
 enum { SIGNAL_DRAINED, N_SIGNALS };
 
@@ -196,11 +198,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_pointer(&self->agents, g_hash_table_unref);
 	g_clear_pointer(&self->tokens, g_hash_table_unref);
 	g_clear_pointer(&self->token_index, g_hash_table_unref);
-	g_clear_pointer(&self->quotas, g_hash_table_unref);
-	g_clear_pointer(&self->usage, g_hash_table_unref);
-	g_clear_pointer(&self->busy, g_hash_table_unref);
 	g_clear_pointer(&self->turns, g_hash_table_unref);
-	g_free(self->usage_month);
 	g_mutex_clear(&self->lock);
 	G_OBJECT_CLASS(confab_engine_parent_class)->finalize(object);
 }
@@ -209,6 +207,7 @@ static void
 confab_engine_class_init(ConfabEngineClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->dispose = confab_engine_dispose;
 	object_class->finalize = confab_engine_finalize;
 
 	/**
@@ -239,55 +238,210 @@ confab_engine_init(ConfabEngine *self)
 						  g_int64_equal,
 						  g_free,
 						  (GDestroyNotify)g_ptr_array_unref);
-	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->turns = g_hash_table_new_full(g_direct_hash, g_direct_equal, g_object_unref, NULL);
+}
+
+static void
+confab_engine_dispose(GObject *object)
+{
+	ConfabEngine *self = CONFAB_ENGINE(object);
+	if (self->store != NULL)
+		g_signal_handlers_disconnect_by_data(self->store, self);
+	G_OBJECT_CLASS(confab_engine_parent_class)->dispose(object);
+}
+
+/* ---------- the caches ---------- */
+
+static GHashTable *
+agent_table_new(void)
+{
+	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
+}
+
+static void
+set_agents(ConfabEngine *self, GPtrArray *agents)
+{
+	g_autoptr(GHashTable) table = agent_table_new();
+	g_autoptr(GMutexLocker) locker = NULL;
+
+	for (guint i = 0; i < agents->len; i++) {
+		ConfabAgent *agent = g_ptr_array_index(agents, i);
+		g_hash_table_insert(table,
+				    g_strdup(confab_agent_get_id(agent)),
+				    g_object_ref(agent));
+	}
+	locker = g_mutex_locker_new(&self->lock);
+	g_clear_pointer(&self->agents, g_hash_table_unref);
+	self->agents = g_steal_pointer(&table);
+}
+
+static void
+set_tokens(ConfabEngine *self, GPtrArray *tokens)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+
+	g_hash_table_remove_all(self->tokens);
+	g_hash_table_remove_all(self->token_index);
+	for (guint i = 0; i < tokens->len; i++)
+		cache_token(self, g_ptr_array_index(tokens, i));
+}
+
+typedef struct {
+	gboolean agents;
+	gboolean tokens;
+	guint pending;
+	GError *error;
+} Reload;
+
+static void
+reload_free(Reload *reload)
+{
+	g_clear_error(&reload->error);
+	g_free(reload);
+}
+
+static void
+reload_step_done(GTask *task, GError *error)
+{
+	Reload *reload = g_task_get_task_data(task);
+
+	if (error != NULL && reload->error == NULL)
+		reload->error = error;
+	else
+		g_clear_error(&error);
+	if (--reload->pending > 0)
+		return;
+	if (reload->error != NULL)
+		g_task_return_error(task, g_steal_pointer(&reload->error));
+	else
+		g_task_return_boolean(task, TRUE);
+}
+
+static void
+agents_loaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	GError *error = NULL;
+	g_autoptr(GPtrArray) agents =
+	    confab_store_load_agents_finish(CONFAB_STORE(source), result, &error);
+
+	if (agents != NULL)
+		set_agents(self, agents);
+	reload_step_done(task, error);
+}
+
+static void
+tokens_loaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	GError *error = NULL;
+	g_autoptr(GPtrArray) tokens =
+	    confab_store_load_tokens_finish(CONFAB_STORE(source), result, &error);
+
+	if (tokens != NULL)
+		set_tokens(self, tokens);
+	reload_step_done(task, error);
+}
+
+static void
+reload_async(ConfabEngine *self,
+	     gboolean agents,
+	     gboolean tokens,
+	     GCancellable *cancellable,
+	     GAsyncReadyCallback callback,
+	     gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	Reload *reload = g_new0(Reload, 1);
+
+	g_task_set_task_data(task, reload, (GDestroyNotify)reload_free);
+	reload->pending = (agents ? 1 : 0) + (tokens ? 1 : 0);
+	if (reload->pending == 0) {
+		g_task_return_boolean(task, TRUE);
+		return;
+	}
+	if (agents)
+		confab_store_load_agents_async(self->store,
+					       cancellable,
+					       agents_loaded_cb,
+					       g_object_ref(task));
+	if (tokens)
+		confab_store_load_tokens_async(self->store,
+					       cancellable,
+					       tokens_loaded_cb,
+					       g_object_ref(task));
+}
+
+static void
+reloaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GError) error = NULL;
+	if (!g_task_propagate_boolean(G_TASK(result), &error))
+		g_warning("reloading what the store changed: %s", error->message);
+}
+
+static void
+on_store_changed(ConfabStore *store, gint change, gpointer user_data)
+{
+	ConfabEngine *self = user_data;
+	gboolean all = change == CONFAB_STORE_CHANGE_ALL;
+
+	/* quotas are the store's own: nothing cached here */
+	reload_async(self,
+		     all || change == CONFAB_STORE_CHANGE_AGENTS,
+		     all || change == CONFAB_STORE_CHANGE_TOKENS,
+		     NULL,
+		     reloaded_cb,
+		     NULL);
 }
 
 /**
  * confab_engine_new:
  * @config: the daemon's settings; must outlive the engine
  * @store: the store
- * @error: return location for a #GError
  *
- * Loads agents, tokens, quotas and this month's usage from @store.
- *
- * Returns: (transfer full): a new engine
+ * Returns: (transfer full): a new engine, its caches empty until
+ *   confab_engine_load_async() completes
  */
 ConfabEngine *
-confab_engine_new(const ConfabConfig *config, ConfabStore *store, GError **error)
+confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 {
-	g_autoptr(ConfabEngine) self = g_object_new(CONFAB_TYPE_ENGINE, NULL);
-	g_autoptr(GPtrArray) agents = NULL;
-	g_autoptr(GPtrArray) tokens = NULL;
+	ConfabEngine *self;
 
 	g_return_val_if_fail(config != NULL, NULL);
 	g_return_val_if_fail(CONFAB_IS_STORE(store), NULL);
 
+	self = g_object_new(CONFAB_TYPE_ENGINE, NULL);
 	self->config = config;
 	self->store = g_object_ref(store);
+	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
+	return self;
+}
 
-	agents = confab_store_load_agents(store, error);
-	if (agents == NULL)
-		return NULL;
-	for (guint i = 0; i < agents->len; i++) {
-		ConfabAgent *agent = g_ptr_array_index(agents, i);
-		g_hash_table_insert(self->agents,
-				    g_strdup(confab_agent_get_id(agent)),
-				    g_object_ref(agent));
-	}
-	tokens = confab_store_load_tokens(store, error);
-	if (tokens == NULL)
-		return NULL;
-	for (guint i = 0; i < tokens->len; i++)
-		cache_token(self, g_ptr_array_index(tokens, i));
-	self->quotas = confab_store_load_quotas(store, error);
-	if (self->quotas == NULL)
-		return NULL;
-	self->usage_month = confab_engine_current_month(self);
-	self->usage = confab_store_load_usage(store, self->usage_month, error);
-	if (self->usage == NULL)
-		return NULL;
-	return g_steal_pointer(&self);
+/**
+ * confab_engine_load_async:
+ * @self: a #ConfabEngine
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once agents and tokens are loaded from the store
+ * @user_data: data for @callback
+ */
+void
+confab_engine_load_async(ConfabEngine *self,
+			 GCancellable *cancellable,
+			 GAsyncReadyCallback callback,
+			 gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_ENGINE(self));
+	reload_async(self, TRUE, TRUE, cancellable, callback, user_data);
+}
+
+gboolean
+confab_engine_load_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
 }
 
 const ConfabConfig *
@@ -583,11 +737,11 @@ confab_engine_save_agent_async(ConfabEngine *self,
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
-	confab_store_save_agent(self->store,
-				agent,
-				cancellable,
-				save_agent_cb,
-				g_steal_pointer(&task));
+	confab_store_save_agent_async(self->store,
+				      agent,
+				      cancellable,
+				      save_agent_cb,
+				      g_steal_pointer(&task));
 }
 
 gboolean
@@ -641,12 +795,12 @@ confab_engine_delete_agent_async(ConfabEngine *self,
 					agent_id);
 		return;
 	}
-	confab_store_delete_agent(self->store,
-				  agent_id,
-				  g_get_real_time() / G_USEC_PER_SEC,
-				  cancellable,
-				  delete_agent_cb,
-				  g_steal_pointer(&task));
+	confab_store_delete_agent_async(self->store,
+					agent_id,
+					g_get_real_time() / G_USEC_PER_SEC,
+					cancellable,
+					delete_agent_cb,
+					g_steal_pointer(&task));
 }
 
 gboolean
@@ -773,7 +927,7 @@ save_token_internal(ConfabEngine *self,
 {
 	GTask *task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_task_data(task, g_object_ref(token), g_object_unref);
-	confab_store_save_token(self->store, token, cancellable, save_token_cb, task);
+	confab_store_save_token_async(self->store, token, cancellable, save_token_cb, task);
 }
 
 /**
@@ -966,40 +1120,16 @@ confab_engine_revoke_token_finish(ConfabEngine *self, GAsyncResult *result, GErr
 
 /* ---------- quota ---------- */
 
-typedef struct {
-	gchar *owner;
-	guint64 limit;
-} SetQuotaData;
-
 static void
-set_quota_data_free(SetQuotaData *data)
-{
-	g_free(data->owner);
-	g_free(data);
-}
-
-static void
-set_quota_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+task_return_boolean_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
-	ConfabEngine *self = g_task_get_source_object(task);
-	SetQuotaData *data = g_task_get_task_data(task);
-	g_autoptr(GError) error = NULL;
+	GError *error = NULL;
 
-	if (!confab_store_set_quota_finish(CONFAB_STORE(source), result, &error)) {
-		g_task_return_error(task, g_steal_pointer(&error));
-		return;
-	}
-	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-		if (data->limit == 0)
-			g_hash_table_remove(self->quotas, data->owner);
-		else
-			g_hash_table_replace(self->quotas,
-					     g_strdup(data->owner),
-					     uint64_new(data->limit));
-	}
-	g_task_return_boolean(task, TRUE);
+	if (!g_task_propagate_boolean(G_TASK(result), &error))
+		g_task_return_error(task, error);
+	else
+		g_task_return_boolean(task, TRUE);
 }
 
 /**
@@ -1008,6 +1138,9 @@ set_quota_cb(GObject *source, GAsyncResult *result, gpointer user_data)
  * @owner: the owner
  * @monthly_requests: the owner's monthly request quota; 0 removes the
  *   override, so the configured default applies again
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once stored
+ * @user_data: data for @callback
  *
  * Sets a per-owner quota.
  */
@@ -1020,12 +1153,8 @@ confab_engine_set_quota_async(ConfabEngine *self,
 			      gpointer user_data)
 {
 	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
-	SetQuotaData *data = g_new0(SetQuotaData, 1);
 
 	g_task_set_source_tag(task, confab_engine_set_quota_async);
-	data->owner = g_strdup(owner);
-	data->limit = monthly_requests;
-	g_task_set_task_data(task, data, (GDestroyNotify)set_quota_data_free);
 	if (owner == NULL || *owner == '\0') {
 		g_autoptr(GError) error = NULL;
 		confab_set_error_param(&error,
@@ -1035,175 +1164,160 @@ confab_engine_set_quota_async(ConfabEngine *self,
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
-	confab_store_set_quota(self->store,
-			       owner,
-			       monthly_requests,
-			       cancellable,
-			       set_quota_cb,
-			       g_steal_pointer(&task));
+	confab_store_set_quota_async(self->store,
+				     owner,
+				     monthly_requests,
+				     cancellable,
+				     task_return_boolean_cb,
+				     g_steal_pointer(&task));
 }
 
 gboolean
 confab_engine_set_quota_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
 {
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
 	return g_task_propagate_boolean(G_TASK(result), error);
 }
 
-/* called with the lock held */
-static guint64
-quota_for(ConfabEngine *self, const gchar *owner, gboolean *is_override)
-{
-	guint64 *limit = g_hash_table_lookup(self->quotas, owner);
-	if (is_override != NULL)
-		*is_override = limit != NULL;
-	return limit != NULL ? *limit : self->config->default_monthly_requests;
-}
-
-/* called with the lock held: a new UTC month starts everyone at zero */
 static void
-roll_month(ConfabEngine *self)
+usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
+	g_autoptr(GTask) task = user_data;
+	GError *error = NULL;
+	ConfabStoreUsage *usage =
+	    confab_store_get_usage_finish(CONFAB_STORE(source), result, &error);
+
+	if (usage == NULL)
+		g_task_return_error(task, error);
+	else
+		g_task_return_pointer(task, usage, (GDestroyNotify)confab_store_usage_free);
+}
+
+/**
+ * confab_engine_get_usage_async:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the owner's quota and use of this month
+ * @user_data: data for @callback
+ */
+void
+confab_engine_get_usage_async(ConfabEngine *self,
+			      const gchar *owner,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
 	g_autofree gchar *month = confab_engine_current_month(self);
-	if (g_strcmp0(month, self->usage_month) == 0)
+
+	g_task_set_source_tag(task, confab_engine_get_usage_async);
+	confab_store_get_usage_async(self->store,
+				     owner,
+				     month,
+				     self->config->default_monthly_requests,
+				     cancellable,
+				     usage_cb,
+				     g_steal_pointer(&task));
+}
+
+/**
+ * confab_engine_get_usage_finish:
+ *
+ * Returns: (transfer full): the owner's quota and use of this month
+ */
+ConfabStoreUsage *
+confab_engine_get_usage_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	return g_task_propagate_pointer(G_TASK(result), error);
+}
+
+static void
+admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabQuotaInfo *info = g_task_get_task_data(task);
+	g_autoptr(ConfabStoreUsage) usage = NULL;
+	GError *error = NULL;
+
+	usage = confab_store_admit_quota_finish(CONFAB_STORE(source), result, &error);
+	if (usage == NULL) {
+		g_task_return_error(task, error);
 		return;
-	g_free(self->usage_month);
-	self->usage_month = g_steal_pointer(&month);
-	g_hash_table_remove_all(self->usage);
-}
-
-/**
- * confab_engine_get_quota:
- * @self: a #ConfabEngine
- * @owner: the owner
- * @is_override: (out) (optional): whether the owner has a quota of their own
- *
- * Returns: the owner's monthly request quota; 0 when unlimited
- */
-guint64
-confab_engine_get_quota(ConfabEngine *self, const gchar *owner, gboolean *is_override)
-{
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	return quota_for(self, owner, is_override);
-}
-
-/**
- * confab_engine_get_usage:
- * @self: a #ConfabEngine
- * @owner: the owner
- * @month: (out) (optional) (transfer full): the month counted
- *
- * Returns: the requests the owner made this month
- */
-guint64
-confab_engine_get_usage(ConfabEngine *self, const gchar *owner, gchar **month)
-{
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	guint64 *used;
-
-	roll_month(self);
-	used = g_hash_table_lookup(self->usage, owner);
-	if (month != NULL)
-		*month = g_strdup(self->usage_month);
-	return used != NULL ? *used : 0;
-}
-
-/**
- * confab_engine_quota_admit:
- * @self: a #ConfabEngine
- * @owner: the owner
- * @info: (out): the quota after this request
- * @error: return location for a #GError
- *
- * Counts one request against the owner's monthly quota, or refuses it with
- * CONFAB_ERROR_QUOTA_EXCEEDED. The check and the count happen under one
- * lock, so concurrent requests never admit more than the quota. The caller
- * makes the count durable with the turn's first commit, or gives it back
- * with confab_engine_quota_release() if that commit fails.
- */
-gboolean
-confab_engine_quota_admit(ConfabEngine *self,
-			  const gchar *owner,
-			  ConfabQuotaInfo *info,
-			  GError **error)
-{
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	guint64 limit;
-	guint64 *used;
-
-	roll_month(self);
-	limit = quota_for(self, owner, NULL);
-	used = g_hash_table_lookup(self->usage, owner);
-	info->limit = limit;
+	}
+	info->limit = usage->limit;
+	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
 	info->reset_seconds = seconds_to_month_end();
-	if (limit > 0 && used != NULL && *used >= limit) {
-		info->remaining = 0;
+	if (!usage->admitted) {
 		confab_set_error_param_printf(
-		    error,
+		    &error,
 		    CONFAB_ERROR_QUOTA_EXCEEDED,
 		    NULL,
 		    "You exceeded your monthly quota of %" G_GUINT64_FORMAT
 		    " requests; it resets at the start of next month (UTC)",
-		    limit);
-		return FALSE;
+		    usage->limit);
+		g_task_return_error(task, error);
+		return;
 	}
-	if (used == NULL) {
-		used = uint64_new(0);
-		g_hash_table_insert(self->usage, g_strdup(owner), used);
-	}
-	(*used)++;
-	info->remaining = limit > 0 ? limit - *used : 0;
-	return TRUE;
+	g_task_return_boolean(task, TRUE);
 }
 
 /**
- * confab_engine_quota_release:
+ * confab_engine_admit_quota_async:
  * @self: a #ConfabEngine
  * @owner: the owner
+ * @month: the month to count in, from confab_engine_current_month()
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the verdict
+ * @user_data: data for @callback
  *
- * Gives back a request admitted by confab_engine_quota_admit() whose turn
- * never got stored.
+ * Counts one request against the owner's monthly quota (see
+ * confab_store_admit_quota_async()), or refuses it with
+ * CONFAB_ERROR_QUOTA_EXCEEDED.
  */
 void
-confab_engine_quota_release(ConfabEngine *self, const gchar *owner)
+confab_engine_admit_quota_async(ConfabEngine *self,
+				const gchar *owner,
+				const gchar *month,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	guint64 *used = g_hash_table_lookup(self->usage, owner);
-	if (used != NULL && *used > 0)
-		(*used)--;
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+
+	g_task_set_source_tag(task, confab_engine_admit_quota_async);
+	g_task_set_task_data(task, g_new0(ConfabQuotaInfo, 1), g_free);
+	confab_store_admit_quota_async(self->store,
+				       owner,
+				       month,
+				       self->config->default_monthly_requests,
+				       cancellable,
+				       admit_cb,
+				       task);
+}
+
+/**
+ * confab_engine_admit_quota_finish:
+ * @self: a #ConfabEngine
+ * @result: the result
+ * @info: (out): the quota after this request (also when it was refused)
+ * @error: return location for a #GError
+ *
+ * Returns: whether the request is admitted
+ */
+gboolean
+confab_engine_admit_quota_finish(ConfabEngine *self,
+				 GAsyncResult *result,
+				 ConfabQuotaInfo *info,
+				 GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	*info = *(ConfabQuotaInfo *)g_task_get_task_data(G_TASK(result));
+	return g_task_propagate_boolean(G_TASK(result), error);
 }
 
 /* ---------- turns ---------- */
-
-/**
- * confab_engine_session_acquire:
- * @self: a #ConfabEngine
- * @session_id: a session
- * @error: return location for a #GError
- *
- * Marks a turn running in @session_id: one at a time per session.
- */
-gboolean
-confab_engine_session_acquire(ConfabEngine *self, const gchar *session_id, GError **error)
-{
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	if (g_hash_table_contains(self->busy, session_id)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_CONVERSATION_BUSY,
-				       "metadata.session_id",
-				       "Another turn is running in this conversation; retry when "
-				       "it has finished");
-		return FALSE;
-	}
-	g_hash_table_add(self->busy, g_strdup(session_id));
-	return TRUE;
-}
-
-void
-confab_engine_session_release(ConfabEngine *self, const gchar *session_id)
-{
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	g_hash_table_remove(self->busy, session_id);
-}
 
 /**
  * confab_engine_turn_begin:
@@ -1283,13 +1397,6 @@ confab_engine_begin_shutdown(ConfabEngine *self)
 	}
 	if (drained)
 		g_signal_emit(self, signals[SIGNAL_DRAINED], 0);
-}
-
-gboolean
-confab_engine_is_shutting_down(ConfabEngine *self)
-{
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	return self->shutting_down;
 }
 
 /**

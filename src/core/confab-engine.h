@@ -7,13 +7,13 @@
 
 #include <gio/gio.h>
 
-#include "confab-agent.h"
-#include "confab-config.h"
-#include "confab-enums.h"
-#include "confab-id-generator.h"
-#include "confab-provider.h"
-#include "confab-store.h"
-#include "confab-token.h"
+#include "core/confab-config.h"
+#include "model/confab-agent.h"
+#include "model/confab-enums.h"
+#include "model/confab-id-generator.h"
+#include "model/confab-token.h"
+#include "providers/confab-provider.h"
+#include "store/confab-store.h"
 
 G_BEGIN_DECLS
 
@@ -58,7 +58,14 @@ typedef struct {
 G_DECLARE_FINAL_TYPE(ConfabEngine, confab_engine, CONFAB, ENGINE, GObject)
 
 ConfabEngine *
-confab_engine_new(const ConfabConfig *config, ConfabStore *store, GError **error);
+confab_engine_new(const ConfabConfig *config, ConfabStore *store);
+void
+confab_engine_load_async(ConfabEngine *self,
+			 GCancellable *cancellable,
+			 GAsyncReadyCallback callback,
+			 gpointer user_data);
+gboolean
+confab_engine_load_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
 const ConfabConfig *
 confab_engine_get_config(ConfabEngine *self);
 ConfabStore *
@@ -135,25 +142,30 @@ confab_engine_set_quota_async(ConfabEngine *self,
 			      gpointer user_data);
 gboolean
 confab_engine_set_quota_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
-guint64
-confab_engine_get_quota(ConfabEngine *self, const gchar *owner, gboolean *is_override);
-guint64
-confab_engine_get_usage(ConfabEngine *self, const gchar *owner, gchar **month);
-gboolean
-confab_engine_quota_admit(ConfabEngine *self,
-			  const gchar *owner,
-			  ConfabQuotaInfo *info,
-			  GError **error);
 void
-confab_engine_quota_release(ConfabEngine *self, const gchar *owner);
+confab_engine_get_usage_async(ConfabEngine *self,
+			      const gchar *owner,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
+ConfabStoreUsage *
+confab_engine_get_usage_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
+void
+confab_engine_admit_quota_async(ConfabEngine *self,
+				const gchar *owner,
+				const gchar *month,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
+gboolean
+confab_engine_admit_quota_finish(ConfabEngine *self,
+				 GAsyncResult *result,
+				 ConfabQuotaInfo *info,
+				 GError **error);
 gchar *
 confab_engine_current_month(ConfabEngine *self);
 
 /* turns */
-gboolean
-confab_engine_session_acquire(ConfabEngine *self, const gchar *session_id, GError **error);
-void
-confab_engine_session_release(ConfabEngine *self, const gchar *session_id);
 gboolean
 confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError **error);
 void
@@ -166,8 +178,6 @@ confab_engine_get_turns_served(ConfabEngine *self);
 /* shutdown */
 void
 confab_engine_begin_shutdown(ConfabEngine *self);
-gboolean
-confab_engine_is_shutting_down(ConfabEngine *self);
 void
 confab_engine_cancel_turns(ConfabEngine *self);
 

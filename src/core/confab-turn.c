@@ -9,23 +9,28 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
-#include "confab-turn.h"
+#include "core/confab-turn.h"
+#include "openai/confab-openai-message.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * One chat turn, the same for every door (HTTP, D-Bus Chat).
  *
- * start: resolve the agent and the session, take the session's turn lock,
- *        admit the request against the quota, and commit the user's
- *        messages (with the usage count) in one write. Only when that
- *        completes may the door send its first byte.
- * run:   ask the provider, pass each delta on through ::delta, then commit
- *        the assistant message — completed, incomplete (cancelled) or failed
- *        (with an error block) — before completing.
+ * start: resolve the agent and the session, take the session (one turn at a
+ *        time, store.acquire_session), count the request against the quota
+ *        (store.admit_quota), and — for a stream — commit the user's
+ *        messages (store.commit_turn). Only when that completes may the door
+ *        send its first byte.
+ * run:   ask the provider, pass each delta to the door's sink, let a
+ *        streaming sink hand everything to its client, then commit the
+ *        answer — completed, incomplete (cancelled, or not all delivered) or
+ *        failed (with an error block). A JSON turn commits its user's
+ *        messages and its answer in that one transaction.
  *
- * The door owns the sink: it listens to ::delta and writes SSE chunks, or
- * waits for the end and writes one JSON response.
+ * The door owns the sink: it writes SSE chunks, or nothing until the end.
+ * Every step that the store shares between daemons is a store operation;
+ * the engine only counts the turns in flight here.
  */
 
 typedef struct {
@@ -48,6 +53,7 @@ tool_call_free(ToolCall *call)
 struct _ConfabTurn {
 	GObject parent_instance;
 	ConfabEngine *engine;	    /* owned */
+	ConfabStore *store;	    /* owned */
 	ConfabPrincipal *principal; /* owned */
 	ConfabChatRequest *request; /* owned */
 	GCancellable *cancellable;  /* owned */
@@ -62,12 +68,15 @@ struct _ConfabTurn {
 	gint64 created;
 	gchar *month; /* owned: the month the request counted in */
 	ConfabQuotaInfo quota;
-	gboolean registered;	    /* counted in the engine's turns in flight */
-	gboolean busy_held;	    /* holds the session's turn lock */
-	gboolean quota_taken;	    /* admitted, not yet committed */
-	gboolean admitted;	    /* the user's messages are committed: a turn served */
-	ConfabTurnRecord *deferred; /* owned: the user's side, committed with the answer */
-	GError *begin_error;	    /* owned: committing the deferred side failed */
+	gboolean registered;	 /* counted in the engine's turns in flight */
+	gboolean busy_held;	 /* holds the session */
+	gboolean quota_taken;	 /* counted, the count not yet committed */
+	gboolean admitted;	 /* the user's messages are committed: a turn served */
+	ConfabStoreTurn *record; /* owned: what is still to commit */
+
+	const ConfabTurnSink *sink;
+	gpointer sink_data;
+	GTask *drain_task; /* owned: waiting for the sink to deliver everything */
 
 	ConfabProviderRequest *provider_request; /* owned */
 	GString *content;			 /* owned: the assistant text so far */
@@ -81,19 +90,16 @@ struct _ConfabTurn {
 
 G_DEFINE_FINAL_TYPE(ConfabTurn, confab_turn, G_TYPE_OBJECT)
 
-enum { SIGNAL_DELTA, N_SIGNALS };
-
-static guint signals[N_SIGNALS];
-
+/* Gives back what a turn holds in the store and the engine. */
 static void
 confab_turn_release(ConfabTurn *self)
 {
 	if (self->quota_taken) {
-		confab_engine_quota_release(self->engine, self->principal->owner);
+		confab_store_release_quota(self->store, self->principal->owner, self->month);
 		self->quota_taken = FALSE;
 	}
 	if (self->busy_held) {
-		confab_engine_session_release(self->engine, confab_session_get_id(self->session));
+		confab_store_release_session(self->store, confab_session_get_id(self->session));
 		self->busy_held = FALSE;
 	}
 	if (self->registered) {
@@ -117,12 +123,13 @@ confab_turn_finalize(GObject *object)
 	ConfabTurn *self = CONFAB_TURN(object);
 
 	g_clear_object(&self->engine);
+	g_clear_object(&self->store);
 	g_clear_pointer(&self->principal, confab_principal_free);
 	g_clear_pointer(&self->request, confab_chat_request_free);
 	g_clear_object(&self->cancellable);
 	g_clear_object(&self->agent);
-	g_clear_pointer(&self->deferred, confab_turn_record_free);
-	g_clear_error(&self->begin_error);
+	g_clear_pointer(&self->record, confab_store_turn_free);
+	g_clear_object(&self->drain_task);
 	g_clear_object(&self->provider);
 	g_clear_object(&self->session);
 	g_clear_pointer(&self->history, g_ptr_array_unref);
@@ -144,26 +151,6 @@ confab_turn_class_init(ConfabTurnClass *klass)
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
 	object_class->dispose = confab_turn_dispose;
 	object_class->finalize = confab_turn_finalize;
-
-	/**
-	 * ConfabTurn::delta:
-	 * @turn: the turn
-	 * @content: (nullable): new assistant text
-	 * @tool_calls: (nullable): OpenAI `delta.tool_calls` fragments
-	 *
-	 * A piece of the answer, as soon as the provider delivers it.
-	 */
-	signals[SIGNAL_DELTA] = g_signal_new("delta",
-					     G_TYPE_FROM_CLASS(klass),
-					     G_SIGNAL_RUN_LAST,
-					     0,
-					     NULL,
-					     NULL,
-					     NULL,
-					     G_TYPE_NONE,
-					     2,
-					     G_TYPE_STRING | G_SIGNAL_TYPE_STATIC_SCOPE,
-					     JSON_TYPE_ARRAY | G_SIGNAL_TYPE_STATIC_SCOPE);
 }
 
 static void
@@ -191,162 +178,31 @@ confab_turn_new(ConfabEngine *engine, ConfabPrincipal *principal, ConfabChatRequ
 {
 	ConfabTurn *self = g_object_new(CONFAB_TYPE_TURN, NULL);
 	self->engine = g_object_ref(engine);
+	self->store = g_object_ref(confab_engine_get_store(engine));
 	self->principal = principal;
 	self->request = request;
 	return self;
 }
 
 /**
- * confab_title_from_text:
- * @text: the first user text
- *
- * Returns: (transfer full) (nullable): @text on one line, cut at a word
- * boundary near 80 characters; %NULL if it is blank
+ * confab_turn_set_sink:
+ * @self: a #ConfabTurn
+ * @sink: (nullable): what the door does with the answer as it comes; must
+ *   outlive the turn (a static table)
+ * @user_data: data for @sink's functions
  */
-gchar *
-confab_title_from_text(const gchar *text)
+void
+confab_turn_set_sink(ConfabTurn *self, const ConfabTurnSink *sink, gpointer user_data)
 {
-	const guint max_chars = 80;
-	g_autoptr(GString) line = g_string_new(NULL);
-	gboolean space = FALSE;
-	glong n_chars;
-	const gchar *cut;
-
-	/* collapse every run of whitespace into one space */
-	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
-		gunichar c = g_utf8_get_char(p);
-		if (g_unichar_isspace(c)) {
-			space = line->len > 0;
-			continue;
-		}
-		if (space)
-			g_string_append_c(line, ' ');
-		space = FALSE;
-		g_string_append_unichar(line, c);
-	}
-	if (line->len == 0)
-		return NULL;
-	n_chars = g_utf8_strlen(line->str, -1);
-	if (n_chars <= (glong)max_chars)
-		return g_string_free(g_steal_pointer(&line), FALSE);
-
-	/* the last space within the limit, if it is not too early */
-	cut = g_utf8_offset_to_pointer(line->str, max_chars);
-	for (const gchar *p = cut; p > line->str + max_chars / 2; p = g_utf8_prev_char(p)) {
-		if (*p == ' ') {
-			cut = p;
-			break;
-		}
-	}
-	g_string_truncate(line, cut - line->str);
-	g_string_append(line, "…");
-	return g_string_free(g_steal_pointer(&line), FALSE);
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	self->sink = sink;
+	self->sink_data = user_data;
 }
 
-/* ---------- history as OpenAI messages ---------- */
-
-static JsonNode *
-json_node_from_text(const gchar *json)
+static gint64
+now_seconds(void)
 {
-	g_autoptr(JsonNode) node = confab_json_from_string(json);
-	return node != NULL ? g_steal_pointer(&node) : NULL;
-}
-
-/**
- * confab_message_to_openai:
- * @message: a stored message
- *
- * Rebuilds the OpenAI-shaped message a provider is sent, from the stored
- * content blocks.
- *
- * Returns: (transfer full) (nullable): the message, or %NULL when it has
- * nothing to say (a failed answer without text)
- */
-JsonObject *
-confab_message_to_openai(ConfabMessage *message)
-{
-	const gchar *role = confab_message_get_role(message);
-	g_autoptr(JsonNode) blocks_node =
-	    json_node_from_text(confab_message_get_content_blocks(message));
-	g_autoptr(JsonObject) out = json_object_new();
-	g_autoptr(JsonArray) parts = json_array_new();
-	g_autoptr(JsonArray) calls = json_array_new();
-	g_autoptr(GString) text = g_string_new(NULL);
-	gboolean only_text = TRUE;
-	JsonArray *blocks;
-
-	if (blocks_node == NULL || !JSON_NODE_HOLDS_ARRAY(blocks_node))
-		return NULL;
-	blocks = json_node_get_array(blocks_node);
-	json_object_set_string_member(out, "role", role);
-
-	for (guint i = 0; i < json_array_get_length(blocks); i++) {
-		JsonObject *block = json_array_get_object_element(blocks, i);
-		const gchar *type;
-		if (block == NULL)
-			continue;
-		type = json_object_get_string_member_with_default(block, "type", "");
-		if (g_str_equal(type, "text")) {
-			const gchar *t =
-			    json_object_get_string_member_with_default(block, "text", "");
-			JsonObject *part = json_object_new();
-			if (text->len > 0)
-				g_string_append_c(text, '\n');
-			g_string_append(text, t);
-			json_object_set_string_member(part, "type", "text");
-			json_object_set_string_member(part, "text", t);
-			json_array_add_object_element(parts, part);
-		} else if (g_str_equal(type, "image_url") || g_str_equal(type, "file")) {
-			only_text = FALSE;
-			json_array_add_element(parts,
-					       json_node_copy(json_array_get_element(blocks, i)));
-		} else if (g_str_equal(type, "tool_call")) {
-			JsonObject *call = json_object_new();
-			JsonObject *fn = json_object_new();
-			json_object_set_string_member(
-			    call,
-			    "id",
-			    json_object_get_string_member_with_default(block, "id", ""));
-			json_object_set_string_member(call, "type", "function");
-			json_object_set_string_member(
-			    fn,
-			    "name",
-			    json_object_get_string_member_with_default(block, "name", ""));
-			json_object_set_string_member(
-			    fn,
-			    "arguments",
-			    json_object_get_string_member_with_default(block, "arguments", ""));
-			json_object_set_object_member(call, "function", fn);
-			json_array_add_object_element(calls, call);
-		} else if (g_str_equal(type, "tool_result")) {
-			json_object_set_string_member(
-			    out,
-			    "tool_call_id",
-			    json_object_get_string_member_with_default(block, "tool_call_id", ""));
-			g_string_assign(
-			    text,
-			    json_object_get_string_member_with_default(block, "content", ""));
-			only_text = TRUE;
-			break;
-		}
-		/* error blocks stay in the transcript, not in the context */
-	}
-
-	if (g_str_equal(role, "assistant")) {
-		if (text->len == 0 && json_array_get_length(calls) == 0)
-			return NULL;
-		if (text->len > 0)
-			json_object_set_string_member(out, "content", text->str);
-		else
-			json_object_set_null_member(out, "content");
-		if (json_array_get_length(calls) > 0)
-			json_object_set_array_member(out, "tool_calls", g_steal_pointer(&calls));
-	} else if (only_text) {
-		json_object_set_string_member(out, "content", text->str);
-	} else {
-		json_object_set_array_member(out, "content", g_steal_pointer(&parts));
-	}
-	return g_steal_pointer(&out);
+	return g_get_real_time() / G_USEC_PER_SEC;
 }
 
 /* ---------- start ---------- */
@@ -358,49 +214,32 @@ start_fail(ConfabTurn *self, GTask *task, GError *error)
 	g_task_return_error(task, error);
 }
 
-static gint64
-now_seconds(void)
-{
-	return g_get_real_time() / G_USEC_PER_SEC;
-}
-
 static void
-begin_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+user_side_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabTurn *self = g_task_get_source_object(task);
 	GError *error = NULL;
 
-	if (!confab_store_begin_turn_finish(CONFAB_STORE(source), result, &error)) {
+	if (!confab_store_commit_turn_finish(CONFAB_STORE(source), result, &error)) {
 		start_fail(self, task, error);
 		return;
 	}
 	/* durable now: the request has counted */
+	g_clear_pointer(&self->record, confab_store_turn_free);
 	self->quota_taken = FALSE;
 	self->admitted = TRUE;
 	g_task_return_boolean(task, TRUE);
 }
 
+/* The user's side, ready to commit: with a stream, now; without, with the
+ * answer. */
 static void
 start_commit(ConfabTurn *self, GTask *task)
 {
 	ConfabIdGenerator *ids = confab_engine_get_id_generator(self->engine);
-	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
-	GError *error = NULL;
+	ConfabStoreTurn *record = confab_store_turn_new();
 	gint64 now = now_seconds();
-
-	/* the monthly quota is the v1 API's; channels do not count */
-	if (self->principal->source == CONFAB_SESSION_SOURCE_API) {
-		if (!confab_engine_quota_admit(self->engine,
-					       self->principal->owner,
-					       &self->quota,
-					       &error)) {
-			start_fail(self, task, error);
-			return;
-		}
-		self->quota_taken = TRUE;
-		self->month = confab_engine_current_month(self->engine);
-	}
 
 	record->session = g_object_ref(self->session);
 	record->session_is_new = self->session_is_new;
@@ -418,6 +257,7 @@ start_commit(ConfabTurn *self, GTask *task)
 		record->usage_owner = g_strdup(self->principal->owner);
 		record->usage_month = g_strdup(self->month);
 	}
+	self->record = record;
 
 	/* allocated now so the stream can name the answer before it exists */
 	self->assistant_message_id = confab_id_generator_next(ids, CONFAB_PREFIX_MESSAGE);
@@ -427,19 +267,53 @@ start_commit(ConfabTurn *self, GTask *task)
 	/*
 	 * Without a stream, the first byte the client gets is the whole
 	 * answer: the user's messages need only be committed before it. They
-	 * go with the answer, in the writer's same transaction, and the
-	 * upstream is asked at once rather than after a commit.
+	 * go with the answer, in one transaction, and the upstream is asked at
+	 * once rather than after a commit.
 	 */
 	if (!self->request->stream) {
-		self->deferred = g_steal_pointer(&record);
 		g_task_return_boolean(task, TRUE);
 		return;
 	}
-	confab_store_begin_turn(confab_engine_get_store(self->engine),
-				record,
-				NULL,
-				begin_turn_cb,
-				g_object_ref(task));
+	confab_store_commit_turn_async(self->store,
+				       self->record,
+				       NULL,
+				       user_side_committed_cb,
+				       g_object_ref(task));
+}
+
+static void
+admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	if (!confab_engine_admit_quota_finish(CONFAB_ENGINE(source),
+					      result,
+					      &self->quota,
+					      &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	self->quota_taken = TRUE;
+	start_commit(self, task);
+}
+
+/* The session is this turn's: count the request, on the v1 API only. */
+static void
+start_admit(ConfabTurn *self, GTask *task)
+{
+	if (self->principal->source != CONFAB_SESSION_SOURCE_API) {
+		start_commit(self, task);
+		return;
+	}
+	self->month = confab_engine_current_month(self->engine);
+	confab_engine_admit_quota_async(self->engine,
+					self->principal->owner,
+					self->month,
+					NULL,
+					admit_cb,
+					g_object_ref(task));
 }
 
 static void
@@ -454,7 +328,41 @@ get_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		start_fail(self, task, error);
 		return;
 	}
-	start_commit(self, task);
+	start_admit(self, task);
+}
+
+static void
+session_acquired_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	if (!confab_store_acquire_session_finish(CONFAB_STORE(source), result, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	self->busy_held = TRUE;
+	if (self->session_is_new) {
+		start_admit(self, task);
+		return;
+	}
+	/* read after taking the session, so no turn can slip in between */
+	confab_store_get_history_async(self->store,
+				       confab_session_get_id(self->session),
+				       NULL,
+				       get_history_cb,
+				       g_steal_pointer(&task));
+}
+
+static void
+acquire_session(ConfabTurn *self, GTask *task)
+{
+	confab_store_acquire_session_async(self->store,
+					   confab_session_get_id(self->session),
+					   NULL,
+					   session_acquired_cb,
+					   g_object_ref(task));
 }
 
 static void
@@ -485,18 +393,8 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				       confab_agent_get_id(self->agent)));
 		return;
 	}
-	if (!confab_engine_session_acquire(self->engine, confab_session_get_id(session), &error)) {
-		start_fail(self, task, error);
-		return;
-	}
 	self->session = g_steal_pointer(&session);
-	self->busy_held = TRUE;
-	/* read after taking the lock, so no turn can slip in between */
-	confab_store_get_history(confab_engine_get_store(self->engine),
-				 confab_session_get_id(self->session),
-				 NULL,
-				 get_history_cb,
-				 g_object_ref(task));
+	acquire_session(self, task);
 }
 
 static gboolean
@@ -536,13 +434,13 @@ start_new_session(ConfabTurn *self, GTask *task)
 	    confab_id_generator_next(confab_engine_get_id_generator(self->engine),
 				     CONFAB_PREFIX_SESSION);
 	g_autofree gchar *title = NULL;
-	GError *error = NULL;
 	gint64 now = now_seconds();
 
 	for (guint i = 0; i < self->request->messages->len && title == NULL; i++) {
 		ConfabMessage *msg = g_ptr_array_index(self->request->messages, i);
 		if (g_strcmp0(confab_message_get_role(msg), "user") == 0)
-			title = confab_title_from_text(g_ptr_array_index(self->request->texts, i));
+			title = confab_session_title_from_text(
+			    g_ptr_array_index(self->request->texts, i));
 	}
 	self->session = confab_session_new();
 	confab_session_set_id(self->session, id);
@@ -554,19 +452,49 @@ start_new_session(ConfabTurn *self, GTask *task)
 	confab_session_set_updated_at(self->session, now);
 	self->session_is_new = TRUE;
 	self->history = g_ptr_array_new_with_free_func(g_object_unref);
-	if (!confab_engine_session_acquire(self->engine, id, &error)) {
-		start_fail(self, task, error);
-		return;
+	acquire_session(self, task);
+}
+
+static gboolean
+resolve_agent(ConfabTurn *self, GError **error)
+{
+	const gchar *model = self->request->model;
+
+	if (self->principal->agent_id != NULL && g_strcmp0(self->principal->agent_id, model) != 0) {
+		confab_set_error_param(error,
+				       CONFAB_ERROR_PERMISSION_DENIED,
+				       "model",
+				       "This API token is bound to another agent");
+		return FALSE;
 	}
-	self->busy_held = TRUE;
-	start_commit(self, task);
+	self->agent = confab_engine_lookup_agent(self->engine, model);
+	if (self->agent == NULL) {
+		confab_set_error_param_printf(error,
+					      CONFAB_ERROR_AGENT_NOT_FOUND,
+					      "model",
+					      "The agent '%s' does not exist",
+					      model);
+		return FALSE;
+	}
+	self->provider =
+	    confab_engine_get_provider(self->engine, confab_agent_get_provider(self->agent));
+	if (self->provider == NULL) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_FAILED,
+			    "The agent's provider '%s' is not available",
+			    confab_agent_get_provider(self->agent));
+		return FALSE;
+	}
+	g_object_ref(self->provider);
+	return TRUE;
 }
 
 /**
  * confab_turn_start_async:
  * @self: a #ConfabTurn
- * @callback: called once the user's messages are committed, or the turn
- *   is refused
+ * @callback: called once the turn is admitted (and, for a stream, the
+ *   user's messages are committed), or refused
  * @user_data: data for @callback
  *
  * Admits the turn. The errors are the caller's to report: the agent or the
@@ -577,47 +505,15 @@ void
 confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data)
 {
 	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
-	const gchar *model = self->request->model;
 	GError *error = NULL;
 
 	g_task_set_source_tag(task, confab_turn_start_async);
-
 	if (!confab_engine_turn_begin(self->engine, self->cancellable, &error)) {
 		g_task_return_error(task, error);
 		return;
 	}
 	self->registered = TRUE;
-
-	if (self->principal->agent_id != NULL && g_strcmp0(self->principal->agent_id, model) != 0) {
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_PERMISSION_DENIED,
-				       "model",
-				       "This API token is bound to another agent");
-		start_fail(self, task, error);
-		return;
-	}
-	self->agent = confab_engine_lookup_agent(self->engine, model);
-	if (self->agent == NULL) {
-		confab_set_error_param_printf(&error,
-					      CONFAB_ERROR_AGENT_NOT_FOUND,
-					      "model",
-					      "The agent '%s' does not exist",
-					      model);
-		start_fail(self, task, error);
-		return;
-	}
-	self->provider =
-	    confab_engine_get_provider(self->engine, confab_agent_get_provider(self->agent));
-	if (self->provider == NULL) {
-		error = g_error_new(CONFAB_ERROR,
-				    CONFAB_ERROR_FAILED,
-				    "The agent's provider '%s' is not available",
-				    confab_agent_get_provider(self->agent));
-		start_fail(self, task, error);
-		return;
-	}
-	g_object_ref(self->provider);
-	if (!select_new_messages(self, &error)) {
+	if (!resolve_agent(self, &error) || !select_new_messages(self, &error)) {
 		start_fail(self, task, error);
 		return;
 	}
@@ -634,11 +530,11 @@ confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer
 		start_fail(self, task, error);
 		return;
 	}
-	confab_store_get_session(confab_engine_get_store(self->engine),
-				 self->request->session_id,
-				 NULL,
-				 get_session_cb,
-				 g_object_ref(task));
+	confab_store_get_session_async(self->store,
+				       self->request->session_id,
+				       NULL,
+				       get_session_cb,
+				       g_object_ref(task));
 }
 
 gboolean
@@ -703,7 +599,8 @@ on_delta(const gchar *content, JsonArray *tool_calls, gpointer user_data)
 		g_string_append(self->content, content);
 	if (tool_calls != NULL)
 		accumulate_tool_calls(self, tool_calls);
-	g_signal_emit(self, signals[SIGNAL_DELTA], 0, content, tool_calls);
+	if (self->sink != NULL && self->sink->delta != NULL)
+		self->sink->delta(self, content, tool_calls, self->sink_data);
 }
 
 static JsonArray *
@@ -719,13 +616,14 @@ build_context(ConfabTurn *self)
 		json_array_add_object_element(context, system);
 	}
 	for (guint i = 0; i < self->history->len; i++) {
-		JsonObject *msg = confab_message_to_openai(g_ptr_array_index(self->history, i));
+		JsonObject *msg =
+		    confab_openai_message_from_stored(g_ptr_array_index(self->history, i));
 		if (msg != NULL)
 			json_array_add_object_element(context, msg);
 	}
 	for (guint i = 0; i < self->new_messages->len; i++) {
 		JsonObject *msg =
-		    confab_message_to_openai(g_ptr_array_index(self->new_messages, i));
+		    confab_openai_message_from_stored(g_ptr_array_index(self->new_messages, i));
 		if (msg != NULL)
 			json_array_add_object_element(context, msg);
 	}
@@ -788,29 +686,15 @@ build_assistant_message(ConfabTurn *self)
 }
 
 static void
-deferred_begin_cb(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-	g_autoptr(ConfabTurn) self = user_data;
-
-	if (!confab_store_begin_turn_finish(CONFAB_STORE(source), result, &self->begin_error))
-		return;
-	self->quota_taken = FALSE;
-	self->admitted = TRUE;
-}
-
-static void
-finish_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+answer_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabTurn *self = g_task_get_source_object(task);
 	g_autoptr(GError) error = NULL;
 
-	/* the deferred user's side completes first: the writer keeps order */
-	if (self->begin_error != NULL) {
-		g_autoptr(GError) ignored = NULL;
-		(void)confab_store_finish_turn_finish(CONFAB_STORE(source), result, &ignored);
-		error = g_steal_pointer(&self->begin_error);
+	if (!confab_store_commit_turn_finish(CONFAB_STORE(source), result, &error)) {
 		confab_turn_release(self);
+		/* deleted while the turn ran: gone, as for any later request */
 		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
 			g_task_return_error(task, g_steal_pointer(&error));
 			return;
@@ -821,24 +705,14 @@ finish_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_new_error(task,
 					CONFAB_ERROR,
 					CONFAB_ERROR_FAILED,
-					"The conversation could not be stored");
-		return;
-	}
-	if (!confab_store_finish_turn_finish(CONFAB_STORE(source), result, &error)) {
-		confab_turn_release(self);
-		/* deleted while the turn ran: gone, as for any later request */
-		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
-			g_task_return_error(task, g_steal_pointer(&error));
-			return;
-		}
-		g_warning("storing the answer in %s: %s",
-			  confab_session_get_id(self->session),
-			  error->message);
-		g_task_return_new_error(task,
-					CONFAB_ERROR,
-					CONFAB_ERROR_FAILED,
 					"The answer could not be stored");
 		return;
+	}
+	if (self->record != NULL) {
+		/* the user's side went with it: the request has counted */
+		g_clear_pointer(&self->record, confab_store_turn_free);
+		self->quota_taken = FALSE;
+		self->admitted = TRUE;
 	}
 	confab_turn_release(self);
 	if (self->run_error != NULL) {
@@ -848,13 +722,56 @@ finish_turn_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_task_return_boolean(task, TRUE);
 }
 
+/* Whatever happened, the transcript says so before anyone hears back. */
+static void
+commit_answer(ConfabTurn *self, GTask *task)
+{
+	g_autoptr(ConfabStoreTurn) record =
+	    self->record != NULL ? confab_store_turn_copy(self->record) : confab_store_turn_new();
+
+	if (record->session == NULL)
+		record->session = g_object_ref(self->session);
+	record->assistant = build_assistant_message(self);
+	confab_store_commit_turn_async(self->store, record, NULL, answer_committed_cb, task);
+}
+
+static void
+mark_cancelled(ConfabTurn *self)
+{
+	self->status = CONFAB_MESSAGE_STATUS_INCOMPLETE;
+	g_clear_error(&self->run_error);
+	self->run_error = g_error_new_literal(CONFAB_ERROR,
+					      CONFAB_ERROR_CANCELLED,
+					      "The turn was cancelled before it finished");
+}
+
+/**
+ * confab_turn_sink_drained:
+ * @self: a #ConfabTurn waiting on its sink's drain
+ * @delivered: whether the client took everything the sink was given
+ *
+ * For sinks: answers ConfabTurnSink.drain. An answer its client did not
+ * fully receive is stored as incomplete.
+ */
+void
+confab_turn_sink_drained(ConfabTurn *self, gboolean delivered)
+{
+	GTask *task = g_steal_pointer(&self->drain_task);
+
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	if (task == NULL)
+		return;
+	if (!delivered && self->status == CONFAB_MESSAGE_STATUS_COMPLETED)
+		mark_cancelled(self);
+	commit_answer(self, task);
+}
+
 static void
 complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabTurn *self = g_task_get_source_object(task);
 	g_autoptr(ConfabProviderResult) presult = NULL;
-	g_autoptr(ConfabMessage) assistant = NULL;
 	GError *error = NULL;
 
 	presult = confab_provider_complete_finish(CONFAB_PROVIDER(source), result, &error);
@@ -866,11 +783,8 @@ complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		self->completion_tokens = presult->completion_tokens;
 	} else if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
 		   g_cancellable_is_cancelled(self->cancellable)) {
-		self->status = CONFAB_MESSAGE_STATUS_INCOMPLETE;
 		g_clear_error(&error);
-		self->run_error = g_error_new_literal(CONFAB_ERROR,
-						      CONFAB_ERROR_CANCELLED,
-						      "The turn was cancelled before it finished");
+		mark_cancelled(self);
 	} else {
 		self->status = CONFAB_MESSAGE_STATUS_FAILED;
 		if (error->domain != CONFAB_ERROR ||
@@ -886,22 +800,15 @@ complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		self->run_error = error;
 	}
 
-	/* whatever happened, the transcript says so before anyone hears back */
-	assistant = build_assistant_message(self);
-	if (self->deferred != NULL) {
-		/* queued back to back: one transaction in the writer */
-		confab_store_begin_turn(confab_engine_get_store(self->engine),
-					self->deferred,
-					NULL,
-					deferred_begin_cb,
-					g_object_ref(self));
-		g_clear_pointer(&self->deferred, confab_turn_record_free);
+	/* a streaming door first hands everything to its client: the stored
+	 * status then tells what the client got */
+	if (self->sink != NULL && self->sink->drain != NULL &&
+	    !g_cancellable_is_cancelled(self->cancellable)) {
+		self->drain_task = g_steal_pointer(&task);
+		self->sink->drain(self, self->sink_data);
+		return;
 	}
-	confab_store_finish_turn(confab_engine_get_store(self->engine),
-				 assistant,
-				 NULL,
-				 finish_turn_cb,
-				 g_steal_pointer(&task));
+	commit_answer(self, g_steal_pointer(&task));
 }
 
 /**
@@ -910,8 +817,8 @@ complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
  * @callback: called once the assistant message is committed
  * @user_data: data for @callback
  *
- * Runs the provider; ::delta fires for each piece of the answer. Fails with
- * the upstream's error (the answer is stored as failed) or
+ * Runs the provider, passing each piece of the answer to the sink. Fails
+ * with the upstream's error (the answer is stored as failed) or
  * CONFAB_ERROR_CANCELLED (stored as incomplete).
  */
 void
@@ -947,13 +854,16 @@ confab_turn_run_finish(ConfabTurn *self, GAsyncResult *result, GError **error)
  * confab_turn_cancel:
  * @self: a #ConfabTurn
  *
- * The client left: stop the provider; what was said is stored as incomplete.
+ * The client left: stop the provider; what was said is stored as
+ * incomplete.
  */
 void
 confab_turn_cancel(ConfabTurn *self)
 {
 	g_return_if_fail(CONFAB_IS_TURN(self));
 	g_cancellable_cancel(self->cancellable);
+	if (self->drain_task != NULL)
+		confab_turn_sink_drained(self, FALSE);
 }
 
 /* ---------- getters ---------- */
@@ -1057,10 +967,4 @@ const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self)
 {
 	return &self->quota;
-}
-
-ConfabMessageStatus
-confab_turn_get_status(ConfabTurn *self)
-{
-	return self->status;
 }

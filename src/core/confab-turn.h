@@ -7,16 +7,39 @@
 
 #include <gio/gio.h>
 
-#include "confab-chat-request.h"
-#include "confab-engine.h"
+#include "core/confab-engine.h"
+#include "openai/confab-chat-request.h"
 
 G_BEGIN_DECLS
 
 #define CONFAB_TYPE_TURN (confab_turn_get_type())
 G_DECLARE_FINAL_TYPE(ConfabTurn, confab_turn, CONFAB, TURN, GObject)
 
+/**
+ * ConfabTurnSink:
+ * @delta: (nullable): a piece of the answer, as soon as the provider
+ *   delivers it: new text, or OpenAI `delta.tool_calls` fragments
+ * @drain: (nullable): the answer is over: call confab_turn_sink_drained()
+ *   once the client has everything given so far (or has gone); the answer
+ *   is committed only then, so that its stored status tells what the
+ *   client got. Not called for a turn that was cancelled.
+ *
+ * What a door does with an answer as it comes.
+ */
+typedef struct {
+	void (*delta)(ConfabTurn *turn,
+		      const gchar *content,
+		      JsonArray *tool_calls,
+		      gpointer user_data);
+	void (*drain)(ConfabTurn *turn, gpointer user_data);
+} ConfabTurnSink;
+
 ConfabTurn *
 confab_turn_new(ConfabEngine *engine, ConfabPrincipal *principal, ConfabChatRequest *request);
+void
+confab_turn_set_sink(ConfabTurn *self, const ConfabTurnSink *sink, gpointer user_data);
+void
+confab_turn_sink_drained(ConfabTurn *self, gboolean delivered);
 void
 confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data);
 gboolean
@@ -50,12 +73,5 @@ gboolean
 confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completion_tokens);
 const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self);
-ConfabMessageStatus
-confab_turn_get_status(ConfabTurn *self);
-
-gchar *
-confab_title_from_text(const gchar *text);
-JsonObject *
-confab_message_to_openai(ConfabMessage *message);
 
 G_END_DECLS

@@ -693,33 +693,53 @@ handle_set_quota(ConfabDbusAdmin *object,
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
-static gboolean
-handle_get_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, const gchar *owner)
+static void
+get_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
-	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
-	g_autofree gchar *month = NULL;
-	gboolean is_override = FALSE;
-	guint64 used = confab_engine_get_usage(self->engine, owner, &month);
-	guint64 quota = confab_engine_get_quota(self->engine, owner, &is_override);
+	g_autoptr(Call) call = user_data;
+	g_autoptr(ConfabStoreUsage) usage = NULL;
 	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
-	g_autoptr(GDateTime) first =
-	    g_date_time_new_utc(g_date_time_get_year(now), g_date_time_get_month(now), 1, 0, 0, 0);
-	g_autoptr(GDateTime) next = g_date_time_add_months(first, 1);
+	g_autoptr(GDateTime) first = NULL;
+	g_autoptr(GDateTime) next = NULL;
+	GError *error = NULL;
 	GVariantDict dict;
 
+	usage = confab_engine_get_usage_finish(CONFAB_ENGINE(source), result, &error);
+	if (usage == NULL) {
+		return_error(call->invocation, error);
+		return;
+	}
+	first =
+	    g_date_time_new_utc(g_date_time_get_year(now), g_date_time_get_month(now), 1, 0, 0, 0);
+	next = g_date_time_add_months(first, 1);
 	g_variant_dict_init(&dict, NULL);
-	g_variant_dict_insert(&dict, "owner", "s", owner);
-	g_variant_dict_insert(&dict, "month", "s", month);
-	g_variant_dict_insert(&dict, "requests", "t", used);
-	g_variant_dict_insert(&dict, "quota", "t", quota);
-	g_variant_dict_insert(&dict, "quota_is_default", "b", !is_override);
-	if (quota > 0)
-		g_variant_dict_insert(&dict, "remaining", "t", used >= quota ? 0 : quota - used);
+	g_variant_dict_insert(&dict, "owner", "s", call->id);
+	g_variant_dict_insert(&dict, "month", "s", usage->month);
+	g_variant_dict_insert(&dict, "requests", "t", usage->requests);
+	g_variant_dict_insert(&dict, "quota", "t", usage->limit);
+	g_variant_dict_insert(&dict, "quota_is_default", "b", !usage->is_override);
+	if (usage->limit > 0)
+		g_variant_dict_insert(
+		    &dict,
+		    "remaining",
+		    "t",
+		    usage->requests >= usage->limit ? 0 : usage->limit - usage->requests);
 	g_variant_dict_insert(&dict,
 			      "reset_seconds",
 			      "x",
 			      g_date_time_difference(next, now) / G_TIME_SPAN_SECOND);
-	confab_dbus_admin_complete_get_usage(object, invocation, g_variant_dict_end(&dict));
+	confab_dbus_admin_complete_get_usage(CONFAB_DBUS_ADMIN(call->self),
+					     call->invocation,
+					     g_variant_dict_end(&dict));
+}
+
+static gboolean
+handle_get_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, const gchar *owner)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	Call *call = call_new(self, invocation, owner);
+
+	confab_engine_get_usage_async(self->engine, owner, NULL, get_usage_cb, call);
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -729,7 +749,7 @@ static void
 list_sessions_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(Call) call = user_data;
-	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(ConfabStorePage) page = NULL;
 	GError *error = NULL;
 
 	page = confab_store_list_sessions_finish(CONFAB_STORE(source), result, &error);
@@ -749,7 +769,7 @@ handle_list_sessions(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation,
 	static const gchar *const known[] =
 	    {"owner", "agent_id", "source", "after", "limit", "order", NULL};
 	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
-	g_auto(ConfabSessionQuery) query = {NULL};
+	g_auto(ConfabStoreSessionQuery) query = {NULL};
 	g_autofree gchar *source = NULL;
 	GError *error = NULL;
 
@@ -777,11 +797,11 @@ handle_list_sessions(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation,
 		}
 		query.source = src;
 	}
-	confab_store_list_sessions(confab_engine_get_store(self->engine),
-				   &query,
-				   NULL,
-				   list_sessions_cb,
-				   call_new(self, invocation, NULL));
+	confab_store_list_sessions_async(confab_engine_get_store(self->engine),
+					 &query,
+					 NULL,
+					 list_sessions_cb,
+					 call_new(self, invocation, NULL));
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -789,7 +809,7 @@ static void
 get_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(Call) call = user_data;
-	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(ConfabStorePage) page = NULL;
 	GError *error = NULL;
 
 	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
@@ -805,7 +825,7 @@ get_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 typedef struct {
 	Call *call;
-	ConfabMessageQuery query;
+	ConfabStoreMessageQuery query;
 } GetMessagesCall;
 
 static void
@@ -820,13 +840,13 @@ get_messages_session_cb(GObject *source, GAsyncResult *result, gpointer user_dat
 		return_error(gm->call->invocation, error);
 		call_free(gm->call);
 	} else {
-		confab_store_list_messages(CONFAB_STORE(source),
-					   &gm->query,
-					   NULL,
-					   get_messages_cb,
-					   gm->call);
+		confab_store_list_messages_async(CONFAB_STORE(source),
+						 &gm->query,
+						 NULL,
+						 get_messages_cb,
+						 gm->call);
 	}
-	confab_message_query_clear(&gm->query);
+	confab_store_message_query_clear(&gm->query);
 	g_free(gm);
 }
 
@@ -839,7 +859,7 @@ handle_get_messages(ConfabDbusAdmin *object,
 	static const gchar *const known[] = {"after", "limit", "order", NULL};
 	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
 	GetMessagesCall *gm;
-	g_auto(ConfabMessageQuery) query = {NULL};
+	g_auto(ConfabStoreMessageQuery) query = {NULL};
 	GError *error = NULL;
 
 	if (!check_known_keys(options, known, &error) || !read_paging(options,
@@ -865,11 +885,11 @@ handle_get_messages(ConfabDbusAdmin *object,
 	gm->call = call_new(self, invocation, session_id);
 	gm->query = query;
 	memset(&query, 0, sizeof(query));
-	confab_store_get_session(confab_engine_get_store(self->engine),
-				 session_id,
-				 NULL,
-				 get_messages_session_cb,
-				 gm);
+	confab_store_get_session_async(confab_engine_get_store(self->engine),
+				       session_id,
+				       NULL,
+				       get_messages_session_cb,
+				       gm);
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -900,11 +920,11 @@ handle_delete_session(ConfabDbusAdmin *object,
 					 session_id));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
-	confab_store_delete_session(confab_engine_get_store(self->engine),
-				    session_id,
-				    NULL,
-				    delete_session_cb,
-				    call_new(self, invocation, session_id));
+	confab_store_delete_session_async(confab_engine_get_store(self->engine),
+					  session_id,
+					  NULL,
+					  delete_session_cb,
+					  call_new(self, invocation, session_id));
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 

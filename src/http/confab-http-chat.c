@@ -41,8 +41,9 @@ static void
 chat_ctx_free(ChatCtx *ctx)
 {
 	confab_http_exchange_set_gone_func(ctx->exchange, NULL, NULL);
+	confab_http_exchange_set_drained_func(ctx->exchange, NULL, NULL);
 	if (ctx->turn != NULL)
-		g_signal_handlers_disconnect_by_data(ctx->turn, ctx);
+		confab_turn_set_sink(ctx->turn, NULL, NULL);
 	g_clear_object(&ctx->turn);
 	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
 	g_clear_object(&ctx->engine);
@@ -133,6 +134,37 @@ on_turn_delta(ConfabTurn *turn, const gchar *content, JsonArray *tool_calls, gpo
 	ChatCtx *ctx = user_data;
 	send_delta_event(ctx, content, tool_calls, FALSE);
 }
+
+static void
+on_exchange_drained(ConfabHttpExchange *exchange, gpointer user_data)
+{
+	ChatCtx *ctx = user_data;
+	confab_turn_sink_drained(ctx->turn, TRUE);
+}
+
+/* The answer is over: once the client has read it all, it is committed as
+ * completed; a client that leaves (or is cut for reading too slowly)
+ * before that gets it stored as incomplete. */
+static void
+on_turn_drain(ConfabTurn *turn, gpointer user_data)
+{
+	ChatCtx *ctx = user_data;
+
+	if (confab_http_exchange_is_gone(ctx->exchange)) {
+		confab_turn_sink_drained(turn, FALSE);
+		return;
+	}
+	if (confab_http_exchange_get_unsent(ctx->exchange) == 0) {
+		confab_turn_sink_drained(turn, TRUE);
+		return;
+	}
+	confab_http_exchange_set_drained_func(ctx->exchange, on_exchange_drained, ctx);
+}
+
+static const ConfabTurnSink stream_sink = {
+    .delta = on_turn_delta,
+    .drain = on_turn_drain,
+};
 
 static void
 append_usage_object(GString *out, ConfabTurn *turn)
@@ -254,7 +286,7 @@ begin_stream(ChatCtx *ctx)
 	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
 	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
 	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
-	g_signal_connect(ctx->turn, "delta", G_CALLBACK(on_turn_delta), ctx);
+	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
 	/* the first byte: the user's messages are committed */
 	send_delta_event(ctx, NULL, NULL, TRUE);
 }

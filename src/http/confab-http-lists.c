@@ -25,7 +25,7 @@
 typedef struct {
 	ConfabHttpExchange *exchange; /* owned */
 	ConfabPrincipal *principal;   /* owned */
-	ConfabMessageQuery query;
+	ConfabStoreMessageQuery query;
 } ListCtx;
 
 static void
@@ -33,14 +33,14 @@ list_ctx_free(ListCtx *ctx)
 {
 	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
 	g_clear_pointer(&ctx->principal, confab_principal_free);
-	confab_message_query_clear(&ctx->query);
+	confab_store_message_query_clear(&ctx->query);
 	g_free(ctx);
 }
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ListCtx, list_ctx_free)
 
 static void
-append_envelope_end(GString *out, ConfabPage *page, const gchar *(*get_id)(gpointer))
+append_envelope_end(GString *out, ConfabStorePage *page, const gchar *(*get_id)(gpointer))
 {
 	g_string_append(out, "],\"first_id\":");
 	confab_json_append_string(out,
@@ -57,7 +57,7 @@ append_envelope_end(GString *out, ConfabPage *page, const gchar *(*get_id)(gpoin
 /* ---------- conversations ---------- */
 
 static gchar *
-conversations_json(ConfabPage *page)
+conversations_json(ConfabStorePage *page)
 {
 	GString *out = g_string_new("{\"object\":\"list\",\"data\":[");
 	for (guint i = 0; i < page->items->len; i++) {
@@ -84,7 +84,7 @@ static void
 list_sessions_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ConfabHttpExchange) exchange = user_data;
-	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(ConfabStorePage) page = NULL;
 	g_autoptr(GError) error = NULL;
 
 	page = confab_store_list_sessions_finish(CONFAB_STORE(source), result, &error);
@@ -118,7 +118,7 @@ confab_http_list_conversations(ConfabEngine *engine,
 			       const gchar *param)
 {
 	g_autoptr(ConfabPrincipal) owned = principal;
-	g_auto(ConfabSessionQuery) query = {NULL};
+	g_auto(ConfabStoreSessionQuery) query = {NULL};
 	g_auto(ConfabListParams) params = {NULL};
 	g_autoptr(GError) error = NULL;
 
@@ -142,17 +142,17 @@ confab_http_list_conversations(ConfabEngine *engine,
 	query.order = params.order;
 	query.limit = params.limit;
 
-	confab_store_list_sessions(confab_engine_get_store(engine),
-				   &query,
-				   NULL,
-				   list_sessions_cb,
-				   confab_http_exchange_ref(exchange));
+	confab_store_list_sessions_async(confab_engine_get_store(engine),
+					 &query,
+					 NULL,
+					 list_sessions_cb,
+					 confab_http_exchange_ref(exchange));
 }
 
 /* ---------- messages ---------- */
 
 static gchar *
-messages_json(ConfabPage *page)
+messages_json(ConfabStorePage *page)
 {
 	GString *out = g_string_new("{\"object\":\"list\",\"data\":[");
 	for (guint i = 0; i < page->items->len; i++) {
@@ -188,7 +188,7 @@ static void
 list_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ListCtx) ctx = user_data;
-	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(ConfabStorePage) page = NULL;
 	g_autoptr(GError) error = NULL;
 
 	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
@@ -204,7 +204,7 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ListCtx) ctx = user_data;
 	ConfabPrincipal *principal = ctx->principal;
-	const ConfabMessageQuery *query;
+	const ConfabStoreMessageQuery *query;
 	g_autoptr(ConfabSession) session = NULL;
 	g_autoptr(GError) error = NULL;
 
@@ -227,11 +227,11 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	query = &ctx->query;
-	confab_store_list_messages(CONFAB_STORE(source),
-				   query,
-				   NULL,
-				   list_messages_cb,
-				   g_steal_pointer(&ctx));
+	confab_store_list_messages_async(CONFAB_STORE(source),
+					 query,
+					 NULL,
+					 list_messages_cb,
+					 g_steal_pointer(&ctx));
 }
 
 /**
@@ -278,9 +278,9 @@ confab_http_list_messages(ConfabEngine *engine,
 	ctx->query.order = params.order;
 	ctx->query.limit = params.limit;
 
-	confab_store_get_session(confab_engine_get_store(engine),
-				 session_id,
-				 NULL,
-				 get_session_cb,
-				 ctx);
+	confab_store_get_session_async(confab_engine_get_store(engine),
+				       session_id,
+				       NULL,
+				       get_session_cb,
+				       ctx);
 }

@@ -314,3 +314,50 @@ confab_session_set_updated_at(ConfabSession *self, gint64 updated_at)
 	self->updated_at = updated_at;
 	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_UPDATED_AT]);
 }
+
+/**
+ * confab_session_title_from_text:
+ * @text: the first user text
+ *
+ * Returns: (transfer full) (nullable): @text on one line, cut at a word
+ * boundary near 80 characters; %NULL if it is blank
+ */
+gchar *
+confab_session_title_from_text(const gchar *text)
+{
+	const guint max_chars = 80;
+	g_autoptr(GString) line = g_string_new(NULL);
+	gboolean space = FALSE;
+	glong n_chars;
+	const gchar *cut;
+
+	/* collapse every run of whitespace into one space */
+	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		if (g_unichar_isspace(c)) {
+			space = line->len > 0;
+			continue;
+		}
+		if (space)
+			g_string_append_c(line, ' ');
+		space = FALSE;
+		g_string_append_unichar(line, c);
+	}
+	if (line->len == 0)
+		return NULL;
+	n_chars = g_utf8_strlen(line->str, -1);
+	if (n_chars <= (glong)max_chars)
+		return g_string_free(g_steal_pointer(&line), FALSE);
+
+	/* the last space within the limit, if it is not too early */
+	cut = g_utf8_offset_to_pointer(line->str, max_chars);
+	for (const gchar *p = cut; p > line->str + max_chars / 2; p = g_utf8_prev_char(p)) {
+		if (*p == ' ') {
+			cut = p;
+			break;
+		}
+	}
+	g_string_truncate(line, cut - line->str);
+	g_string_append(line, "…");
+	return g_string_free(g_steal_pointer(&line), FALSE);
+}

@@ -45,4 +45,7 @@ confab_session_get_updated_at(ConfabSession *self);
 void
 confab_session_set_updated_at(ConfabSession *self, gint64 updated_at);
 
+gchar *
+confab_session_title_from_text(const gchar *text);
+
 G_END_DECLS

@@ -7,30 +7,51 @@
 
 #include "config.h"
 
-#include "confab-store.h"
+#include "store/confab-store.h"
 
 G_DEFINE_INTERFACE(ConfabStore, confab_store, G_TYPE_OBJECT)
+
+enum { SIGNAL_CHANGED, N_SIGNALS };
+
+static guint signals[N_SIGNALS];
 
 static void
 confab_store_default_init(ConfabStoreInterface *iface)
 {
+	/**
+	 * ConfabStore::changed:
+	 * @store: the store
+	 * @change: a #ConfabStoreChange
+	 *
+	 * What is cached from the store may be stale: it changed elsewhere.
+	 */
+	signals[SIGNAL_CHANGED] = g_signal_new("changed",
+					       G_TYPE_FROM_INTERFACE(iface),
+					       G_SIGNAL_RUN_LAST,
+					       0,
+					       NULL,
+					       NULL,
+					       NULL,
+					       G_TYPE_NONE,
+					       1,
+					       G_TYPE_INT);
 }
 
 /**
- * confab_page_new:
+ * confab_store_page_new:
  *
  * Returns: (transfer full): an empty page
  */
-ConfabPage *
-confab_page_new(void)
+ConfabStorePage *
+confab_store_page_new(void)
 {
-	ConfabPage *page = g_new0(ConfabPage, 1);
+	ConfabStorePage *page = g_new0(ConfabStorePage, 1);
 	page->items = g_ptr_array_new_with_free_func(g_object_unref);
 	return page;
 }
 
 void
-confab_page_free(ConfabPage *page)
+confab_store_page_free(ConfabStorePage *page)
 {
 	if (page == NULL)
 		return;
@@ -39,7 +60,7 @@ confab_page_free(ConfabPage *page)
 }
 
 void
-confab_session_query_clear(ConfabSessionQuery *query)
+confab_store_session_query_clear(ConfabStoreSessionQuery *query)
 {
 	g_clear_pointer(&query->owner, g_free);
 	g_clear_pointer(&query->agent_id, g_free);
@@ -47,90 +68,141 @@ confab_session_query_clear(ConfabSessionQuery *query)
 }
 
 void
-confab_message_query_clear(ConfabMessageQuery *query)
+confab_store_message_query_clear(ConfabStoreMessageQuery *query)
 {
 	g_clear_pointer(&query->session_id, g_free);
 	g_clear_pointer(&query->after, g_free);
 }
 
 /**
- * confab_turn_record_new:
+ * confab_store_turn_new:
  *
  * Returns: (transfer full): an empty turn record
  */
-ConfabTurnRecord *
-confab_turn_record_new(void)
+ConfabStoreTurn *
+confab_store_turn_new(void)
 {
-	ConfabTurnRecord *record = g_new0(ConfabTurnRecord, 1);
-	record->messages = g_ptr_array_new_with_free_func(g_object_unref);
-	return record;
+	ConfabStoreTurn *turn = g_new0(ConfabStoreTurn, 1);
+	turn->messages = g_ptr_array_new_with_free_func(g_object_unref);
+	return turn;
+}
+
+/**
+ * confab_store_turn_copy:
+ *
+ * Returns: (transfer full): a copy, sharing the (unchanging) objects
+ */
+ConfabStoreTurn *
+confab_store_turn_copy(const ConfabStoreTurn *turn)
+{
+	ConfabStoreTurn *copy = confab_store_turn_new();
+
+	copy->session = turn->session != NULL ? g_object_ref(turn->session) : NULL;
+	copy->session_is_new = turn->session_is_new;
+	for (guint i = 0; i < turn->messages->len; i++)
+		g_ptr_array_add(copy->messages, g_object_ref(g_ptr_array_index(turn->messages, i)));
+	copy->usage_owner = g_strdup(turn->usage_owner);
+	copy->usage_month = g_strdup(turn->usage_month);
+	copy->assistant = turn->assistant != NULL ? g_object_ref(turn->assistant) : NULL;
+	return copy;
 }
 
 void
-confab_turn_record_free(ConfabTurnRecord *record)
+confab_store_turn_free(ConfabStoreTurn *turn)
 {
-	if (record == NULL)
+	if (turn == NULL)
 		return;
-	g_clear_object(&record->session);
-	g_ptr_array_unref(record->messages);
-	g_free(record->usage_owner);
-	g_free(record->usage_month);
-	g_free(record);
+	g_clear_object(&turn->session);
+	g_ptr_array_unref(turn->messages);
+	g_free(turn->usage_owner);
+	g_free(turn->usage_month);
+	g_clear_object(&turn->assistant);
+	g_free(turn);
+}
+
+void
+confab_store_usage_free(ConfabStoreUsage *usage)
+{
+	if (usage == NULL)
+		return;
+	g_free(usage->month);
+	g_free(usage);
 }
 
 #define STORE_IFACE(self) CONFAB_STORE_GET_IFACE(self)
 
-GPtrArray *
-confab_store_load_agents(ConfabStore *self, GError **error)
+static gboolean
+finish_boolean(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(CONFAB_IS_STORE(self), NULL);
-	return STORE_IFACE(self)->load_agents(self, error);
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
 }
 
-GPtrArray *
-confab_store_load_tokens(ConfabStore *self, GError **error)
+static gpointer
+finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(CONFAB_IS_STORE(self), NULL);
-	return STORE_IFACE(self)->load_tokens(self, error);
-}
-
-/**
- * confab_store_load_quotas:
- *
- * Returns: (transfer full) (element-type utf8 guint64): owner to monthly limit
- */
-GHashTable *
-confab_store_load_quotas(ConfabStore *self, GError **error)
-{
-	g_return_val_if_fail(CONFAB_IS_STORE(self), NULL);
-	return STORE_IFACE(self)->load_quotas(self, error);
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	return g_task_propagate_pointer(G_TASK(result), error);
 }
 
 /**
- * confab_store_load_usage:
+ * confab_store_load_agents_async:
  *
- * Returns: (transfer full) (element-type utf8 guint64): owner to requests in @month
+ * Reads every agent that is not deleted.
  */
-GHashTable *
-confab_store_load_usage(ConfabStore *self, const gchar *month, GError **error)
-{
-	g_return_val_if_fail(CONFAB_IS_STORE(self), NULL);
-	return STORE_IFACE(self)->load_usage(self, month, error);
-}
-
 void
-confab_store_close(ConfabStore *self)
+confab_store_load_agents_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->close(self);
+	STORE_IFACE(self)->load_agents(self, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_load_agents_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabAgent): the agents, by id
+ */
+GPtrArray *
+confab_store_load_agents_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_load_tokens_async:
+ *
+ * Reads every token, revoked ones included.
+ */
+void
+confab_store_load_tokens_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->load_tokens(self, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_load_tokens_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
+ */
+GPtrArray *
+confab_store_load_tokens_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
 }
 
 void
-confab_store_save_agent(ConfabStore *self,
-			ConfabAgent *agent,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data)
+confab_store_save_agent_async(ConfabStore *self,
+			      ConfabAgent *agent,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->save_agent(self, agent, cancellable, callback, user_data);
@@ -139,17 +211,16 @@ confab_store_save_agent(ConfabStore *self,
 gboolean
 confab_store_save_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	return finish_boolean(self, result, error);
 }
 
 void
-confab_store_delete_agent(ConfabStore *self,
-			  const gchar *agent_id,
-			  gint64 deleted_at,
-			  GCancellable *cancellable,
-			  GAsyncReadyCallback callback,
-			  gpointer user_data)
+confab_store_delete_agent_async(ConfabStore *self,
+				const gchar *agent_id,
+				gint64 deleted_at,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)
@@ -159,16 +230,15 @@ confab_store_delete_agent(ConfabStore *self,
 gboolean
 confab_store_delete_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	return finish_boolean(self, result, error);
 }
 
 void
-confab_store_save_token(ConfabStore *self,
-			ConfabToken *token,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data)
+confab_store_save_token_async(ConfabStore *self,
+			      ConfabToken *token,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->save_token(self, token, cancellable, callback, user_data);
@@ -177,17 +247,26 @@ confab_store_save_token(ConfabStore *self,
 gboolean
 confab_store_save_token_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	return finish_boolean(self, result, error);
 }
 
+/**
+ * confab_store_set_quota_async:
+ * @self: a #ConfabStore
+ * @owner: the owner
+ * @monthly_requests: the owner's quota; 0 removes the owner's own, so that
+ *   the default applies again
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once committed
+ * @user_data: data for @callback
+ */
 void
-confab_store_set_quota(ConfabStore *self,
-		       const gchar *owner,
-		       guint64 monthly_requests,
-		       GCancellable *cancellable,
-		       GAsyncReadyCallback callback,
-		       gpointer user_data)
+confab_store_set_quota_async(ConfabStore *self,
+			     const gchar *owner,
+			     guint64 monthly_requests,
+			     GCancellable *cancellable,
+			     GAsyncReadyCallback callback,
+			     gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)
@@ -197,52 +276,164 @@ confab_store_set_quota(ConfabStore *self,
 gboolean
 confab_store_set_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	return finish_boolean(self, result, error);
 }
 
+/**
+ * confab_store_get_usage_async:
+ * @self: a #ConfabStore
+ * @owner: the owner
+ * @month: the month, `YYYY-MM` (UTC)
+ * @default_limit: the quota of owners without one of their own; 0 for none
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the usage
+ * @user_data: data for @callback
+ */
 void
-confab_store_begin_turn(ConfabStore *self,
-			ConfabTurnRecord *record,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data)
+confab_store_get_usage_async(ConfabStore *self,
+			     const gchar *owner,
+			     const gchar *month,
+			     guint64 default_limit,
+			     GCancellable *cancellable,
+			     GAsyncReadyCallback callback,
+			     gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->begin_turn(self, record, cancellable, callback, user_data);
+	STORE_IFACE(self)
+	    ->get_usage(self, owner, month, default_limit, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_get_usage_finish:
+ *
+ * Returns: (transfer full): the owner's use of @month
+ */
+ConfabStoreUsage *
+confab_store_get_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_admit_quota_async:
+ * @self: a #ConfabStore
+ * @owner: the owner
+ * @month: the month, `YYYY-MM` (UTC)
+ * @default_limit: the quota of owners without one of their own; 0 for none
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the verdict
+ * @user_data: data for @callback
+ *
+ * Counts one request against the owner's monthly quota, unless it is spent
+ * (then the result says not admitted). Check and count are one atomic step, however
+ * many requests (and daemons) race: the count admitted never exceeds the
+ * quota. The count stands once the turn's first commit carries it (see
+ * #ConfabStoreTurn); a turn that is refused before that gives it back with
+ * confab_store_release_quota().
+ */
+void
+confab_store_admit_quota_async(ConfabStore *self,
+			       const gchar *owner,
+			       const gchar *month,
+			       guint64 default_limit,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)
+	    ->admit_quota(self, owner, month, default_limit, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_admit_quota_finish:
+ *
+ * Returns: (transfer full): the owner's use of the month, this request
+ *   counted if it was admitted
+ */
+ConfabStoreUsage *
+confab_store_admit_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_release_quota:
+ *
+ * Gives back a request counted by confab_store_admit_quota_async() whose
+ * turn was never stored.
+ */
+void
+confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *month)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->release_quota(self, owner, month);
+}
+
+/**
+ * confab_store_acquire_session_async:
+ *
+ * Marks a turn running in @session_id, or fails with
+ * CONFAB_ERROR_CONVERSATION_BUSY if one already is: one turn at a time per
+ * session, across every daemon that shares the store.
+ */
+void
+confab_store_acquire_session_async(ConfabStore *self,
+				   const gchar *session_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->acquire_session(self, session_id, cancellable, callback, user_data);
 }
 
 gboolean
-confab_store_begin_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+confab_store_acquire_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	return finish_boolean(self, result, error);
 }
 
 void
-confab_store_finish_turn(ConfabStore *self,
-			 ConfabMessage *assistant,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data)
+confab_store_release_session(ConfabStore *self, const gchar *session_id)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->finish_turn(self, assistant, cancellable, callback, user_data);
+	STORE_IFACE(self)->release_session(self, session_id);
+}
+
+/**
+ * confab_store_commit_turn_async:
+ * @self: a #ConfabStore
+ * @turn: what to write; copied
+ * @cancellable: (nullable): ignored once the write is queued: a write that
+ *   was started is seen through
+ * @callback: called once committed, or failed (nothing of @turn is then
+ *   stored); CONFAB_ERROR_CONVERSATION_NOT_FOUND if the session is gone
+ * @user_data: data for @callback
+ */
+void
+confab_store_commit_turn_async(ConfabStore *self,
+			       const ConfabStoreTurn *turn,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->commit_turn(self, turn, cancellable, callback, user_data);
 }
 
 gboolean
-confab_store_finish_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+confab_store_commit_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	return finish_boolean(self, result, error);
 }
 
 void
-confab_store_delete_session(ConfabStore *self,
-			    const gchar *session_id,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data)
+confab_store_delete_session_async(ConfabStore *self,
+				  const gchar *session_id,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->delete_session(self, session_id, cancellable, callback, user_data);
@@ -251,78 +442,119 @@ confab_store_delete_session(ConfabStore *self,
 gboolean
 confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	return finish_boolean(self, result, error);
 }
 
 void
-confab_store_get_session(ConfabStore *self,
-			 const gchar *session_id,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data)
+confab_store_get_session_async(ConfabStore *self,
+			       const gchar *session_id,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->get_session(self, session_id, cancellable, callback, user_data);
 }
 
+/**
+ * confab_store_get_session_finish:
+ *
+ * Returns: (transfer full): the session; CONFAB_ERROR_CONVERSATION_NOT_FOUND
+ *   if there is none
+ */
 ConfabSession *
 confab_store_get_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return finish_pointer(self, result, error);
 }
 
 void
-confab_store_get_history(ConfabStore *self,
-			 const gchar *session_id,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data)
+confab_store_get_history_async(ConfabStore *self,
+			       const gchar *session_id,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->get_history(self, session_id, cancellable, callback, user_data);
 }
 
+/**
+ * confab_store_get_history_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabMessage): the session's
+ *   messages, oldest first
+ */
 GPtrArray *
 confab_store_get_history_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return finish_pointer(self, result, error);
 }
 
 void
-confab_store_list_sessions(ConfabStore *self,
-			   const ConfabSessionQuery *query,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data)
+confab_store_list_sessions_async(ConfabStore *self,
+				 const ConfabStoreSessionQuery *query,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->list_sessions(self, query, cancellable, callback, user_data);
 }
 
-ConfabPage *
+/**
+ * confab_store_list_sessions_finish:
+ *
+ * Returns: (transfer full): a page of #ConfabSession
+ */
+ConfabStorePage *
 confab_store_list_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return finish_pointer(self, result, error);
 }
 
 void
-confab_store_list_messages(ConfabStore *self,
-			   const ConfabMessageQuery *query,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data)
+confab_store_list_messages_async(ConfabStore *self,
+				 const ConfabStoreMessageQuery *query,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->list_messages(self, query, cancellable, callback, user_data);
 }
 
-ConfabPage *
+/**
+ * confab_store_list_messages_finish:
+ *
+ * Returns: (transfer full): a page of #ConfabMessage
+ */
+ConfabStorePage *
 confab_store_list_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_emit_changed:
+ *
+ * For backends: tells cache holders that @change happened elsewhere.
+ */
+void
+confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_signal_emit(self, signals[SIGNAL_CHANGED], 0, (gint)change);
+}
+
+/**
+ * confab_store_close:
+ *
+ * Waits for every queued write to commit, and stops the store.
+ */
+void
+confab_store_close(ConfabStore *self)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->close(self);
 }

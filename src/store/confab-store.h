@@ -16,7 +16,7 @@
 G_BEGIN_DECLS
 
 /**
- * ConfabPage:
+ * ConfabStorePage:
  * @items: (element-type GObject): the items of the page, in the order asked
  * @has_more: whether more items follow the last one
  *
@@ -25,16 +25,16 @@ G_BEGIN_DECLS
 typedef struct {
 	GPtrArray *items;
 	gboolean has_more;
-} ConfabPage;
+} ConfabStorePage;
 
-ConfabPage *
-confab_page_new(void);
+ConfabStorePage *
+confab_store_page_new(void);
 void
-confab_page_free(ConfabPage *page);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabPage, confab_page_free)
+confab_store_page_free(ConfabStorePage *page);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStorePage, confab_store_page_free)
 
 /**
- * ConfabSessionQuery:
+ * ConfabStoreSessionQuery:
  * @owner: (nullable): only this owner's sessions; %NULL for everyone's
  * @agent_id: (nullable): only this agent's sessions
  * @source: a #ConfabSessionSource, or -1 for every source
@@ -49,10 +49,10 @@ typedef struct {
 	gchar *after;
 	ConfabOrder order;
 	guint limit;
-} ConfabSessionQuery;
+} ConfabStoreSessionQuery;
 
 /**
- * ConfabMessageQuery:
+ * ConfabStoreMessageQuery:
  * @session_id: the session
  * @after: (nullable): a message id cursor
  * @order: newest or oldest first
@@ -63,25 +63,30 @@ typedef struct {
 	gchar *after;
 	ConfabOrder order;
 	guint limit;
-} ConfabMessageQuery;
+} ConfabStoreMessageQuery;
 
 void
-confab_session_query_clear(ConfabSessionQuery *query);
+confab_store_session_query_clear(ConfabStoreSessionQuery *query);
 void
-confab_message_query_clear(ConfabMessageQuery *query);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabSessionQuery, confab_session_query_clear)
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabMessageQuery, confab_message_query_clear)
+confab_store_message_query_clear(ConfabStoreMessageQuery *query);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreSessionQuery, confab_store_session_query_clear)
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreMessageQuery, confab_store_message_query_clear)
 
 /**
- * ConfabTurnRecord:
+ * ConfabStoreTurn:
  * @session: the session; inserted when @session_is_new, else its
  *   updated-at is refreshed and it must still exist
  * @session_is_new: whether to create @session
- * @messages: (element-type ConfabMessage): messages to append
- * @usage_owner: (nullable): the owner whose monthly request count grows by one
- * @usage_month: (nullable): the month, as `YYYY-MM`
+ * @messages: (element-type ConfabMessage): the user's side: messages to
+ *   append (may be empty)
+ * @usage_owner: (nullable): the owner whose request this turn counted;
+ *   backends that count in memory make the count durable here
+ * @usage_month: (nullable): the month of that count, as `YYYY-MM`
+ * @assistant: (nullable): the answer
  *
- * What the start of a turn writes, in one transaction.
+ * What a turn writes, in one transaction: a JSON turn writes both sides at
+ * once; a stream writes the user's side before its first byte and the
+ * answer at its end.
  */
 typedef struct {
 	ConfabSession *session;
@@ -89,13 +94,55 @@ typedef struct {
 	GPtrArray *messages;
 	gchar *usage_owner;
 	gchar *usage_month;
-} ConfabTurnRecord;
+	ConfabMessage *assistant;
+} ConfabStoreTurn;
 
-ConfabTurnRecord *
-confab_turn_record_new(void);
+ConfabStoreTurn *
+confab_store_turn_new(void);
+ConfabStoreTurn *
+confab_store_turn_copy(const ConfabStoreTurn *turn);
 void
-confab_turn_record_free(ConfabTurnRecord *record);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTurnRecord, confab_turn_record_free)
+confab_store_turn_free(ConfabStoreTurn *turn);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
+
+/**
+ * ConfabStoreUsage:
+ * @month: the month counted, `YYYY-MM`
+ * @requests: requests counted for the owner in @month
+ * @limit: the owner's monthly quota; 0 when unlimited
+ * @is_override: whether @limit is the owner's own rather than the default
+ * @admitted: from confab_store_admit_quota_async(): whether the request was
+ *   counted (%FALSE: the quota is spent)
+ *
+ * An owner's quota and use, as the store sees them.
+ */
+typedef struct {
+	gchar *month;
+	guint64 requests;
+	guint64 limit;
+	gboolean is_override;
+	gboolean admitted;
+} ConfabStoreUsage;
+
+void
+confab_store_usage_free(ConfabStoreUsage *usage);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreUsage, confab_store_usage_free)
+
+/**
+ * ConfabStoreChange:
+ * @CONFAB_STORE_CHANGE_AGENTS: agents were created, changed or deleted
+ * @CONFAB_STORE_CHANGE_TOKENS: tokens were created or revoked
+ * @CONFAB_STORE_CHANGE_QUOTAS: a quota was set
+ * @CONFAB_STORE_CHANGE_ALL: anything may have changed (after a reconnect)
+ *
+ * What ConfabStore::changed says.
+ */
+typedef enum {
+	CONFAB_STORE_CHANGE_AGENTS,
+	CONFAB_STORE_CHANGE_TOKENS,
+	CONFAB_STORE_CHANGE_QUOTAS,
+	CONFAB_STORE_CHANGE_ALL,
+} ConfabStoreChange;
 
 #define CONFAB_TYPE_STORE (confab_store_get_type())
 G_DECLARE_INTERFACE(ConfabStore, confab_store, CONFAB, STORE, GObject)
@@ -103,23 +150,36 @@ G_DECLARE_INTERFACE(ConfabStore, confab_store, CONFAB, STORE, GObject)
 /**
  * ConfabStoreInterface:
  *
- * The storage backend. Every write goes through one asynchronous call that
- * completes only once it is durably committed; reads never run on the
- * caller's main context. SQLite implements it (#ConfabStoreSqlite); a
- * PostgreSQL backend would implement the same vfuncs. Every `_async` vfunc
- * must complete its callback through a #GTask whose result the matching
- * confab_store_*_finish() reads.
+ * The storage backend, and the one place where what several daemons share
+ * lives: agents, tokens, quotas and their counts, sessions and which of
+ * them has a turn running. SQLite implements it (#ConfabStoreSqlite); a
+ * PostgreSQL backend implements the same vfuncs, making each operation
+ * atomic across instances.
+ *
+ * Every operation is asynchronous and completes through a #GTask in the
+ * caller's thread-default main context. A write completes once committed
+ * (with SQLite in WAL mode and synchronous=NORMAL, committed means safe from
+ * a crash of confabd, though a power loss may take the last transactions
+ * back). Reads never run on the caller's thread.
+ *
+ * ::changed is emitted, in the main context the store was created in, when
+ * agents, tokens or quotas change other than through this store object
+ * (another instance sharing the database): holders of caches reload.
  */
 struct _ConfabStoreInterface {
 	GTypeInterface parent_iface;
 
-	/* synchronous, for start-up only */
-	GPtrArray *(*load_agents)(ConfabStore *self, GError **error);
-	GPtrArray *(*load_tokens)(ConfabStore *self, GError **error);
-	GHashTable *(*load_quotas)(ConfabStore *self, GError **error);
-	GHashTable *(*load_usage)(ConfabStore *self, const gchar *month, GError **error);
+	/* agents and tokens, whole */
+	void (*load_agents)(ConfabStore *self,
+			    GCancellable *cancellable,
+			    GAsyncReadyCallback callback,
+			    gpointer user_data);
+	void (*load_tokens)(ConfabStore *self,
+			    GCancellable *cancellable,
+			    GAsyncReadyCallback callback,
+			    gpointer user_data);
 
-	/* writes */
+	/* administration */
 	void (*save_agent)(ConfabStore *self,
 			   ConfabAgent *agent,
 			   GCancellable *cancellable,
@@ -142,13 +202,31 @@ struct _ConfabStoreInterface {
 			  GCancellable *cancellable,
 			  GAsyncReadyCallback callback,
 			  gpointer user_data);
-	void (*begin_turn)(ConfabStore *self,
-			   ConfabTurnRecord *record,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data);
-	void (*finish_turn)(ConfabStore *self,
-			    ConfabMessage *assistant,
+	void (*get_usage)(ConfabStore *self,
+			  const gchar *owner,
+			  const gchar *month,
+			  guint64 default_limit,
+			  GCancellable *cancellable,
+			  GAsyncReadyCallback callback,
+			  gpointer user_data);
+
+	/* turns */
+	void (*admit_quota)(ConfabStore *self,
+			    const gchar *owner,
+			    const gchar *month,
+			    guint64 default_limit,
+			    GCancellable *cancellable,
+			    GAsyncReadyCallback callback,
+			    gpointer user_data);
+	void (*release_quota)(ConfabStore *self, const gchar *owner, const gchar *month);
+	void (*acquire_session)(ConfabStore *self,
+				const gchar *session_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
+	void (*release_session)(ConfabStore *self, const gchar *session_id);
+	void (*commit_turn)(ConfabStore *self,
+			    const ConfabStoreTurn *turn,
 			    GCancellable *cancellable,
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
@@ -170,12 +248,12 @@ struct _ConfabStoreInterface {
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
 	void (*list_sessions)(ConfabStore *self,
-			      const ConfabSessionQuery *query,
+			      const ConfabStoreSessionQuery *query,
 			      GCancellable *cancellable,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data);
 	void (*list_messages)(ConfabStore *self,
-			      const ConfabMessageQuery *query,
+			      const ConfabStoreMessageQuery *query,
 			      GCancellable *cancellable,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data);
@@ -184,107 +262,140 @@ struct _ConfabStoreInterface {
 	void (*close)(ConfabStore *self);
 };
 
+void
+confab_store_load_agents_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
 GPtrArray *
-confab_store_load_agents(ConfabStore *self, GError **error);
+confab_store_load_agents_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_load_tokens_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
 GPtrArray *
-confab_store_load_tokens(ConfabStore *self, GError **error);
-GHashTable *
-confab_store_load_quotas(ConfabStore *self, GError **error);
-GHashTable *
-confab_store_load_usage(ConfabStore *self, const gchar *month, GError **error);
+confab_store_load_tokens_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
-confab_store_save_agent(ConfabStore *self,
-			ConfabAgent *agent,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data);
+confab_store_save_agent_async(ConfabStore *self,
+			      ConfabAgent *agent,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
 gboolean
 confab_store_save_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_delete_agent(ConfabStore *self,
-			  const gchar *agent_id,
-			  gint64 deleted_at,
-			  GCancellable *cancellable,
-			  GAsyncReadyCallback callback,
-			  gpointer user_data);
+confab_store_delete_agent_async(ConfabStore *self,
+				const gchar *agent_id,
+				gint64 deleted_at,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
 gboolean
 confab_store_delete_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_save_token(ConfabStore *self,
-			ConfabToken *token,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data);
+confab_store_save_token_async(ConfabStore *self,
+			      ConfabToken *token,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
 gboolean
 confab_store_save_token_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_set_quota(ConfabStore *self,
-		       const gchar *owner,
-		       guint64 monthly_requests,
-		       GCancellable *cancellable,
-		       GAsyncReadyCallback callback,
-		       gpointer user_data);
+confab_store_set_quota_async(ConfabStore *self,
+			     const gchar *owner,
+			     guint64 monthly_requests,
+			     GCancellable *cancellable,
+			     GAsyncReadyCallback callback,
+			     gpointer user_data);
 gboolean
 confab_store_set_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_begin_turn(ConfabStore *self,
-			ConfabTurnRecord *record,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data);
-gboolean
-confab_store_begin_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+confab_store_get_usage_async(ConfabStore *self,
+			     const gchar *owner,
+			     const gchar *month,
+			     guint64 default_limit,
+			     GCancellable *cancellable,
+			     GAsyncReadyCallback callback,
+			     gpointer user_data);
+ConfabStoreUsage *
+confab_store_get_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+
 void
-confab_store_finish_turn(ConfabStore *self,
-			 ConfabMessage *assistant,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data);
-gboolean
-confab_store_finish_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+confab_store_admit_quota_async(ConfabStore *self,
+			       const gchar *owner,
+			       const gchar *month,
+			       guint64 default_limit,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+ConfabStoreUsage *
+confab_store_admit_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_delete_session(ConfabStore *self,
-			    const gchar *session_id,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
+confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *month);
+void
+confab_store_acquire_session_async(ConfabStore *self,
+				   const gchar *session_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+gboolean
+confab_store_acquire_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_release_session(ConfabStore *self, const gchar *session_id);
+void
+confab_store_commit_turn_async(ConfabStore *self,
+			       const ConfabStoreTurn *turn,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+gboolean
+confab_store_commit_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_delete_session_async(ConfabStore *self,
+				  const gchar *session_id,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data);
 gboolean
 confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
-confab_store_get_session(ConfabStore *self,
-			 const gchar *session_id,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data);
+confab_store_get_session_async(ConfabStore *self,
+			       const gchar *session_id,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
 ConfabSession *
 confab_store_get_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_get_history(ConfabStore *self,
-			 const gchar *session_id,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data);
+confab_store_get_history_async(ConfabStore *self,
+			       const gchar *session_id,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
 GPtrArray *
 confab_store_get_history_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_list_sessions(ConfabStore *self,
-			   const ConfabSessionQuery *query,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data);
-ConfabPage *
+confab_store_list_sessions_async(ConfabStore *self,
+				 const ConfabStoreSessionQuery *query,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+ConfabStorePage *
 confab_store_list_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_list_messages(ConfabStore *self,
-			   const ConfabMessageQuery *query,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data);
-ConfabPage *
+confab_store_list_messages_async(ConfabStore *self,
+				 const ConfabStoreMessageQuery *query,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+ConfabStorePage *
 confab_store_list_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
+void
+confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);
 void
 confab_store_close(ConfabStore *self);
 

@@ -10,22 +10,37 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "confab-error.h"
-#include "confab-id-generator.h"
-#include "confab-json.h"
-#include "confab-store-sqlite.h"
 #include "confab-test-helper.h"
+#include "model/confab-id-generator.h"
+#include "store/sqlite/confab-store-sqlite.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
-/* The SQLite store: writes through the writer thread, cursor pages, the
- * file on disk. */
+/*
+ * The store, through its interface: one table of tests registered once per
+ * backend (add_tests()), so that every backend keeps the same promises —
+ * writes that commit whole or not at all, cursor pages, quota admission that
+ * never overshoots, one turn at a time per session. Tests of one backend's
+ * own mechanics (SQLite's file, schema version and group commit) come after.
+ */
+
+typedef struct _Fixture Fixture;
 
 typedef struct {
+	const gchar *name;
+	/* opens (or reopens, keeping the data) f->store */
+	void (*open)(Fixture *f);
+} Backend;
+
+struct _Fixture {
+	const Backend *backend;
 	gchar *dir;
 	gchar *path;
 	ConfabStore *store;
 	ConfabIdGenerator *ids;
 	gint64 clock_ms;
-} Fixture;
+	gchar *month; /* this month, as the store counts it */
+};
 
 static gint64
 fixture_clock(gpointer data)
@@ -47,14 +62,35 @@ open_store(const gchar *path)
 }
 
 static void
+sqlite_open(Fixture *f)
+{
+	f->store = open_store(f->path);
+}
+
+static const Backend sqlite_backend = {"sqlite", sqlite_open};
+
+static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+
+	f->backend = data;
 	f->dir = confab_test_make_tmpdir("store");
 	f->path = g_build_filename(f->dir, "confab.db", NULL);
-	f->store = open_store(f->path);
+	f->month = g_date_time_format(now, "%Y-%m");
+	f->backend->open(f);
 	f->ids = confab_id_generator_new();
 	f->clock_ms = 1700000000000;
 	confab_id_generator_set_clock(f->ids, fixture_clock, f);
+}
+
+/* Closes and opens the store again: what it reads now was committed. */
+static void
+reopen(Fixture *f)
+{
+	confab_store_close(f->store);
+	g_clear_object(&f->store);
+	f->backend->open(f);
 }
 
 static void
@@ -68,6 +104,7 @@ fixture_teardown(Fixture *f, gconstpointer data)
 	confab_test_rm_rf(f->dir);
 	g_free(f->dir);
 	g_free(f->path);
+	g_free(f->month);
 }
 
 /* ---------- waiting for async results ---------- */
@@ -103,7 +140,7 @@ save_agent(Fixture *f, ConfabAgent *agent, GError **error)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_save_agent(f->store, agent, NULL, on_result, &slot);
+	confab_store_save_agent_async(f->store, agent, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	return confab_store_save_agent_finish(f->store, res, error);
 }
@@ -113,7 +150,7 @@ delete_agent(Fixture *f, const gchar *id, GError **error)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_delete_agent(f->store, id, 1700000100, NULL, on_result, &slot);
+	confab_store_delete_agent_async(f->store, id, 1700000100, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	return confab_store_delete_agent_finish(f->store, res, error);
 }
@@ -123,7 +160,7 @@ save_token(Fixture *f, ConfabToken *token, GError **error)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_save_token(f->store, token, NULL, on_result, &slot);
+	confab_store_save_token_async(f->store, token, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	return confab_store_save_token_finish(f->store, res, error);
 }
@@ -133,29 +170,111 @@ set_quota(Fixture *f, const gchar *owner, guint64 n, GError **error)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_set_quota(f->store, owner, n, NULL, on_result, &slot);
+	confab_store_set_quota_async(f->store, owner, n, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	return confab_store_set_quota_finish(f->store, res, error);
 }
 
 static gboolean
-begin_turn(Fixture *f, ConfabTurnRecord *record, GError **error)
+begin_turn(Fixture *f, ConfabStoreTurn *record, GError **error)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_begin_turn(f->store, record, NULL, on_result, &slot);
+	confab_store_commit_turn_async(f->store, record, NULL, on_result, &slot);
 	res = wait_for(&slot);
-	return confab_store_begin_turn_finish(f->store, res, error);
+	return confab_store_commit_turn_finish(f->store, res, error);
 }
 
+/* an answer alone, as a stream commits it at its end */
 static gboolean
 finish_turn(Fixture *f, ConfabMessage *msg, GError **error)
 {
+	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
+
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, confab_message_get_session_id(msg));
+	record->assistant = g_object_ref(msg);
+	return begin_turn(f, record, error);
+}
+
+static GPtrArray *
+load_agents(Fixture *f, GError **error)
+{
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_finish_turn(f->store, msg, NULL, on_result, &slot);
+	confab_store_load_agents_async(f->store, NULL, on_result, &slot);
 	res = wait_for(&slot);
-	return confab_store_finish_turn_finish(f->store, res, error);
+	return confab_store_load_agents_finish(f->store, res, error);
+}
+
+static GPtrArray *
+load_tokens(Fixture *f, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_load_tokens_async(f->store, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_load_tokens_finish(f->store, res, error);
+}
+
+static ConfabStoreUsage *
+get_usage(Fixture *f, const gchar *owner, guint64 default_limit)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabStoreUsage *usage;
+	confab_store_get_usage_async(f->store,
+				     owner,
+				     f->month,
+				     default_limit,
+				     NULL,
+				     on_result,
+				     &slot);
+	res = wait_for(&slot);
+	usage = confab_store_get_usage_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	return usage;
+}
+
+/* the requests committed for @owner this month, read after a reopen */
+static guint64
+durable_usage(Fixture *f, const gchar *owner)
+{
+	g_autoptr(ConfabStoreUsage) usage = NULL;
+	reopen(f);
+	usage = get_usage(f, owner, 0);
+	return usage->requests;
+}
+
+static ConfabStoreUsage *
+admit(Fixture *f, const gchar *owner, guint64 default_limit)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabStoreUsage *usage;
+	confab_store_admit_quota_async(f->store,
+				       owner,
+				       f->month,
+				       default_limit,
+				       NULL,
+				       on_result,
+				       &slot);
+	res = wait_for(&slot);
+	usage = confab_store_admit_quota_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	return usage;
+}
+
+static gboolean
+acquire(Fixture *f, const gchar *session_id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_acquire_session_async(f->store, session_id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_acquire_session_finish(f->store, res, error);
 }
 
 static gboolean
@@ -163,7 +282,7 @@ delete_session(Fixture *f, const gchar *id, GError **error)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_delete_session(f->store, id, NULL, on_result, &slot);
+	confab_store_delete_session_async(f->store, id, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	return confab_store_delete_session_finish(f->store, res, error);
 }
@@ -173,7 +292,7 @@ get_session(Fixture *f, const gchar *id, GError **error)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	confab_store_get_session(f->store, id, NULL, on_result, &slot);
+	confab_store_get_session_async(f->store, id, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	return confab_store_get_session_finish(f->store, res, error);
 }
@@ -185,7 +304,7 @@ get_history(Fixture *f, const gchar *id)
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(GError) error = NULL;
 	GPtrArray *history;
-	confab_store_get_history(f->store, id, NULL, on_result, &slot);
+	confab_store_get_history_async(f->store, id, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	history = confab_store_get_history_finish(f->store, res, &error);
 	g_assert_no_error(error);
@@ -193,14 +312,14 @@ get_history(Fixture *f, const gchar *id)
 	return history;
 }
 
-static ConfabPage *
-list_sessions(Fixture *f, const ConfabSessionQuery *query)
+static ConfabStorePage *
+list_sessions(Fixture *f, const ConfabStoreSessionQuery *query)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(GError) error = NULL;
-	ConfabPage *page;
-	confab_store_list_sessions(f->store, query, NULL, on_result, &slot);
+	ConfabStorePage *page;
+	confab_store_list_sessions_async(f->store, query, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	page = confab_store_list_sessions_finish(f->store, res, &error);
 	g_assert_no_error(error);
@@ -208,14 +327,14 @@ list_sessions(Fixture *f, const ConfabSessionQuery *query)
 	return page;
 }
 
-static ConfabPage *
-list_messages(Fixture *f, const ConfabMessageQuery *query)
+static ConfabStorePage *
+list_messages(Fixture *f, const ConfabStoreMessageQuery *query)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(GError) error = NULL;
-	ConfabPage *page;
-	confab_store_list_messages(f->store, query, NULL, on_result, &slot);
+	ConfabStorePage *page;
+	confab_store_list_messages_async(f->store, query, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	page = confab_store_list_messages_finish(f->store, res, &error);
 	g_assert_no_error(error);
@@ -265,7 +384,7 @@ create_session(Fixture *f,
 	       ConfabSessionSource source,
 	       const gchar *text)
 {
-	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 	g_autoptr(GError) error = NULL;
 	gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 
@@ -393,7 +512,7 @@ test_agents(Fixture *f, gconstpointer data)
 	g_assert_true(save_agent(f, b, &error));
 	g_assert_no_error(error);
 
-	agents = confab_store_load_agents(f->store, &error);
+	agents = load_agents(f, &error);
 	g_assert_no_error(error);
 	g_assert_cmpuint(agents->len, ==, 2);
 	loaded = g_ptr_array_index(agents, 1);
@@ -411,7 +530,7 @@ test_agents(Fixture *f, gconstpointer data)
 	confab_agent_set_updated_at(a, 1700000500);
 	g_assert_true(save_agent(f, a, &error));
 	g_clear_pointer(&agents, g_ptr_array_unref);
-	agents = confab_store_load_agents(f->store, &error);
+	agents = load_agents(f, &error);
 	g_assert_cmpuint(agents->len, ==, 2);
 	g_assert_cmpstr(confab_agent_get_name(g_ptr_array_index(agents, 0)), ==, "alpha2");
 	g_assert_cmpint(confab_agent_get_updated_at(g_ptr_array_index(agents, 0)), ==, 1700000500);
@@ -420,7 +539,7 @@ test_agents(Fixture *f, gconstpointer data)
 	/* deleted: gone from the load, twice is not found */
 	g_assert_true(delete_agent(f, confab_agent_get_id(b), &error));
 	g_assert_no_error(error);
-	after = confab_store_load_agents(f->store, &error);
+	after = load_agents(f, &error);
 	g_assert_cmpuint(after->len, ==, 1);
 	g_assert_cmpstr(confab_agent_get_id(g_ptr_array_index(after, 0)),
 			==,
@@ -484,7 +603,7 @@ test_tokens(Fixture *f, gconstpointer data)
 	g_assert_true(save_token(f, t, &error));
 	g_assert_no_error(error);
 
-	tokens = confab_store_load_tokens(f->store, &error);
+	tokens = load_tokens(f, &error);
 	g_assert_no_error(error);
 	g_assert_cmpuint(tokens->len, ==, 1);
 	loaded = g_ptr_array_index(tokens, 0);
@@ -499,7 +618,7 @@ test_tokens(Fixture *f, gconstpointer data)
 	/* revoking is saving again */
 	confab_token_set_revoked_at(t, 1700000999);
 	g_assert_true(save_token(f, t, &error));
-	again = confab_store_load_tokens(f->store, &error);
+	again = load_tokens(f, &error);
 	g_assert_cmpuint(again->len, ==, 1);
 	g_assert_cmpint(confab_token_get_revoked_at(g_ptr_array_index(again, 0)), ==, 1700000999);
 }
@@ -528,7 +647,7 @@ test_token_hash_unique(Fixture *f, gconstpointer data)
 	/* two tokens with one secret would be ambiguous */
 	g_assert_false(save_token(f, t2, &error));
 	g_assert_nonnull(error);
-	tokens = confab_store_load_tokens(f->store, NULL);
+	tokens = load_tokens(f, NULL);
 	g_assert_cmpuint(tokens->len, ==, 1);
 }
 
@@ -541,7 +660,7 @@ test_turns(Fixture *f, gconstpointer data)
 					       CONFAB_SESSION_SOURCE_API,
 					       "h\xc3\xa9llo \xf0\x9f\x8c\x8d");
 	g_autoptr(ConfabMessage) reply = make_message(f, sid, "assistant", "h\xc3\xa9llo");
-	g_autoptr(ConfabTurnRecord) second = confab_turn_record_new();
+	g_autoptr(ConfabStoreTurn) second = confab_store_turn_new();
 	g_autoptr(ConfabMessage) reply2 = NULL;
 	g_autoptr(ConfabSession) session = NULL;
 	g_autoptr(GPtrArray) history = NULL;
@@ -615,7 +734,7 @@ test_turns(Fixture *f, gconstpointer data)
 static void
 test_turn_on_missing_session(Fixture *f, gconstpointer data)
 {
-	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 	g_autoptr(ConfabMessage) reply = NULL;
 	g_autofree gchar *ghost = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 	g_autoptr(GError) error = NULL;
@@ -646,15 +765,14 @@ test_failed_turn_leaves_nothing(Fixture *f, gconstpointer data)
 {
 	/* a new session whose second message cannot be stored (a duplicate
 	 * id): neither the session nor the first message may remain */
-	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 	g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 	g_autoptr(ConfabMessage) first = make_message(f, sid, "user", "one");
 	g_autoptr(ConfabMessage) dup = make_message(f, sid, "user", "two");
 	g_autoptr(GError) error = NULL;
 	g_autoptr(GPtrArray) history = NULL;
-	g_autoptr(ConfabPage) page = NULL;
-	g_autoptr(GHashTable) usage = NULL;
-	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 100};
+	g_autoptr(ConfabStorePage) page = NULL;
+	ConfabStoreSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 100};
 
 	confab_message_set_id(dup, confab_message_get_id(first));
 	record->session = confab_session_new();
@@ -663,7 +781,7 @@ test_failed_turn_leaves_nothing(Fixture *f, gconstpointer data)
 	confab_session_set_agent_id(record->session, "agt_a");
 	record->session_is_new = TRUE;
 	record->usage_owner = g_strdup("alice");
-	record->usage_month = g_strdup("2026-11");
+	record->usage_month = g_strdup(f->month);
 	g_ptr_array_add(record->messages, g_object_ref(first));
 	g_ptr_array_add(record->messages, g_object_ref(dup));
 	g_assert_false(begin_turn(f, record, &error));
@@ -677,19 +795,18 @@ test_failed_turn_leaves_nothing(Fixture *f, gconstpointer data)
 	page = list_sessions(f, &query);
 	g_assert_cmpuint(page->items->len, ==, 0);
 	/* and the request was not counted */
-	usage = confab_store_load_usage(f->store, "2026-11", NULL);
-	g_assert_null(g_hash_table_lookup(usage, "alice"));
+	g_assert_cmpuint(durable_usage(f, "alice"), ==, 0);
 }
 
 static GPtrArray *
-collect_session_pages(Fixture *f, ConfabSessionQuery *query, guint *n_pages)
+collect_session_pages(Fixture *f, ConfabStoreSessionQuery *query, guint *n_pages)
 {
 	GPtrArray *ids = g_ptr_array_new_with_free_func(g_free);
 	g_autofree gchar *after = NULL;
 
 	*n_pages = 0;
 	for (;;) {
-		g_autoptr(ConfabPage) page = NULL;
+		g_autoptr(ConfabStorePage) page = NULL;
 		query->after = after;
 		page = list_sessions(f, query);
 		query->after = NULL;
@@ -715,7 +832,7 @@ static void
 test_session_pages(Fixture *f, gconstpointer data)
 {
 	g_autoptr(GPtrArray) created = g_ptr_array_new_with_free_func(g_free);
-	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 10};
+	ConfabStoreSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 10};
 	guint n_pages = 0;
 
 	for (guint i = 0; i < 25; i++)
@@ -747,20 +864,20 @@ test_session_pages(Fixture *f, gconstpointer data)
 	/* a page ending exactly at the last item says no more */
 	query.limit = 25;
 	{
-		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_autoptr(ConfabStorePage) page = list_sessions(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 25);
 		g_assert_false(page->has_more);
 	}
 	query.limit = 24;
 	{
-		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_autoptr(ConfabStorePage) page = list_sessions(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 24);
 		g_assert_true(page->has_more);
 	}
 	query.limit = 5;
 	{
 		/* after the last one: empty, no more */
-		g_autoptr(ConfabPage) page = NULL;
+		g_autoptr(ConfabStorePage) page = NULL;
 		query.after = g_ptr_array_index(created, 24);
 		page = list_sessions(f, &query);
 		query.after = NULL;
@@ -780,7 +897,7 @@ static void
 test_cursor_after_deleted(Fixture *f, gconstpointer data)
 {
 	g_autoptr(GPtrArray) created = g_ptr_array_new_with_free_func(g_free);
-	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 3};
+	ConfabStoreSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 3};
 	g_autoptr(GError) error = NULL;
 
 	for (guint i = 0; i < 10; i++)
@@ -792,7 +909,7 @@ test_cursor_after_deleted(Fixture *f, gconstpointer data)
 	g_assert_no_error(error);
 	query.after = g_ptr_array_index(created, 6);
 	{
-		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_autoptr(ConfabStorePage) page = list_sessions(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 3);
 		g_assert_true(page->has_more);
 		for (guint i = 0; i < 3; i++)
@@ -802,7 +919,7 @@ test_cursor_after_deleted(Fixture *f, gconstpointer data)
 	}
 	query.order = CONFAB_ORDER_ASC;
 	{
-		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		g_autoptr(ConfabStorePage) page = list_sessions(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 3);
 		g_assert_false(page->has_more);
 		for (guint i = 0; i < 3; i++)
@@ -812,7 +929,7 @@ test_cursor_after_deleted(Fixture *f, gconstpointer data)
 	}
 	/* a cursor that never existed, between two ids */
 	{
-		g_autoptr(ConfabPage) page = NULL;
+		g_autoptr(ConfabStorePage) page = NULL;
 		g_autofree gchar *zeros = g_strnfill(CONFAB_ID_BODY_LEN, '0');
 		g_autofree gchar *oldest = g_strconcat("cts_", zeros, NULL);
 		query.after = oldest;
@@ -853,13 +970,13 @@ test_session_filters(Fixture *f, gconstpointer data)
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-		ConfabSessionQuery query = {(gchar *)cases[i].owner,
-					    (gchar *)cases[i].agent,
-					    cases[i].source,
-					    NULL,
-					    CONFAB_ORDER_DESC,
-					    20};
-		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		ConfabStoreSessionQuery query = {(gchar *)cases[i].owner,
+						 (gchar *)cases[i].agent,
+						 cases[i].source,
+						 NULL,
+						 CONFAB_ORDER_DESC,
+						 20};
+		g_autoptr(ConfabStorePage) page = list_sessions(f, &query);
 		guint n = g_strv_length((gchar **)cases[i].expect);
 		if (page->items->len != n)
 			g_error("case %u: %u sessions, expected %u", i, page->items->len, n);
@@ -871,8 +988,8 @@ test_session_filters(Fixture *f, gconstpointer data)
 	}
 	/* a cursor from another owner's list does not leak anything either */
 	{
-		ConfabSessionQuery query = {"bob", NULL, -1, a1, CONFAB_ORDER_ASC, 20};
-		g_autoptr(ConfabPage) page = list_sessions(f, &query);
+		ConfabStoreSessionQuery query = {"bob", NULL, -1, a1, CONFAB_ORDER_ASC, 20};
+		g_autoptr(ConfabStorePage) page = list_sessions(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 1);
 		g_assert_cmpstr(confab_session_get_id(g_ptr_array_index(page->items, 0)), ==, b1);
 	}
@@ -887,7 +1004,7 @@ test_message_pages(Fixture *f, gconstpointer data)
 	g_autoptr(GPtrArray) history = NULL;
 	g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
 	g_autofree gchar *after = NULL;
-	ConfabMessageQuery query = {sid, NULL, CONFAB_ORDER_ASC, 4};
+	ConfabStoreMessageQuery query = {sid, NULL, CONFAB_ORDER_ASC, 4};
 	guint pages = 0;
 
 	for (guint i = 1; i < 11; i++) {
@@ -901,7 +1018,7 @@ test_message_pages(Fixture *f, gconstpointer data)
 
 	/* 11 messages in pages of 4: 4 + 4 + 3, only this session's */
 	for (;;) {
-		g_autoptr(ConfabPage) page = NULL;
+		g_autoptr(ConfabStorePage) page = NULL;
 		query.after = after;
 		page = list_messages(f, &query);
 		query.after = NULL;
@@ -929,7 +1046,7 @@ test_message_pages(Fixture *f, gconstpointer data)
 	query.order = CONFAB_ORDER_DESC;
 	query.limit = 100;
 	{
-		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_autoptr(ConfabStorePage) page = list_messages(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 11);
 		g_assert_false(page->has_more);
 		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 0)),
@@ -939,7 +1056,7 @@ test_message_pages(Fixture *f, gconstpointer data)
 	/* desc after the 5th: the 4 older ones */
 	query.after = (gchar *)confab_message_get_id(g_ptr_array_index(history, 4));
 	{
-		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_autoptr(ConfabStorePage) page = list_messages(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 4);
 		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 0)),
 				==,
@@ -949,7 +1066,7 @@ test_message_pages(Fixture *f, gconstpointer data)
 	/* an unknown session has no messages */
 	query.session_id = "cts_00000000000000000000000000";
 	{
-		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_autoptr(ConfabStorePage) page = list_messages(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 0);
 		g_assert_false(page->has_more);
 	}
@@ -966,7 +1083,7 @@ test_delete_session_cascades(Fixture *f, gconstpointer data)
 	g_autoptr(GPtrArray) history = NULL;
 	g_autoptr(GPtrArray) kept = NULL;
 	g_autoptr(GError) error = NULL;
-	ConfabMessageQuery query = {sid, NULL, CONFAB_ORDER_ASC, 100};
+	ConfabStoreMessageQuery query = {sid, NULL, CONFAB_ORDER_ASC, 100};
 
 	g_assert_true(finish_turn(f, reply, NULL));
 	g_assert_true(delete_session(f, sid, &error));
@@ -974,7 +1091,7 @@ test_delete_session_cascades(Fixture *f, gconstpointer data)
 	history = get_history(f, sid);
 	g_assert_cmpuint(history->len, ==, 0);
 	{
-		g_autoptr(ConfabPage) page = list_messages(f, &query);
+		g_autoptr(ConfabStorePage) page = list_messages(f, &query);
 		g_assert_cmpuint(page->items->len, ==, 0);
 	}
 	kept = get_history(f, keep);
@@ -987,55 +1104,206 @@ test_delete_session_cascades(Fixture *f, gconstpointer data)
 static void
 test_quotas_and_usage(Fixture *f, gconstpointer data)
 {
-	g_autoptr(GHashTable) quotas = NULL;
-	g_autoptr(GHashTable) usage = NULL;
-	g_autoptr(GHashTable) other_month = NULL;
 	g_autoptr(GError) error = NULL;
-	guint64 *value;
 
 	g_assert_true(set_quota(f, "alice", 5, &error));
 	g_assert_true(set_quota(f, "bob", 7, &error));
 	g_assert_true(set_quota(f, "bob", 8, &error));
 	g_assert_true(set_quota(f, "carol", G_MAXUINT64, &error));
 	g_assert_no_error(error);
-	quotas = confab_store_load_quotas(f->store, &error);
-	g_assert_no_error(error);
-	value = g_hash_table_lookup(quotas, "alice");
-	g_assert_nonnull(value);
-	g_assert_cmpuint(*value, ==, 5);
-	value = g_hash_table_lookup(quotas, "bob");
-	g_assert_cmpuint(*value, ==, 8);
-	value = g_hash_table_lookup(quotas, "carol");
-	g_assert_nonnull(value);
-	g_assert_cmpuint(*value, >=, G_MAXINT64);
-	/* 0 is unlimited: no row */
+	{
+		g_autoptr(ConfabStoreUsage) alice = get_usage(f, "alice", 100);
+		g_autoptr(ConfabStoreUsage) bob = get_usage(f, "bob", 100);
+		g_autoptr(ConfabStoreUsage) carol = get_usage(f, "carol", 100);
+		g_autoptr(ConfabStoreUsage) dave = get_usage(f, "dave", 100);
+		g_assert_cmpuint(alice->limit, ==, 5);
+		g_assert_true(alice->is_override);
+		g_assert_cmpuint(bob->limit, ==, 8);
+		g_assert_cmpuint(carol->limit, >=, G_MAXINT64);
+		/* no quota of one's own: the default */
+		g_assert_cmpuint(dave->limit, ==, 100);
+		g_assert_false(dave->is_override);
+		g_assert_cmpstr(dave->month, ==, f->month);
+	}
+	/* 0 removes alice's own: the default applies again */
 	g_assert_true(set_quota(f, "alice", 0, &error));
-	g_clear_pointer(&quotas, g_hash_table_unref);
-	quotas = confab_store_load_quotas(f->store, &error);
-	g_assert_null(g_hash_table_lookup(quotas, "alice"));
+	{
+		g_autoptr(ConfabStoreUsage) alice = get_usage(f, "alice", 0);
+		g_assert_cmpuint(alice->limit, ==, 0);
+		g_assert_false(alice->is_override);
+	}
 
-	/* usage counts each turn of the month */
+	/* usage counts each turn whose first commit carries it */
 	for (guint i = 0; i < 3; i++) {
-		g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+		g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 		g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 		record->session = confab_session_new();
 		confab_session_set_id(record->session, sid);
 		confab_session_set_owner(record->session, "alice");
 		confab_session_set_agent_id(record->session, "agt_a");
 		record->session_is_new = TRUE;
-		record->usage_owner = g_strdup("alice");
-		record->usage_month = g_strdup(i < 2 ? "2026-11" : "2026-12");
+		if (i < 2) {
+			record->usage_owner = g_strdup("alice");
+			record->usage_month = g_strdup(f->month);
+		}
 		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
 		g_assert_true(begin_turn(f, record, &error));
 	}
-	usage = confab_store_load_usage(f->store, "2026-11", &error);
+	g_assert_cmpuint(durable_usage(f, "alice"), ==, 2);
+	/* and quotas survive a reopen */
+	{
+		g_autoptr(ConfabStoreUsage) bob = get_usage(f, "bob", 0);
+		g_assert_cmpuint(bob->limit, ==, 8);
+	}
+}
+
+static void
+test_admit_quota(Fixture *f, gconstpointer data)
+{
+	/* the default quota: 3 a month */
+	for (guint i = 1; i <= 3; i++) {
+		g_autoptr(ConfabStoreUsage) usage = admit(f, "erin", 3);
+		g_assert_true(usage->admitted);
+		g_assert_cmpuint(usage->requests, ==, i);
+		g_assert_cmpuint(usage->limit, ==, 3);
+	}
+	{
+		g_autoptr(ConfabStoreUsage) refused = admit(f, "erin", 3);
+		g_assert_false(refused->admitted);
+		g_assert_cmpuint(refused->requests, ==, 3);
+	}
+	/* a count given back (its turn was never stored) frees a place */
+	confab_store_release_quota(f->store, "erin", f->month);
+	{
+		g_autoptr(ConfabStoreUsage) again = admit(f, "erin", 3);
+		g_assert_true(again->admitted);
+	}
+	/* an owner's own quota wins over the default; 0 is unlimited */
+	g_assert_true(set_quota(f, "erin", 5, NULL));
+	{
+		g_autoptr(ConfabStoreUsage) more = admit(f, "erin", 3);
+		g_assert_true(more->admitted);
+		g_assert_cmpuint(more->limit, ==, 5);
+	}
+	for (guint i = 0; i < 100; i++) {
+		g_autoptr(ConfabStoreUsage) free_usage = admit(f, "frank", 0);
+		g_assert_true(free_usage->admitted);
+	}
+}
+
+typedef struct {
+	guint done;
+	guint admitted;
+} Admissions;
+
+static void
+on_admitted(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Admissions *a = user_data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabStoreUsage) usage =
+	    confab_store_admit_quota_finish(CONFAB_STORE(source), result, &error);
 	g_assert_no_error(error);
-	value = g_hash_table_lookup(usage, "alice");
-	g_assert_nonnull(value);
-	g_assert_cmpuint(*value, ==, 2);
-	other_month = confab_store_load_usage(f->store, "2026-12", &error);
-	value = g_hash_table_lookup(other_month, "alice");
-	g_assert_cmpuint(*value, ==, 1);
+	if (usage->admitted)
+		a->admitted++;
+	a->done++;
+}
+
+/* many admissions in flight at once never admit more than the quota */
+static void
+test_admit_concurrent(Fixture *f, gconstpointer data)
+{
+	Admissions a = {0, 0};
+	guint timeout;
+
+	for (guint i = 0; i < 200; i++)
+		confab_store_admit_quota_async(f->store,
+					       "gina",
+					       f->month,
+					       37,
+					       NULL,
+					       on_admitted,
+					       &a);
+	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
+	while (a.done < 200)
+		g_main_context_iteration(NULL, TRUE);
+	g_source_remove(timeout);
+	g_assert_cmpuint(a.admitted, ==, 37);
+}
+
+static void
+test_sessions_busy(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *sid =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "hi");
+	g_autofree gchar *other =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "there");
+	g_autoptr(GError) error = NULL;
+
+	g_assert_true(acquire(f, sid, &error));
+	g_assert_no_error(error);
+	/* one turn at a time per session */
+	g_assert_false(acquire(f, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_BUSY);
+	g_clear_error(&error);
+	/* other sessions are free */
+	g_assert_true(acquire(f, other, &error));
+	confab_store_release_session(f->store, sid);
+	g_assert_true(acquire(f, sid, &error));
+	g_assert_no_error(error);
+	confab_store_release_session(f->store, sid);
+	confab_store_release_session(f->store, other);
+}
+
+/* a JSON turn's two sides go in one transaction: both, or neither */
+static void
+test_turn_both_sides(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
+	g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+	g_autoptr(ConfabMessage) user = make_message(f, sid, "user", "question");
+	g_autoptr(ConfabMessage) answer = make_message(f, sid, "assistant", "answer");
+	g_autoptr(ConfabStoreTurn) bad = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GError) error = NULL;
+
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, sid);
+	confab_session_set_owner(record->session, "alice");
+	confab_session_set_agent_id(record->session, "agt_a");
+	confab_session_set_created_at(record->session, 1700000000);
+	confab_session_set_updated_at(record->session, 1700000000);
+	record->session_is_new = TRUE;
+	record->usage_owner = g_strdup("alice");
+	record->usage_month = g_strdup(f->month);
+	g_ptr_array_add(record->messages, g_object_ref(user));
+	confab_message_set_created_at(answer, 1700000009);
+	record->assistant = g_object_ref(answer);
+	g_assert_true(begin_turn(f, record, &error));
+	g_assert_no_error(error);
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 2);
+	{
+		g_autoptr(ConfabSession) session = get_session(f, sid, &error);
+		g_assert_cmpint(confab_session_get_updated_at(session), ==, 1700000009);
+	}
+
+	/* the answer cannot be stored (its id is taken): the user's side of
+	 * the same record is not stored either, nor counted */
+	bad = confab_store_turn_new();
+	bad->session = g_object_ref(record->session);
+	bad->session_is_new = FALSE;
+	bad->usage_owner = g_strdup("alice");
+	bad->usage_month = g_strdup(f->month);
+	g_ptr_array_add(bad->messages, make_message(f, sid, "user", "second"));
+	bad->assistant = make_message(f, sid, "assistant", "dup");
+	confab_message_set_id(bad->assistant, confab_message_get_id(answer));
+	g_assert_false(begin_turn(f, bad, &error));
+	g_assert_nonnull(error);
+	g_clear_pointer(&history, g_ptr_array_unref);
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 2);
+	g_assert_cmpuint(durable_usage(f, "alice"), ==, 1);
 }
 
 static void
@@ -1046,17 +1314,14 @@ test_reopen_persists(Fixture *f, gconstpointer data)
 	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "remember me");
 	g_autoptr(GPtrArray) agents = NULL;
 	g_autoptr(GPtrArray) history = NULL;
-	g_autoptr(GHashTable) quotas = NULL;
+	g_autoptr(ConfabStoreUsage) usage = NULL;
 	g_autoptr(ConfabSession) session = NULL;
 	g_autoptr(GError) error = NULL;
 
 	g_assert_true(save_agent(f, agent, NULL));
 	g_assert_true(set_quota(f, "alice", 42, NULL));
-	confab_store_close(f->store);
-	g_clear_object(&f->store);
-
-	f->store = open_store(f->path);
-	agents = confab_store_load_agents(f->store, &error);
+	reopen(f);
+	agents = load_agents(f, &error);
 	g_assert_cmpuint(agents->len, ==, 1);
 	g_assert_cmpstr(confab_agent_get_name(g_ptr_array_index(agents, 0)), ==, "persisted");
 	session = get_session(f, sid, &error);
@@ -1064,9 +1329,8 @@ test_reopen_persists(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_session_get_title(session), ==, "remember me");
 	history = get_history(f, sid);
 	g_assert_cmpuint(history->len, ==, 1);
-	quotas = confab_store_load_quotas(f->store, NULL);
-	g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(quotas, "alice"), ==, 42);
-	g_assert_cmpint(read_user_version(f->path), ==, CONFAB_DB_VERSION);
+	usage = get_usage(f, "alice", 0);
+	g_assert_cmpuint(usage->limit, ==, 42);
 }
 
 typedef struct {
@@ -1079,7 +1343,7 @@ on_counted(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	Counter *c = user_data;
 	g_autoptr(GError) error = NULL;
-	if (!confab_store_begin_turn_finish(CONFAB_STORE(source), result, &error))
+	if (!confab_store_commit_turn_finish(CONFAB_STORE(source), result, &error))
 		c->failed++;
 	c->done++;
 }
@@ -1092,12 +1356,12 @@ test_group_commit(Fixture *f, gconstpointer data)
 	guint64 commits = 0;
 	guint64 jobs = 0;
 	guint timeout;
-	ConfabSessionQuery query = {"alice", NULL, -1, NULL, CONFAB_ORDER_ASC, 100};
+	ConfabStoreSessionQuery query = {"alice", NULL, -1, NULL, CONFAB_ORDER_ASC, 100};
 	guint n_pages = 0;
 
 	/* many writes in flight at once, none awaited before the next */
 	for (guint i = 0; i < n; i++) {
-		g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+		g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 		g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 		record->session = confab_session_new();
 		confab_session_set_id(record->session, sid);
@@ -1105,9 +1369,9 @@ test_group_commit(Fixture *f, gconstpointer data)
 		confab_session_set_agent_id(record->session, "agt_a");
 		record->session_is_new = TRUE;
 		record->usage_owner = g_strdup("alice");
-		record->usage_month = g_strdup("2026-11");
+		record->usage_month = g_strdup(f->month);
 		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
-		confab_store_begin_turn(f->store, record, NULL, on_counted, &counter);
+		confab_store_commit_turn_async(f->store, record, NULL, on_counted, &counter);
 	}
 	timeout = g_timeout_add_seconds(60, on_timeout, NULL);
 	while (counter.done < n)
@@ -1122,14 +1386,10 @@ test_group_commit(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(commits, >=, 1);
 
 	/* every one committed, durably: after a reopen */
-	confab_store_close(f->store);
-	g_clear_object(&f->store);
-	f->store = open_store(f->path);
+	g_assert_cmpuint(durable_usage(f, "alice"), ==, n);
 	{
 		g_autoptr(GPtrArray) ids = collect_session_pages(f, &query, &n_pages);
-		g_autoptr(GHashTable) usage = confab_store_load_usage(f->store, "2026-11", NULL);
 		g_assert_cmpuint(ids->len, ==, n);
-		g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(usage, "alice"), ==, n);
 	}
 }
 
@@ -1138,10 +1398,10 @@ test_closed_store(Fixture *f, gconstpointer data)
 {
 	g_autoptr(ConfabAgent) agent = make_agent(f, "late");
 	g_autoptr(GError) error = NULL;
-	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 10};
+	ConfabStoreSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_DESC, 10};
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
-	g_autoptr(ConfabPage) page = NULL;
+	g_autoptr(ConfabStorePage) page = NULL;
 
 	confab_store_close(f->store);
 	/* closing twice is harmless */
@@ -1149,7 +1409,7 @@ test_closed_store(Fixture *f, gconstpointer data)
 	g_assert_false(save_agent(f, agent, &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_SHUTTING_DOWN);
 	g_clear_error(&error);
-	confab_store_list_sessions(f->store, &query, NULL, on_result, &slot);
+	confab_store_list_sessions_async(f->store, &query, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	page = confab_store_list_sessions_finish(f->store, res, &error);
 	g_assert_null(page);
@@ -1178,11 +1438,11 @@ test_close_finishes_queued_writes(Fixture *f, gconstpointer data)
 	const guint n = 100;
 	Counter counter = {0, 0};
 	guint timeout;
-	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_ASC, 100};
-	g_autoptr(ConfabPage) page = NULL;
+	ConfabStoreSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_ASC, 100};
+	g_autoptr(ConfabStorePage) page = NULL;
 
 	for (guint i = 0; i < n; i++) {
-		g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+		g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 		g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 		record->session = confab_session_new();
 		confab_session_set_id(record->session, sid);
@@ -1190,7 +1450,7 @@ test_close_finishes_queued_writes(Fixture *f, gconstpointer data)
 		confab_session_set_agent_id(record->session, "agt_a");
 		record->session_is_new = TRUE;
 		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
-		confab_store_begin_turn(f->store, record, NULL, on_counted, &counter);
+		confab_store_commit_turn_async(f->store, record, NULL, on_counted, &counter);
 	}
 	confab_store_close(f->store);
 	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
@@ -1200,7 +1460,7 @@ test_close_finishes_queued_writes(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(counter.failed, ==, 0);
 
 	g_clear_object(&f->store);
-	f->store = open_store(f->path);
+	f->backend->open(f);
 	page = list_sessions(f, &query);
 	g_assert_cmpuint(page->items->len, ==, n);
 	g_assert_false(page->has_more);
@@ -1211,7 +1471,7 @@ test_cancelled_write_still_committed(Fixture *f, gconstpointer data)
 {
 	/* once handed to the store, a write is seen through: a client that
 	 * goes away must not leave the turn half-recorded */
-	g_autoptr(ConfabTurnRecord) record = confab_turn_record_new();
+	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 	g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 	g_autoptr(GCancellable) cancellable = g_cancellable_new();
 	g_autoptr(GAsyncResult) res = NULL;
@@ -1225,10 +1485,10 @@ test_cancelled_write_still_committed(Fixture *f, gconstpointer data)
 	confab_session_set_agent_id(record->session, "agt_a");
 	record->session_is_new = TRUE;
 	g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
-	confab_store_begin_turn(f->store, record, cancellable, on_result, &slot);
+	confab_store_commit_turn_async(f->store, record, cancellable, on_result, &slot);
 	g_cancellable_cancel(cancellable);
 	res = wait_for(&slot);
-	g_assert_true(confab_store_begin_turn_finish(f->store, res, &error));
+	g_assert_true(confab_store_commit_turn_finish(f->store, res, &error));
 	g_assert_no_error(error);
 	session = get_session(f, sid, &error);
 	g_assert_no_error(error);
@@ -1241,12 +1501,12 @@ test_cancelled_read(Fixture *f, gconstpointer data)
 	g_autoptr(GCancellable) cancellable = g_cancellable_new();
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(GError) error = NULL;
-	g_autoptr(ConfabPage) page = NULL;
-	ConfabSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_ASC, 10};
+	g_autoptr(ConfabStorePage) page = NULL;
+	ConfabStoreSessionQuery query = {NULL, NULL, -1, NULL, CONFAB_ORDER_ASC, 10};
 	GAsyncResult *slot = NULL;
 
 	g_cancellable_cancel(cancellable);
-	confab_store_list_sessions(f->store, &query, cancellable, on_result, &slot);
+	confab_store_list_sessions_async(f->store, &query, cancellable, on_result, &slot);
 	res = wait_for(&slot);
 	page = confab_store_list_sessions_finish(f->store, res, &error);
 	g_assert_null(page);
@@ -1255,7 +1515,7 @@ test_cancelled_read(Fixture *f, gconstpointer data)
 	{
 		g_autofree gchar *sid =
 		    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
-		g_autoptr(ConfabPage) page2 = list_sessions(f, &query);
+		g_autoptr(ConfabStorePage) page2 = list_sessions(f, &query);
 		g_assert_cmpuint(page2->items->len, ==, 1);
 	}
 }
@@ -1277,17 +1537,17 @@ test_parallel_reads(Fixture *f, gconstpointer data)
 	 * one answers */
 	const guint n = 64;
 	GAsyncResult **slots = g_new0(GAsyncResult *, n);
-	ConfabSessionQuery query = {"alice", NULL, -1, NULL, CONFAB_ORDER_DESC, 5};
+	ConfabStoreSessionQuery query = {"alice", NULL, -1, NULL, CONFAB_ORDER_DESC, 5};
 	guint timeout;
 
 	for (guint i = 0; i < 7; i++)
 		g_free(create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x"));
 	for (guint i = 0; i < n; i++)
-		confab_store_list_sessions(f->store, &query, NULL, on_result, &slots[i]);
+		confab_store_list_sessions_async(f->store, &query, NULL, on_result, &slots[i]);
 	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
 	for (guint i = 0; i < n; i++) {
 		g_autoptr(GError) error = NULL;
-		g_autoptr(ConfabPage) page = NULL;
+		g_autoptr(ConfabStorePage) page = NULL;
 		while (slots[i] == NULL)
 			g_main_context_iteration(NULL, TRUE);
 		page = confab_store_list_sessions_finish(f->store, slots[i], &error);
@@ -1311,15 +1571,15 @@ on_one(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	One *one = user_data;
 	g_autoptr(GError) error = NULL;
-	one->ok = confab_store_begin_turn_finish(CONFAB_STORE(source), result, &error);
+	one->ok = confab_store_commit_turn_finish(CONFAB_STORE(source), result, &error);
 	one->code = error != NULL ? error->code : -1;
 	one->done = TRUE;
 }
 
-static ConfabTurnRecord *
+static ConfabStoreTurn *
 new_session_record(Fixture *f, gchar **sid_out)
 {
-	ConfabTurnRecord *record = confab_turn_record_new();
+	ConfabStoreTurn *record = confab_store_turn_new();
 	gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
 	record->session = confab_session_new();
 	confab_session_set_id(record->session, sid);
@@ -1327,7 +1587,7 @@ new_session_record(Fixture *f, gchar **sid_out)
 	confab_session_set_agent_id(record->session, "agt_a");
 	record->session_is_new = TRUE;
 	record->usage_owner = g_strdup("alice");
-	record->usage_month = g_strdup("2026-11");
+	record->usage_month = g_strdup(f->month);
 	g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
 	*sid_out = sid;
 	return record;
@@ -1341,11 +1601,10 @@ test_failed_write_in_batch(Fixture *f, gconstpointer data)
 	g_autofree gchar *sid1 = NULL;
 	g_autofree gchar *sid2 = NULL;
 	g_autofree gchar *sid3 = NULL;
-	g_autoptr(ConfabTurnRecord) good1 = new_session_record(f, &sid1);
-	g_autoptr(ConfabTurnRecord) bad = new_session_record(f, &sid2);
-	g_autoptr(ConfabTurnRecord) good2 = new_session_record(f, &sid3);
+	g_autoptr(ConfabStoreTurn) good1 = new_session_record(f, &sid1);
+	g_autoptr(ConfabStoreTurn) bad = new_session_record(f, &sid2);
+	g_autoptr(ConfabStoreTurn) good2 = new_session_record(f, &sid3);
 	g_autoptr(ConfabMessage) dup = NULL;
-	g_autoptr(GHashTable) usage = NULL;
 	One r1 = {0}, r2 = {0}, r3 = {0};
 	guint timeout;
 
@@ -1354,9 +1613,9 @@ test_failed_write_in_batch(Fixture *f, gconstpointer data)
 	confab_message_set_id(dup, confab_message_get_id(g_ptr_array_index(bad->messages, 0)));
 	g_ptr_array_add(bad->messages, g_object_ref(dup));
 
-	confab_store_begin_turn(f->store, good1, NULL, on_one, &r1);
-	confab_store_begin_turn(f->store, bad, NULL, on_one, &r2);
-	confab_store_begin_turn(f->store, good2, NULL, on_one, &r3);
+	confab_store_commit_turn_async(f->store, good1, NULL, on_one, &r1);
+	confab_store_commit_turn_async(f->store, bad, NULL, on_one, &r2);
+	confab_store_commit_turn_async(f->store, good2, NULL, on_one, &r3);
 	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
 	while (!r1.done || !r2.done || !r3.done)
 		g_main_context_iteration(NULL, TRUE);
@@ -1379,43 +1638,66 @@ test_failed_write_in_batch(Fixture *f, gconstpointer data)
 		g_assert_cmpuint(h2->len, ==, 0);
 	}
 	/* counted twice, not three times */
-	usage = confab_store_load_usage(f->store, "2026-11", NULL);
-	g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(usage, "alice"), ==, 2);
+	g_assert_cmpuint(durable_usage(f, "alice"), ==, 2);
+}
+
+/* The promises every backend keeps. */
+static void
+add_tests(const Backend *backend)
+{
+	static const struct {
+		const gchar *name;
+		void (*func)(Fixture *, gconstpointer);
+	} tests[] = {
+	    {"agents", test_agents},
+	    {"tokens", test_tokens},
+	    {"token-hash-unique", test_token_hash_unique},
+	    {"turns", test_turns},
+	    {"turn-both-sides", test_turn_both_sides},
+	    {"turn-on-missing-session", test_turn_on_missing_session},
+	    {"failed-turn-leaves-nothing", test_failed_turn_leaves_nothing},
+	    {"session-pages", test_session_pages},
+	    {"cursor-after-deleted", test_cursor_after_deleted},
+	    {"session-filters", test_session_filters},
+	    {"message-pages", test_message_pages},
+	    {"delete-session-cascades", test_delete_session_cascades},
+	    {"quotas-and-usage", test_quotas_and_usage},
+	    {"admit-quota", test_admit_quota},
+	    {"admit-concurrent", test_admit_concurrent},
+	    {"sessions-busy", test_sessions_busy},
+	    {"reopen-persists", test_reopen_persists},
+	    {"closed-store", test_closed_store},
+	    {"write-then-read-consistent", test_write_then_read_consistent},
+	    {"close-finishes-queued-writes", test_close_finishes_queued_writes},
+	    {"cancelled-write-still-committed", test_cancelled_write_still_committed},
+	    {"cancelled-read", test_cancelled_read},
+	    {"failed-write-in-batch", test_failed_write_in_batch},
+	    {"parallel-reads", test_parallel_reads},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {
+		g_autofree gchar *path =
+		    g_strdup_printf("/confab/store/%s/%s", backend->name, tests[i].name);
+		g_test_add(path, Fixture, backend, fixture_setup, tests[i].func, fixture_teardown);
+	}
 }
 
 int
 main(int argc, char **argv)
 {
 	confab_test_init(&argc, &argv, FALSE);
-#define ADD(name, func) g_test_add(name, Fixture, NULL, fixture_setup, func, fixture_teardown)
-	ADD("/confab/store/file-private", test_file_private);
-	g_test_add_func("/confab/store/existing-file-made-private",
+	add_tests(&sqlite_backend);
+	/* SQLite's own mechanics */
+#define ADD(name, func)                                                                            \
+	g_test_add(name, Fixture, &sqlite_backend, fixture_setup, func, fixture_teardown)
+	ADD("/confab/store/sqlite/file-private", test_file_private);
+	g_test_add_func("/confab/store/sqlite/existing-file-made-private",
 			test_existing_file_made_private);
-	ADD("/confab/store/user-version", test_user_version);
-	ADD("/confab/store/future-version-refused", test_future_version_refused);
-	ADD("/confab/store/agents", test_agents);
-	ADD("/confab/store/deleted-agent-key-erased", test_deleted_agent_key_erased);
-	ADD("/confab/store/tokens", test_tokens);
-	ADD("/confab/store/token-hash-unique", test_token_hash_unique);
-	ADD("/confab/store/turns", test_turns);
-	ADD("/confab/store/turn-on-missing-session", test_turn_on_missing_session);
-	ADD("/confab/store/failed-turn-leaves-nothing", test_failed_turn_leaves_nothing);
-	ADD("/confab/store/session-pages", test_session_pages);
-	ADD("/confab/store/cursor-after-deleted", test_cursor_after_deleted);
-	ADD("/confab/store/session-filters", test_session_filters);
-	ADD("/confab/store/message-pages", test_message_pages);
-	ADD("/confab/store/delete-session-cascades", test_delete_session_cascades);
-	ADD("/confab/store/quotas-and-usage", test_quotas_and_usage);
-	ADD("/confab/store/reopen-persists", test_reopen_persists);
-	ADD("/confab/store/group-commit", test_group_commit);
-	ADD("/confab/store/closed-store", test_closed_store);
-	ADD("/confab/store/write-then-read-consistent", test_write_then_read_consistent);
-	ADD("/confab/store/close-finishes-queued-writes", test_close_finishes_queued_writes);
-	ADD("/confab/store/cancelled-write-still-committed", test_cancelled_write_still_committed);
-	ADD("/confab/store/cancelled-read", test_cancelled_read);
-	ADD("/confab/store/failed-write-in-batch", test_failed_write_in_batch);
-	ADD("/confab/store/parallel-reads", test_parallel_reads);
-	g_test_add_func("/confab/store/open-in-missing-dir", test_open_in_missing_dir);
+	ADD("/confab/store/sqlite/user-version", test_user_version);
+	ADD("/confab/store/sqlite/future-version-refused", test_future_version_refused);
+	ADD("/confab/store/sqlite/deleted-agent-key-erased", test_deleted_agent_key_erased);
+	ADD("/confab/store/sqlite/group-commit", test_group_commit);
+	g_test_add_func("/confab/store/sqlite/open-in-missing-dir", test_open_in_missing_dir);
 #undef ADD
 	return g_test_run();
 }

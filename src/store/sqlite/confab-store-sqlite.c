@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "confab-error.h"
-#include "confab-store-sqlite.h"
+#include "store/sqlite/confab-store-sqlite.h"
+#include "util/confab-error.h"
 
 /*
  * The SQLite store.
@@ -27,8 +27,14 @@
  * then returns each GTask, whose callback runs in the caller's main context.
  * That is group commit: under load one commit carries many turns.
  *
- * Reads run in GTask worker threads on a small pool of read-only connections;
- * in WAL mode they never wait for the writer.
+ * Reads run on a pool of reader threads of its own, each with a read-only
+ * connection; in WAL mode they never wait for the writer.
+ *
+ * One process owns the database, so what must be atomic across turns —
+ * quota counts and the sessions with a turn running — is kept here in
+ * memory under one lock, loaded at start; a count becomes durable with the
+ * turn's first commit. (A PostgreSQL store, shared by several daemons,
+ * does the same in SQL.)
  */
 
 #define WRITER_BATCH_MAX 512
@@ -42,15 +48,21 @@ typedef struct {
 
 struct _ConfabStoreSqlite {
 	GObject parent_instance;
-	gchar *path;	      /* owned */
-	Conn *writer;	      /* owned; used by the writer thread only */
-	GThread *thread;      /* owned */
-	GAsyncQueue *queue;   /* owned: WriteJob */
-	GAsyncQueue *readers; /* owned: Conn, the idle read connections */
-	guint n_readers;
+	gchar *path;		   /* owned */
+	Conn *writer;		   /* owned; used by the writer thread only */
+	GThread *thread;	   /* owned */
+	GAsyncQueue *queue;	   /* owned: WriteJob */
+	GAsyncQueue *read_queue;   /* owned: ReadJob */
+	GPtrArray *reader_threads; /* owned: GThread, each with its Conn */
 	gboolean closed;
 	gsize commits; /* atomic */
 	gsize jobs;    /* atomic */
+
+	GMutex lock;	    /* guards what follows */
+	GHashTable *quotas; /* owned: owner -> guint64*, the owners' own quotas */
+	GHashTable *usage;  /* owned: owner -> guint64*, requests in usage_month */
+	gchar *usage_month; /* owned: YYYY-MM */
+	GHashTable *busy;   /* owned: session ids with a turn running */
 };
 
 static void
@@ -609,11 +621,11 @@ writer_push(ConfabStoreSqlite *self,
 typedef gpointer (*ReadFunc)(Conn *conn, gpointer data, GError **error);
 
 typedef struct {
-	ConfabStoreSqlite *self; /* unowned: the task holds a ref */
-	ReadFunc func;
+	ReadFunc func; /* NULL for the stop sentinel */
 	gpointer data; /* owned */
 	GDestroyNotify data_free;
 	GDestroyNotify result_free;
+	GTask *task; /* owned */
 } ReadJob;
 
 static void
@@ -621,28 +633,45 @@ read_job_free(ReadJob *job)
 {
 	if (job->data_free != NULL && job->data != NULL)
 		job->data_free(job->data);
+	g_clear_object(&job->task);
 	g_free(job);
 }
 
-static void
-read_thread(GTask *task, gpointer source_object, gpointer task_data, GCancellable *cancellable)
-{
-	ReadJob *job = task_data;
-	ConfabStoreSqlite *self = job->self;
-	g_autoptr(GError) error = NULL;
-	Conn *conn;
-	gpointer result;
+typedef struct {
+	GAsyncQueue *queue; /* owned */
+	Conn *conn;	    /* owned */
+} Reader;
 
-	if (g_task_return_error_if_cancelled(task))
-		return;
-	conn = g_async_queue_pop(self->readers);
-	/* each read sees one consistent snapshot */
-	result = job->func(conn, job->data, &error);
-	g_async_queue_push(self->readers, conn);
-	if (result == NULL && error != NULL)
-		g_task_return_error(task, g_steal_pointer(&error));
-	else
-		g_task_return_pointer(task, result, job->result_free);
+static gpointer
+reader_thread(gpointer data)
+{
+	Reader *reader = data;
+
+	for (;;) {
+		ReadJob *job = g_async_queue_pop(reader->queue);
+		g_autoptr(GError) error = NULL;
+		gpointer result;
+
+		if (job->func == NULL) {
+			read_job_free(job);
+			break;
+		}
+		if (g_task_return_error_if_cancelled(job->task)) {
+			read_job_free(job);
+			continue;
+		}
+		/* each read sees one consistent snapshot */
+		result = job->func(reader->conn, job->data, &error);
+		if (result == NULL && error != NULL)
+			g_task_return_error(job->task, g_steal_pointer(&error));
+		else
+			g_task_return_pointer(job->task, result, job->result_free);
+		read_job_free(job);
+	}
+	conn_free(reader->conn);
+	g_async_queue_unref(reader->queue);
+	g_free(reader);
+	return NULL;
 }
 
 static void
@@ -656,45 +685,30 @@ reader_run(ConfabStoreSqlite *self,
 	   GAsyncReadyCallback callback,
 	   gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
 	ReadJob *job = g_new0(ReadJob, 1);
 
-	g_task_set_source_tag(task, source_tag);
-	job->self = self;
+	job->task = g_task_new(self, cancellable, callback, user_data);
+	g_task_set_source_tag(job->task, source_tag);
 	job->func = func;
 	job->data = data;
 	job->data_free = data_free;
 	job->result_free = result_free;
-	g_task_set_task_data(task, job, (GDestroyNotify)read_job_free);
 	if (self->closed) {
-		g_task_return_new_error(task,
+		g_task_return_new_error(job->task,
 					CONFAB_ERROR,
 					CONFAB_ERROR_SHUTTING_DOWN,
 					"the store is closed");
+		read_job_free(job);
 		return;
 	}
-	g_task_run_in_thread(task, read_thread);
+	g_async_queue_push(self->read_queue, job);
 }
 
-/* ---------- start-up loads (synchronous, on a read connection) ---------- */
+/* ---------- agents and tokens ---------- */
 
-static Conn *
-acquire_reader(ConfabStoreSqlite *self)
+static gpointer
+read_agents(Conn *conn, gpointer data, GError **error)
 {
-	return g_async_queue_pop(self->readers);
-}
-
-static void
-release_reader(ConfabStoreSqlite *self, Conn *conn)
-{
-	g_async_queue_push(self->readers, conn);
-}
-
-static GPtrArray *
-confab_store_sqlite_load_agents(ConfabStore *store, GError **error)
-{
-	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	Conn *conn = acquire_reader(self);
 	g_autoptr(GPtrArray) agents = g_ptr_array_new_with_free_func(g_object_unref);
 	g_autoptr(ConfabCachedStmt) stmt = NULL;
 	gint rc;
@@ -702,94 +716,230 @@ confab_store_sqlite_load_agents(ConfabStore *store, GError **error)
 	stmt = conn_prepare(conn,
 			    "SELECT " AGENT_COLUMNS " FROM agents WHERE deleted_at = 0 ORDER BY id",
 			    error);
-	if (stmt == NULL) {
-		release_reader(self, conn);
+	if (stmt == NULL)
 		return NULL;
-	}
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 		g_ptr_array_add(agents, agent_from_row(stmt));
 	if (rc != SQLITE_DONE) {
 		set_sqlite_error(error, conn->db, "loading agents");
-		sqlite3_reset(stmt);
-		release_reader(self, conn);
 		return NULL;
 	}
-	sqlite3_reset(stmt);
-	release_reader(self, conn);
 	return g_steal_pointer(&agents);
 }
 
-static GPtrArray *
-confab_store_sqlite_load_tokens(ConfabStore *store, GError **error)
+static void
+confab_store_sqlite_load_agents(ConfabStore *store,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
 {
-	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	Conn *conn = acquire_reader(self);
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_agents,
+		   NULL,
+		   NULL,
+		   (GDestroyNotify)g_ptr_array_unref,
+		   confab_store_sqlite_load_agents,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
+static gpointer
+read_tokens(Conn *conn, gpointer data, GError **error)
+{
 	g_autoptr(GPtrArray) tokens = g_ptr_array_new_with_free_func(g_object_unref);
 	g_autoptr(ConfabCachedStmt) stmt = NULL;
 	gint rc;
 
 	stmt = conn_prepare(conn, "SELECT " TOKEN_COLUMNS " FROM tokens ORDER BY id", error);
-	if (stmt == NULL) {
-		release_reader(self, conn);
+	if (stmt == NULL)
 		return NULL;
-	}
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 		g_ptr_array_add(tokens, token_from_row(stmt));
-	sqlite3_reset(stmt);
-	release_reader(self, conn);
 	if (rc != SQLITE_DONE) {
-		g_set_error_literal(error, CONFAB_ERROR, CONFAB_ERROR_FAILED, "loading tokens");
+		set_sqlite_error(error, conn->db, "loading tokens");
 		return NULL;
 	}
 	return g_steal_pointer(&tokens);
 }
 
-static GHashTable *
-load_owner_counts(ConfabStoreSqlite *self, const gchar *sql, const gchar *month, GError **error)
+static void
+confab_store_sqlite_load_tokens(ConfabStore *store,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
 {
-	Conn *conn = acquire_reader(self);
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_tokens,
+		   NULL,
+		   NULL,
+		   (GDestroyNotify)g_ptr_array_unref,
+		   confab_store_sqlite_load_tokens,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
+/* ---------- quotas and their counts, in memory ---------- */
+
+static guint64 *
+uint64_new(guint64 value)
+{
+	guint64 *p = g_new(guint64, 1);
+	*p = value;
+	return p;
+}
+
+/* At start-up, on the writer's connection before its thread runs. */
+static GHashTable *
+load_owner_counts(Conn *conn, const gchar *sql, const gchar *month, GError **error)
+{
 	g_autoptr(GHashTable) counts =
 	    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_autoptr(ConfabCachedStmt) stmt = conn_prepare(conn, sql, error);
 	gint rc;
 
-	if (stmt == NULL) {
-		release_reader(self, conn);
+	if (stmt == NULL)
 		return NULL;
-	}
 	if (month != NULL)
 		bind_text(stmt, 1, month);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		guint64 *value = g_new(guint64, 1);
-		*value = (guint64)sqlite3_column_int64(stmt, 1);
-		g_hash_table_insert(counts, g_strdup(column_text(stmt, 0)), value);
-	}
-	sqlite3_reset(stmt);
-	sqlite3_clear_bindings(stmt);
-	release_reader(self, conn);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		g_hash_table_insert(counts,
+				    g_strdup(column_text(stmt, 0)),
+				    uint64_new((guint64)sqlite3_column_int64(stmt, 1)));
 	if (rc != SQLITE_DONE) {
-		g_set_error_literal(error, CONFAB_ERROR, CONFAB_ERROR_FAILED, "loading counts");
+		set_sqlite_error(error, conn->db, "loading counts");
 		return NULL;
 	}
 	return g_steal_pointer(&counts);
 }
 
-static GHashTable *
-confab_store_sqlite_load_quotas(ConfabStore *store, GError **error)
+/* called with the lock held: a new month starts everyone at zero */
+static void
+roll_month(ConfabStoreSqlite *self, const gchar *month)
 {
-	return load_owner_counts(CONFAB_STORE_SQLITE(store),
-				 "SELECT owner, monthly_requests FROM quotas",
-				 NULL,
-				 error);
+	if (g_strcmp0(month, self->usage_month) <= 0)
+		return;
+	g_free(self->usage_month);
+	self->usage_month = g_strdup(month);
+	g_hash_table_remove_all(self->usage);
 }
 
-static GHashTable *
-confab_store_sqlite_load_usage(ConfabStore *store, const gchar *month, GError **error)
+/* called with the lock held */
+static ConfabStoreUsage *
+usage_of(ConfabStoreSqlite *self, const gchar *owner, const gchar *month, guint64 default_limit)
 {
-	return load_owner_counts(CONFAB_STORE_SQLITE(store),
-				 "SELECT owner, requests FROM usage WHERE month = ?1",
-				 month,
-				 error);
+	ConfabStoreUsage *usage = g_new0(ConfabStoreUsage, 1);
+	guint64 *limit = g_hash_table_lookup(self->quotas, owner);
+	guint64 *used;
+
+	roll_month(self, month);
+	used = g_str_equal(month, self->usage_month) ? g_hash_table_lookup(self->usage, owner)
+						     : NULL;
+	usage->month = g_strdup(month);
+	usage->requests = used != NULL ? *used : 0;
+	usage->limit = limit != NULL ? *limit : default_limit;
+	usage->is_override = limit != NULL;
+	return usage;
+}
+
+static void
+confab_store_sqlite_get_usage(ConfabStore *store,
+			      const gchar *owner,
+			      const gchar *month,
+			      guint64 default_limit,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+
+	g_task_set_source_tag(task, confab_store_sqlite_get_usage);
+	g_task_return_pointer(task,
+			      usage_of(self, owner, month, default_limit),
+			      (GDestroyNotify)confab_store_usage_free);
+}
+
+static void
+confab_store_sqlite_admit_quota(ConfabStore *store,
+				const gchar *owner,
+				const gchar *month,
+				guint64 default_limit,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	g_autoptr(ConfabStoreUsage) usage = NULL;
+
+	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		usage = usage_of(self, owner, month, default_limit);
+		usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
+		if (usage->admitted) {
+			guint64 *used = g_hash_table_lookup(self->usage, owner);
+			if (used == NULL)
+				g_hash_table_insert(self->usage, g_strdup(owner), uint64_new(1));
+			else
+				(*used)++;
+			usage->requests++;
+		}
+	}
+	g_task_return_pointer(task,
+			      g_steal_pointer(&usage),
+			      (GDestroyNotify)confab_store_usage_free);
+}
+
+static void
+confab_store_sqlite_release_quota(ConfabStore *store, const gchar *owner, const gchar *month)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	guint64 *used = g_hash_table_lookup(self->usage, owner);
+
+	if (g_strcmp0(month, self->usage_month) == 0 && used != NULL && *used > 0)
+		(*used)--;
+}
+
+static void
+confab_store_sqlite_acquire_session(ConfabStore *store,
+				    const gchar *session_id,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	gboolean added;
+
+	g_task_set_source_tag(task, confab_store_sqlite_acquire_session);
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		added = g_hash_table_add(self->busy, g_strdup(session_id));
+	}
+	if (!added) {
+		GError *error = NULL;
+		confab_set_error_param(&error,
+				       CONFAB_ERROR_CONVERSATION_BUSY,
+				       "metadata.session_id",
+				       "Another turn is running in this conversation; retry when "
+				       "it has finished");
+		g_task_return_error(task, error);
+		return;
+	}
+	g_task_return_boolean(task, TRUE);
+}
+
+static void
+confab_store_sqlite_release_session(ConfabStore *store, const gchar *session_id)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	g_hash_table_remove(self->busy, session_id);
 }
 
 /* ---------- writes ---------- */
@@ -982,6 +1132,30 @@ write_set_quota(Conn *conn, gpointer data, GError **error)
 }
 
 static void
+set_quota_written(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(source);
+	IdAndTime *quota = g_task_get_task_data(task);
+	GError *error = NULL;
+
+	if (!g_task_propagate_boolean(G_TASK(result), &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		if (quota->when == 0)
+			g_hash_table_remove(self->quotas, quota->id);
+		else
+			g_hash_table_replace(self->quotas,
+					     g_strdup(quota->id),
+					     uint64_new((guint64)quota->when));
+	}
+	g_task_return_boolean(task, TRUE);
+}
+
+static void
 confab_store_sqlite_set_quota(ConfabStore *store,
 			      const gchar *owner,
 			      guint64 monthly_requests,
@@ -989,14 +1163,19 @@ confab_store_sqlite_set_quota(ConfabStore *store,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data)
 {
+	GTask *task = g_task_new(store, cancellable, callback, user_data);
+	gint64 limit = (gint64)MIN(monthly_requests, (guint64)G_MAXINT64);
+
+	g_task_set_source_tag(task, confab_store_sqlite_set_quota);
+	g_task_set_task_data(task, id_and_time_new(owner, limit), (GDestroyNotify)id_and_time_free);
 	writer_push(CONFAB_STORE_SQLITE(store),
 		    write_set_quota,
-		    id_and_time_new(owner, (gint64)MIN(monthly_requests, (guint64)G_MAXINT64)),
+		    id_and_time_new(owner, limit),
 		    (GDestroyNotify)id_and_time_free,
 		    confab_store_sqlite_set_quota,
-		    cancellable,
-		    callback,
-		    user_data);
+		    NULL,
+		    set_quota_written,
+		    task);
 }
 
 static gboolean
@@ -1055,104 +1234,77 @@ touch_session(Conn *conn, const gchar *session_id, gint64 when, GError **error)
 }
 
 static gboolean
-write_begin_turn(Conn *conn, gpointer data, GError **error)
+insert_session(Conn *conn, ConfabSession *session, gint64 updated_at, GError **error)
 {
-	ConfabTurnRecord *record = data;
-	ConfabSession *session = record->session;
-
-	if (record->session_is_new) {
-		g_autoptr(ConfabCachedStmt) stmt =
-		    conn_prepare(conn,
-				 "INSERT INTO sessions (" SESSION_COLUMNS ") "
-				 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-				 error);
-		if (stmt == NULL)
-			return FALSE;
-		bind_text(stmt, 1, confab_session_get_id(session));
-		bind_text(stmt, 2, confab_session_get_owner(session));
-		bind_text(stmt, 3, confab_session_get_agent_id(session));
-		sqlite3_bind_int(stmt, 4, confab_session_get_source(session));
-		bind_text(stmt, 5, confab_session_get_title(session));
-		sqlite3_bind_int64(stmt, 6, confab_session_get_created_at(session));
-		sqlite3_bind_int64(stmt, 7, confab_session_get_updated_at(session));
-		if (!stmt_step_done(conn, stmt, error))
-			return FALSE;
-	} else if (!touch_session(conn,
-				  confab_session_get_id(session),
-				  confab_session_get_updated_at(session),
-				  error)) {
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "INSERT INTO sessions (" SESSION_COLUMNS ") "
+			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			 error);
+	if (stmt == NULL)
 		return FALSE;
-	}
-	for (guint i = 0; i < record->messages->len; i++) {
-		if (!insert_message(conn, g_ptr_array_index(record->messages, i), error))
-			return FALSE;
-	}
-	if (record->usage_owner != NULL) {
-		g_autoptr(ConfabCachedStmt) stmt =
-		    conn_prepare(conn,
-				 "INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, 1) "
-				 "ON CONFLICT (owner, month) DO UPDATE SET requests = requests + 1",
-				 error);
-		if (stmt == NULL)
-			return FALSE;
-		bind_text(stmt, 1, record->usage_owner);
-		bind_text(stmt, 2, record->usage_month);
-		if (!stmt_step_done(conn, stmt, error))
-			return FALSE;
-	}
-	return TRUE;
-}
-
-static void
-confab_store_sqlite_begin_turn(ConfabStore *store,
-			       ConfabTurnRecord *record,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	ConfabTurnRecord *copy = confab_turn_record_new();
-
-	copy->session = g_object_ref(record->session);
-	copy->session_is_new = record->session_is_new;
-	for (guint i = 0; i < record->messages->len; i++)
-		g_ptr_array_add(copy->messages,
-				g_object_ref(g_ptr_array_index(record->messages, i)));
-	copy->usage_owner = g_strdup(record->usage_owner);
-	copy->usage_month = g_strdup(record->usage_month);
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_begin_turn,
-		    copy,
-		    (GDestroyNotify)confab_turn_record_free,
-		    confab_store_sqlite_begin_turn,
-		    cancellable,
-		    callback,
-		    user_data);
+	bind_text(stmt, 1, confab_session_get_id(session));
+	bind_text(stmt, 2, confab_session_get_owner(session));
+	bind_text(stmt, 3, confab_session_get_agent_id(session));
+	sqlite3_bind_int(stmt, 4, confab_session_get_source(session));
+	bind_text(stmt, 5, confab_session_get_title(session));
+	sqlite3_bind_int64(stmt, 6, confab_session_get_created_at(session));
+	sqlite3_bind_int64(stmt, 7, updated_at);
+	return stmt_step_done(conn, stmt, error);
 }
 
 static gboolean
-write_finish_turn(Conn *conn, gpointer data, GError **error)
+count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error)
 {
-	ConfabMessage *msg = data;
-	if (!touch_session(conn,
-			   confab_message_get_session_id(msg),
-			   confab_message_get_created_at(msg),
-			   error))
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, 1) "
+			 "ON CONFLICT (owner, month) DO UPDATE SET requests = requests + 1",
+			 error);
+	if (stmt == NULL)
 		return FALSE;
-	return insert_message(conn, msg, error);
+	bind_text(stmt, 1, owner);
+	bind_text(stmt, 2, month);
+	return stmt_step_done(conn, stmt, error);
+}
+
+static gboolean
+write_commit_turn(Conn *conn, gpointer data, GError **error)
+{
+	ConfabStoreTurn *turn = data;
+	ConfabSession *session = turn->session;
+	gint64 updated_at = confab_session_get_updated_at(session);
+
+	if (turn->assistant != NULL)
+		updated_at = MAX(updated_at, confab_message_get_created_at(turn->assistant));
+	if (turn->session_is_new) {
+		if (!insert_session(conn, session, updated_at, error))
+			return FALSE;
+	} else if (!touch_session(conn, confab_session_get_id(session), updated_at, error)) {
+		return FALSE;
+	}
+	for (guint i = 0; i < turn->messages->len; i++) {
+		if (!insert_message(conn, g_ptr_array_index(turn->messages, i), error))
+			return FALSE;
+	}
+	if (turn->usage_owner != NULL &&
+	    !count_request(conn, turn->usage_owner, turn->usage_month, error))
+		return FALSE;
+	return turn->assistant == NULL || insert_message(conn, turn->assistant, error);
 }
 
 static void
-confab_store_sqlite_finish_turn(ConfabStore *store,
-				ConfabMessage *assistant,
+confab_store_sqlite_commit_turn(ConfabStore *store,
+				const ConfabStoreTurn *turn,
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
 	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_finish_turn,
-		    g_object_ref(assistant),
-		    g_object_unref,
-		    confab_store_sqlite_finish_turn,
+		    write_commit_turn,
+		    confab_store_turn_copy(turn),
+		    (GDestroyNotify)confab_store_turn_free,
+		    confab_store_sqlite_commit_turn,
 		    cancellable,
 		    callback,
 		    user_data);
@@ -1285,10 +1437,10 @@ confab_store_sqlite_get_history(ConfabStore *store,
 		   user_data);
 }
 
-static ConfabSessionQuery *
-session_query_copy(const ConfabSessionQuery *query)
+static ConfabStoreSessionQuery *
+session_query_copy(const ConfabStoreSessionQuery *query)
 {
-	ConfabSessionQuery *copy = g_new0(ConfabSessionQuery, 1);
+	ConfabStoreSessionQuery *copy = g_new0(ConfabStoreSessionQuery, 1);
 	copy->owner = g_strdup(query->owner);
 	copy->agent_id = g_strdup(query->agent_id);
 	copy->source = query->source;
@@ -1299,9 +1451,9 @@ session_query_copy(const ConfabSessionQuery *query)
 }
 
 static void
-session_query_free(ConfabSessionQuery *query)
+session_query_free(ConfabStoreSessionQuery *query)
 {
-	confab_session_query_clear(query);
+	confab_store_session_query_clear(query);
 	g_free(query);
 }
 
@@ -1313,9 +1465,9 @@ session_query_free(ConfabSessionQuery *query)
 static gpointer
 read_list_sessions(Conn *conn, gpointer data, GError **error)
 {
-	ConfabSessionQuery *query = data;
+	ConfabStoreSessionQuery *query = data;
 	g_autoptr(GString) sql = g_string_new("SELECT " SESSION_COLUMNS " FROM sessions WHERE 1");
-	g_autoptr(ConfabPage) page = confab_page_new();
+	g_autoptr(ConfabStorePage) page = confab_store_page_new();
 	g_autoptr(ConfabCachedStmt) stmt = NULL;
 	gint rc;
 
@@ -1365,7 +1517,7 @@ read_list_sessions(Conn *conn, gpointer data, GError **error)
 
 static void
 confab_store_sqlite_list_sessions(ConfabStore *store,
-				  const ConfabSessionQuery *query,
+				  const ConfabStoreSessionQuery *query,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
@@ -1374,17 +1526,17 @@ confab_store_sqlite_list_sessions(ConfabStore *store,
 		   read_list_sessions,
 		   session_query_copy(query),
 		   (GDestroyNotify)session_query_free,
-		   (GDestroyNotify)confab_page_free,
+		   (GDestroyNotify)confab_store_page_free,
 		   confab_store_sqlite_list_sessions,
 		   cancellable,
 		   callback,
 		   user_data);
 }
 
-static ConfabMessageQuery *
-message_query_copy(const ConfabMessageQuery *query)
+static ConfabStoreMessageQuery *
+message_query_copy(const ConfabStoreMessageQuery *query)
 {
-	ConfabMessageQuery *copy = g_new0(ConfabMessageQuery, 1);
+	ConfabStoreMessageQuery *copy = g_new0(ConfabStoreMessageQuery, 1);
 	copy->session_id = g_strdup(query->session_id);
 	copy->after = g_strdup(query->after);
 	copy->order = query->order;
@@ -1393,9 +1545,9 @@ message_query_copy(const ConfabMessageQuery *query)
 }
 
 static void
-message_query_free(ConfabMessageQuery *query)
+message_query_free(ConfabStoreMessageQuery *query)
 {
-	confab_message_query_clear(query);
+	confab_store_message_query_clear(query);
 	g_free(query);
 }
 
@@ -1413,8 +1565,8 @@ read_list_messages(Conn *conn, gpointer data, GError **error)
 	     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 AND id > ?2 "
 	     "ORDER BY id ASC LIMIT ?3"},
 	};
-	ConfabMessageQuery *query = data;
-	g_autoptr(ConfabPage) page = confab_page_new();
+	ConfabStoreMessageQuery *query = data;
+	g_autoptr(ConfabStorePage) page = confab_store_page_new();
 	g_autoptr(ConfabCachedStmt) stmt = NULL;
 	gint rc;
 
@@ -1443,7 +1595,7 @@ read_list_messages(Conn *conn, gpointer data, GError **error)
 
 static void
 confab_store_sqlite_list_messages(ConfabStore *store,
-				  const ConfabMessageQuery *query,
+				  const ConfabStoreMessageQuery *query,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
@@ -1452,7 +1604,7 @@ confab_store_sqlite_list_messages(ConfabStore *store,
 		   read_list_messages,
 		   message_query_copy(query),
 		   (GDestroyNotify)message_query_free,
-		   (GDestroyNotify)confab_page_free,
+		   (GDestroyNotify)confab_store_page_free,
 		   confab_store_sqlite_list_messages,
 		   cancellable,
 		   callback,
@@ -1477,10 +1629,12 @@ confab_store_sqlite_close(ConfabStore *store)
 	g_thread_join(g_steal_pointer(&self->thread));
 	g_clear_pointer(&self->writer, conn_free);
 
-	/* wait for running reads to hand their connections back */
-	for (guint i = 0; i < self->n_readers; i++)
-		conn_free(g_async_queue_pop(self->readers));
-	self->n_readers = 0;
+	/* readers finish what is queued, then stop */
+	for (guint i = 0; i < self->reader_threads->len; i++)
+		g_async_queue_push(self->read_queue, g_new0(ReadJob, 1));
+	for (guint i = 0; i < self->reader_threads->len; i++)
+		g_thread_join(g_ptr_array_index(self->reader_threads, i));
+	g_ptr_array_set_size(self->reader_threads, 0);
 }
 
 static void
@@ -1488,14 +1642,16 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 {
 	iface->load_agents = confab_store_sqlite_load_agents;
 	iface->load_tokens = confab_store_sqlite_load_tokens;
-	iface->load_quotas = confab_store_sqlite_load_quotas;
-	iface->load_usage = confab_store_sqlite_load_usage;
 	iface->save_agent = confab_store_sqlite_save_agent;
 	iface->delete_agent = confab_store_sqlite_delete_agent;
 	iface->save_token = confab_store_sqlite_save_token;
 	iface->set_quota = confab_store_sqlite_set_quota;
-	iface->begin_turn = confab_store_sqlite_begin_turn;
-	iface->finish_turn = confab_store_sqlite_finish_turn;
+	iface->get_usage = confab_store_sqlite_get_usage;
+	iface->admit_quota = confab_store_sqlite_admit_quota;
+	iface->release_quota = confab_store_sqlite_release_quota;
+	iface->acquire_session = confab_store_sqlite_acquire_session;
+	iface->release_session = confab_store_sqlite_release_session;
+	iface->commit_turn = confab_store_sqlite_commit_turn;
 	iface->delete_session = confab_store_sqlite_delete_session;
 	iface->get_session = confab_store_sqlite_get_session;
 	iface->get_history = confab_store_sqlite_get_history;
@@ -1513,7 +1669,13 @@ confab_store_sqlite_finalize(GObject *object)
 		confab_store_sqlite_close(CONFAB_STORE(self));
 	g_clear_pointer(&self->writer, conn_free);
 	g_clear_pointer(&self->queue, g_async_queue_unref);
-	g_clear_pointer(&self->readers, g_async_queue_unref);
+	g_clear_pointer(&self->read_queue, g_async_queue_unref);
+	g_clear_pointer(&self->reader_threads, g_ptr_array_unref);
+	g_clear_pointer(&self->quotas, g_hash_table_unref);
+	g_clear_pointer(&self->usage, g_hash_table_unref);
+	g_clear_pointer(&self->busy, g_hash_table_unref);
+	g_free(self->usage_month);
+	g_mutex_clear(&self->lock);
 	g_free(self->path);
 	G_OBJECT_CLASS(confab_store_sqlite_parent_class)->finalize(object);
 }
@@ -1529,7 +1691,30 @@ static void
 confab_store_sqlite_init(ConfabStoreSqlite *self)
 {
 	self->queue = g_async_queue_new();
-	self->readers = g_async_queue_new();
+	self->read_queue = g_async_queue_new();
+	self->reader_threads = g_ptr_array_new();
+	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_mutex_init(&self->lock);
+}
+
+/* The owners' quotas, and this month's counts. */
+static gboolean
+load_counts(ConfabStoreSqlite *self, GError **error)
+{
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+
+	self->usage_month = g_date_time_format(now, "%Y-%m");
+	self->quotas = load_owner_counts(self->writer,
+					 "SELECT owner, monthly_requests FROM quotas",
+					 NULL,
+					 error);
+	if (self->quotas == NULL)
+		return FALSE;
+	self->usage = load_owner_counts(self->writer,
+					"SELECT owner, requests FROM usage WHERE month = ?1",
+					self->usage_month,
+					error);
+	return self->usage != NULL;
 }
 
 /* SQLite creates the -wal and -shm files with the mode of the database,
@@ -1586,12 +1771,25 @@ confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
 		return NULL;
 	if (!conn_migrate(self->writer, error))
 		return NULL;
+	if (!load_counts(self, error))
+		return NULL;
 	for (guint i = 0; i < MAX(n_readers, 1); i++) {
-		Conn *conn = conn_open(path, TRUE, error);
-		if (conn == NULL)
+		Reader *reader = g_new0(Reader, 1);
+		GThread *thread;
+		reader->conn = conn_open(path, TRUE, error);
+		if (reader->conn == NULL) {
+			g_free(reader);
 			return NULL;
-		g_async_queue_push(self->readers, conn);
-		self->n_readers++;
+		}
+		reader->queue = g_async_queue_ref(self->read_queue);
+		thread = g_thread_try_new("confab-reader", reader_thread, reader, error);
+		if (thread == NULL) {
+			conn_free(reader->conn);
+			g_async_queue_unref(reader->queue);
+			g_free(reader);
+			return NULL;
+		}
+		g_ptr_array_add(self->reader_threads, thread);
 	}
 	self->thread = g_thread_try_new("confab-writer", writer_thread, self, error);
 	if (self->thread == NULL)

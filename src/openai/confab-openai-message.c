@@ -1,0 +1,119 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include "openai/confab-openai-message.h"
+#include "util/confab-json.h"
+
+/*
+ * Stored messages as the OpenAI-shaped messages a provider is sent: the
+ * content blocks Confab keeps become `content` (text or parts) and
+ * `tool_calls`; a tool result becomes a `tool` message.
+ */
+
+static JsonNode *
+json_node_from_text(const gchar *json)
+{
+	g_autoptr(JsonNode) node = confab_json_from_string(json);
+	return node != NULL ? g_steal_pointer(&node) : NULL;
+}
+
+/**
+ * confab_openai_message_from_stored:
+ * @message: a stored message
+ *
+ * Rebuilds the OpenAI-shaped message a provider is sent, from the stored
+ * content blocks.
+ *
+ * Returns: (transfer full) (nullable): the message, or %NULL when it has
+ * nothing to say (a failed answer without text)
+ */
+JsonObject *
+confab_openai_message_from_stored(ConfabMessage *message)
+{
+	const gchar *role = confab_message_get_role(message);
+	g_autoptr(JsonNode) blocks_node =
+	    json_node_from_text(confab_message_get_content_blocks(message));
+	g_autoptr(JsonObject) out = json_object_new();
+	g_autoptr(JsonArray) parts = json_array_new();
+	g_autoptr(JsonArray) calls = json_array_new();
+	g_autoptr(GString) text = g_string_new(NULL);
+	gboolean only_text = TRUE;
+	JsonArray *blocks;
+
+	if (blocks_node == NULL || !JSON_NODE_HOLDS_ARRAY(blocks_node))
+		return NULL;
+	blocks = json_node_get_array(blocks_node);
+	json_object_set_string_member(out, "role", role);
+
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		const gchar *type;
+		if (block == NULL)
+			continue;
+		type = json_object_get_string_member_with_default(block, "type", "");
+		if (g_str_equal(type, "text")) {
+			const gchar *t =
+			    json_object_get_string_member_with_default(block, "text", "");
+			JsonObject *part = json_object_new();
+			if (text->len > 0)
+				g_string_append_c(text, '\n');
+			g_string_append(text, t);
+			json_object_set_string_member(part, "type", "text");
+			json_object_set_string_member(part, "text", t);
+			json_array_add_object_element(parts, part);
+		} else if (g_str_equal(type, "image_url") || g_str_equal(type, "file")) {
+			only_text = FALSE;
+			json_array_add_element(parts,
+					       json_node_copy(json_array_get_element(blocks, i)));
+		} else if (g_str_equal(type, "tool_call")) {
+			JsonObject *call = json_object_new();
+			JsonObject *fn = json_object_new();
+			json_object_set_string_member(
+			    call,
+			    "id",
+			    json_object_get_string_member_with_default(block, "id", ""));
+			json_object_set_string_member(call, "type", "function");
+			json_object_set_string_member(
+			    fn,
+			    "name",
+			    json_object_get_string_member_with_default(block, "name", ""));
+			json_object_set_string_member(
+			    fn,
+			    "arguments",
+			    json_object_get_string_member_with_default(block, "arguments", ""));
+			json_object_set_object_member(call, "function", fn);
+			json_array_add_object_element(calls, call);
+		} else if (g_str_equal(type, "tool_result")) {
+			json_object_set_string_member(
+			    out,
+			    "tool_call_id",
+			    json_object_get_string_member_with_default(block, "tool_call_id", ""));
+			g_string_assign(
+			    text,
+			    json_object_get_string_member_with_default(block, "content", ""));
+			only_text = TRUE;
+			break;
+		}
+		/* error blocks stay in the transcript, not in the context */
+	}
+
+	if (g_str_equal(role, "assistant")) {
+		if (text->len == 0 && json_array_get_length(calls) == 0)
+			return NULL;
+		if (text->len > 0)
+			json_object_set_string_member(out, "content", text->str);
+		else
+			json_object_set_null_member(out, "content");
+		if (json_array_get_length(calls) > 0)
+			json_object_set_array_member(out, "tool_calls", g_steal_pointer(&calls));
+	} else if (only_text) {
+		json_object_set_string_member(out, "content", text->str);
+	} else {
+		json_object_set_array_member(out, "content", g_steal_pointer(&parts));
+	}
+	return g_steal_pointer(&out);
+}

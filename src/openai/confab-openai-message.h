@@ -1,0 +1,17 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "model/confab-message.h"
+
+G_BEGIN_DECLS
+
+JsonObject *
+confab_openai_message_from_stored(ConfabMessage *message);
+
+G_END_DECLS
