@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "confab-daemon.h"
-#include "confab-log.h"
+#include "core/confab-daemon.h"
+#include "util/confab-log.h"
 
 static gchar *
 dev_state_dir(void)

@@ -9,7 +9,7 @@
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
 
-#include "confab-dbus-generated.h"
+#include "dbus/confab-dbus-generated.h"
 
 G_BEGIN_DECLS
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "confab-config.h"
-#include "confab-error.h"
+#include "core/confab-config.h"
+#include "util/confab-error.h"
 
 /**
  * confab_config_new:

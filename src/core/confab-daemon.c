@@ -13,15 +13,15 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "confab-daemon.h"
-#include "confab-dbus-admin-impl.h"
-#include "confab-dbus-chat-impl.h"
-#include "confab-error.h"
-#include "confab-provider-echo.h"
-#include "confab-provider-openai.h"
-#include "confab-sd-notify.h"
-#include "confab-store-sqlite.h"
+#include "core/confab-daemon.h"
+#include "dbus/confab-dbus-admin-impl.h"
+#include "dbus/confab-dbus-chat-impl.h"
 #include "http/confab-http-router.h"
+#include "providers/confab-provider-echo.h"
+#include "providers/confab-provider-openai.h"
+#include "store/sqlite/confab-store-sqlite.h"
+#include "util/confab-error.h"
+#include "util/confab-sd-notify.h"
 
 /*
  * The daemon object: it owns everything that lives as long as the process

@@ -5,8 +5,8 @@
 
 #pragma once
 
-#include "confab-config.h"
-#include "confab-engine.h"
+#include "core/confab-config.h"
+#include "core/confab-engine.h"
 
 G_BEGIN_DECLS
 

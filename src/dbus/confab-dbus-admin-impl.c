@@ -9,10 +9,10 @@
 
 #include <string.h>
 
-#include "confab-dbus-admin-impl.h"
-#include "confab-dbus-caller.h"
-#include "confab-error.h"
-#include "confab-json.h"
+#include "dbus/confab-dbus-admin-impl.h"
+#include "dbus/confab-dbus-caller.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * org.confab.Confab1.Admin: one handler per method, each a thin translation

@@ -5,9 +5,9 @@
 
 #pragma once
 
-#include "confab-agent.h"
-#include "confab-dbus-generated.h"
-#include "confab-engine.h"
+#include "core/confab-engine.h"
+#include "dbus/confab-dbus-generated.h"
+#include "model/confab-agent.h"
 
 G_BEGIN_DECLS
 

@@ -12,8 +12,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "confab-dbus-caller.h"
-#include "confab-error.h"
+#include "dbus/confab-dbus-caller.h"
+#include "util/confab-error.h"
 
 /*
  * Who is calling, from the bus's own records of the sender (never from an

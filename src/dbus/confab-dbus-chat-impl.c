@@ -9,10 +9,10 @@
 
 #include <string.h>
 
-#include "confab-dbus-caller.h"
-#include "confab-dbus-chat-impl.h"
-#include "confab-error.h"
-#include "confab-turn.h"
+#include "core/confab-turn.h"
+#include "dbus/confab-dbus-caller.h"
+#include "dbus/confab-dbus-chat-impl.h"
+#include "util/confab-error.h"
 
 /*
  * org.confab.Confab1.Chat: a desktop program talks to an agent. The owner

@@ -5,8 +5,8 @@
 
 #pragma once
 
-#include "confab-dbus-generated.h"
-#include "confab-engine.h"
+#include "core/confab-engine.h"
+#include "dbus/confab-dbus-generated.h"
 
 G_BEGIN_DECLS
 

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "confab-agent.h"
+#include "model/confab-agent.h"
 
 /**
  * ConfabAgent:

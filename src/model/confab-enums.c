@@ -5,7 +5,7 @@
 
 #include "config.h"
 
-#include "confab-enums.h"
+#include "model/confab-enums.h"
 
 G_DEFINE_ENUM_TYPE(ConfabSessionSource,
 		   confab_session_source,

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "confab-error.h"
-#include "confab-id-generator.h"
+#include "model/confab-id-generator.h"
+#include "util/confab-error.h"
 
 /*
  * Ids are "<prefix><26 chars>": 10 Crockford base32 characters of Unix time

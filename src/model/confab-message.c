@@ -5,7 +5,7 @@
 
 #include "config.h"
 
-#include "confab-message.h"
+#include "model/confab-message.h"
 
 /**
  * ConfabMessage:

@@ -5,7 +5,7 @@
 
 #include "config.h"
 
-#include "confab-session.h"
+#include "model/confab-session.h"
 
 /**
  * ConfabSession:

@@ -7,7 +7,7 @@
 
 #include <glib-object.h>
 
-#include "confab-enums.h"
+#include "model/confab-enums.h"
 
 G_BEGIN_DECLS
 

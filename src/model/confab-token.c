@@ -5,7 +5,7 @@
 
 #include "config.h"
 
-#include "confab-token.h"
+#include "model/confab-token.h"
 
 /**
  * ConfabToken:

@@ -10,9 +10,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "confab-chat-request.h"
-#include "confab-error.h"
-#include "confab-json.h"
+#include "openai/confab-chat-request.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * Turns the body of POST /api/v1/chat/completions into a ConfabChatRequest,

@@ -7,7 +7,7 @@
 
 #include <json-glib/json-glib.h>
 
-#include "confab-message.h"
+#include "model/confab-message.h"
 
 G_BEGIN_DECLS
 

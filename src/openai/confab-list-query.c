@@ -9,9 +9,9 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-id-generator.h"
-#include "confab-list-query.h"
+#include "model/confab-id-generator.h"
+#include "openai/confab-list-query.h"
+#include "util/confab-error.h"
 
 void
 confab_list_params_clear(ConfabListParams *params)

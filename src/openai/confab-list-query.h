@@ -7,7 +7,7 @@
 
 #include <glib.h>
 
-#include "confab-enums.h"
+#include "model/confab-enums.h"
 
 G_BEGIN_DECLS
 

@@ -9,9 +9,9 @@
 
 #include <gio/gio.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
-#include "confab-openai-error.h"
+#include "openai/confab-openai-error.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /* The one table from CONFAB_ERROR codes to what an OpenAI client expects. */
 static const ConfabOpenaiErrorInfo table[] = {

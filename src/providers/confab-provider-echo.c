@@ -7,7 +7,7 @@
 
 #include "config.h"
 
-#include "confab-provider-echo.h"
+#include "providers/confab-provider-echo.h"
 
 /*
  * The built-in offline provider: it answers with exactly the text of the last

@@ -5,7 +5,7 @@
 
 #pragma once
 
-#include "confab-provider.h"
+#include "providers/confab-provider.h"
 
 G_BEGIN_DECLS
 

@@ -11,11 +11,11 @@
 #include <libsoup/soup.h>
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
-#include "confab-provider-openai.h"
-#include "confab-sse-parser.h"
-#include "confab-upstream-client.h"
+#include "providers/confab-provider-openai.h"
+#include "upstream/confab-sse-parser.h"
+#include "upstream/confab-upstream-client.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * Any OpenAI-compatible /v1/chat/completions upstream: OpenAI, Ollama,

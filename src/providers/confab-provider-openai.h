@@ -5,8 +5,8 @@
 
 #pragma once
 
-#include "confab-config.h"
-#include "confab-provider.h"
+#include "core/confab-config.h"
+#include "providers/confab-provider.h"
 
 G_BEGIN_DECLS
 

@@ -7,7 +7,7 @@
 
 #include "config.h"
 
-#include "confab-provider.h"
+#include "providers/confab-provider.h"
 
 G_DEFINE_INTERFACE(ConfabProvider, confab_provider, G_TYPE_OBJECT)
 

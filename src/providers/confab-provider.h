@@ -8,7 +8,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
-#include "confab-agent.h"
+#include "model/confab-agent.h"
 
 G_BEGIN_DECLS
 

@@ -7,11 +7,11 @@
 
 #include <gio/gio.h>
 
-#include "confab-agent.h"
-#include "confab-enums.h"
-#include "confab-message.h"
-#include "confab-session.h"
-#include "confab-token.h"
+#include "model/confab-agent.h"
+#include "model/confab-enums.h"
+#include "model/confab-message.h"
+#include "model/confab-session.h"
+#include "model/confab-token.h"
 
 G_BEGIN_DECLS
 

@@ -22,8 +22,8 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-sse-parser.h"
+#include "upstream/confab-sse-parser.h"
+#include "util/confab-error.h"
 
 #define DEFAULT_MAX_EVENT_SIZE (4 * 1024 * 1024)
 

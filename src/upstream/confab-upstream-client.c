@@ -11,8 +11,8 @@
 #include <netinet/tcp.h>
 #include <string.h>
 
-#include "confab-http-response-parser.h"
-#include "confab-upstream-client.h"
+#include "upstream/confab-http-response-parser.h"
+#include "upstream/confab-upstream-client.h"
 
 /*
  * The HTTP/1.1 client Confab talks to its upstreams with: one POST at a

@@ -9,7 +9,7 @@
 
 #include <gio/gio.h>
 
-#include "confab-error.h"
+#include "util/confab-error.h"
 
 /* Extended GError private data: the request field that caused the error,
  * reported as "param" in the OpenAI error shape. */

@@ -10,8 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * json-glib 1.6 is lenient (it takes single quotes and bare words), silently

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "confab-log.h"
+#include "util/confab-log.h"
 
 /*
  * Logging. Under systemd, stderr is the journal: every message goes there

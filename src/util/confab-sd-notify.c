@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "confab-sd-notify.h"
+#include "util/confab-sd-notify.h"
 
 /**
  * confab_sd_notify:

@@ -8,9 +8,9 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "confab-config.h"
-#include "confab-error.h"
 #include "confab-test-helper.h"
+#include "core/confab-config.h"
+#include "util/confab-error.h"
 
 /* The config file: defaults, every key, and refusals that name the key. */
 

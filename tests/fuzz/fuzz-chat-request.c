@@ -5,8 +5,8 @@
 
 #include "config.h"
 
-#include "confab-chat-request.h"
 #include "confab-fuzz.h"
+#include "openai/confab-chat-request.h"
 
 /* A request body, as the chat handler gets it: JSON → a validated turn. */
 int

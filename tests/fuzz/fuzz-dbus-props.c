@@ -5,8 +5,8 @@
 
 #include "config.h"
 
-#include "confab-dbus-admin-impl.h"
 #include "confab-fuzz.h"
+#include "dbus/confab-dbus-admin-impl.h"
 
 /* The a{sv} of CreateAgent/UpdateAgent, from serialized GVariant bytes as a
  * D-Bus message would carry them. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "confab-fuzz.h"
-#include "confab-sse-parser.h"
+#include "upstream/confab-sse-parser.h"
 
 /* An upstream's event stream, fed whole and then cut at a byte the input
  * chooses: both must give the same events. */

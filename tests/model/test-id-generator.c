@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "confab-id-generator.h"
 #include "confab-test-helper.h"
+#include "model/confab-id-generator.h"
 
 /* Ids and token secrets: shape, order, uniqueness, validation. */
 

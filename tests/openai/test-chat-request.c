@@ -7,10 +7,10 @@
 
 #include <string.h>
 
-#include "confab-chat-request.h"
-#include "confab-error.h"
-#include "confab-json.h"
 #include "confab-test-helper.h"
+#include "openai/confab-chat-request.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /* Validation of POST /api/v1/chat/completions bodies: every refusal names
  * its field in "param". */

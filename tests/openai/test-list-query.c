@@ -7,10 +7,10 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-id-generator.h"
-#include "confab-list-query.h"
 #include "confab-test-helper.h"
+#include "model/confab-id-generator.h"
+#include "openai/confab-list-query.h"
+#include "util/confab-error.h"
 
 /* The query string of the v1 list endpoints: limit, order, after, model. */
 

@@ -8,10 +8,10 @@
 #include <gio/gio.h>
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-openai-error.h"
-#include "confab-json.h"
 #include "confab-test-helper.h"
+#include "openai/confab-openai-error.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /* CONFAB_ERROR codes over HTTP: the contract's error table, and the OpenAI
  * error body. */

@@ -7,9 +7,9 @@
 
 #include <string.h>
 
-#include "confab-json.h"
-#include "confab-provider-echo.h"
 #include "confab-test-helper.h"
+#include "providers/confab-provider-echo.h"
+#include "util/confab-json.h"
 
 /* The offline echo provider: the last user text back, exactly, in
  * word-sized deltas, with usage in words. */

@@ -9,12 +9,12 @@
 #include <signal.h>
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
-#include "confab-mcp-client.h"
-#include "confab-mcp-http.h"
-#include "confab-mcp-stdio.h"
 #include "confab-test-helper.h"
+#include "tools/mcp/confab-mcp-client.h"
+#include "tools/mcp/confab-mcp-http.h"
+#include "tools/mcp/confab-mcp-stdio.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /* The MCP client against tests/fake-mcp-server, each case once over stdio
  * and once over streamable HTTP, and against the reference server of the

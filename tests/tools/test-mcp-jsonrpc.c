@@ -7,10 +7,10 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
-#include "confab-mcp-jsonrpc.h"
 #include "confab-test-helper.h"
+#include "tools/mcp/confab-mcp-jsonrpc.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /* The JSON-RPC layer of the MCP client over a transport of the test's own:
  * ids, answers in any order, notifications, the server's requests, bad and

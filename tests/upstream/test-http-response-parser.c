@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "confab-http-response-parser.h"
 #include "confab-test-helper.h"
+#include "upstream/confab-http-response-parser.h"
 
 /* The upstream client's response parser: framing, limits, splits. */
 

@@ -7,9 +7,9 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-sse-parser.h"
 #include "confab-test-helper.h"
+#include "upstream/confab-sse-parser.h"
+#include "util/confab-error.h"
 
 /* The text/event-stream parser: the same events however the bytes are cut. */
 

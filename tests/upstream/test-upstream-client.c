@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "confab-test-helper.h"
-#include "confab-upstream-client.h"
+#include "upstream/confab-upstream-client.h"
 
 /* The upstream client against a small threaded server: connection reuse,
  * a kept-alive connection the server closed, the connection cap, abort. */

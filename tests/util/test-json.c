@@ -8,9 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
 #include "confab-test-helper.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /* The strict JSON checker in front of json-glib, and the string writer. */
 

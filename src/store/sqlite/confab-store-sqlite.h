@@ -5,7 +5,7 @@
 
 #pragma once
 
-#include "confab-store.h"
+#include "store/confab-store.h"
 
 G_BEGIN_DECLS
 

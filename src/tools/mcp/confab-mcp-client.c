@@ -9,9 +9,9 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
-#include "confab-mcp-client.h"
+#include "tools/mcp/confab-mcp-client.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /**
  * ConfabMcpClient:

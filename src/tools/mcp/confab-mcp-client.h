@@ -8,8 +8,8 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
-#include "confab-mcp-jsonrpc.h"
-#include "confab-mcp-transport.h"
+#include "tools/mcp/confab-mcp-jsonrpc.h"
+#include "tools/mcp/confab-mcp-transport.h"
 
 G_BEGIN_DECLS
 

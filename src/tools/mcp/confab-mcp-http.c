@@ -9,11 +9,11 @@
 
 #include <string.h>
 
-#include "confab-error.h"
-#include "confab-json.h"
-#include "confab-mcp-http.h"
-#include "confab-mcp-jsonrpc.h"
-#include "confab-sse-parser.h"
+#include "tools/mcp/confab-mcp-http.h"
+#include "tools/mcp/confab-mcp-jsonrpc.h"
+#include "upstream/confab-sse-parser.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /**
  * ConfabMcpHttp:

@@ -7,8 +7,8 @@
 
 #include <gio/gio.h>
 
-#include "confab-mcp-transport.h"
-#include "confab-upstream-client.h"
+#include "tools/mcp/confab-mcp-transport.h"
+#include "upstream/confab-upstream-client.h"
 
 G_BEGIN_DECLS
 

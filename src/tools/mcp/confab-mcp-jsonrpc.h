@@ -8,7 +8,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
-#include "confab-mcp-transport.h"
+#include "tools/mcp/confab-mcp-transport.h"
 
 G_BEGIN_DECLS
 

@@ -13,8 +13,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "confab-mcp-jsonrpc.h"
-#include "confab-mcp-stdio.h"
+#include "tools/mcp/confab-mcp-jsonrpc.h"
+#include "tools/mcp/confab-mcp-stdio.h"
 
 /**
  * ConfabMcpStdio:

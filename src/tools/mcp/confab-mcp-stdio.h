@@ -7,7 +7,7 @@
 
 #include <gio/gio.h>
 
-#include "confab-mcp-transport.h"
+#include "tools/mcp/confab-mcp-transport.h"
 
 G_BEGIN_DECLS
 

@@ -7,7 +7,7 @@
 
 #include "config.h"
 
-#include "confab-mcp-transport.h"
+#include "tools/mcp/confab-mcp-transport.h"
 
 /**
  * ConfabMcpTransport:
