@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/confab-daemon.h"
+#include "confab-daemon.h"
 #include "util/confab-log.h"
 
 static gchar *
@@ -41,26 +41,35 @@ print_dev_banner(const gchar *url, const gchar *agent_id, const gchar *secret, g
 	g_print(_("Or point an OpenAI SDK at %s/api/v1 with that token as the API key.\n"), url);
 }
 
-int
-main(int argc, char **argv)
+typedef struct {
+	gboolean dev;
+	gboolean version;
+	gchar *listen;
+	gchar *state_dir;
+	gchar *bus;
+	gchar *config_file;
+} Options;
+
+static void
+options_clear(Options *o)
 {
-	gboolean dev = FALSE;
-	gboolean version = FALSE;
-	g_autofree gchar *listen = NULL;
-	g_autofree gchar *state_dir = NULL;
-	g_autofree gchar *bus = NULL;
-	g_autofree gchar *config_file = NULL;
-	g_autoptr(GOptionContext) context = NULL;
-	g_autoptr(GError) error = NULL;
-	g_autoptr(ConfabConfig) config = NULL;
-	g_autoptr(ConfabDaemon) daemon = NULL;
-	g_autofree gchar *url = NULL;
+	g_free(o->listen);
+	g_free(o->state_dir);
+	g_free(o->bus);
+	g_free(o->config_file);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
+
+static gboolean
+parse_options(Options *o, gint *argc, gchar ***argv, GError **error)
+{
 	const GOptionEntry entries[] = {
 	    {"dev",
 	     0,
 	     0,
 	     G_OPTION_ARG_NONE,
-	     &dev,
+	     &o->dev,
 	     N_("Development mode: session bus, state in $XDG_DATA_HOME/confab, a demo agent "
 		"and a dev token"),
 	     NULL},
@@ -68,86 +77,86 @@ main(int argc, char **argv)
 	     'l',
 	     0,
 	     G_OPTION_ARG_STRING,
-	     &listen,
+	     &o->listen,
 	     N_("Serve HTTP on this address (default 127.0.0.1:8080)"),
 	     N_("HOST:PORT")},
 	    {"state-dir",
 	     's',
 	     0,
 	     G_OPTION_ARG_FILENAME,
-	     &state_dir,
+	     &o->state_dir,
 	     N_("Keep the database in this directory"),
 	     N_("DIR")},
 	    {"bus",
 	     'b',
 	     0,
 	     G_OPTION_ARG_STRING,
-	     &bus,
+	     &o->bus,
 	     N_("Administration bus: system, session or none"),
 	     N_("BUS")},
 	    {"config",
 	     'c',
 	     0,
 	     G_OPTION_ARG_FILENAME,
-	     &config_file,
+	     &o->config_file,
 	     N_("Read settings from this file (default: the system configuration file, "
 		"when it exists)"),
 	     N_("FILE")},
-	    {"version", 0, 0, G_OPTION_ARG_NONE, &version, N_("Print the version and exit"), NULL},
+	    {"version",
+	     0,
+	     0,
+	     G_OPTION_ARG_NONE,
+	     &o->version,
+	     N_("Print the version and exit"),
+	     NULL},
 	    {NULL}};
+	g_autoptr(GOptionContext) context = g_option_context_new(NULL);
 
-	setlocale(LC_ALL, "");
-	g_log_set_writer_func(confab_log_writer, NULL, NULL);
-	bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
-	bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
-	textdomain(GETTEXT_PACKAGE);
-
-	context = g_option_context_new(NULL);
 	g_option_context_set_summary(context,
 				     _("Confab: a self-hosted agent chat-completion service."));
 	g_option_context_add_main_entries(context, entries, GETTEXT_PACKAGE);
-	if (!g_option_context_parse(context, &argc, &argv, &error)) {
-		g_printerr("confabd: %s\n", error->message);
-		return EXIT_FAILURE;
-	}
-	if (version) {
-		g_print("confabd %s\n", PACKAGE_VERSION);
-		return EXIT_SUCCESS;
-	}
+	return g_option_context_parse(context, argc, argv, error);
+}
 
-	config = confab_config_new();
-	if (dev) {
+static void
+replace_string(gchar **field, gchar **value)
+{
+	if (*value == NULL)
+		return;
+	g_free(*field);
+	*field = g_steal_pointer(value);
+}
+
+/* Built-in defaults, then the configuration file, then the command line. */
+static ConfabConfig *
+config_from_options(Options *o, GError **error)
+{
+	g_autoptr(ConfabConfig) config = confab_config_new();
+	const gchar *file = o->config_file;
+
+	if (o->dev) {
 		g_free(config->state_dir);
 		config->state_dir = dev_state_dir();
 		g_free(config->bus);
 		config->bus = g_strdup("session");
 	}
-	if (config_file != NULL) {
-		if (!confab_config_load_file(config, config_file, &error)) {
-			g_printerr("confabd: %s\n", error->message);
-			return EXIT_FAILURE;
-		}
-	} else if (!dev && g_file_test(CONFAB_DEFAULT_CONFIG, G_FILE_TEST_EXISTS)) {
-		if (!confab_config_load_file(config, CONFAB_DEFAULT_CONFIG, &error)) {
-			g_printerr("confabd: %s\n", error->message);
-			return EXIT_FAILURE;
-		}
-	}
-	/* the command line wins over the file */
-	if (listen != NULL) {
-		g_free(config->listen);
-		config->listen = g_steal_pointer(&listen);
-	}
-	if (state_dir != NULL) {
-		g_free(config->state_dir);
-		config->state_dir = g_steal_pointer(&state_dir);
-	}
-	if (bus != NULL) {
-		g_free(config->bus);
-		config->bus = g_steal_pointer(&bus);
-	}
+	if (file == NULL && !o->dev && g_file_test(CONFAB_DEFAULT_CONFIG, G_FILE_TEST_EXISTS))
+		file = CONFAB_DEFAULT_CONFIG;
+	if (file != NULL && !confab_config_load_file(config, file, error))
+		return NULL;
+	replace_string(&config->listen, &o->listen);
+	replace_string(&config->state_dir, &o->state_dir);
+	replace_string(&config->bus, &o->bus);
+	return g_steal_pointer(&config);
+}
 
-	daemon = confab_daemon_new(g_steal_pointer(&config), dev);
+static gint
+serve(ConfabConfig *config, gboolean dev)
+{
+	g_autoptr(ConfabDaemon) daemon = confab_daemon_new(config, dev);
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *url = NULL;
+
 	if (!confab_daemon_start(daemon, &error)) {
 		g_printerr("confabd: %s\n", error->message);
 		return EXIT_FAILURE;
@@ -166,4 +175,33 @@ main(int argc, char **argv)
 	g_print("confabd: listening on %s\n", url);
 	fflush(stdout);
 	return confab_daemon_run(daemon);
+}
+
+int
+main(int argc, char **argv)
+{
+	g_auto(Options) options = {0};
+	g_autoptr(GError) error = NULL;
+	ConfabConfig *config;
+
+	setlocale(LC_ALL, "");
+	g_log_set_writer_func(confab_log_writer, NULL, NULL);
+	bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
+	bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+	textdomain(GETTEXT_PACKAGE);
+
+	if (!parse_options(&options, &argc, &argv, &error)) {
+		g_printerr("confabd: %s\n", error->message);
+		return EXIT_FAILURE;
+	}
+	if (options.version) {
+		g_print("confabd %s\n", PACKAGE_VERSION);
+		return EXIT_SUCCESS;
+	}
+	config = config_from_options(&options, &error);
+	if (config == NULL) {
+		g_printerr("confabd: %s\n", error->message);
+		return EXIT_FAILURE;
+	}
+	return serve(config, options.dev);
 }

@@ -51,35 +51,6 @@ enum { SIGNAL_DRAINED, N_SIGNALS };
 
 static guint signals[N_SIGNALS];
 
-/* ---------- principal ---------- */
-
-/**
- * confab_principal_new:
- * @owner: the owner
- * @source: the door
- *
- * Returns: (transfer full): a principal
- */
-ConfabPrincipal *
-confab_principal_new(const gchar *owner, ConfabSessionSource source)
-{
-	ConfabPrincipal *principal = g_new0(ConfabPrincipal, 1);
-	principal->owner = g_strdup(owner);
-	principal->source = source;
-	return principal;
-}
-
-void
-confab_principal_free(ConfabPrincipal *principal)
-{
-	if (principal == NULL)
-		return;
-	g_free(principal->owner);
-	g_free(principal->token_id);
-	g_free(principal->agent_id);
-	g_free(principal);
-}
-
 /* ---------- helpers ---------- */
 
 static guint64 *
@@ -534,29 +505,29 @@ confab_engine_authenticate(ConfabEngine *self, const gchar *authorization, GErro
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 
 	if (authorization == NULL || *authorization == '\0') {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_MISSING_API_KEY,
-				       NULL,
-				       "You didn't provide an API key. Send it in the "
-				       "Authorization header: 'Authorization: Bearer nca_…'");
+		confab_error_set(error,
+				 CONFAB_ERROR_MISSING_API_KEY,
+				 NULL,
+				 "You didn't provide an API key. Send it in the "
+				 "Authorization header: 'Authorization: Bearer nca_…'");
 		return NULL;
 	}
 	if (g_ascii_strncasecmp(authorization, "Bearer ", 7) != 0) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_API_KEY,
-				       NULL,
-				       "The Authorization header must be 'Bearer <API token>'");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_API_KEY,
+				 NULL,
+				 "The Authorization header must be 'Bearer <API token>'");
 		return NULL;
 	}
 	secret = authorization + 7;
 	while (*secret == ' ')
 		secret++;
 	if (!g_str_has_prefix(secret, CONFAB_PREFIX_SECRET)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_API_KEY,
-				       NULL,
-				       "Incorrect API token provided: Confab tokens start with "
-				       "'nca_'");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_API_KEY,
+				 NULL,
+				 "Incorrect API token provided: Confab tokens start with "
+				 "'nca_'");
 		return NULL;
 	}
 
@@ -578,20 +549,20 @@ confab_engine_authenticate(ConfabEngine *self, const gchar *authorization, GErro
 	if (token == NULL || confab_token_get_revoked_at(token) != 0 ||
 	    (confab_token_get_expires_at(token) != 0 &&
 	     confab_token_get_expires_at(token) <= now)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_API_KEY,
-				       NULL,
-				       "Incorrect API token provided, or it was revoked or has "
-				       "expired");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_API_KEY,
+				 NULL,
+				 "Incorrect API token provided, or it was revoked or has "
+				 "expired");
 		return NULL;
 	}
 	if (!token_has_scope(token, CONFAB_SCOPE_CHAT) &&
 	    !token_has_scope(token, CONFAB_SCOPE_FULL)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INSUFFICIENT_SCOPE,
-				       NULL,
-				       "This API token has none of the scopes this endpoint "
-				       "accepts (chat.completions, api.full)");
+		confab_error_set(error,
+				 CONFAB_ERROR_INSUFFICIENT_SCOPE,
+				 NULL,
+				 "This API token has none of the scopes this endpoint "
+				 "accepts (chat.completions, api.full)");
 		return NULL;
 	}
 	principal = confab_principal_new(confab_token_get_owner(token), CONFAB_SESSION_SOURCE_API);
@@ -707,10 +678,10 @@ confab_engine_save_agent_async(ConfabEngine *self,
 	g_task_set_source_tag(task, confab_engine_save_agent_async);
 	g_task_set_task_data(task, g_object_ref(agent), g_object_unref);
 	if (confab_agent_get_name(agent) == NULL || *confab_agent_get_name(agent) == '\0') {
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "name",
-				       "An agent needs a name");
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "name",
+				 "An agent needs a name");
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
@@ -724,12 +695,12 @@ confab_engine_save_agent_async(ConfabEngine *self,
 					       "%s%s",
 					       known->len ? ", " : "",
 					       (gchar *)l->data);
-		confab_set_error_param_printf(&error,
-					      CONFAB_ERROR_INVALID_VALUE,
-					      "provider",
-					      "Unknown provider '%s' (known: %s)",
-					      confab_agent_get_provider(agent) ?: "",
-					      known->str);
+		confab_error_set_printf(&error,
+					CONFAB_ERROR_INVALID_VALUE,
+					"provider",
+					"Unknown provider '%s' (known: %s)",
+					confab_agent_get_provider(agent) ?: "",
+					known->str);
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
@@ -968,27 +939,27 @@ confab_engine_create_token_async(ConfabEngine *self,
 	g_task_set_task_data(task, data, (GDestroyNotify)create_token_data_free);
 
 	if (owner == NULL || *owner == '\0' || strlen(owner) > 256) {
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "owner",
-				       "A token needs an owner (a user name)");
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "owner",
+				 "A token needs an owner (a user name)");
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
 	if (scopes == NULL || scopes[0] == NULL) {
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "scopes",
-				       "A token needs at least one scope");
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "scopes",
+				 "A token needs at least one scope");
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
 	for (guint i = 0; scopes[i] != NULL; i++) {
 		if (!check_scope_name(scopes[i])) {
-			confab_set_error_param(&error,
-					       CONFAB_ERROR_INVALID_VALUE,
-					       "scopes",
-					       "Scopes are non-empty words without spaces");
+			confab_error_set(&error,
+					 CONFAB_ERROR_INVALID_VALUE,
+					 "scopes",
+					 "Scopes are non-empty words without spaces");
 			g_task_return_error(task, g_steal_pointer(&error));
 			return;
 		}
@@ -1005,10 +976,10 @@ confab_engine_create_token_async(ConfabEngine *self,
 		}
 	}
 	if (expires_at < 0 || (expires_at != 0 && expires_at <= now)) {
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "expires_at",
-				       "expires_at must be in the future (Unix seconds) or 0");
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "expires_at",
+				 "expires_at must be in the future (Unix seconds) or 0");
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
@@ -1157,10 +1128,10 @@ confab_engine_set_quota_async(ConfabEngine *self,
 	g_task_set_source_tag(task, confab_engine_set_quota_async);
 	if (owner == NULL || *owner == '\0') {
 		g_autoptr(GError) error = NULL;
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "owner",
-				       "A quota needs an owner");
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "owner",
+				 "A quota needs an owner");
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
@@ -1250,13 +1221,12 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
 	info->reset_seconds = seconds_to_month_end();
 	if (!usage->admitted) {
-		confab_set_error_param_printf(
-		    &error,
-		    CONFAB_ERROR_QUOTA_EXCEEDED,
-		    NULL,
-		    "You exceeded your monthly quota of %" G_GUINT64_FORMAT
-		    " requests; it resets at the start of next month (UTC)",
-		    usage->limit);
+		confab_error_set_printf(&error,
+					CONFAB_ERROR_QUOTA_EXCEEDED,
+					NULL,
+					"You exceeded your monthly quota of %" G_GUINT64_FORMAT
+					" requests; it resets at the start of next month (UTC)",
+					usage->limit);
 		g_task_return_error(task, error);
 		return;
 	}
@@ -1333,17 +1303,17 @@ confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError *
 {
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 	if (self->shutting_down) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_SHUTTING_DOWN,
-				       NULL,
-				       "The service is shutting down; retry shortly");
+		confab_error_set(error,
+				 CONFAB_ERROR_SHUTTING_DOWN,
+				 NULL,
+				 "The service is shutting down; retry shortly");
 		return FALSE;
 	}
 	if (g_hash_table_size(self->turns) >= self->config->max_inflight_turns) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_OVERLOADED,
-				       NULL,
-				       "Too many turns are running; retry shortly");
+		confab_error_set(error,
+				 CONFAB_ERROR_OVERLOADED,
+				 NULL,
+				 "Too many turns are running; retry shortly");
 		return FALSE;
 	}
 	g_hash_table_add(self->turns, g_object_ref(cancellable));

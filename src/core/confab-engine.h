@@ -10,7 +10,8 @@
 #include "core/confab-config.h"
 #include "model/confab-agent.h"
 #include "model/confab-enums.h"
-#include "model/confab-id-generator.h"
+#include "model/confab-id.h"
+#include "model/confab-principal.h"
 #include "model/confab-token.h"
 #include "providers/confab-provider.h"
 #include "store/confab-store.h"
@@ -19,28 +20,6 @@ G_BEGIN_DECLS
 
 #define CONFAB_SCOPE_CHAT "chat.completions"
 #define CONFAB_SCOPE_FULL "api.full"
-
-/**
- * ConfabPrincipal:
- * @owner: whose data this is
- * @token_id: (nullable): the API token used, if any
- * @agent_id: (nullable): the only agent allowed, for a bound token
- * @source: the door: the v1 API or a channel
- *
- * Who is asking, once authenticated.
- */
-typedef struct {
-	gchar *owner;
-	gchar *token_id;
-	gchar *agent_id;
-	ConfabSessionSource source;
-} ConfabPrincipal;
-
-ConfabPrincipal *
-confab_principal_new(const gchar *owner, ConfabSessionSource source);
-void
-confab_principal_free(ConfabPrincipal *principal);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabPrincipal, confab_principal_free)
 
 /**
  * ConfabQuotaInfo:

@@ -414,11 +414,11 @@ select_new_messages(ConfabTurn *self, GError **error)
 			}
 		}
 		if (first == messages->len) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       "messages",
-					       "There is no new message after the last assistant "
-					       "message");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 "messages",
+					 "There is no new message after the last assistant "
+					 "message");
 			return FALSE;
 		}
 	}
@@ -461,19 +461,19 @@ resolve_agent(ConfabTurn *self, GError **error)
 	const gchar *model = self->request->model;
 
 	if (self->principal->agent_id != NULL && g_strcmp0(self->principal->agent_id, model) != 0) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_PERMISSION_DENIED,
-				       "model",
-				       "This API token is bound to another agent");
+		confab_error_set(error,
+				 CONFAB_ERROR_PERMISSION_DENIED,
+				 "model",
+				 "This API token is bound to another agent");
 		return FALSE;
 	}
 	self->agent = confab_engine_lookup_agent(self->engine, model);
 	if (self->agent == NULL) {
-		confab_set_error_param_printf(error,
-					      CONFAB_ERROR_AGENT_NOT_FOUND,
-					      "model",
-					      "The agent '%s' does not exist",
-					      model);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_AGENT_NOT_FOUND,
+					"model",
+					"The agent '%s' does not exist",
+					model);
 		return FALSE;
 	}
 	self->provider =
@@ -522,11 +522,11 @@ confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer
 		return;
 	}
 	if (!confab_id_is_valid(self->request->session_id, CONFAB_PREFIX_SESSION)) {
-		confab_set_error_param_printf(&error,
-					      CONFAB_ERROR_CONVERSATION_NOT_FOUND,
-					      "metadata.session_id",
-					      "No conversation '%s'",
-					      self->request->session_id);
+		confab_error_set_printf(&error,
+					CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+					"metadata.session_id",
+					"No conversation '%s'",
+					self->request->session_id);
 		start_fail(self, task, error);
 		return;
 	}

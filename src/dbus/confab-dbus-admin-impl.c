@@ -62,7 +62,7 @@ invalid_arg(const gchar *format, const gchar *key)
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	message = g_strdup_printf(format, key);
 #pragma GCC diagnostic pop
-	confab_set_error_param(&error, CONFAB_ERROR_INVALID_VALUE, key, message);
+	confab_error_set(&error, CONFAB_ERROR_INVALID_VALUE, key, message);
 	return error;
 }
 
@@ -76,22 +76,23 @@ typedef enum {
 typedef struct {
 	const gchar *key;
 	FieldKind kind;
-	const gchar *property;
+	void (*set_string)(ConfabAgent *agent, const gchar *value);
+	void (*set_uint)(ConfabAgent *agent, guint value);
 } AgentField;
 
 static const AgentField agent_fields[] = {
-    {"name", FIELD_STRING, "name"},
-    {"instructions", FIELD_STRING, "instructions"},
-    {"provider", FIELD_STRING, "provider"},
-    {"base_url", FIELD_STRING, "base-url"},
-    {"upstream_model", FIELD_STRING, "upstream-model"},
-    {"api_key", FIELD_STRING, "api-key"},
-    {"api_key_file", FIELD_STRING, "api-key-file"},
-    {"params", FIELD_STRING, "params"},
-    {"connect_timeout", FIELD_UINT, "connect-timeout"},
-    {"first_byte_timeout", FIELD_UINT, "first-byte-timeout"},
-    {"idle_timeout", FIELD_UINT, "idle-timeout"},
-    {"total_timeout", FIELD_UINT, "total-timeout"},
+    {"name", FIELD_STRING, confab_agent_set_name, NULL},
+    {"instructions", FIELD_STRING, confab_agent_set_instructions, NULL},
+    {"provider", FIELD_STRING, confab_agent_set_provider, NULL},
+    {"base_url", FIELD_STRING, confab_agent_set_base_url, NULL},
+    {"upstream_model", FIELD_STRING, confab_agent_set_upstream_model, NULL},
+    {"api_key", FIELD_STRING, confab_agent_set_api_key, NULL},
+    {"api_key_file", FIELD_STRING, confab_agent_set_api_key_file, NULL},
+    {"params", FIELD_STRING, confab_agent_set_params, NULL},
+    {"connect_timeout", FIELD_UINT, NULL, confab_agent_set_connect_timeout},
+    {"first_byte_timeout", FIELD_UINT, NULL, confab_agent_set_first_byte_timeout},
+    {"idle_timeout", FIELD_UINT, NULL, confab_agent_set_idle_timeout},
+    {"total_timeout", FIELD_UINT, NULL, confab_agent_set_total_timeout},
 };
 
 /**
@@ -132,20 +133,18 @@ confab_dbus_admin_impl_apply_agent_props(ConfabAgent *agent, GVariant *props, GE
 				return FALSE;
 			}
 			/* an empty optional setting clears it */
-			g_object_set(agent,
-				     field->property,
-				     *str == '\0' && !g_str_equal(key, "name") &&
-					     !g_str_equal(key, "provider")
-					 ? NULL
-					 : str,
-				     NULL);
+			field->set_string(agent,
+					  *str == '\0' && !g_str_equal(key, "name") &&
+						  !g_str_equal(key, "provider")
+					      ? NULL
+					      : str);
 		} else {
 			if (!g_variant_is_of_type(value, G_VARIANT_TYPE_UINT32)) {
 				*error =
 				    invalid_arg("Agent property '%s' must be a uint32 (u)", key);
 				return FALSE;
 			}
-			g_object_set(agent, field->property, g_variant_get_uint32(value), NULL);
+			field->set_uint(agent, g_variant_get_uint32(value));
 		}
 	}
 	if (confab_agent_get_params(agent) != NULL) {
@@ -413,24 +412,6 @@ handle_create_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, 
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
-static ConfabAgent *
-agent_copy(ConfabAgent *agent)
-{
-	ConfabAgent *copy = confab_agent_new();
-	g_autofree GParamSpec **specs = NULL;
-	guint n_specs = 0;
-
-	specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(agent), &n_specs);
-	for (guint i = 0; i < n_specs; i++) {
-		GValue value = G_VALUE_INIT;
-		g_value_init(&value, specs[i]->value_type);
-		g_object_get_property(G_OBJECT(agent), specs[i]->name, &value);
-		g_object_set_property(G_OBJECT(copy), specs[i]->name, &value);
-		g_value_unset(&value);
-	}
-	return copy;
-}
-
 static void
 update_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -463,7 +444,7 @@ handle_update_agent(ConfabDbusAdmin *object,
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	/* cached agents are never changed in place: turns may hold them */
-	agent = agent_copy(current);
+	agent = confab_agent_copy(current);
 	if (!confab_dbus_admin_impl_apply_agent_props(agent, props, &error)) {
 		return_error(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
@@ -948,7 +929,7 @@ confab_dbus_admin_impl_authorize_method(GDBusInterfaceSkeleton *skeleton,
 						      "Cannot identify the caller");
 		return FALSE;
 	}
-	if (!confab_uid_is_admin(uid, self->admin_group)) {
+	if (!confab_dbus_caller_uid_is_admin(uid, self->admin_group)) {
 		g_dbus_method_invocation_return_error(invocation,
 						      G_DBUS_ERROR,
 						      G_DBUS_ERROR_ACCESS_DENIED,

@@ -120,13 +120,13 @@ confab_dbus_caller_get_uid_sync(GDBusMethodInvocation *invocation, guint32 *uid,
 }
 
 /**
- * confab_user_name_for_uid:
+ * confab_dbus_caller_user_name_for_uid:
  * @uid: a Unix user id
  *
  * Returns: (transfer full): the user's name, or `uid:N` if it has none
  */
 gchar *
-confab_user_name_for_uid(guint32 uid)
+confab_dbus_caller_user_name_for_uid(guint32 uid)
 {
 	struct passwd pw, *result = NULL;
 	gchar buf[4096];
@@ -136,7 +136,7 @@ confab_user_name_for_uid(guint32 uid)
 }
 
 /**
- * confab_uid_is_admin:
+ * confab_dbus_caller_uid_is_admin:
  * @uid: the caller
  * @admin_group: (nullable): the group whose members administer Confab
  *
@@ -144,7 +144,7 @@ confab_user_name_for_uid(guint32 uid)
  * members of @admin_group
  */
 gboolean
-confab_uid_is_admin(guint32 uid, const gchar *admin_group)
+confab_dbus_caller_uid_is_admin(guint32 uid, const gchar *admin_group)
 {
 	struct passwd pw, *pw_result = NULL;
 	struct group gr, *gr_result = NULL;

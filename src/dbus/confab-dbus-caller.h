@@ -19,8 +19,8 @@ confab_dbus_caller_get_uid_finish(GAsyncResult *result, guint32 *uid, GError **e
 gboolean
 confab_dbus_caller_get_uid_sync(GDBusMethodInvocation *invocation, guint32 *uid, GError **error);
 gboolean
-confab_uid_is_admin(guint32 uid, const gchar *admin_group);
+confab_dbus_caller_uid_is_admin(guint32 uid, const gchar *admin_group);
 gchar *
-confab_user_name_for_uid(guint32 uid);
+confab_dbus_caller_user_name_for_uid(guint32 uid);
 
 G_END_DECLS

@@ -111,7 +111,7 @@ caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		send_return_error(call, error);
 		return;
 	}
-	owner = confab_user_name_for_uid(uid);
+	owner = confab_dbus_caller_user_name_for_uid(uid);
 	principal = confab_principal_new(owner, CONFAB_SESSION_SOURCE_CHANNEL);
 	call->turn = confab_turn_new(
 	    call->self->engine,
@@ -134,10 +134,10 @@ handle_send(ConfabDbusChat *object,
 
 	if (*text == '\0' || strlen(text) > config->max_body_bytes) {
 		GError *error = NULL;
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "text",
-				       "The text must be non-empty and within the body size limit");
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "text",
+				 "The text must be non-empty and within the body size limit");
 		confab_error_register_dbus();
 		g_dbus_method_invocation_return_gerror(invocation, error);
 		g_error_free(error);

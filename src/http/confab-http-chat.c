@@ -272,9 +272,9 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	if (ctx->streaming)
 		finish_stream(ctx, ok ? NULL : error);
 	else if (ok)
-		confab_http_respond_json(ctx->exchange, 200, build_completion_json(ctx->turn));
+		confab_http_response_json(ctx->exchange, 200, build_completion_json(ctx->turn));
 	else
-		confab_http_respond_error(ctx->exchange, error);
+		confab_http_response_error(ctx->exchange, error);
 	chat_ctx_free(ctx);
 }
 
@@ -299,16 +299,16 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	ConfabTurn *turn = CONFAB_TURN(source);
 	gboolean ok = confab_turn_start_finish(turn, result, &error);
 
-	confab_http_add_quota_headers(ctx->exchange, confab_turn_get_quota_info(turn));
+	confab_http_response_add_quota_headers(ctx->exchange, confab_turn_get_quota_info(turn));
 	if (!ok) {
-		confab_http_respond_error(ctx->exchange, error);
+		confab_http_response_error(ctx->exchange, error);
 		chat_ctx_free(ctx);
 		return;
 	}
-	confab_http_log_set(ctx->exchange,
-			    NULL,
-			    confab_turn_get_model(turn),
-			    confab_turn_get_session_id(turn));
+	confab_http_response_log_set(ctx->exchange,
+				     NULL,
+				     confab_turn_get_model(turn),
+				     confab_turn_get_session_id(turn));
 	confab_http_exchange_add_header(ctx->exchange,
 					"x-session-id",
 					confab_turn_get_session_id(turn));
@@ -348,7 +348,7 @@ confab_http_chat_handle(ConfabEngine *engine,
 					    &error);
 	g_clear_pointer(&bytes, g_bytes_unref);
 	if (request == NULL) {
-		confab_http_respond_error(exchange, error);
+		confab_http_response_error(exchange, error);
 		return;
 	}
 

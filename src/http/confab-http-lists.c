@@ -11,8 +11,8 @@
 
 #include "http/confab-http-lists.h"
 #include "http/confab-http-response.h"
-#include "model/confab-id-generator.h"
-#include "openai/confab-list-query.h"
+#include "model/confab-id.h"
+#include "openai/confab-list-params.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
 
@@ -89,10 +89,10 @@ list_sessions_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	page = confab_store_list_sessions_finish(CONFAB_STORE(source), result, &error);
 	if (page == NULL) {
-		confab_http_respond_error(exchange, error);
+		confab_http_response_error(exchange, error);
 		return;
 	}
-	confab_http_respond_json(exchange, 200, conversations_json(page));
+	confab_http_response_json(exchange, 200, conversations_json(page));
 }
 
 static gchar *
@@ -103,7 +103,7 @@ empty_list_json(void)
 }
 
 /**
- * confab_http_list_conversations:
+ * confab_http_lists_conversations:
  * @engine: the engine
  * @exchange: the request
  * @principal: (transfer full): who asks
@@ -112,10 +112,10 @@ empty_list_json(void)
  * Lists the caller's API conversations.
  */
 void
-confab_http_list_conversations(ConfabEngine *engine,
-			       ConfabHttpExchange *exchange,
-			       ConfabPrincipal *principal,
-			       const gchar *param)
+confab_http_lists_conversations(ConfabEngine *engine,
+				ConfabHttpExchange *exchange,
+				ConfabPrincipal *principal,
+				const gchar *param)
 {
 	g_autoptr(ConfabPrincipal) owned = principal;
 	g_auto(ConfabStoreSessionQuery) query = {NULL};
@@ -126,13 +126,13 @@ confab_http_list_conversations(ConfabEngine *engine,
 				      CONFAB_PREFIX_SESSION,
 				      &params,
 				      &error)) {
-		confab_http_respond_error(exchange, error);
+		confab_http_response_error(exchange, error);
 		return;
 	}
 	/* a bound token sees its agent only; asking for another is an empty page */
 	if (principal->agent_id != NULL && params.model != NULL &&
 	    g_strcmp0(params.model, principal->agent_id) != 0) {
-		confab_http_respond_json(exchange, 200, empty_list_json());
+		confab_http_response_json(exchange, 200, empty_list_json());
 		return;
 	}
 	query.owner = g_strdup(principal->owner);
@@ -193,10 +193,10 @@ list_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
 	if (page == NULL) {
-		confab_http_respond_error(ctx->exchange, error);
+		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
-	confab_http_respond_json(ctx->exchange, 200, messages_json(page));
+	confab_http_response_json(ctx->exchange, 200, messages_json(page));
 }
 
 static void
@@ -210,7 +210,7 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
 	if (session == NULL) {
-		confab_http_respond_error(ctx->exchange, error);
+		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
 	/* someone else's, a channel's, or another agent's: it does not exist */
@@ -223,7 +223,7 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
 			    "No conversation '%s'",
 			    ctx->query.session_id);
-		confab_http_respond_error(ctx->exchange, error);
+		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
 	query = &ctx->query;
@@ -235,7 +235,7 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 /**
- * confab_http_list_messages:
+ * confab_http_lists_messages:
  * @engine: the engine
  * @exchange: the request
  * @principal: (transfer full): who asks
@@ -244,10 +244,10 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
  * Replays the messages of one of the caller's API conversations.
  */
 void
-confab_http_list_messages(ConfabEngine *engine,
-			  ConfabHttpExchange *exchange,
-			  ConfabPrincipal *principal,
-			  const gchar *session_id)
+confab_http_lists_messages(ConfabEngine *engine,
+			   ConfabHttpExchange *exchange,
+			   ConfabPrincipal *principal,
+			   const gchar *session_id)
 {
 	g_autoptr(ConfabPrincipal) owned = principal;
 	g_auto(ConfabListParams) params = {NULL};
@@ -258,7 +258,7 @@ confab_http_list_messages(ConfabEngine *engine,
 				      CONFAB_PREFIX_MESSAGE,
 				      &params,
 				      &error)) {
-		confab_http_respond_error(exchange, error);
+		confab_http_response_error(exchange, error);
 		return;
 	}
 	if (!confab_id_is_valid(session_id, CONFAB_PREFIX_SESSION)) {
@@ -267,7 +267,7 @@ confab_http_list_messages(ConfabEngine *engine,
 			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
 			    "No conversation '%s'",
 			    session_id);
-		confab_http_respond_error(exchange, error);
+		confab_http_response_error(exchange, error);
 		return;
 	}
 	ctx = g_new0(ListCtx, 1);

@@ -11,14 +11,14 @@
 G_BEGIN_DECLS
 
 void
-confab_http_list_conversations(ConfabEngine *engine,
-			       ConfabHttpExchange *exchange,
-			       ConfabPrincipal *principal,
-			       const gchar *param);
+confab_http_lists_conversations(ConfabEngine *engine,
+				ConfabHttpExchange *exchange,
+				ConfabPrincipal *principal,
+				const gchar *param);
 void
-confab_http_list_messages(ConfabEngine *engine,
-			  ConfabHttpExchange *exchange,
-			  ConfabPrincipal *principal,
-			  const gchar *session_id);
+confab_http_lists_messages(ConfabEngine *engine,
+			   ConfabHttpExchange *exchange,
+			   ConfabPrincipal *principal,
+			   const gchar *session_id);
 
 G_END_DECLS

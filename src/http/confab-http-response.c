@@ -19,19 +19,19 @@
  */
 
 /**
- * confab_http_respond_json:
+ * confab_http_response_json:
  * @exchange: the exchange
  * @status: the status
  * @body: (transfer full): the JSON body
  */
 void
-confab_http_respond_json(ConfabHttpExchange *exchange, guint status, gchar *body)
+confab_http_response_json(ConfabHttpExchange *exchange, guint status, gchar *body)
 {
 	confab_http_exchange_respond_take(exchange, status, "application/json", body);
 }
 
 /**
- * confab_http_add_error_headers:
+ * confab_http_response_add_error_headers:
  * @exchange: the exchange
  * @status: the status of the error about to be sent
  *
@@ -41,7 +41,7 @@ confab_http_respond_json(ConfabHttpExchange *exchange, guint status, gchar *body
  * retried the upstream).
  */
 void
-confab_http_add_error_headers(ConfabHttpExchange *exchange, guint status)
+confab_http_response_add_error_headers(ConfabHttpExchange *exchange, guint status)
 {
 	switch (status) {
 	case 401:
@@ -61,7 +61,7 @@ confab_http_add_error_headers(ConfabHttpExchange *exchange, guint status)
 }
 
 /**
- * confab_http_respond_error:
+ * confab_http_response_error:
  * @exchange: the exchange
  * @error: what went wrong
  *
@@ -69,25 +69,25 @@ confab_http_add_error_headers(ConfabHttpExchange *exchange, guint status)
  * gives @error, and the headers that go with them.
  */
 void
-confab_http_respond_error(ConfabHttpExchange *exchange, const GError *error)
+confab_http_response_error(ConfabHttpExchange *exchange, const GError *error)
 {
 	const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
 
 	if (info->status == 500)
 		g_warning("internal error answered 500: %s", error != NULL ? error->message : "?");
-	confab_http_add_error_headers(exchange, info->status);
-	confab_http_respond_json(exchange, info->status, confab_openai_error_body(error));
+	confab_http_response_add_error_headers(exchange, info->status);
+	confab_http_response_json(exchange, info->status, confab_openai_error_body(error));
 }
 
 /**
- * confab_http_add_quota_headers:
+ * confab_http_response_add_quota_headers:
  * @exchange: the exchange
  * @info: the owner's quota after this request
  *
  * Adds the x-ratelimit-*-requests headers, when a quota applies.
  */
 void
-confab_http_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
+confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
 	gchar buf[32];
 
@@ -104,7 +104,7 @@ confab_http_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInf
 /* ---------- the access log ---------- */
 
 /**
- * confab_http_log_set:
+ * confab_http_response_log_set:
  * @exchange: a request being served
  * @owner: (nullable): the owner it acts for
  * @agent: (nullable): the agent it talks to
@@ -113,10 +113,10 @@ confab_http_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInf
  * Adds to what the access log says of @exchange.
  */
 void
-confab_http_log_set(ConfabHttpExchange *exchange,
-		    const gchar *owner,
-		    const gchar *agent,
-		    const gchar *session)
+confab_http_response_log_set(ConfabHttpExchange *exchange,
+			     const gchar *owner,
+			     const gchar *agent,
+			     const gchar *session)
 {
 	if (!confab_log_info_enabled(G_LOG_DOMAIN))
 		return;
@@ -133,7 +133,7 @@ note(ConfabHttpExchange *exchange, const gchar *key)
 }
 
 /**
- * confab_http_log_request:
+ * confab_http_response_log_request:
  * @exchange: a request that is over
  * @completed: whether its response was sent, or the client went first
  *
@@ -141,7 +141,7 @@ note(ConfabHttpExchange *exchange, const gchar *key)
  * (never a secret, never a body).
  */
 void
-confab_http_log_request(ConfabHttpExchange *exchange, gboolean completed)
+confab_http_response_log_request(ConfabHttpExchange *exchange, gboolean completed)
 {
 	const gchar *method = confab_http_exchange_get_method(exchange);
 	const gchar *path = confab_http_exchange_get_path(exchange);

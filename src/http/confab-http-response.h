@@ -11,19 +11,19 @@
 G_BEGIN_DECLS
 
 void
-confab_http_respond_json(ConfabHttpExchange *exchange, guint status, gchar *body);
+confab_http_response_json(ConfabHttpExchange *exchange, guint status, gchar *body);
 void
-confab_http_respond_error(ConfabHttpExchange *exchange, const GError *error);
+confab_http_response_error(ConfabHttpExchange *exchange, const GError *error);
 void
-confab_http_add_error_headers(ConfabHttpExchange *exchange, guint status);
+confab_http_response_add_error_headers(ConfabHttpExchange *exchange, guint status);
 void
-confab_http_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info);
+confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info);
 void
-confab_http_log_set(ConfabHttpExchange *exchange,
-		    const gchar *owner,
-		    const gchar *agent,
-		    const gchar *session);
+confab_http_response_log_set(ConfabHttpExchange *exchange,
+			     const gchar *owner,
+			     const gchar *agent,
+			     const gchar *session);
 void
-confab_http_log_request(ConfabHttpExchange *exchange, gboolean completed);
+confab_http_response_log_request(ConfabHttpExchange *exchange, gboolean completed);
 
 G_END_DECLS

@@ -53,8 +53,8 @@ static const Route routes[] = {
      "/api/v1/chat/completions",
      ROUTE_API_TOKEN | ROUTE_JSON_BODY,
      confab_http_chat_handle},
-    {"GET", "/api/v1/conversations", ROUTE_API_TOKEN, confab_http_list_conversations},
-    {"GET", "/api/v1/conversations/{}/messages", ROUTE_API_TOKEN, confab_http_list_messages},
+    {"GET", "/api/v1/conversations", ROUTE_API_TOKEN, confab_http_lists_conversations},
+    {"GET", "/api/v1/conversations/{}/messages", ROUTE_API_TOKEN, confab_http_lists_messages},
 };
 
 /* What the head check leaves for the handler. */
@@ -190,23 +190,23 @@ check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, G
 	match->route = find_route(method, path, allowed, &match->param);
 	if (match->route == NULL && allowed->len == 0) {
 		/* the path is still percent-encoded ASCII: safe to quote */
-		confab_set_error_param_printf(error,
-					      CONFAB_ERROR_NOT_FOUND,
-					      NULL,
-					      "No route %s %s",
-					      method,
-					      path);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_NOT_FOUND,
+					NULL,
+					"No route %s %s",
+					method,
+					path);
 		return FALSE;
 	}
 	if (match->route == NULL) {
 		confab_http_exchange_add_header(exchange, "Allow", allowed->str);
-		confab_set_error_param_printf(error,
-					      CONFAB_ERROR_METHOD_NOT_ALLOWED,
-					      NULL,
-					      "%s is not allowed on %s; use %s",
-					      method,
-					      path,
-					      allowed->str);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_METHOD_NOT_ALLOWED,
+					NULL,
+					"%s is not allowed on %s; use %s",
+					method,
+					path,
+					allowed->str);
 		return FALSE;
 	}
 	if (match->route->flags & ROUTE_API_TOKEN) {
@@ -219,11 +219,11 @@ check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, G
 	}
 	if ((match->route->flags & ROUTE_JSON_BODY) &&
 	    !is_json(confab_http_exchange_get_header(exchange, "Content-Type"))) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_UNSUPPORTED_MEDIA_TYPE,
-				       NULL,
-				       "The request body must be JSON, sent with "
-				       "'Content-Type: application/json'");
+		confab_error_set(error,
+				 CONFAB_ERROR_UNSUPPORTED_MEDIA_TYPE,
+				 NULL,
+				 "The request body must be JSON, sent with "
+				 "'Content-Type: application/json'");
 		return FALSE;
 	}
 	return TRUE;
@@ -238,14 +238,14 @@ on_head(ConfabHttpExchange *exchange, gpointer user_data)
 
 	confab_http_exchange_set_data(exchange, match, (GDestroyNotify)match_free);
 	if (!check_head(self, exchange, match, &error)) {
-		confab_http_respond_error(exchange, error);
+		confab_http_response_error(exchange, error);
 		return;
 	}
 	if (match->principal != NULL)
-		confab_http_log_set(exchange,
-				    match->principal->owner,
-				    match->principal->agent_id,
-				    NULL);
+		confab_http_response_log_set(exchange,
+					     match->principal->owner,
+					     match->principal->agent_id,
+					     NULL);
 }
 
 static void
@@ -263,7 +263,7 @@ on_request(ConfabHttpExchange *exchange, gpointer user_data)
 static void
 on_finished(ConfabHttpExchange *exchange, gboolean completed, gpointer user_data)
 {
-	confab_http_log_request(exchange, completed);
+	confab_http_response_log_request(exchange, completed);
 }
 
 static const ConfabHttpServerHandler handler = {

@@ -35,140 +35,6 @@ struct _ConfabAgent {
 
 G_DEFINE_FINAL_TYPE(ConfabAgent, confab_agent, G_TYPE_OBJECT)
 
-enum {
-	PROP_0,
-	PROP_ID,
-	PROP_NAME,
-	PROP_INSTRUCTIONS,
-	PROP_PROVIDER,
-	PROP_BASE_URL,
-	PROP_UPSTREAM_MODEL,
-	PROP_API_KEY,
-	PROP_API_KEY_FILE,
-	PROP_PARAMS,
-	PROP_CONNECT_TIMEOUT,
-	PROP_FIRST_BYTE_TIMEOUT,
-	PROP_IDLE_TIMEOUT,
-	PROP_TOTAL_TIMEOUT,
-	PROP_CREATED_AT,
-	PROP_UPDATED_AT,
-	N_PROPS
-};
-
-static GParamSpec *properties[N_PROPS];
-
-static void
-confab_agent_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-	ConfabAgent *self = CONFAB_AGENT(object);
-
-	switch (prop_id) {
-	case PROP_ID:
-		g_value_set_string(value, self->id);
-		break;
-	case PROP_NAME:
-		g_value_set_string(value, self->name);
-		break;
-	case PROP_INSTRUCTIONS:
-		g_value_set_string(value, self->instructions);
-		break;
-	case PROP_PROVIDER:
-		g_value_set_string(value, self->provider);
-		break;
-	case PROP_BASE_URL:
-		g_value_set_string(value, self->base_url);
-		break;
-	case PROP_UPSTREAM_MODEL:
-		g_value_set_string(value, self->upstream_model);
-		break;
-	case PROP_API_KEY:
-		g_value_set_string(value, self->api_key);
-		break;
-	case PROP_API_KEY_FILE:
-		g_value_set_string(value, self->api_key_file);
-		break;
-	case PROP_PARAMS:
-		g_value_set_string(value, self->params);
-		break;
-	case PROP_CONNECT_TIMEOUT:
-		g_value_set_uint(value, self->connect_timeout);
-		break;
-	case PROP_FIRST_BYTE_TIMEOUT:
-		g_value_set_uint(value, self->first_byte_timeout);
-		break;
-	case PROP_IDLE_TIMEOUT:
-		g_value_set_uint(value, self->idle_timeout);
-		break;
-	case PROP_TOTAL_TIMEOUT:
-		g_value_set_uint(value, self->total_timeout);
-		break;
-	case PROP_CREATED_AT:
-		g_value_set_int64(value, self->created_at);
-		break;
-	case PROP_UPDATED_AT:
-		g_value_set_int64(value, self->updated_at);
-		break;
-	default:
-		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-	}
-}
-
-static void
-confab_agent_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-	ConfabAgent *self = CONFAB_AGENT(object);
-
-	switch (prop_id) {
-	case PROP_ID:
-		confab_agent_set_id(self, g_value_get_string(value));
-		break;
-	case PROP_NAME:
-		confab_agent_set_name(self, g_value_get_string(value));
-		break;
-	case PROP_INSTRUCTIONS:
-		confab_agent_set_instructions(self, g_value_get_string(value));
-		break;
-	case PROP_PROVIDER:
-		confab_agent_set_provider(self, g_value_get_string(value));
-		break;
-	case PROP_BASE_URL:
-		confab_agent_set_base_url(self, g_value_get_string(value));
-		break;
-	case PROP_UPSTREAM_MODEL:
-		confab_agent_set_upstream_model(self, g_value_get_string(value));
-		break;
-	case PROP_API_KEY:
-		confab_agent_set_api_key(self, g_value_get_string(value));
-		break;
-	case PROP_API_KEY_FILE:
-		confab_agent_set_api_key_file(self, g_value_get_string(value));
-		break;
-	case PROP_PARAMS:
-		confab_agent_set_params(self, g_value_get_string(value));
-		break;
-	case PROP_CONNECT_TIMEOUT:
-		confab_agent_set_connect_timeout(self, g_value_get_uint(value));
-		break;
-	case PROP_FIRST_BYTE_TIMEOUT:
-		confab_agent_set_first_byte_timeout(self, g_value_get_uint(value));
-		break;
-	case PROP_IDLE_TIMEOUT:
-		confab_agent_set_idle_timeout(self, g_value_get_uint(value));
-		break;
-	case PROP_TOTAL_TIMEOUT:
-		confab_agent_set_total_timeout(self, g_value_get_uint(value));
-		break;
-	case PROP_CREATED_AT:
-		confab_agent_set_created_at(self, g_value_get_int64(value));
-		break;
-	case PROP_UPDATED_AT:
-		confab_agent_set_updated_at(self, g_value_get_int64(value));
-		break;
-	default:
-		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-	}
-}
-
 static void
 confab_agent_finalize(GObject *object)
 {
@@ -194,114 +60,7 @@ confab_agent_class_init(ConfabAgentClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
 
-	object_class->get_property = confab_agent_get_property;
-	object_class->set_property = confab_agent_set_property;
 	object_class->finalize = confab_agent_finalize;
-
-	properties[PROP_ID] = g_param_spec_string("id",
-						  NULL,
-						  "The agent id (agt_…)",
-						  NULL,
-						  G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-						      G_PARAM_STATIC_STRINGS);
-	properties[PROP_NAME] = g_param_spec_string("name",
-						    NULL,
-						    "A human-readable name",
-						    NULL,
-						    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							G_PARAM_STATIC_STRINGS);
-	properties[PROP_INSTRUCTIONS] = g_param_spec_string(
-	    "instructions",
-	    NULL,
-	    "Prepended to every turn as the system message",
-	    NULL,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_PROVIDER] = g_param_spec_string(
-	    "provider",
-	    NULL,
-	    "The provider name: echo or openai",
-	    NULL,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_BASE_URL] = g_param_spec_string(
-	    "base-url",
-	    NULL,
-	    "The upstream base URL, as the OpenAI SDKs take it",
-	    NULL,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_UPSTREAM_MODEL] = g_param_spec_string(
-	    "upstream-model",
-	    NULL,
-	    "The model name sent upstream",
-	    NULL,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_API_KEY] = g_param_spec_string("api-key",
-						       NULL,
-						       "The upstream API key; never shown",
-						       NULL,
-						       G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							   G_PARAM_STATIC_STRINGS);
-	properties[PROP_API_KEY_FILE] = g_param_spec_string(
-	    "api-key-file",
-	    NULL,
-	    "A file to read the upstream API key from",
-	    NULL,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_PARAMS] = g_param_spec_string("params",
-						      NULL,
-						      "Default request parameters, a JSON object",
-						      NULL,
-						      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							  G_PARAM_STATIC_STRINGS);
-	properties[PROP_CONNECT_TIMEOUT] =
-	    g_param_spec_uint("connect-timeout",
-			      NULL,
-			      "Seconds to connect upstream, 0 for the default",
-			      0,
-			      G_MAXUINT,
-			      0,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_FIRST_BYTE_TIMEOUT] =
-	    g_param_spec_uint("first-byte-timeout",
-			      NULL,
-			      "Seconds to the first upstream byte, 0 for the default",
-			      0,
-			      G_MAXUINT,
-			      0,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_IDLE_TIMEOUT] =
-	    g_param_spec_uint("idle-timeout",
-			      NULL,
-			      "Seconds allowed between upstream chunks, 0 for the default",
-			      0,
-			      G_MAXUINT,
-			      0,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_TOTAL_TIMEOUT] =
-	    g_param_spec_uint("total-timeout",
-			      NULL,
-			      "Seconds for the whole upstream call, 0 for the default",
-			      0,
-			      G_MAXUINT,
-			      0,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_CREATED_AT] = g_param_spec_int64(
-	    "created-at",
-	    NULL,
-	    "Creation time, Unix seconds",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_UPDATED_AT] = g_param_spec_int64(
-	    "updated-at",
-	    NULL,
-	    "Last change, Unix seconds",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-
-	g_object_class_install_properties(object_class, N_PROPS, properties);
 }
 
 static void
@@ -335,7 +94,6 @@ confab_agent_set_id(ConfabAgent *self, const gchar *id)
 		return;
 	g_free(self->id);
 	self->id = g_strdup(id);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_ID]);
 }
 
 const gchar *
@@ -353,7 +111,6 @@ confab_agent_set_name(ConfabAgent *self, const gchar *name)
 		return;
 	g_free(self->name);
 	self->name = g_strdup(name);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_NAME]);
 }
 
 const gchar *
@@ -371,7 +128,6 @@ confab_agent_set_instructions(ConfabAgent *self, const gchar *instructions)
 		return;
 	g_free(self->instructions);
 	self->instructions = g_strdup(instructions);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_INSTRUCTIONS]);
 }
 
 const gchar *
@@ -389,7 +145,6 @@ confab_agent_set_provider(ConfabAgent *self, const gchar *provider)
 		return;
 	g_free(self->provider);
 	self->provider = g_strdup(provider);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_PROVIDER]);
 }
 
 const gchar *
@@ -407,7 +162,6 @@ confab_agent_set_base_url(ConfabAgent *self, const gchar *base_url)
 		return;
 	g_free(self->base_url);
 	self->base_url = g_strdup(base_url);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_BASE_URL]);
 }
 
 const gchar *
@@ -425,7 +179,6 @@ confab_agent_set_upstream_model(ConfabAgent *self, const gchar *upstream_model)
 		return;
 	g_free(self->upstream_model);
 	self->upstream_model = g_strdup(upstream_model);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_UPSTREAM_MODEL]);
 }
 
 const gchar *
@@ -443,7 +196,6 @@ confab_agent_set_api_key(ConfabAgent *self, const gchar *api_key)
 		return;
 	g_free(self->api_key);
 	self->api_key = g_strdup(api_key);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_API_KEY]);
 }
 
 const gchar *
@@ -461,7 +213,6 @@ confab_agent_set_api_key_file(ConfabAgent *self, const gchar *api_key_file)
 		return;
 	g_free(self->api_key_file);
 	self->api_key_file = g_strdup(api_key_file);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_API_KEY_FILE]);
 }
 
 const gchar *
@@ -479,7 +230,6 @@ confab_agent_set_params(ConfabAgent *self, const gchar *params)
 		return;
 	g_free(self->params);
 	self->params = g_strdup(params);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_PARAMS]);
 }
 
 guint
@@ -496,7 +246,6 @@ confab_agent_set_connect_timeout(ConfabAgent *self, guint connect_timeout)
 	if (self->connect_timeout == connect_timeout)
 		return;
 	self->connect_timeout = connect_timeout;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_CONNECT_TIMEOUT]);
 }
 
 guint
@@ -513,7 +262,6 @@ confab_agent_set_first_byte_timeout(ConfabAgent *self, guint first_byte_timeout)
 	if (self->first_byte_timeout == first_byte_timeout)
 		return;
 	self->first_byte_timeout = first_byte_timeout;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_FIRST_BYTE_TIMEOUT]);
 }
 
 guint
@@ -530,7 +278,6 @@ confab_agent_set_idle_timeout(ConfabAgent *self, guint idle_timeout)
 	if (self->idle_timeout == idle_timeout)
 		return;
 	self->idle_timeout = idle_timeout;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_IDLE_TIMEOUT]);
 }
 
 guint
@@ -547,7 +294,6 @@ confab_agent_set_total_timeout(ConfabAgent *self, guint total_timeout)
 	if (self->total_timeout == total_timeout)
 		return;
 	self->total_timeout = total_timeout;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_TOTAL_TIMEOUT]);
 }
 
 gint64
@@ -564,7 +310,6 @@ confab_agent_set_created_at(ConfabAgent *self, gint64 created_at)
 	if (self->created_at == created_at)
 		return;
 	self->created_at = created_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_CREATED_AT]);
 }
 
 gint64
@@ -581,5 +326,37 @@ confab_agent_set_updated_at(ConfabAgent *self, gint64 updated_at)
 	if (self->updated_at == updated_at)
 		return;
 	self->updated_at = updated_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_UPDATED_AT]);
+}
+
+/**
+ * confab_agent_copy:
+ * @self: a #ConfabAgent
+ *
+ * Agents that are served are never changed in place (turns may hold
+ * them): a change is made to a copy, which replaces the original.
+ *
+ * Returns: (transfer full): a copy of @self
+ */
+ConfabAgent *
+confab_agent_copy(ConfabAgent *self)
+{
+	ConfabAgent *copy = confab_agent_new();
+
+	g_return_val_if_fail(CONFAB_IS_AGENT(self), NULL);
+	copy->id = g_strdup(self->id);
+	copy->name = g_strdup(self->name);
+	copy->instructions = g_strdup(self->instructions);
+	copy->provider = g_strdup(self->provider);
+	copy->base_url = g_strdup(self->base_url);
+	copy->upstream_model = g_strdup(self->upstream_model);
+	copy->api_key = g_strdup(self->api_key);
+	copy->api_key_file = g_strdup(self->api_key_file);
+	copy->params = g_strdup(self->params);
+	copy->connect_timeout = self->connect_timeout;
+	copy->first_byte_timeout = self->first_byte_timeout;
+	copy->idle_timeout = self->idle_timeout;
+	copy->total_timeout = self->total_timeout;
+	copy->created_at = self->created_at;
+	copy->updated_at = self->updated_at;
+	return copy;
 }

@@ -16,6 +16,8 @@ G_DECLARE_FINAL_TYPE(ConfabAgent, confab_agent, CONFAB, AGENT, GObject)
 
 ConfabAgent *
 confab_agent_new(void);
+ConfabAgent *
+confab_agent_copy(ConfabAgent *self);
 const gchar *
 confab_agent_get_id(ConfabAgent *self);
 void

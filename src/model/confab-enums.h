@@ -49,13 +49,4 @@ confab_session_source_get_type(void);
 GType
 confab_message_status_get_type(void);
 
-const gchar *
-confab_session_source_to_string(ConfabSessionSource source);
-gboolean
-confab_session_source_from_string(const gchar *str, ConfabSessionSource *source);
-const gchar *
-confab_message_status_to_string(ConfabMessageStatus status);
-gboolean
-confab_message_status_from_string(const gchar *str, ConfabMessageStatus *status);
-
 G_END_DECLS

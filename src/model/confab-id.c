@@ -11,8 +11,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "model/confab-id-generator.h"
+#include "model/confab-id.h"
 #include "util/confab-error.h"
+#include "util/confab-random.h"
 
 /*
  * Ids are "<prefix><26 chars>": 10 Crockford base32 characters of Unix time
@@ -36,35 +37,6 @@ struct _ConfabIdGenerator {
 };
 
 G_DEFINE_FINAL_TYPE(ConfabIdGenerator, confab_id_generator, G_TYPE_OBJECT)
-
-/**
- * confab_random_bytes:
- * @buf: destination
- * @len: number of bytes
- * @error: return location for a #GError
- *
- * Fills @buf from the kernel CSPRNG.
- */
-gboolean
-confab_random_bytes(guint8 *buf, gsize len, GError **error)
-{
-	gsize done = 0;
-	while (done < len) {
-		gssize n = getrandom(buf + done, len - done, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			g_set_error(error,
-				    CONFAB_ERROR,
-				    CONFAB_ERROR_FAILED,
-				    "getrandom: %s",
-				    g_strerror(errno));
-			return FALSE;
-		}
-		done += (gsize)n;
-	}
-	return TRUE;
-}
 
 static gint64
 confab_id_generator_real_clock(gpointer data)
@@ -270,37 +242,4 @@ confab_id_get_timestamp(const gchar *id)
 {
 	gint64 ms = confab_id_get_timestamp_ms(id);
 	return ms < 0 ? -1 : ms / 1000;
-}
-
-/**
- * confab_token_secret_new:
- * @error: return location for a #GError
- *
- * Returns: (transfer full): a new API token secret, `nca_` and 43 base62
- * characters (256 bits) from the kernel CSPRNG
- */
-gchar *
-confab_token_secret_new(GError **error)
-{
-	static const gchar base62[] =
-	    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-	GString *s = g_string_new(CONFAB_PREFIX_SECRET);
-	guint8 rnd[64];
-	guint want = 43;
-
-	while (want > 0) {
-		if (!confab_random_bytes(rnd, sizeof(rnd), error)) {
-			g_string_free(s, TRUE);
-			return NULL;
-		}
-		for (guint i = 0; i < sizeof(rnd) && want > 0; i++) {
-			/* rejection sampling keeps the characters uniform */
-			if (rnd[i] >= 248)
-				continue;
-			g_string_append_c(s, base62[rnd[i] % 62]);
-			want--;
-		}
-	}
-	memset(rnd, 0, sizeof(rnd));
-	return g_string_free(s, FALSE);
 }

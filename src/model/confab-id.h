@@ -35,9 +35,5 @@ gint64
 confab_id_get_timestamp_ms(const gchar *id);
 gint64
 confab_id_get_timestamp(const gchar *id);
-gboolean
-confab_random_bytes(guint8 *buf, gsize len, GError **error);
-gchar *
-confab_token_secret_new(GError **error);
 
 G_END_DECLS

@@ -61,4 +61,7 @@ confab_message_get_created_at(ConfabMessage *self);
 void
 confab_message_set_created_at(ConfabMessage *self, gint64 created_at);
 
+const gchar *
+confab_message_status_to_string(ConfabMessageStatus status);
+
 G_END_DECLS

@@ -25,84 +25,6 @@ struct _ConfabSession {
 
 G_DEFINE_FINAL_TYPE(ConfabSession, confab_session, G_TYPE_OBJECT)
 
-enum {
-	PROP_0,
-	PROP_ID,
-	PROP_OWNER,
-	PROP_AGENT_ID,
-	PROP_SOURCE,
-	PROP_TITLE,
-	PROP_CREATED_AT,
-	PROP_UPDATED_AT,
-	N_PROPS
-};
-
-static GParamSpec *properties[N_PROPS];
-
-static void
-confab_session_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-	ConfabSession *self = CONFAB_SESSION(object);
-
-	switch (prop_id) {
-	case PROP_ID:
-		g_value_set_string(value, self->id);
-		break;
-	case PROP_OWNER:
-		g_value_set_string(value, self->owner);
-		break;
-	case PROP_AGENT_ID:
-		g_value_set_string(value, self->agent_id);
-		break;
-	case PROP_SOURCE:
-		g_value_set_enum(value, self->source);
-		break;
-	case PROP_TITLE:
-		g_value_set_string(value, self->title);
-		break;
-	case PROP_CREATED_AT:
-		g_value_set_int64(value, self->created_at);
-		break;
-	case PROP_UPDATED_AT:
-		g_value_set_int64(value, self->updated_at);
-		break;
-	default:
-		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-	}
-}
-
-static void
-confab_session_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-	ConfabSession *self = CONFAB_SESSION(object);
-
-	switch (prop_id) {
-	case PROP_ID:
-		confab_session_set_id(self, g_value_get_string(value));
-		break;
-	case PROP_OWNER:
-		confab_session_set_owner(self, g_value_get_string(value));
-		break;
-	case PROP_AGENT_ID:
-		confab_session_set_agent_id(self, g_value_get_string(value));
-		break;
-	case PROP_SOURCE:
-		confab_session_set_source(self, g_value_get_enum(value));
-		break;
-	case PROP_TITLE:
-		confab_session_set_title(self, g_value_get_string(value));
-		break;
-	case PROP_CREATED_AT:
-		confab_session_set_created_at(self, g_value_get_int64(value));
-		break;
-	case PROP_UPDATED_AT:
-		confab_session_set_updated_at(self, g_value_get_int64(value));
-		break;
-	default:
-		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-	}
-}
-
 static void
 confab_session_finalize(GObject *object)
 {
@@ -121,59 +43,7 @@ confab_session_class_init(ConfabSessionClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
 
-	object_class->get_property = confab_session_get_property;
-	object_class->set_property = confab_session_set_property;
 	object_class->finalize = confab_session_finalize;
-
-	properties[PROP_ID] = g_param_spec_string("id",
-						  NULL,
-						  "The session id (cts_…)",
-						  NULL,
-						  G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-						      G_PARAM_STATIC_STRINGS);
-	properties[PROP_OWNER] = g_param_spec_string("owner",
-						     NULL,
-						     "The owner (a user name)",
-						     NULL,
-						     G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							 G_PARAM_STATIC_STRINGS);
-	properties[PROP_AGENT_ID] = g_param_spec_string(
-	    "agent-id",
-	    NULL,
-	    "The agent id",
-	    NULL,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_SOURCE] =
-	    g_param_spec_enum("source",
-			      NULL,
-			      "Where the session was created",
-			      CONFAB_TYPE_SESSION_SOURCE,
-			      CONFAB_SESSION_SOURCE_API,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_TITLE] = g_param_spec_string("title",
-						     NULL,
-						     "The title: the first user text, trimmed",
-						     NULL,
-						     G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							 G_PARAM_STATIC_STRINGS);
-	properties[PROP_CREATED_AT] = g_param_spec_int64(
-	    "created-at",
-	    NULL,
-	    "Creation time, Unix seconds",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_UPDATED_AT] = g_param_spec_int64(
-	    "updated-at",
-	    NULL,
-	    "Last turn, Unix seconds",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-
-	g_object_class_install_properties(object_class, N_PROPS, properties);
 }
 
 static void
@@ -207,7 +77,6 @@ confab_session_set_id(ConfabSession *self, const gchar *id)
 		return;
 	g_free(self->id);
 	self->id = g_strdup(id);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_ID]);
 }
 
 const gchar *
@@ -225,7 +94,6 @@ confab_session_set_owner(ConfabSession *self, const gchar *owner)
 		return;
 	g_free(self->owner);
 	self->owner = g_strdup(owner);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_OWNER]);
 }
 
 const gchar *
@@ -243,7 +111,6 @@ confab_session_set_agent_id(ConfabSession *self, const gchar *agent_id)
 		return;
 	g_free(self->agent_id);
 	self->agent_id = g_strdup(agent_id);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_AGENT_ID]);
 }
 
 ConfabSessionSource
@@ -260,7 +127,6 @@ confab_session_set_source(ConfabSession *self, ConfabSessionSource source)
 	if (self->source == source)
 		return;
 	self->source = source;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_SOURCE]);
 }
 
 const gchar *
@@ -278,7 +144,6 @@ confab_session_set_title(ConfabSession *self, const gchar *title)
 		return;
 	g_free(self->title);
 	self->title = g_strdup(title);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_TITLE]);
 }
 
 gint64
@@ -295,7 +160,6 @@ confab_session_set_created_at(ConfabSession *self, gint64 created_at)
 	if (self->created_at == created_at)
 		return;
 	self->created_at = created_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_CREATED_AT]);
 }
 
 gint64
@@ -312,7 +176,6 @@ confab_session_set_updated_at(ConfabSession *self, gint64 updated_at)
 	if (self->updated_at == updated_at)
 		return;
 	self->updated_at = updated_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_UPDATED_AT]);
 }
 
 /**
@@ -360,4 +223,24 @@ confab_session_title_from_text(const gchar *text)
 	g_string_truncate(line, cut - line->str);
 	g_string_append(line, "…");
 	return g_string_free(g_steal_pointer(&line), FALSE);
+}
+
+const gchar *
+confab_session_source_to_string(ConfabSessionSource source)
+{
+	return source == CONFAB_SESSION_SOURCE_CHANNEL ? "channel" : "api";
+}
+
+gboolean
+confab_session_source_from_string(const gchar *str, ConfabSessionSource *source)
+{
+	if (g_strcmp0(str, "api") == 0) {
+		*source = CONFAB_SESSION_SOURCE_API;
+		return TRUE;
+	}
+	if (g_strcmp0(str, "channel") == 0) {
+		*source = CONFAB_SESSION_SOURCE_CHANNEL;
+		return TRUE;
+	}
+	return FALSE;
 }

@@ -48,4 +48,9 @@ confab_session_set_updated_at(ConfabSession *self, gint64 updated_at);
 gchar *
 confab_session_title_from_text(const gchar *text);
 
+const gchar *
+confab_session_source_to_string(ConfabSessionSource source);
+gboolean
+confab_session_source_from_string(const gchar *str, ConfabSessionSource *source);
+
 G_END_DECLS

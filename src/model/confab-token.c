@@ -5,7 +5,9 @@
 
 #include "config.h"
 
+#include "model/confab-id.h"
 #include "model/confab-token.h"
+#include "util/confab-random.h"
 
 /**
  * ConfabToken:
@@ -23,109 +25,9 @@ struct _ConfabToken {
 	gint64 created_at;
 	gint64 expires_at;
 	gint64 revoked_at;
-	gint64 last_used_at;
 };
 
 G_DEFINE_FINAL_TYPE(ConfabToken, confab_token, G_TYPE_OBJECT)
-
-enum {
-	PROP_0,
-	PROP_ID,
-	PROP_OWNER,
-	PROP_NAME,
-	PROP_SCOPES,
-	PROP_AGENT_ID,
-	PROP_HASH,
-	PROP_CREATED_AT,
-	PROP_EXPIRES_AT,
-	PROP_REVOKED_AT,
-	PROP_LAST_USED_AT,
-	N_PROPS
-};
-
-static GParamSpec *properties[N_PROPS];
-
-static void
-confab_token_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-	ConfabToken *self = CONFAB_TOKEN(object);
-
-	switch (prop_id) {
-	case PROP_ID:
-		g_value_set_string(value, self->id);
-		break;
-	case PROP_OWNER:
-		g_value_set_string(value, self->owner);
-		break;
-	case PROP_NAME:
-		g_value_set_string(value, self->name);
-		break;
-	case PROP_SCOPES:
-		g_value_set_boxed(value, self->scopes);
-		break;
-	case PROP_AGENT_ID:
-		g_value_set_string(value, self->agent_id);
-		break;
-	case PROP_HASH:
-		g_value_set_boxed(value, self->hash);
-		break;
-	case PROP_CREATED_AT:
-		g_value_set_int64(value, self->created_at);
-		break;
-	case PROP_EXPIRES_AT:
-		g_value_set_int64(value, self->expires_at);
-		break;
-	case PROP_REVOKED_AT:
-		g_value_set_int64(value, self->revoked_at);
-		break;
-	case PROP_LAST_USED_AT:
-		g_value_set_int64(value, self->last_used_at);
-		break;
-	default:
-		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-	}
-}
-
-static void
-confab_token_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-	ConfabToken *self = CONFAB_TOKEN(object);
-
-	switch (prop_id) {
-	case PROP_ID:
-		confab_token_set_id(self, g_value_get_string(value));
-		break;
-	case PROP_OWNER:
-		confab_token_set_owner(self, g_value_get_string(value));
-		break;
-	case PROP_NAME:
-		confab_token_set_name(self, g_value_get_string(value));
-		break;
-	case PROP_SCOPES:
-		confab_token_set_scopes(self, g_value_get_boxed(value));
-		break;
-	case PROP_AGENT_ID:
-		confab_token_set_agent_id(self, g_value_get_string(value));
-		break;
-	case PROP_HASH:
-		confab_token_set_hash(self, g_value_get_boxed(value));
-		break;
-	case PROP_CREATED_AT:
-		confab_token_set_created_at(self, g_value_get_int64(value));
-		break;
-	case PROP_EXPIRES_AT:
-		confab_token_set_expires_at(self, g_value_get_int64(value));
-		break;
-	case PROP_REVOKED_AT:
-		confab_token_set_revoked_at(self, g_value_get_int64(value));
-		break;
-	case PROP_LAST_USED_AT:
-		confab_token_set_last_used_at(self, g_value_get_int64(value));
-		break;
-	default:
-		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-	}
-}
 
 static void
 confab_token_finalize(GObject *object)
@@ -147,80 +49,7 @@ confab_token_class_init(ConfabTokenClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
 
-	object_class->get_property = confab_token_get_property;
-	object_class->set_property = confab_token_set_property;
 	object_class->finalize = confab_token_finalize;
-
-	properties[PROP_ID] = g_param_spec_string("id",
-						  NULL,
-						  "The token id (tok_…)",
-						  NULL,
-						  G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-						      G_PARAM_STATIC_STRINGS);
-	properties[PROP_OWNER] = g_param_spec_string("owner",
-						     NULL,
-						     "The owner (a user name)",
-						     NULL,
-						     G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							 G_PARAM_STATIC_STRINGS);
-	properties[PROP_NAME] = g_param_spec_string("name",
-						    NULL,
-						    "A human-readable name",
-						    NULL,
-						    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							G_PARAM_STATIC_STRINGS);
-	properties[PROP_SCOPES] = g_param_spec_boxed("scopes",
-						     NULL,
-						     "The scopes",
-						     G_TYPE_STRV,
-						     G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-							 G_PARAM_STATIC_STRINGS);
-	properties[PROP_AGENT_ID] = g_param_spec_string(
-	    "agent-id",
-	    NULL,
-	    "The agent the token is bound to, if any",
-	    NULL,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_HASH] = g_param_spec_boxed("hash",
-						   NULL,
-						   "SHA-256 of the secret (32 bytes)",
-						   G_TYPE_BYTES,
-						   G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY |
-						       G_PARAM_STATIC_STRINGS);
-	properties[PROP_CREATED_AT] = g_param_spec_int64(
-	    "created-at",
-	    NULL,
-	    "Creation time, Unix seconds",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_EXPIRES_AT] = g_param_spec_int64(
-	    "expires-at",
-	    NULL,
-	    "Expiry, Unix seconds; 0 for never",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_REVOKED_AT] = g_param_spec_int64(
-	    "revoked-at",
-	    NULL,
-	    "Revocation time, Unix seconds; 0 if live",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_LAST_USED_AT] = g_param_spec_int64(
-	    "last-used-at",
-	    NULL,
-	    "Last use, Unix seconds; 0 if never",
-	    G_MININT64,
-	    G_MAXINT64,
-	    0,
-	    G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-
-	g_object_class_install_properties(object_class, N_PROPS, properties);
 }
 
 static void
@@ -254,7 +83,6 @@ confab_token_set_id(ConfabToken *self, const gchar *id)
 		return;
 	g_free(self->id);
 	self->id = g_strdup(id);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_ID]);
 }
 
 const gchar *
@@ -272,7 +100,6 @@ confab_token_set_owner(ConfabToken *self, const gchar *owner)
 		return;
 	g_free(self->owner);
 	self->owner = g_strdup(owner);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_OWNER]);
 }
 
 const gchar *
@@ -290,7 +117,6 @@ confab_token_set_name(ConfabToken *self, const gchar *name)
 		return;
 	g_free(self->name);
 	self->name = g_strdup(name);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_NAME]);
 }
 
 const gchar *const *
@@ -308,7 +134,6 @@ confab_token_set_scopes(ConfabToken *self, const gchar *const *scopes)
 		return;
 	g_strfreev(self->scopes);
 	self->scopes = g_strdupv((gchar **)scopes);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_SCOPES]);
 }
 
 const gchar *
@@ -326,7 +151,6 @@ confab_token_set_agent_id(ConfabToken *self, const gchar *agent_id)
 		return;
 	g_free(self->agent_id);
 	self->agent_id = g_strdup(agent_id);
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_AGENT_ID]);
 }
 
 GBytes *
@@ -344,7 +168,6 @@ confab_token_set_hash(ConfabToken *self, GBytes *hash)
 		return;
 	g_clear_pointer(&self->hash, g_bytes_unref);
 	self->hash = hash != NULL ? g_bytes_ref(hash) : NULL;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_HASH]);
 }
 
 gint64
@@ -361,7 +184,6 @@ confab_token_set_created_at(ConfabToken *self, gint64 created_at)
 	if (self->created_at == created_at)
 		return;
 	self->created_at = created_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_CREATED_AT]);
 }
 
 gint64
@@ -378,7 +200,6 @@ confab_token_set_expires_at(ConfabToken *self, gint64 expires_at)
 	if (self->expires_at == expires_at)
 		return;
 	self->expires_at = expires_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_EXPIRES_AT]);
 }
 
 gint64
@@ -395,22 +216,37 @@ confab_token_set_revoked_at(ConfabToken *self, gint64 revoked_at)
 	if (self->revoked_at == revoked_at)
 		return;
 	self->revoked_at = revoked_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_REVOKED_AT]);
 }
 
-gint64
-confab_token_get_last_used_at(ConfabToken *self)
+/**
+ * confab_token_secret_new:
+ * @error: return location for a #GError
+ *
+ * Returns: (transfer full): a new API token secret, `nca_` and 43 base62
+ * characters (256 bits) from the kernel CSPRNG
+ */
+gchar *
+confab_token_secret_new(GError **error)
 {
-	g_return_val_if_fail(CONFAB_IS_TOKEN(self), 0);
-	return self->last_used_at;
-}
+	static const gchar base62[] =
+	    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	GString *s = g_string_new(CONFAB_PREFIX_SECRET);
+	guint8 rnd[64];
+	guint want = 43;
 
-void
-confab_token_set_last_used_at(ConfabToken *self, gint64 last_used_at)
-{
-	g_return_if_fail(CONFAB_IS_TOKEN(self));
-	if (self->last_used_at == last_used_at)
-		return;
-	self->last_used_at = last_used_at;
-	g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_LAST_USED_AT]);
+	while (want > 0) {
+		if (!confab_random_bytes(rnd, sizeof(rnd), error)) {
+			g_string_free(s, TRUE);
+			return NULL;
+		}
+		for (guint i = 0; i < sizeof(rnd) && want > 0; i++) {
+			/* rejection sampling keeps the characters uniform */
+			if (rnd[i] >= 248)
+				continue;
+			g_string_append_c(s, base62[rnd[i] % 62]);
+			want--;
+		}
+	}
+	memset(rnd, 0, sizeof(rnd));
+	return g_string_free(s, FALSE);
 }

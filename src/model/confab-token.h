@@ -52,9 +52,8 @@ gint64
 confab_token_get_revoked_at(ConfabToken *self);
 void
 confab_token_set_revoked_at(ConfabToken *self, gint64 revoked_at);
-gint64
-confab_token_get_last_used_at(ConfabToken *self);
-void
-confab_token_set_last_used_at(ConfabToken *self, gint64 last_used_at);
+
+gchar *
+confab_token_secret_new(GError **error);
 
 G_END_DECLS

@@ -75,7 +75,7 @@ member(JsonObject *obj, const gchar *name)
 }
 
 /**
- * confab_base64_check:
+ * confab_chat_request_base64_check:
  * @data: text
  * @len: its length
  * @decoded_len: (out) (optional): the decoded size
@@ -85,7 +85,7 @@ member(JsonObject *obj, const gchar *name)
  * Returns: %TRUE if @data is base64
  */
 gboolean
-confab_base64_check(const gchar *data, gsize len, gsize *decoded_len)
+confab_chat_request_base64_check(const gchar *data, gsize len, gsize *decoded_len)
 {
 	gsize body = len;
 	gsize pad = 0;
@@ -117,7 +117,7 @@ check_data_url(const gchar *url, gsize *decoded_len)
 		return FALSE;
 	if (comma - url < 12 || strncmp(comma - 7, ";base64", 7) != 0)
 		return FALSE;
-	return confab_base64_check(comma + 1, strlen(comma + 1), decoded_len);
+	return confab_chat_request_base64_check(comma + 1, strlen(comma + 1), decoded_len);
 }
 
 typedef struct {
@@ -133,12 +133,11 @@ static gboolean
 check_attachment_size(MessageBuilder *mb, gsize decoded, const gchar *param, GError **error)
 {
 	if (decoded > mb->limits->max_file_bytes) {
-		confab_set_error_param_printf(error,
-					      CONFAB_ERROR_INVALID_FILE,
-					      param,
-					      "An attachment is larger than %" G_GSIZE_FORMAT
-					      " bytes",
-					      mb->limits->max_file_bytes);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INVALID_FILE,
+					param,
+					"An attachment is larger than %" G_GSIZE_FORMAT " bytes",
+					mb->limits->max_file_bytes);
 		return FALSE;
 	}
 	return TRUE;
@@ -148,11 +147,11 @@ static gboolean
 count_attachment(MessageBuilder *mb, const gchar *param, GError **error)
 {
 	if (++mb->files > mb->limits->max_files) {
-		confab_set_error_param_printf(error,
-					      CONFAB_ERROR_INVALID_FILE,
-					      param,
-					      "A message may carry at most %u attachments",
-					      mb->limits->max_files);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INVALID_FILE,
+					param,
+					"A message may carry at most %u attachments",
+					mb->limits->max_files);
 		return FALSE;
 	}
 	return TRUE;
@@ -195,45 +194,45 @@ parse_image_part(MessageBuilder *mb, JsonObject *part, const gchar *param, GErro
 	g_autofree gchar *img_json = NULL;
 
 	if (img == NULL || !JSON_NODE_HOLDS_OBJECT(img)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       p_img,
-				       "An image_url part needs an image_url object");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 p_img,
+				 "An image_url part needs an image_url object");
 		return FALSE;
 	}
 	obj = json_node_get_object(img);
 	url = member(obj, "url");
 	if (!node_is_string(url)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       p_url,
-				       "image_url.url must be a string");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 p_url,
+				 "image_url.url must be a string");
 		return FALSE;
 	}
 	url_str = json_node_get_string(url);
 	if (g_str_has_prefix(url_str, "data:")) {
 		gsize decoded = 0;
 		if (!check_data_url(url_str, &decoded)) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_FILE,
-					       p_url,
-					       "image_url.url is not a valid base64 data URL");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_FILE,
+					 p_url,
+					 "image_url.url is not a valid base64 data URL");
 			return FALSE;
 		}
 		if (!check_attachment_size(mb, decoded, p_url, error))
 			return FALSE;
 	} else if (!g_str_has_prefix(url_str, "https://") &&
 		   !g_str_has_prefix(url_str, "http://")) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       p_url,
-				       "image_url.url must be an http(s) URL or a data URL");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 p_url,
+				 "image_url.url must be an http(s) URL or a data URL");
 		return FALSE;
 	} else if (!g_uri_is_valid(url_str, G_URI_FLAGS_NONE, NULL)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       p_url,
-				       "image_url.url is not a valid URL");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 p_url,
+				 "image_url.url is not a valid URL");
 		return FALSE;
 	}
 	detail = member(obj, "detail");
@@ -242,10 +241,10 @@ parse_image_part(MessageBuilder *mb, JsonObject *part, const gchar *param, GErro
 	     !g_strv_contains((const gchar *const[]){"auto", "low", "high", NULL},
 			      json_node_get_string(detail)))) {
 		g_autofree gchar *p_detail = g_strdup_printf("%s.image_url.detail", param);
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       p_detail,
-				       "image_url.detail must be auto, low or high");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 p_detail,
+				 "image_url.detail must be auto, low or high");
 		return FALSE;
 	}
 	if (!count_attachment(mb, param, error))
@@ -269,10 +268,10 @@ parse_file_part(MessageBuilder *mb, JsonObject *part, const gchar *param, GError
 	g_autofree gchar *file_json = NULL;
 
 	if (file == NULL || !JSON_NODE_HOLDS_OBJECT(file)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_FILE,
-				       p_file,
-				       "A file part needs a file object");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_FILE,
+				 p_file,
+				 "A file part needs a file object");
 		return FALSE;
 	}
 	obj = json_node_get_object(file);
@@ -281,25 +280,25 @@ parse_file_part(MessageBuilder *mb, JsonObject *part, const gchar *param, GError
 	filename = member(obj, "filename");
 	if (!node_is_null(filename) && !node_is_string(filename)) {
 		g_autofree gchar *p = g_strdup_printf("%s.file.filename", param);
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_FILE,
-				       p,
-				       "file.filename must be a string");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_FILE,
+				 p,
+				 "file.filename must be a string");
 		return FALSE;
 	}
 	if (!node_is_null(file_id) && !node_is_string(file_id)) {
 		g_autofree gchar *p = g_strdup_printf("%s.file.file_id", param);
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_FILE,
-				       p,
-				       "file.file_id must be a string");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_FILE,
+				 p,
+				 "file.file_id must be a string");
 		return FALSE;
 	}
 	if (node_is_null(data) && node_is_null(file_id)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_FILE,
-				       p_file,
-				       "A file part needs file_data or file_id");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_FILE,
+				 p_file,
+				 "A file part needs file_data or file_id");
 		return FALSE;
 	}
 	if (!node_is_null(data)) {
@@ -308,22 +307,22 @@ parse_file_part(MessageBuilder *mb, JsonObject *part, const gchar *param, GError
 		gsize decoded = 0;
 		gboolean ok;
 		if (!node_is_string(data)) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_FILE,
-					       p,
-					       "file.file_data must be a string");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_FILE,
+					 p,
+					 "file.file_data must be a string");
 			return FALSE;
 		}
 		str = json_node_get_string(data);
 		if (g_str_has_prefix(str, "data:"))
 			ok = check_data_url(str, &decoded);
 		else
-			ok = confab_base64_check(str, strlen(str), &decoded);
+			ok = confab_chat_request_base64_check(str, strlen(str), &decoded);
 		if (!ok) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_FILE,
-					       p,
-					       "file.file_data is not valid base64");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_FILE,
+					 p,
+					 "file.file_data is not valid base64");
 			return FALSE;
 		}
 		if (!check_attachment_size(mb, decoded, p, error))
@@ -363,19 +362,19 @@ parse_content(MessageBuilder *mb, const gchar *role, JsonNode *content, GError *
 		return TRUE;
 	}
 	if (content == NULL || !JSON_NODE_HOLDS_ARRAY(content)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       param,
-				       "content must be a string or an array of content parts");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 param,
+				 "content must be a string or an array of content parts");
 		return FALSE;
 	}
 	parts = json_node_get_array(content);
 	n = json_array_get_length(parts);
 	if (n == 0) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       param,
-				       "content must not be an empty array");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 param,
+				 "content must not be an empty array");
 		return FALSE;
 	}
 	for (guint i = 0; i < n; i++) {
@@ -386,32 +385,32 @@ parse_content(MessageBuilder *mb, const gchar *role, JsonNode *content, GError *
 		const gchar *type_str;
 
 		if (!JSON_NODE_HOLDS_OBJECT(pnode)) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       pparam,
-					       "A content part must be an object");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 pparam,
+					 "A content part must be an object");
 			return FALSE;
 		}
 		part = json_node_get_object(pnode);
 		type = member(part, "type");
 		if (!node_is_string(type)) {
 			g_autofree gchar *tparam = g_strdup_printf("%s.type", pparam);
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       tparam,
-					       "A content part needs a string type");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 tparam,
+					 "A content part needs a string type");
 			return FALSE;
 		}
 		type_str = json_node_get_string(type);
 		if (!role_allows_part(role, type_str)) {
 			g_autofree gchar *tparam = g_strdup_printf("%s.type", pparam);
-			confab_set_error_param_printf(error,
-						      CONFAB_ERROR_INVALID_MESSAGES,
-						      tparam,
-						      "Content parts of type '%s' are not accepted "
-						      "in %s messages",
-						      type_str,
-						      role);
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_MESSAGES,
+						tparam,
+						"Content parts of type '%s' are not accepted "
+						"in %s messages",
+						type_str,
+						role);
 			return FALSE;
 		}
 		if (g_str_equal(type_str, "text") || g_str_equal(type_str, "refusal")) {
@@ -419,12 +418,12 @@ parse_content(MessageBuilder *mb, const gchar *role, JsonNode *content, GError *
 			if (!node_is_string(text)) {
 				g_autofree gchar *tparam =
 				    g_strdup_printf("%s.%s", pparam, type_str);
-				confab_set_error_param_printf(error,
-							      CONFAB_ERROR_INVALID_MESSAGES,
-							      tparam,
-							      "A %s part needs a string %s",
-							      type_str,
-							      type_str);
+				confab_error_set_printf(error,
+							CONFAB_ERROR_INVALID_MESSAGES,
+							tparam,
+							"A %s part needs a string %s",
+							type_str,
+							type_str);
 				return FALSE;
 			}
 			append_text_part(mb, json_node_get_string(text));
@@ -445,10 +444,10 @@ parse_tool_calls(MessageBuilder *mb, JsonNode *node, GError **error)
 	JsonArray *calls;
 
 	if (!JSON_NODE_HOLDS_ARRAY(node)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       param,
-				       "tool_calls must be an array");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 param,
+				 "tool_calls must be an array");
 		return FALSE;
 	}
 	calls = json_node_get_array(node);
@@ -460,10 +459,10 @@ parse_tool_calls(MessageBuilder *mb, JsonNode *node, GError **error)
 		g_autoptr(GString) block = g_string_new("{\"type\":\"tool_call\",\"id\":");
 
 		if (!JSON_NODE_HOLDS_OBJECT(cnode)) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       cparam,
-					       "A tool call must be an object");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 cparam,
+					 "A tool call must be an object");
 			return FALSE;
 		}
 		call = json_node_get_object(cnode);
@@ -475,11 +474,11 @@ parse_tool_calls(MessageBuilder *mb, JsonNode *node, GError **error)
 		     (!node_is_string(type) ||
 		      !g_str_equal(json_node_get_string(type), "function"))) ||
 		    fnode == NULL || !JSON_NODE_HOLDS_OBJECT(fnode)) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       cparam,
-					       "A tool call needs a string id, type \"function\" "
-					       "and a function object");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 cparam,
+					 "A tool call needs a string id, type \"function\" "
+					 "and a function object");
 			return FALSE;
 		}
 		fn = json_node_get_object(fnode);
@@ -487,11 +486,11 @@ parse_tool_calls(MessageBuilder *mb, JsonNode *node, GError **error)
 		args = member(fn, "arguments");
 		if (!node_is_string(name) || !node_is_string(args)) {
 			g_autofree gchar *fparam = g_strdup_printf("%s.function", cparam);
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       fparam,
-					       "A tool call function needs a string name and "
-					       "string arguments");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 fparam,
+					 "A tool call function needs a string name and "
+					 "string arguments");
 			return FALSE;
 		}
 		confab_json_append_string(block, json_node_get_string(id));
@@ -527,21 +526,21 @@ parse_message(ConfabChatRequest *request,
 	const gchar *role_str;
 
 	if (!JSON_NODE_HOLDS_OBJECT(node)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       param,
-				       "Each message must be an object");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 param,
+				 "Each message must be an object");
 		return NULL;
 	}
 	obj = json_node_get_object(node);
 	role = member(obj, "role");
 	if (!node_is_string(role) || !g_strv_contains(roles, json_node_get_string(role))) {
 		g_autofree gchar *rparam = g_strdup_printf("%s.role", param);
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       rparam,
-				       "role must be one of system, developer, user, assistant, "
-				       "tool");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 rparam,
+				 "role must be one of system, developer, user, assistant, "
+				 "tool");
 		return NULL;
 	}
 	role_str = json_node_get_string(role);
@@ -556,10 +555,10 @@ parse_message(ConfabChatRequest *request,
 			return NULL;
 		if (node_is_null(content) && !has_calls) {
 			g_autofree gchar *cparam = g_strdup_printf("%s.content", param);
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       cparam,
-					       "An assistant message needs content or tool_calls");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 cparam,
+					 "An assistant message needs content or tool_calls");
 			return NULL;
 		}
 	} else if (g_str_equal(role_str, "tool")) {
@@ -568,10 +567,10 @@ parse_message(ConfabChatRequest *request,
 		    g_string_new("{\"type\":\"tool_result\",\"tool_call_id\":");
 		if (!node_is_string(call_id)) {
 			g_autofree gchar *cparam = g_strdup_printf("%s.tool_call_id", param);
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_MESSAGES,
-					       cparam,
-					       "A tool message needs a string tool_call_id");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_MESSAGES,
+					 cparam,
+					 "A tool message needs a string tool_call_id");
 			return NULL;
 		}
 		if (!parse_content(&mb, role_str, content, error))
@@ -715,12 +714,12 @@ check_param(const ParamSpec *spec, JsonNode *node, GError **error)
 		g_assert_not_reached();
 	}
 	if (!ok) {
-		confab_set_error_param_printf(error,
-					      CONFAB_ERROR_INVALID_VALUE,
-					      spec->name,
-					      "'%s' must be %s",
-					      spec->name,
-					      what);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INVALID_VALUE,
+					spec->name,
+					"'%s' must be %s",
+					spec->name,
+					what);
 	}
 	return ok;
 }
@@ -731,10 +730,7 @@ parse_params(ConfabChatRequest *request, JsonObject *root, GError **error)
 	JsonNode *n = member(root, "n");
 
 	if (!node_is_null(n) && (!node_is_integer(n) || node_number(n) != 1)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "n",
-				       "Only n=1 is supported");
+		confab_error_set(error, CONFAB_ERROR_INVALID_VALUE, "n", "Only n=1 is supported");
 		return FALSE;
 	}
 	for (guint i = 0; i < G_N_ELEMENTS(passthrough_params); i++) {
@@ -760,20 +756,20 @@ parse_metadata(ConfabChatRequest *request, JsonObject *root, GError **error)
 	if (node_is_null(metadata))
 		return TRUE;
 	if (!JSON_NODE_HOLDS_OBJECT(metadata)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "metadata",
-				       "metadata must be an object");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "metadata",
+				 "metadata must be an object");
 		return FALSE;
 	}
 	session = member(json_node_get_object(metadata), "session_id");
 	if (node_is_null(session))
 		return TRUE;
 	if (!node_is_string(session)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "metadata.session_id",
-				       "metadata.session_id must be a string");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "metadata.session_id",
+				 "metadata.session_id must be a string");
 		return FALSE;
 	}
 	request->session_id = g_strdup(json_node_get_string(session));
@@ -788,10 +784,10 @@ parse_stream(ConfabChatRequest *request, JsonObject *root, GError **error)
 
 	if (!node_is_null(stream)) {
 		if (!node_holds(stream, G_TYPE_BOOLEAN)) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_VALUE,
-					       "stream",
-					       "stream must be a boolean");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_VALUE,
+					 "stream",
+					 "stream must be a boolean");
 			return FALSE;
 		}
 		request->stream = json_node_get_boolean(stream);
@@ -799,19 +795,19 @@ parse_stream(ConfabChatRequest *request, JsonObject *root, GError **error)
 	if (!node_is_null(options)) {
 		JsonNode *usage;
 		if (!JSON_NODE_HOLDS_OBJECT(options)) {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_VALUE,
-					       "stream_options",
-					       "stream_options must be an object");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_VALUE,
+					 "stream_options",
+					 "stream_options must be an object");
 			return FALSE;
 		}
 		usage = member(json_node_get_object(options), "include_usage");
 		if (!node_is_null(usage)) {
 			if (!node_holds(usage, G_TYPE_BOOLEAN)) {
-				confab_set_error_param(error,
-						       CONFAB_ERROR_INVALID_VALUE,
-						       "stream_options.include_usage",
-						       "include_usage must be a boolean");
+				confab_error_set(error,
+						 CONFAB_ERROR_INVALID_VALUE,
+						 "stream_options.include_usage",
+						 "include_usage must be a boolean");
 				return FALSE;
 			}
 			request->include_usage = json_node_get_boolean(usage);
@@ -854,45 +850,45 @@ confab_chat_request_parse(const gchar *data,
 	if (root_node == NULL)
 		return NULL;
 	if (!JSON_NODE_HOLDS_OBJECT(root_node)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_JSON,
-				       NULL,
-				       "The request body must be a JSON object");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_JSON,
+				 NULL,
+				 "The request body must be a JSON object");
 		return NULL;
 	}
 	root = json_node_get_object(root_node);
 
 	model = member(root, "model");
 	if (node_is_null(model)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_MISSING_MODEL,
-				       "model",
-				       "You must provide a model parameter: the agent id");
+		confab_error_set(error,
+				 CONFAB_ERROR_MISSING_MODEL,
+				 "model",
+				 "You must provide a model parameter: the agent id");
 		return NULL;
 	}
 	if (!node_is_string(model) || json_node_get_string(model)[0] == '\0') {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "model",
-				       "model must be a non-empty string: the agent id");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "model",
+				 "model must be a non-empty string: the agent id");
 		return NULL;
 	}
 	request->model = g_strdup(json_node_get_string(model));
 
 	messages = member(root, "messages");
 	if (messages == NULL || !JSON_NODE_HOLDS_ARRAY(messages)) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       "messages",
-				       "messages must be an array of messages");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 "messages",
+				 "messages must be an array of messages");
 		return NULL;
 	}
 	arr = json_node_get_array(messages);
 	if (json_array_get_length(arr) == 0) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_MESSAGES,
-				       "messages",
-				       "messages must not be empty");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 "messages",
+				 "messages must not be empty");
 		return NULL;
 	}
 	for (guint i = 0; i < json_array_get_length(arr); i++) {

@@ -64,6 +64,6 @@ confab_chat_request_free(ConfabChatRequest *request);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabChatRequest, confab_chat_request_free)
 
 gboolean
-confab_base64_check(const gchar *data, gsize len, gsize *decoded_len);
+confab_chat_request_base64_check(const gchar *data, gsize len, gsize *decoded_len);
 
 G_END_DECLS

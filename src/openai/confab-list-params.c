@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "model/confab-id-generator.h"
-#include "openai/confab-list-query.h"
+#include "model/confab-id.h"
+#include "openai/confab-list-params.h"
 #include "util/confab-error.h"
 
 void
@@ -49,10 +49,10 @@ confab_list_params_parse(const gchar *query,
 
 	table = g_uri_parse_params(query, -1, "&", G_URI_PARAMS_WWW_FORM, &error_local);
 	if (table == NULL) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       NULL,
-				       "The query string is not valid URL encoding");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 NULL,
+				 "The query string is not valid URL encoding");
 		return FALSE;
 	}
 
@@ -66,11 +66,11 @@ confab_list_params_parse(const gchar *query,
 						&limit,
 						NULL) ||
 		    value[0] == '+' || value[0] == '-') {
-			confab_set_error_param_printf(error,
-						      CONFAB_ERROR_INVALID_LIMIT,
-						      "limit",
-						      "limit must be an integer from 1 to %d",
-						      CONFAB_LIST_LIMIT_MAX);
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_LIMIT,
+						"limit",
+						"limit must be an integer from 1 to %d",
+						CONFAB_LIST_LIMIT_MAX);
 			return FALSE;
 		}
 		params->limit = (guint)limit;
@@ -83,10 +83,10 @@ confab_list_params_parse(const gchar *query,
 		} else if (g_str_equal(value, "desc")) {
 			params->order = CONFAB_ORDER_DESC;
 		} else {
-			confab_set_error_param(error,
-					       CONFAB_ERROR_INVALID_ORDER,
-					       "order",
-					       "order must be asc or desc");
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_ORDER,
+					 "order",
+					 "order must be asc or desc");
 			return FALSE;
 		}
 	}
@@ -94,13 +94,12 @@ confab_list_params_parse(const gchar *query,
 	value = g_hash_table_lookup(table, "after");
 	if (value != NULL) {
 		if (!confab_id_is_valid(value, id_prefix)) {
-			confab_set_error_param_printf(
-			    error,
-			    CONFAB_ERROR_INVALID_AFTER,
-			    "after",
-			    "after must be an id starting with '%s', taken "
-			    "from first_id or last_id",
-			    id_prefix);
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_AFTER,
+						"after",
+						"after must be an id starting with '%s', taken "
+						"from first_id or last_id",
+						id_prefix);
 			return FALSE;
 		}
 		params->after = g_strdup(value);

@@ -14,4 +14,7 @@ G_BEGIN_DECLS
 JsonObject *
 confab_openai_message_from_stored(ConfabMessage *message);
 
+gchar *
+confab_openai_message_get_text(JsonObject *message);
+
 G_END_DECLS

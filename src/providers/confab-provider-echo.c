@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include "openai/confab-openai-message.h"
 #include "providers/confab-provider-echo.h"
 
 /*
@@ -28,46 +29,6 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabProviderEcho,
 			      G_TYPE_OBJECT,
 			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_PROVIDER,
 						    confab_provider_echo_iface_init))
-
-/**
- * confab_openai_message_get_text:
- * @message: an OpenAI-shaped message
- *
- * Returns: (transfer full): the message's text: its string content, or its
- * text parts joined by newlines
- */
-gchar *
-confab_openai_message_get_text(JsonObject *message)
-{
-	JsonNode *content = json_object_get_member(message, "content");
-	GString *text = g_string_new(NULL);
-
-	if (content == NULL)
-		return g_string_free(text, FALSE);
-	if (JSON_NODE_HOLDS_VALUE(content) && json_node_get_value_type(content) == G_TYPE_STRING) {
-		g_string_append(text, json_node_get_string(content));
-	} else if (JSON_NODE_HOLDS_ARRAY(content)) {
-		JsonArray *parts = json_node_get_array(content);
-		gboolean first = TRUE;
-		for (guint i = 0; i < json_array_get_length(parts); i++) {
-			JsonNode *pnode = json_array_get_element(parts, i);
-			JsonObject *part;
-			if (!JSON_NODE_HOLDS_OBJECT(pnode))
-				continue;
-			part = json_node_get_object(pnode);
-			if (g_strcmp0(json_object_get_string_member_with_default(part, "type", ""),
-				      "text") != 0)
-				continue;
-			if (!first)
-				g_string_append_c(text, '\n');
-			g_string_append(
-			    text,
-			    json_object_get_string_member_with_default(part, "text", ""));
-			first = FALSE;
-		}
-	}
-	return g_string_free(text, FALSE);
-}
 
 /**
  * confab_provider_echo_split:

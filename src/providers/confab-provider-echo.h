@@ -18,7 +18,5 @@ GPtrArray *
 confab_provider_echo_split(const gchar *text);
 guint
 confab_provider_echo_count_words(const gchar *text);
-gchar *
-confab_openai_message_get_text(JsonObject *message);
 
 G_END_DECLS

@@ -1001,11 +1001,11 @@ confab_provider_openai_check_agent(ConfabProvider *provider, ConfabAgent *agent,
 	g_autoptr(GUri) uri = NULL;
 
 	if (base_url == NULL) {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "base_url",
-				       "An openai agent needs a base_url, e.g. "
-				       "https://api.openai.com/v1");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "base_url",
+				 "An openai agent needs a base_url, e.g. "
+				 "https://api.openai.com/v1");
 		return FALSE;
 	}
 	uri = g_uri_parse(base_url, G_URI_FLAGS_NONE, NULL);
@@ -1013,17 +1013,17 @@ confab_provider_openai_check_agent(ConfabProvider *provider, ConfabAgent *agent,
 	    (g_strcmp0(g_uri_get_scheme(uri), "http") != 0 &&
 	     g_strcmp0(g_uri_get_scheme(uri), "https") != 0) ||
 	    g_uri_get_host(uri) == NULL || *g_uri_get_host(uri) == '\0') {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "base_url",
-				       "base_url must be an http:// or https:// URL");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "base_url",
+				 "base_url must be an http:// or https:// URL");
 		return FALSE;
 	}
 	if (model == NULL || *model == '\0') {
-		confab_set_error_param(error,
-				       CONFAB_ERROR_INVALID_VALUE,
-				       "upstream_model",
-				       "An openai agent needs an upstream_model");
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "upstream_model",
+				 "An openai agent needs an upstream_model");
 		return FALSE;
 	}
 	return TRUE;

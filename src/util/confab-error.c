@@ -141,7 +141,7 @@ confab_error_set_param(GError *error, const gchar *param)
 }
 
 /**
- * confab_set_error_param:
+ * confab_error_set:
  * @error: (out) (optional): return location for a #GError
  * @code: a #ConfabErrorCode
  * @param: (nullable): the offending request field, e.g. `messages[2].role`
@@ -150,10 +150,7 @@ confab_error_set_param(GError *error, const gchar *param)
  * Sets a CONFAB_ERROR carrying @param.
  */
 void
-confab_set_error_param(GError **error,
-		       ConfabErrorCode code,
-		       const gchar *param,
-		       const gchar *message)
+confab_error_set(GError **error, ConfabErrorCode code, const gchar *param, const gchar *message)
 {
 	if (error == NULL)
 		return;
@@ -164,11 +161,11 @@ confab_set_error_param(GError **error,
 }
 
 void
-confab_set_error_param_printf(GError **error,
-			      ConfabErrorCode code,
-			      const gchar *param,
-			      const gchar *format,
-			      ...)
+confab_error_set_printf(GError **error,
+			ConfabErrorCode code,
+			const gchar *param,
+			const gchar *format,
+			...)
 {
 	va_list args;
 	g_autofree gchar *message = NULL;
@@ -178,7 +175,7 @@ confab_set_error_param_printf(GError **error,
 	va_start(args, format);
 	message = g_strdup_vprintf(format, args);
 	va_end(args);
-	confab_set_error_param(error, code, param, message);
+	confab_error_set(error, code, param, message);
 }
 
 /**

@@ -64,16 +64,13 @@ confab_error_get_param(const GError *error);
 void
 confab_error_set_param(GError *error, const gchar *param);
 void
-confab_set_error_param(GError **error,
-		       ConfabErrorCode code,
-		       const gchar *param,
-		       const gchar *message);
+confab_error_set(GError **error, ConfabErrorCode code, const gchar *param, const gchar *message);
 void
-confab_set_error_param_printf(GError **error,
-			      ConfabErrorCode code,
-			      const gchar *param,
-			      const gchar *format,
-			      ...) G_GNUC_PRINTF(4, 5);
+confab_error_set_printf(GError **error,
+			ConfabErrorCode code,
+			const gchar *param,
+			const gchar *format,
+			...) G_GNUC_PRINTF(4, 5);
 const gchar *
 confab_error_to_dbus_name(ConfabErrorCode code);
 gboolean

@@ -64,24 +64,24 @@ static gboolean
 scan_fail_text(Scan *s, gint code, const gchar *what)
 {
 	g_autofree gchar *param = scan_path(s);
-	confab_set_error_param_printf(s->error,
-				      code,
-				      param,
-				      "%s%s%s",
-				      what,
-				      param != NULL ? " in " : "",
-				      param != NULL ? param : "");
+	confab_error_set_printf(s->error,
+				code,
+				param,
+				"%s%s%s",
+				what,
+				param != NULL ? " in " : "",
+				param != NULL ? param : "");
 	return FALSE;
 }
 
 static gboolean
 scan_fail(Scan *s, const gchar *what)
 {
-	confab_set_error_param_printf(s->error,
-				      CONFAB_ERROR_INVALID_JSON,
-				      NULL,
-				      "The request body is not valid JSON: %s",
-				      what);
+	confab_error_set_printf(s->error,
+				CONFAB_ERROR_INVALID_JSON,
+				NULL,
+				"The request body is not valid JSON: %s",
+				what);
 	return FALSE;
 }
 
@@ -338,7 +338,7 @@ confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error)
 				return scan_fail(&s, "unexpected end of input");
 			if (*s.p == '{' || *s.p == '[') {
 				if (s.depth >= max_depth) {
-					confab_set_error_param_printf(
+					confab_error_set_printf(
 					    error,
 					    CONFAB_ERROR_INVALID_JSON,
 					    NULL,
@@ -841,4 +841,36 @@ confab_json_from_string(const gchar *str)
 	/* deeper than that (a request may be, up to [limits]
 	 * max_json_depth), or not ours after all: as before */
 	return json_from_string(str, NULL);
+}
+
+/**
+ * confab_json_get_string:
+ * @object: a JSON object
+ * @name: a member name
+ *
+ * Returns: (nullable): the member's value if it is a string, else %NULL
+ */
+const gchar *
+confab_json_get_string(JsonObject *object, const gchar *name)
+{
+	JsonNode *node = json_object_get_member(object, name);
+
+	if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
+	    json_node_get_value_type(node) != G_TYPE_STRING)
+		return NULL;
+	return json_node_get_string(node);
+}
+
+/**
+ * confab_json_get_object:
+ * @object: a JSON object
+ * @name: a member name
+ *
+ * Returns: (nullable): the member's value if it is an object, else %NULL
+ */
+JsonObject *
+confab_json_get_object(JsonObject *object, const gchar *name)
+{
+	JsonNode *node = json_object_get_member(object, name);
+	return node != NULL && JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
 }

@@ -24,4 +24,9 @@ confab_json_to_string(JsonNode *node);
 JsonNode *
 confab_json_from_string(const gchar *str);
 
+const gchar *
+confab_json_get_string(JsonObject *object, const gchar *name);
+JsonObject *
+confab_json_get_object(JsonObject *object, const gchar *name);
+
 G_END_DECLS

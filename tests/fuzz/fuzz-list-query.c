@@ -6,7 +6,7 @@
 #include "config.h"
 
 #include "confab-fuzz.h"
-#include "openai/confab-list-query.h"
+#include "openai/confab-list-params.h"
 
 /* A list endpoint's query string: limit, order, after (a cursor), model. */
 int

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "confab-test-helper.h"
-#include "model/confab-id-generator.h"
+#include "model/confab-id.h"
+#include "model/confab-token.h"
+#include "util/confab-random.h"
 
 /* Ids and token secrets: shape, order, uniqueness, validation. */
 
@@ -375,19 +377,17 @@ int
 main(int argc, char **argv)
 {
 	confab_test_init(&argc, &argv, FALSE);
-	g_test_add_func("/confab/id-generator/prefixes", test_prefixes);
-	g_test_add_func("/confab/id-generator/monotonic-tight-loop", test_monotonic_tight_loop);
-	g_test_add_func("/confab/id-generator/monotonic-same-millisecond",
-			test_monotonic_same_millisecond);
-	g_test_add_func("/confab/id-generator/clock-steps-back", test_clock_steps_back);
-	g_test_add_func("/confab/id-generator/sorts-by-time", test_sorts_by_time);
-	g_test_add_func("/confab/id-generator/real-clock-timestamp", test_real_clock_timestamp);
-	g_test_add_func("/confab/id-generator/unique-across-generators",
-			test_unique_across_generators);
-	g_test_add_func("/confab/id-generator/threads", test_threads);
-	g_test_add_func("/confab/id-generator/is-valid", test_is_valid);
-	g_test_add_func("/confab/id-generator/timestamp-of-garbage", test_timestamp_of_garbage);
-	g_test_add_func("/confab/id-generator/token-secret", test_token_secret);
-	g_test_add_func("/confab/id-generator/random-bytes", test_random_bytes);
+	g_test_add_func("/confab/id/prefixes", test_prefixes);
+	g_test_add_func("/confab/id/monotonic-tight-loop", test_monotonic_tight_loop);
+	g_test_add_func("/confab/id/monotonic-same-millisecond", test_monotonic_same_millisecond);
+	g_test_add_func("/confab/id/clock-steps-back", test_clock_steps_back);
+	g_test_add_func("/confab/id/sorts-by-time", test_sorts_by_time);
+	g_test_add_func("/confab/id/real-clock-timestamp", test_real_clock_timestamp);
+	g_test_add_func("/confab/id/unique-across-generators", test_unique_across_generators);
+	g_test_add_func("/confab/id/threads", test_threads);
+	g_test_add_func("/confab/id/is-valid", test_is_valid);
+	g_test_add_func("/confab/id/timestamp-of-garbage", test_timestamp_of_garbage);
+	g_test_add_func("/confab/id/token-secret", test_token_secret);
+	g_test_add_func("/confab/id/random-bytes", test_random_bytes);
 	return g_test_run();
 }

@@ -715,7 +715,9 @@ test_base64_check(void)
 	};
 	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
 		gsize decoded = 999;
-		gboolean ok = confab_base64_check(cases[i].text, strlen(cases[i].text), &decoded);
+		gboolean ok = confab_chat_request_base64_check(cases[i].text,
+							       strlen(cases[i].text),
+							       &decoded);
 		if (ok != cases[i].ok)
 			g_error("base64 '%s': expected %d", cases[i].text, cases[i].ok);
 		if (ok) {
@@ -728,9 +730,9 @@ test_base64_check(void)
 			}
 		}
 	}
-	g_assert_true(confab_base64_check("AAAA", 4, NULL));
+	g_assert_true(confab_chat_request_base64_check("AAAA", 4, NULL));
 	/* the length is obeyed: "AAAA!" cut to 4 */
-	g_assert_true(confab_base64_check("AAAA!", 4, NULL));
+	g_assert_true(confab_chat_request_base64_check("AAAA!", 4, NULL));
 }
 
 static void

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "confab-test-helper.h"
-#include "model/confab-id-generator.h"
-#include "openai/confab-list-query.h"
+#include "model/confab-id.h"
+#include "openai/confab-list-params.h"
 #include "util/confab-error.h"
 
 /* The query string of the v1 list endpoints: limit, order, after, model. */

@@ -128,10 +128,10 @@ test_body_shape(void)
 	g_autoptr(JsonNode) root = NULL;
 	JsonObject *obj;
 
-	confab_set_error_param(&error,
-			       CONFAB_ERROR_INVALID_MESSAGES,
-			       "messages[2].role",
-			       "role must be \"user\"\n or <b>other</b> \\ \xc3\xa9");
+	confab_error_set(&error,
+			 CONFAB_ERROR_INVALID_MESSAGES,
+			 "messages[2].role",
+			 "role must be \"user\"\n or <b>other</b> \\ \xc3\xa9");
 	body = confab_openai_error_body(error);
 	obj = parse_body(body, &root);
 	g_assert_cmpuint(json_object_get_size(obj), ==, 4);
@@ -205,7 +205,7 @@ test_param_helpers(void)
 	g_autoptr(GError) copy = NULL;
 	g_autoptr(GError) other = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, "x");
 
-	confab_set_error_param_printf(&error, CONFAB_ERROR_INVALID_VALUE, "temperature", "%d", 3);
+	confab_error_set_printf(&error, CONFAB_ERROR_INVALID_VALUE, "temperature", "%d", 3);
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_VALUE);
 	g_assert_cmpstr(error->message, ==, "3");
 	g_assert_cmpstr(confab_error_get_param(error), ==, "temperature");
@@ -218,7 +218,7 @@ test_param_helpers(void)
 	g_assert_null(confab_error_get_param(other));
 	g_assert_null(confab_error_get_param(NULL));
 	/* NULL error location: nothing happens */
-	confab_set_error_param(NULL, CONFAB_ERROR_INVALID_VALUE, "x", "y");
+	confab_error_set(NULL, CONFAB_ERROR_INVALID_VALUE, "x", "y");
 }
 
 int

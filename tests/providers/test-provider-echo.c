@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "confab-test-helper.h"
+#include "openai/confab-openai-message.h"
 #include "providers/confab-provider-echo.h"
 #include "util/confab-json.h"
 

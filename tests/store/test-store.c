@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "confab-test-helper.h"
-#include "model/confab-id-generator.h"
+#include "model/confab-id.h"
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"

@@ -9,6 +9,7 @@
 
 #include "confab-test-helper.h"
 #include "tools/mcp/confab-mcp-jsonrpc.h"
+#include "tools/mcp/confab-mcp-line-reader.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
 

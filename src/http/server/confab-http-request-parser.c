@@ -595,6 +595,133 @@ read_line(ConfabHttpRequestParser *self,
 	return FALSE;
 }
 
+/* What one step of a chunked body did. */
+typedef enum {
+	STEP_OK,     /* went on; call again with what is left */
+	STEP_WAIT,   /* needs more bytes */
+	STEP_FAILED, /* the body is malformed: *error is set */
+} ChunkStep;
+
+static ChunkStep
+chunk_fail(ConfabHttpRequestParser *self, GError **error, ConfabErrorCode code, const gchar *msg)
+{
+	fail(self, error, code, msg);
+	return STEP_FAILED;
+}
+
+/* One line of the chunked body (a size line or a trailer field), read whole. */
+static ChunkStep
+chunk_read_line(ConfabHttpRequestParser *self,
+		const gchar *data,
+		gsize len,
+		gsize *used,
+		gsize max,
+		GError **error)
+{
+	gboolean bad = FALSE;
+
+	if (read_line(self, data, len, used, max, error, &bad))
+		return STEP_OK;
+	if (bad) {
+		self->state = STATE_ERROR;
+		return STEP_FAILED;
+	}
+	return STEP_WAIT;
+}
+
+static ChunkStep
+chunk_size_step(ConfabHttpRequestParser *self,
+		const gchar *data,
+		gsize len,
+		gsize *used,
+		GError **error)
+{
+	ChunkStep step = chunk_read_line(self, data, len, used, self->limits.max_chunk_line, error);
+
+	if (step != STEP_OK)
+		return step;
+	if (!parse_chunk_line(self->line->str, self->line->len, &self->remaining))
+		return chunk_fail(self,
+				  error,
+				  CONFAB_ERROR_MALFORMED_REQUEST,
+				  "Malformed chunk size");
+	g_string_truncate(self->line, 0);
+	if (self->remaining == 0) {
+		self->state = STATE_TRAILER;
+		return STEP_OK;
+	}
+	if (!body_reserve(self, self->remaining, error))
+		return STEP_FAILED;
+	self->state = STATE_CHUNK_DATA;
+	return STEP_OK;
+}
+
+static ChunkStep
+chunk_data_step(ConfabHttpRequestParser *self, const gchar *data, gsize len, gsize *used)
+{
+	*used = (gsize)MIN((guint64)len, self->remaining);
+	body_append(self, data, *used);
+	self->remaining -= *used;
+	if (self->remaining == 0) {
+		self->state = STATE_CHUNK_END;
+		self->chunk_end_seen = 0;
+	}
+	return STEP_OK;
+}
+
+static ChunkStep
+chunk_end_step(ConfabHttpRequestParser *self, const gchar *data, gsize *used, GError **error)
+{
+	if (data[0] != "\r\n"[self->chunk_end_seen])
+		return chunk_fail(self,
+				  error,
+				  CONFAB_ERROR_MALFORMED_REQUEST,
+				  "Chunk data must be followed by CRLF");
+	*used = 1;
+	if (++self->chunk_end_seen == 2)
+		self->state = STATE_CHUNK_LINE;
+	return STEP_OK;
+}
+
+/* Trailer fields are checked like header fields, then dropped. */
+static ChunkStep
+chunk_trailer_step(ConfabHttpRequestParser *self,
+		   const gchar *data,
+		   gsize len,
+		   gsize *used,
+		   GError **error)
+{
+	ChunkStep step = chunk_read_line(self, data, len, used, self->limits.max_head_bytes, error);
+	gsize name_len, value_len;
+	const gchar *value;
+
+	self->trailer_bytes += *used;
+	if (step == STEP_FAILED)
+		return step;
+	if (self->trailer_bytes > self->limits.max_head_bytes)
+		return chunk_fail(self,
+				  error,
+				  CONFAB_ERROR_HEADER_TOO_LARGE,
+				  "The trailer section is too large");
+	if (step == STEP_WAIT)
+		return step;
+	if (self->line->len == 0) {
+		self->state = STATE_DONE;
+		return STEP_OK;
+	}
+	if (!confab_http_parse_field_line(self->line->str,
+					  self->line->len,
+					  &name_len,
+					  &value,
+					  &value_len))
+		return chunk_fail(self,
+				  error,
+				  CONFAB_ERROR_MALFORMED_REQUEST,
+				  "Malformed trailer field");
+	g_string_truncate(self->line, 0);
+	return STEP_OK;
+}
+
 static ConfabHttpParseResult
 feed_chunked(ConfabHttpRequestParser *self,
 	     const gchar *data,
@@ -604,123 +731,33 @@ feed_chunked(ConfabHttpRequestParser *self,
 {
 	gsize at = 0;
 
-	while (at < len || self->state == STATE_DONE) {
+	while (self->state != STATE_DONE && at < len) {
 		gsize used = 0;
-		gboolean bad = FALSE;
+		ChunkStep step;
 
 		switch (self->state) {
 		case STATE_CHUNK_LINE:
-			if (!read_line(self,
-				       data + at,
-				       len - at,
-				       &used,
-				       self->limits.max_chunk_line,
-				       error,
-				       &bad)) {
-				at += used;
-				if (bad) {
-					self->state = STATE_ERROR;
-					*consumed = at;
-					return CONFAB_HTTP_PARSE_ERROR;
-				}
-				break;
-			}
-			at += used;
-			if (!parse_chunk_line(self->line->str, self->line->len, &self->remaining)) {
-				*consumed = at;
-				return fail(self,
-					    error,
-					    CONFAB_ERROR_MALFORMED_REQUEST,
-					    "Malformed chunk size");
-			}
-			g_string_truncate(self->line, 0);
-			if (self->remaining == 0) {
-				self->state = STATE_TRAILER;
-			} else {
-				if (!body_reserve(self, self->remaining, error)) {
-					*consumed = at;
-					return CONFAB_HTTP_PARSE_ERROR;
-				}
-				self->state = STATE_CHUNK_DATA;
-			}
+			step = chunk_size_step(self, data + at, len - at, &used, error);
 			break;
 		case STATE_CHUNK_DATA:
-			used = (gsize)MIN((guint64)(len - at), self->remaining);
-			body_append(self, data + at, used);
-			at += used;
-			self->remaining -= used;
-			if (self->remaining == 0) {
-				self->state = STATE_CHUNK_END;
-				self->chunk_end_seen = 0;
-			}
+			step = chunk_data_step(self, data + at, len - at, &used);
 			break;
 		case STATE_CHUNK_END:
-			if (data[at] != "\r\n"[self->chunk_end_seen]) {
-				*consumed = at;
-				return fail(self,
-					    error,
-					    CONFAB_ERROR_MALFORMED_REQUEST,
-					    "Chunk data must be followed by CRLF");
-			}
-			at++;
-			if (++self->chunk_end_seen == 2)
-				self->state = STATE_CHUNK_LINE;
+			step = chunk_end_step(self, data + at, &used, error);
 			break;
 		case STATE_TRAILER:
-			if (!read_line(self,
-				       data + at,
-				       len - at,
-				       &used,
-				       self->limits.max_head_bytes,
-				       error,
-				       &bad)) {
-				at += used;
-				self->trailer_bytes += used;
-				if (bad || self->trailer_bytes > self->limits.max_head_bytes) {
-					*consumed = at;
-					if (!bad)
-						return fail(self,
-							    error,
-							    CONFAB_ERROR_HEADER_TOO_LARGE,
-							    "The trailer section is too large");
-					self->state = STATE_ERROR;
-					return CONFAB_HTTP_PARSE_ERROR;
-				}
-				break;
-			}
-			at += used;
-			self->trailer_bytes += used;
-			if (self->line->len == 0) {
-				self->state = STATE_DONE;
-				break;
-			}
-			{
-				gsize name_len, value_len;
-				const gchar *value;
-				if (self->trailer_bytes > self->limits.max_head_bytes ||
-				    !confab_http_parse_field_line(self->line->str,
-								  self->line->len,
-								  &name_len,
-								  &value,
-								  &value_len)) {
-					*consumed = at;
-					return fail(self,
-						    error,
-						    CONFAB_ERROR_MALFORMED_REQUEST,
-						    "Malformed trailer field");
-				}
-			}
-			g_string_truncate(self->line, 0);
-			break;
-		case STATE_DONE:
-			*consumed = at;
-			return CONFAB_HTTP_PARSE_BODY;
 		default:
-			g_assert_not_reached();
+			step = chunk_trailer_step(self, data + at, len - at, &used, error);
+			break;
+		}
+		at += used;
+		if (step == STEP_FAILED) {
+			*consumed = at;
+			return CONFAB_HTTP_PARSE_ERROR;
 		}
 	}
 	*consumed = at;
-	return CONFAB_HTTP_PARSE_MORE;
+	return self->state == STATE_DONE ? CONFAB_HTTP_PARSE_BODY : CONFAB_HTTP_PARSE_MORE;
 }
 
 static ConfabHttpParseResult

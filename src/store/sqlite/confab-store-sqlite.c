@@ -923,11 +923,11 @@ confab_store_sqlite_acquire_session(ConfabStore *store,
 	}
 	if (!added) {
 		GError *error = NULL;
-		confab_set_error_param(&error,
-				       CONFAB_ERROR_CONVERSATION_BUSY,
-				       "metadata.session_id",
-				       "Another turn is running in this conversation; retry when "
-				       "it has finished");
+		confab_error_set(&error,
+				 CONFAB_ERROR_CONVERSATION_BUSY,
+				 "metadata.session_id",
+				 "Another turn is running in this conversation; retry when "
+				 "it has finished");
 		g_task_return_error(task, error);
 		return;
 	}

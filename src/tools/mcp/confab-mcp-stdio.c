@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tools/mcp/confab-mcp-jsonrpc.h"
+#include "tools/mcp/confab-mcp-line-reader.h"
 #include "tools/mcp/confab-mcp-stdio.h"
 
 /**

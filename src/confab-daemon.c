@@ -13,7 +13,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "core/confab-daemon.h"
+#include "confab-daemon.h"
 #include "dbus/confab-dbus-admin-impl.h"
 #include "dbus/confab-dbus-chat-impl.h"
 #include "http/confab-http-router.h"
