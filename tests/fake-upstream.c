@@ -560,7 +560,7 @@ last_message_is_tool(JsonObject *body)
 	       g_strcmp0(json_object_get_string_member_with_default(last, "role", ""), "tool") == 0;
 }
 
-/* The SSE text of "split": CRLF, keep-alives, an event on two data lines. */
+/* The SSE text of "split": CRLF, keep-alive connections, an event on two data lines. */
 static GString *
 split_text(Answer *answer)
 {

@@ -26,13 +26,17 @@ confab_error_private_init(ConfabErrorPrivate *priv)
 static void
 confab_error_private_copy(const ConfabErrorPrivate *src, ConfabErrorPrivate *dest)
 {
-	dest->param = g_strdup(src->param);
+	/* never NULL for an error of this domain; -fanalyzer cannot know */
+	if (src != NULL && dest != NULL)
+		dest->param = g_strdup(src->param);
 }
 
 static void
 confab_error_private_clear(ConfabErrorPrivate *priv)
 {
-	g_clear_pointer(&priv->param, g_free);
+	/* never NULL for an error of this domain; -fanalyzer cannot know */
+	if (priv != NULL)
+		g_clear_pointer(&priv->param, g_free);
 }
 
 /* G_DEFINE_EXTENDED_ERROR defines confab_error_quark() and
@@ -136,6 +140,8 @@ confab_error_set_param(GError *error, const gchar *param)
 	ConfabErrorPrivate *priv;
 	g_return_if_fail(error != NULL && error->domain == CONFAB_ERROR);
 	priv = confab_error_get_private(error);
+	if (priv == NULL)
+		return;
 	g_free(priv->param);
 	priv->param = g_strdup(param);
 }
