@@ -29,6 +29,8 @@ struct _ConfabAgent {
 	guint first_byte_timeout;
 	guint idle_timeout;
 	guint total_timeout;
+	gchar *mcp_servers; /* owned: the tool servers, as JSON text */
+	guint max_steps;    /* model calls that may ask for tools, in one turn */
 	gint64 created_at;
 	gint64 updated_at;
 };
@@ -51,6 +53,7 @@ confab_agent_finalize(GObject *object)
 	g_free(self->api_key);
 	g_free(self->api_key_file);
 	g_free(self->params);
+	g_free(self->mcp_servers);
 
 	G_OBJECT_CLASS(confab_agent_parent_class)->finalize(object);
 }
@@ -66,6 +69,7 @@ confab_agent_class_init(ConfabAgentClass *klass)
 static void
 confab_agent_init(ConfabAgent *self)
 {
+	self->max_steps = CONFAB_AGENT_DEFAULT_MAX_STEPS;
 }
 
 /**
@@ -356,7 +360,51 @@ confab_agent_copy(ConfabAgent *self)
 	copy->first_byte_timeout = self->first_byte_timeout;
 	copy->idle_timeout = self->idle_timeout;
 	copy->total_timeout = self->total_timeout;
+	copy->mcp_servers = g_strdup(self->mcp_servers);
+	copy->max_steps = self->max_steps;
 	copy->created_at = self->created_at;
 	copy->updated_at = self->updated_at;
 	return copy;
+}
+
+/**
+ * confab_agent_get_mcp_servers:
+ *
+ * Returns: (nullable): the agent's tool servers, in the `mcpServers` JSON
+ *   shape, secrets included
+ */
+const gchar *
+confab_agent_get_mcp_servers(ConfabAgent *self)
+{
+	g_return_val_if_fail(CONFAB_IS_AGENT(self), NULL);
+	return self->mcp_servers;
+}
+
+void
+confab_agent_set_mcp_servers(ConfabAgent *self, const gchar *mcp_servers)
+{
+	g_return_if_fail(CONFAB_IS_AGENT(self));
+	g_free(self->mcp_servers);
+	self->mcp_servers = mcp_servers != NULL && *mcp_servers != '\0' ? g_strdup(mcp_servers)
+									: NULL;
+}
+
+/**
+ * confab_agent_get_max_steps:
+ *
+ * Returns: how many model calls of one turn may ask for tools (1 to 100);
+ *   after them one last call is made with tool_choice none
+ */
+guint
+confab_agent_get_max_steps(ConfabAgent *self)
+{
+	g_return_val_if_fail(CONFAB_IS_AGENT(self), CONFAB_AGENT_DEFAULT_MAX_STEPS);
+	return self->max_steps;
+}
+
+void
+confab_agent_set_max_steps(ConfabAgent *self, guint max_steps)
+{
+	g_return_if_fail(CONFAB_IS_AGENT(self));
+	self->max_steps = max_steps;
 }

@@ -11,6 +11,9 @@
 
 G_BEGIN_DECLS
 
+#define CONFAB_AGENT_DEFAULT_MAX_STEPS 10
+#define CONFAB_AGENT_MAX_STEPS_LIMIT   100
+
 #define CONFAB_TYPE_AGENT (confab_agent_get_type())
 G_DECLARE_FINAL_TYPE(ConfabAgent, confab_agent, CONFAB, AGENT, GObject)
 
@@ -78,5 +81,14 @@ gint64
 confab_agent_get_updated_at(ConfabAgent *self);
 void
 confab_agent_set_updated_at(ConfabAgent *self, gint64 updated_at);
+
+const gchar *
+confab_agent_get_mcp_servers(ConfabAgent *self);
+void
+confab_agent_set_mcp_servers(ConfabAgent *self, const gchar *mcp_servers);
+guint
+confab_agent_get_max_steps(ConfabAgent *self);
+void
+confab_agent_set_max_steps(ConfabAgent *self, guint max_steps);
 
 G_END_DECLS

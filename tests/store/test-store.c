@@ -1641,6 +1641,51 @@ test_failed_write_in_batch(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(durable_usage(f, "alice"), ==, 2);
 }
 
+/* A database of schema version 1 (tests/store/fixtures/confab-v1.db) is
+ * migrated on open, keeping everything it held. */
+static void
+test_migrate_v1(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *fixture =
+	    g_test_build_filename(G_TEST_DIST, "store", "fixtures", "confab-v1.db", NULL);
+	g_autofree gchar *bytes = NULL;
+	gsize len = 0;
+	g_autoptr(GPtrArray) agents = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GError) error = NULL;
+
+	confab_store_close(f->store);
+	g_clear_object(&f->store);
+	{
+		g_autofree gchar *wal = g_strconcat(f->path, "-wal", NULL);
+		g_autofree gchar *shm = g_strconcat(f->path, "-shm", NULL);
+		(void)g_unlink(wal);
+		(void)g_unlink(shm);
+	}
+	g_assert_true(g_file_get_contents(fixture, &bytes, &len, &error));
+	g_assert_true(g_file_set_contents(f->path, bytes, (gssize)len, &error));
+	g_assert_cmpint(read_user_version(f->path), ==, 1);
+	f->store = open_store(f->path);
+	g_assert_cmpint(read_user_version(f->path), ==, CONFAB_DB_VERSION);
+
+	agents = load_agents(f, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(agents->len, ==, 2);
+	g_assert_cmpstr(confab_agent_get_name(g_ptr_array_index(agents, 0)), ==, "old-echo");
+	g_assert_cmpstr(confab_agent_get_api_key(g_ptr_array_index(agents, 1)), ==, "sk-fixture");
+	/* the new columns take their defaults */
+	g_assert_null(confab_agent_get_mcp_servers(g_ptr_array_index(agents, 0)));
+	g_assert_cmpuint(confab_agent_get_max_steps(g_ptr_array_index(agents, 0)),
+			 ==,
+			 CONFAB_AGENT_DEFAULT_MAX_STEPS);
+	history = get_history(f, "cts_01jfixture0000000000000000");
+	g_assert_cmpuint(history->len, ==, 2);
+	{
+		g_autoptr(ConfabStoreUsage) usage = get_usage(f, "alice", 0);
+		g_assert_cmpuint(usage->limit, ==, 50);
+	}
+}
+
 /* The promises every backend keeps. */
 static void
 add_tests(const Backend *backend)
@@ -1697,6 +1742,7 @@ main(int argc, char **argv)
 	ADD("/confab/store/sqlite/future-version-refused", test_future_version_refused);
 	ADD("/confab/store/sqlite/deleted-agent-key-erased", test_deleted_agent_key_erased);
 	ADD("/confab/store/sqlite/group-commit", test_group_commit);
+	ADD("/confab/store/sqlite/migrate-v1", test_migrate_v1);
 	g_test_add_func("/confab/store/sqlite/open-in-missing-dir", test_open_in_missing_dir);
 #undef ADD
 	return g_test_run();

@@ -279,6 +279,15 @@ migrate_v1(Conn *conn, GError **error)
 }
 
 static gboolean
+migrate_v2(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "ALTER TABLE agents ADD COLUMN mcp_servers TEXT;"
+			 "ALTER TABLE agents ADD COLUMN max_steps INTEGER NOT NULL DEFAULT 10;",
+			 error);
+}
+
+static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
 	g_autoptr(ConfabCachedStmt) stmt = conn_prepare(conn, "PRAGMA user_version", error);
@@ -318,7 +327,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 0:
 		if (!migrate_v1(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 1: migrate_v2() here */
+		/* fall through */
+	case 1:
+		if (!migrate_v2(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 2: migrate_v3() here */
 	default:
 		break;
 	}
@@ -350,7 +363,7 @@ conn_migrate(Conn *conn, GError **error)
 #define AGENT_COLUMNS                                                                              \
 	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
 	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
-	"updated_at"
+	"updated_at, mcp_servers, max_steps"
 
 static ConfabAgent *
 agent_from_row(sqlite3_stmt *stmt)
@@ -371,6 +384,8 @@ agent_from_row(sqlite3_stmt *stmt)
 	confab_agent_set_total_timeout(agent, sqlite3_column_int(stmt, 12));
 	confab_agent_set_created_at(agent, sqlite3_column_int64(stmt, 13));
 	confab_agent_set_updated_at(agent, sqlite3_column_int64(stmt, 14));
+	confab_agent_set_mcp_servers(agent, column_text(stmt, 15));
+	confab_agent_set_max_steps(agent, (guint)sqlite3_column_int(stmt, 16));
 	return agent;
 }
 
@@ -951,11 +966,12 @@ write_save_agent(Conn *conn, gpointer data, GError **error)
 	g_autoptr(ConfabCachedStmt) stmt = conn_prepare(
 	    conn,
 	    "INSERT INTO agents (" AGENT_COLUMNS ") "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
 	    "ON CONFLICT (id) DO UPDATE SET name = ?2, instructions = ?3, provider = ?4, "
 	    "base_url = ?5, upstream_model = ?6, api_key = ?7, api_key_file = ?8, params = ?9, "
 	    "connect_timeout = ?10, first_byte_timeout = ?11, idle_timeout = ?12, "
-	    "total_timeout = ?13, updated_at = ?15 WHERE deleted_at = 0",
+	    "total_timeout = ?13, updated_at = ?15, mcp_servers = ?16, max_steps = ?17 "
+	    "WHERE deleted_at = 0",
 	    error);
 	if (stmt == NULL)
 		return FALSE;
@@ -974,6 +990,8 @@ write_save_agent(Conn *conn, gpointer data, GError **error)
 	sqlite3_bind_int(stmt, 13, confab_agent_get_total_timeout(agent));
 	sqlite3_bind_int64(stmt, 14, confab_agent_get_created_at(agent));
 	sqlite3_bind_int64(stmt, 15, confab_agent_get_updated_at(agent));
+	bind_text(stmt, 16, confab_agent_get_mcp_servers(agent));
+	sqlite3_bind_int(stmt, 17, (gint)confab_agent_get_max_steps(agent));
 	return stmt_step_done(conn, stmt, error);
 }
 
@@ -1021,7 +1039,7 @@ write_delete_agent(Conn *conn, gpointer data, GError **error)
 	IdAndTime *del = data;
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare(conn,
-			 "UPDATE agents SET deleted_at = ?2, api_key = NULL "
+			 "UPDATE agents SET deleted_at = ?2, api_key = NULL, mcp_servers = NULL "
 			 "WHERE id = ?1 AND deleted_at = 0",
 			 error);
 	if (stmt == NULL)
