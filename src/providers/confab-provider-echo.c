@@ -7,14 +7,24 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include "openai/confab-openai-message.h"
 #include "providers/confab-provider-echo.h"
+#include "util/confab-json.h"
 
 /*
  * The built-in offline provider: it answers with exactly the text of the last
  * user message, streamed in word-sized deltas (a word and the whitespace
  * after it) that join back to that text byte for byte. Usage is counted in
  * words. Deterministic, for a first run and for tests.
+ *
+ * It can also act, so that an agent's tools can be tried without a model:
+ * when tools are offered, a last user message whose lines start with
+ * `/tool NAME {json arguments}` (NAME one of the offered tools) is answered
+ * with those tool calls (finish_reason tool_calls); once they have answered
+ * (the last messages are their results), the answer is what they said.
+ * With tool_choice "none" it only ever echoes.
  */
 
 struct _ConfabProviderEcho {
@@ -83,7 +93,8 @@ confab_provider_echo_count_words(const gchar *text)
 }
 
 typedef struct {
-	GPtrArray *deltas; /* owned */
+	GPtrArray *deltas;     /* owned */
+	JsonArray *tool_calls; /* owned, nullable: the answer is these calls */
 	guint next;
 	ConfabDeltaFunc delta_func;
 	gpointer delta_data;
@@ -95,6 +106,7 @@ static void
 echo_run_free(EchoRun *run)
 {
 	g_ptr_array_unref(run->deltas);
+	g_clear_pointer(&run->tool_calls, json_array_unref);
 	g_free(run);
 }
 
@@ -115,7 +127,9 @@ echo_step(gpointer user_data)
 		return G_SOURCE_CONTINUE;
 	if (g_task_return_error_if_cancelled(task))
 		return G_SOURCE_REMOVE;
-	result = confab_provider_result_new("stop");
+	if (run->tool_calls != NULL)
+		run->delta_func(NULL, run->tool_calls, run->delta_data);
+	result = confab_provider_result_new(run->tool_calls != NULL ? "tool_calls" : "stop");
 	result->prompt_tokens = run->prompt_words;
 	result->completion_tokens = run->completion_words;
 	g_task_return_pointer(task, result, (GDestroyNotify)confab_provider_result_free);
@@ -126,6 +140,57 @@ static const gchar *
 confab_provider_echo_get_name(ConfabProvider *provider)
 {
 	return "echo";
+}
+
+/* Whether @name is a function tool the request offers, and may be called. */
+static gboolean
+tool_offered(JsonObject *params, const gchar *name)
+{
+	JsonNode *tools = params != NULL ? json_object_get_member(params, "tools") : NULL;
+	const gchar *choice = params != NULL ? confab_json_get_string(params, "tool_choice") : NULL;
+
+	if (tools == NULL || !JSON_NODE_HOLDS_ARRAY(tools) || g_strcmp0(choice, "none") == 0)
+		return FALSE;
+	for (guint i = 0; i < json_array_get_length(json_node_get_array(tools)); i++) {
+		JsonObject *tool = json_array_get_object_element(json_node_get_array(tools), i);
+		JsonObject *fn = tool != NULL ? confab_json_get_object(tool, "function") : NULL;
+		if (fn != NULL && g_strcmp0(confab_json_get_string(fn, "name"), name) == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* `/tool NAME {arguments}` lines, as tool calls; NULL if there are none */
+static JsonArray *
+scripted_tool_calls(const gchar *text, JsonObject *params, guint step)
+{
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	g_autoptr(JsonArray) calls = json_array_new();
+
+	for (guint i = 0; lines[i] != NULL; i++) {
+		g_auto(GStrv) words = NULL;
+		JsonObject *call, *fn;
+		g_autofree gchar *id = NULL;
+		const gchar *args;
+
+		if (!g_str_has_prefix(lines[i], "/tool "))
+			continue;
+		words = g_strsplit(g_strstrip(lines[i] + 6), " ", 2);
+		if (words[0] == NULL || !tool_offered(params, words[0]))
+			continue;
+		args = words[1] != NULL && *g_strstrip(words[1]) != '\0' ? words[1] : "{}";
+		id = g_strdup_printf("call_echo_%u_%u", step, json_array_get_length(calls));
+		call = json_object_new();
+		fn = json_object_new();
+		json_object_set_int_member(call, "index", json_array_get_length(calls));
+		json_object_set_string_member(call, "id", id);
+		json_object_set_string_member(call, "type", "function");
+		json_object_set_string_member(fn, "name", words[0]);
+		json_object_set_string_member(fn, "arguments", args);
+		json_object_set_object_member(call, "function", fn);
+		json_array_add_object_element(calls, call);
+	}
+	return json_array_get_length(calls) > 0 ? g_steal_pointer(&calls) : NULL;
 }
 
 static void
@@ -139,25 +204,39 @@ confab_provider_echo_complete_async(ConfabProvider *provider,
 {
 	g_autoptr(GTask) task = g_task_new(provider, cancellable, callback, user_data);
 	g_autofree gchar *reply = NULL;
+	g_autoptr(GString) results = g_string_new(NULL);
 	g_autoptr(GSource) source = NULL;
 	EchoRun *run = g_new0(EchoRun, 1);
 	guint n = json_array_get_length(request->messages);
+	const gchar *last_role = "";
 
 	g_task_set_source_tag(task, confab_provider_echo_complete_async);
 	for (guint i = 0; i < n; i++) {
 		JsonObject *msg = json_array_get_object_element(request->messages, i);
 		g_autofree gchar *text = confab_openai_message_get_text(msg);
 		run->prompt_words += confab_provider_echo_count_words(text);
-		if (g_strcmp0(json_object_get_string_member_with_default(msg, "role", ""),
-			      "user") == 0) {
+		last_role = json_object_get_string_member_with_default(msg, "role", "");
+		if (g_str_equal(last_role, "user")) {
 			g_free(reply);
 			reply = g_steal_pointer(&text);
+			g_string_truncate(results, 0);
+		} else if (g_str_equal(last_role, "tool")) {
+			g_string_append_printf(results, "%s%s", results->len > 0 ? "\n" : "", text);
 		}
 	}
 	if (reply == NULL)
 		reply = g_strdup("");
-	run->deltas = confab_provider_echo_split(reply);
-	run->completion_words = confab_provider_echo_count_words(reply);
+	if (g_str_equal(last_role, "user")) {
+		run->tool_calls = scripted_tool_calls(reply, request->params, n);
+	} else if (g_str_equal(last_role, "tool") && strstr(reply, "/tool ") != NULL) {
+		/* the tools it called have answered: their words are its answer */
+		g_free(reply);
+		reply = g_string_free(g_steal_pointer(&results), FALSE);
+	}
+	run->deltas = run->tool_calls != NULL ? g_ptr_array_new_with_free_func(g_free)
+					      : confab_provider_echo_split(reply);
+	run->completion_words = run->tool_calls != NULL ? 0
+							: confab_provider_echo_count_words(reply);
 	run->delta_func = delta_func;
 	run->delta_data = delta_data;
 	g_task_set_task_data(task, run, (GDestroyNotify)echo_run_free);
