@@ -95,7 +95,7 @@ expect() {
 confabd=$sbindir/confabd
 expect "$confabd"
 [ -x "$destdir$confabd" ] || fail "$confabd is not executable"
-if [ -f "$source/src/cli/main-confabctl.c" ]; then
+if [ -f "$source/src/cli/confabctl.c" ]; then
 	expect "$bindir/confabctl"
 	[ -x "$destdir$bindir/confabctl" ] || fail "$bindir/confabctl is not executable"
 fi

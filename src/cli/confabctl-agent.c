@@ -1,0 +1,446 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/* confabctl agent create|update|list|show|delete */
+
+#include "config.h"
+
+#include <errno.h>
+#include <glib/gi18n.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/confabctl-agent.h"
+#include "cli/confabctl-common.h"
+
+typedef struct {
+	gchar *name;
+	gchar *provider;
+	gchar *instructions;
+	gchar *base_url;
+	gchar *upstream_model;
+	gchar *api_key_file;
+	gchar *params;
+	gint connect_timeout;
+	gint first_byte_timeout;
+	gint idle_timeout;
+	gint total_timeout;
+	gboolean remove_api_key;
+} AgentOptions;
+
+static void
+agent_options_clear(AgentOptions *o)
+{
+	g_free(o->name);
+	g_free(o->provider);
+	g_free(o->instructions);
+	g_free(o->base_url);
+	g_free(o->upstream_model);
+	g_free(o->api_key_file);
+	g_free(o->params);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(AgentOptions, agent_options_clear)
+
+static GOptionContext *
+agent_context(const gchar *parameter, const gchar *summary, gboolean update, AgentOptions *o)
+{
+	const GOptionEntry entries[] = {
+	    {"name", 0, 0, G_OPTION_ARG_STRING, &o->name, N_("The agent's name"), N_("NAME")},
+	    {"provider",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &o->provider,
+	     N_("echo (built in) or openai (any OpenAI-compatible upstream)"),
+	     N_("PROVIDER")},
+	    {"instructions",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &o->instructions,
+	     N_("The system message every turn starts with"),
+	     N_("TEXT")},
+	    {"base-url",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &o->base_url,
+	     N_("The upstream's base URL, as the OpenAI SDKs take it"),
+	     N_("URL")},
+	    {"upstream-model",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &o->upstream_model,
+	     N_("The model the upstream is asked for"),
+	     N_("MODEL")},
+	    {"api-key-file",
+	     0,
+	     0,
+	     G_OPTION_ARG_FILENAME,
+	     &o->api_key_file,
+	     N_("A file holding the upstream API key, or - for standard input (read here, "
+		"never shown again)"),
+	     N_("FILE")},
+	    {"params",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &o->params,
+	     N_("Default request parameters, as a JSON object"),
+	     N_("JSON")},
+	    {"connect-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->connect_timeout,
+	     N_("Seconds to connect to the upstream"),
+	     N_("S")},
+	    {"first-byte-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->first_byte_timeout,
+	     N_("Seconds until the upstream's first byte"),
+	     N_("S")},
+	    {"idle-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->idle_timeout,
+	     N_("Seconds the upstream may pause between chunks"),
+	     N_("S")},
+	    {"total-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->total_timeout,
+	     N_("Seconds a whole answer may take"),
+	     N_("S")},
+	    {NULL},
+	};
+	const GOptionEntry update_entries[] = {
+	    {"remove-api-key",
+	     0,
+	     0,
+	     G_OPTION_ARG_NONE,
+	     &o->remove_api_key,
+	     N_("Forget the upstream API key"),
+	     NULL},
+	    {NULL},
+	};
+	GOptionContext *context = confabctl_common_subcommand_context(parameter, summary, entries);
+
+	if (update)
+		g_option_context_add_main_entries(context, update_entries, GETTEXT_PACKAGE);
+	o->connect_timeout = o->first_byte_timeout = o->idle_timeout = o->total_timeout = -1;
+	return context;
+}
+
+/* The upstream key from @path, or standard input for "-"; NULL if unusable. */
+static gchar *
+read_api_key(const gchar *path)
+{
+	g_autofree gchar *key = NULL;
+	g_autoptr(GError) error = NULL;
+	gsize length = 0;
+	gboolean usable;
+
+	if (g_str_equal(path, "-")) {
+		g_autoptr(GString) in = g_string_new(NULL);
+		gchar buf[4096];
+		gsize n;
+		while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0 && in->len < 1024 * 1024)
+			g_string_append_len(in, buf, n);
+		if (ferror(stdin)) {
+			g_printerr(_("confabctl: reading the API key: %s\n"), g_strerror(errno));
+			return NULL;
+		}
+		length = in->len;
+		key = g_string_free(g_steal_pointer(&in), FALSE);
+	} else if (!g_file_get_contents(path, &key, &length, &error)) {
+		g_printerr(_("confabctl: reading the API key: %s\n"), error->message);
+		return NULL;
+	}
+	/* a key is one word: anything else is the wrong file (an env file, a PEM) */
+	usable = strlen(key) == length;
+	g_strstrip(key);
+	usable =
+	    usable && *key != '\0' && strlen(key) <= 16 * 1024 && g_utf8_validate(key, -1, NULL);
+	for (const gchar *p = key; *p != '\0'; p++) {
+		if ((guchar)*p <= ' ' || (guchar)*p == 0x7f)
+			usable = FALSE;
+	}
+	if (!usable) {
+		g_printerr(_("confabctl: %s holds no usable API key\n"),
+			   g_str_equal(path, "-") ? _("standard input") : path);
+		memset(key, 0, strlen(key));
+		return NULL;
+	}
+	return g_steal_pointer(&key);
+}
+
+/* The agent's a{sv}; NULL and *exit_code set if an option is unusable. */
+static GVariant *
+agent_props(AgentOptions *o, gint *exit_code)
+{
+	GVariantBuilder props;
+	const struct {
+		const gchar *key;
+		const gchar *value;
+	} strings[] = {
+	    {"name", o->name},
+	    {"provider", o->provider},
+	    {"instructions", o->instructions},
+	    {"base_url", o->base_url},
+	    {"upstream_model", o->upstream_model},
+	    {"params", o->params},
+	};
+	const struct {
+		const gchar *key;
+		const gchar *option;
+		gint value;
+	} timeouts[] = {
+	    {"connect_timeout", "--connect-timeout", o->connect_timeout},
+	    {"first_byte_timeout", "--first-byte-timeout", o->first_byte_timeout},
+	    {"idle_timeout", "--idle-timeout", o->idle_timeout},
+	    {"total_timeout", "--total-timeout", o->total_timeout},
+	};
+
+	g_variant_builder_init(&props, G_VARIANT_TYPE_VARDICT);
+	for (guint i = 0; i < G_N_ELEMENTS(strings); i++) {
+		if (strings[i].value != NULL)
+			g_variant_builder_add(&props,
+					      "{sv}",
+					      strings[i].key,
+					      g_variant_new_string(strings[i].value));
+	}
+	for (guint i = 0; i < G_N_ELEMENTS(timeouts); i++) {
+		if (timeouts[i].value < -1 || timeouts[i].value > 86400) {
+			g_autofree gchar *msg =
+			    g_strdup_printf(_("%s must be from 0 to 86400 seconds"),
+					    timeouts[i].option);
+			g_variant_builder_clear(&props);
+			*exit_code = confabctl_common_usage_error(msg, NULL);
+			return NULL;
+		}
+		if (timeouts[i].value >= 0)
+			g_variant_builder_add(&props,
+					      "{sv}",
+					      timeouts[i].key,
+					      g_variant_new_uint32(timeouts[i].value));
+	}
+	if (o->api_key_file != NULL && o->remove_api_key) {
+		g_variant_builder_clear(&props);
+		*exit_code = confabctl_common_usage_error(
+		    _("--api-key-file and --remove-api-key exclude each other"),
+		    NULL);
+		return NULL;
+	}
+	if (o->api_key_file != NULL) {
+		g_autofree gchar *key = read_api_key(o->api_key_file);
+		if (key == NULL) {
+			g_variant_builder_clear(&props);
+			*exit_code = CONFABCTL_EXIT_FAILED;
+			return NULL;
+		}
+		g_variant_builder_add(&props, "{sv}", "api_key", g_variant_new_string(key));
+		memset(key, 0, strlen(key));
+	}
+	if (o->remove_api_key)
+		g_variant_builder_add(&props, "{sv}", "api_key", g_variant_new_string(""));
+	return g_variant_builder_end(&props);
+}
+
+gint
+confabctl_agent_create(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_auto(AgentOptions) o = {0};
+	g_autoptr(GOptionContext) context =
+	    agent_context(NULL, _("Creates an agent and prints its id."), FALSE, &o);
+	g_autoptr(GVariant) reply = NULL;
+	GVariant *props;
+	gint code = CONFABCTL_EXIT_OK;
+	const gchar *id;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 1 || o.name == NULL || o.provider == NULL)
+		return confabctl_common_usage_error(_("agent create needs --name and --provider"),
+						    context);
+	props = agent_props(&o, &code);
+	if (props == NULL)
+		return code;
+	reply = confabctl_common_call(ctx, "CreateAgent", g_variant_new("(@a{sv})", props), "(s)");
+	if (reply == NULL)
+		return ctx->exit_code;
+	g_variant_get(reply, "(&s)", &id);
+	if (ctx->json) {
+		g_autoptr(GVariant) obj =
+		    g_variant_ref_sink(g_variant_new_parsed("{'id': <%s>}", id));
+		confabctl_common_print_variant_json(obj);
+	} else {
+		g_print("%s\n", id);
+	}
+	return CONFABCTL_EXIT_OK;
+}
+
+gint
+confabctl_agent_update(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_auto(AgentOptions) o = {0};
+	g_autoptr(GOptionContext) context =
+	    agent_context(_("AGENT_ID"), _("Changes the given settings of an agent."), TRUE, &o);
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) props = NULL;
+	gint code = CONFABCTL_EXIT_OK;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 2)
+		return confabctl_common_usage_error(_("agent update needs one agent id"), context);
+	props = agent_props(&o, &code);
+	if (props == NULL)
+		return code;
+	g_variant_ref_sink(props);
+	if (g_variant_n_children(props) == 0)
+		return confabctl_common_usage_error(
+		    _("agent update needs at least one setting to change"),
+		    context);
+	reply = confabctl_common_call(ctx,
+				      "UpdateAgent",
+				      g_variant_new("(s@a{sv})", argv[1], props),
+				      "()");
+	return reply != NULL ? CONFABCTL_EXIT_OK : ctx->exit_code;
+}
+
+gint
+confabctl_agent_list(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_autoptr(GOptionContext) context =
+	    confabctl_common_subcommand_context(NULL, _("Lists the agents."), NULL);
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) agents = NULL;
+	const gchar *header[] =
+	    {N_("ID"), N_("NAME"), N_("PROVIDER"), N_("MODEL"), N_("BASE URL"), NULL};
+	const gchar *translated[G_N_ELEMENTS(header)] = {NULL};
+	gint code = CONFABCTL_EXIT_OK;
+	ConfabctlTable *table;
+	GVariantIter iter;
+	GVariant *agent;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 1)
+		return confabctl_common_usage_error(_("agent list takes no argument"), context);
+	reply = confabctl_common_call(ctx, "ListAgents", NULL, "(aa{sv})");
+	if (reply == NULL)
+		return ctx->exit_code;
+	agents = g_variant_get_child_value(reply, 0);
+	if (ctx->json) {
+		confabctl_common_print_variant_json(agents);
+		return CONFABCTL_EXIT_OK;
+	}
+	for (guint i = 0; header[i] != NULL; i++)
+		translated[i] = _(header[i]);
+	table = confabctl_common_table_new(translated);
+	g_variant_iter_init(&iter, agents);
+	while ((agent = g_variant_iter_next_value(&iter)) != NULL) {
+		GStrv row = g_new0(gchar *, 6);
+		row[0] = confabctl_common_dict_string(agent, "id");
+		row[1] = confabctl_common_dict_string(agent, "name");
+		row[2] = confabctl_common_dict_string(agent, "provider");
+		row[3] = confabctl_common_dict_string(agent, "upstream_model");
+		row[4] = confabctl_common_dict_string(agent, "base_url");
+		confabctl_common_table_add(table, row);
+		g_variant_unref(agent);
+	}
+	confabctl_common_table_print_free(table);
+	return CONFABCTL_EXIT_OK;
+}
+
+gint
+confabctl_agent_show(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_autoptr(GOptionContext) context =
+	    confabctl_common_subcommand_context(_("AGENT_ID"),
+						_("Shows an agent (never its API key)."),
+						NULL);
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) agent = NULL;
+	const gchar *const keys[] = {"id",
+				     "name",
+				     "provider",
+				     "instructions",
+				     "base_url",
+				     "upstream_model",
+				     "has_api_key",
+				     "params",
+				     "connect_timeout",
+				     "first_byte_timeout",
+				     "idle_timeout",
+				     "total_timeout",
+				     "created_at",
+				     "updated_at",
+				     NULL};
+	const gchar *const labels[] = {N_("Id"),
+				       N_("Name"),
+				       N_("Provider"),
+				       N_("Instructions"),
+				       N_("Base URL"),
+				       N_("Upstream model"),
+				       N_("API key set"),
+				       N_("Parameters"),
+				       N_("Connect timeout"),
+				       N_("First byte timeout"),
+				       N_("Idle timeout"),
+				       N_("Total timeout"),
+				       N_("Created"),
+				       N_("Updated"),
+				       NULL};
+	gint code = CONFABCTL_EXIT_OK;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 2)
+		return confabctl_common_usage_error(_("agent show needs one agent id"), context);
+	reply = confabctl_common_call(ctx, "GetAgent", g_variant_new("(s)", argv[1]), "(a{sv})");
+	if (reply == NULL)
+		return ctx->exit_code;
+	agent = g_variant_get_child_value(reply, 0);
+	if (ctx->json) {
+		confabctl_common_print_variant_json(agent);
+	} else {
+		/* a timeout of 0 is the configured default: say so */
+		const gchar *const timeouts[] = {"connect_timeout",
+						 "first_byte_timeout",
+						 "idle_timeout",
+						 "total_timeout"};
+		g_autofree gchar *by_default = g_strdup_printf(_("%s (the default)"), "0");
+		g_auto(GVariantDict) shown = G_VARIANT_DICT_INIT(agent);
+		g_autoptr(GVariant) display = NULL;
+		for (guint i = 0; i < G_N_ELEMENTS(timeouts); i++) {
+			guint32 seconds = 1;
+			if (g_variant_dict_lookup(&shown, timeouts[i], "u", &seconds) &&
+			    seconds == 0)
+				g_variant_dict_insert(&shown, timeouts[i], "s", by_default);
+		}
+		display = g_variant_ref_sink(g_variant_dict_end(&shown));
+		confabctl_common_print_fields(display, keys, labels);
+	}
+	return CONFABCTL_EXIT_OK;
+}
+
+gint
+confabctl_agent_delete(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	return confabctl_common_simple_id_call(ctx,
+					       argc,
+					       argv,
+					       "DeleteAgent",
+					       _("AGENT_ID"),
+					       _("Deletes an agent; its conversations stay."),
+					       _("agent delete needs one agent id"));
+}
