@@ -615,18 +615,11 @@ build_context(ConfabTurn *self)
 		json_object_set_string_member(system, "content", instructions);
 		json_array_add_object_element(context, system);
 	}
-	for (guint i = 0; i < self->history->len; i++) {
-		JsonObject *msg =
-		    confab_openai_message_from_stored(g_ptr_array_index(self->history, i));
-		if (msg != NULL)
-			json_array_add_object_element(context, msg);
-	}
-	for (guint i = 0; i < self->new_messages->len; i++) {
-		JsonObject *msg =
-		    confab_openai_message_from_stored(g_ptr_array_index(self->new_messages, i));
-		if (msg != NULL)
-			json_array_add_object_element(context, msg);
-	}
+	for (guint i = 0; i < self->history->len; i++)
+		confab_openai_message_append_stored(context, g_ptr_array_index(self->history, i));
+	for (guint i = 0; i < self->new_messages->len; i++)
+		confab_openai_message_append_stored(context,
+						    g_ptr_array_index(self->new_messages, i));
 	return context;
 }
 

@@ -21,25 +21,32 @@ json_node_from_text(const gchar *json)
 	return node != NULL ? g_steal_pointer(&node) : NULL;
 }
 
-/**
- * confab_openai_message_from_stored:
- * @message: a stored message
- *
- * Rebuilds the OpenAI-shaped message a provider is sent, from the stored
- * content blocks.
- *
- * Returns: (transfer full) (nullable): the message, or %NULL when it has
- * nothing to say (a failed answer without text)
- */
-JsonObject *
-confab_openai_message_from_stored(ConfabMessage *message)
+static JsonObject *
+tool_message_from_block(JsonObject *block)
 {
-	const gchar *role = confab_message_get_role(message);
+	JsonObject *msg = json_object_new();
+
+	json_object_set_string_member(msg, "role", "tool");
+	json_object_set_string_member(
+	    msg,
+	    "tool_call_id",
+	    json_object_get_string_member_with_default(block, "tool_call_id", ""));
+	json_object_set_string_member(
+	    msg,
+	    "content",
+	    json_object_get_string_member_with_default(block, "content", ""));
+	return msg;
+}
+
+/* One stored message (not an answer) as one OpenAI message, rebuilt from
+ * its content blocks. */
+static JsonObject *
+message_from_stored(ConfabMessage *message)
+{
 	g_autoptr(JsonNode) blocks_node =
 	    json_node_from_text(confab_message_get_content_blocks(message));
 	g_autoptr(JsonObject) out = json_object_new();
 	g_autoptr(JsonArray) parts = json_array_new();
-	g_autoptr(JsonArray) calls = json_array_new();
 	g_autoptr(GString) text = g_string_new(NULL);
 	gboolean only_text = TRUE;
 	JsonArray *blocks;
@@ -47,14 +54,13 @@ confab_openai_message_from_stored(ConfabMessage *message)
 	if (blocks_node == NULL || !JSON_NODE_HOLDS_ARRAY(blocks_node))
 		return NULL;
 	blocks = json_node_get_array(blocks_node);
-	json_object_set_string_member(out, "role", role);
-
+	json_object_set_string_member(out, "role", confab_message_get_role(message));
 	for (guint i = 0; i < json_array_get_length(blocks); i++) {
 		JsonObject *block = json_array_get_object_element(blocks, i);
-		const gchar *type;
-		if (block == NULL)
-			continue;
-		type = json_object_get_string_member_with_default(block, "type", "");
+		const gchar *type =
+		    block != NULL ? json_object_get_string_member_with_default(block, "type", "")
+				  : "";
+
 		if (g_str_equal(type, "text")) {
 			const gchar *t =
 			    json_object_get_string_member_with_default(block, "text", "");
@@ -69,53 +75,117 @@ confab_openai_message_from_stored(ConfabMessage *message)
 			only_text = FALSE;
 			json_array_add_element(parts,
 					       json_node_copy(json_array_get_element(blocks, i)));
-		} else if (g_str_equal(type, "tool_call")) {
-			JsonObject *call = json_object_new();
-			JsonObject *fn = json_object_new();
-			json_object_set_string_member(
-			    call,
-			    "id",
-			    json_object_get_string_member_with_default(block, "id", ""));
-			json_object_set_string_member(call, "type", "function");
-			json_object_set_string_member(
-			    fn,
-			    "name",
-			    json_object_get_string_member_with_default(block, "name", ""));
-			json_object_set_string_member(
-			    fn,
-			    "arguments",
-			    json_object_get_string_member_with_default(block, "arguments", ""));
-			json_object_set_object_member(call, "function", fn);
-			json_array_add_object_element(calls, call);
 		} else if (g_str_equal(type, "tool_result")) {
-			json_object_set_string_member(
-			    out,
-			    "tool_call_id",
-			    json_object_get_string_member_with_default(block, "tool_call_id", ""));
-			g_string_assign(
-			    text,
-			    json_object_get_string_member_with_default(block, "content", ""));
-			only_text = TRUE;
-			break;
+			/* a client's tool message: its result is its content */
+			return tool_message_from_block(block);
 		}
-		/* error blocks stay in the transcript, not in the context */
 	}
-
-	if (g_str_equal(role, "assistant")) {
-		if (text->len == 0 && json_array_get_length(calls) == 0)
-			return NULL;
-		if (text->len > 0)
-			json_object_set_string_member(out, "content", text->str);
-		else
-			json_object_set_null_member(out, "content");
-		if (json_array_get_length(calls) > 0)
-			json_object_set_array_member(out, "tool_calls", g_steal_pointer(&calls));
-	} else if (only_text) {
+	if (only_text)
 		json_object_set_string_member(out, "content", text->str);
-	} else {
+	else
 		json_object_set_array_member(out, "content", g_steal_pointer(&parts));
-	}
 	return g_steal_pointer(&out);
+}
+
+static void
+flush_assistant(JsonArray *context, GString *text, JsonArray **calls)
+{
+	JsonObject *msg;
+
+	if (text->len == 0 && json_array_get_length(*calls) == 0)
+		return;
+	msg = json_object_new();
+	json_object_set_string_member(msg, "role", "assistant");
+	if (text->len > 0)
+		json_object_set_string_member(msg, "content", text->str);
+	else
+		json_object_set_null_member(msg, "content");
+	if (json_array_get_length(*calls) > 0)
+		json_object_set_array_member(msg, "tool_calls", g_steal_pointer(calls));
+	json_array_add_object_element(context, msg);
+	g_string_truncate(text, 0);
+	g_clear_pointer(calls, json_array_unref);
+	*calls = json_array_new();
+}
+
+static JsonObject *
+tool_call_from_block(JsonObject *block)
+{
+	JsonObject *call = json_object_new();
+	JsonObject *fn = json_object_new();
+
+	json_object_set_string_member(call,
+				      "id",
+				      json_object_get_string_member_with_default(block, "id", ""));
+	json_object_set_string_member(call, "type", "function");
+	json_object_set_string_member(
+	    fn,
+	    "name",
+	    json_object_get_string_member_with_default(block, "name", ""));
+	json_object_set_string_member(
+	    fn,
+	    "arguments",
+	    json_object_get_string_member_with_default(block, "arguments", ""));
+	json_object_set_object_member(call, "function", fn);
+	return call;
+}
+
+/* An answer whose agent ran tools is, for the model, a sequence: the
+ * assistant's calls, each tool's result, then what it said next. */
+static void
+append_assistant(JsonArray *context, JsonArray *blocks)
+{
+	g_autoptr(GString) text = g_string_new(NULL);
+	g_autoptr(JsonArray) calls = json_array_new();
+
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		const gchar *type =
+		    block != NULL ? json_object_get_string_member_with_default(block, "type", "")
+				  : "";
+
+		if (g_str_equal(type, "text")) {
+			if (text->len > 0)
+				g_string_append_c(text, '\n');
+			g_string_append(
+			    text,
+			    json_object_get_string_member_with_default(block, "text", ""));
+		} else if (g_str_equal(type, "tool_call")) {
+			json_array_add_object_element(calls, tool_call_from_block(block));
+		} else if (g_str_equal(type, "tool_result")) {
+			flush_assistant(context, text, &calls);
+			json_array_add_object_element(context, tool_message_from_block(block));
+		}
+		/* errors, refusals and reasoning stay in the transcript only */
+	}
+	flush_assistant(context, text, &calls);
+}
+
+/**
+ * confab_openai_message_append_stored:
+ * @context: the OpenAI-shaped messages a provider is sent
+ * @message: a stored message
+ *
+ * Appends what @message was to the model, rebuilt from its content blocks:
+ * one message, or, for an answer whose agent ran tools, the assistant's
+ * tool calls, each tool's result and what it said next. A failed answer
+ * without text adds nothing.
+ */
+void
+confab_openai_message_append_stored(JsonArray *context, ConfabMessage *message)
+{
+	g_autoptr(JsonNode) blocks = NULL;
+	JsonObject *msg;
+
+	if (g_str_equal(confab_message_get_role(message), "assistant")) {
+		blocks = json_node_from_text(confab_message_get_content_blocks(message));
+		if (blocks != NULL && JSON_NODE_HOLDS_ARRAY(blocks))
+			append_assistant(context, json_node_get_array(blocks));
+		return;
+	}
+	msg = message_from_stored(message);
+	if (msg != NULL)
+		json_array_add_object_element(context, msg);
 }
 
 /**

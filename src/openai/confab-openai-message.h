@@ -11,8 +11,8 @@
 
 G_BEGIN_DECLS
 
-JsonObject *
-confab_openai_message_from_stored(ConfabMessage *message);
+void
+confab_openai_message_append_stored(JsonArray *context, ConfabMessage *message);
 
 gchar *
 confab_openai_message_get_text(JsonObject *message);
