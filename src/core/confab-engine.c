@@ -473,26 +473,33 @@ confab_engine_get_provider(ConfabEngine *self, const gchar *name)
 /* ---------- authentication ---------- */
 
 static gboolean
-token_has_scope(ConfabToken *token, const gchar *scope)
+token_has_scope(ConfabToken *token, const gchar *const *accepted)
 {
 	const gchar *const *scopes = confab_token_get_scopes(token);
-	return scopes != NULL && g_strv_contains(scopes, scope);
+	for (guint i = 0; scopes != NULL && accepted[i] != NULL; i++)
+		if (g_strv_contains(scopes, accepted[i]))
+			return TRUE;
+	return FALSE;
 }
 
 /**
  * confab_engine_authenticate:
  * @self: a #ConfabEngine
  * @authorization: (nullable): the Authorization header
+ * @scopes: the scopes the endpoint accepts, any one of them will do
  * @error: return location for a #GError
  *
  * Finds the token by the SHA-256 of the bearer secret, compares the whole
- * digest in constant time, and checks that it is live and carries a scope
- * that the v1 API accepts.
+ * digest in constant time, and checks that it is live and carries one of
+ * @scopes (%CONFAB_SCOPES_API for the v1 API).
  *
  * Returns: (transfer full): the principal
  */
 ConfabPrincipal *
-confab_engine_authenticate(ConfabEngine *self, const gchar *authorization, GError **error)
+confab_engine_authenticate(ConfabEngine *self,
+			   const gchar *authorization,
+			   const gchar *const *scopes,
+			   GError **error)
 {
 	g_autoptr(ConfabToken) token = NULL;
 	ConfabPrincipal *principal;
@@ -556,13 +563,14 @@ confab_engine_authenticate(ConfabEngine *self, const gchar *authorization, GErro
 				 "expired");
 		return NULL;
 	}
-	if (!token_has_scope(token, CONFAB_SCOPE_CHAT) &&
-	    !token_has_scope(token, CONFAB_SCOPE_FULL)) {
-		confab_error_set(error,
-				 CONFAB_ERROR_INSUFFICIENT_SCOPE,
-				 NULL,
-				 "This API token has none of the scopes this endpoint "
-				 "accepts (chat.completions, api.full)");
+	if (!token_has_scope(token, scopes)) {
+		g_autofree gchar *accepted = g_strjoinv(", ", (gchar **)scopes);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INSUFFICIENT_SCOPE,
+					NULL,
+					"This API token has none of the scopes this endpoint "
+					"accepts (%s)",
+					accepted);
 		return NULL;
 	}
 	principal = confab_principal_new(confab_token_get_owner(token), CONFAB_SESSION_SOURCE_API);

@@ -20,6 +20,12 @@ G_BEGIN_DECLS
 
 #define CONFAB_SCOPE_CHAT "chat.completions"
 #define CONFAB_SCOPE_FULL "api.full"
+#define CONFAB_SCOPE_METRICS "metrics.read"
+
+/* the scopes the v1 API accepts, any one of them */
+#define CONFAB_SCOPES_API ((const gchar *const[]){CONFAB_SCOPE_CHAT, CONFAB_SCOPE_FULL, NULL})
+/* the scope /metrics accepts */
+#define CONFAB_SCOPES_METRICS ((const gchar *const[]){CONFAB_SCOPE_METRICS, NULL})
 
 /**
  * ConfabQuotaInfo:
@@ -58,7 +64,10 @@ confab_engine_get_provider(ConfabEngine *self, const gchar *name);
 
 /* authentication */
 ConfabPrincipal *
-confab_engine_authenticate(ConfabEngine *self, const gchar *authorization, GError **error);
+confab_engine_authenticate(ConfabEngine *self,
+			   const gchar *authorization,
+			   const gchar *const *scopes,
+			   GError **error);
 
 /* agents */
 ConfabAgent *

@@ -11,6 +11,7 @@
 
 #include "http/confab-http-chat.h"
 #include "http/confab-http-lists.h"
+#include "http/confab-http-models.h"
 #include "http/confab-http-response.h"
 #include "http/confab-http-router.h"
 #include "http/server/confab-http-server.h"
@@ -55,6 +56,8 @@ static const Route routes[] = {
      confab_http_chat_handle},
     {"GET", "/api/v1/conversations", ROUTE_API_TOKEN, confab_http_lists_conversations},
     {"GET", "/api/v1/conversations/{}/messages", ROUTE_API_TOKEN, confab_http_lists_messages},
+    {"GET", "/api/v1/models", ROUTE_API_TOKEN, confab_http_models_list},
+    {"GET", "/api/v1/models/{}", ROUTE_API_TOKEN, confab_http_models_get},
 };
 
 /* What the head check leaves for the handler. */
@@ -213,6 +216,7 @@ check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, G
 		match->principal = confab_engine_authenticate(
 		    self->engine,
 		    confab_http_exchange_get_header(exchange, "Authorization"),
+		    CONFAB_SCOPES_API,
 		    error);
 		if (match->principal == NULL)
 			return FALSE;

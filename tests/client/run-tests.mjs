@@ -904,6 +904,32 @@ test('a bound token: 403 permission_denied on another agent; lists limited to it
   );
 });
 
+test('models.list() and models.retrieve(): the agents a token may use', async () => {
+  const c = client(ctx.token);
+  const ids = [];
+  for await (const m of c.models.list()) {
+    assert.equal(m.object, 'model');
+    assert.equal(m.owned_by, 'confab');
+    assert.ok(isUnixSeconds(m.created), `created is Unix seconds: ${m.created}`);
+    assert.equal(typeof m.name, 'string');
+    ids.push(m.id);
+  }
+  assert.ok(ids.includes(ctx.agent) && ids.includes(ctx.otherAgent), `both agents listed: ${ids}`);
+  assert.deepEqual(ids, [...ids].sort(), 'by id');
+  const one = await c.models.retrieve(ctx.otherAgent);
+  assert.equal(one.id, ctx.otherAgent);
+  // a bound token sees its agent only; the other does not exist for it
+  const bound = client(ctx.boundToken);
+  const page = await bound.models.list();
+  assert.deepEqual(page.data.map((m) => m.id), [ctx.agent]);
+  await expectApiError(
+    () => bound.models.retrieve(ctx.otherAgent),
+    OpenAI.NotFoundError,
+    404,
+    'agent_not_found',
+  );
+});
+
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {
   const owner = 'carol';
   await setQuota(owner, 2);

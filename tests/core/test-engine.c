@@ -164,7 +164,7 @@ test_caches_loaded(Fixture *f, gconstpointer data)
 	g_assert_nonnull(found);
 	g_assert_cmpstr(confab_agent_get_name(found), ==, "kept");
 	header = g_strconcat("Bearer ", secret, NULL);
-	principal = confab_engine_authenticate(f->engine, header, &error);
+	principal = confab_engine_authenticate(f->engine, header, CONFAB_SCOPES_API, &error);
 	g_assert_no_error(error);
 	g_assert_cmpstr(principal->owner, ==, "alice");
 }
@@ -199,18 +199,18 @@ test_authenticate(Fixture *f, gconstpointer data)
 
 	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_autoptr(GError) error = NULL;
-		g_assert_null(confab_engine_authenticate(f->engine, bad[i].header, &error));
+		g_assert_null(confab_engine_authenticate(f->engine, bad[i].header, CONFAB_SCOPES_API, &error));
 		g_assert_error(error, CONFAB_ERROR, (gint)bad[i].code);
 	}
 	{
 		g_autoptr(GError) error = NULL;
-		g_assert_null(confab_engine_authenticate(f->engine, scopeless_header, &error));
+		g_assert_null(confab_engine_authenticate(f->engine, scopeless_header, CONFAB_SCOPES_API, &error));
 		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INSUFFICIENT_SCOPE);
 	}
 	{
 		g_autoptr(GError) error = NULL;
 		g_autoptr(ConfabPrincipal) p =
-		    confab_engine_authenticate(f->engine, good_header, &error);
+		    confab_engine_authenticate(f->engine, good_header, CONFAB_SCOPES_API, &error);
 		g_assert_no_error(error);
 		g_assert_cmpstr(p->owner, ==, "bob");
 		g_assert_cmpstr(p->token_id, ==, confab_token_get_id(token));
@@ -233,7 +233,7 @@ test_authenticate(Fixture *f, gconstpointer data)
 						 &slot);
 		res = wait_for(&slot);
 		g_assert_true(confab_engine_revoke_token_finish(f->engine, res, &error));
-		g_assert_null(confab_engine_authenticate(f->engine, good_header, &error));
+		g_assert_null(confab_engine_authenticate(f->engine, good_header, CONFAB_SCOPES_API, &error));
 		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_API_KEY);
 	}
 }

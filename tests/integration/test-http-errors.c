@@ -558,7 +558,7 @@ test_not_found(Fixture *f, gconstpointer data)
 		    {"GET", "/"},
 		    {"GET", "/api/v1"},
 		    {"GET", "/api/v1/"},
-		    {"GET", "/api/v1/models"},
+		    {"GET", "/api/v1/embeddings"},
 		    {"GET", "/api/v2/conversations"},
 		    {"GET", "/v1/chat/completions"},
 		    {"POST", "/api/v1/chat/completions/"},
@@ -578,7 +578,7 @@ test_not_found(Fixture *f, gconstpointer data)
 		/* also without a token: nothing there to protect */
 		{
 			g_autoptr(ConfabTestResponse) r =
-			    confab_test_http(f->daemon, "GET", "/api/v1/models", NULL, NULL);
+			    confab_test_http(f->daemon, "GET", "/api/v1/embeddings", NULL, NULL);
 			g_assert_cmpuint(r->status, ==, 404);
 			g_assert_nonnull(r->json);
 		}
