@@ -620,6 +620,26 @@ confab_http_connection_send_stream_head(ConfabHttpConnection *conn, ConfabHttpEx
 	queue_copy(conn, head->str, head->len);
 }
 
+/*
+ * The unsent bytes of a stream but for its largest piece. A piece larger
+ * than the socket takes at once (a whole long answer in one delta) waits
+ * in the queue while a client that keeps up reads it; the pieces that come
+ * meanwhile must not count it against that client. A large piece gets a
+ * segment of its own, so the largest segment stands for it.
+ */
+static gsize
+conn_stream_backlog(ConfabHttpConnection *conn)
+{
+	gsize largest = 0;
+
+	for (GList *l = conn->out.head; l != NULL; l = l->next) {
+		gsize len;
+		segment_data(l->data, &len);
+		largest = MAX(largest, len);
+	}
+	return conn->out_bytes - largest;
+}
+
 void
 confab_http_connection_send_piece(ConfabHttpConnection *conn,
 				  ConfabHttpExchange *exchange,
@@ -629,10 +649,12 @@ confab_http_connection_send_piece(ConfabHttpConnection *conn,
 				  gboolean flush)
 {
 	gboolean chunked = exchange->head.version_minor > 0;
+	gsize backlog = conn_stream_backlog(conn);
 
-	/* what the client left unread from earlier pieces, not this one: a
-	 * large piece alone never cuts a reader that keeps up */
-	if (conn->out_bytes > conn->server->limits.max_stream_buffer) {
+	/* what the client left unread from earlier pieces, not this one, and
+	 * not the largest one it is still reading: a large piece never cuts
+	 * a reader that keeps up */
+	if (backlog > conn->server->limits.max_stream_buffer) {
 		g_debug("closing a stream whose client reads too slowly (%" G_GSIZE_FORMAT
 			" bytes unsent)",
 			conn->out_bytes);
