@@ -599,25 +599,13 @@ rss_below(gpointer data)
 static void
 test_reader_stops_dropped(void)
 {
-	g_autoptr(ConfabTestDaemon) daemon = NULL;
-	g_autofree gchar *agent = NULL;
-	g_autofree gchar *token = NULL;
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(CONFIG_SLOW_READERS, NULL);
+	g_autofree gchar *agent = confab_test_create_agent(daemon, "echo", "echo");
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
 	/* ASan keeps freed memory in quarantine: RSS says nothing there */
 	gboolean measure = g_getenv("ASAN_OPTIONS") == NULL;
-	guint64 rss_start;
-
-	/*
-	 * A freed 3 MB buffer goes back to the system only if malloc mapped
-	 * it alone; glibc's dynamic threshold soon puts such buffers in the
-	 * heap, which it keeps. A fixed threshold makes the daemon's RSS
-	 * follow what it holds.
-	 */
-	g_setenv("MALLOC_MMAP_THRESHOLD_", "131072", TRUE);
-	daemon = confab_test_daemon_start(CONFIG_SLOW_READERS, NULL);
-	g_unsetenv("MALLOC_MMAP_THRESHOLD_");
-	agent = confab_test_create_agent(daemon, "echo", "echo");
-	token = confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
-	rss_start = daemon_rss_kib(daemon);
+	guint64 rss_start = daemon_rss_kib(daemon);
 
 	/*
 	 * The first round grows the heap, SQLite's caches and the like to a
@@ -1239,6 +1227,14 @@ main(gint argc, gchar **argv)
 {
 	gint ret;
 
+	/*
+	 * For the daemons started here (set before any thread could read the
+	 * environment): a freed 3 MB buffer goes back to the system only if
+	 * malloc mapped it alone, and glibc's dynamic threshold soon puts
+	 * such buffers in the heap, which it keeps. A fixed threshold makes
+	 * the daemon's RSS follow what it holds.
+	 */
+	g_setenv("MALLOC_MMAP_THRESHOLD_", "131072", TRUE);
 	confab_test_init(&argc, &argv, TRUE);
 	g_test_add_func("/confab/hardening/reader-stops-dropped", test_reader_stops_dropped);
 	g_test_add_func("/confab/hardening/stream-reader-stops", test_stream_reader_stops);
