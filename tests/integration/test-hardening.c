@@ -36,12 +36,29 @@
 #define BIG_TEXT     (3 * 1024 * 1024)
 #define N_DROPPED    5
 
+/* bodies of 3 MB and more must not meet body_timeout on a busy daemon */
 #define CONFIG_SLOW_READERS                                                                        \
 	"[limits]\n"                                                                               \
 	"idle_timeout=2\n"                                                                         \
-	"body_timeout=3\n"                                                                         \
+	"body_timeout=60\n"                                                                        \
 	"max_stream_buffer=65536\n"                                                                \
 	"max_body_bytes=33554432\n"
+
+#define CONFIG_BODY_DEADLINE                                                                       \
+	"[limits]\n"                                                                               \
+	"idle_timeout=2\n"                                                                         \
+	"body_timeout=3\n"
+
+/* How late a deadline may be met: 2 s (the daemon checks its deadlines
+ * once a second, and we poll). Under the asan setup, parsing, echoing and
+ * answering five texts of 3 MB keeps the daemon's main loop, which also
+ * runs the deadline timer, busy for seconds at a time (a connection was
+ * seen dropped 6.9 s late): there, 15 s. */
+static gint64
+late_us(void)
+{
+	return (g_getenv("ASAN_OPTIONS") != NULL ? 15 : 2) * G_USEC_PER_SEC;
+}
 
 /* ---------- raw sockets ---------- */
 
@@ -540,7 +557,7 @@ drop_round(ConfabTestDaemon *daemon,
 		/* the stall was the reason: not before idle_timeout, and not
 		 * much after it */
 		g_assert_cmpint(after_stall, >=, (IDLE_TIMEOUT - 1) * G_USEC_PER_SEC);
-		g_assert_cmpint(after_stall, <=, (IDLE_TIMEOUT + 2) * G_USEC_PER_SEC);
+		g_assert_cmpint(after_stall, <=, IDLE_TIMEOUT * G_USEC_PER_SEC + late_us());
 
 		/* what the kernel still had comes, then the end: the answer
 		 * was cut short */
@@ -708,7 +725,7 @@ test_stream_reader_stops(void)
 	g_assert_cmpint(closed_at, !=, 0);
 	g_test_message("the stream was cut %.2f s after it stalled",
 		       (closed_at - last_change) / 1e6);
-	g_assert_cmpint(closed_at - last_change, <=, (IDLE_TIMEOUT + 2) * G_USEC_PER_SEC);
+	g_assert_cmpint(closed_at - last_change, <=, IDLE_TIMEOUT * G_USEC_PER_SEC + late_us());
 
 	/* the rest is what the kernel held, and the stream never ended */
 	rest = raw_read_to_eof(fd, &eof);
@@ -972,7 +989,7 @@ test_per_peer_cap(void)
 static void
 test_body_deadline(void)
 {
-	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(CONFIG_SLOW_READERS, NULL);
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(CONFIG_BODY_DEADLINE, NULL);
 	g_autofree gchar *token =
 	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
 	g_autofree gchar *head = chat_request_text(token, 1000);
@@ -1011,7 +1028,7 @@ test_body_deadline(void)
 	assert_error_shape(r->body, "request_timeout");
 	/* not before body_timeout, and not much after */
 	g_assert_cmpint(elapsed, >=, BODY_TIMEOUT * G_USEC_PER_SEC - G_USEC_PER_SEC / 10);
-	g_assert_cmpint(elapsed, <=, (BODY_TIMEOUT + 2) * G_USEC_PER_SEC);
+	g_assert_cmpint(elapsed, <=, BODY_TIMEOUT * G_USEC_PER_SEC + late_us());
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
@@ -1076,7 +1093,7 @@ test_inflight_bodies(void)
 	raw_send(c, request->str, head_len);
 	refused = raw_read_response(c);
 	g_test_message("refused in %.3f s", (g_get_monotonic_time() - start) / 1e6);
-	g_assert_cmpint(g_get_monotonic_time() - start, <, G_USEC_PER_SEC);
+	g_assert_cmpint(g_get_monotonic_time() - start, <, late_us() / 2);
 	close(c);
 	g_assert_cmpuint(refused->status, ==, 503);
 	retry = raw_header(refused, "Retry-After");
