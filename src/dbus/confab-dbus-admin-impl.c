@@ -16,8 +16,8 @@
 
 /*
  * org.confab.Confab1.Admin: one handler per method, each a thin translation
- * between a{sv} and the engine or the store. Who may call is decided once,
- * in g-authorize-method. Handlers that wait on the store hand the
+ * between a{sv} and the engine or the store. Who may call, or read a
+ * property, is decided once, in g-authorize-method. Handlers that wait on the store hand the
  * invocation to the async call and complete it in the callback.
  */
 
@@ -941,6 +941,92 @@ confab_dbus_admin_impl_authorize_method(GDBusInterfaceSkeleton *skeleton,
 	return TRUE;
 }
 
+/* ---------- property reads ---------- */
+
+/*
+ * GDBusInterfaceSkeleton runs g-authorize-method for method calls only:
+ * with the generated vtable, org.freedesktop.DBus.Properties.Get and
+ * GetAll go from GDBusConnection straight to its get_property(), and any
+ * caller could read the Admin properties. Without a get_property(),
+ * GDBusConnection hands Get and GetAll to method_call() instead (GLib
+ * 2.38), and the skeleton authorizes them as any method before they come
+ * here. Set never does: every Admin property is read-only.
+ */
+static const GDBusInterfaceVTable *parent_vtable;
+
+static void
+admin_method_call(GDBusConnection *connection,
+		  const gchar *sender,
+		  const gchar *object_path,
+		  const gchar *interface_name,
+		  const gchar *method_name,
+		  GVariant *parameters,
+		  GDBusMethodInvocation *invocation,
+		  gpointer user_data)
+{
+	GDBusInterfaceSkeleton *skeleton = G_DBUS_INTERFACE_SKELETON(user_data);
+	g_autoptr(GVariant) value = NULL;
+
+	if (g_strcmp0(interface_name, "org.freedesktop.DBus.Properties") != 0) {
+		parent_vtable->method_call(connection,
+					   sender,
+					   object_path,
+					   interface_name,
+					   method_name,
+					   parameters,
+					   invocation,
+					   user_data);
+		return;
+	}
+	if (g_strcmp0(method_name, "Get") == 0) {
+		const GDBusPropertyInfo *info =
+		    g_dbus_method_invocation_get_property_info(invocation);
+		GError *error = NULL;
+
+		value =
+		    parent_vtable->get_property(connection,
+						sender,
+						object_path,
+						g_dbus_interface_skeleton_get_info(skeleton)->name,
+						info->name,
+						&error,
+						user_data);
+		if (value == NULL) {
+			g_dbus_method_invocation_take_error(invocation, error);
+			return;
+		}
+		g_variant_take_ref(value);
+		g_dbus_method_invocation_return_value(invocation, g_variant_new("(v)", value));
+		return;
+	}
+	if (g_strcmp0(method_name, "GetAll") == 0) {
+		value = g_variant_take_ref(g_dbus_interface_skeleton_get_properties(skeleton));
+		g_dbus_method_invocation_return_value(invocation, g_variant_new("(@a{sv})", value));
+		return;
+	}
+	g_dbus_method_invocation_return_error(invocation,
+					      G_DBUS_ERROR,
+					      G_DBUS_ERROR_PROPERTY_READ_ONLY,
+					      "The Admin properties are read-only");
+}
+
+static GDBusInterfaceVTable *
+confab_dbus_admin_impl_get_vtable(GDBusInterfaceSkeleton *skeleton)
+{
+	static GDBusInterfaceVTable vtable;
+	static gsize initialized = 0;
+
+	if (g_once_init_enter(&initialized)) {
+		parent_vtable = G_DBUS_INTERFACE_SKELETON_CLASS(confab_dbus_admin_impl_parent_class)
+				    ->get_vtable(skeleton);
+		vtable = *parent_vtable;
+		vtable.method_call = admin_method_call;
+		vtable.get_property = NULL;
+		g_once_init_leave(&initialized, 1);
+	}
+	return &vtable;
+}
+
 /* ---------- live properties ---------- */
 
 static void
@@ -994,8 +1080,10 @@ confab_dbus_admin_impl_class_init(ConfabDbusAdminImplClass *klass)
 	 * skeleton's, unless overridden here */
 	g_object_class_override_property(object_class, PROP_ACTIVE_TURNS, "active-turns");
 	g_object_class_override_property(object_class, PROP_TURNS_SERVED, "turns-served");
-	/* the one place that decides who may call; GDBus runs it in a thread */
+	/* the one place that decides who may call, property reads included;
+	 * GDBus runs it in a thread */
 	skeleton_class->g_authorize_method = confab_dbus_admin_impl_authorize_method;
+	skeleton_class->get_vtable = confab_dbus_admin_impl_get_vtable;
 }
 
 static void

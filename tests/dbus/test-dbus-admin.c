@@ -1416,6 +1416,122 @@ test_delete_session_mid_turn(Fixture *f, gconstpointer data)
 	confab_test_upstream_stop(up);
 }
 
+/* ---------- revocation ---------- */
+
+/* Reads from @conn until @text has come (or the daemon closes). */
+static void
+read_until(GSocketConnection *conn, GString *got, const gchar *text)
+{
+	GSocket *socket = g_socket_connection_get_socket(conn);
+	gchar buf[4096];
+
+	while (strstr(got->str, text) == NULL) {
+		g_autoptr(GError) error = NULL;
+		gssize n = g_socket_receive(socket, buf, sizeof(buf), NULL, &error);
+		g_assert_no_error(error);
+		g_assert_cmpint(n, >, 0);
+		g_string_append_len(got, buf, n);
+	}
+}
+
+/*
+ * A revocation applies to the requests that start after it: the token is
+ * checked once, when a request arrives. A stream already running with it
+ * goes on to its end (bounded by the upstream's total_timeout) and its
+ * turn is stored; the next request with the token is refused.
+ */
+static void
+test_revoke_mid_stream(Fixture *f, gconstpointer data)
+{
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autoptr(GSocketClient) client = g_socket_client_new();
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autoptr(GString) got = g_string_new(NULL);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GVariant) messages = NULL;
+	g_autoptr(GVariant) assistant = NULL;
+	g_autofree gchar *token_id = NULL;
+	g_autofree gchar *secret =
+	    confab_test_create_token(f->daemon, "carol", "chat.completions", NULL, &token_id);
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *request = NULL;
+	g_autofree gchar *session = NULL;
+	const gchar *session_header;
+
+	agent = confab_test_create_agent_props(
+	    f->daemon,
+	    props_new("name",
+		      g_variant_new_string("slow"),
+		      "provider",
+		      g_variant_new_string("openai"),
+		      "base_url",
+		      g_variant_new_string(confab_test_upstream_get_base_url(up)),
+		      "upstream_model",
+		      g_variant_new_string("m"),
+		      NULL));
+	body = g_strdup_printf("{\"model\":\"%s\",\"stream\":true,"
+			       "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+			       agent);
+	request = g_strdup_printf("POST /api/v1/chat/completions HTTP/1.1\r\n"
+				  "Host: x\r\n"
+				  "Authorization: Bearer %s\r\n"
+				  "Content-Type: application/json\r\n"
+				  "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n%s",
+				  secret,
+				  strlen(body),
+				  body);
+
+	/* the stream has begun, and its turn waits on the upstream */
+	conn = g_socket_client_connect_to_uri(client, f->daemon->url, 80, NULL, &error);
+	g_assert_no_error(error);
+	g_socket_set_timeout(g_socket_connection_get_socket(conn), 30);
+	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+				  request,
+				  strlen(request),
+				  NULL,
+				  NULL,
+				  &error);
+	g_assert_no_error(error);
+	read_until(conn, got, "\"role\":\"assistant\"");
+	g_assert_true(g_str_has_prefix(got->str, "HTTP/1.1 200"));
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+
+	/* revoked now: a new request with the token is refused at once... */
+	confab_dbus_admin_call_revoke_token_sync(f->daemon->admin, token_id, NULL, &error);
+	g_assert_no_error(error);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "GET", "/api/v1/conversations", secret, NULL);
+		confab_test_assert_error(r, 401, "invalid_api_key");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, secret, agent, NULL, "again", TRUE);
+		confab_test_assert_error(r, 401, "invalid_api_key");
+	}
+
+	/* ...while the stream that began before goes on to its end */
+	confab_test_upstream_set_hold(up, FALSE);
+	read_until(conn, got, "\r\n0\r\n\r\n");
+	g_assert_nonnull(strstr(got->str, "\"content\":\"slow answer\""));
+	g_assert_nonnull(strstr(got->str, "\"finish_reason\":\"stop\""));
+	g_assert_nonnull(strstr(got->str, "data: [DONE]"));
+	g_assert_null(strstr(got->str, "\"error\""));
+
+	/* and its turn is stored whole */
+	session_header = strstr(got->str, "x-session-id: ");
+	g_assert_nonnull(session_header);
+	session_header += strlen("x-session-id: ");
+	session = g_strndup(session_header, strcspn(session_header, "\r"));
+	messages = get_messages(f, session, NULL);
+	g_assert_cmpuint(g_variant_n_children(messages), ==, 2);
+	assistant = g_variant_get_child_value(messages, 1);
+	g_assert_cmpstr(confab_test_variant_string(assistant, "role"), ==, "assistant");
+	g_assert_cmpstr(confab_test_variant_string(assistant, "status"), ==, "completed");
+	confab_test_upstream_stop(up);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1438,6 +1554,7 @@ main(int argc, char **argv)
 	ADD("refused-not-served", test_refused_not_served);
 	/* fails while a turn's answer stored into a deleted session is a 500 (see the report) */
 	ADD("delete-session-mid-turn", test_delete_session_mid_turn);
+	ADD("revoke-mid-stream", test_revoke_mid_stream);
 #undef ADD
 	ret = g_test_run();
 	confab_test_finish();

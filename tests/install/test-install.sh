@@ -211,9 +211,8 @@ for policy in root.findall("policy"):
                 bad.append("%s may call Admin" % who)
             if iface == "org.confab.Confab1.Admin" and who.get("user") not in (None, "root"):
                 bad.append("%s may call Admin" % who)
-            if iface == "org.freedesktop.DBus.Properties" and a.get("send_member") == "Set" \
-                    and who.get("context") == "default":
-                bad.append("anyone may set properties")
+            if iface == "org.freedesktop.DBus.Properties" and who.get("context") == "default":
+                bad.append("anyone may read or set properties")
 for b in bad:
     print("policy:", b, file=sys.stderr)
 sys.exit(1 if bad else 0)
@@ -305,10 +304,10 @@ fi
 # ---------- the D-Bus policy, enforced by a real bus ----------
 # A private bus of type "system" with the usual default deny, plus the
 # installed policy with its principals mapped onto the one user that runs
-# this test: as "root" (or the admin group) it may call Admin; as an ordinary
-# user only Chat, Introspectable and Properties.Get/GetAll reach the daemon
-# and the bus itself refuses Admin. Both times it owns the name as the
-# service user.
+# this test: as "root" (or the admin group) it may call Admin and read its
+# properties; as an ordinary user only Chat and Introspectable reach the
+# daemon and the bus itself refuses Admin and Properties. Both times it owns
+# the name as the service user.
 bus_pid=
 daemon_pid=
 stop_bus() {
@@ -413,6 +412,11 @@ else
 				ok "policy: root runs confabctl agent list" ||
 				fail "policy/admin: confabctl agent list exits $?"
 		fi
+		out=$(call_confab org.freedesktop.DBus.Properties.GetAll org.confab.Confab1.Admin)
+		case "$out" in
+		*"'Version'"*) ok "policy: root reads the Admin properties" ;;
+		*) fail "policy/admin: Properties.GetAll: $out" ;;
+		esac
 	fi
 	stop_bus
 	# as anyone else: the bus refuses Admin, lets Chat and reading through
@@ -439,10 +443,15 @@ else
 		*"interface org.confab.Confab1.Chat"*) ok "policy: an ordinary user introspects" ;;
 		*) fail "policy/user: Introspect: $out" ;;
 		esac
-		out=$(call_confab org.freedesktop.DBus.Properties.GetAll org.confab.Confab1.Chat)
+		out=$(call_confab org.freedesktop.DBus.Properties.GetAll org.confab.Confab1.Admin)
 		case "$out" in
-		*"$denied"*) fail "policy/user: Properties.GetAll refused: $out" ;;
-		*) ok "policy: an ordinary user reads properties" ;;
+		*"$denied"*) ok "policy: an ordinary user may not read the Admin properties" ;;
+		*) fail "policy/user: Properties.GetAll was not refused by the bus: $out" ;;
+		esac
+		out=$(call_confab org.freedesktop.DBus.Properties.Get org.confab.Confab1.Admin ListenAddress)
+		case "$out" in
+		*"$denied"*) ok "policy: an ordinary user may not read ListenAddress" ;;
+		*) fail "policy/user: Properties.Get was not refused by the bus: $out" ;;
 		esac
 		out=$(call_confab org.freedesktop.DBus.Properties.Set org.confab.Confab1.Admin Version '<"x">')
 		case "$out" in

@@ -12,6 +12,7 @@
 #include <glib-unix.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -620,6 +621,26 @@ confab_http_connection_send_stream_head(ConfabHttpConnection *conn, ConfabHttpEx
 	queue_copy(conn, head->str, head->len);
 }
 
+/*
+ * The unsent bytes of a stream but for its largest piece. A piece larger
+ * than the socket takes at once (a whole long answer in one delta) waits
+ * in the queue while a client that keeps up reads it; the pieces that come
+ * meanwhile must not count it against that client. A large piece gets a
+ * segment of its own, so the largest segment stands for it.
+ */
+static gsize
+conn_stream_backlog(ConfabHttpConnection *conn)
+{
+	gsize largest = 0;
+
+	for (GList *l = conn->out.head; l != NULL; l = l->next) {
+		gsize len;
+		segment_data(l->data, &len);
+		largest = MAX(largest, len);
+	}
+	return conn->out_bytes - largest;
+}
+
 void
 confab_http_connection_send_piece(ConfabHttpConnection *conn,
 				  ConfabHttpExchange *exchange,
@@ -629,10 +650,12 @@ confab_http_connection_send_piece(ConfabHttpConnection *conn,
 				  gboolean flush)
 {
 	gboolean chunked = exchange->head.version_minor > 0;
+	gsize backlog = conn_stream_backlog(conn);
 
-	/* what the client left unread from earlier pieces, not this one: a
-	 * large piece alone never cuts a reader that keeps up */
-	if (conn->out_bytes > conn->server->limits.max_stream_buffer) {
+	/* what the client left unread from earlier pieces, not this one, and
+	 * not the largest one it is still reading: a large piece never cuts
+	 * a reader that keeps up */
+	if (backlog > conn->server->limits.max_stream_buffer) {
 		g_debug("closing a stream whose client reads too slowly (%" G_GSIZE_FORMAT
 			" bytes unsent)",
 			conn->out_bytes);
@@ -901,11 +924,30 @@ static GSourceFuncs conn_source_funcs = {
 
 /* ---------- deadlines ---------- */
 
+/*
+ * Whether the socket is ready for @events now. A pause deadline measures
+ * the client, but what the timer sees is when this main loop last read or
+ * wrote: while the loop was busy elsewhere (a large turn being parsed or
+ * answered) a client that kept sending, or kept reading, looks idle. Its
+ * bytes waiting to be read, or room to write, say otherwise; the watch
+ * takes them in this same iteration and moves the deadline.
+ */
+static gboolean
+conn_ready(ConfabHttpConnection *conn, gshort events)
+{
+	struct pollfd pfd = {conn->fd, events, 0};
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & events) != 0;
+}
+
 static void
 conn_check_deadline(ConfabHttpConnection *conn, gint64 now)
 {
 	switch (conn->state) {
 	case CONN_IDLE:
+		/* a next request waiting unread is no idle client */
+		if (now >= conn->deadline && !conn_ready(conn, POLLIN))
+			conn_close(conn);
+		break;
 	case CONN_CLOSING:
 		if (now >= conn->deadline)
 			conn_close(conn);
@@ -917,17 +959,21 @@ conn_check_deadline(ConfabHttpConnection *conn, gint64 now)
 			       "The request head took too long to arrive");
 		break;
 	case CONN_BODY:
-		if (now >= conn->deadline || now >= conn->body_deadline)
+		/* the whole body's deadline holds whatever waits; the pause
+		 * between two reads is the client's only if nothing does */
+		if (now >= conn->body_deadline ||
+		    (now >= conn->deadline && !conn_ready(conn, POLLIN)))
 			refuse(conn,
 			       CONFAB_ERROR_REQUEST_TIMEOUT,
 			       "The request body took too long to arrive");
 		break;
 	case CONN_BUSY:
 	default:
-		/* a response nobody reads */
+		/* a response nobody reads: the socket has no room for it */
 		if (conn->out_bytes > 0 &&
 		    now >= conn->last_progress +
-			       (gint64)conn->server->limits.idle_timeout * G_USEC_PER_SEC) {
+			       (gint64)conn->server->limits.idle_timeout * G_USEC_PER_SEC &&
+		    !conn_ready(conn, POLLOUT)) {
 			g_debug("closing %s: its response went unread", conn->peer);
 			conn_close(conn);
 		}

@@ -23,7 +23,9 @@ G_BEGIN_DECLS
  * @max_inflight_body_bytes: request bodies held at once, all connections
  *   together; 503 beyond
  * @max_stream_buffer: bytes of a streamed response that may wait unsent
- *   before the next piece; a client that reads slower is disconnected
+ *   before the next piece, besides the largest piece (which a client that
+ *   keeps up may still be reading); a client that reads slower is
+ *   disconnected
  */
 typedef struct {
 	guint max_connections;
