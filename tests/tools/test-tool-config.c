@@ -134,7 +134,7 @@ static const Refusal refusals[] = {
     {"{\"mcpServers\":{\"abcdefghijklmnopqrstuvwxyz0123456\":{\"command\":\"x\"}}}",
      "must be 1 to 32"},
     {"{\"mcpServers\":{\"fs\":\"npx\"}}", "server “fs”: must be an object"},
-    {"{\"mcpServers\":{\"fs\":{\"comand\":\"x\"}}}", "server “fs”: “comand” is not a key"},
+    {"{\"mcpServers\":{\"fs\":{\"cmd\":\"x\"}}}", "server “fs”: “cmd” is not a key"},
     {"{\"mcpServers\":{\"fs\":{\"args\":[]}}}", "server “fs”: needs “command” (stdio) or “url”"},
     {"{\"mcpServers\":{\"fs\":{\"command\":\"x\",\"url\":\"http://h/\"}}}",
      "server “fs”: has both “command” (stdio) and “url” (HTTP)"},
@@ -323,6 +323,14 @@ replace(const gchar *text, const gchar *from, const gchar *to)
 	return g_strjoinv(to, parts);
 }
 
+/* replace(), taking @text */
+static gchar *
+replace_take(gchar *text, const gchar *from, const gchar *to)
+{
+	g_autofree gchar *old = text;
+	return replace(old, from, to);
+}
+
 static void
 assert_merge_refused(const gchar *old, const gchar *new, const gchar *message)
 {
@@ -362,12 +370,14 @@ test_merge_masked(void)
 	/* an edit next to masked secrets: the edit is taken, the secrets stay,
 	 * a new value replaces its secret */
 	edited = replace(masked, "\"timeout\":0.5", "\"timeout\":2");
-	edited = replace(g_steal_pointer(&edited), "\"X-Team\":\"********\"", "\"X-Team\":\"red\"");
+	edited =
+	    replace_take(g_steal_pointer(&edited), "\"X-Team\":\"********\"", "\"X-Team\":\"red\"");
 	g_assert_true(confab_tool_config_merge_masked(FULL, edited, &merged_edit, &error));
 	g_assert_no_error(error);
 	expected_edit = replace(FULL, "\"timeout\":0.5", "\"timeout\":2");
-	expected_edit =
-	    replace(g_steal_pointer(&expected_edit), "\"X-Team\":\"blue\"", "\"X-Team\":\"red\"");
+	expected_edit = replace_take(g_steal_pointer(&expected_edit),
+				     "\"X-Team\":\"blue\"",
+				     "\"X-Team\":\"red\"");
 	assert_same_json(merged_edit, expected_edit);
 
 	/* nothing masked: the text as sent, spaces and all */
