@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1279,6 +1280,7 @@ call_resolve(GTask *task)
 	ConfabToolbox *self = g_task_get_source_object(task);
 	Call *call = g_task_get_task_data(task);
 	ConfabToolboxTool *tool = NULL;
+	Server *server = NULL;
 
 	if (call->agent->detached) {
 		call_fail(task,
@@ -1299,7 +1301,9 @@ call_resolve(GTask *task)
 				 task);
 		return;
 	}
-	if (tool == NULL) {
+	if (tool != NULL)
+		server = agent_find_server(call->agent, tool->server);
+	if (server == NULL) {
 		GError *error = NULL;
 		confab_error_set_printf(&error,
 					CONFAB_ERROR_NOT_FOUND,
@@ -1311,7 +1315,7 @@ call_resolve(GTask *task)
 		g_object_unref(task);
 		return;
 	}
-	call->server = server_ref(agent_find_server(call->agent, tool->server));
+	call->server = server_ref(server);
 	call->tool = g_strdup(tool->tool);
 	server_ensure_async(call->server, self, g_task_get_cancellable(task), on_call_ready, task);
 }
@@ -1659,9 +1663,15 @@ static void
 confab_toolbox_class_init(ConfabToolboxClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	struct sigaction action;
 
 	object_class->dispose = confab_toolbox_dispose;
 	object_class->finalize = confab_toolbox_finalize;
+	/* a write to the stdin of a server that just died must fail with
+	 * EPIPE, not kill the daemon: SIGPIPE is ignored, as GSocket does for
+	 * sockets (a handler someone else installed is left alone) */
+	if (sigaction(SIGPIPE, NULL, &action) == 0 && action.sa_handler == SIG_DFL)
+		signal(SIGPIPE, SIG_IGN);
 }
 
 static void
