@@ -56,7 +56,9 @@
  * {"_http":"DELETE"}), --ignore-term (survives SIGTERM and, over stdio,
  * the end of its input), --require-header
  * "Name: value" (HTTP: 401 without it; repeatable), --get-stream (HTTP: GET
- * opens a stream that carries list_changed; otherwise GET is 405).
+ * opens a stream that carries list_changed; otherwise GET is 405),
+ * --tool-prefix P (every tool is listed and called as P followed by its
+ * name, for long and odd names).
  */
 
 #define PNG_1X1_BASE64                                                                             \
@@ -118,6 +120,7 @@ struct _Server {
 	gchar **required_headers;
 	gboolean get_stream;
 	gboolean ignore_term;
+	gchar *tool_prefix;
 	GHashTable *pending; /* id text -> Reply (slow, progress) */
 	GHashTable *asking;  /* id text of our requests -> Reply (ask_client) */
 	guint next_own_id;
@@ -466,9 +469,13 @@ tools_list(Reply *reply, JsonObject *params)
 	json_builder_set_member_name(b, "tools");
 	json_builder_begin_array(b);
 	for (guint i = start; i < end; i++) {
+		g_autofree gchar *tool_name =
+		    g_strconcat(server->tool_prefix != NULL ? server->tool_prefix : "",
+				tools[i].name,
+				NULL);
 		json_builder_begin_object(b);
 		json_builder_set_member_name(b, "name");
-		json_builder_add_string_value(b, tools[i].name);
+		json_builder_add_string_value(b, tool_name);
 		json_builder_set_member_name(b, "description");
 		json_builder_add_string_value(b, tools[i].description);
 		json_builder_set_member_name(b, "inputSchema");
@@ -681,6 +688,13 @@ tools_call(Reply *reply, JsonObject *params)
 	if (name == NULL) {
 		reply_send(reply, NULL, -32602, "Missing tool name");
 		return;
+	}
+	if (server->tool_prefix != NULL) {
+		if (!g_str_has_prefix(name, server->tool_prefix)) {
+			reply_send(reply, NULL, -32602, "Unknown tool");
+			return;
+		}
+		name += strlen(server->tool_prefix);
 	}
 	noise(server, "calling %s", name);
 
@@ -1202,6 +1216,13 @@ main(int argc, char **argv)
 	     "HTTP: 401 without this header",
 	     "'NAME: VALUE'"},
 	    {"get-stream", 0, 0, G_OPTION_ARG_NONE, &server.get_stream, "HTTP: serve GET", NULL},
+	    {"tool-prefix",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &server.tool_prefix,
+	     "Put P before every tool name",
+	     "P"},
 	    {NULL}};
 	g_autoptr(GOptionContext) context = g_option_context_new("- a scripted MCP server");
 

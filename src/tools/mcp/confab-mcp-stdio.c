@@ -556,12 +556,17 @@ stdio_start_async(ConfabMcpTransport *transport,
 		return;
 	}
 	self->started = TRUE;
+	/* NULL when the child exited, and was reaped, already: no group to kill */
 	self->identifier = g_strdup(g_subprocess_get_identifier(self->process));
-	self->pid = (pid_t)g_ascii_strtoll(self->identifier, NULL, 10);
+	self->pid = self->identifier != NULL ? (pid_t)g_ascii_strtoll(self->identifier, NULL, 10)
+					     : 0;
 	self->stdin_pipe = g_subprocess_get_stdin_pipe(self->process);
 	self->stdout_pipe = g_subprocess_get_stdout_pipe(self->process);
 	self->stderr_pipe = g_subprocess_get_stderr_pipe(self->process);
-	g_debug("%s: started %s as %s", self->name, self->argv[0], self->identifier);
+	g_debug("%s: started %s as %s",
+		self->name,
+		self->argv[0],
+		self->identifier != NULL ? self->identifier : "a process that exited at once");
 
 	g_subprocess_wait_async(self->process, NULL, on_exited, g_object_ref(self));
 	read_stdout(self);
