@@ -125,6 +125,7 @@ confab_store_usage_free(ConfabStoreUsage *usage)
 {
 	if (usage == NULL)
 		return;
+	g_free(usage->owner);
 	g_free(usage->month);
 	g_free(usage);
 }
@@ -310,6 +311,42 @@ confab_store_get_usage_async(ConfabStore *self,
  */
 ConfabStoreUsage *
 confab_store_get_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_list_usage_async:
+ * @self: a #ConfabStore
+ * @month: the month, `YYYY-MM` (UTC)
+ * @default_limit: the quota of owners without one of their own; 0 for none
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the list
+ * @user_data: data for @callback
+ *
+ * The use of every owner who has a quota: their own, or, when
+ * @default_limit is not 0, the default for those who have used some of it
+ * in @month.
+ */
+void
+confab_store_list_usage_async(ConfabStore *self,
+			      const gchar *month,
+			      guint64 default_limit,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->list_usage(self, month, default_limit, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_list_usage_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabStoreUsage): by owner
+ */
+GPtrArray *
+confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_pointer(self, result, error);
 }

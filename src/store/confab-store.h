@@ -107,6 +107,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
 
 /**
  * ConfabStoreUsage:
+ * @owner: whose
  * @month: the month counted, `YYYY-MM`
  * @requests: requests counted for the owner in @month
  * @limit: the owner's monthly quota; 0 when unlimited
@@ -117,6 +118,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
  * An owner's quota and use, as the store sees them.
  */
 typedef struct {
+	gchar *owner;
 	gchar *month;
 	guint64 requests;
 	guint64 limit;
@@ -209,6 +211,12 @@ struct _ConfabStoreInterface {
 			  GCancellable *cancellable,
 			  GAsyncReadyCallback callback,
 			  gpointer user_data);
+	void (*list_usage)(ConfabStore *self,
+			   const gchar *month,
+			   guint64 default_limit,
+			   GCancellable *cancellable,
+			   GAsyncReadyCallback callback,
+			   gpointer user_data);
 
 	/* turns */
 	void (*admit_quota)(ConfabStore *self,
@@ -321,6 +329,15 @@ confab_store_get_usage_async(ConfabStore *self,
 			     gpointer user_data);
 ConfabStoreUsage *
 confab_store_get_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_list_usage_async(ConfabStore *self,
+			      const gchar *month,
+			      guint64 default_limit,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
+GPtrArray *
+confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
 confab_store_admit_quota_async(ConfabStore *self,

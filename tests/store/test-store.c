@@ -267,6 +267,20 @@ admit(Fixture *f, const gchar *owner, guint64 default_limit)
 	return usage;
 }
 
+static GPtrArray *
+list_usage(Fixture *f, guint64 default_limit)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GPtrArray *list;
+	confab_store_list_usage_async(f->store, f->month, default_limit, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	list = confab_store_list_usage_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	return list;
+}
+
 static gboolean
 acquire(Fixture *f, const gchar *session_id, GError **error)
 {
@@ -1158,6 +1172,51 @@ test_quotas_and_usage(Fixture *f, gconstpointer data)
 }
 
 static void
+test_list_usage(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+
+	g_assert_true(set_quota(f, "carol", 2, &error));
+	g_assert_true(set_quota(f, "alice", 5, &error));
+	g_assert_no_error(error);
+	confab_store_usage_free(admit(f, "alice", 0));
+	confab_store_usage_free(admit(f, "bob", 0));
+	confab_store_usage_free(admit(f, "bob", 0));
+	{
+		/* no default: the owners with a quota of their own, by owner */
+		g_autoptr(GPtrArray) list = list_usage(f, 0);
+		ConfabStoreUsage *alice, *carol;
+		g_assert_cmpuint(list->len, ==, 2);
+		alice = g_ptr_array_index(list, 0);
+		carol = g_ptr_array_index(list, 1);
+		g_assert_cmpstr(alice->owner, ==, "alice");
+		g_assert_cmpuint(alice->limit, ==, 5);
+		g_assert_cmpuint(alice->requests, ==, 1);
+		g_assert_true(alice->is_override);
+		g_assert_cmpstr(alice->month, ==, f->month);
+		g_assert_cmpstr(carol->owner, ==, "carol");
+		g_assert_cmpuint(carol->requests, ==, 0);
+	}
+	{
+		/* a default: also who used some of it this month */
+		g_autoptr(GPtrArray) list = list_usage(f, 10);
+		ConfabStoreUsage *bob;
+		g_assert_cmpuint(list->len, ==, 3);
+		bob = g_ptr_array_index(list, 1);
+		g_assert_cmpstr(bob->owner, ==, "bob");
+		g_assert_cmpuint(bob->limit, ==, 10);
+		g_assert_cmpuint(bob->requests, ==, 2);
+		g_assert_false(bob->is_override);
+	}
+	/* a quota removed is no longer listed */
+	g_assert_true(set_quota(f, "carol", 0, &error));
+	{
+		g_autoptr(GPtrArray) list = list_usage(f, 0);
+		g_assert_cmpuint(list->len, ==, 1);
+	}
+}
+
+static void
 test_admit_quota(Fixture *f, gconstpointer data)
 {
 	/* the default quota: 3 a month */
@@ -1707,6 +1766,7 @@ add_tests(const Backend *backend)
 	    {"message-pages", test_message_pages},
 	    {"delete-session-cascades", test_delete_session_cascades},
 	    {"quotas-and-usage", test_quotas_and_usage},
+	    {"list-usage", test_list_usage},
 	    {"admit-quota", test_admit_quota},
 	    {"admit-concurrent", test_admit_concurrent},
 	    {"sessions-busy", test_sessions_busy},

@@ -851,6 +851,7 @@ usage_of(ConfabStoreSqlite *self, const gchar *owner, const gchar *month, guint6
 	roll_month(self, month);
 	used = g_str_equal(month, self->usage_month) ? g_hash_table_lookup(self->usage, owner)
 						     : NULL;
+	usage->owner = g_strdup(owner);
 	usage->month = g_strdup(month);
 	usage->requests = used != NULL ? *used : 0;
 	usage->limit = limit != NULL ? *limit : default_limit;
@@ -875,6 +876,58 @@ confab_store_sqlite_get_usage(ConfabStore *store,
 	g_task_return_pointer(task,
 			      usage_of(self, owner, month, default_limit),
 			      (GDestroyNotify)confab_store_usage_free);
+}
+
+static gint
+compare_usage(gconstpointer a, gconstpointer b)
+{
+	return strcmp((*(ConfabStoreUsage *const *)a)->owner,
+		      (*(ConfabStoreUsage *const *)b)->owner);
+}
+
+/* called with the lock held */
+static void
+add_owners(GHashTable *owners, GHashTable *table)
+{
+	GHashTableIter iter;
+	gpointer key;
+
+	g_hash_table_iter_init(&iter, table);
+	while (g_hash_table_iter_next(&iter, &key, NULL))
+		g_hash_table_add(owners, key);
+}
+
+static void
+confab_store_sqlite_list_usage(ConfabStore *store,
+			       const gchar *month,
+			       guint64 default_limit,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	g_autoptr(GHashTable) owners = g_hash_table_new(g_str_hash, g_str_equal);
+	GPtrArray *list = g_ptr_array_new_with_free_func((GDestroyNotify)confab_store_usage_free);
+	GHashTableIter iter;
+	gpointer owner;
+
+	g_task_set_source_tag(task, confab_store_sqlite_list_usage);
+	roll_month(self, month);
+	add_owners(owners, self->quotas);
+	if (default_limit > 0 && g_str_equal(month, self->usage_month))
+		add_owners(owners, self->usage);
+	g_hash_table_iter_init(&iter, owners);
+	while (g_hash_table_iter_next(&iter, &owner, NULL)) {
+		ConfabStoreUsage *usage = usage_of(self, owner, month, default_limit);
+		if (usage->limit > 0)
+			g_ptr_array_add(list, usage);
+		else
+			confab_store_usage_free(usage);
+	}
+	g_ptr_array_sort(list, compare_usage);
+	g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
 }
 
 static void
@@ -1666,6 +1719,7 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->set_quota = confab_store_sqlite_set_quota;
 	iface->get_usage = confab_store_sqlite_get_usage;
 	iface->admit_quota = confab_store_sqlite_admit_quota;
+	iface->list_usage = confab_store_sqlite_list_usage;
 	iface->release_quota = confab_store_sqlite_release_quota;
 	iface->acquire_session = confab_store_sqlite_acquire_session;
 	iface->release_session = confab_store_sqlite_release_session;
