@@ -34,7 +34,7 @@ LAYERS = {
     "tools/mcp": ["upstream", "model", "util"],
     "tools": ["tools/mcp", "providers", "openai", "model", "util"],
     "core": ["store", "store/sqlite", "store/postgres", "providers", "tools", "tools/mcp",
-             "upstream", "openai", "model", "util"],
+             "upstream", "openai", "metrics", "model", "util"],
     "metrics": ["util"],
     "http/server": ["openai", "util"],
     "http": ["http/server", "core", "store", "providers", "tools", "metrics", "openai",

@@ -385,6 +385,31 @@ confab_daemon_stop(ConfabDaemon *self)
 	confab_engine_begin_shutdown(self->engine);
 }
 
+static void
+tools_stopped_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	gboolean *done = user_data;
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_toolbox_shutdown_finish(CONFAB_TOOLBOX(source), result, &error))
+		g_warning("stopping the agents' tool servers: %s", error->message);
+	*done = TRUE;
+}
+
+/* The agents' tool servers: SIGTERM, SIGKILL 5 s later; at most 10 s. */
+static void
+stop_tool_servers(ConfabDaemon *self)
+{
+	gboolean done = FALSE;
+
+	confab_toolbox_shutdown_async(confab_engine_get_toolbox(self->engine),
+				      NULL,
+				      tools_stopped_cb,
+				      &done);
+	while (!done)
+		g_main_context_iteration(NULL, TRUE);
+}
+
 /**
  * confab_daemon_run:
  * @self: a started #ConfabDaemon
@@ -400,6 +425,7 @@ confab_daemon_run(ConfabDaemon *self)
 	g_main_loop_run(self->loop);
 
 	confab_http_router_disconnect(self->http);
+	stop_tool_servers(self);
 	if (self->name_id != 0) {
 		g_bus_unown_name(self->name_id);
 		self->name_id = 0;

@@ -27,6 +27,8 @@ typedef struct {
 	gint first_byte_timeout;
 	gint idle_timeout;
 	gint total_timeout;
+	gchar *mcp_config;
+	gint max_steps;
 	gboolean remove_api_key;
 } AgentOptions;
 
@@ -40,8 +42,65 @@ agent_options_clear(AgentOptions *o)
 	g_free(o->upstream_model);
 	g_free(o->api_key_file);
 	g_free(o->params);
+	g_free(o->mcp_config);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(AgentOptions, agent_options_clear)
+
+/* the upstream's timeouts and the agent's tools */
+static void
+add_limit_entries(GOptionContext *context, AgentOptions *o)
+{
+	const GOptionEntry entries[] = {
+	    {"connect-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->connect_timeout,
+	     N_("Seconds to connect to the upstream"),
+	     N_("S")},
+	    {"first-byte-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->first_byte_timeout,
+	     N_("Seconds until the upstream's first byte"),
+	     N_("S")},
+	    {"idle-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->idle_timeout,
+	     N_("Seconds the upstream may pause between chunks"),
+	     N_("S")},
+	    {"total-timeout",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->total_timeout,
+	     N_("Seconds a whole answer may take"),
+	     N_("S")},
+	    {"mcp-config",
+	     0,
+	     0,
+	     G_OPTION_ARG_FILENAME,
+	     &o->mcp_config,
+	     N_("The agent's own tools: a file of MCP servers in the mcpServers JSON shape "
+		"(an empty file removes them)"),
+	     N_("FILE")},
+	    {"max-steps",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->max_steps,
+	     N_("Model calls of one turn that may ask for tools (1 to 100)"),
+	     N_("N")},
+	    {NULL},
+	};
+
+	g_option_context_add_main_entries(context, entries, GETTEXT_PACKAGE);
+	o->connect_timeout = o->first_byte_timeout = o->idle_timeout = o->total_timeout = -1;
+	o->max_steps = -1;
+}
 
 static GOptionContext *
 agent_context(const gchar *parameter, const gchar *summary, gboolean update, AgentOptions *o)
@@ -91,34 +150,6 @@ agent_context(const gchar *parameter, const gchar *summary, gboolean update, Age
 	     &o->params,
 	     N_("Default request parameters, as a JSON object"),
 	     N_("JSON")},
-	    {"connect-timeout",
-	     0,
-	     0,
-	     G_OPTION_ARG_INT,
-	     &o->connect_timeout,
-	     N_("Seconds to connect to the upstream"),
-	     N_("S")},
-	    {"first-byte-timeout",
-	     0,
-	     0,
-	     G_OPTION_ARG_INT,
-	     &o->first_byte_timeout,
-	     N_("Seconds until the upstream's first byte"),
-	     N_("S")},
-	    {"idle-timeout",
-	     0,
-	     0,
-	     G_OPTION_ARG_INT,
-	     &o->idle_timeout,
-	     N_("Seconds the upstream may pause between chunks"),
-	     N_("S")},
-	    {"total-timeout",
-	     0,
-	     0,
-	     G_OPTION_ARG_INT,
-	     &o->total_timeout,
-	     N_("Seconds a whole answer may take"),
-	     N_("S")},
 	    {NULL},
 	};
 	const GOptionEntry update_entries[] = {
@@ -133,9 +164,9 @@ agent_context(const gchar *parameter, const gchar *summary, gboolean update, Age
 	};
 	GOptionContext *context = confabctl_common_subcommand_context(parameter, summary, entries);
 
+	add_limit_entries(context, o);
 	if (update)
 		g_option_context_add_main_entries(context, update_entries, GETTEXT_PACKAGE);
-	o->connect_timeout = o->first_byte_timeout = o->idle_timeout = o->total_timeout = -1;
 	return context;
 }
 
@@ -180,6 +211,51 @@ read_api_key(const gchar *path)
 		return NULL;
 	}
 	return g_steal_pointer(&key);
+}
+
+/* The agent's tool servers from @path, as sent; NULL if unreadable. */
+static gchar *
+read_mcp_config(const gchar *path)
+{
+	g_autofree gchar *text = NULL;
+	g_autoptr(GError) error = NULL;
+	gsize length = 0;
+
+	if (!g_file_get_contents(path, &text, &length, &error)) {
+		g_printerr(_("confabctl: reading the tool servers: %s\n"), error->message);
+		return NULL;
+	}
+	if (strlen(text) != length || !g_utf8_validate(text, -1, NULL)) {
+		g_printerr(_("confabctl: %s is not UTF-8 text\n"), path);
+		return NULL;
+	}
+	return g_strstrip(g_steal_pointer(&text));
+}
+
+/* The agent's tool options, into @props; FALSE and *exit_code set if one is
+ * unusable. */
+static gboolean
+add_tool_props(AgentOptions *o, GVariantBuilder *props, gint *exit_code)
+{
+	if (o->max_steps != -1 && (o->max_steps < 1 || o->max_steps > 100)) {
+		*exit_code =
+		    confabctl_common_usage_error(_("--max-steps must be from 1 to 100"), NULL);
+		return FALSE;
+	}
+	if (o->max_steps != -1)
+		g_variant_builder_add(props,
+				      "{sv}",
+				      "max_steps",
+				      g_variant_new_uint32(o->max_steps));
+	if (o->mcp_config != NULL) {
+		g_autofree gchar *text = read_mcp_config(o->mcp_config);
+		if (text == NULL) {
+			*exit_code = CONFABCTL_EXIT_FAILED;
+			return FALSE;
+		}
+		g_variant_builder_add(props, "{sv}", "mcp_servers", g_variant_new_string(text));
+	}
+	return TRUE;
 }
 
 /* The agent's a{sv}; NULL and *exit_code set if an option is unusable. */
@@ -251,6 +327,10 @@ agent_props(AgentOptions *o, gint *exit_code)
 	}
 	if (o->remove_api_key)
 		g_variant_builder_add(&props, "{sv}", "api_key", g_variant_new_string(""));
+	if (!add_tool_props(o, &props, exit_code)) {
+		g_variant_builder_clear(&props);
+		return NULL;
+	}
 	return g_variant_builder_end(&props);
 }
 
@@ -382,6 +462,8 @@ confabctl_agent_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 				     "first_byte_timeout",
 				     "idle_timeout",
 				     "total_timeout",
+				     "max_steps",
+				     "mcp_servers",
 				     "created_at",
 				     "updated_at",
 				     NULL};
@@ -397,6 +479,8 @@ confabctl_agent_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 				       N_("First byte timeout"),
 				       N_("Idle timeout"),
 				       N_("Total timeout"),
+				       N_("Max steps"),
+				       N_("Tool servers"),
 				       N_("Created"),
 				       N_("Updated"),
 				       NULL};
@@ -443,4 +527,50 @@ confabctl_agent_delete(ConfabctlContext *ctx, gint argc, gchar **argv)
 					       _("AGENT_ID"),
 					       _("Deletes an agent; its conversations stay."),
 					       _("agent delete needs one agent id"));
+}
+
+gint
+confabctl_agent_tools(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_autoptr(GOptionContext) context = confabctl_common_subcommand_context(
+	    _("AGENT_ID"),
+	    _("Lists an agent's own tools, starting its tool servers if need be."),
+	    NULL);
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) tools = NULL;
+	const gchar *header[] = {N_("TOOL"), N_("SERVER"), N_("STATUS"), N_("DESCRIPTION"), NULL};
+	const gchar *translated[G_N_ELEMENTS(header)] = {NULL};
+	gint code = CONFABCTL_EXIT_OK;
+	ConfabctlTable *table;
+	GVariantIter iter;
+	GVariant *tool;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 2)
+		return confabctl_common_usage_error(_("agent tools needs one agent id"), context);
+	reply =
+	    confabctl_common_call(ctx, "ListAgentTools", g_variant_new("(s)", argv[1]), "(aa{sv})");
+	if (reply == NULL)
+		return ctx->exit_code;
+	tools = g_variant_get_child_value(reply, 0);
+	if (ctx->json) {
+		confabctl_common_print_variant_json(tools);
+		return CONFABCTL_EXIT_OK;
+	}
+	for (guint i = 0; header[i] != NULL; i++)
+		translated[i] = _(header[i]);
+	table = confabctl_common_table_new(translated);
+	g_variant_iter_init(&iter, tools);
+	while ((tool = g_variant_iter_next_value(&iter)) != NULL) {
+		GStrv row = g_new0(gchar *, 5);
+		row[0] = confabctl_common_dict_string(tool, "name");
+		row[1] = confabctl_common_dict_string(tool, "server");
+		row[2] = confabctl_common_dict_string(tool, "status");
+		row[3] = confabctl_common_dict_string(tool, "description");
+		confabctl_common_table_add(table, row);
+		g_variant_unref(tool);
+	}
+	confabctl_common_table_print_free(table);
+	return CONFABCTL_EXIT_OK;
 }

@@ -48,6 +48,7 @@ confab_config_new(void)
 	self->upstream_max_retries = 2;
 	self->upstream_max_connections = 256;
 	self->read_connections = 2;
+	self->tool_max_output_bytes = 65536;
 	return self;
 }
 
@@ -67,6 +68,7 @@ typedef enum {
 	KEY_UINT,
 	KEY_SIZE,
 	KEY_UINT64,
+	KEY_BOOL,
 } KeyKind;
 
 typedef struct {
@@ -106,8 +108,22 @@ static const KeySpec keys[] = {
     {"upstream", "total_timeout", KEY_UINT, OFF(upstream_total_timeout), 1, 86400},
     {"upstream", "max_retries", KEY_UINT, OFF(upstream_max_retries), 0, 10},
     {"upstream", "max_connections", KEY_UINT, OFF(upstream_max_connections), 1, 100000},
+    {"tools", "max_output_bytes", KEY_SIZE, OFF(tool_max_output_bytes), 1024, 16 * 1024 * 1024},
     {"storage", "read_connections", KEY_UINT, OFF(read_connections), 1, 64},
+    {"metrics", "local_unauthenticated", KEY_BOOL, OFF(metrics_local_unauthenticated), 0, 1},
 };
+
+static gboolean
+parse_bool(const gchar *value, guint64 *number)
+{
+	if (g_str_equal(value, "true") || g_str_equal(value, "1"))
+		*number = 1;
+	else if (g_str_equal(value, "false") || g_str_equal(value, "0"))
+		*number = 0;
+	else
+		return FALSE;
+	return TRUE;
+}
 
 static gboolean
 load_keyfile(ConfabConfig *self, GKeyFile *kf, const gchar *origin, GError **error)
@@ -129,7 +145,19 @@ load_keyfile(ConfabConfig *self, GKeyFile *kf, const gchar *origin, GError **err
 			*(gchar **)field = g_steal_pointer(&value);
 			continue;
 		}
-		if (!g_ascii_string_to_unsigned(value, 10, spec->min, spec->max, &number, NULL)) {
+		if (spec->kind == KEY_BOOL && !parse_bool(value, &number)) {
+			g_set_error(error,
+				    CONFAB_ERROR,
+				    CONFAB_ERROR_INVALID_VALUE,
+				    "%s: [%s] %s=%s: expected true or false",
+				    origin,
+				    spec->group,
+				    spec->key,
+				    value);
+			return FALSE;
+		}
+		if (spec->kind != KEY_BOOL &&
+		    !g_ascii_string_to_unsigned(value, 10, spec->min, spec->max, &number, NULL)) {
 			g_set_error(
 			    error,
 			    CONFAB_ERROR,
@@ -153,6 +181,9 @@ load_keyfile(ConfabConfig *self, GKeyFile *kf, const gchar *origin, GError **err
 			break;
 		case KEY_UINT64:
 			*(guint64 *)field = number;
+			break;
+		case KEY_BOOL:
+			*(gboolean *)field = number != 0;
 			break;
 		default:
 			g_assert_not_reached();

@@ -46,8 +46,12 @@ typedef struct {
 	guint upstream_total_timeout;
 	guint upstream_max_retries;
 	guint upstream_max_connections;
+	/* [tools] */
+	gsize tool_max_output_bytes; /* tool output handed to a model */
 	/* [storage] */
 	guint read_connections;
+	/* [metrics] */
+	gboolean metrics_local_unauthenticated; /* /metrics without a token from loopback */
 } ConfabConfig;
 
 ConfabConfig *

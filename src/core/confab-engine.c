@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/confab-engine.h"
+#include "tools/confab-tool-config.h"
 #include "util/confab-error.h"
 
 /*
@@ -31,6 +32,8 @@ struct _ConfabEngine {
 	ConfabStore *store;	    /* owned */
 	ConfabIdGenerator *ids;	    /* owned */
 	GHashTable *providers;	    /* owned: name -> ConfabProvider */
+	ConfabToolbox *toolbox;	    /* owned: the agents' own tool servers */
+	ConfabMetrics *metrics;	    /* owned */
 
 	GMutex lock;
 	GHashTable *agents;	 /* owned: id -> ConfabAgent (never mutated once here) */
@@ -165,6 +168,8 @@ confab_engine_finalize(GObject *object)
 
 	g_clear_object(&self->store);
 	g_clear_object(&self->ids);
+	g_clear_object(&self->toolbox);
+	g_clear_object(&self->metrics);
 	g_clear_pointer(&self->providers, g_hash_table_unref);
 	g_clear_pointer(&self->agents, g_hash_table_unref);
 	g_clear_pointer(&self->tokens, g_hash_table_unref);
@@ -195,6 +200,12 @@ confab_engine_class_init(ConfabEngineClass *klass)
 					       NULL,
 					       G_TYPE_NONE,
 					       0);
+}
+
+static gdouble
+active_turns_gauge(gpointer user_data)
+{
+	return confab_engine_get_active_turns(user_data);
 }
 
 static void
@@ -387,6 +398,13 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 	self = g_object_new(CONFAB_TYPE_ENGINE, NULL);
 	self->config = config;
 	self->store = g_object_ref(store);
+	self->toolbox = confab_toolbox_new(config->state_dir, config->tool_max_output_bytes);
+	self->metrics = confab_metrics_new();
+	confab_metrics_add_gauge(self->metrics,
+				 "confab_active_turns",
+				 "Chat turns running now",
+				 active_turns_gauge,
+				 self);
 	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
 	return self;
 }
@@ -444,6 +462,30 @@ confab_engine_get_id_generator(ConfabEngine *self)
 {
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	return self->ids;
+}
+
+/**
+ * confab_engine_get_metrics:
+ *
+ * Returns: (transfer none): what the daemon counts
+ */
+ConfabMetrics *
+confab_engine_get_metrics(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->metrics;
+}
+
+/**
+ * confab_engine_get_toolbox:
+ *
+ * Returns: (transfer none): the agents' own tool servers
+ */
+ConfabToolbox *
+confab_engine_get_toolbox(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->toolbox;
 }
 
 void
@@ -658,7 +700,32 @@ save_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				     g_strdup(confab_agent_get_id(agent)),
 				     g_object_ref(agent));
 	}
+	/* its tool servers start again, with what it says now */
+	confab_toolbox_forget_agent(self->toolbox, confab_agent_get_id(agent));
 	g_task_return_boolean(task, TRUE);
+}
+
+/* The agent's own tools: servers in the mcpServers shape, a sane max_steps. */
+static gboolean
+check_tools(ConfabAgent *agent, GError **error)
+{
+	const gchar *servers = confab_agent_get_mcp_servers(agent);
+	guint max_steps = confab_agent_get_max_steps(agent);
+
+	if (max_steps < 1 || max_steps > CONFAB_AGENT_MAX_STEPS_LIMIT) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INVALID_VALUE,
+					"max_steps",
+					"max_steps must be from 1 to %u",
+					CONFAB_AGENT_MAX_STEPS_LIMIT);
+		return FALSE;
+	}
+	if (servers != NULL) {
+		g_autoptr(ConfabToolConfig) config = confab_tool_config_parse(servers, error);
+		if (config == NULL)
+			return FALSE;
+	}
+	return TRUE;
 }
 
 /**
@@ -712,7 +779,7 @@ confab_engine_save_agent_async(ConfabEngine *self,
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
-	if (!confab_provider_check_agent(provider, agent, &error)) {
+	if (!confab_provider_check_agent(provider, agent, &error) || !check_tools(agent, &error)) {
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
@@ -746,6 +813,7 @@ delete_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 		g_hash_table_remove(self->agents, agent_id);
 	}
+	confab_toolbox_forget_agent(self->toolbox, agent_id);
 	g_task_return_boolean(task, TRUE);
 }
 
@@ -1198,6 +1266,57 @@ confab_engine_get_usage_async(ConfabEngine *self,
 				     cancellable,
 				     usage_cb,
 				     g_steal_pointer(&task));
+}
+
+static void
+list_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	GError *error = NULL;
+	GPtrArray *list = confab_store_list_usage_finish(CONFAB_STORE(source), result, &error);
+
+	if (list == NULL)
+		g_task_return_error(task, error);
+	else
+		g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
+}
+
+/**
+ * confab_engine_list_usage_async:
+ * @self: a #ConfabEngine
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the owners who have a quota, and their use
+ * @user_data: data for @callback
+ */
+void
+confab_engine_list_usage_async(ConfabEngine *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	g_autofree gchar *month = confab_engine_current_month(self);
+
+	g_task_set_source_tag(task, confab_engine_list_usage_async);
+	confab_store_list_usage_async(self->store,
+				      month,
+				      self->config->default_monthly_requests,
+				      cancellable,
+				      list_usage_cb,
+				      g_steal_pointer(&task));
+}
+
+/**
+ * confab_engine_list_usage_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabStoreUsage): this month's
+ *   use of every owner with a quota, by owner
+ */
+GPtrArray *
+confab_engine_list_usage_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	return g_task_propagate_pointer(G_TASK(result), error);
 }
 
 /**

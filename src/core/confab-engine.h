@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "core/confab-config.h"
+#include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
 #include "model/confab-enums.h"
 #include "model/confab-id.h"
@@ -15,11 +16,12 @@
 #include "model/confab-token.h"
 #include "providers/confab-provider.h"
 #include "store/confab-store.h"
+#include "tools/confab-toolbox.h"
 
 G_BEGIN_DECLS
 
-#define CONFAB_SCOPE_CHAT "chat.completions"
-#define CONFAB_SCOPE_FULL "api.full"
+#define CONFAB_SCOPE_CHAT    "chat.completions"
+#define CONFAB_SCOPE_FULL    "api.full"
 #define CONFAB_SCOPE_METRICS "metrics.read"
 
 /* the scopes the v1 API accepts, any one of them */
@@ -57,6 +59,10 @@ ConfabStore *
 confab_engine_get_store(ConfabEngine *self);
 ConfabIdGenerator *
 confab_engine_get_id_generator(ConfabEngine *self);
+ConfabToolbox *
+confab_engine_get_toolbox(ConfabEngine *self);
+ConfabMetrics *
+confab_engine_get_metrics(ConfabEngine *self);
 void
 confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider);
 ConfabProvider *
@@ -136,6 +142,13 @@ confab_engine_get_usage_async(ConfabEngine *self,
 			      GCancellable *cancellable,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data);
+void
+confab_engine_list_usage_async(ConfabEngine *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+GPtrArray *
+confab_engine_list_usage_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
 ConfabStoreUsage *
 confab_engine_get_usage_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
 void

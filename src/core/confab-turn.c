@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "core/confab-agent-loop.h"
 #include "core/confab-turn.h"
 #include "openai/confab-openai-message.h"
 #include "util/confab-error.h"
@@ -32,23 +33,6 @@
  * Every step that the store shares between daemons is a store operation;
  * the engine only counts the turns in flight here.
  */
-
-typedef struct {
-	gchar *id;
-	gchar *type;
-	GString *name;
-	GString *arguments;
-} ToolCall;
-
-static void
-tool_call_free(ToolCall *call)
-{
-	g_free(call->id);
-	g_free(call->type);
-	g_string_free(call->name, TRUE);
-	g_string_free(call->arguments, TRUE);
-	g_free(call);
-}
 
 struct _ConfabTurn {
 	GObject parent_instance;
@@ -78,14 +62,17 @@ struct _ConfabTurn {
 	gpointer sink_data;
 	GTask *drain_task; /* owned: waiting for the sink to deliver everything */
 
-	ConfabProviderRequest *provider_request; /* owned */
-	GString *content;			 /* owned: the assistant text so far */
-	GPtrArray *tool_calls;			 /* owned: ToolCall by index */
-	gchar *finish_reason;			 /* owned */
-	gint64 prompt_tokens;
-	gint64 completion_tokens;
+	GPtrArray *server_tools; /* owned, nullable: the agent's own tools */
+	ConfabAgentLoop *loop;	 /* owned: the answer, once running */
 	ConfabMessageStatus status;
 	GError *run_error; /* owned */
+
+	/* metrics: monotonic microseconds, and the agent's series */
+	gint64 started;
+	gint64 last_text;
+	gint64 commit_started;
+	ConfabMetricsSeries *time_to_first_token;
+	ConfabMetricsSeries *inter_token_latency;
 };
 
 G_DEFINE_FINAL_TYPE(ConfabTurn, confab_turn, G_TYPE_OBJECT)
@@ -137,10 +124,8 @@ confab_turn_finalize(GObject *object)
 	g_free(self->assistant_message_id);
 	g_free(self->completion_id);
 	g_free(self->month);
-	g_clear_pointer(&self->provider_request, confab_provider_request_free);
-	g_string_free(self->content, TRUE);
-	g_ptr_array_unref(self->tool_calls);
-	g_free(self->finish_reason);
+	g_clear_pointer(&self->server_tools, g_ptr_array_unref);
+	g_clear_object(&self->loop);
 	g_clear_error(&self->run_error);
 	G_OBJECT_CLASS(confab_turn_parent_class)->finalize(object);
 }
@@ -157,11 +142,7 @@ static void
 confab_turn_init(ConfabTurn *self)
 {
 	self->cancellable = g_cancellable_new();
-	self->content = g_string_new(NULL);
-	self->tool_calls = g_ptr_array_new_with_free_func((GDestroyNotify)tool_call_free);
 	self->new_messages = g_ptr_array_new_with_free_func(g_object_unref);
-	self->prompt_tokens = -1;
-	self->completion_tokens = -1;
 	self->status = CONFAB_MESSAGE_STATUS_COMPLETED;
 }
 
@@ -181,6 +162,7 @@ confab_turn_new(ConfabEngine *engine, ConfabPrincipal *principal, ConfabChatRequ
 	self->store = g_object_ref(confab_engine_get_store(engine));
 	self->principal = principal;
 	self->request = request;
+	self->started = g_get_monotonic_time();
 	return self;
 }
 
@@ -207,6 +189,50 @@ now_seconds(void)
 
 /* ---------- start ---------- */
 
+/* ---------- metrics ---------- */
+
+static void
+commit(ConfabTurn *self, ConfabStoreTurn *record, GAsyncReadyCallback callback, GTask *task)
+{
+	self->commit_started = g_get_monotonic_time();
+	confab_store_commit_turn_async(self->store, record, NULL, callback, task);
+}
+
+static void
+observe_commit(ConfabTurn *self)
+{
+	ConfabMetrics *metrics = confab_engine_get_metrics(self->engine);
+
+	confab_metrics_series_observe(confab_metrics_series(metrics, CONFAB_METRIC_STORE_COMMIT),
+				      (g_get_monotonic_time() - self->commit_started) / 1e6);
+}
+
+/* A turn that ran is counted once its answer is stored, or failed to be. */
+static void
+count_turn(ConfabTurn *self, const gchar *status)
+{
+	ConfabMetrics *metrics = confab_engine_get_metrics(self->engine);
+	const gchar *agent_id = confab_agent_get_id(self->agent);
+	gint64 prompt_tokens = -1;
+	gint64 completion_tokens = -1;
+
+	confab_metrics_add(metrics, CONFAB_METRIC_TURNS, 1, agent_id, status);
+	confab_metrics_series_observe(
+	    confab_metrics_series(metrics, CONFAB_METRIC_TURN_DURATION, agent_id),
+	    (g_get_monotonic_time() - self->started) / 1e6);
+	confab_agent_loop_get_usage(self->loop, &prompt_tokens, &completion_tokens);
+	if (prompt_tokens > 0)
+		confab_metrics_add(metrics, CONFAB_METRIC_TOKENS, prompt_tokens, agent_id, "input");
+	if (completion_tokens > 0)
+		confab_metrics_add(metrics,
+				   CONFAB_METRIC_TOKENS,
+				   completion_tokens,
+				   agent_id,
+				   "output");
+}
+
+/* ---------- start ---------- */
+
 static void
 start_fail(ConfabTurn *self, GTask *task, GError *error)
 {
@@ -221,6 +247,7 @@ user_side_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data
 	ConfabTurn *self = g_task_get_source_object(task);
 	GError *error = NULL;
 
+	observe_commit(self);
 	if (!confab_store_commit_turn_finish(CONFAB_STORE(source), result, &error)) {
 		start_fail(self, task, error);
 		return;
@@ -274,11 +301,7 @@ start_commit(ConfabTurn *self, GTask *task)
 		g_task_return_boolean(task, TRUE);
 		return;
 	}
-	confab_store_commit_turn_async(self->store,
-				       self->record,
-				       NULL,
-				       user_side_committed_cb,
-				       g_object_ref(task));
+	commit(self, self->record, user_side_committed_cb, g_object_ref(task));
 }
 
 static void
@@ -490,33 +513,11 @@ resolve_agent(ConfabTurn *self, GError **error)
 	return TRUE;
 }
 
-/**
- * confab_turn_start_async:
- * @self: a #ConfabTurn
- * @callback: called once the turn is admitted (and, for a stream, the
- *   user's messages are committed), or refused
- * @user_data: data for @callback
- *
- * Admits the turn. The errors are the caller's to report: the agent or the
- * session does not exist or is not the caller's, the session is busy, the
- * quota is spent, the daemon is stopping.
- */
-void
-confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data)
+static void
+continue_start(ConfabTurn *self, GTask *task)
 {
-	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
 	GError *error = NULL;
 
-	g_task_set_source_tag(task, confab_turn_start_async);
-	if (!confab_engine_turn_begin(self->engine, self->cancellable, &error)) {
-		g_task_return_error(task, error);
-		return;
-	}
-	self->registered = TRUE;
-	if (!resolve_agent(self, &error) || !select_new_messages(self, &error)) {
-		start_fail(self, task, error);
-		return;
-	}
 	if (self->request->session_id == NULL) {
 		start_new_session(self, task);
 		return;
@@ -537,6 +538,104 @@ confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer
 				       g_object_ref(task));
 }
 
+/* A client tool named like one of the agent's own would be ambiguous. */
+static gboolean
+check_client_tools(ConfabTurn *self, GError **error)
+{
+	JsonNode *tools = self->request->params != NULL
+			      ? json_object_get_member(self->request->params, "tools")
+			      : NULL;
+
+	for (guint i = 0; tools != NULL && JSON_NODE_HOLDS_ARRAY(tools) &&
+			  i < json_array_get_length(json_node_get_array(tools));
+	     i++) {
+		JsonObject *tool = json_array_get_object_element(json_node_get_array(tools), i);
+		JsonObject *fn = tool != NULL ? confab_json_get_object(tool, "function") : NULL;
+		const gchar *name = fn != NULL ? confab_json_get_string(fn, "name") : NULL;
+
+		for (guint j = 0; name != NULL && j < self->server_tools->len; j++) {
+			ConfabToolboxTool *own = g_ptr_array_index(self->server_tools, j);
+			if (g_strcmp0(own->name, name) != 0)
+				continue;
+			confab_error_set_printf(
+			    error,
+			    CONFAB_ERROR_INVALID_VALUE,
+			    "tools",
+			    "The tool '%s' is one of the agent's own; give yours "
+			    "another name",
+			    name);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+static void
+tools_listed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	/* a server that cannot start is listed as failed: its tools are not
+	 * offered, and the turn goes on */
+	self->server_tools =
+	    confab_toolbox_list_tools_finish(CONFAB_TOOLBOX(source), result, &error);
+	if (self->server_tools == NULL) {
+		g_warning("listing the tools of agent %s: %s",
+			  confab_agent_get_id(self->agent),
+			  error->message);
+		g_clear_error(&error);
+		self->server_tools = g_ptr_array_new();
+	}
+	if (!check_client_tools(self, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	continue_start(self, task);
+}
+
+/**
+ * confab_turn_start_async:
+ * @self: a #ConfabTurn
+ * @callback: called once the turn is admitted (and, for a stream, the
+ *   user's messages are committed), or refused
+ * @user_data: data for @callback
+ *
+ * Admits the turn. The errors are the caller's to report: the agent or the
+ * session does not exist or is not the caller's, the session is busy, the
+ * quota is spent, the daemon is stopping, a client tool has the name of one
+ * of the agent's own.
+ */
+void
+confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
+	GError *error = NULL;
+
+	g_task_set_source_tag(task, confab_turn_start_async);
+	if (!confab_engine_turn_begin(self->engine, self->cancellable, &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	self->registered = TRUE;
+	if (!resolve_agent(self, &error) || !select_new_messages(self, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	/* the agent's own tools: its servers start on its first turn */
+	if (confab_agent_get_mcp_servers(self->agent) != NULL) {
+		confab_toolbox_list_tools_async(confab_engine_get_toolbox(self->engine),
+						confab_agent_get_id(self->agent),
+						confab_agent_get_mcp_servers(self->agent),
+						self->cancellable,
+						tools_listed_cb,
+						g_object_ref(task));
+		return;
+	}
+	continue_start(self, task);
+}
+
 gboolean
 confab_turn_start_finish(ConfabTurn *self, GAsyncResult *result, GError **error)
 {
@@ -547,61 +646,43 @@ confab_turn_start_finish(ConfabTurn *self, GAsyncResult *result, GError **error)
 /* ---------- run ---------- */
 
 static void
-accumulate_tool_calls(ConfabTurn *self, JsonArray *fragments)
+on_loop_text(const gchar *content, gpointer user_data)
 {
-	for (guint i = 0; i < json_array_get_length(fragments); i++) {
-		JsonObject *frag = json_array_get_object_element(fragments, i);
-		JsonObject *fn;
-		ToolCall *call;
-		gint64 index;
+	ConfabTurn *self = user_data;
+	gint64 now = g_get_monotonic_time();
 
-		if (frag == NULL)
-			continue;
-		index = json_object_get_int_member_with_default(frag, "index", i);
-		if (index < 0 || index > 1024)
-			continue;
-		while (self->tool_calls->len <= (guint)index) {
-			call = g_new0(ToolCall, 1);
-			call->name = g_string_new(NULL);
-			call->arguments = g_string_new(NULL);
-			g_ptr_array_add(self->tool_calls, call);
-		}
-		call = g_ptr_array_index(self->tool_calls, index);
-		if (json_object_has_member(frag, "id") &&
-		    JSON_NODE_HOLDS_VALUE(json_object_get_member(frag, "id"))) {
-			g_free(call->id);
-			call->id = g_strdup(json_object_get_string_member(frag, "id"));
-		}
-		if (json_object_has_member(frag, "type") &&
-		    JSON_NODE_HOLDS_VALUE(json_object_get_member(frag, "type"))) {
-			g_free(call->type);
-			call->type = g_strdup(json_object_get_string_member(frag, "type"));
-		}
-		fn = json_object_has_member(frag, "function") &&
-			     JSON_NODE_HOLDS_OBJECT(json_object_get_member(frag, "function"))
-			 ? json_object_get_object_member(frag, "function")
-			 : NULL;
-		if (fn != NULL) {
-			g_string_append(call->name,
-					json_object_get_string_member_with_default(fn, "name", ""));
-			g_string_append(
-			    call->arguments,
-			    json_object_get_string_member_with_default(fn, "arguments", ""));
-		}
-	}
+	if (self->last_text == 0)
+		confab_metrics_series_observe(self->time_to_first_token,
+					      (now - self->started) / 1e6);
+	else
+		confab_metrics_series_observe(self->inter_token_latency,
+					      (now - self->last_text) / 1e6);
+	self->last_text = now;
+	if (self->sink != NULL && self->sink->delta != NULL)
+		self->sink->delta(self, content, NULL, self->sink_data);
 }
 
 static void
-on_delta(const gchar *content, JsonArray *tool_calls, gpointer user_data)
+on_loop_tool_calls(JsonArray *tool_calls, gpointer user_data)
 {
 	ConfabTurn *self = user_data;
-	if (content != NULL)
-		g_string_append(self->content, content);
-	if (tool_calls != NULL)
-		accumulate_tool_calls(self, tool_calls);
 	if (self->sink != NULL && self->sink->delta != NULL)
-		self->sink->delta(self, content, tool_calls, self->sink_data);
+		self->sink->delta(self, NULL, tool_calls, self->sink_data);
 }
+
+static void
+on_loop_tool_event(const gchar *event_json, gpointer user_data)
+{
+	ConfabTurn *self = user_data;
+	if (self->sink != NULL && self->sink->tool_event != NULL)
+		self->sink->tool_event(self, event_json, self->sink_data);
+}
+
+static const ConfabAgentLoopSink loop_sink = {
+    .text = on_loop_text,
+    .tool_calls = on_loop_tool_calls,
+    .tool_event = on_loop_tool_event,
+};
 
 static JsonArray *
 build_context(ConfabTurn *self)
@@ -627,27 +708,18 @@ static ConfabMessage *
 build_assistant_message(ConfabTurn *self)
 {
 	ConfabMessage *msg = confab_message_new();
+	const gchar *text = confab_agent_loop_get_content(self->loop);
+	const gchar *transcript = confab_agent_loop_get_blocks(self->loop);
 	g_autoptr(GString) content = g_string_new("[");
 	g_autoptr(GString) blocks = g_string_new("[");
+	gint64 prompt_tokens, completion_tokens;
 
-	if (self->content->len > 0) {
+	if (*text != '\0') {
 		g_string_append(content, "{\"type\":\"text\",\"text\":");
-		confab_json_append_string_len(content, self->content->str, self->content->len);
+		confab_json_append_string(content, text);
 		g_string_append_c(content, '}');
-		g_string_append_len(blocks, content->str + 1, content->len - 1);
 	}
-	for (guint i = 0; i < self->tool_calls->len; i++) {
-		ToolCall *call = g_ptr_array_index(self->tool_calls, i);
-		if (blocks->len > 1)
-			g_string_append_c(blocks, ',');
-		g_string_append(blocks, "{\"type\":\"tool_call\",\"id\":");
-		confab_json_append_string(blocks, call->id != NULL ? call->id : "");
-		g_string_append(blocks, ",\"name\":");
-		confab_json_append_string(blocks, call->name->str);
-		g_string_append(blocks, ",\"arguments\":");
-		confab_json_append_string(blocks, call->arguments->str);
-		g_string_append_c(blocks, '}');
-	}
+	g_string_append(blocks, transcript);
 	if (self->run_error != NULL && self->status == CONFAB_MESSAGE_STATUS_FAILED) {
 		const gchar *code = self->run_error->domain == CONFAB_ERROR &&
 					    self->run_error->code == CONFAB_ERROR_UPSTREAM_TIMEOUT
@@ -663,6 +735,7 @@ build_assistant_message(ConfabTurn *self)
 	}
 	g_string_append_c(content, ']');
 	g_string_append_c(blocks, ']');
+	confab_agent_loop_get_usage(self->loop, &prompt_tokens, &completion_tokens);
 
 	confab_message_set_id(msg, self->assistant_message_id);
 	confab_message_set_session_id(msg, confab_session_get_id(self->session));
@@ -671,9 +744,9 @@ build_assistant_message(ConfabTurn *self)
 	confab_message_set_content(msg, content->str);
 	confab_message_set_content_blocks(msg, blocks->str);
 	confab_message_set_status(msg, self->status);
-	confab_message_set_finish_reason(msg, self->finish_reason);
-	confab_message_set_prompt_tokens(msg, self->prompt_tokens);
-	confab_message_set_completion_tokens(msg, self->completion_tokens);
+	confab_message_set_finish_reason(msg, confab_agent_loop_get_finish_reason(self->loop));
+	confab_message_set_prompt_tokens(msg, prompt_tokens);
+	confab_message_set_completion_tokens(msg, completion_tokens);
 	confab_message_set_created_at(msg, now_seconds());
 	return msg;
 }
@@ -685,7 +758,9 @@ answer_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	ConfabTurn *self = g_task_get_source_object(task);
 	g_autoptr(GError) error = NULL;
 
+	observe_commit(self);
 	if (!confab_store_commit_turn_finish(CONFAB_STORE(source), result, &error)) {
+		count_turn(self, "not_stored");
 		confab_turn_release(self);
 		/* deleted while the turn ran: gone, as for any later request */
 		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
@@ -701,6 +776,7 @@ answer_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 					"The answer could not be stored");
 		return;
 	}
+	count_turn(self, confab_message_status_to_string(self->status));
 	if (self->record != NULL) {
 		/* the user's side went with it: the request has counted */
 		g_clear_pointer(&self->record, confab_store_turn_free);
@@ -725,7 +801,7 @@ commit_answer(ConfabTurn *self, GTask *task)
 	if (record->session == NULL)
 		record->session = g_object_ref(self->session);
 	record->assistant = build_assistant_message(self);
-	confab_store_commit_turn_async(self->store, record, NULL, answer_committed_cb, task);
+	commit(self, record, answer_committed_cb, task);
 }
 
 static void
@@ -760,22 +836,17 @@ confab_turn_sink_drained(ConfabTurn *self, gboolean delivered)
 }
 
 static void
-complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+loop_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabTurn *self = g_task_get_source_object(task);
-	g_autoptr(ConfabProviderResult) presult = NULL;
 	GError *error = NULL;
 
-	presult = confab_provider_complete_finish(CONFAB_PROVIDER(source), result, &error);
-	if (presult != NULL) {
+	if (confab_agent_loop_run_finish(CONFAB_AGENT_LOOP(source), result, &error)) {
 		self->status = CONFAB_MESSAGE_STATUS_COMPLETED;
-		self->finish_reason =
-		    g_strdup(presult->finish_reason != NULL ? presult->finish_reason : "stop");
-		self->prompt_tokens = presult->prompt_tokens;
-		self->completion_tokens = presult->completion_tokens;
-	} else if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
-		   g_cancellable_is_cancelled(self->cancellable)) {
+	} else if ((g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+		    g_cancellable_is_cancelled(self->cancellable)) &&
+		   !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM_TIMEOUT)) {
 		g_clear_error(&error);
 		mark_cancelled(self);
 	} else {
@@ -810,30 +881,44 @@ complete_cb(GObject *source, GAsyncResult *result, gpointer user_data)
  * @callback: called once the assistant message is committed
  * @user_data: data for @callback
  *
- * Runs the provider, passing each piece of the answer to the sink. Fails
- * with the upstream's error (the answer is stored as failed) or
- * CONFAB_ERROR_CANCELLED (stored as incomplete).
+ * Runs the agent: the model, and the agent's own tools between its calls,
+ * passing each piece of the answer to the sink. Fails with the upstream's
+ * error (the answer is stored as failed) or CONFAB_ERROR_CANCELLED (stored
+ * as incomplete).
  */
 void
 confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data)
 {
 	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
-	ConfabProviderRequest *preq = g_new0(ConfabProviderRequest, 1);
+	g_autoptr(JsonArray) context = build_context(self);
+	const ConfabConfig *config = confab_engine_get_config(self->engine);
+	ConfabMetrics *metrics = confab_engine_get_metrics(self->engine);
 
 	g_task_set_source_tag(task, confab_turn_run_async);
-	preq->agent = g_object_ref(self->agent);
-	preq->messages = build_context(self);
-	preq->params = self->request->params != NULL ? json_object_ref(self->request->params)
-						     : NULL;
-	preq->stream = self->request->stream;
-	self->provider_request = preq;
-	confab_provider_complete_async(self->provider,
-				       preq,
-				       on_delta,
-				       self,
-				       self->cancellable,
-				       complete_cb,
-				       g_steal_pointer(&task));
+	self->loop = confab_agent_loop_new(self->agent,
+					   self->provider,
+					   context,
+					   self->request->params,
+					   self->request->stream);
+	confab_agent_loop_set_sink(self->loop, &loop_sink, self);
+	confab_agent_loop_set_metrics(self->loop, metrics);
+	self->time_to_first_token = confab_metrics_series(metrics,
+							  CONFAB_METRIC_TIME_TO_FIRST_TOKEN,
+							  confab_agent_get_id(self->agent));
+	self->inter_token_latency = confab_metrics_series(metrics,
+							  CONFAB_METRIC_INTER_TOKEN_LATENCY,
+							  confab_agent_get_id(self->agent));
+	if (self->server_tools != NULL)
+		confab_agent_loop_set_tools(self->loop,
+					    confab_engine_get_toolbox(self->engine),
+					    self->server_tools,
+					    confab_agent_get_total_timeout(self->agent) != 0
+						? confab_agent_get_total_timeout(self->agent)
+						: config->upstream_total_timeout);
+	confab_agent_loop_run_async(self->loop,
+				    self->cancellable,
+				    loop_done_cb,
+				    g_steal_pointer(&task));
 }
 
 gboolean
@@ -900,60 +985,47 @@ confab_turn_get_created(ConfabTurn *self)
 const gchar *
 confab_turn_get_content(ConfabTurn *self)
 {
-	return self->content->str;
+	return self->loop != NULL ? confab_agent_loop_get_content(self->loop) : "";
 }
 
 /**
  * confab_turn_get_tool_calls_json:
  *
- * Returns: (transfer full) (nullable): the answer's tool calls as an OpenAI
- * `tool_calls` JSON array, or %NULL if there are none
+ * Returns: (transfer full) (nullable): the tool calls the answer leaves to
+ *   the client, as an OpenAI `tool_calls` JSON array, or %NULL if none
  */
 gchar *
 confab_turn_get_tool_calls_json(ConfabTurn *self)
 {
-	GString *out;
-	if (self->tool_calls->len == 0)
-		return NULL;
-	out = g_string_new("[");
-	for (guint i = 0; i < self->tool_calls->len; i++) {
-		ToolCall *call = g_ptr_array_index(self->tool_calls, i);
-		if (i > 0)
-			g_string_append_c(out, ',');
-		g_string_append(out, "{\"id\":");
-		confab_json_append_string(out, call->id != NULL ? call->id : "");
-		g_string_append(out, ",\"type\":");
-		confab_json_append_string(out, call->type != NULL ? call->type : "function");
-		g_string_append(out, ",\"function\":{\"name\":");
-		confab_json_append_string(out, call->name->str);
-		g_string_append(out, ",\"arguments\":");
-		confab_json_append_string(out, call->arguments->str);
-		g_string_append(out, "}}");
-	}
-	g_string_append_c(out, ']');
-	return g_string_free(out, FALSE);
+	return self->loop != NULL ? confab_agent_loop_get_tool_calls_json(self->loop) : NULL;
 }
 
 const gchar *
 confab_turn_get_finish_reason(ConfabTurn *self)
 {
-	return self->finish_reason != NULL ? self->finish_reason : "stop";
+	return self->loop != NULL ? confab_agent_loop_get_finish_reason(self->loop) : "stop";
 }
 
 /**
  * confab_turn_get_usage:
  * @self: a #ConfabTurn
- * @prompt_tokens: (out): prompt tokens, or 0
- * @completion_tokens: (out): completion tokens, or 0
+ * @prompt_tokens: (out): prompt tokens over every model call, or 0
+ * @completion_tokens: (out): completion tokens over every model call, or 0
  *
  * Returns: %TRUE if the provider reported usage
  */
 gboolean
 confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completion_tokens)
 {
-	*prompt_tokens = MAX(self->prompt_tokens, 0);
-	*completion_tokens = MAX(self->completion_tokens, 0);
-	return self->prompt_tokens >= 0 && self->completion_tokens >= 0;
+	gboolean known = FALSE;
+
+	*prompt_tokens = 0;
+	*completion_tokens = 0;
+	if (self->loop != NULL)
+		known = confab_agent_loop_get_usage(self->loop, prompt_tokens, completion_tokens);
+	*prompt_tokens = MAX(*prompt_tokens, 0);
+	*completion_tokens = MAX(*completion_tokens, 0);
+	return known;
 }
 
 const ConfabQuotaInfo *

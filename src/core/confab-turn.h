@@ -23,6 +23,8 @@ G_DECLARE_FINAL_TYPE(ConfabTurn, confab_turn, CONFAB, TURN, GObject)
  *   once the client has everything given so far (or has gone); the answer
  *   is committed only then, so that its stored status tells what the
  *   client got. Not called for a turn that was cancelled.
+ * @tool_event: (nullable): the agent's own tool activity, as the JSON object
+ *   of a `tool_event` (a call, its progress, its result)
  *
  * What a door does with an answer as it comes.
  */
@@ -32,6 +34,7 @@ typedef struct {
 		      JsonArray *tool_calls,
 		      gpointer user_data);
 	void (*drain)(ConfabTurn *turn, gpointer user_data);
+	void (*tool_event)(ConfabTurn *turn, const gchar *event_json, gpointer user_data);
 } ConfabTurnSink;
 
 ConfabTurn *

@@ -11,6 +11,7 @@
 
 #include "dbus/confab-dbus-admin-impl.h"
 #include "dbus/confab-dbus-caller.h"
+#include "tools/confab-tool-config.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
 
@@ -93,6 +94,8 @@ static const AgentField agent_fields[] = {
     {"first_byte_timeout", FIELD_UINT, NULL, confab_agent_set_first_byte_timeout},
     {"idle_timeout", FIELD_UINT, NULL, confab_agent_set_idle_timeout},
     {"total_timeout", FIELD_UINT, NULL, confab_agent_set_total_timeout},
+    {"mcp_servers", FIELD_STRING, confab_agent_set_mcp_servers, NULL},
+    {"max_steps", FIELD_UINT, NULL, confab_agent_set_max_steps},
 };
 
 /**
@@ -192,6 +195,13 @@ agent_to_variant(ConfabAgent *agent)
 			      confab_agent_get_first_byte_timeout(agent));
 	g_variant_dict_insert(&dict, "idle_timeout", "u", confab_agent_get_idle_timeout(agent));
 	g_variant_dict_insert(&dict, "total_timeout", "u", confab_agent_get_total_timeout(agent));
+	if (confab_agent_get_mcp_servers(agent) != NULL) {
+		/* header and environment values are secrets: masked */
+		g_autofree gchar *masked =
+		    confab_tool_config_mask(confab_agent_get_mcp_servers(agent));
+		dict_add_string(&dict, "mcp_servers", masked);
+	}
+	g_variant_dict_insert(&dict, "max_steps", "u", confab_agent_get_max_steps(agent));
 	g_variant_dict_insert(&dict, "created_at", "x", confab_agent_get_created_at(agent));
 	g_variant_dict_insert(&dict, "updated_at", "x", confab_agent_get_updated_at(agent));
 	return g_variant_dict_end(&dict);
@@ -424,6 +434,23 @@ update_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	confab_dbus_admin_complete_update_agent(CONFAB_DBUS_ADMIN(call->self), call->invocation);
 }
 
+/* A tool configuration read back (secrets masked) and sent again keeps the
+ * secrets it had. */
+static gboolean
+keep_masked_secrets(ConfabAgent *agent, ConfabAgent *current, GError **error)
+{
+	const gchar *old = confab_agent_get_mcp_servers(current);
+	const gchar *now = confab_agent_get_mcp_servers(agent);
+	g_autofree gchar *merged = NULL;
+
+	if (old == NULL || now == NULL || g_strcmp0(old, now) == 0)
+		return TRUE;
+	if (!confab_tool_config_merge_masked(old, now, &merged, error))
+		return FALSE;
+	confab_agent_set_mcp_servers(agent, merged);
+	return TRUE;
+}
+
 static gboolean
 handle_update_agent(ConfabDbusAdmin *object,
 		    GDBusMethodInvocation *invocation,
@@ -445,7 +472,8 @@ handle_update_agent(ConfabDbusAdmin *object,
 	}
 	/* cached agents are never changed in place: turns may hold them */
 	agent = confab_agent_copy(current);
-	if (!confab_dbus_admin_impl_apply_agent_props(agent, props, &error)) {
+	if (!confab_dbus_admin_impl_apply_agent_props(agent, props, &error) ||
+	    !keep_masked_secrets(agent, current, &error)) {
 		return_error(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
@@ -1087,6 +1115,80 @@ confab_dbus_admin_impl_class_init(ConfabDbusAdminImplClass *klass)
 }
 
 static void
+list_tools_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(GPtrArray) tools = NULL;
+	GVariantBuilder builder;
+	GError *error = NULL;
+
+	tools = confab_toolbox_list_tools_finish(CONFAB_TOOLBOX(source), result, &error);
+	if (tools == NULL) {
+		return_error(call->invocation, error);
+		return;
+	}
+	g_variant_builder_init(&builder, G_VARIANT_TYPE("aa{sv}"));
+	for (guint i = 0; i < tools->len; i++) {
+		ConfabToolboxTool *tool = g_ptr_array_index(tools, i);
+		GVariantDict dict;
+		g_variant_dict_init(&dict, NULL);
+		g_variant_dict_insert(&dict, "name", "s", tool->name != NULL ? tool->name : "");
+		g_variant_dict_insert(&dict,
+				      "server",
+				      "s",
+				      tool->server != NULL ? tool->server : "");
+		g_variant_dict_insert(&dict,
+				      "description",
+				      "s",
+				      tool->description != NULL ? tool->description : "");
+		g_variant_dict_insert(&dict,
+				      "input_schema",
+				      "s",
+				      tool->input_schema != NULL ? tool->input_schema : "{}");
+		g_variant_dict_insert(&dict,
+				      "status",
+				      "s",
+				      tool->status != NULL ? tool->status : "");
+		g_variant_builder_add_value(&builder, g_variant_dict_end(&dict));
+	}
+	confab_dbus_admin_complete_list_agent_tools(CONFAB_DBUS_ADMIN(call->self),
+						    call->invocation,
+						    g_variant_builder_end(&builder));
+}
+
+static gboolean
+handle_list_agent_tools(ConfabDbusAdmin *object,
+			GDBusMethodInvocation *invocation,
+			const gchar *agent_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self->engine, agent_id);
+
+	if (agent == NULL) {
+		return_error(invocation,
+			     g_error_new(CONFAB_ERROR,
+					 CONFAB_ERROR_AGENT_NOT_FOUND,
+					 "No agent '%s'",
+					 agent_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	if (confab_agent_get_mcp_servers(agent) == NULL) {
+		confab_dbus_admin_complete_list_agent_tools(
+		    object,
+		    invocation,
+		    g_variant_new_array(G_VARIANT_TYPE_VARDICT, NULL, 0));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_toolbox_list_tools_async(confab_engine_get_toolbox(self->engine),
+					agent_id,
+					confab_agent_get_mcp_servers(agent),
+					NULL,
+					list_tools_cb,
+					call_new(self, invocation, agent_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
 confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 {
 	iface->handle_create_agent = handle_create_agent;
@@ -1094,6 +1196,7 @@ confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 	iface->handle_delete_agent = handle_delete_agent;
 	iface->handle_get_agent = handle_get_agent;
 	iface->handle_list_agents = handle_list_agents;
+	iface->handle_list_agent_tools = handle_list_agent_tools;
 	iface->handle_create_token = handle_create_token;
 	iface->handle_list_tokens = handle_list_tokens;
 	iface->handle_revoke_token = handle_revoke_token;

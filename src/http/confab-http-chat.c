@@ -161,9 +161,33 @@ on_turn_drain(ConfabTurn *turn, gpointer user_data)
 	confab_http_exchange_set_drained_func(ctx->exchange, on_exchange_drained, ctx);
 }
 
+/* The agent's own tool activity, as a chunk without choices: clients that
+ * know `tool_event` show it, the others skip a chunk with no choice. */
+static void
+on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
+{
+	ChatCtx *ctx = user_data;
+	GString *event = g_string_new("data: {\"id\":");
+
+	confab_json_append_string(event, confab_turn_get_completion_id(turn));
+	g_string_append_printf(event,
+			       ",\"object\":\"chat.completion.chunk\",\"created\":%" G_GINT64_FORMAT
+			       ",\"model\":",
+			       confab_turn_get_created(turn));
+	confab_json_append_string(event, confab_turn_get_model(turn));
+	g_string_append(event, ",\"choices\":[],\"tool_event\":");
+	g_string_append(event, event_json);
+	if (confab_turn_get_request(turn)->include_usage)
+		g_string_append(event, ",\"usage\":null");
+	g_string_append(event, ctx->metadata);
+	g_string_append(event, "}\n\n");
+	append_event(ctx, event);
+}
+
 static const ConfabTurnSink stream_sink = {
     .delta = on_turn_delta,
     .drain = on_turn_drain,
+    .tool_event = on_turn_tool_event,
 };
 
 static void

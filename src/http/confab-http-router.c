@@ -11,6 +11,7 @@
 
 #include "http/confab-http-chat.h"
 #include "http/confab-http-lists.h"
+#include "http/confab-http-metrics.h"
 #include "http/confab-http-models.h"
 #include "http/confab-http-response.h"
 #include "http/confab-http-router.h"
@@ -26,15 +27,17 @@
  */
 
 typedef enum {
-	ROUTE_API_TOKEN = 1 << 0, /* a bearer token with a v1 API scope */
-	ROUTE_JSON_BODY = 1 << 1, /* the body must be application/json */
+	ROUTE_API_TOKEN = 1 << 0,     /* a bearer token with a v1 API scope */
+	ROUTE_JSON_BODY = 1 << 1,     /* the body must be application/json */
+	ROUTE_METRICS_TOKEN = 1 << 2, /* metrics.read, or the loopback rule */
 } RouteFlags;
 
 /**
  * ConfabHttpRouteFunc:
  * @engine: the engine
  * @exchange: the request, whole
- * @principal: (transfer full): who asks
+ * @principal: (transfer full) (nullable): who asks; %NULL only where the
+ *   route lets in requests without a token
  * @param: (nullable): the `{}` segment of the route's path, decoded
  */
 typedef void (*ConfabHttpRouteFunc)(ConfabEngine *engine,
@@ -47,18 +50,33 @@ typedef struct {
 	const gchar *path; /* "{}" stands for one segment */
 	RouteFlags flags;
 	ConfabHttpRouteFunc handle;
+	const gchar *label; /* the route in metrics */
 } Route;
 
 static const Route routes[] = {
     {"POST",
      "/api/v1/chat/completions",
      ROUTE_API_TOKEN | ROUTE_JSON_BODY,
-     confab_http_chat_handle},
-    {"GET", "/api/v1/conversations", ROUTE_API_TOKEN, confab_http_lists_conversations},
-    {"GET", "/api/v1/conversations/{}/messages", ROUTE_API_TOKEN, confab_http_lists_messages},
-    {"GET", "/api/v1/models", ROUTE_API_TOKEN, confab_http_models_list},
-    {"GET", "/api/v1/models/{}", ROUTE_API_TOKEN, confab_http_models_get},
+     confab_http_chat_handle,
+     "/api/v1/chat/completions"},
+    {"GET",
+     "/api/v1/conversations",
+     ROUTE_API_TOKEN,
+     confab_http_lists_conversations,
+     "/api/v1/conversations"},
+    {"GET",
+     "/api/v1/conversations/{}/messages",
+     ROUTE_API_TOKEN,
+     confab_http_lists_messages,
+     "/api/v1/conversations/{id}/messages"},
+    {"GET", "/api/v1/models", ROUTE_API_TOKEN, confab_http_models_list, "/api/v1/models"},
+    {"GET", "/api/v1/models/{}", ROUTE_API_TOKEN, confab_http_models_get, "/api/v1/models/{id}"},
+    {"GET", "/metrics", ROUTE_METRICS_TOKEN, confab_http_metrics_handle, "/metrics"},
 };
+
+/* the route label of requests that matched none: no path from a client
+ * ever becomes a label */
+#define UNMATCHED_LABEL "unmatched"
 
 /* What the head check leaves for the handler. */
 typedef struct {
@@ -183,6 +201,17 @@ is_json(const gchar *content_type)
 
 /* ---------- the server's callbacks ---------- */
 
+/* [metrics] local_unauthenticated: a loopback peer that sends no token */
+static gboolean
+metrics_without_token(ConfabHttpRouter *self, ConfabHttpExchange *exchange, const Route *route)
+{
+	const ConfabConfig *config = confab_engine_get_config(self->engine);
+
+	return (route->flags & ROUTE_METRICS_TOKEN) && config->metrics_local_unauthenticated &&
+	       confab_http_exchange_get_header(exchange, "Authorization") == NULL &&
+	       confab_http_exchange_is_loopback(exchange);
+}
+
 static gboolean
 check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, GError **error)
 {
@@ -212,11 +241,13 @@ check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, G
 					allowed->str);
 		return FALSE;
 	}
-	if (match->route->flags & ROUTE_API_TOKEN) {
+	if (match->route->flags & (ROUTE_API_TOKEN | ROUTE_METRICS_TOKEN) &&
+	    !metrics_without_token(self, exchange, match->route)) {
 		match->principal = confab_engine_authenticate(
 		    self->engine,
 		    confab_http_exchange_get_header(exchange, "Authorization"),
-		    CONFAB_SCOPES_API,
+		    (match->route->flags & ROUTE_METRICS_TOKEN) ? CONFAB_SCOPES_METRICS
+								: CONFAB_SCOPES_API,
 		    error);
 		if (match->principal == NULL)
 			return FALSE;
@@ -267,7 +298,25 @@ on_request(ConfabHttpExchange *exchange, gpointer user_data)
 static void
 on_finished(ConfabHttpExchange *exchange, gboolean completed, gpointer user_data)
 {
+	ConfabHttpRouter *self = user_data;
+	Match *match = confab_http_exchange_get_data(exchange);
+	gchar code[16];
+
+	g_snprintf(code, sizeof(code), "%u", confab_http_exchange_get_status(exchange));
+	confab_metrics_add(confab_engine_get_metrics(self->engine),
+			   CONFAB_METRIC_HTTP_REQUESTS,
+			   1,
+			   match != NULL && match->route != NULL ? match->route->label
+								 : UNMATCHED_LABEL,
+			   code);
 	confab_http_response_log_request(exchange, completed);
+}
+
+static gdouble
+open_connections_gauge(gpointer user_data)
+{
+	ConfabHttpRouter *self = user_data;
+	return self->server != NULL ? confab_http_server_get_connections(self->server) : 0;
 }
 
 static const ConfabHttpServerHandler handler = {
@@ -282,6 +331,8 @@ static void
 confab_http_router_dispose(GObject *object)
 {
 	ConfabHttpRouter *self = CONFAB_HTTP_ROUTER(object);
+	if (self->engine != NULL)
+		confab_metrics_remove_gauges(confab_engine_get_metrics(self->engine), self);
 	if (self->server != NULL)
 		confab_http_server_disconnect(self->server);
 	g_clear_object(&self->server);
@@ -333,6 +384,11 @@ confab_http_router_new(ConfabEngine *engine)
 
 	self->engine = g_object_ref(engine);
 	self->server = confab_http_server_new(&limits, &handler, self);
+	confab_metrics_add_gauge(confab_engine_get_metrics(engine),
+				 "confab_open_connections",
+				 "HTTP connections open now",
+				 open_connections_gauge,
+				 self);
 	return self;
 }
 

@@ -528,6 +528,7 @@ maybe_retry(Call *call, GError *error)
 	       error->message,
 	       delay);
 	call_clear_attempt(call);
+	call->request->retries++;
 	call->retry_id = g_timeout_add((guint)delay, on_retry, call);
 	return TRUE;
 }

@@ -20,12 +20,15 @@ G_BEGIN_DECLS
  * @params: (nullable): OpenAI request parameters from the client
  *   (temperature, tools...)
  * @stream: whether the client streams; a provider may stream upstream anyway
+ * @retries: set by the provider: how many times it sent the request again
+ *   after a failure, whatever the outcome
  */
 typedef struct {
 	ConfabAgent *agent;
 	JsonArray *messages;
 	JsonObject *params;
 	gboolean stream;
+	guint retries;
 } ConfabProviderRequest;
 
 void

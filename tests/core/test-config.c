@@ -181,6 +181,8 @@ test_bad_values(void)
 	assert_bad_value("upstream", "max_connections", "0");
 	assert_bad_value("storage", "read_connections", "0");
 	assert_bad_value("storage", "read_connections", "65");
+	assert_bad_value("metrics", "local_unauthenticated", "yes");
+	assert_bad_value("metrics", "local_unauthenticated", "");
 	/* a number that wraps a 32-bit unsigned is refused, not truncated */
 	assert_bad_value("limits", "max_json_depth", "4294967360");
 }
@@ -195,9 +197,11 @@ test_range_ends_accepted(void)
 					      "[limits]\nmax_json_depth=8\nmax_body_bytes=1024\n"
 					      "max_files_per_message=0\nmax_file_bytes=0\n"
 					      "[upstream]\nmax_retries=10\n"
-					      "[daemon]\nshutdown_grace=0\n",
+					      "[daemon]\nshutdown_grace=0\n"
+					      "[metrics]\nlocal_unauthenticated = true\n",
 					      &error));
 	g_assert_no_error(error);
+	g_assert_true(config->metrics_local_unauthenticated);
 	g_assert_cmpuint(config->max_json_depth, ==, 8);
 	g_assert_cmpuint(config->max_body_bytes, ==, 1024);
 	g_assert_cmpuint(config->max_files_per_message, ==, 0);
@@ -347,7 +351,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 25);
+	g_assert_cmpuint(keys, ==, 27);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -371,6 +375,10 @@ test_documented_defaults(void)
 			 ==,
 			 defaults->max_inflight_body_bytes);
 	g_assert_cmpuint(documented->max_answer_bytes, ==, defaults->max_answer_bytes);
+	g_assert_cmpuint(documented->tool_max_output_bytes, ==, defaults->tool_max_output_bytes);
+	g_assert_cmpint(documented->metrics_local_unauthenticated,
+			==,
+			defaults->metrics_local_unauthenticated);
 	g_assert_cmpuint(documented->default_monthly_requests,
 			 ==,
 			 defaults->default_monthly_requests);

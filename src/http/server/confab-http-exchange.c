@@ -34,8 +34,8 @@ confab_http_exchange_new(ConfabHttpConnection *conn, ConfabHttpRequestParser *pa
 	head->path = NULL;
 	head->query = NULL;
 	head->fields = confab_http_fields_new();
-	self->peer = g_strdup(confab_http_connection_get_peer(conn));
-	self->loopback = confab_http_connection_is_loopback(conn);
+	self->peer = g_strdup(confab_http_server_connection_get_peer(conn));
+	self->loopback = confab_http_server_connection_is_loopback(conn);
 	self->start = g_get_monotonic_time();
 	self->headers = g_string_new(NULL);
 	return self;
@@ -296,7 +296,7 @@ confab_http_exchange_respond(ConfabHttpExchange *self,
 	self->status = status;
 	g_string_append_printf(self->headers, "Content-Type: %s\r\n", content_type);
 	if (self->conn != NULL)
-		confab_http_connection_send_response(self->conn, self, body);
+		confab_http_server_connection_send_response(self->conn, self, body);
 }
 
 /**
@@ -334,7 +334,7 @@ confab_http_exchange_begin_stream(ConfabHttpExchange *self, guint status, const 
 	self->status = status;
 	g_string_append_printf(self->headers, "Content-Type: %s\r\n", content_type);
 	if (self->conn != NULL)
-		confab_http_connection_send_stream_head(self->conn, self);
+		confab_http_server_connection_send_stream_head(self->conn, self);
 }
 
 /**
@@ -351,7 +351,7 @@ confab_http_exchange_write(ConfabHttpExchange *self, const gchar *data, gsize le
 {
 	g_return_if_fail(self->streaming && !self->ended);
 	if (self->conn != NULL && len > 0)
-		confab_http_connection_send_piece(self->conn, self, data, len, NULL, TRUE);
+		confab_http_server_connection_send_piece(self->conn, self, data, len, NULL, TRUE);
 }
 
 /**
@@ -367,7 +367,7 @@ confab_http_exchange_write_bytes(ConfabHttpExchange *self, GBytes *bytes)
 {
 	g_return_if_fail(self->streaming && !self->ended);
 	if (self->conn != NULL && g_bytes_get_size(bytes) > 0)
-		confab_http_connection_send_piece(self->conn, self, NULL, 0, bytes, FALSE);
+		confab_http_server_connection_send_piece(self->conn, self, NULL, 0, bytes, FALSE);
 }
 
 /**
@@ -379,7 +379,7 @@ void
 confab_http_exchange_flush(ConfabHttpExchange *self)
 {
 	if (self->conn != NULL)
-		confab_http_connection_flush(self->conn);
+		confab_http_server_connection_flush(self->conn);
 }
 
 /**
@@ -395,7 +395,7 @@ confab_http_exchange_end_stream(ConfabHttpExchange *self)
 		return;
 	self->ended = TRUE;
 	if (self->conn != NULL)
-		confab_http_connection_send_end(self->conn, self);
+		confab_http_server_connection_send_end(self->conn, self);
 }
 
 guint
@@ -418,7 +418,7 @@ confab_http_exchange_has_responded(ConfabHttpExchange *self)
 gsize
 confab_http_exchange_get_unsent(ConfabHttpExchange *self)
 {
-	return self->conn != NULL ? confab_http_connection_get_unsent(self->conn) : 0;
+	return self->conn != NULL ? confab_http_server_connection_get_unsent(self->conn) : 0;
 }
 
 /* ---------- the client ---------- */
@@ -476,5 +476,5 @@ void
 confab_http_exchange_close(ConfabHttpExchange *self)
 {
 	if (self->conn != NULL)
-		confab_http_connection_cut(self->conn);
+		confab_http_server_connection_cut(self->conn);
 }

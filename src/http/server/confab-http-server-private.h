@@ -44,29 +44,30 @@ confab_http_exchange_new(ConfabHttpConnection *conn, ConfabHttpRequestParser *pa
 
 /* what an exchange asks of its connection */
 void
-confab_http_connection_send_response(ConfabHttpConnection *conn,
-				     ConfabHttpExchange *exchange,
-				     GBytes *body);
+confab_http_server_connection_send_response(ConfabHttpConnection *conn,
+					    ConfabHttpExchange *exchange,
+					    GBytes *body);
 void
-confab_http_connection_send_stream_head(ConfabHttpConnection *conn, ConfabHttpExchange *exchange);
+confab_http_server_connection_send_stream_head(ConfabHttpConnection *conn,
+					       ConfabHttpExchange *exchange);
 void
-confab_http_connection_send_piece(ConfabHttpConnection *conn,
-				  ConfabHttpExchange *exchange,
-				  const gchar *data,
-				  gsize len,
-				  GBytes *bytes,
-				  gboolean flush);
+confab_http_server_connection_send_piece(ConfabHttpConnection *conn,
+					 ConfabHttpExchange *exchange,
+					 const gchar *data,
+					 gsize len,
+					 GBytes *bytes,
+					 gboolean flush);
 void
-confab_http_connection_send_end(ConfabHttpConnection *conn, ConfabHttpExchange *exchange);
+confab_http_server_connection_send_end(ConfabHttpConnection *conn, ConfabHttpExchange *exchange);
 void
-confab_http_connection_flush(ConfabHttpConnection *conn);
+confab_http_server_connection_flush(ConfabHttpConnection *conn);
 gsize
-confab_http_connection_get_unsent(ConfabHttpConnection *conn);
+confab_http_server_connection_get_unsent(ConfabHttpConnection *conn);
 void
-confab_http_connection_cut(ConfabHttpConnection *conn);
+confab_http_server_connection_cut(ConfabHttpConnection *conn);
 const gchar *
-confab_http_connection_get_peer(ConfabHttpConnection *conn);
+confab_http_server_connection_get_peer(ConfabHttpConnection *conn);
 gboolean
-confab_http_connection_is_loopback(ConfabHttpConnection *conn);
+confab_http_server_connection_is_loopback(ConfabHttpConnection *conn);
 
 G_END_DECLS

@@ -342,19 +342,19 @@ now_plus(guint seconds)
 }
 
 const gchar *
-confab_http_connection_get_peer(ConfabHttpConnection *conn)
+confab_http_server_connection_get_peer(ConfabHttpConnection *conn)
 {
 	return conn->peer;
 }
 
 gboolean
-confab_http_connection_is_loopback(ConfabHttpConnection *conn)
+confab_http_server_connection_is_loopback(ConfabHttpConnection *conn)
 {
 	return conn->loopback;
 }
 
 gsize
-confab_http_connection_get_unsent(ConfabHttpConnection *conn)
+confab_http_server_connection_get_unsent(ConfabHttpConnection *conn)
 {
 	return conn->out_bytes;
 }
@@ -542,7 +542,7 @@ conn_write(ConfabHttpConnection *conn)
 }
 
 void
-confab_http_connection_flush(ConfabHttpConnection *conn)
+confab_http_server_connection_flush(ConfabHttpConnection *conn)
 {
 	/* waiting for the socket: the watch goes on when it can */
 	if (conn->fd < 0 || (conn->events & G_IO_OUT))
@@ -553,7 +553,7 @@ confab_http_connection_flush(ConfabHttpConnection *conn)
 }
 
 void
-confab_http_connection_cut(ConfabHttpConnection *conn)
+confab_http_server_connection_cut(ConfabHttpConnection *conn)
 {
 	g_debug("disconnecting %s", conn->peer);
 	conn_close(conn);
@@ -579,9 +579,9 @@ is_head_request(ConfabHttpExchange *exchange)
 }
 
 void
-confab_http_connection_send_response(ConfabHttpConnection *conn,
-				     ConfabHttpExchange *exchange,
-				     GBytes *body)
+confab_http_server_connection_send_response(ConfabHttpConnection *conn,
+					    ConfabHttpExchange *exchange,
+					    GBytes *body)
 {
 	g_autoptr(GString) head = g_string_sized_new(256);
 	gboolean close = conn_should_close(conn, exchange);
@@ -597,11 +597,12 @@ confab_http_connection_send_response(ConfabHttpConnection *conn,
 	queue_copy(conn, head->str, head->len);
 	if (body != NULL && !is_head_request(exchange))
 		queue_bytes(conn, body);
-	confab_http_connection_flush(conn);
+	confab_http_server_connection_flush(conn);
 }
 
 void
-confab_http_connection_send_stream_head(ConfabHttpConnection *conn, ConfabHttpExchange *exchange)
+confab_http_server_connection_send_stream_head(ConfabHttpConnection *conn,
+					       ConfabHttpExchange *exchange)
 {
 	g_autoptr(GString) head = g_string_sized_new(256);
 	gboolean http10 = exchange->head.version_minor == 0;
@@ -642,12 +643,12 @@ conn_stream_backlog(ConfabHttpConnection *conn)
 }
 
 void
-confab_http_connection_send_piece(ConfabHttpConnection *conn,
-				  ConfabHttpExchange *exchange,
-				  const gchar *data,
-				  gsize len,
-				  GBytes *bytes,
-				  gboolean flush)
+confab_http_server_connection_send_piece(ConfabHttpConnection *conn,
+					 ConfabHttpExchange *exchange,
+					 const gchar *data,
+					 gsize len,
+					 GBytes *bytes,
+					 gboolean flush)
 {
 	gboolean chunked = exchange->head.version_minor > 0;
 	gsize backlog = conn_stream_backlog(conn);
@@ -678,15 +679,15 @@ confab_http_connection_send_piece(ConfabHttpConnection *conn,
 			queue_copy(conn, "\r\n", 2);
 	}
 	if (flush)
-		confab_http_connection_flush(conn);
+		confab_http_server_connection_flush(conn);
 }
 
 void
-confab_http_connection_send_end(ConfabHttpConnection *conn, ConfabHttpExchange *exchange)
+confab_http_server_connection_send_end(ConfabHttpConnection *conn, ConfabHttpExchange *exchange)
 {
 	if (exchange->head.version_minor > 0 && !is_head_request(exchange))
 		queue_copy(conn, "0\r\n\r\n", 5);
-	confab_http_connection_flush(conn);
+	confab_http_server_connection_flush(conn);
 }
 
 /* Answers an error without the handler: a request that cannot be parsed,
@@ -723,7 +724,7 @@ conn_send_error(ConfabHttpConnection *conn, const GError *error)
 		g_string_append(raw, body);
 		conn->state = CONN_BUSY;
 		queue_copy(conn, raw->str, raw->len);
-		confab_http_connection_flush(conn);
+		confab_http_server_connection_flush(conn);
 	}
 }
 
@@ -785,7 +786,7 @@ conn_on_head(ConfabHttpConnection *conn)
 	if (exchange->head.expect_continue) {
 		static const gchar cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		queue_copy(conn, cont, sizeof(cont) - 1);
-		confab_http_connection_flush(conn);
+		confab_http_server_connection_flush(conn);
 	}
 }
 

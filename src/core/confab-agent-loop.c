@@ -1,0 +1,1010 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabAgentLoop"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "core/confab-agent-loop.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
+
+/*
+ * The agent loop, inside a turn: a model call (a step); if the answer calls
+ * the agent's own tools, run them (in parallel, at most
+ * CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS at once), give the model their
+ * results and call it again; stop at the first answer without such calls.
+ * After max_steps steps that asked for tools, one last call is made with
+ * tool_choice "none". An answer that calls the client's tools ends the loop
+ * with finish_reason "tool_calls" and only those calls, once the agent's own
+ * calls of the same answer have run.
+ *
+ * A tool that fails — an error result, a JSON-RPC error, a timeout, a server
+ * that dies or cannot start, a tool nobody offered — gives the model an
+ * is_error result and a short reason; the loop goes on.
+ *
+ * The loop keeps the transcript as content blocks, in order: text,
+ * tool_call {id, name, arguments, server}, tool_result {tool_call_id,
+ * content, is_error, elapsed_ms}, …, text. The text of every step goes to
+ * the sink as it comes; steps' texts are parted by a blank line.
+ */
+
+typedef struct {
+	gchar *id;
+	gchar *type;
+	GString *name;
+	GString *arguments;
+} ToolCall;
+
+static void
+tool_call_free(ToolCall *call)
+{
+	g_free(call->id);
+	g_free(call->type);
+	g_string_free(call->name, TRUE);
+	g_string_free(call->arguments, TRUE);
+	g_free(call);
+}
+
+/* One call of the agent's own tools, running or done. */
+typedef struct {
+	ConfabAgentLoop *loop; /* unowned: the loop waits for its calls */
+	gchar *id;
+	gchar *name;
+	gchar *arguments;
+	const gchar *server; /* unowned: the tool's, nullable */
+	gint64 start;
+	gboolean done;
+	gboolean is_error;
+	gchar *content;
+	gint64 elapsed_ms;
+} ServerCall;
+
+static void
+server_call_free(ServerCall *call)
+{
+	g_free(call->id);
+	g_free(call->name);
+	g_free(call->arguments);
+	g_free(call->content);
+	g_free(call);
+}
+
+struct _ConfabAgentLoop {
+	GObject parent_instance;
+	ConfabAgent *agent;	   /* owned */
+	ConfabProvider *provider;  /* owned */
+	JsonArray *context;	   /* owned: what the model is sent, step by step */
+	JsonObject *client_params; /* owned, nullable */
+	gboolean stream;
+	ConfabToolbox *toolbox;	  /* owned, nullable */
+	GPtrArray *server_tools;  /* owned, nullable: ConfabToolboxTool */
+	JsonArray *server_defs;	  /* owned, nullable: the tools as the model is offered them */
+	GHashTable *client_names; /* owned: the client's tool names */
+	guint total_timeout;	  /* seconds for the whole loop; 0 for none */
+	const ConfabAgentLoopSink *sink;
+	gpointer sink_data;
+	ConfabMetrics *metrics; /* owned, nullable */
+
+	GTask *task;		   /* owned, while running */
+	GCancellable *cancellable; /* owned: the caller's, or the timeout's */
+	GCancellable *parent;	   /* owned, nullable */
+	gulong parent_id;
+	guint deadline_id;
+	gboolean timed_out;
+
+	ConfabProviderRequest *request; /* owned: the step's */
+	GString *content;		/* owned: every step's text */
+	GString *step_text;		/* owned */
+	GPtrArray *step_calls;		/* owned: ToolCall by index */
+	GString *blocks;		/* owned: the transcript, JSON objects comma-joined */
+	JsonArray *client_calls;	/* owned, nullable: the client's, at the end */
+	GPtrArray *server_calls;	/* owned: ServerCall, the step's */
+	guint next_call;
+	guint running;
+	guint steps;
+	gboolean final_step;
+	gchar *finish_reason; /* owned */
+	gint64 prompt_tokens;
+	gint64 completion_tokens;
+	gboolean usage_known;
+};
+
+G_DEFINE_FINAL_TYPE(ConfabAgentLoop, confab_agent_loop, G_TYPE_OBJECT)
+
+static void
+confab_agent_loop_finalize(GObject *object)
+{
+	ConfabAgentLoop *self = CONFAB_AGENT_LOOP(object);
+
+	g_clear_handle_id(&self->deadline_id, g_source_remove);
+	if (self->parent != NULL)
+		g_cancellable_disconnect(self->parent, self->parent_id);
+	g_clear_object(&self->parent);
+	g_clear_object(&self->agent);
+	g_clear_object(&self->provider);
+	g_clear_object(&self->metrics);
+	g_clear_pointer(&self->context, json_array_unref);
+	g_clear_pointer(&self->client_params, json_object_unref);
+	g_clear_object(&self->toolbox);
+	g_clear_pointer(&self->server_tools, g_ptr_array_unref);
+	g_clear_pointer(&self->server_defs, json_array_unref);
+	g_clear_pointer(&self->client_names, g_hash_table_unref);
+	g_clear_object(&self->task);
+	g_clear_object(&self->cancellable);
+	g_clear_pointer(&self->request, confab_provider_request_free);
+	g_string_free(self->content, TRUE);
+	g_string_free(self->step_text, TRUE);
+	g_ptr_array_unref(self->step_calls);
+	g_string_free(self->blocks, TRUE);
+	g_clear_pointer(&self->client_calls, json_array_unref);
+	g_ptr_array_unref(self->server_calls);
+	g_free(self->finish_reason);
+	G_OBJECT_CLASS(confab_agent_loop_parent_class)->finalize(object);
+}
+
+static void
+confab_agent_loop_class_init(ConfabAgentLoopClass *klass)
+{
+	G_OBJECT_CLASS(klass)->finalize = confab_agent_loop_finalize;
+}
+
+static void
+confab_agent_loop_init(ConfabAgentLoop *self)
+{
+	self->cancellable = g_cancellable_new();
+	self->content = g_string_new(NULL);
+	self->step_text = g_string_new(NULL);
+	self->step_calls = g_ptr_array_new_with_free_func((GDestroyNotify)tool_call_free);
+	self->blocks = g_string_new(NULL);
+	self->server_calls = g_ptr_array_new_with_free_func((GDestroyNotify)server_call_free);
+	self->client_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->prompt_tokens = -1;
+	self->completion_tokens = -1;
+}
+
+static void
+collect_client_names(ConfabAgentLoop *self)
+{
+	JsonNode *tools = self->client_params != NULL
+			      ? json_object_get_member(self->client_params, "tools")
+			      : NULL;
+
+	if (tools == NULL || !JSON_NODE_HOLDS_ARRAY(tools))
+		return;
+	for (guint i = 0; i < json_array_get_length(json_node_get_array(tools)); i++) {
+		JsonObject *tool = json_array_get_object_element(json_node_get_array(tools), i);
+		JsonObject *fn = tool != NULL ? confab_json_get_object(tool, "function") : NULL;
+		const gchar *name = fn != NULL ? confab_json_get_string(fn, "name") : NULL;
+		if (name != NULL)
+			g_hash_table_add(self->client_names, g_strdup(name));
+	}
+}
+
+/**
+ * confab_agent_loop_new:
+ * @agent: the agent
+ * @provider: its provider
+ * @context: the messages so far (instructions, history, the new ones);
+ *   the loop keeps its own copy and adds each step's to it
+ * @client_params: (nullable): the client's request parameters (tools,
+ *   tool_choice, temperature…)
+ * @stream: whether the client streams
+ *
+ * Returns: (transfer full): a loop, not running
+ */
+ConfabAgentLoop *
+confab_agent_loop_new(ConfabAgent *agent,
+		      ConfabProvider *provider,
+		      JsonArray *context,
+		      JsonObject *client_params,
+		      gboolean stream)
+{
+	ConfabAgentLoop *self = g_object_new(CONFAB_TYPE_AGENT_LOOP, NULL);
+	g_autoptr(JsonNode) copy = json_node_init_array(json_node_alloc(), context);
+	g_autoptr(JsonNode) owned = json_node_copy(copy);
+
+	self->agent = g_object_ref(agent);
+	self->provider = g_object_ref(provider);
+	self->context = json_array_ref(json_node_get_array(owned));
+	self->client_params = client_params != NULL ? json_object_ref(client_params) : NULL;
+	self->stream = stream;
+	collect_client_names(self);
+	return self;
+}
+
+/* The agent's tools as the model is offered them: function tools. */
+static JsonObject *
+tool_definition(ConfabToolboxTool *tool)
+{
+	JsonObject *def = json_object_new();
+	JsonObject *fn = json_object_new();
+	g_autoptr(JsonNode) schema = confab_json_from_string(tool->input_schema);
+
+	json_object_set_string_member(def, "type", "function");
+	json_object_set_string_member(fn, "name", tool->name);
+	if (tool->description != NULL)
+		json_object_set_string_member(fn, "description", tool->description);
+	if (schema != NULL && JSON_NODE_HOLDS_OBJECT(schema))
+		json_object_set_member(fn, "parameters", g_steal_pointer(&schema));
+	else
+		json_object_set_object_member(fn, "parameters", json_object_new());
+	json_object_set_object_member(def, "function", fn);
+	return def;
+}
+
+/**
+ * confab_agent_loop_set_tools:
+ * @self: a #ConfabAgentLoop
+ * @toolbox: the daemon's tool servers
+ * @server_tools: (element-type ConfabToolboxTool): the agent's tools
+ * @total_timeout: seconds the whole loop may take, 0 for no limit
+ *
+ * Offers the agent's own tools; without this, the loop is one model call.
+ */
+void
+confab_agent_loop_set_tools(ConfabAgentLoop *self,
+			    ConfabToolbox *toolbox,
+			    GPtrArray *server_tools,
+			    guint total_timeout)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_set_object(&self->toolbox, toolbox);
+	g_clear_pointer(&self->server_tools, g_ptr_array_unref);
+	g_clear_pointer(&self->server_defs, json_array_unref);
+	self->server_defs = json_array_new();
+	self->server_tools = g_ptr_array_ref(server_tools);
+	for (guint i = 0; i < server_tools->len; i++) {
+		ConfabToolboxTool *tool = g_ptr_array_index(server_tools, i);
+		if (tool->name != NULL && *tool->name != '\0')
+			json_array_add_object_element(self->server_defs, tool_definition(tool));
+	}
+	self->total_timeout = total_timeout;
+}
+
+/**
+ * confab_agent_loop_set_metrics:
+ * @self: a #ConfabAgentLoop, not running
+ * @metrics: where its upstream requests and tool calls are counted
+ */
+void
+confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_set_object(&self->metrics, metrics);
+}
+
+/**
+ * confab_agent_loop_set_sink:
+ * @self: a #ConfabAgentLoop
+ * @sink: (nullable): a static table
+ * @user_data: data for @sink's functions
+ */
+void
+confab_agent_loop_set_sink(ConfabAgentLoop *self,
+			   const ConfabAgentLoopSink *sink,
+			   gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	self->sink = sink;
+	self->sink_data = user_data;
+}
+
+static gboolean
+has_server_tools(ConfabAgentLoop *self)
+{
+	return self->server_defs != NULL && json_array_get_length(self->server_defs) > 0;
+}
+
+static ConfabToolboxTool *
+find_server_tool(ConfabAgentLoop *self, const gchar *name)
+{
+	for (guint i = 0; self->server_tools != NULL && i < self->server_tools->len; i++) {
+		ConfabToolboxTool *tool = g_ptr_array_index(self->server_tools, i);
+		if (g_strcmp0(tool->name, name) == 0)
+			return tool;
+	}
+	return NULL;
+}
+
+/* ---------- the transcript ---------- */
+
+static void
+block_begin(ConfabAgentLoop *self, const gchar *type)
+{
+	if (self->blocks->len > 0)
+		g_string_append_c(self->blocks, ',');
+	g_string_append(self->blocks, "{\"type\":");
+	confab_json_append_string(self->blocks, type);
+}
+
+static void
+block_string(ConfabAgentLoop *self, const gchar *key, const gchar *value)
+{
+	g_string_append_printf(self->blocks, ",\"%s\":", key);
+	confab_json_append_string(self->blocks, value);
+}
+
+static void
+add_text_block(ConfabAgentLoop *self, const gchar *text)
+{
+	block_begin(self, "text");
+	block_string(self, "text", text);
+	g_string_append_c(self->blocks, '}');
+}
+
+static void
+add_call_block(ConfabAgentLoop *self, ToolCall *call, const gchar *server)
+{
+	block_begin(self, "tool_call");
+	block_string(self, "id", call->id != NULL ? call->id : "");
+	block_string(self, "name", call->name->str);
+	block_string(self, "arguments", call->arguments->str);
+	if (server != NULL)
+		block_string(self, "server", server);
+	g_string_append_c(self->blocks, '}');
+}
+
+static void
+add_result_block(ConfabAgentLoop *self, ServerCall *call)
+{
+	block_begin(self, "tool_result");
+	block_string(self, "tool_call_id", call->id);
+	block_string(self, "content", call->content);
+	g_string_append_printf(self->blocks,
+			       ",\"is_error\":%s,\"elapsed_ms\":%" G_GINT64_FORMAT "}",
+			       call->is_error ? "true" : "false",
+			       call->elapsed_ms);
+}
+
+/* ---------- the end ---------- */
+
+static void
+finish(ConfabAgentLoop *self, GError *error)
+{
+	g_autoptr(GTask) task = g_steal_pointer(&self->task);
+
+	g_clear_handle_id(&self->deadline_id, g_source_remove);
+	if (task == NULL) {
+		g_clear_error(&error);
+		return;
+	}
+	if (error != NULL && self->timed_out) {
+		g_clear_error(&error);
+		error = g_error_new(CONFAB_ERROR,
+				    CONFAB_ERROR_UPSTREAM_TIMEOUT,
+				    "The agent did not finish within %u s",
+				    self->total_timeout);
+	}
+	if (error != NULL)
+		g_task_return_error(task, error);
+	else
+		g_task_return_boolean(task, TRUE);
+}
+
+static void
+run_step(ConfabAgentLoop *self);
+
+/* ---------- a step's answer ---------- */
+
+static void
+accumulate_tool_calls(ConfabAgentLoop *self, JsonArray *fragments)
+{
+	for (guint i = 0; i < json_array_get_length(fragments); i++) {
+		JsonObject *frag = json_array_get_object_element(fragments, i);
+		JsonObject *fn = frag != NULL ? confab_json_get_object(frag, "function") : NULL;
+		gint64 index;
+		ToolCall *call;
+
+		if (frag == NULL)
+			continue;
+		index = json_object_get_int_member_with_default(frag, "index", i);
+		if (index < 0 || index > 1024)
+			continue;
+		while (self->step_calls->len <= (guint)index) {
+			call = g_new0(ToolCall, 1);
+			call->name = g_string_new(NULL);
+			call->arguments = g_string_new(NULL);
+			g_ptr_array_add(self->step_calls, call);
+		}
+		call = g_ptr_array_index(self->step_calls, index);
+		if (confab_json_get_string(frag, "id") != NULL) {
+			g_free(call->id);
+			call->id = g_strdup(confab_json_get_string(frag, "id"));
+		}
+		if (confab_json_get_string(frag, "type") != NULL) {
+			g_free(call->type);
+			call->type = g_strdup(confab_json_get_string(frag, "type"));
+		}
+		if (fn != NULL) {
+			g_string_append(call->name, confab_json_get_string(fn, "name") ?: "");
+			g_string_append(call->arguments,
+					confab_json_get_string(fn, "arguments") ?: "");
+		}
+	}
+}
+
+static void
+on_delta(const gchar *content, JsonArray *tool_calls, gpointer user_data)
+{
+	ConfabAgentLoop *self = user_data;
+
+	if (content != NULL && *content != '\0') {
+		/* a new step's first words, after an earlier step's: a blank line */
+		if (self->step_text->len == 0 && self->content->len > 0) {
+			g_string_append(self->content, "\n\n");
+			if (self->sink != NULL && self->sink->text != NULL)
+				self->sink->text("\n\n", self->sink_data);
+		}
+		g_string_append(self->step_text, content);
+		g_string_append(self->content, content);
+		if (self->sink != NULL && self->sink->text != NULL)
+			self->sink->text(content, self->sink_data);
+	}
+	if (tool_calls != NULL) {
+		accumulate_tool_calls(self, tool_calls);
+		/* no tools of the agent's own: every call is the client's, relayed
+		 * as it comes */
+		if (!has_server_tools(self) && self->sink != NULL && self->sink->tool_calls != NULL)
+			self->sink->tool_calls(tool_calls, self->sink_data);
+	}
+}
+
+static JsonObject *
+openai_call(ToolCall *call, guint index)
+{
+	JsonObject *out = json_object_new();
+	JsonObject *fn = json_object_new();
+
+	json_object_set_int_member(out, "index", index);
+	json_object_set_string_member(out, "id", call->id != NULL ? call->id : "");
+	json_object_set_string_member(out, "type", call->type != NULL ? call->type : "function");
+	json_object_set_string_member(fn, "name", call->name->str);
+	json_object_set_string_member(fn, "arguments", call->arguments->str);
+	json_object_set_object_member(out, "function", fn);
+	return out;
+}
+
+/* The step's answer goes into the context, as the model gave it. */
+static void
+add_assistant_to_context(ConfabAgentLoop *self)
+{
+	JsonObject *msg = json_object_new();
+	JsonArray *calls = json_array_new();
+
+	json_object_set_string_member(msg, "role", "assistant");
+	if (self->step_text->len > 0)
+		json_object_set_string_member(msg, "content", self->step_text->str);
+	else
+		json_object_set_null_member(msg, "content");
+	for (guint i = 0; i < self->step_calls->len; i++) {
+		JsonObject *call = openai_call(g_ptr_array_index(self->step_calls, i), i);
+		json_object_remove_member(call, "index");
+		json_array_add_object_element(calls, call);
+	}
+	json_object_set_array_member(msg, "tool_calls", calls);
+	json_array_add_object_element(self->context, msg);
+}
+
+static ServerCall *
+server_call_new(ConfabAgentLoop *self, ToolCall *call, ConfabToolboxTool *tool)
+{
+	ServerCall *sc = g_new0(ServerCall, 1);
+
+	sc->loop = self;
+	sc->id = g_strdup(call->id != NULL ? call->id : "");
+	sc->name = g_strdup(call->name->str);
+	sc->arguments = g_strdup(call->arguments->str);
+	sc->server = tool != NULL ? tool->server : NULL;
+	return sc;
+}
+
+/* Sorts the step's calls: the agent's own run here; the client's go back to
+ * it; a call of a tool nobody offered gets an error result. */
+static void
+sort_calls(ConfabAgentLoop *self)
+{
+	for (guint i = 0; i < self->step_calls->len; i++) {
+		ToolCall *call = g_ptr_array_index(self->step_calls, i);
+		ConfabToolboxTool *tool = find_server_tool(self, call->name->str);
+		gboolean client =
+		    tool == NULL && g_hash_table_contains(self->client_names, call->name->str);
+
+		add_call_block(self, call, tool != NULL ? tool->server : NULL);
+		if (client) {
+			if (self->client_calls == NULL)
+				self->client_calls = json_array_new();
+			json_array_add_object_element(
+			    self->client_calls,
+			    openai_call(call, json_array_get_length(self->client_calls)));
+			continue;
+		}
+		g_ptr_array_add(self->server_calls, server_call_new(self, call, tool));
+	}
+}
+
+static void
+start_tools(ConfabAgentLoop *self);
+
+static void
+end_with_client_calls(ConfabAgentLoop *self)
+{
+	if (self->sink != NULL && self->sink->tool_calls != NULL)
+		self->sink->tool_calls(self->client_calls, self->sink_data);
+	g_free(self->finish_reason);
+	self->finish_reason = g_strdup("tool_calls");
+	finish(self, NULL);
+}
+
+/* The last call was told not to call tools, and did: the calls are kept
+ * in the transcript, each with an error result, and none runs. */
+static void
+refuse_calls(ConfabAgentLoop *self, const gchar *reason)
+{
+	for (guint i = 0; i < self->server_calls->len; i++) {
+		ServerCall *call = g_ptr_array_index(self->server_calls, i);
+		call->is_error = TRUE;
+		call->content = g_strdup(reason);
+		add_result_block(self, call);
+	}
+	g_ptr_array_set_size(self->server_calls, 0);
+}
+
+static void
+add_usage(ConfabAgentLoop *self, ConfabProviderResult *result)
+{
+	if (result->prompt_tokens < 0 || result->completion_tokens < 0)
+		return;
+	self->prompt_tokens = MAX(self->prompt_tokens, 0) + result->prompt_tokens;
+	self->completion_tokens = MAX(self->completion_tokens, 0) + result->completion_tokens;
+	self->usage_known = TRUE;
+}
+
+static const gchar *
+upstream_outcome(const GError *error)
+{
+	if (error == NULL)
+		return "ok";
+	if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+		return "cancelled";
+	if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM_TIMEOUT))
+		return "timeout";
+	return "error";
+}
+
+static void
+step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ConfabAgentLoop) self = user_data;
+	g_autoptr(ConfabProviderResult) presult = NULL;
+	GError *error = NULL;
+
+	presult = confab_provider_complete_finish(CONFAB_PROVIDER(source), result, &error);
+	confab_metrics_add(self->metrics,
+			   CONFAB_METRIC_UPSTREAM_REQUESTS,
+			   1,
+			   confab_agent_get_id(self->agent),
+			   self->timed_out ? "timeout" : upstream_outcome(error));
+	if (self->request->retries > 0)
+		confab_metrics_add(self->metrics,
+				   CONFAB_METRIC_UPSTREAM_RETRIES,
+				   self->request->retries,
+				   confab_agent_get_id(self->agent));
+	if (self->step_text->len > 0)
+		add_text_block(self, self->step_text->str);
+	if (presult == NULL) {
+		finish(self, error);
+		return;
+	}
+	add_usage(self, presult);
+	g_free(self->finish_reason);
+	self->finish_reason =
+	    g_strdup(presult->finish_reason != NULL ? presult->finish_reason : "stop");
+	if (self->step_calls->len == 0) {
+		finish(self, NULL);
+		return;
+	}
+	if (!has_server_tools(self)) {
+		/* the client's calls, relayed already */
+		for (guint i = 0; i < self->step_calls->len; i++)
+			add_call_block(self, g_ptr_array_index(self->step_calls, i), NULL);
+		finish(self, NULL);
+		return;
+	}
+	add_assistant_to_context(self);
+	sort_calls(self);
+	g_ptr_array_set_size(self->step_calls, 0);
+	g_string_truncate(self->step_text, 0);
+	if (self->final_step && self->server_calls->len > 0)
+		refuse_calls(self, "Not run: the agent has used up its max_steps");
+	if (self->server_calls->len == 0) {
+		if (self->client_calls != NULL)
+			end_with_client_calls(self);
+		else
+			finish(self, NULL);
+		return;
+	}
+	self->steps++;
+	start_tools(self);
+}
+
+/* What the model is offered in this step: the client's parameters, the
+ * agent's tools beside the client's, and in the last step tool_choice none. */
+static JsonObject *
+step_params(ConfabAgentLoop *self)
+{
+	JsonObject *params = json_object_new();
+	JsonArray *tools = json_array_new();
+	JsonNode *client_tools = NULL;
+
+	if (self->client_params != NULL) {
+		g_autoptr(GList) names = json_object_get_members(self->client_params);
+		for (GList *l = names; l != NULL; l = l->next)
+			json_object_set_member(
+			    params,
+			    l->data,
+			    json_node_copy(json_object_get_member(self->client_params, l->data)));
+		client_tools = json_object_get_member(self->client_params, "tools");
+	}
+	if (!has_server_tools(self)) {
+		json_array_unref(tools);
+		return params;
+	}
+	if (client_tools != NULL && JSON_NODE_HOLDS_ARRAY(client_tools)) {
+		for (guint i = 0; i < json_array_get_length(json_node_get_array(client_tools)); i++)
+			json_array_add_element(
+			    tools,
+			    json_node_copy(
+				json_array_get_element(json_node_get_array(client_tools), i)));
+	}
+	for (guint i = 0; i < json_array_get_length(self->server_defs); i++)
+		json_array_add_element(
+		    tools,
+		    json_node_copy(json_array_get_element(self->server_defs, i)));
+	json_object_set_array_member(params, "tools", tools);
+	if (self->final_step)
+		json_object_set_string_member(params, "tool_choice", "none");
+	return params;
+}
+
+static void
+run_step(ConfabAgentLoop *self)
+{
+	ConfabProviderRequest *request = g_new0(ConfabProviderRequest, 1);
+
+	g_clear_pointer(&self->request, confab_provider_request_free);
+	request->agent = g_object_ref(self->agent);
+	request->messages = json_array_ref(self->context);
+	request->params = step_params(self);
+	request->stream = self->stream;
+	self->request = request;
+	confab_provider_complete_async(self->provider,
+				       request,
+				       on_delta,
+				       self,
+				       self->cancellable,
+				       step_done_cb,
+				       g_object_ref(self));
+}
+
+/* ---------- the agent's own tools ---------- */
+
+static void
+emit_event(ConfabAgentLoop *self, GString *event)
+{
+	if (self->sink != NULL && self->sink->tool_event != NULL)
+		self->sink->tool_event(event->str, self->sink_data);
+}
+
+static void
+emit_call_event(ConfabAgentLoop *self, ServerCall *call)
+{
+	g_autoptr(GString) event = g_string_new("{\"type\":\"call\",\"id\":");
+
+	confab_json_append_string(event, call->id);
+	g_string_append(event, ",\"name\":");
+	confab_json_append_string(event, call->name);
+	g_string_append(event, ",\"arguments\":");
+	confab_json_append_string(event, call->arguments);
+	g_string_append_c(event, '}');
+	emit_event(self, event);
+}
+
+static void
+on_progress(gdouble progress, gdouble total, const gchar *message, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	g_autoptr(GString) event = g_string_new("{\"type\":\"progress\",\"id\":");
+	gchar number[G_ASCII_DTOSTR_BUF_SIZE];
+
+	confab_json_append_string(event, call->id);
+	g_string_append_printf(event,
+			       ",\"progress\":%s",
+			       g_ascii_dtostr(number, sizeof(number), progress));
+	if (total >= 0)
+		g_string_append_printf(event,
+				       ",\"total\":%s",
+				       g_ascii_dtostr(number, sizeof(number), total));
+	else
+		g_string_append(event, ",\"total\":null");
+	g_string_append(event, ",\"message\":");
+	confab_json_append_string(event, message);
+	g_string_append_c(event, '}');
+	emit_event(call->loop, event);
+}
+
+static void
+after_tools(ConfabAgentLoop *self)
+{
+	/* the results, in the order of the calls, for the transcript and the
+	 * model */
+	for (guint i = 0; i < self->server_calls->len; i++) {
+		ServerCall *call = g_ptr_array_index(self->server_calls, i);
+		JsonObject *msg = json_object_new();
+
+		add_result_block(self, call);
+		json_object_set_string_member(msg, "role", "tool");
+		json_object_set_string_member(msg, "tool_call_id", call->id);
+		json_object_set_string_member(msg, "content", call->content);
+		json_array_add_object_element(self->context, msg);
+	}
+	g_ptr_array_set_size(self->server_calls, 0);
+	self->next_call = 0;
+	if (g_cancellable_is_cancelled(self->cancellable)) {
+		finish(self, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "Cancelled"));
+		return;
+	}
+	if (self->client_calls != NULL) {
+		end_with_client_calls(self);
+		return;
+	}
+	self->final_step = self->steps >= confab_agent_get_max_steps(self->agent);
+	run_step(self);
+}
+
+/* outcome: ok, tool_error (the tool said so), failed (it could not be
+ * run or did not answer), unknown (no such tool) */
+static void
+count_call(ConfabAgentLoop *self, ServerCall *call, const gchar *outcome, gint64 elapsed_us)
+{
+	confab_metrics_add(self->metrics,
+			   CONFAB_METRIC_TOOL_CALLS,
+			   1,
+			   confab_agent_get_id(self->agent),
+			   call->server != NULL ? call->server : "",
+			   outcome);
+	if (call->server != NULL)
+		confab_metrics_series_observe(
+		    confab_metrics_series(self->metrics, CONFAB_METRIC_TOOL_DURATION, call->server),
+		    elapsed_us / 1e6);
+}
+
+static void
+call_done(ConfabAgentLoop *self,
+	  ServerCall *call,
+	  const gchar *outcome,
+	  gboolean is_error,
+	  const gchar *content)
+{
+	g_autoptr(GString) event = g_string_new("{\"type\":\"result\",\"id\":");
+	gint64 elapsed_us = g_get_monotonic_time() - call->start;
+
+	call->done = TRUE;
+	call->is_error = is_error;
+	call->content = g_strdup(content);
+	call->elapsed_ms = elapsed_us / 1000;
+	count_call(self, call, outcome, elapsed_us);
+	confab_json_append_string(event, call->id);
+	g_string_append_printf(event,
+			       ",\"is_error\":%s,\"elapsed_ms\":%" G_GINT64_FORMAT "}",
+			       is_error ? "true" : "false",
+			       call->elapsed_ms);
+	emit_event(self, event);
+	self->running--;
+	start_tools(self);
+}
+
+static void
+tool_call_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	g_autoptr(ConfabAgentLoop) self = g_object_ref(call->loop);
+	g_autoptr(ConfabMcpToolResult) tool_result = NULL;
+	g_autoptr(GError) error = NULL;
+
+	tool_result = confab_toolbox_call_finish(CONFAB_TOOLBOX(source), result, &error);
+	g_object_unref(self); /* the call's own reference */
+	if (tool_result == NULL) {
+		g_autofree gchar *reason = g_strdup_printf("The tool failed: %s", error->message);
+		call_done(self, call, "failed", TRUE, reason);
+		return;
+	}
+	call_done(self,
+		  call,
+		  tool_result->is_error ? "tool_error" : "ok",
+		  tool_result->is_error,
+		  tool_result->text);
+}
+
+static void
+start_call(ConfabAgentLoop *self, ServerCall *call)
+{
+	g_autoptr(JsonNode) args = NULL;
+
+	call->start = g_get_monotonic_time();
+	emit_call_event(self, call);
+	self->running++;
+	if (call->server == NULL) {
+		g_autofree gchar *reason = g_strdup_printf("No tool is called '%s'", call->name);
+		call_done(self, call, "unknown", TRUE, reason);
+		return;
+	}
+	args = confab_json_from_string(*call->arguments != '\0' ? call->arguments : "{}");
+	if (args == NULL || !JSON_NODE_HOLDS_OBJECT(args)) {
+		call_done(self, call, "failed", TRUE, "The arguments are not a JSON object");
+		return;
+	}
+	confab_toolbox_call_async(self->toolbox,
+				  confab_agent_get_id(self->agent),
+				  confab_agent_get_mcp_servers(self->agent),
+				  call->name,
+				  json_node_get_object(args),
+				  on_progress,
+				  call,
+				  NULL,
+				  self->cancellable,
+				  tool_call_cb,
+				  call);
+	g_object_ref(self); /* until tool_call_cb */
+}
+
+/* Starts calls until CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS run; once all are
+ * done, the model is called again. */
+static void
+start_tools(ConfabAgentLoop *self)
+{
+	while (self->running < CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS &&
+	       self->next_call < self->server_calls->len)
+		start_call(self, g_ptr_array_index(self->server_calls, self->next_call++));
+	if (self->running == 0 && self->next_call == self->server_calls->len)
+		after_tools(self);
+}
+
+/* ---------- running ---------- */
+
+static void
+on_parent_cancelled(GCancellable *parent, gpointer user_data)
+{
+	ConfabAgentLoop *self = user_data;
+	g_cancellable_cancel(self->cancellable);
+}
+
+static gboolean
+on_deadline(gpointer user_data)
+{
+	ConfabAgentLoop *self = user_data;
+
+	self->deadline_id = 0;
+	self->timed_out = TRUE;
+	g_cancellable_cancel(self->cancellable);
+	return G_SOURCE_REMOVE;
+}
+
+/**
+ * confab_agent_loop_run_async:
+ * @self: a #ConfabAgentLoop
+ * @cancellable: (nullable): stops the loop: the model call or the tools
+ *   running (the tool servers are told)
+ * @callback: called when the loop ends
+ * @user_data: data for @callback
+ *
+ * Runs the loop. It fails with the upstream's error, with
+ * CONFAB_ERROR_UPSTREAM_TIMEOUT when the whole loop outlives its timeout, or
+ * G_IO_ERROR_CANCELLED; the text and the transcript up to there stay
+ * readable.
+ */
+void
+confab_agent_loop_run_async(ConfabAgentLoop *self,
+			    GCancellable *cancellable,
+			    GAsyncReadyCallback callback,
+			    gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_return_if_fail(self->task == NULL);
+
+	self->task = g_task_new(self, NULL, callback, user_data);
+	g_task_set_source_tag(self->task, confab_agent_loop_run_async);
+	if (cancellable != NULL) {
+		self->parent = g_object_ref(cancellable);
+		self->parent_id =
+		    g_cancellable_connect(cancellable, G_CALLBACK(on_parent_cancelled), self, NULL);
+	}
+	if (has_server_tools(self) && self->total_timeout > 0)
+		self->deadline_id = g_timeout_add_seconds(self->total_timeout, on_deadline, self);
+	run_step(self);
+}
+
+gboolean
+confab_agent_loop_run_finish(ConfabAgentLoop *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/**
+ * confab_agent_loop_get_content:
+ *
+ * Returns: the answer's text: every step's, parted by blank lines
+ */
+const gchar *
+confab_agent_loop_get_content(ConfabAgentLoop *self)
+{
+	return self->content->str;
+}
+
+/**
+ * confab_agent_loop_get_blocks:
+ *
+ * Returns: the transcript: content-block JSON objects, comma-separated,
+ *   without the enclosing brackets (empty when there is nothing)
+ */
+const gchar *
+confab_agent_loop_get_blocks(ConfabAgentLoop *self)
+{
+	return self->blocks->str;
+}
+
+/**
+ * confab_agent_loop_get_tool_calls_json:
+ *
+ * Returns: (transfer full) (nullable): the tool calls the answer leaves to
+ *   the client, as an OpenAI `tool_calls` array, or %NULL
+ */
+gchar *
+confab_agent_loop_get_tool_calls_json(ConfabAgentLoop *self)
+{
+	g_autoptr(JsonArray) calls = NULL;
+	g_autoptr(JsonNode) node = NULL;
+
+	if (self->client_calls != NULL) {
+		calls = json_array_ref(self->client_calls);
+	} else if (!has_server_tools(self) && self->step_calls->len > 0) {
+		calls = json_array_new();
+		for (guint i = 0; i < self->step_calls->len; i++)
+			json_array_add_object_element(
+			    calls,
+			    openai_call(g_ptr_array_index(self->step_calls, i), i));
+	} else {
+		return NULL;
+	}
+	for (guint i = 0; i < json_array_get_length(calls); i++)
+		json_object_remove_member(json_array_get_object_element(calls, i), "index");
+	node = json_node_init_array(json_node_alloc(), calls);
+	return confab_json_to_string(node);
+}
+
+const gchar *
+confab_agent_loop_get_finish_reason(ConfabAgentLoop *self)
+{
+	return self->finish_reason != NULL ? self->finish_reason : "stop";
+}
+
+/**
+ * confab_agent_loop_get_usage:
+ * @self: a #ConfabAgentLoop
+ * @prompt_tokens: (out): summed over every model call, or -1
+ * @completion_tokens: (out): summed over every model call, or -1
+ *
+ * Returns: whether any model call reported usage
+ */
+gboolean
+confab_agent_loop_get_usage(ConfabAgentLoop *self, gint64 *prompt_tokens, gint64 *completion_tokens)
+{
+	*prompt_tokens = self->prompt_tokens;
+	*completion_tokens = self->completion_tokens;
+	return self->usage_known;
+}

@@ -1,0 +1,78 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#include "metrics/confab-metrics.h"
+#include "model/confab-agent.h"
+#include "providers/confab-provider.h"
+#include "tools/confab-toolbox.h"
+
+G_BEGIN_DECLS
+
+/**
+ * ConfabAgentLoopSink:
+ * @text: (nullable): new answer text, as it comes, from any step
+ * @tool_calls: (nullable): tool calls for the client: OpenAI
+ *   `delta.tool_calls` fragments relayed as they come when the agent has no
+ *   tools of its own, else the client's calls whole, once, at the end
+ * @tool_event: (nullable): the agent's own tool activity: the JSON object
+ *   of a `tool_event` (`call`, `progress` or `result`)
+ *
+ * What a loop tells its turn as it runs.
+ */
+typedef struct {
+	void (*text)(const gchar *content, gpointer user_data);
+	void (*tool_calls)(JsonArray *tool_calls, gpointer user_data);
+	void (*tool_event)(const gchar *event_json, gpointer user_data);
+} ConfabAgentLoopSink;
+
+#define CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS 8
+
+#define CONFAB_TYPE_AGENT_LOOP (confab_agent_loop_get_type())
+G_DECLARE_FINAL_TYPE(ConfabAgentLoop, confab_agent_loop, CONFAB, AGENT_LOOP, GObject)
+
+ConfabAgentLoop *
+confab_agent_loop_new(ConfabAgent *agent,
+		      ConfabProvider *provider,
+		      JsonArray *context,
+		      JsonObject *client_params,
+		      gboolean stream);
+void
+confab_agent_loop_set_tools(ConfabAgentLoop *self,
+			    ConfabToolbox *toolbox,
+			    GPtrArray *server_tools,
+			    guint total_timeout);
+void
+confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics);
+void
+confab_agent_loop_set_sink(ConfabAgentLoop *self,
+			   const ConfabAgentLoopSink *sink,
+			   gpointer user_data);
+void
+confab_agent_loop_run_async(ConfabAgentLoop *self,
+			    GCancellable *cancellable,
+			    GAsyncReadyCallback callback,
+			    gpointer user_data);
+gboolean
+confab_agent_loop_run_finish(ConfabAgentLoop *self, GAsyncResult *result, GError **error);
+
+const gchar *
+confab_agent_loop_get_content(ConfabAgentLoop *self);
+const gchar *
+confab_agent_loop_get_blocks(ConfabAgentLoop *self);
+gchar *
+confab_agent_loop_get_tool_calls_json(ConfabAgentLoop *self);
+const gchar *
+confab_agent_loop_get_finish_reason(ConfabAgentLoop *self);
+gboolean
+confab_agent_loop_get_usage(ConfabAgentLoop *self,
+			    gint64 *prompt_tokens,
+			    gint64 *completion_tokens);
+
+G_END_DECLS
