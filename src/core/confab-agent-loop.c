@@ -106,6 +106,7 @@ struct _ConfabAgentLoop {
 	GPtrArray *server_calls;	/* owned: ServerCall, the step's */
 	guint next_call;
 	guint running;
+	gboolean starting_tools;
 	guint steps;
 	gboolean final_step;
 	gchar *finish_reason; /* owned */
@@ -622,10 +623,14 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	if (self->final_step && self->server_calls->len > 0)
 		refuse_calls(self, "Not run: the agent has used up its max_steps");
 	if (self->server_calls->len == 0) {
-		if (self->client_calls != NULL)
+		if (self->client_calls != NULL) {
 			end_with_client_calls(self);
-		else
-			finish(self, NULL);
+			return;
+		}
+		/* only refused calls: the client has no call to answer */
+		g_free(self->finish_reason);
+		self->finish_reason = g_strdup("stop");
+		finish(self, NULL);
 		return;
 	}
 	self->steps++;
@@ -867,9 +872,15 @@ start_call(ConfabAgentLoop *self, ServerCall *call)
 static void
 start_tools(ConfabAgentLoop *self)
 {
+	/* a call that fails at once ends inside start_call(): the loop below
+	 * goes on, and looks at what is left once, after it */
+	if (self->starting_tools)
+		return;
+	self->starting_tools = TRUE;
 	while (self->running < CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS &&
 	       self->next_call < self->server_calls->len)
 		start_call(self, g_ptr_array_index(self->server_calls, self->next_call++));
+	self->starting_tools = FALSE;
 	if (self->running == 0 && self->next_call == self->server_calls->len)
 		after_tools(self);
 }
