@@ -99,7 +99,7 @@ struct _ConfabAgentLoop {
 
 	ConfabProviderRequest *request; /* owned: the step's */
 	GString *content;		/* owned: every step's text */
-	GString *step_text;		/* owned */
+	gsize step_start;		/* where the step's text starts in @content */
 	GPtrArray *step_calls;		/* owned: ToolCall by index */
 	GString *blocks;		/* owned: the transcript, JSON objects comma-joined */
 	JsonArray *client_calls;	/* owned, nullable: the client's, at the end */
@@ -139,7 +139,6 @@ confab_agent_loop_finalize(GObject *object)
 	g_clear_object(&self->cancellable);
 	g_clear_pointer(&self->request, confab_provider_request_free);
 	g_string_free(self->content, TRUE);
-	g_string_free(self->step_text, TRUE);
 	g_ptr_array_unref(self->step_calls);
 	g_string_free(self->blocks, TRUE);
 	g_clear_pointer(&self->client_calls, json_array_unref);
@@ -159,7 +158,6 @@ confab_agent_loop_init(ConfabAgentLoop *self)
 {
 	self->cancellable = g_cancellable_new();
 	self->content = g_string_new(NULL);
-	self->step_text = g_string_new(NULL);
 	self->step_calls = g_ptr_array_new_with_free_func((GDestroyNotify)tool_call_free);
 	self->blocks = g_string_new(NULL);
 	self->server_calls = g_ptr_array_new_with_free_func((GDestroyNotify)server_call_free);
@@ -436,12 +434,12 @@ on_delta(const gchar *content, JsonArray *tool_calls, gpointer user_data)
 
 	if (content != NULL && *content != '\0') {
 		/* a new step's first words, after an earlier step's: a blank line */
-		if (self->step_text->len == 0 && self->content->len > 0) {
+		if (self->step_start == self->content->len && self->content->len > 0) {
 			g_string_append(self->content, "\n\n");
+			self->step_start = self->content->len;
 			if (self->sink != NULL && self->sink->text != NULL)
 				self->sink->text("\n\n", self->sink_data);
 		}
-		g_string_append(self->step_text, content);
 		g_string_append(self->content, content);
 		if (self->sink != NULL && self->sink->text != NULL)
 			self->sink->text(content, self->sink_data);
@@ -478,8 +476,10 @@ add_assistant_to_context(ConfabAgentLoop *self)
 	JsonArray *calls = json_array_new();
 
 	json_object_set_string_member(msg, "role", "assistant");
-	if (self->step_text->len > 0)
-		json_object_set_string_member(msg, "content", self->step_text->str);
+	if (self->content->len > self->step_start)
+		json_object_set_string_member(msg,
+					      "content",
+					      self->content->str + self->step_start);
 	else
 		json_object_set_null_member(msg, "content");
 	for (guint i = 0; i < self->step_calls->len; i++) {
@@ -595,8 +595,8 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				   CONFAB_METRIC_UPSTREAM_RETRIES,
 				   self->request->retries,
 				   confab_agent_get_id(self->agent));
-	if (self->step_text->len > 0)
-		add_text_block(self, self->step_text->str);
+	if (self->content->len > self->step_start)
+		add_text_block(self, self->content->str + self->step_start);
 	if (presult == NULL) {
 		finish(self, error);
 		return;
@@ -619,7 +619,6 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	add_assistant_to_context(self);
 	sort_calls(self);
 	g_ptr_array_set_size(self->step_calls, 0);
-	g_string_truncate(self->step_text, 0);
 	if (self->final_step && self->server_calls->len > 0)
 		refuse_calls(self, "Not run: the agent has used up its max_steps");
 	if (self->server_calls->len == 0) {
@@ -682,6 +681,7 @@ run_step(ConfabAgentLoop *self)
 	ConfabProviderRequest *request = g_new0(ConfabProviderRequest, 1);
 
 	g_clear_pointer(&self->request, confab_provider_request_free);
+	self->step_start = self->content->len;
 	request->agent = g_object_ref(self->agent);
 	request->messages = json_array_ref(self->context);
 	request->params = step_params(self);

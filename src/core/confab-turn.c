@@ -741,8 +741,8 @@ build_assistant_message(ConfabTurn *self)
 	confab_message_set_session_id(msg, confab_session_get_id(self->session));
 	confab_message_set_role(msg, "assistant");
 	confab_message_set_model(msg, confab_agent_get_id(self->agent));
-	confab_message_set_content(msg, content->str);
-	confab_message_set_content_blocks(msg, blocks->str);
+	confab_message_take_content(msg, g_steal_pointer(&content));
+	confab_message_take_content_blocks(msg, g_steal_pointer(&blocks));
 	confab_message_set_status(msg, self->status);
 	confab_message_set_finish_reason(msg, confab_agent_loop_get_finish_reason(self->loop));
 	confab_message_set_prompt_tokens(msg, prompt_tokens);

@@ -8,6 +8,9 @@
 #include "config.h"
 
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "http/confab-http-chat.h"
 #include "http/confab-http-lists.h"
@@ -83,7 +86,13 @@ typedef struct {
 	const Route *route;
 	ConfabPrincipal *principal; /* owned */
 	gchar *param;		    /* owned */
+	gsize body_size;
 } Match;
+
+/* A request body this large leaves the heap large: glibc keeps what a big
+ * turn freed unless asked to give it back. */
+#define TRIM_AFTER_BODY_BYTES (1024 * 1024)
+#define TRIM_DELAY_MS	      200
 
 static void
 match_free(Match *match)
@@ -97,6 +106,7 @@ struct _ConfabHttpRouter {
 	GObject parent_instance;
 	ConfabEngine *engine;	  /* owned */
 	ConfabHttpServer *server; /* owned */
+	guint trim_id;
 };
 
 G_DEFINE_FINAL_TYPE(ConfabHttpRouter, confab_http_router, G_TYPE_OBJECT)
@@ -289,10 +299,23 @@ on_request(ConfabHttpExchange *exchange, gpointer user_data)
 	ConfabHttpRouter *self = user_data;
 	Match *match = confab_http_exchange_get_data(exchange);
 
+	match->body_size = confab_http_exchange_get_body_size(exchange);
 	match->route->handle(self->engine,
 			     exchange,
 			     g_steal_pointer(&match->principal),
 			     match->param);
+}
+
+static gboolean
+trim_memory(gpointer user_data)
+{
+	ConfabHttpRouter *self = user_data;
+
+	self->trim_id = 0;
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+	return G_SOURCE_REMOVE;
 }
 
 static void
@@ -310,6 +333,8 @@ on_finished(ConfabHttpExchange *exchange, gboolean completed, gpointer user_data
 								 : UNMATCHED_LABEL,
 			   code);
 	confab_http_response_log_request(exchange, completed);
+	if (match != NULL && match->body_size >= TRIM_AFTER_BODY_BYTES && self->trim_id == 0)
+		self->trim_id = g_timeout_add(TRIM_DELAY_MS, trim_memory, self);
 }
 
 static gdouble
@@ -331,6 +356,7 @@ static void
 confab_http_router_dispose(GObject *object)
 {
 	ConfabHttpRouter *self = CONFAB_HTTP_ROUTER(object);
+	g_clear_handle_id(&self->trim_id, g_source_remove);
 	if (self->engine != NULL)
 		confab_metrics_remove_gauges(confab_engine_get_metrics(self->engine), self);
 	if (self->server != NULL)

@@ -364,7 +364,8 @@ render_histogram(GString *out, ConfabMetricsSeries *series)
 	for (guint b = 0; b < N_BUCKETS; b++) {
 		gchar le[G_ASCII_DTOSTR_BUF_SIZE];
 		cumulative += __atomic_load_n(&series->buckets[b], __ATOMIC_RELAXED);
-		g_ascii_dtostr(le, sizeof(le), duration_buckets[b]);
+		/* "0.1", not "0.10000000000000001": selectors name buckets as written */
+		g_ascii_formatd(le, sizeof(le), "%g", duration_buckets[b]);
 		series_labels(series, "le", le, labels);
 		confab_metrics_write_sample(out, bucket_name, labels, (gdouble)cumulative);
 	}

@@ -156,6 +156,43 @@ confab_message_set_content(ConfabMessage *self, const gchar *content)
 	self->content = g_strdup(content);
 }
 
+/* a GString's text, in a block of its own size (a GString grows by
+ * doubling: a big one may be half empty) */
+static gchar *
+string_free_exact(GString *string)
+{
+	gsize len = string->len;
+	return g_realloc(g_string_free(string, FALSE), len + 1);
+}
+
+/**
+ * confab_message_take_content:
+ * @self: a #ConfabMessage
+ * @content: (transfer full): the content JSON, built in a #GString
+ *
+ * Sets the content without copying it: for large messages.
+ */
+void
+confab_message_take_content(ConfabMessage *self, GString *content)
+{
+	g_return_if_fail(CONFAB_IS_MESSAGE(self));
+	g_free(self->content);
+	self->content = string_free_exact(content);
+}
+
+/**
+ * confab_message_take_content_blocks:
+ * @self: a #ConfabMessage
+ * @content_blocks: (transfer full): the content blocks JSON, in a #GString
+ */
+void
+confab_message_take_content_blocks(ConfabMessage *self, GString *content_blocks)
+{
+	g_return_if_fail(CONFAB_IS_MESSAGE(self));
+	g_free(self->content_blocks);
+	self->content_blocks = string_free_exact(content_blocks);
+}
+
 const gchar *
 confab_message_get_content_blocks(ConfabMessage *self)
 {

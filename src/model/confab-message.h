@@ -36,6 +36,10 @@ const gchar *
 confab_message_get_content(ConfabMessage *self);
 void
 confab_message_set_content(ConfabMessage *self, const gchar *content);
+void
+confab_message_take_content(ConfabMessage *self, GString *content);
+void
+confab_message_take_content_blocks(ConfabMessage *self, GString *content_blocks);
 const gchar *
 confab_message_get_content_blocks(ConfabMessage *self);
 void

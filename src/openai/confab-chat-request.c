@@ -168,13 +168,22 @@ append_part(MessageBuilder *mb, const gchar *json)
 	g_string_append(mb->blocks, json);
 }
 
+/* written once into the content, and copied from there into the blocks:
+ * a text may be megabytes */
 static void
 append_text_part(MessageBuilder *mb, const gchar *text)
 {
-	g_autoptr(GString) part = g_string_new("{\"type\":\"text\",\"text\":");
-	confab_json_append_string(part, text);
-	g_string_append_c(part, '}');
-	append_part(mb, part->str);
+	gsize start;
+
+	if (mb->content->len > 1)
+		g_string_append_c(mb->content, ',');
+	start = mb->content->len;
+	g_string_append(mb->content, "{\"type\":\"text\",\"text\":");
+	confab_json_append_string(mb->content, text);
+	g_string_append_c(mb->content, '}');
+	if (mb->blocks->len > 1)
+		g_string_append_c(mb->blocks, ',');
+	g_string_append_len(mb->blocks, mb->content->str + start, mb->content->len - start);
 	if (mb->text->len > 0)
 		g_string_append_c(mb->text, '\n');
 	g_string_append(mb->text, text);
@@ -591,8 +600,8 @@ parse_message(ConfabChatRequest *request,
 
 	msg = confab_message_new();
 	confab_message_set_role(msg, role_str);
-	confab_message_set_content(msg, content_json->str);
-	confab_message_set_content_blocks(msg, blocks_json->str);
+	confab_message_take_content(msg, g_steal_pointer(&content_json));
+	confab_message_take_content_blocks(msg, g_steal_pointer(&blocks_json));
 	g_ptr_array_add(request->texts, g_string_free(g_steal_pointer(&text), FALSE));
 	return g_steal_pointer(&msg);
 }

@@ -40,12 +40,28 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabProviderEcho,
 			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_PROVIDER,
 						    confab_provider_echo_iface_init))
 
+/* The end of the piece that starts at @p: a word and the whitespace after
+ * it; the first piece (@first) also carries any leading whitespace. */
+static const gchar *
+piece_end(const gchar *p, gboolean first)
+{
+	/* leading whitespace joins the first word */
+	while (first && *p != '\0' && g_unichar_isspace(g_utf8_get_char(p)))
+		p = g_utf8_next_char(p);
+	while (*p != '\0' && !g_unichar_isspace(g_utf8_get_char(p)))
+		p = g_utf8_next_char(p);
+	while (*p != '\0' && g_unichar_isspace(g_utf8_get_char(p)))
+		p = g_utf8_next_char(p);
+	return p;
+}
+
 /**
  * confab_provider_echo_split:
  * @text: UTF-8 text
  *
  * Splits @text into deltas: each a word and the whitespace after it; the
- * first also carries any leading whitespace. Joined, they are @text.
+ * first also carries any leading whitespace. Joined, they are @text. (The
+ * provider itself cuts them one at a time, as it sends them.)
  *
  * Returns: (transfer full) (element-type utf8): the deltas
  */
@@ -53,22 +69,12 @@ GPtrArray *
 confab_provider_echo_split(const gchar *text)
 {
 	GPtrArray *parts = g_ptr_array_new_with_free_func(g_free);
-	const gchar *start = text;
-	const gchar *p = text;
 
-	/* leading whitespace joins the first word */
-	while (*p != '\0' && g_unichar_isspace(g_utf8_get_char(p)))
-		p = g_utf8_next_char(p);
-	while (*p != '\0') {
-		while (*p != '\0' && !g_unichar_isspace(g_utf8_get_char(p)))
-			p = g_utf8_next_char(p);
-		while (*p != '\0' && g_unichar_isspace(g_utf8_get_char(p)))
-			p = g_utf8_next_char(p);
-		g_ptr_array_add(parts, g_strndup(start, p - start));
-		start = p;
+	for (const gchar *p = text; *p != '\0';) {
+		const gchar *end = piece_end(p, p == text);
+		g_ptr_array_add(parts, g_strndup(p, end - p));
+		p = end;
 	}
-	if (p > start)
-		g_ptr_array_add(parts, g_strndup(start, p - start));
 	return parts;
 }
 
@@ -93,9 +99,10 @@ confab_provider_echo_count_words(const gchar *text)
 }
 
 typedef struct {
-	GPtrArray *deltas;     /* owned */
+	gchar *reply;	       /* owned: the answer's text, sent piece by piece */
+	gsize next;	       /* where the next piece starts in @reply */
+	GString *piece;	       /* owned: the piece being sent */
 	JsonArray *tool_calls; /* owned, nullable: the answer is these calls */
-	guint next;
 	ConfabDeltaFunc delta_func;
 	gpointer delta_data;
 	gint64 prompt_words;
@@ -105,7 +112,8 @@ typedef struct {
 static void
 echo_run_free(EchoRun *run)
 {
-	g_ptr_array_unref(run->deltas);
+	g_free(run->reply);
+	g_string_free(run->piece, TRUE);
 	g_clear_pointer(&run->tool_calls, json_array_unref);
 	g_free(run);
 }
@@ -118,12 +126,16 @@ echo_step(gpointer user_data)
 	ConfabProviderResult *result;
 
 	/* a handful of deltas per main loop iteration: streamed, but cheap */
-	for (guint i = 0; i < 64 && run->next < run->deltas->len; i++) {
+	for (guint i = 0; i < 64 && run->reply[run->next] != '\0'; i++) {
+		const gchar *start = run->reply + run->next;
+		const gchar *end = piece_end(start, run->next == 0);
 		if (g_task_return_error_if_cancelled(task))
 			return G_SOURCE_REMOVE;
-		run->delta_func(g_ptr_array_index(run->deltas, run->next++), NULL, run->delta_data);
+		g_string_append_len(g_string_truncate(run->piece, 0), start, end - start);
+		run->next = end - run->reply;
+		run->delta_func(run->piece->str, NULL, run->delta_data);
 	}
-	if (run->next < run->deltas->len)
+	if (run->reply[run->next] != '\0')
 		return G_SOURCE_CONTINUE;
 	if (g_task_return_error_if_cancelled(task))
 		return G_SOURCE_REMOVE;
@@ -233,10 +245,10 @@ confab_provider_echo_complete_async(ConfabProvider *provider,
 		g_free(reply);
 		reply = g_string_free(g_steal_pointer(&results), FALSE);
 	}
-	run->deltas = run->tool_calls != NULL ? g_ptr_array_new_with_free_func(g_free)
-					      : confab_provider_echo_split(reply);
 	run->completion_words = run->tool_calls != NULL ? 0
 							: confab_provider_echo_count_words(reply);
+	run->reply = run->tool_calls != NULL ? g_strdup("") : g_steal_pointer(&reply);
+	run->piece = g_string_new(NULL);
 	run->delta_func = delta_func;
 	run->delta_data = delta_data;
 	g_task_set_task_data(task, run, (GDestroyNotify)echo_run_free);

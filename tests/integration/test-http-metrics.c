@@ -208,6 +208,12 @@ test_format(Fixture *f, gconstpointer data)
 	    0);
 	g_assert_cmpfloat(
 	    sample_printf(text,
+			  "confab_turn_duration_seconds_bucket{agent=\"%s\",le=\"0.1\"}",
+			  f->agent),
+	    >=,
+	    0);
+	g_assert_cmpfloat(
+	    sample_printf(text,
 			  "confab_turn_duration_seconds_bucket{agent=\"%s\",le=\"300\"}",
 			  f->agent),
 	    ==,

@@ -141,6 +141,17 @@ confab_http_exchange_get_content_length(ConfabHttpExchange *self)
 }
 
 /**
+ * confab_http_exchange_get_body_size:
+ *
+ * Returns: the size of the request body received, until it is stolen
+ */
+gsize
+confab_http_exchange_get_body_size(ConfabHttpExchange *self)
+{
+	return self->body != NULL ? g_bytes_get_size(self->body) : 0;
+}
+
+/**
  * confab_http_exchange_steal_body:
  *
  * Returns: (transfer full): the request body, once the request is whole;

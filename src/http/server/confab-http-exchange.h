@@ -47,6 +47,8 @@ gboolean
 confab_http_exchange_has_body(ConfabHttpExchange *self);
 gint64
 confab_http_exchange_get_content_length(ConfabHttpExchange *self);
+gsize
+confab_http_exchange_get_body_size(ConfabHttpExchange *self);
 GBytes *
 confab_http_exchange_steal_body(ConfabHttpExchange *self);
 const gchar *
