@@ -462,8 +462,7 @@ start_new_session(ConfabTurn *self, GTask *task)
 	for (guint i = 0; i < self->request->messages->len && title == NULL; i++) {
 		ConfabMessage *msg = g_ptr_array_index(self->request->messages, i);
 		if (g_strcmp0(confab_message_get_role(msg), "user") == 0)
-			title = confab_session_title_from_text(
-			    g_ptr_array_index(self->request->texts, i));
+			title = g_strdup(g_ptr_array_index(self->request->titles, i));
 	}
 	self->session = confab_session_new();
 	confab_session_set_id(self->session, id);

@@ -191,24 +191,28 @@ confab_session_title_from_text(const gchar *text)
 	const guint max_chars = 80;
 	g_autoptr(GString) line = g_string_new(NULL);
 	gboolean space = FALSE;
-	glong n_chars;
+	glong n_chars = 0;
 	const gchar *cut;
 
-	/* collapse every run of whitespace into one space */
-	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+	/* collapse every run of whitespace into one space; what lies past the
+	 * first max_chars + 1 characters cannot change the title */
+	for (const gchar *p = text; *p != '\0' && n_chars <= (glong)max_chars;
+	     p = g_utf8_next_char(p)) {
 		gunichar c = g_utf8_get_char(p);
 		if (g_unichar_isspace(c)) {
 			space = line->len > 0;
 			continue;
 		}
-		if (space)
+		if (space) {
 			g_string_append_c(line, ' ');
+			n_chars++;
+		}
 		space = FALSE;
 		g_string_append_unichar(line, c);
+		n_chars++;
 	}
 	if (line->len == 0)
 		return NULL;
-	n_chars = g_utf8_strlen(line->str, -1);
 	if (n_chars <= (glong)max_chars)
 		return g_string_free(g_steal_pointer(&line), FALSE);
 

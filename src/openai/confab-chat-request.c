@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/confab-session.h"
 #include "openai/confab-chat-request.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -126,7 +127,7 @@ typedef struct {
 	guint files; /* attachments so far in this message */
 	GString *text;
 	GString *content; /* OpenAI parts, JSON */
-	GString *blocks;  /* content_blocks, JSON */
+	GString *blocks;  /* content_blocks beyond the parts (tool calls), JSON */
 } MessageBuilder;
 
 static gboolean
@@ -163,27 +164,17 @@ append_part(MessageBuilder *mb, const gchar *json)
 	if (mb->content->len > 1)
 		g_string_append_c(mb->content, ',');
 	g_string_append(mb->content, json);
-	if (mb->blocks->len > 1)
-		g_string_append_c(mb->blocks, ',');
-	g_string_append(mb->blocks, json);
 }
 
-/* written once into the content, and copied from there into the blocks:
- * a text may be megabytes */
+/* written once, into the content: a text may be megabytes */
 static void
 append_text_part(MessageBuilder *mb, const gchar *text)
 {
-	gsize start;
-
 	if (mb->content->len > 1)
 		g_string_append_c(mb->content, ',');
-	start = mb->content->len;
 	g_string_append(mb->content, "{\"type\":\"text\",\"text\":");
 	confab_json_append_string(mb->content, text);
 	g_string_append_c(mb->content, '}');
-	if (mb->blocks->len > 1)
-		g_string_append_c(mb->blocks, ',');
-	g_string_append_len(mb->blocks, mb->content->str + start, mb->content->len - start);
 	if (mb->text->len > 0)
 		g_string_append_c(mb->text, '\n');
 	g_string_append(mb->text, text);
@@ -508,7 +499,7 @@ parse_tool_calls(MessageBuilder *mb, JsonNode *node, GError **error)
 		g_string_append(block, ",\"arguments\":");
 		confab_json_append_string(block, json_node_get_string(args));
 		g_string_append_c(block, '}');
-		if (mb->blocks->len > 1)
+		if (mb->blocks->len > 0)
 			g_string_append_c(mb->blocks, ',');
 		g_string_append(mb->blocks, block->str);
 	}
@@ -527,7 +518,7 @@ parse_message(ConfabChatRequest *request,
 	g_autofree gchar *param = g_strdup_printf("messages[%u]", index);
 	g_autoptr(GString) text = g_string_new(NULL);
 	g_autoptr(GString) content_json = g_string_new("[");
-	g_autoptr(GString) blocks_json = g_string_new("[");
+	g_autoptr(GString) blocks_json = g_string_new(NULL);
 	MessageBuilder mb = {limits, index, 0, text, content_json, blocks_json};
 	g_autoptr(ConfabMessage) msg = NULL;
 	JsonObject *obj;
@@ -589,20 +580,25 @@ parse_message(ConfabChatRequest *request,
 		g_string_append(block, ",\"content\":");
 		confab_json_append_string(block, text->str);
 		g_string_append(block, ",\"is_error\":false}");
-		g_string_assign(blocks_json, "[");
-		g_string_append(blocks_json, block->str);
+		g_string_assign(blocks_json, block->str);
 	} else {
 		if (!parse_content(&mb, role_str, content, error))
 			return NULL;
+		/* the parts are the first blocks, then the tool calls */
+		if (content_json->len > 1 && blocks_json->len > 0)
+			g_string_prepend_c(blocks_json, ',');
+		g_string_prepend_len(blocks_json, content_json->str + 1, content_json->len - 1);
 	}
 	g_string_append_c(content_json, ']');
+	g_string_prepend_c(blocks_json, '[');
 	g_string_append_c(blocks_json, ']');
 
 	msg = confab_message_new();
 	confab_message_set_role(msg, role_str);
 	confab_message_take_content(msg, g_steal_pointer(&content_json));
 	confab_message_take_content_blocks(msg, g_steal_pointer(&blocks_json));
-	g_ptr_array_add(request->texts, g_string_free(g_steal_pointer(&text), FALSE));
+	/* the title only: a text may be megabytes */
+	g_ptr_array_add(request->titles, confab_session_title_from_text(text->str));
 	return g_steal_pointer(&msg);
 }
 
@@ -830,7 +826,7 @@ confab_chat_request_new(void)
 {
 	ConfabChatRequest *request = g_new0(ConfabChatRequest, 1);
 	request->messages = g_ptr_array_new_with_free_func(g_object_unref);
-	request->texts = g_ptr_array_new_with_free_func(g_free);
+	request->titles = g_ptr_array_new_with_free_func(g_free);
 	return request;
 }
 
@@ -939,7 +935,7 @@ confab_chat_request_new_text(const gchar *model, const gchar *session_id, const 
 	confab_message_set_content(msg, content->str);
 	confab_message_set_content_blocks(msg, content->str);
 	g_ptr_array_add(request->messages, msg);
-	g_ptr_array_add(request->texts, g_strdup(text));
+	g_ptr_array_add(request->titles, confab_session_title_from_text(text));
 	request->model = g_strdup(model);
 	request->session_id = g_strdup(session_id);
 	return request;
@@ -953,7 +949,7 @@ confab_chat_request_free(ConfabChatRequest *request)
 	g_free(request->model);
 	g_free(request->session_id);
 	g_ptr_array_unref(request->messages);
-	g_ptr_array_unref(request->texts);
+	g_ptr_array_unref(request->titles);
 	g_clear_pointer(&request->params, json_object_unref);
 	g_free(request);
 }

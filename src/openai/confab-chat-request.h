@@ -36,7 +36,8 @@ typedef struct {
  * @session_id: (nullable): metadata.session_id, to continue a session
  * @messages: (element-type ConfabMessage): the request's messages, validated
  *   and converted (role, content, content_blocks); no id nor session yet
- * @texts: (element-type utf8): the plain text of each message, in step
+ * @titles: (element-type utf8): for each message, the title its text would
+ *   give a new conversation (%NULL when blank), in step
  * @params: (nullable): OpenAI request parameters to pass upstream
  *   (temperature, max_tokens, tools...), validated
  *
@@ -48,7 +49,7 @@ typedef struct {
 	gboolean include_usage;
 	gchar *session_id;
 	GPtrArray *messages;
-	GPtrArray *texts;
+	GPtrArray *titles;
 	JsonObject *params;
 } ConfabChatRequest;
 

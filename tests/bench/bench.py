@@ -126,6 +126,7 @@ class Bench:
         open(conf, "w").write(
             "[daemon]\nshutdown_grace=5\n"
             "[limits]\nmax_connections=8192\nmax_inflight_turns=8192\nidle_timeout=300\n"
+            "max_body_bytes=67108864\n"
             "[upstream]\nmax_connections=8192\nfirst_byte_timeout=600\nidle_timeout=600\n")
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
                                   f"--state-dir={state}", "--bus=session", f"--config={conf}"])
@@ -321,6 +322,57 @@ PRAGMA wal_checkpoint(TRUNCATE);
         self.line("RSS after turns: " + ", ".join(f"{n} turns {kib / 1024:.1f} MiB ({f} fds)"
                                                   for n, kib, f in curve))
 
+    def hwm_kib(self):
+        for line in open(f"/proc/{self.confab.pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        return 0
+
+    def post_big(self, body, n):
+        import threading
+        import urllib.request
+        codes = []
+
+        def one():
+            req = urllib.request.Request(f"{self.url}/api/v1/chat/completions", data=body,
+                                         headers={"Authorization": f"Bearer {self.token}",
+                                                  "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=600) as r:
+                    r.read()
+                    codes.append(r.status)
+            except urllib.error.HTTPError as e:
+                codes.append(e.code)
+        threads = [threading.Thread(target=one) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return codes
+
+    def scenario_bigbody(self):
+        """peak and kept RSS for 10 MiB JSON turns, each on a fresh daemon: to
+        the echo agent (the answer is as large as the body) and to an upstream
+        agent (a short answer)"""
+        size = 10 * 1024 * 1024
+        text = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+        echo = self.admin("CreateAgent", "{'name': <'bench-echo'>, 'provider': <'echo'>}")[0]
+        for name, agent in (("echo", echo), ("upstream", self.agent_json)):
+            body = json.dumps({"model": agent,
+                               "messages": [{"role": "user", "content": text}]}).encode()
+            for n in (1, 4):
+                self.stop_confab()
+                self.start_confab()
+                start = rss_kib(self.confab.pid)
+                codes = self.post_big(body, n)
+                time.sleep(0.5)
+                peak = self.hwm_kib() - start
+                after = rss_kib(self.confab.pid)
+                self.line(f"10 MiB body x{n} to {name}: peak +{peak / 1024:.0f} MiB "
+                          f"({peak / 1024 / 10 / n:.1f}x the body per turn), "
+                          f"after {after / 1024:.0f} MiB (start {start / 1024:.0f} MiB), "
+                          f"answers {sorted(codes)}")
+
     def scenario_soak(self):
         """mixed load for --soak-seconds: JSON turns, streams and list pages in
         rotation, RSS and open fds printed at every interval"""
@@ -369,6 +421,8 @@ PRAGMA wal_checkpoint(TRUNCATE);
             self.scenario_lists()
         if "soak" in self.args.only:
             self.scenario_soak()
+        if "bigbody" in self.args.only:
+            self.scenario_bigbody()
 
 
 async def ttfb(port, path, body, token, count):

@@ -130,7 +130,7 @@ test_minimal(void)
 	g_assert_null(r->session_id);
 	g_assert_null(r->params);
 	g_assert_cmpuint(r->messages->len, ==, 1);
-	g_assert_cmpuint(r->texts->len, ==, 1);
+	g_assert_cmpuint(r->titles->len, ==, 1);
 	msg = g_ptr_array_index(r->messages, 0);
 	g_assert_cmpstr(confab_message_get_role(msg), ==, "user");
 	g_assert_cmpstr(confab_message_get_content(msg),
@@ -139,7 +139,7 @@ test_minimal(void)
 	g_assert_cmpstr(confab_message_get_content_blocks(msg),
 			==,
 			"[{\"type\":\"text\",\"text\":\"hi there\"}]");
-	g_assert_cmpstr(g_ptr_array_index(r->texts, 0), ==, "hi there");
+	g_assert_cmpstr(g_ptr_array_index(r->titles, 0), ==, "hi there");
 	/* not stored yet */
 	g_assert_null(confab_message_get_id(msg));
 }
@@ -153,9 +153,10 @@ test_text_kept_exactly(void)
 	ConfabMessage *msg = g_ptr_array_index(r->messages, 0);
 	g_autoptr(JsonNode) content = confab_json_from_string(confab_message_get_content(msg));
 
-	g_assert_cmpstr(g_ptr_array_index(r->texts, 0),
+	/* the title: on one line, whitespace collapsed */
+	g_assert_cmpstr(g_ptr_array_index(r->titles, 0),
 			==,
-			"  a\tb\n\"q\" \\ h\xc3\xa9 \xf0\x9f\x8c\x8d ");
+			"a b \"q\" \\ h\xc3\xa9 \xf0\x9f\x8c\x8d");
 	g_assert_nonnull(content);
 	g_assert_cmpstr(json_object_get_string_member(
 			    json_array_get_object_element(json_node_get_array(content), 0),
@@ -182,7 +183,7 @@ test_roles(void)
 		g_assert_cmpstr(confab_message_get_role(g_ptr_array_index(r->messages, i)),
 				==,
 				roles[i]);
-		g_assert_cmpstr(g_ptr_array_index(r->texts, i), ==, texts[i]);
+		g_assert_cmpstr(g_ptr_array_index(r->titles, i), ==, texts[i]);
 	}
 }
 
@@ -345,7 +346,7 @@ test_content_shapes(void)
 	{
 		g_autofree gchar *body = user_content("\"\"");
 		g_autoptr(ConfabChatRequest) r = parse_ok(body);
-		g_assert_cmpstr(g_ptr_array_index(r->texts, 0), ==, "");
+		g_assert_null(g_ptr_array_index(r->titles, 0));
 	}
 }
 
@@ -357,7 +358,7 @@ test_content_parts(void)
 	g_autoptr(ConfabChatRequest) r = parse_ok(body);
 	ConfabMessage *msg = g_ptr_array_index(r->messages, 0);
 
-	g_assert_cmpstr(g_ptr_array_index(r->texts, 0), ==, "one\ntwo");
+	g_assert_cmpstr(g_ptr_array_index(r->titles, 0), ==, "one two");
 	g_assert_cmpstr(
 	    confab_message_get_content(msg),
 	    ==,
@@ -408,7 +409,7 @@ test_parts_by_role(void)
 		g_autofree gchar *body = one_message("{\"role\":\"assistant\",\"content\":[{"
 						     "\"type\":\"refusal\",\"refusal\":\"no\"}]}");
 		g_autoptr(ConfabChatRequest) r = parse_ok(body);
-		g_assert_cmpstr(g_ptr_array_index(r->texts, 0), ==, "no");
+		g_assert_cmpstr(g_ptr_array_index(r->titles, 0), ==, "no");
 	}
 	{
 		g_autofree gchar *body =
@@ -452,7 +453,7 @@ test_image_url(void)
 	    "low");
 	g_assert_cmpuint(json_array_get_length(json_node_get_array(blocks)), ==, 3);
 	/* the text is the text parts only */
-	g_assert_cmpstr(g_ptr_array_index(r->texts, 0), ==, "what is this?");
+	g_assert_cmpstr(g_ptr_array_index(r->titles, 0), ==, "what is this?");
 }
 
 static void
@@ -768,7 +769,7 @@ test_tool_messages(void)
 			==,
 			"[{\"type\":\"tool_result\",\"tool_call_id\":\"call_1\",\"content\":"
 			"\"sunny\",\"is_error\":false}]");
-	g_assert_cmpstr(g_ptr_array_index(r->texts, 2), ==, "sunny");
+	g_assert_cmpstr(g_ptr_array_index(r->titles, 2), ==, "sunny");
 }
 
 static void
@@ -1081,7 +1082,7 @@ test_new_text(void)
 	g_assert_cmpstr(r->model, ==, "agt_x");
 	g_assert_cmpstr(r->session_id, ==, "cts_y");
 	g_assert_cmpstr(confab_message_get_role(msg), ==, "user");
-	g_assert_cmpstr(g_ptr_array_index(r->texts, 0), ==, "say \"hi\"\n\xc3\xa9");
+	g_assert_cmpstr(g_ptr_array_index(r->titles, 0), ==, "say \"hi\" \xc3\xa9");
 	g_assert_nonnull(content);
 	g_assert_cmpstr(json_object_get_string_member(
 			    json_array_get_object_element(json_node_get_array(content), 0),
