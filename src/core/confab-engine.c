@@ -1183,8 +1183,8 @@ task_return_boolean_cb(GObject *source, GAsyncResult *result, gpointer user_data
  * confab_engine_set_quota_async:
  * @self: a #ConfabEngine
  * @owner: the owner
- * @monthly_requests: the owner's monthly request quota; 0 removes the
- *   override, so the configured default applies again
+ * @monthly_requests: the owner's monthly request quota; 0 for unlimited,
+ *   whatever the configured default
  * @cancellable: (nullable): a #GCancellable
  * @callback: called once stored
  * @user_data: data for @callback

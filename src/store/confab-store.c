@@ -255,8 +255,8 @@ confab_store_save_token_finish(ConfabStore *self, GAsyncResult *result, GError *
  * confab_store_set_quota_async:
  * @self: a #ConfabStore
  * @owner: the owner
- * @monthly_requests: the owner's quota; 0 removes the owner's own, so that
- *   the default applies again
+ * @monthly_requests: the owner's own quota; 0 for unlimited, whatever the
+ *   default
  * @cancellable: (nullable): a #GCancellable
  * @callback: called once committed
  * @user_data: data for @callback

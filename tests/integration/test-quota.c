@@ -531,14 +531,18 @@ test_config_default(Fixture *f, gconstpointer data)
 		g_assert_true(g_variant_lookup(usage, "quota_is_default", "b", &is_default));
 		g_assert_false(is_default);
 	}
-	/* removing the override brings the default back */
+	/* 0 is an override too: unlimited, whatever the default */
 	confab_test_set_quota(f->daemon, "alice", 0);
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
-		assert_over_quota(r);
-		g_assert_cmpuint(usage_u64(f, "alice", "quota"), ==, 2);
+		g_autoptr(GVariant) usage = get_usage(f, "alice");
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_no_quota_headers(r);
+		g_assert_cmpuint(usage_u64(f, "alice", "quota"), ==, 0);
+		g_assert_true(g_variant_lookup(usage, "quota_is_default", "b", &is_default));
+		g_assert_false(is_default);
 	}
-	g_assert_cmpuint(used(f, "alice"), ==, 3);
+	g_assert_cmpuint(used(f, "alice"), ==, 4);
 }
 
 static void

@@ -1139,12 +1139,20 @@ test_quotas_and_usage(Fixture *f, gconstpointer data)
 		g_assert_false(dave->is_override);
 		g_assert_cmpstr(dave->month, ==, f->month);
 	}
-	/* 0 removes alice's own: the default applies again */
+	/* 0 is alice's own too: unlimited, whatever the default */
 	g_assert_true(set_quota(f, "alice", 0, &error));
 	{
-		g_autoptr(ConfabStoreUsage) alice = get_usage(f, "alice", 0);
+		g_autoptr(ConfabStoreUsage) alice = get_usage(f, "alice", 100);
 		g_assert_cmpuint(alice->limit, ==, 0);
-		g_assert_false(alice->is_override);
+		g_assert_true(alice->is_override);
+	}
+	{
+		g_autoptr(ConfabStoreUsage) admitted = admit(f, "alice", 1);
+		g_autoptr(ConfabStoreUsage) again = admit(f, "alice", 1);
+		g_assert_true(admitted->admitted);
+		g_assert_true(again->admitted);
+		confab_store_release_quota(f->store, "alice", f->month);
+		confab_store_release_quota(f->store, "alice", f->month);
 	}
 
 	/* usage counts each turn whose first commit carries it */
@@ -1208,11 +1216,13 @@ test_list_usage(Fixture *f, gconstpointer data)
 		g_assert_cmpuint(bob->requests, ==, 2);
 		g_assert_false(bob->is_override);
 	}
-	/* a quota removed is no longer listed */
+	/* an owner made unlimited is no longer listed, default or not */
 	g_assert_true(set_quota(f, "carol", 0, &error));
 	{
 		g_autoptr(GPtrArray) list = list_usage(f, 0);
+		g_autoptr(GPtrArray) with_default = list_usage(f, 10);
 		g_assert_cmpuint(list->len, ==, 1);
+		g_assert_cmpuint(with_default->len, ==, 2);
 	}
 }
 

@@ -1184,13 +1184,7 @@ write_set_quota(Conn *conn, gpointer data, GError **error)
 	IdAndTime *quota = data; /* owner, monthly requests */
 	g_autoptr(ConfabCachedStmt) stmt = NULL;
 
-	if (quota->when == 0) {
-		stmt = conn_prepare(conn, "DELETE FROM quotas WHERE owner = ?1", error);
-		if (stmt == NULL)
-			return FALSE;
-		bind_text(stmt, 1, quota->id);
-		return stmt_step_done(conn, stmt, error);
-	}
+	/* 0 is kept too: unlimited, whatever the default */
 	stmt = conn_prepare(conn,
 			    "INSERT INTO quotas (owner, monthly_requests) VALUES (?1, ?2) "
 			    "ON CONFLICT (owner) DO UPDATE SET monthly_requests = ?2",
@@ -1216,12 +1210,9 @@ set_quota_written(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	{
 		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-		if (quota->when == 0)
-			g_hash_table_remove(self->quotas, quota->id);
-		else
-			g_hash_table_replace(self->quotas,
-					     g_strdup(quota->id),
-					     uint64_new((guint64)quota->when));
+		g_hash_table_replace(self->quotas,
+				     g_strdup(quota->id),
+				     uint64_new((guint64)quota->when));
 	}
 	g_task_return_boolean(task, TRUE);
 }
