@@ -769,6 +769,15 @@ answer_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_warning("storing the turn in %s: %s",
 			  confab_session_get_id(self->session),
 			  error->message);
+		/* a full or failing disk: 503 store_unavailable, try again later */
+		if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_STORE_UNAVAILABLE)) {
+			g_task_return_new_error(task,
+						CONFAB_ERROR,
+						CONFAB_ERROR_STORE_UNAVAILABLE,
+						"The conversation could not be stored; try again "
+						"later");
+			return;
+		}
 		g_task_return_new_error(task,
 					CONFAB_ERROR,
 					CONFAB_ERROR_FAILED,

@@ -104,14 +104,36 @@ conn_free(Conn *conn)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Conn, conn_free)
 
+/* What a failed SQLite call means to a caller. */
+static ConfabErrorCode
+error_code_for(gint rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_FULL:     /* the disk, or the file size limit */
+	case SQLITE_IOERR:    /* the disk failed a read or write */
+	case SQLITE_CANTOPEN: /* the file or its journal went away */
+	case SQLITE_READONLY: /* the file system was remounted read-only */
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		/* the store, not the request: worth trying again later */
+		return CONFAB_ERROR_STORE_UNAVAILABLE;
+	default:
+		return rc == SQLITE_CONSTRAINT_FOREIGNKEY ? CONFAB_ERROR_NOT_FOUND
+							  : CONFAB_ERROR_FAILED;
+	}
+}
+
 static void
 set_sqlite_error(GError **error, sqlite3 *db, const gchar *what)
 {
 	gint rc = sqlite3_extended_errcode(db);
-	ConfabErrorCode code = CONFAB_ERROR_FAILED;
-	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-		code = CONFAB_ERROR_NOT_FOUND;
-	g_set_error(error, CONFAB_ERROR, code, "%s: %s (%d)", what, sqlite3_errmsg(db), rc);
+	g_set_error(error,
+		    CONFAB_ERROR,
+		    error_code_for(rc),
+		    "%s: %s (%d)",
+		    what,
+		    sqlite3_errmsg(db),
+		    rc);
 }
 
 static gboolean
@@ -119,7 +141,12 @@ conn_exec(Conn *conn, const gchar *sql, GError **error)
 {
 	gchar *errmsg = NULL;
 	if (sqlite3_exec(conn->db, sql, NULL, NULL, &errmsg) != SQLITE_OK) {
-		g_set_error(error, CONFAB_ERROR, CONFAB_ERROR_FAILED, "%s: %s", sql, errmsg);
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    error_code_for(sqlite3_extended_errcode(conn->db)),
+			    "%s: %s",
+			    sql,
+			    errmsg);
 		sqlite3_free(errmsg);
 		return FALSE;
 	}
@@ -474,29 +501,47 @@ write_job_free(WriteJob *job)
 	g_free(job);
 }
 
+/*
+ * Runs each job of a batch in a savepoint of the open transaction: a job
+ * that fails is undone alone. But after some errors (a full disk, an I/O
+ * error) SQLite rolls the whole transaction back itself: then nothing of
+ * the batch stands, the rest is not run (it would commit on its own), and
+ * the batch fails with that error.
+ */
+static gboolean
+writer_run_jobs(Conn *conn, GPtrArray *batch, GError **error)
+{
+	for (guint i = 0; i < batch->len; i++) {
+		WriteJob *job = g_ptr_array_index(batch, i);
+		sqlite3_exec(conn->db, "SAVEPOINT job", NULL, NULL, NULL);
+		if (job->func(conn, job->data, &job->error)) {
+			sqlite3_exec(conn->db, "RELEASE job", NULL, NULL, NULL);
+			continue;
+		}
+		if (job->error == NULL)
+			g_set_error_literal(&job->error,
+					    CONFAB_ERROR,
+					    CONFAB_ERROR_FAILED,
+					    "write failed");
+		if (sqlite3_get_autocommit(conn->db)) {
+			g_propagate_error(error, g_error_copy(job->error));
+			return FALSE;
+		}
+		sqlite3_exec(conn->db, "ROLLBACK TO job", NULL, NULL, NULL);
+		sqlite3_exec(conn->db, "RELEASE job", NULL, NULL, NULL);
+	}
+	return TRUE;
+}
+
 static void
 writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 {
 	Conn *conn = self->writer;
 	g_autoptr(GError) error_txn = NULL;
 
-	if (conn_exec(conn, "BEGIN IMMEDIATE", &error_txn)) {
-		for (guint i = 0; i < batch->len; i++) {
-			WriteJob *job = g_ptr_array_index(batch, i);
-			sqlite3_exec(conn->db, "SAVEPOINT job", NULL, NULL, NULL);
-			if (!job->func(conn, job->data, &job->error)) {
-				sqlite3_exec(conn->db, "ROLLBACK TO job", NULL, NULL, NULL);
-				if (job->error == NULL)
-					g_set_error_literal(&job->error,
-							    CONFAB_ERROR,
-							    CONFAB_ERROR_FAILED,
-							    "write failed");
-			}
-			sqlite3_exec(conn->db, "RELEASE job", NULL, NULL, NULL);
-		}
-		if (!conn_exec(conn, "COMMIT", &error_txn))
-			sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
-	}
+	if (conn_exec(conn, "BEGIN IMMEDIATE", &error_txn) &&
+	    writer_run_jobs(conn, batch, &error_txn) && !conn_exec(conn, "COMMIT", &error_txn))
+		sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
 	if (error_txn == NULL) {
 		g_atomic_pointer_add(&self->commits, 1);
 		g_atomic_pointer_add(&self->jobs, batch->len);
@@ -510,7 +555,7 @@ writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 		if (error_txn != NULL) {
 			g_clear_error(&job->error);
 			job->error = g_error_new(CONFAB_ERROR,
-						 CONFAB_ERROR_FAILED,
+						 error_txn->code,
 						 "storing: %s",
 						 error_txn->message);
 		}
