@@ -11,7 +11,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 
-#include "confab-http-response-parser.h"
+#include "confab-upstream-response-parser.h"
 #include "confab-upstream-client.h"
 
 /*

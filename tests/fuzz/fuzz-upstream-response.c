@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "confab-fuzz.h"
-#include "confab-http-response-parser.h"
+#include "confab-upstream-response-parser.h"
 
 /* What an upstream answers, fed whole and then cut at a byte the input
  * chooses: both must give the same head, body, end and keep-alive. */

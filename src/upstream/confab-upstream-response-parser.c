@@ -10,7 +10,7 @@
 #include <gio/gio.h>
 #include <string.h>
 
-#include "confab-http-response-parser.h"
+#include "confab-upstream-response-parser.h"
 
 /*
  * An incremental HTTP/1.x response parser for the upstream client: fed

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "confab-http-response-parser.h"
+#include "confab-upstream-response-parser.h"
 #include "confab-test-helper.h"
 
 /* The upstream client's response parser: framing, limits, splits. */
