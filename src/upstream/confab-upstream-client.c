@@ -11,8 +11,8 @@
 #include <netinet/tcp.h>
 #include <string.h>
 
-#include "confab-upstream-response-parser.h"
 #include "confab-upstream-client.h"
+#include "confab-upstream-response-parser.h"
 
 /*
  * The HTTP/1.1 client Confab talks to its upstreams with: one POST at a
@@ -53,12 +53,12 @@ struct _ConfabUpstreamExchange {
 	gsize head_len;
 	GBytes *body; /* owned */
 	gsize written;
-	Conn *conn;			  /* owned while attached */
-	GCancellable *cancellable;	  /* owned: the connect's, if any */
-	ConfabHttpResponseParser *parser; /* owned */
-	gboolean reused;		  /* the connection came from the pool */
-	gboolean retried;		  /* a stale connection was replaced */
-	gboolean fresh;			  /* take no connection from the pool */
+	Conn *conn;			      /* owned while attached */
+	GCancellable *cancellable;	      /* owned: the connect's, if any */
+	ConfabUpstreamResponseParser *parser; /* owned */
+	gboolean reused;		      /* the connection came from the pool */
+	gboolean retried;		      /* a stale connection was replaced */
+	gboolean fresh;			      /* take no connection from the pool */
 	gboolean sent;
 	gboolean waiting;  /* in client->waiting */
 	gboolean finished; /* done, or aborted: nothing more happens */
@@ -361,7 +361,7 @@ confab_upstream_exchange_abort(ConfabUpstreamExchange *ex)
 	if (ex->finished)
 		return;
 	ex->finished = TRUE;
-	confab_http_response_parser_stop(ex->parser);
+	confab_upstream_response_parser_stop(ex->parser);
 	if (ex->cancellable != NULL)
 		g_cancellable_cancel(ex->cancellable);
 	exchange_unwait(ex);
@@ -373,14 +373,14 @@ confab_upstream_exchange_abort(ConfabUpstreamExchange *ex)
 static gboolean
 exchange_retry_stale(ConfabUpstreamExchange *ex)
 {
-	if (!ex->reused || ex->retried || confab_http_response_parser_started(ex->parser))
+	if (!ex->reused || ex->retried || confab_upstream_response_parser_started(ex->parser))
 		return FALSE;
 	g_debug("a kept-alive connection to %s was closed; opening another", ex->key);
 	ex->retried = TRUE;
 	ex->fresh = TRUE;
 	ex->reused = FALSE;
 	ex->written = 0;
-	confab_http_response_parser_reset(ex->parser, FALSE);
+	confab_upstream_response_parser_reset(ex->parser, FALSE);
 	exchange_detach(ex, FALSE);
 	exchange_start(ex);
 	return TRUE;
@@ -496,8 +496,8 @@ exchange_read(ConfabUpstreamExchange *ex)
 			break;
 		}
 		if (n == 0) {
-			if (confab_http_response_parser_eof(ex->parser, &error) ==
-			    CONFAB_HTTP_PARSE_DONE) {
+			if (confab_upstream_response_parser_eof(ex->parser, &error) ==
+			    CONFAB_UPSTREAM_PARSE_DONE) {
 				exchange_finish(ex, NULL, FALSE);
 			} else if (exchange_retry_stale(ex)) {
 				g_error_free(error);
@@ -506,26 +506,27 @@ exchange_read(ConfabUpstreamExchange *ex)
 			}
 			break;
 		}
-		switch (confab_http_response_parser_feed(ex->parser,
-							 self->buffer,
-							 (gsize)n,
-							 &consumed,
-							 &error)) {
-		case CONFAB_HTTP_PARSE_DONE:
+		switch (confab_upstream_response_parser_feed(ex->parser,
+							     self->buffer,
+							     (gsize)n,
+							     &consumed,
+							     &error)) {
+		case CONFAB_UPSTREAM_PARSE_DONE:
 			/* bytes past the response, or a request not all
 			 * written: the connection is not fit for another */
-			exchange_finish(ex,
-					NULL,
-					consumed == (gsize)n &&
-					    confab_http_response_parser_keep_alive(ex->parser) &&
-					    ex->written == exchange_request_len(ex));
+			exchange_finish(
+			    ex,
+			    NULL,
+			    consumed == (gsize)n &&
+				confab_upstream_response_parser_keep_alive(ex->parser) &&
+				ex->written == exchange_request_len(ex));
 			break;
-		case CONFAB_HTTP_PARSE_ERROR:
+		case CONFAB_UPSTREAM_PARSE_ERROR:
 			exchange_finish(ex, error, FALSE);
 			break;
-		case CONFAB_HTTP_PARSE_STOPPED:
+		case CONFAB_UPSTREAM_PARSE_STOPPED:
 			break;
-		case CONFAB_HTTP_PARSE_MORE:
+		case CONFAB_UPSTREAM_PARSE_MORE:
 		default:
 			/* a short read drained the socket; TLS may hold more
 			 * than the socket shows, so it reads until it blocks */
@@ -758,7 +759,7 @@ confab_upstream_client_request(ConfabUpstreamClient *self,
 	ex->head_len = head->len;
 	ex->head = g_string_free(g_steal_pointer(&head), FALSE);
 	ex->body = body != NULL ? g_bytes_ref(body) : NULL;
-	ex->parser = confab_http_response_parser_new(on_head, on_body, ex);
+	ex->parser = confab_upstream_response_parser_new(on_head, on_body, ex);
 	exchange_start(ex);
 	return ex;
 }

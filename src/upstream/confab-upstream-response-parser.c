@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 
-#define G_LOG_DOMAIN "ConfabHttpResponseParser"
+#define G_LOG_DOMAIN "ConfabUpstreamResponseParser"
 
 #include "config.h"
 
@@ -36,10 +36,10 @@ typedef enum {
 	STATE_DONE,
 } State;
 
-struct _ConfabHttpResponseParser {
+struct _ConfabUpstreamResponseParser {
 	GObject parent_instance;
-	ConfabHttpResponseHeadFunc head_func;
-	ConfabHttpResponseBodyFunc body_func;
+	ConfabUpstreamResponseHeadFunc head_func;
+	ConfabUpstreamResponseBodyFunc body_func;
 	gpointer user_data;
 	State state;
 	GString *head;	  /* the head so far */
@@ -53,45 +53,46 @@ struct _ConfabHttpResponseParser {
 	gboolean stopped;
 };
 
-G_DEFINE_FINAL_TYPE(ConfabHttpResponseParser, confab_http_response_parser, G_TYPE_OBJECT)
+G_DEFINE_FINAL_TYPE(ConfabUpstreamResponseParser, confab_upstream_response_parser, G_TYPE_OBJECT)
 
 static void
-confab_http_response_parser_finalize(GObject *object)
+confab_upstream_response_parser_finalize(GObject *object)
 {
-	ConfabHttpResponseParser *self = CONFAB_HTTP_RESPONSE_PARSER(object);
+	ConfabUpstreamResponseParser *self = CONFAB_UPSTREAM_RESPONSE_PARSER(object);
 	g_string_free(self->head, TRUE);
 	g_string_free(self->line, TRUE);
-	G_OBJECT_CLASS(confab_http_response_parser_parent_class)->finalize(object);
+	G_OBJECT_CLASS(confab_upstream_response_parser_parent_class)->finalize(object);
 }
 
 static void
-confab_http_response_parser_class_init(ConfabHttpResponseParserClass *klass)
+confab_upstream_response_parser_class_init(ConfabUpstreamResponseParserClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
-	object_class->finalize = confab_http_response_parser_finalize;
+	object_class->finalize = confab_upstream_response_parser_finalize;
 }
 
 static void
-confab_http_response_parser_init(ConfabHttpResponseParser *self)
+confab_upstream_response_parser_init(ConfabUpstreamResponseParser *self)
 {
 	self->head = g_string_sized_new(512);
 	self->line = g_string_new(NULL);
 }
 
 /**
- * confab_http_response_parser_new:
+ * confab_upstream_response_parser_new:
  * @head_func: receives the head of the final response
  * @body_func: receives the decoded body, piece by piece
  * @user_data: data for both
  *
  * Returns: (transfer full): a parser waiting for a response
  */
-ConfabHttpResponseParser *
-confab_http_response_parser_new(ConfabHttpResponseHeadFunc head_func,
-				ConfabHttpResponseBodyFunc body_func,
-				gpointer user_data)
+ConfabUpstreamResponseParser *
+confab_upstream_response_parser_new(ConfabUpstreamResponseHeadFunc head_func,
+				    ConfabUpstreamResponseBodyFunc body_func,
+				    gpointer user_data)
 {
-	ConfabHttpResponseParser *self = g_object_new(CONFAB_TYPE_HTTP_RESPONSE_PARSER, NULL);
+	ConfabUpstreamResponseParser *self =
+	    g_object_new(CONFAB_TYPE_UPSTREAM_RESPONSE_PARSER, NULL);
 	self->head_func = head_func;
 	self->body_func = body_func;
 	self->user_data = user_data;
@@ -99,16 +100,16 @@ confab_http_response_parser_new(ConfabHttpResponseHeadFunc head_func,
 }
 
 /**
- * confab_http_response_parser_reset:
- * @self: a #ConfabHttpResponseParser
+ * confab_upstream_response_parser_reset:
+ * @self: a #ConfabUpstreamResponseParser
  * @head_request: the request was HEAD: the response has no body
  *
  * Makes the parser wait for the next response on the connection.
  */
 void
-confab_http_response_parser_reset(ConfabHttpResponseParser *self, gboolean head_request)
+confab_upstream_response_parser_reset(ConfabUpstreamResponseParser *self, gboolean head_request)
 {
-	g_return_if_fail(CONFAB_IS_HTTP_RESPONSE_PARSER(self));
+	g_return_if_fail(CONFAB_IS_UPSTREAM_RESPONSE_PARSER(self));
 	self->state = STATE_HEAD;
 	g_string_truncate(self->head, 0);
 	g_string_truncate(self->line, 0);
@@ -122,43 +123,43 @@ confab_http_response_parser_reset(ConfabHttpResponseParser *self, gboolean head_
 }
 
 /**
- * confab_http_response_parser_stop:
- * @self: a #ConfabHttpResponseParser
+ * confab_upstream_response_parser_stop:
+ * @self: a #ConfabUpstreamResponseParser
  *
- * Called from a callback: confab_http_response_parser_feed() returns
- * %CONFAB_HTTP_PARSE_STOPPED as soon as the callback returns.
+ * Called from a callback: confab_upstream_response_parser_feed() returns
+ * %CONFAB_UPSTREAM_PARSE_STOPPED as soon as the callback returns.
  */
 void
-confab_http_response_parser_stop(ConfabHttpResponseParser *self)
+confab_upstream_response_parser_stop(ConfabUpstreamResponseParser *self)
 {
-	g_return_if_fail(CONFAB_IS_HTTP_RESPONSE_PARSER(self));
+	g_return_if_fail(CONFAB_IS_UPSTREAM_RESPONSE_PARSER(self));
 	self->stopped = TRUE;
 }
 
 /**
- * confab_http_response_parser_started:
- * @self: a #ConfabHttpResponseParser
+ * confab_upstream_response_parser_started:
+ * @self: a #ConfabUpstreamResponseParser
  *
  * Returns: whether any byte of the response has arrived
  */
 gboolean
-confab_http_response_parser_started(ConfabHttpResponseParser *self)
+confab_upstream_response_parser_started(ConfabUpstreamResponseParser *self)
 {
-	g_return_val_if_fail(CONFAB_IS_HTTP_RESPONSE_PARSER(self), FALSE);
+	g_return_val_if_fail(CONFAB_IS_UPSTREAM_RESPONSE_PARSER(self), FALSE);
 	return self->started;
 }
 
 /**
- * confab_http_response_parser_keep_alive:
- * @self: a #ConfabHttpResponseParser
+ * confab_upstream_response_parser_keep_alive:
+ * @self: a #ConfabUpstreamResponseParser
  *
  * Returns: whether the connection may carry another request once this
  *   response is complete
  */
 gboolean
-confab_http_response_parser_keep_alive(ConfabHttpResponseParser *self)
+confab_upstream_response_parser_keep_alive(ConfabUpstreamResponseParser *self)
 {
-	g_return_val_if_fail(CONFAB_IS_HTTP_RESPONSE_PARSER(self), FALSE);
+	g_return_val_if_fail(CONFAB_IS_UPSTREAM_RESPONSE_PARSER(self), FALSE);
 	return self->keep_alive && self->state == STATE_DONE;
 }
 
@@ -170,7 +171,7 @@ set_invalid(GError **error, const gchar *what)
 
 /* The head is complete (its blank line excluded from head->str). */
 static gboolean
-head_done(ConfabHttpResponseParser *self, GError **error)
+head_done(ConfabUpstreamResponseParser *self, GError **error)
 {
 	g_autoptr(SoupMessageHeaders) headers =
 	    soup_message_headers_new(SOUP_MESSAGE_HEADERS_RESPONSE);
@@ -239,7 +240,11 @@ head_done(ConfabHttpResponseParser *self, GError **error)
 
 /* Consumes head bytes up to the end of the head. */
 static gboolean
-feed_head(ConfabHttpResponseParser *self, const gchar *data, gsize len, gsize *used, GError **error)
+feed_head(ConfabUpstreamResponseParser *self,
+	  const gchar *data,
+	  gsize len,
+	  gsize *used,
+	  GError **error)
 {
 	gsize pos = 0;
 
@@ -280,7 +285,7 @@ feed_head(ConfabHttpResponseParser *self, const gchar *data, gsize len, gsize *u
 
 /* Collects a CRLF-terminated line into self->line; TRUE once it is whole. */
 static gboolean
-collect_line(ConfabHttpResponseParser *self,
+collect_line(ConfabUpstreamResponseParser *self,
 	     const gchar *data,
 	     gsize len,
 	     gsize *used,
@@ -331,15 +336,15 @@ parse_chunk_size(const gchar *line, guint64 *size)
 }
 
 static void
-emit_body(ConfabHttpResponseParser *self, const gchar *data, gsize len)
+emit_body(ConfabUpstreamResponseParser *self, const gchar *data, gsize len)
 {
 	if (len > 0)
 		self->body_func(data, len, self->user_data);
 }
 
 /**
- * confab_http_response_parser_feed:
- * @self: a #ConfabHttpResponseParser
+ * confab_upstream_response_parser_feed:
+ * @self: a #ConfabUpstreamResponseParser
  * @data: bytes read from the connection
  * @len: their length
  * @consumed: (out): how many were part of this response
@@ -350,16 +355,16 @@ emit_body(ConfabHttpResponseParser *self, const gchar *data, gsize len)
  *
  * Returns: what became of the response
  */
-ConfabHttpParseStatus
-confab_http_response_parser_feed(ConfabHttpResponseParser *self,
-				 const gchar *data,
-				 gsize len,
-				 gsize *consumed,
-				 GError **error)
+ConfabUpstreamParseStatus
+confab_upstream_response_parser_feed(ConfabUpstreamResponseParser *self,
+				     const gchar *data,
+				     gsize len,
+				     gsize *consumed,
+				     GError **error)
 {
 	gsize pos = 0;
 
-	g_return_val_if_fail(CONFAB_IS_HTTP_RESPONSE_PARSER(self), CONFAB_HTTP_PARSE_ERROR);
+	g_return_val_if_fail(CONFAB_IS_UPSTREAM_RESPONSE_PARSER(self), CONFAB_UPSTREAM_PARSE_ERROR);
 
 	if (len > 0 && self->state != STATE_DONE)
 		self->started = TRUE;
@@ -438,34 +443,34 @@ confab_http_response_parser_feed(ConfabHttpResponseParser *self,
 	}
 	*consumed = pos;
 	if (self->stopped)
-		return CONFAB_HTTP_PARSE_STOPPED;
-	return self->state == STATE_DONE ? CONFAB_HTTP_PARSE_DONE : CONFAB_HTTP_PARSE_MORE;
+		return CONFAB_UPSTREAM_PARSE_STOPPED;
+	return self->state == STATE_DONE ? CONFAB_UPSTREAM_PARSE_DONE : CONFAB_UPSTREAM_PARSE_MORE;
 
 fail:
 	*consumed = pos;
-	return CONFAB_HTTP_PARSE_ERROR;
+	return CONFAB_UPSTREAM_PARSE_ERROR;
 }
 
 /**
- * confab_http_response_parser_eof:
- * @self: a #ConfabHttpResponseParser
+ * confab_upstream_response_parser_eof:
+ * @self: a #ConfabUpstreamResponseParser
  * @error: return location for an error
  *
  * The connection closed. A body framed by the close ends here; anything
  * else was cut short (%G_IO_ERROR_CONNECTION_CLOSED, or
  * %G_IO_ERROR_PARTIAL_INPUT once part of the response had arrived).
  *
- * Returns: %CONFAB_HTTP_PARSE_DONE or %CONFAB_HTTP_PARSE_ERROR
+ * Returns: %CONFAB_UPSTREAM_PARSE_DONE or %CONFAB_UPSTREAM_PARSE_ERROR
  */
-ConfabHttpParseStatus
-confab_http_response_parser_eof(ConfabHttpResponseParser *self, GError **error)
+ConfabUpstreamParseStatus
+confab_upstream_response_parser_eof(ConfabUpstreamResponseParser *self, GError **error)
 {
-	g_return_val_if_fail(CONFAB_IS_HTTP_RESPONSE_PARSER(self), CONFAB_HTTP_PARSE_ERROR);
+	g_return_val_if_fail(CONFAB_IS_UPSTREAM_RESPONSE_PARSER(self), CONFAB_UPSTREAM_PARSE_ERROR);
 
 	if (self->state == STATE_BODY_EOF || self->state == STATE_DONE) {
 		self->state = STATE_DONE;
 		self->keep_alive = FALSE;
-		return CONFAB_HTTP_PARSE_DONE;
+		return CONFAB_UPSTREAM_PARSE_DONE;
 	}
 	if (!self->started)
 		g_set_error_literal(error,
@@ -477,5 +482,5 @@ confab_http_response_parser_eof(ConfabHttpResponseParser *self, GError **error)
 				    G_IO_ERROR,
 				    G_IO_ERROR_PARTIAL_INPUT,
 				    "The connection closed in the middle of the response");
-	return CONFAB_HTTP_PARSE_ERROR;
+	return CONFAB_UPSTREAM_PARSE_ERROR;
 }

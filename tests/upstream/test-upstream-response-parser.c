@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "confab-upstream-response-parser.h"
 #include "confab-test-helper.h"
+#include "confab-upstream-response-parser.h"
 
 /* The upstream client's response parser: framing, limits, splits. */
 
@@ -19,7 +19,7 @@ typedef struct {
 	gchar *content_type;
 	GString *body;
 	gboolean stop_in_body;
-	ConfabHttpResponseParser *parser;
+	ConfabUpstreamResponseParser *parser;
 } Seen;
 
 static void
@@ -41,7 +41,7 @@ on_body(const gchar *data, gsize len, gpointer user_data)
 	g_assert_cmpuint(len, >, 0);
 	g_string_append_len(seen->body, data, len);
 	if (seen->stop_in_body)
-		confab_http_response_parser_stop(seen->parser);
+		confab_upstream_response_parser_stop(seen->parser);
 }
 
 static Seen *
@@ -49,8 +49,8 @@ seen_new(void)
 {
 	Seen *seen = g_new0(Seen, 1);
 	seen->body = g_string_new(NULL);
-	seen->parser = confab_http_response_parser_new(on_head, on_body, seen);
-	confab_http_response_parser_reset(seen->parser, FALSE);
+	seen->parser = confab_upstream_response_parser_new(on_head, on_body, seen);
+	confab_upstream_response_parser_reset(seen->parser, FALSE);
 	return seen;
 }
 
@@ -68,10 +68,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Seen, seen_free)
 
 /* Feeds @text in pieces of @step bytes (0: whole); returns the last status
  * and how many bytes were consumed in all. */
-static ConfabHttpParseStatus
+static ConfabUpstreamParseStatus
 feed(Seen *seen, const gchar *text, gsize len, gsize step, gsize *used, GError **error)
 {
-	ConfabHttpParseStatus status = CONFAB_HTTP_PARSE_MORE;
+	ConfabUpstreamParseStatus status = CONFAB_UPSTREAM_PARSE_MORE;
 	gsize pos = 0;
 
 	*used = 0;
@@ -82,9 +82,10 @@ feed(Seen *seen, const gchar *text, gsize len, gsize step, gsize *used, GError *
 		gsize consumed = 0;
 		/* no NUL after the piece: the parser must not look for one */
 		g_autofree gchar *piece = g_memdup2(text + pos, n);
-		status = confab_http_response_parser_feed(seen->parser, piece, n, &consumed, error);
+		status =
+		    confab_upstream_response_parser_feed(seen->parser, piece, n, &consumed, error);
 		*used += consumed;
-		if (status != CONFAB_HTTP_PARSE_MORE)
+		if (status != CONFAB_UPSTREAM_PARSE_MORE)
 			break;
 		g_assert_cmpuint(consumed, ==, n);
 		pos += n;
@@ -111,7 +112,7 @@ test_chunked_any_split(void)
 
 		g_assert_cmpint(feed(seen, chunked, strlen(chunked), step, &used, &error),
 				==,
-				CONFAB_HTTP_PARSE_DONE);
+				CONFAB_UPSTREAM_PARSE_DONE);
 		g_assert_no_error(error);
 		g_assert_cmpuint(used, ==, strlen(chunked));
 		g_assert_cmpuint(seen->heads, ==, 1);
@@ -119,7 +120,7 @@ test_chunked_any_split(void)
 		g_assert_cmpstr(seen->reason, ==, "OK");
 		g_assert_cmpstr(seen->content_type, ==, "text/event-stream");
 		g_assert_cmpstr(seen->body->str, ==, "data: abcdefghijklmnopqrstuvwxyz\n\n");
-		g_assert_true(confab_http_response_parser_keep_alive(seen->parser));
+		g_assert_true(confab_upstream_response_parser_keep_alive(seen->parser));
 	}
 }
 
@@ -135,7 +136,7 @@ test_content_length_and_leftover(void)
 
 	g_assert_cmpint(feed(seen, text, strlen(text), 0, &used, &error),
 			==,
-			CONFAB_HTTP_PARSE_DONE);
+			CONFAB_UPSTREAM_PARSE_DONE);
 	g_assert_no_error(error);
 	/* what follows the body is not this response's */
 	g_assert_cmpuint(used, ==, strlen(text) - strlen("HTTP/1.1 200 OK\r\n"));
@@ -143,7 +144,7 @@ test_content_length_and_leftover(void)
 	g_assert_cmpstr(seen->body->str, ==, "hello");
 
 	/* the next response on the same connection */
-	confab_http_response_parser_reset(seen->parser, FALSE);
+	confab_upstream_response_parser_reset(seen->parser, FALSE);
 	g_string_truncate(seen->body, 0);
 	g_assert_cmpint(feed(seen,
 			     "HTTP/1.1 204 No Content\r\n\r\n",
@@ -152,7 +153,7 @@ test_content_length_and_leftover(void)
 			     &used,
 			     &error),
 			==,
-			CONFAB_HTTP_PARSE_DONE);
+			CONFAB_UPSTREAM_PARSE_DONE);
 	g_assert_cmpuint(seen->status, ==, 204);
 	g_assert_cmpuint(seen->body->len, ==, 0);
 	g_assert_cmpuint(seen->heads, ==, 2);
@@ -169,7 +170,7 @@ test_interim_then_final(void)
 
 	g_assert_cmpint(feed(seen, text, strlen(text), 1, &used, &error),
 			==,
-			CONFAB_HTTP_PARSE_DONE);
+			CONFAB_UPSTREAM_PARSE_DONE);
 	g_assert_no_error(error);
 	g_assert_cmpuint(seen->heads, ==, 1);
 	g_assert_cmpuint(seen->status, ==, 200);
@@ -186,13 +187,13 @@ test_until_close(void)
 
 	g_assert_cmpint(feed(seen, text, strlen(text), 0, &used, &error),
 			==,
-			CONFAB_HTTP_PARSE_MORE);
-	g_assert_cmpint(confab_http_response_parser_eof(seen->parser, &error),
+			CONFAB_UPSTREAM_PARSE_MORE);
+	g_assert_cmpint(confab_upstream_response_parser_eof(seen->parser, &error),
 			==,
-			CONFAB_HTTP_PARSE_DONE);
+			CONFAB_UPSTREAM_PARSE_DONE);
 	g_assert_no_error(error);
 	g_assert_cmpstr(seen->body->str, ==, "{}");
-	g_assert_false(confab_http_response_parser_keep_alive(seen->parser));
+	g_assert_false(confab_upstream_response_parser_keep_alive(seen->parser));
 }
 
 static void
@@ -203,8 +204,10 @@ test_connection_close(void)
 	g_autoptr(Seen) seen = seen_new();
 	gsize used;
 
-	g_assert_cmpint(feed(seen, text, strlen(text), 0, &used, NULL), ==, CONFAB_HTTP_PARSE_DONE);
-	g_assert_false(confab_http_response_parser_keep_alive(seen->parser));
+	g_assert_cmpint(feed(seen, text, strlen(text), 0, &used, NULL),
+			==,
+			CONFAB_UPSTREAM_PARSE_DONE);
+	g_assert_false(confab_upstream_response_parser_keep_alive(seen->parser));
 }
 
 static void
@@ -215,18 +218,18 @@ test_cut_short(void)
 	g_autoptr(GError) error = NULL;
 	gsize used;
 
-	g_assert_cmpint(confab_http_response_parser_eof(empty->parser, &error),
+	g_assert_cmpint(confab_upstream_response_parser_eof(empty->parser, &error),
 			==,
-			CONFAB_HTTP_PARSE_ERROR);
+			CONFAB_UPSTREAM_PARSE_ERROR);
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED);
-	g_assert_false(confab_http_response_parser_started(empty->parser));
+	g_assert_false(confab_upstream_response_parser_started(empty->parser));
 	g_clear_error(&error);
 
-	g_assert_cmpint(feed(seen, chunked, 80, 0, &used, &error), ==, CONFAB_HTTP_PARSE_MORE);
-	g_assert_true(confab_http_response_parser_started(seen->parser));
-	g_assert_cmpint(confab_http_response_parser_eof(seen->parser, &error),
+	g_assert_cmpint(feed(seen, chunked, 80, 0, &used, &error), ==, CONFAB_UPSTREAM_PARSE_MORE);
+	g_assert_true(confab_upstream_response_parser_started(seen->parser));
+	g_assert_cmpint(confab_upstream_response_parser_eof(seen->parser, &error),
 			==,
-			CONFAB_HTTP_PARSE_ERROR);
+			CONFAB_UPSTREAM_PARSE_ERROR);
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT);
 }
 
@@ -248,7 +251,7 @@ test_malformed(void)
 		gsize used;
 		g_assert_cmpint(feed(seen, cases[i], strlen(cases[i]), 0, &used, &error),
 				==,
-				CONFAB_HTTP_PARSE_ERROR);
+				CONFAB_UPSTREAM_PARSE_ERROR);
 		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
 	}
 }
@@ -267,7 +270,7 @@ test_limits(void)
 		g_string_append(text, "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
 	g_assert_cmpint(feed(seen, text->str, text->len, 4096, &used, &error),
 			==,
-			CONFAB_HTTP_PARSE_ERROR);
+			CONFAB_UPSTREAM_PARSE_ERROR);
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
 	g_assert_cmpuint(used, <=, 64 * 1024);
 	g_clear_error(&error);
@@ -277,7 +280,7 @@ test_limits(void)
 		g_string_append(text, "X-Trailer: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
 	g_assert_cmpint(feed(trailer, text->str, text->len, 0, &used, &error),
 			==,
-			CONFAB_HTTP_PARSE_ERROR);
+			CONFAB_UPSTREAM_PARSE_ERROR);
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
 }
 
@@ -290,7 +293,7 @@ test_stop_from_callback(void)
 	seen->stop_in_body = TRUE;
 	g_assert_cmpint(feed(seen, chunked, strlen(chunked), 0, &used, NULL),
 			==,
-			CONFAB_HTTP_PARSE_STOPPED);
+			CONFAB_UPSTREAM_PARSE_STOPPED);
 	g_assert_cmpstr(seen->body->str, ==, "data: ");
 	g_assert_cmpuint(used, <, strlen(chunked));
 }
