@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
-#include <libsoup/soup.h>
 #include <string.h>
 
 #include "confab-error.h"
@@ -16,6 +15,7 @@
 #include "confab-provider-openai.h"
 #include "confab-sse-parser.h"
 #include "confab-upstream-client.h"
+#include "util/confab-http-fields.h"
 
 /*
  * Any OpenAI-compatible /v1/chat/completions upstream: OpenAI, Ollama,
@@ -227,8 +227,8 @@ typedef struct {
 	GTask *task;		   /* unowned: the task owns this call */
 	GCancellable *cancellable; /* owned: the turn's */
 	gulong cancelled_id;
-	ConfabUpstreamExchange *exchange;     /* owned: this attempt's */
-	SoupMessageHeaders *response_headers; /* owned */
+	ConfabUpstreamExchange *exchange; /* owned: this attempt's */
+	gchar *retry_after;		  /* owned: the response's Retry-After */
 	guint status;
 	gchar *reason;		 /* owned */
 	ConfabSseParser *parser; /* owned */
@@ -271,7 +271,7 @@ call_clear_attempt(Call *call)
 {
 	g_clear_handle_id(&call->timer_id, g_source_remove);
 	call_drop_exchange(call);
-	g_clear_pointer(&call->response_headers, soup_message_headers_unref);
+	g_clear_pointer(&call->retry_after, g_free);
 	g_clear_pointer(&call->reason, g_free);
 	call->status = 0;
 	g_clear_object(&call->parser);
@@ -485,21 +485,18 @@ on_retry(gpointer user_data)
 	return G_SOURCE_REMOVE;
 }
 
+/* Retry-After: delay-seconds or an HTTP-date (RFC 9110 section 10.2.3) */
 static gint64
-parse_retry_after(SoupMessageHeaders *headers)
+parse_retry_after(const gchar *value)
 {
-	const gchar *value;
 	guint64 seconds = 0;
 
-	if (headers == NULL)
-		return -1;
-	value = soup_message_headers_get_one(headers, "Retry-After");
 	if (value == NULL)
 		return -1;
 	if (g_ascii_string_to_unsigned(value, 10, 0, 86400, &seconds, NULL))
 		return (gint64)seconds * 1000;
 	{
-		g_autoptr(GDateTime) when = soup_date_time_new_from_http_string(value);
+		g_autoptr(GDateTime) when = confab_http_parse_date(value);
 		g_autoptr(GDateTime) now = g_date_time_new_now_utc();
 		if (when != NULL)
 			return MAX(g_date_time_difference(when, now) / 1000, 0);
@@ -511,7 +508,7 @@ parse_retry_after(SoupMessageHeaders *headers)
 static gboolean
 maybe_retry(Call *call, GError *error)
 {
-	gint64 delay = parse_retry_after(call->response_headers);
+	gint64 delay = parse_retry_after(call->retry_after);
 	gint64 left = (call->deadline - g_get_monotonic_time()) / 1000;
 
 	if (call->relayed || call->attempts > call->self->config->upstream_max_retries ||
@@ -817,18 +814,21 @@ on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 }
 
 static void
-on_upstream_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_upstream_head(guint status,
+		 const gchar *reason,
+		 const ConfabHttpFields *fields,
+		 gpointer user_data)
 {
 	Call *call = user_data;
-	const gchar *content_type = soup_message_headers_get_content_type(headers, NULL);
+	const gchar *content_type = confab_http_fields_get(fields, "Content-Type");
 
 	arm_timer(call, PHASE_BODY);
 	call->status = status;
 	call->reason = g_strdup(reason);
-	call->response_headers = soup_message_headers_ref(headers);
-	if (status != SOUP_STATUS_OK) {
+	call->retry_after = g_strdup(confab_http_fields_get(fields, "Retry-After"));
+	if (status != 200) {
 		call->error_body = g_string_new(NULL);
-	} else if (g_strcmp0(content_type, "text/event-stream") == 0) {
+	} else if (confab_http_media_type_is(content_type, "text/event-stream")) {
 		call->parser = confab_sse_parser_new(on_sse_event, call);
 		confab_sse_parser_set_max_event_size(call->parser, MAX_UPSTREAM_EVENT);
 	} else {

@@ -540,10 +540,10 @@ out:
 }
 
 static void
-on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpointer user_data)
 {
 	ConfabUpstreamExchange *ex = user_data;
-	ex->handler->head(status, reason, headers, ex->user_data);
+	ex->handler->head(status, reason, fields, ex->user_data);
 }
 
 static void

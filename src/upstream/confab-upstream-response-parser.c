@@ -15,13 +15,31 @@
 /*
  * An incremental HTTP/1.x response parser for the upstream client: fed
  * whatever the socket gave, split anywhere, it hands out the head once and
- * the decoded body piece by piece, without copying the body. The head's
- * lines are parsed by libsoup's soup_headers_parse_response(); the framing
+ * the decoded body piece by piece, without copying the body. The framing
  * (Content-Length, chunked, until the connection closes, no body for
  * 1xx/204/304) and every size limit are this file's.
+ *
+ * How strict: an upstream is not a security boundary as the server's
+ * clients are, but a response is never read past its framing, and nothing
+ * it sends makes the parser hold more than HEAD_MAX bytes of head,
+ * CHUNK_LINE_MAX of a chunk line or TRAILER_MAX of trailer. Within that it
+ * takes what real servers send and RFC 9112 lets a client take:
+ *  - a bare LF ends a line as CRLF does (section 2.2);
+ *  - a status line without a reason phrase ("HTTP/1.1 200"), and any minor
+ *    version of HTTP/1;
+ *  - obs-fold: a field line that starts with whitespace continues the one
+ *    before, joined by one space, as section 5.2 asks of user agents;
+ *  - Content-Length as a list of the same number ("42, 42", section 6.3).
+ * Everything else that could change where the response ends is an error:
+ * a field line that is not `token ":" value` (whitespace before the colon,
+ * a control character in a value), Content-Length values that differ or
+ * are not numbers, a transfer coding other than chunked. A response with
+ * both Transfer-Encoding and Content-Length is read as chunked and its
+ * connection is not reused.
  */
 
 #define HEAD_MAX       (64 * 1024) /* status line and headers */
+#define FIELDS_MAX     256	   /* header field lines */
 #define CHUNK_LINE_MAX 4096	   /* a chunk-size line */
 #define TRAILER_MAX    (64 * 1024)
 
@@ -42,9 +60,10 @@ struct _ConfabUpstreamResponseParser {
 	ConfabUpstreamResponseBodyFunc body_func;
 	gpointer user_data;
 	State state;
-	GString *head;	  /* the head so far */
-	gsize line_start; /* in head: where the current line starts */
-	GString *line;	  /* a chunk-size, chunk-end or trailer line so far */
+	GString *head;		  /* the head so far */
+	gsize line_start;	  /* in head: where the current line starts */
+	ConfabHttpFields *fields; /* owned: the head's, once parsed */
+	GString *line;		  /* a chunk-size, chunk-end or trailer line so far */
 	gsize trailer_len;
 	guint64 remaining; /* of the body or of the chunk */
 	gboolean head_request;
@@ -61,6 +80,7 @@ confab_upstream_response_parser_finalize(GObject *object)
 	ConfabUpstreamResponseParser *self = CONFAB_UPSTREAM_RESPONSE_PARSER(object);
 	g_string_free(self->head, TRUE);
 	g_string_free(self->line, TRUE);
+	confab_http_fields_free(self->fields);
 	G_OBJECT_CLASS(confab_upstream_response_parser_parent_class)->finalize(object);
 }
 
@@ -76,6 +96,7 @@ confab_upstream_response_parser_init(ConfabUpstreamResponseParser *self)
 {
 	self->head = g_string_sized_new(512);
 	self->line = g_string_new(NULL);
+	self->fields = confab_http_fields_new();
 }
 
 /**
@@ -113,6 +134,7 @@ confab_upstream_response_parser_reset(ConfabUpstreamResponseParser *self, gboole
 	self->state = STATE_HEAD;
 	g_string_truncate(self->head, 0);
 	g_string_truncate(self->line, 0);
+	confab_http_fields_clear(self->fields);
 	self->line_start = 0;
 	self->trailer_len = 0;
 	self->remaining = 0;
@@ -169,26 +191,178 @@ set_invalid(GError **error, const gchar *what)
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "Invalid HTTP response: %s", what);
 }
 
+/* "HTTP/1.x SP 3DIGIT [SP reason]", without its line end */
+static gboolean
+parse_status_line(const gchar *line,
+		  gsize len,
+		  guint *minor,
+		  guint *status,
+		  gchar **reason,
+		  GError **error)
+{
+	const gchar *reason_start;
+	gsize reason_len;
+
+	if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || !g_ascii_isdigit(line[7]) ||
+	    line[8] != ' ' || !g_ascii_isdigit(line[9]) || !g_ascii_isdigit(line[10]) ||
+	    !g_ascii_isdigit(line[11]) || (len > 12 && line[12] != ' ')) {
+		set_invalid(error, "malformed status line");
+		return FALSE;
+	}
+	*minor = (guint)(line[7] - '0');
+	*status = (guint)((line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0'));
+	reason_start = len > 12 ? line + 13 : line + len;
+	reason_len = (gsize)(line + len - reason_start);
+	if (!confab_http_is_field_value(reason_start, reason_len)) {
+		set_invalid(error, "a control character in the reason phrase");
+		return FALSE;
+	}
+	*reason = g_strndup(reason_start, reason_len);
+	return TRUE;
+}
+
+/* One field line, obs-folds already joined, into self->fields. */
+static gboolean
+add_field(ConfabUpstreamResponseParser *self, const gchar *line, gsize len, GError **error)
+{
+	gsize name_len;
+	const gchar *value;
+	gsize value_len;
+
+	if (confab_http_fields_get_size(self->fields) >= FIELDS_MAX) {
+		set_invalid(error, "too many header fields");
+		return FALSE;
+	}
+	if (!confab_http_parse_field_line(line, len, &name_len, &value, &value_len)) {
+		set_invalid(error, "malformed header field line");
+		return FALSE;
+	}
+	confab_http_fields_append(self->fields, line, name_len, value, value_len);
+	return TRUE;
+}
+
+/* The field lines of the head (after the status line) into self->fields;
+ * a line that starts with whitespace continues the one before (obs-fold). */
+static gboolean
+parse_fields(ConfabUpstreamResponseParser *self, const gchar *p, const gchar *end, GError **error)
+{
+	g_autoptr(GString) logical = g_string_new(NULL);
+
+	while (p < end) {
+		const gchar *nl = memchr(p, '\n', (gsize)(end - p));
+		const gchar *eol = nl != NULL ? nl : end;
+		const gchar *next = nl != NULL ? nl + 1 : end;
+
+		if (eol > p && eol[-1] == '\r')
+			eol--;
+		if (*p == ' ' || *p == '\t') {
+			if (logical->len == 0) {
+				set_invalid(error, "whitespace before the first header field");
+				return FALSE;
+			}
+			while (p < eol && (*p == ' ' || *p == '\t'))
+				p++;
+			g_string_append_c(logical, ' ');
+			g_string_append_len(logical, p, eol - p);
+		} else {
+			if (logical->len > 0 && !add_field(self, logical->str, logical->len, error))
+				return FALSE;
+			g_string_truncate(logical, 0);
+			g_string_append_len(logical, p, eol - p);
+			if (logical->len == 0) {
+				set_invalid(error, "malformed header field line");
+				return FALSE;
+			}
+		}
+		p = next;
+	}
+	return logical->len == 0 || add_field(self, logical->str, logical->len, error);
+}
+
+/* "42" or "42, 42": RFC 9112 section 6.3 lets a recipient take a list of
+ * one number repeated */
+static gboolean
+parse_content_length(const ConfabHttpFields *fields, guint64 *length)
+{
+	guint n = confab_http_fields_get_size(fields);
+	gboolean seen = FALSE;
+
+	for (guint i = 0; i < n; i++) {
+		g_auto(GStrv) items = NULL;
+
+		if (g_ascii_strcasecmp(confab_http_fields_get_name(fields, i), "Content-Length") !=
+		    0)
+			continue;
+		items = g_strsplit(confab_http_fields_get_value(fields, i), ",", -1);
+		for (guint j = 0; items[j] != NULL; j++) {
+			guint64 value = 0;
+			g_strstrip(items[j]);
+			if (*items[j] == '\0' || strlen(items[j]) > 19 ||
+			    !g_ascii_string_to_unsigned(items[j],
+							10,
+							0,
+							G_MAXINT64,
+							&value,
+							NULL) ||
+			    !g_ascii_isdigit(*items[j]) || (seen && value != *length))
+				return FALSE;
+			*length = value;
+			seen = TRUE;
+		}
+	}
+	return seen;
+}
+
+/* The codings of every Transfer-Encoding line: only "chunked" is known. */
+static gboolean
+transfer_encoding_is_chunked(const ConfabHttpFields *fields)
+{
+	guint n = confab_http_fields_get_size(fields);
+	guint codings = 0;
+
+	for (guint i = 0; i < n; i++) {
+		g_auto(GStrv) items = NULL;
+
+		if (g_ascii_strcasecmp(confab_http_fields_get_name(fields, i),
+				       "Transfer-Encoding") != 0)
+			continue;
+		items = g_strsplit(confab_http_fields_get_value(fields, i), ",", -1);
+		for (guint j = 0; items[j] != NULL; j++) {
+			g_strstrip(items[j]);
+			if (*items[j] == '\0')
+				continue;
+			if (g_ascii_strcasecmp(items[j], "chunked") != 0)
+				return FALSE;
+			codings++;
+		}
+	}
+	return codings == 1;
+}
+
 /* The head is complete (its blank line excluded from head->str). */
 static gboolean
 head_done(ConfabUpstreamResponseParser *self, GError **error)
 {
-	g_autoptr(SoupMessageHeaders) headers =
-	    soup_message_headers_new(SOUP_MESSAGE_HEADERS_RESPONSE);
+	const gchar *head = self->head->str;
+	const gchar *end = head + self->head->len;
+	const gchar *nl = memchr(head, '\n', self->head->len);
+	const gchar *eol = nl != NULL ? nl : end;
 	g_autofree gchar *reason = NULL;
-	SoupHTTPVersion version;
-	guint status;
+	guint minor = 0;
+	guint status = 0;
 
-	if (!soup_headers_parse_response(self->head->str,
-					 (gint)self->head->len,
-					 headers,
-					 &version,
-					 &status,
-					 &reason)) {
-		set_invalid(error, "malformed status line or headers");
+	if (eol > head && eol[-1] == '\r')
+		eol--;
+	if (!parse_status_line(head, (gsize)(eol - head), &minor, &status, &reason, error))
+		return FALSE;
+	if (status < 100) {
+		set_invalid(error, "status code out of range");
 		return FALSE;
 	}
-	if (status >= 100 && status < 200) {
+	confab_http_fields_clear(self->fields);
+	if (!parse_fields(self, nl != NULL ? nl + 1 : end, end, error))
+		return FALSE;
+	if (status < 200) {
 		if (status == 101) {
 			set_invalid(error, "unexpected protocol switch");
 			return FALSE;
@@ -198,43 +372,38 @@ head_done(ConfabUpstreamResponseParser *self, GError **error)
 		self->line_start = 0;
 		return TRUE;
 	}
-	if (status < 200 || status > 999) {
-		set_invalid(error, "status code out of range");
-		return FALSE;
-	}
 
-	if (version >= SOUP_HTTP_1_1)
+	if (minor >= 1)
 		self->keep_alive =
-		    !soup_message_headers_header_contains(headers, "Connection", "close");
+		    !confab_http_fields_has_token(self->fields, "Connection", "close");
 	else
 		self->keep_alive =
-		    soup_message_headers_header_contains(headers, "Connection", "keep-alive");
+		    confab_http_fields_has_token(self->fields, "Connection", "keep-alive");
 
 	if (self->head_request || status == 204 || status == 304) {
 		self->state = STATE_DONE;
-	} else {
-		switch (soup_message_headers_get_encoding(headers)) {
-		case SOUP_ENCODING_CHUNKED:
-			self->state = STATE_CHUNK_SIZE;
-			break;
-		case SOUP_ENCODING_CONTENT_LENGTH:
-			self->remaining = (guint64)soup_message_headers_get_content_length(headers);
-			self->state = self->remaining > 0 ? STATE_BODY_LENGTH : STATE_DONE;
-			break;
-		case SOUP_ENCODING_NONE:
-			self->state = STATE_DONE;
-			break;
-		case SOUP_ENCODING_EOF:
-		case SOUP_ENCODING_UNRECOGNIZED:
-		case SOUP_ENCODING_BYTERANGES:
-		default:
-			/* the body runs until the connection closes */
-			self->state = STATE_BODY_EOF;
-			self->keep_alive = FALSE;
-			break;
+	} else if (confab_http_fields_count(self->fields, "Transfer-Encoding") > 0) {
+		if (!transfer_encoding_is_chunked(self->fields)) {
+			set_invalid(error, "a transfer coding other than chunked");
+			return FALSE;
 		}
+		/* with a Content-Length too, chunked wins; such a response may
+		 * be a smuggling attempt: its connection is not reused */
+		if (confab_http_fields_count(self->fields, "Content-Length") > 0)
+			self->keep_alive = FALSE;
+		self->state = STATE_CHUNK_SIZE;
+	} else if (confab_http_fields_count(self->fields, "Content-Length") > 0) {
+		if (!parse_content_length(self->fields, &self->remaining)) {
+			set_invalid(error, "malformed Content-Length");
+			return FALSE;
+		}
+		self->state = self->remaining > 0 ? STATE_BODY_LENGTH : STATE_DONE;
+	} else {
+		/* the body runs until the connection closes */
+		self->state = STATE_BODY_EOF;
+		self->keep_alive = FALSE;
 	}
-	self->head_func(status, reason != NULL ? reason : "", headers, self->user_data);
+	self->head_func(status, reason, self->fields, self->user_data);
 	return TRUE;
 }
 

@@ -6,7 +6,8 @@
 #pragma once
 
 #include <glib-object.h>
-#include <libsoup/soup.h>
+
+#include "util/confab-http-fields.h"
 
 G_BEGIN_DECLS
 
@@ -14,14 +15,14 @@ G_BEGIN_DECLS
  * ConfabUpstreamResponseHeadFunc:
  * @status: the status code of the final (non-1xx) response
  * @reason: its reason phrase, possibly empty
- * @headers: its headers
+ * @fields: its header fields, obs-folds joined; valid during the call only
  * @user_data: data given with the parser
  *
  * Receives the head of an HTTP response.
  */
 typedef void (*ConfabUpstreamResponseHeadFunc)(guint status,
 					       const gchar *reason,
-					       SoupMessageHeaders *headers,
+					       const ConfabHttpFields *fields,
 					       gpointer user_data);
 
 /**

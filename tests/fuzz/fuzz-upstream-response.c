@@ -14,14 +14,18 @@
  * chooses: both must give the same head, body, end and keep-alive. */
 
 static void
-on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpointer user_data)
 {
 	GString *out = user_data;
-	g_string_append_printf(out,
-			       "head %u %s %s\n",
-			       status,
-			       reason,
-			       soup_message_headers_get_content_type(headers, NULL) ?: "-");
+	g_autofree gchar *type =
+	    confab_http_media_type(confab_http_fields_get(fields, "Content-Type"));
+
+	g_string_append_printf(out, "head %u %s %s\n", status, reason, type != NULL ? type : "-");
+	for (guint i = 0; i < confab_http_fields_get_size(fields); i++)
+		g_string_append_printf(out,
+				       "%s: %s\n",
+				       confab_http_fields_get_name(fields, i),
+				       confab_http_fields_get_value(fields, i));
 }
 
 static void

@@ -144,7 +144,7 @@ on_sent(gpointer user_data)
 }
 
 static void
-on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpointer user_data)
 {
 	((Outcome *)user_data)->status = status;
 }
