@@ -28,6 +28,12 @@
  *    closed by the upstream and is dropped;
  *  - the response is read into one buffer shared by all connections and
  *    handed on undecoded but de-chunked, piece by piece, as it arrives;
+ *  - a dispatch reads at most READS_PER_DISPATCH buffers, then returns to
+ *    the main loop, however fast the upstream sends: the callers' timers
+ *    (first byte, idle, total) and every other connection get their turn.
+ *    A plain socket that still has data is readable again at once; a TLS
+ *    stream may hold decrypted bytes the socket does not show, so it
+ *    resumes from an idle source of the same priority;
  *  - a kept-alive connection that the upstream closed in the meantime
  *    (nothing of a response arrived) is replaced once by a new one.
  *
@@ -36,7 +42,8 @@
  * confab_upstream_client_new().
  */
 
-#define READ_BUFFER 16384
+#define READ_BUFFER	   16384
+#define READS_PER_DISPATCH 4 /* 64 KiB, then the main loop runs */
 
 typedef struct _Conn Conn;
 
@@ -74,6 +81,7 @@ struct _Conn {
 	gboolean tls;
 	GSource *watch;			  /* owned: G_IO_IN on the socket, for good */
 	GSource *write_source;		  /* owned: while a write waits */
+	GSource *resume_source;		  /* owned: TLS reading resumes */
 	ConfabUpstreamExchange *exchange; /* unowned: the one using it */
 	gint64 idle_since;
 };
@@ -145,6 +153,10 @@ conn_free(Conn *conn)
 	if (conn->write_source != NULL) {
 		g_source_destroy(conn->write_source);
 		g_source_unref(conn->write_source);
+	}
+	if (conn->resume_source != NULL) {
+		g_source_destroy(conn->resume_source);
+		g_source_unref(conn->resume_source);
 	}
 	g_source_destroy(conn->watch);
 	g_source_unref(conn->watch);
@@ -315,6 +327,10 @@ exchange_detach(ConfabUpstreamExchange *ex, gboolean keep)
 		g_source_destroy(conn->write_source);
 		g_clear_pointer(&conn->write_source, g_source_unref);
 	}
+	if (conn->resume_source != NULL) {
+		g_source_destroy(conn->resume_source);
+		g_clear_pointer(&conn->resume_source, g_source_unref);
+	}
 	if (keep)
 		pool_put(ex->client, conn);
 	else
@@ -466,10 +482,23 @@ exchange_write(ConfabUpstreamExchange *ex)
 	}
 }
 
+static gboolean
+on_resume(gpointer user_data)
+{
+	Conn *conn = user_data;
+
+	g_clear_pointer(&conn->resume_source, g_source_unref);
+	if (conn->exchange != NULL)
+		exchange_read(conn->exchange);
+	return G_SOURCE_REMOVE;
+}
+
+/* Reads what the connection has, READS_PER_DISPATCH buffers at most. */
 static void
 exchange_read(ConfabUpstreamExchange *ex)
 {
 	ConfabUpstreamClient *self = ex->client;
+	guint reads = 0;
 
 	exchange_ref(ex);
 	while (!ex->finished) {
@@ -478,6 +507,19 @@ exchange_read(ConfabUpstreamExchange *ex)
 		gsize consumed = 0;
 		gssize n;
 
+		if (reads++ == READS_PER_DISPATCH) {
+			/* enough for one dispatch: let the loop run */
+			if (conn->tls && conn->resume_source == NULL) {
+				conn->resume_source = g_idle_source_new();
+				g_source_set_priority(conn->resume_source, G_PRIORITY_DEFAULT);
+				g_source_set_callback(conn->resume_source, on_resume, conn, NULL);
+				g_source_set_static_name(conn->resume_source,
+							 "[confab] upstream read resumes");
+				g_source_attach(conn->resume_source,
+						g_main_context_get_thread_default());
+			}
+			break;
+		}
 		n = g_pollable_input_stream_read_nonblocking(conn->in,
 							     self->buffer,
 							     READ_BUFFER,
