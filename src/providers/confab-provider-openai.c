@@ -32,11 +32,14 @@
  * connection at once.
  */
 
-#define READ_CHUNK		16384
-#define ERROR_BODY_MAX		65536
-#define RETRY_BASE_MS		250
-#define RETRY_MAX_MS		20000
-#define MAX_UPSTREAM_EVENT	(8 * 1024 * 1024)
+#define READ_CHUNK     16384
+#define ERROR_BODY_MAX 65536
+#define RETRY_BASE_MS  250
+#define RETRY_MAX_MS   20000
+/* One server-sent event: a chunk of a streamed answer is a few hundred
+ * bytes; a megabyte is far beyond any real one, and bounds what a line that
+ * never ends can make Confab hold. */
+#define MAX_UPSTREAM_EVENT	(1024 * 1024)
 #define UPSTREAM_JSON_MAX_DEPTH 128
 
 struct _ConfabProviderOpenai {
@@ -246,8 +249,9 @@ typedef struct {
 	guint retry_id;
 	Phase phase;
 	gboolean timed_out;
-	gboolean relayed; /* a delta reached the turn: no more retries */
-	gboolean done;	  /* [DONE] or a finish_reason seen */
+	gboolean relayed;     /* a delta reached the turn: no more retries */
+	guint64 answer_bytes; /* relayed: content, tool-call names and arguments */
+	gboolean done;	      /* [DONE] or a finish_reason seen */
 	gboolean saw_done;
 	GError *stream_error; /* owned: an error event inside the stream */
 	gchar *finish_reason; /* owned */
@@ -598,6 +602,47 @@ relay(Call *call, const gchar *content, JsonArray *tool_calls)
 	call->delta_func(content, tool_calls, call->delta_data);
 }
 
+/* The bytes of the answer in tool-call fragments: names and arguments. */
+static gsize
+tool_calls_size(JsonArray *tool_calls)
+{
+	gsize size = 0;
+
+	for (guint i = 0; i < json_array_get_length(tool_calls); i++) {
+		JsonNode *node = json_array_get_element(tool_calls, i);
+		JsonObject *fn = JSON_NODE_HOLDS_OBJECT(node)
+				     ? object_member(json_node_get_object(node), "function")
+				     : NULL;
+		const gchar *name = string_member(fn, "name");
+		const gchar *arguments = string_member(fn, "arguments");
+
+		size +=
+		    (name != NULL ? strlen(name) : 0) + (arguments != NULL ? strlen(arguments) : 0);
+	}
+	return size;
+}
+
+/* Counts @more bytes of answer; past [limits] max_answer_bytes the answer
+ * fails (the turn keeps what was relayed before) and FALSE says not to
+ * relay them. */
+static gboolean
+take_answer_bytes(Call *call, gsize more)
+{
+	gsize max = call->self->config->max_answer_bytes;
+
+	if (call->answer_bytes + more <= max) {
+		call->answer_bytes += more;
+		return TRUE;
+	}
+	if (call->stream_error == NULL)
+		call->stream_error =
+		    g_error_new(CONFAB_ERROR,
+				CONFAB_ERROR_UPSTREAM,
+				"The upstream's answer is larger than %" G_GSIZE_FORMAT " bytes",
+				max);
+	return FALSE;
+}
+
 /* One chat.completion.chunk, or a whole chat.completion (@whole). */
 static void
 handle_completion_object(Call *call, JsonObject *root, gboolean whole)
@@ -624,9 +669,14 @@ handle_completion_object(Call *call, JsonObject *root, gboolean whole)
 		/* Confab asks for one choice; ignore any other */
 		if (index != NULL && JSON_NODE_HOLDS_VALUE(index) && json_node_get_int(index) != 0)
 			continue;
-		if (content != NULL && *content != '\0')
+		if (content != NULL && *content != '\0') {
+			if (!take_answer_bytes(call, strlen(content)))
+				return;
 			relay(call, content, NULL);
+		}
 		if (tool_calls != NULL && json_array_get_length(tool_calls) > 0) {
+			if (!take_answer_bytes(call, tool_calls_size(tool_calls)))
+				return;
 			if (whole) {
 				/* a whole message's calls become indexed fragments */
 				for (guint j = 0; j < json_array_get_length(tool_calls); j++) {
@@ -645,6 +695,38 @@ handle_completion_object(Call *call, JsonObject *root, gboolean whole)
 	}
 }
 
+/* Why @what from the upstream cannot be read: confab_json_parse()'s
+ * @error, worded for an upstream (its messages speak of a request body),
+ * or valid JSON that is not an object. */
+static GError *
+unreadable_json_error(Call *call, const gchar *what, const GError *error)
+{
+	static const gchar *const prefixes[] = {"The request body is not valid JSON: ",
+						"The request body is ",
+						NULL};
+	const gchar *reason;
+
+	if (error == NULL)
+		return g_error_new(CONFAB_ERROR,
+				   CONFAB_ERROR_UPSTREAM,
+				   "The upstream %s sent %s that is not a JSON object",
+				   call_host(call),
+				   what);
+	reason = error->message;
+	for (guint i = 0; prefixes[i] != NULL; i++) {
+		if (g_str_has_prefix(reason, prefixes[i])) {
+			reason += strlen(prefixes[i]);
+			break;
+		}
+	}
+	return g_error_new(CONFAB_ERROR,
+			   CONFAB_ERROR_UPSTREAM,
+			   "The upstream %s sent %s that is not valid JSON: %s",
+			   call_host(call),
+			   what,
+			   reason);
+}
+
 static void
 on_sse_event(const gchar *event, const gchar *data, gsize data_len, gpointer user_data)
 {
@@ -660,11 +742,7 @@ on_sse_event(const gchar *event, const gchar *data, gsize data_len, gpointer use
 	}
 	root = confab_json_parse(data, data_len, UPSTREAM_JSON_MAX_DEPTH, &error);
 	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-		call->stream_error = g_error_new(CONFAB_ERROR,
-						 CONFAB_ERROR_UPSTREAM,
-						 "The upstream %s sent an event that is not a JSON "
-						 "object",
-						 call_host(call));
+		call->stream_error = unreadable_json_error(call, "an event", error);
 		return;
 	}
 	handle_completion_object(call, json_node_get_object(root), FALSE);
@@ -681,11 +759,7 @@ finish_json_body(Call *call)
 				 UPSTREAM_JSON_MAX_DEPTH,
 				 &error);
 	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-		call_fail(call,
-			  g_error_new(CONFAB_ERROR,
-				      CONFAB_ERROR_UPSTREAM,
-				      "The upstream %s answered with malformed JSON",
-				      call_host(call)));
+		call_fail(call, unreadable_json_error(call, "an answer", error));
 		return;
 	}
 	handle_completion_object(call, json_node_get_object(root), TRUE);
@@ -777,6 +851,15 @@ on_upstream_done(GError *error, gpointer user_data)
 	}
 }
 
+/* A non-streamed answer holds at most max_answer_bytes of text, escaped
+ * (most characters in one byte, quotes and newlines in two), and its
+ * envelope. */
+static gsize
+json_body_max(Call *call)
+{
+	return call->self->config->max_answer_bytes * 2 + 64 * 1024;
+}
+
 static void
 on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 {
@@ -785,18 +868,24 @@ on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 
 	arm_timer(call, PHASE_BODY);
 	if (call->error_body != NULL) {
-		if (call->error_body->len < ERROR_BODY_MAX)
-			g_string_append_len(call->error_body,
-					    data,
-					    MIN(len, ERROR_BODY_MAX - call->error_body->len));
+		g_string_append_len(call->error_body,
+				    data,
+				    MIN(len, ERROR_BODY_MAX - call->error_body->len));
+		if (call->error_body->len == ERROR_BODY_MAX) {
+			/* enough to say what went wrong: read no more */
+			call_drop_exchange(call);
+			finish_error_body(call);
+		}
 	} else if (call->json_body != NULL) {
-		if (call->json_body->len + len > MAX_UPSTREAM_EVENT) {
-			call_fail(call,
-				  g_error_new(CONFAB_ERROR,
-					      CONFAB_ERROR_UPSTREAM,
-					      "The upstream %s answered with more than %d bytes",
-					      call_host(call),
-					      MAX_UPSTREAM_EVENT));
+		if (call->json_body->len + len > json_body_max(call)) {
+			call_fail(
+			    call,
+			    g_error_new(CONFAB_ERROR,
+					CONFAB_ERROR_UPSTREAM,
+					"The upstream %s answered with more than %" G_GSIZE_FORMAT
+					" bytes",
+					call_host(call),
+					json_body_max(call)));
 			return;
 		}
 		g_string_append_len(call->json_body, data, len);
