@@ -16,6 +16,7 @@
 #include "confab-sse-parser.h"
 #include "confab-upstream-client.h"
 #include "util/confab-http-fields.h"
+#include "util/confab-secret-scrubber.h"
 
 /*
  * Any OpenAI-compatible /v1/chat/completions upstream: OpenAI, Ollama,
@@ -30,6 +31,14 @@
  * and 5xx are retried with backoff, honouring Retry-After; after it, never.
  * The turn's GCancellable aborts the request, which closes the upstream
  * connection at once.
+ *
+ * Nothing the upstream says reaches the turn (so a client, a stored row or
+ * a log line) before a ConfabSecretScrubber has taken the agent's key out
+ * of it: an upstream that echoes the Authorization header in an error, or
+ * in its answer, gets [REDACTED] relayed. Deltas are scrubbed as a stream
+ * (the key may be cut between two), with a few bytes held back until the
+ * next delta or the end; error messages, tool-call ids and names, and the
+ * finish reason as whole strings.
  */
 
 #define READ_CHUNK     16384
@@ -41,6 +50,7 @@
  * never ends can make Confab hold. */
 #define MAX_UPSTREAM_EVENT	(1024 * 1024)
 #define UPSTREAM_JSON_MAX_DEPTH 128
+#define MAX_TOOL_CALL_INDEX	1024 /* as many as a turn stores */
 
 struct _ConfabProviderOpenai {
 	GObject parent_instance;
@@ -253,11 +263,24 @@ typedef struct {
 	guint64 answer_bytes; /* relayed: content, tool-call names and arguments */
 	gboolean done;	      /* [DONE] or a finish_reason seen */
 	gboolean saw_done;
-	GError *stream_error; /* owned: an error event inside the stream */
-	gchar *finish_reason; /* owned */
+	GError *stream_error;		/* owned: an error event inside the stream */
+	gchar *finish_reason;		/* owned */
+	ConfabSecretScrubber *scrubber; /* owned: the agent's key and the like */
+	GString *content_pending;	/* owned: content held back by the scrubber */
+	GPtrArray *arguments_pending;	/* owned: GString by tool-call index, or NULL */
 	gint64 prompt_tokens;
 	gint64 completion_tokens;
 } Call;
+
+static void
+pending_free(gpointer data)
+{
+	GString *pending = data;
+	if (pending == NULL)
+		return;
+	memset(pending->str, 0, pending->len);
+	g_string_free(pending, TRUE);
+}
 
 /* Stops the attempt's request, if any: the connection closes, and none of
  * its callbacks runs any more. */
@@ -303,6 +326,9 @@ call_free(Call *call)
 	}
 	g_clear_error(&call->stream_error);
 	g_free(call->finish_reason);
+	g_clear_object(&call->scrubber);
+	pending_free(call->content_pending);
+	g_ptr_array_unref(call->arguments_pending);
 	g_free(call);
 }
 
@@ -349,10 +375,19 @@ timeout_for(Call *call, Phase phase)
 }
 
 static void
+call_flush(Call *call);
+
+static void
 call_fail(Call *call, GError *error)
 {
 	GTask *task = call->task;
+
 	call_clear_attempt(call);
+	/* what was held back goes to the turn, which stores it with the
+	 * error; not to a client that left */
+	if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+		call_flush(call);
+	confab_secret_scrubber_scrub_error(call->scrubber, error);
 	g_task_return_error(task, error);
 	g_object_unref(task);
 }
@@ -361,8 +396,12 @@ static void
 call_succeed(Call *call)
 {
 	GTask *task = call->task;
-	ConfabProviderResult *result =
-	    confab_provider_result_new(call->finish_reason != NULL ? call->finish_reason : "stop");
+	g_autofree gchar *finish = NULL;
+	ConfabProviderResult *result;
+
+	call_flush(call);
+	finish = confab_secret_scrubber_scrub(call->scrubber, call->finish_reason);
+	result = confab_provider_result_new(finish != NULL ? finish : "stop");
 	result->prompt_tokens = call->prompt_tokens;
 	result->completion_tokens = call->completion_tokens;
 	call_clear_attempt(call);
@@ -536,6 +575,8 @@ maybe_retry(Call *call, GError *error)
 static void
 fail_or_retry(Call *call, GError *error)
 {
+	/* the retry is logged with it */
+	confab_secret_scrubber_scrub_error(call->scrubber, error);
 	if (maybe_retry(call, error)) {
 		g_error_free(error);
 		return;
@@ -600,6 +641,136 @@ relay(Call *call, const gchar *content, JsonArray *tool_calls)
 {
 	call->relayed = TRUE;
 	call->delta_func(content, tool_calls, call->delta_data);
+}
+
+/* Relays @content scrubbed; what may start a secret waits for the next. */
+static void
+relay_content(Call *call, const gchar *content)
+{
+	g_autofree gchar *released = confab_secret_scrubber_feed(call->scrubber,
+								 call->content_pending,
+								 content,
+								 strlen(content));
+	if (*released != '\0')
+		relay(call, released, NULL);
+}
+
+static GString *
+arguments_pending(Call *call, guint index)
+{
+	if (call->arguments_pending->len <= index)
+		g_ptr_array_set_size(call->arguments_pending, index + 1);
+	if (g_ptr_array_index(call->arguments_pending, index) == NULL)
+		g_ptr_array_index(call->arguments_pending, index) = g_string_new(NULL);
+	return g_ptr_array_index(call->arguments_pending, index);
+}
+
+/* Sets @name on @dest to @value scrubbed as a whole. */
+static void
+set_scrubbed(Call *call, JsonObject *dest, const gchar *name, const gchar *value)
+{
+	g_autofree gchar *clean = confab_secret_scrubber_scrub(call->scrubber, value);
+	json_object_set_string_member(dest, name, clean);
+}
+
+/*
+ * The fragments of @tool_calls as the turn takes them: objects with an
+ * integer index from 0 to MAX_TOOL_CALL_INDEX (the position in the array
+ * when there is none), string id, type, name and arguments; anything else
+ * is dropped rather than relayed. Arguments are scrubbed as a stream per
+ * call (clients join them), the rest as whole strings.
+ *
+ * Returns: (transfer full) (nullable): the fragments, %NULL for none
+ */
+static JsonArray *
+clean_tool_calls(Call *call, JsonArray *tool_calls)
+{
+	g_autoptr(JsonArray) out = json_array_new();
+
+	for (guint j = 0; j < json_array_get_length(tool_calls); j++) {
+		JsonNode *node = json_array_get_element(tool_calls, j);
+		JsonObject *frag = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+		JsonNode *index_node = frag != NULL ? json_object_get_member(frag, "index") : NULL;
+		JsonObject *fn = object_member(frag, "function");
+		const gchar *id = string_member(frag, "id");
+		const gchar *type = string_member(frag, "type");
+		const gchar *name = string_member(fn, "name");
+		const gchar *arguments = string_member(fn, "arguments");
+		gint64 index = j;
+		JsonObject *clean;
+		gboolean carries = FALSE;
+
+		if (frag == NULL)
+			continue;
+		if (index_node != NULL && JSON_NODE_HOLDS_VALUE(index_node) &&
+		    json_node_get_value_type(index_node) == G_TYPE_INT64)
+			index = json_node_get_int(index_node);
+		if (index < 0 || index > MAX_TOOL_CALL_INDEX)
+			continue;
+		clean = json_object_new();
+		json_object_set_int_member(clean, "index", index);
+		if (id != NULL) {
+			set_scrubbed(call, clean, "id", id);
+			carries = TRUE;
+		}
+		if (type != NULL) {
+			set_scrubbed(call, clean, "type", type);
+			carries = TRUE;
+		}
+		if (fn != NULL) {
+			JsonObject *clean_fn = json_object_new();
+			if (name != NULL) {
+				/* whole: clients take a name as it comes */
+				set_scrubbed(call, clean_fn, "name", name);
+				carries = TRUE;
+			}
+			if (arguments != NULL) {
+				g_autofree gchar *released = confab_secret_scrubber_feed(
+				    call->scrubber,
+				    arguments_pending(call, (guint)index),
+				    arguments,
+				    strlen(arguments));
+				json_object_set_string_member(clean_fn, "arguments", released);
+				carries = carries || *released != '\0';
+			}
+			json_object_set_object_member(clean, "function", clean_fn);
+		}
+		if (carries)
+			json_array_add_object_element(out, clean);
+		else
+			json_object_unref(clean);
+	}
+	return json_array_get_length(out) > 0 ? g_steal_pointer(&out) : NULL;
+}
+
+/* The answer ended: what the scrubber held back goes to the turn. */
+static void
+call_flush(Call *call)
+{
+	g_autofree gchar *content =
+	    confab_secret_scrubber_flush(call->scrubber, call->content_pending);
+	g_autoptr(JsonArray) rests = json_array_new();
+
+	if (*content != '\0')
+		relay(call, content, NULL);
+	for (guint i = 0; i < call->arguments_pending->len; i++) {
+		GString *pending = g_ptr_array_index(call->arguments_pending, i);
+		g_autofree gchar *rest = NULL;
+		JsonObject *frag;
+		JsonObject *fn;
+
+		if (pending == NULL || pending->len == 0)
+			continue;
+		rest = confab_secret_scrubber_flush(call->scrubber, pending);
+		frag = json_object_new();
+		fn = json_object_new();
+		json_object_set_int_member(frag, "index", i);
+		json_object_set_string_member(fn, "arguments", rest);
+		json_object_set_object_member(frag, "function", fn);
+		json_array_add_object_element(rests, frag);
+	}
+	if (json_array_get_length(rests) > 0)
+		relay(call, NULL, rests);
 }
 
 /* The bytes of the answer in tool-call fragments: names and arguments. */
@@ -672,21 +843,17 @@ handle_completion_object(Call *call, JsonObject *root, gboolean whole)
 		if (content != NULL && *content != '\0') {
 			if (!take_answer_bytes(call, strlen(content)))
 				return;
-			relay(call, content, NULL);
+			relay_content(call, content);
 		}
 		if (tool_calls != NULL && json_array_get_length(tool_calls) > 0) {
+			g_autoptr(JsonArray) clean = NULL;
+
 			if (!take_answer_bytes(call, tool_calls_size(tool_calls)))
 				return;
-			if (whole) {
-				/* a whole message's calls become indexed fragments */
-				for (guint j = 0; j < json_array_get_length(tool_calls); j++) {
-					JsonObject *tc =
-					    json_array_get_object_element(tool_calls, j);
-					if (tc != NULL && !json_object_has_member(tc, "index"))
-						json_object_set_int_member(tc, "index", j);
-				}
-			}
-			relay(call, NULL, tool_calls);
+			/* a whole message's calls become indexed fragments too */
+			clean = clean_tool_calls(call, tool_calls);
+			if (clean != NULL)
+				relay(call, NULL, clean);
 		}
 		if (finish != NULL) {
 			g_free(call->finish_reason);
@@ -1024,6 +1191,26 @@ start_attempt(Call *call)
 		call_fail(call, classify_io_error(call, error));
 }
 
+/* What no upstream text may carry to a client, a row or a log: the key
+ * (inline or from its file), and the password of the base_url's userinfo. */
+static void
+call_add_secrets(Call *call, ConfabAgent *agent)
+{
+	g_autoptr(GUri) uri = g_uri_parse(confab_agent_get_base_url(agent),
+					  G_URI_FLAGS_HAS_PASSWORD | G_URI_FLAGS_ENCODED,
+					  NULL);
+
+	confab_secret_scrubber_add_secret(call->scrubber, call->api_key);
+	if (uri != NULL) {
+		confab_secret_scrubber_add_secret(call->scrubber, g_uri_get_password(uri));
+		if (g_uri_get_password(uri) != NULL) {
+			g_autofree gchar *decoded =
+			    g_uri_unescape_string(g_uri_get_password(uri), NULL);
+			confab_secret_scrubber_add_secret(call->scrubber, decoded);
+		}
+	}
+}
+
 static void
 confab_provider_openai_complete_async(ConfabProvider *provider,
 				      ConfabProviderRequest *request,
@@ -1049,6 +1236,9 @@ confab_provider_openai_complete_async(ConfabProvider *provider,
 	call->delta_data = delta_data;
 	call->prompt_tokens = -1;
 	call->completion_tokens = -1;
+	call->scrubber = confab_secret_scrubber_new();
+	call->content_pending = g_string_new(NULL);
+	call->arguments_pending = g_ptr_array_new_with_free_func(pending_free);
 	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : g_cancellable_new();
 	call->url = confab_provider_openai_build_url(confab_agent_get_base_url(agent));
 	call->deadline =
@@ -1063,6 +1253,7 @@ confab_provider_openai_complete_async(ConfabProvider *provider,
 			return;
 		}
 	}
+	call_add_secrets(call, agent);
 	call->body = confab_provider_openai_build_body(request, &error);
 	if (call->body == NULL) {
 		call_fail(call, error);

@@ -149,14 +149,17 @@ fixture_setup(Fixture *f, gconstpointer data)
 }
 
 static void
+assert_no_trace(const gchar *text, gsize len);
+
+static void
 fixture_teardown(Fixture *f, gconstpointer data)
 {
 	g_autofree gchar *output = NULL;
 
 	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
-	/* the upstream key is never logged */
+	/* the upstream key is never logged, nor any 8 bytes of it */
 	output = confab_test_daemon_get_output(f->daemon);
-	g_assert_null(strstr(output, API_KEY));
+	assert_no_trace(output, strlen(output));
 	confab_test_daemon_free(f->daemon);
 	upstream_free(f->up);
 	g_free(f->token);
@@ -1478,6 +1481,137 @@ test_client_disconnect_before_first_byte(Fixture *f, gconstpointer data)
 
 /* ---------- connections ---------- */
 
+/* ---------- secrets ---------- */
+
+/* Not the key, nor any 8 bytes of it. */
+static void
+assert_no_trace(const gchar *text, gsize len)
+{
+	g_autofree gchar *copy = g_strndup(text, len);
+
+	for (gsize i = 0; i + 8 <= strlen(API_KEY); i++) {
+		g_autofree gchar *part = g_strndup(API_KEY + i, 8);
+		if (strstr(copy, part) != NULL)
+			g_error("'%s' of the key in: %.200s", part, strstr(copy, part));
+	}
+}
+
+static void
+assert_response_no_trace(ConfabTestResponse *r)
+{
+	gsize len = 0;
+	const gchar *body = g_bytes_get_data(r->body, &len);
+	assert_no_trace(body, len);
+}
+
+/* The session's stored messages: nothing of the key anywhere in them. */
+static void
+assert_stored_no_trace(Fixture *f, const gchar *session_id)
+{
+	g_autoptr(ConfabTestResponse) list = get_messages(f, session_id);
+	assert_response_no_trace(list);
+}
+
+/* An upstream whose error quotes the Authorization header (401, and a 500
+ * that is retried and logged): the client's error, the stored error block
+ * and the daemon's log say [REDACTED] instead. */
+static void
+test_echo_auth_error(Fixture *f, gconstpointer data)
+{
+	const gchar *models[] = {"echo-auth", "echo-auth:500"};
+
+	for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
+		g_autofree gchar *agent = create_agent(f, models[i]);
+		g_autofree gchar *text = g_strdup_printf("who am I, %s?", models[i]);
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, text, FALSE);
+		g_autoptr(ConfabTestResponse) sse =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, text, TRUE);
+		g_autoptr(Stream) s = parse_stream(sse);
+		g_autoptr(ConfabTestResponse) convs = NULL;
+		const gchar *message;
+		JsonArray *data_array;
+
+		confab_test_assert_error(r, 502, "upstream_error");
+		message = confab_test_json_string(r->json, "error.message");
+		/* the message still helps */
+		g_assert_nonnull(strstr(message, "Incorrect API key provided"));
+		g_assert_nonnull(strstr(message, "Authorization: Bearer [REDACTED]"));
+		assert_response_no_trace(r);
+		g_assert_true(s->done);
+		g_assert_nonnull(s->error);
+		g_assert_nonnull(
+		    strstr(confab_test_json_string(s->error, "message"), "Bearer [REDACTED]"));
+		assert_response_no_trace(sse);
+
+		convs = confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->token, NULL);
+		data_array = json_node_get_array(confab_test_json_get(convs->json, "data"));
+		for (guint j = 0; j < json_array_get_length(data_array); j++) {
+			JsonNode *conv = json_array_get_element(data_array, j);
+			const gchar *id = confab_test_json_string(conv, "id");
+			g_autoptr(ConfabTestResponse) list = get_messages(f, id);
+			JsonNode *block = find_block(list->json, 1, "error");
+			g_assert_nonnull(block);
+			g_assert_nonnull(
+			    strstr(confab_test_json_string(block, "message"), "[REDACTED]"));
+			assert_response_no_trace(list);
+		}
+	}
+	/* the key did reach the upstream: the scrubbing is Confab's */
+	{
+		g_autoptr(JsonNode) req = upstream_request(f->up, 0);
+		g_assert_cmpstr(confab_test_json_string(req, "headers.authorization"),
+				==,
+				"Bearer " API_KEY);
+	}
+	/* fixture_teardown: nor does the log hold any of it */
+}
+
+/* An upstream that streams the key back, cut across deltas, and in a tool
+ * call's arguments: no piece of it reaches a client or the store. */
+static void
+test_echo_auth_stream(Fixture *f, gconstpointer data)
+{
+	const gchar *expected = "Your key: [REDACTED] and again Bearer [REDACTED]";
+	g_autofree gchar *agent = create_agent(f, "echo-auth:stream");
+	g_autoptr(ConfabTestResponse) sse =
+	    confab_test_chat(f->daemon, f->token, agent, NULL, "say my key", TRUE);
+	g_autoptr(Stream) s = parse_stream(sse);
+	g_autoptr(ConfabTestResponse) json =
+	    confab_test_chat(f->daemon, f->token, agent, NULL, "say my key", FALSE);
+	g_autofree gchar *arguments = NULL;
+
+	g_assert_true(s->done);
+	g_assert_null(s->error);
+	g_assert_cmpstr(s->content->str, ==, expected);
+	g_assert_cmpstr(s->finish_reason, ==, "tool_calls");
+	/* the arguments, joined as a client joins them */
+	{
+		g_autoptr(GString) joined = g_string_new(NULL);
+		for (guint i = 0; i < s->events->len; i++) {
+			const gchar *part = confab_test_json_string(
+			    g_ptr_array_index(s->events, i),
+			    "choices.0.delta.tool_calls.0.function.arguments");
+			if (part != NULL)
+				g_string_append(joined, part);
+		}
+		g_assert_cmpstr(joined->str, ==, "{\"token\":\"[REDACTED]\"}");
+	}
+	assert_response_no_trace(sse);
+	assert_stored_no_trace(f, soup_message_headers_get_one(sse->headers, "x-session-id"));
+
+	g_assert_cmpuint(json->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.message.content"),
+			==,
+			expected);
+	arguments =
+	    g_strdup(confab_test_json_string(json->json,
+					     "choices.0.message.tool_calls.0.function.arguments"));
+	g_assert_cmpstr(arguments, ==, "{\"token\":\"[REDACTED]\"}");
+	assert_response_no_trace(json);
+	assert_stored_no_trace(f, confab_test_json_string(json->json, "metadata.session_id"));
+}
+
 /* Sequential turns reuse the kept-alive upstream connection. */
 static void
 test_connection_reuse(Fixture *f, gconstpointer data)
@@ -1557,6 +1691,8 @@ main(int argc, char **argv)
 	    {"/confab/upstream/update-agent", test_update_agent},
 	    {"/confab/upstream/content-parts", test_content_parts},
 	    {"/confab/upstream/userinfo", test_userinfo_not_leaked},
+	    {"/confab/upstream/echo-auth-error", test_echo_auth_error},
+	    {"/confab/upstream/echo-auth-stream", test_echo_auth_stream},
 	    {"/confab/upstream/client-disconnect", test_client_disconnect},
 	    {"/confab/upstream/connection-reuse", test_connection_reuse},
 	    {"/confab/upstream/client-disconnect-json", test_client_disconnect_json},
