@@ -7,8 +7,13 @@
 
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "confab-error.h"
 #include "confab-json.h"
@@ -111,39 +116,126 @@ key_file_free(KeyFile *kf)
 	g_free(kf);
 }
 
-/* Re-read only when the file changed: a stat, not a read, per request. */
+/*
+ * An agent's api_key_file, as a canonical path inside [upstream]
+ * credentials_dir: a name relative to it, or an absolute path in it. A path
+ * with a ".." component is refused outright; symbolic links are followed,
+ * and where they lead must still be inside. The file must be a regular one.
+ * Sets a message for the caller to give its code.
+ */
+static gchar *
+resolve_key_file(ConfabProviderOpenai *self, const gchar *path, gchar **message)
+{
+	const gchar *dir = self->config->credentials_dir;
+	g_auto(GStrv) parts = NULL;
+	g_autofree gchar *full = NULL;
+	g_autofree gchar *canon_dir = NULL;
+	g_autofree gchar *canon = NULL;
+	g_autofree gchar *inside = NULL;
+
+	if (path == NULL || *path == '\0') {
+		*message = g_strdup("api_key_file is empty");
+		return NULL;
+	}
+	parts = g_strsplit(path, "/", -1);
+	for (guint i = 0; parts[i] != NULL; i++) {
+		if (g_str_equal(parts[i], "..")) {
+			*message = g_strdup_printf("api_key_file %s may not contain \"..\"", path);
+			return NULL;
+		}
+	}
+	if (dir == NULL || *dir == '\0' || (canon_dir = realpath(dir, NULL)) == NULL) {
+		*message = g_strdup_printf("api_key_file %s: the credentials directory %s does "
+					   "not exist",
+					   path,
+					   dir != NULL ? dir : "");
+		return NULL;
+	}
+	full = g_path_is_absolute(path) ? g_strdup(path) : g_build_filename(dir, path, NULL);
+	canon = realpath(full, NULL);
+	if (canon == NULL) {
+		*message =
+		    g_strdup_printf("api_key_file %s cannot be found: %s", path, g_strerror(errno));
+		return NULL;
+	}
+	inside = g_str_has_suffix(canon_dir, "/") ? g_strdup(canon_dir)
+						  : g_strconcat(canon_dir, "/", NULL);
+	if (!g_str_has_prefix(canon, inside)) {
+		*message = g_strdup_printf("api_key_file %s is not inside the credentials "
+					   "directory %s ([upstream] credentials_dir)",
+					   path,
+					   dir);
+		return NULL;
+	}
+	if (!g_file_test(canon, G_FILE_TEST_IS_REGULAR)) {
+		*message = g_strdup_printf("api_key_file %s is not a regular file", path);
+		return NULL;
+	}
+	return g_steal_pointer(&canon);
+}
+
+#define KEY_FILE_MAX 65536
+
+static gchar *
+key_file_error(GError **error, gchar *message)
+{
+	g_set_error(error,
+		    CONFAB_ERROR,
+		    CONFAB_ERROR_UPSTREAM,
+		    "The agent's API key cannot be read: %s",
+		    message);
+	g_free(message);
+	return NULL;
+}
+
+/* Re-read only when the file changed: a stat, not a read, per request. The
+ * path is checked again each time: what it points to may have changed. */
 static gchar *
 read_key_file(ConfabProviderOpenai *self, const gchar *path, GError **error)
 {
+	gchar *message = NULL;
+	g_autofree gchar *canon = resolve_key_file(self, path, &message);
 	GStatBuf st;
 	KeyFileStamp stamp;
-	KeyFile *kf = g_hash_table_lookup(self->key_files, path);
-	g_autofree gchar *contents = NULL;
+	KeyFile *kf;
+	gchar *contents;
+	gssize n;
+	gint fd;
 
-	if (g_stat(path, &st) != 0) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_UPSTREAM,
-			    "The agent's API key file %s cannot be read",
-			    path);
-		return NULL;
+	if (canon == NULL)
+		return key_file_error(error, message);
+	/* the last component is not swapped for a link between the check
+	 * and the read; a FIFO does not block */
+	fd = open(canon, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return key_file_error(error, g_strdup_printf("%s: %s", path, g_strerror(errno)));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > KEY_FILE_MAX) {
+		close(fd);
+		return key_file_error(
+		    error,
+		    g_strdup_printf("%s is not a regular file of at most %d bytes",
+				    path,
+				    KEY_FILE_MAX));
 	}
 	key_file_stamp_init(&stamp, &st);
-	if (kf != NULL && memcmp(&kf->stamp, &stamp, sizeof(stamp)) == 0)
+	kf = g_hash_table_lookup(self->key_files, canon);
+	if (kf != NULL && memcmp(&kf->stamp, &stamp, sizeof(stamp)) == 0) {
+		close(fd);
 		return g_strdup(kf->key);
-	if (!g_file_get_contents(path, &contents, NULL, NULL)) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_UPSTREAM,
-			    "The agent's API key file %s cannot be read",
-			    path);
-		return NULL;
+	}
+	contents = g_malloc0(KEY_FILE_MAX + 1);
+	n = read(fd, contents, KEY_FILE_MAX);
+	close(fd);
+	if (n < 0) {
+		g_free(contents);
+		return key_file_error(error, g_strdup_printf("%s: %s", path, g_strerror(errno)));
 	}
 	kf = g_new0(KeyFile, 1);
 	kf->stamp = stamp;
 	kf->key = g_strdup(g_strstrip(contents));
-	memset(contents, 0, strlen(contents));
-	g_hash_table_replace(self->key_files, g_strdup(path), kf);
+	memset(contents, 0, KEY_FILE_MAX + 1);
+	g_free(contents);
+	g_hash_table_replace(self->key_files, g_strdup(canon), kf);
 	return g_strdup(kf->key);
 }
 
@@ -1305,6 +1397,19 @@ confab_provider_openai_check_agent(ConfabProvider *provider, ConfabAgent *agent,
 				       "upstream_model",
 				       "An openai agent needs an upstream_model");
 		return FALSE;
+	}
+	if (confab_agent_get_api_key_file(agent) != NULL) {
+		g_autofree gchar *message = NULL;
+		g_autofree gchar *canon = resolve_key_file(CONFAB_PROVIDER_OPENAI(provider),
+							   confab_agent_get_api_key_file(agent),
+							   &message);
+		if (canon == NULL) {
+			confab_set_error_param(error,
+					       CONFAB_ERROR_INVALID_VALUE,
+					       "api_key_file",
+					       message);
+			return FALSE;
+		}
 	}
 	return TRUE;
 }

@@ -5,7 +5,9 @@
 
 #include "config.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "confab-test-helper.h"
 
@@ -138,13 +140,18 @@ typedef struct {
 	Upstream *up;
 	ConfabTestDaemon *daemon;
 	gchar *token;
+	gchar *keys_dir; /* [upstream] credentials_dir */
 } Fixture;
 
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
+	g_autofree gchar *config = NULL;
+
 	f->up = upstream_start();
-	f->daemon = confab_test_daemon_start(NULL, NULL);
+	f->keys_dir = confab_test_make_tmpdir("keys");
+	config = g_strdup_printf("[upstream]\ncredentials_dir=%s\n", f->keys_dir);
+	f->daemon = confab_test_daemon_start(config, NULL);
 	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
 }
 
@@ -163,6 +170,8 @@ fixture_teardown(Fixture *f, gconstpointer data)
 	confab_test_daemon_free(f->daemon);
 	upstream_free(f->up);
 	g_free(f->token);
+	confab_test_rm_rf(f->keys_dir);
+	g_free(f->keys_dir);
 }
 
 /* An openai agent's properties, to complete before agent_create(). */
@@ -1140,8 +1149,7 @@ test_retry_429_stream(Fixture *f, gconstpointer data)
 static void
 test_api_key_file(Fixture *f, gconstpointer data)
 {
-	g_autofree gchar *dir = confab_test_make_tmpdir("key");
-	g_autofree gchar *path = g_build_filename(dir, "key", NULL);
+	g_autofree gchar *path = g_build_filename(f->keys_dir, "key", NULL);
 	g_autoptr(GError) error = NULL;
 	g_autoptr(GVariant) props = NULL;
 	g_autofree gchar *agent = NULL;
@@ -1181,7 +1189,94 @@ test_api_key_file(Fixture *f, gconstpointer data)
 	confab_dbus_admin_call_get_agent_sync(f->daemon->admin, agent, &props, NULL, &error);
 	g_assert_no_error(error);
 	g_assert_false(variant_contains(props, "sk-file-"));
-	confab_test_rm_rf(dir);
+}
+
+static GError *
+create_agent_with_key_file(Fixture *f, const gchar *key_file, gchar **id)
+{
+	GError *error = NULL;
+	GVariantDict dict;
+
+	agent_dict_init(&dict, "plain", f->up->base_url);
+	g_variant_dict_insert(&dict, "api_key_file", "s", key_file);
+	confab_dbus_admin_call_create_agent_sync(f->daemon->admin,
+						 g_variant_dict_end(&dict),
+						 id,
+						 NULL,
+						 &error);
+	return error;
+}
+
+/* api_key_file is read only from [upstream] credentials_dir: a name in it,
+ * or an absolute path in it; "..", a path elsewhere, or a link that leads
+ * out are refused when the agent is created, and fail the turn when the
+ * file turns into one later. */
+static void
+test_api_key_file_confined(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *outside_dir = confab_test_make_tmpdir("outside");
+	g_autofree gchar *outside = g_build_filename(outside_dir, "stolen", NULL);
+	g_autofree gchar *inside = g_build_filename(f->keys_dir, "openai", NULL);
+	g_autofree gchar *link = g_build_filename(f->keys_dir, "link", NULL);
+	g_autofree gchar *sub = g_build_filename(f->keys_dir, "sub", NULL);
+	g_autofree gchar *dotdot = g_strdup_printf("%s/sub/../openai", f->keys_dir);
+	g_autofree gchar *agent = NULL;
+	g_autoptr(GError) error = NULL;
+	const gchar *refused[] =
+	    {"../outside/stolen", "sub/../openai", NULL, NULL, NULL, "link", "missing", "sub"};
+
+	refused[2] = dotdot;
+	refused[3] = outside;
+	refused[4] = "/etc/hostname";
+	g_file_set_contents(outside, "sk-outside-must-not-leave", -1, &error);
+	g_assert_no_error(error);
+	g_file_set_contents(inside, "sk-inside-0123456789", -1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(symlink(outside, link), ==, 0);
+	g_assert_cmpint(g_mkdir(sub, 0700), ==, 0);
+
+	for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+		g_autofree gchar *id = NULL;
+		g_autoptr(GError) e = create_agent_with_key_file(f, refused[i], &id);
+		g_autofree gchar *remote = NULL;
+		if (e == NULL)
+			g_error("api_key_file %s accepted", refused[i]);
+		remote = g_dbus_error_get_remote_error(e);
+		g_assert_cmpstr(remote, ==, "org.confab.Confab1.Error.InvalidArgument");
+		g_assert_nonnull(strstr(e->message, "api_key_file"));
+	}
+
+	/* a name in the directory, and the same as an absolute path */
+	g_assert_no_error(create_agent_with_key_file(f, "openai", &agent));
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, "key?", FALSE);
+		g_autoptr(JsonNode) req = upstream_request(f->up, 0);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(req, "headers.authorization"),
+				==,
+				"Bearer sk-inside-0123456789");
+	}
+	{
+		g_autofree gchar *id = NULL;
+		g_assert_no_error(create_agent_with_key_file(f, inside, &id));
+	}
+
+	/* the file becomes a link out of the directory: the turn fails, and
+	 * the key outside never goes anywhere */
+	g_assert_cmpint(g_unlink(inside), ==, 0);
+	g_assert_cmpint(symlink(outside, inside), ==, 0);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, "key now?", FALSE);
+		confab_test_assert_error(r, 502, "upstream_error");
+		g_assert_nonnull(strstr(confab_test_json_string(r->json, "error.message"),
+					"not inside the credentials directory"));
+		g_assert_null(
+		    strstr(confab_test_json_string(r->json, "error.message"), "sk-outside"));
+		g_assert_cmpuint(upstream_n_requests(f->up), ==, 1);
+	}
+	confab_test_rm_rf(outside_dir);
 }
 
 /* UpdateAgent: a new key and model apply to the next turn. */
@@ -1688,6 +1783,7 @@ main(int argc, char **argv)
 	    {"/confab/upstream/429-exhausted", test_429_exhausted},
 	    {"/confab/upstream/retry-429-stream", test_retry_429_stream},
 	    {"/confab/upstream/api-key-file", test_api_key_file},
+	    {"/confab/upstream/api-key-file-confined", test_api_key_file_confined},
 	    {"/confab/upstream/update-agent", test_update_agent},
 	    {"/confab/upstream/content-parts", test_content_parts},
 	    {"/confab/upstream/userinfo", test_userinfo_not_leaked},
