@@ -248,10 +248,33 @@ stream_free(Stream *s)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Stream, stream_free)
 
+/* The data of each event, as confab_test_sse_events() gives them, but in
+ * one pass: g_strsplit() on 100,000 events is quadratic under ASan, whose
+ * strstr() measures the whole rest of the text at every call. */
+static GPtrArray *
+sse_events(ConfabTestResponse *r)
+{
+	GPtrArray *events = g_ptr_array_new_with_free_func(g_free);
+	gsize len = 0;
+	const gchar *p = g_bytes_get_data(r->body, &len);
+	const gchar *end = p + len;
+
+	while (p < end) {
+		const gchar *sep = memmem(p, (gsize)(end - p), "\n\n", 2);
+		const gchar *stop = sep != NULL ? sep : end;
+		if (stop > p) {
+			g_assert_true(stop - p >= 6 && memcmp(p, "data: ", 6) == 0);
+			g_ptr_array_add(events, g_strndup(p + 6, (gsize)(stop - p - 6)));
+		}
+		p = sep != NULL ? sep + 2 : end;
+	}
+	return events;
+}
+
 static Stream *
 parse_stream(ConfabTestResponse *r)
 {
-	g_autoptr(GPtrArray) events = confab_test_sse_events(r);
+	g_autoptr(GPtrArray) events = sse_events(r);
 	Stream *s = g_new0(Stream, 1);
 
 	g_assert_cmpuint(r->status, ==, 200);
