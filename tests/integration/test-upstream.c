@@ -1659,7 +1659,13 @@ test_echo_auth_error(Fixture *f, gconstpointer data)
 				==,
 				"Bearer " API_KEY);
 	}
-	/* fixture_teardown: nor does the log hold any of it */
+	/* the retries of the 500 were logged, scrubbed; fixture_teardown checks
+	 * that no line holds any of the key */
+	{
+		g_autofree gchar *output = confab_test_daemon_get_output(f->daemon);
+		g_assert_nonnull(strstr(output, "retrying"));
+		g_assert_nonnull(strstr(output, "Authorization: Bearer [REDACTED]"));
+	}
 }
 
 /* An upstream that streams the key back, cut across deltas, and in a tool
@@ -1796,6 +1802,9 @@ main(int argc, char **argv)
 	     test_client_disconnect_before_first_byte},
 	};
 
+	/* the daemons log the provider's info lines (retries) too: they must
+	 * not hold the key either */
+	g_setenv("G_MESSAGES_DEBUG", "ConfabProviderOpenai", FALSE);
 	confab_test_init(&argc, &argv, TRUE);
 	if (g_getenv("CONFAB_FAKE_UPSTREAM") == NULL) {
 		g_printerr(
