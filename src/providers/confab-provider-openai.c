@@ -895,6 +895,10 @@ take_answer_bytes(Call *call, gsize more)
 
 	if (call->answer_bytes + more <= max) {
 		call->answer_bytes += more;
+		/* taken, if maybe held back by the scrubber: an answer has
+		 * begun, and is not asked for again */
+		if (more > 0)
+			call->relayed = TRUE;
 		return TRUE;
 	}
 	if (call->stream_error == NULL)
