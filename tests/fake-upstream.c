@@ -37,6 +37,25 @@
  *   close          two chunks, then the connection is closed mid-stream
  *   error-event    a chunk, then an in-stream {"error": ...} event
  *
+ * and, to check that no upstream can exhaust Confab or outlive its timeouts
+ * (written on the raw connection, as fast as the socket takes them):
+ *
+ *   endless[:text] SSE without end: chunks with empty deltas and keep-alive
+ *                  comments, or with ":text", 1 KiB of content each
+ *   big-line[:n]   one SSE data line of n bytes (2 MiB) of content, then [DONE]
+ *   tiny[:n]       n (100000) one-byte content deltas, each in its own HTTP
+ *                  chunk, then the finish and [DONE]
+ *   bad-utf8       a chunk, then one whose content is not UTF-8
+ *   huge-number    a chunk, then one with "created": 1e400
+ *   deep[:n]       a chunk, then one with arrays nested n (100000) deep
+ *   error-flood    500 with an error body that never ends
+ *
+ * and, for secrets (the request's "Authorization: Bearer KEY"):
+ *
+ *   echo-auth[:s]  status s (401) with an error whose message quotes the
+ *                  Authorization header; ":stream" instead streams the key in
+ *                  odd-sized content deltas and in a tool call's arguments
+ *
  * Every completion request is recorded (method, path, headers, body) and
  * listed by GET /_requests; GET /_stats counts the TCP connections that
  * carried completions, the streams in progress, those finished, and those
@@ -481,6 +500,109 @@ stream_start(Stream *stream)
 	stream_schedule(stream);
 }
 
+/* ---------- writing on the raw connection ---------- */
+
+/* For the scripts that must send faster or odder than libsoup's server
+ * would: the connection is taken from libsoup and written directly, one
+ * block after another, as fast as the socket takes them. */
+typedef struct {
+	FakeUpstream *fake; /* unowned */
+	GIOStream *stream;  /* owned: the stolen connection */
+	GBytes *head;	    /* owned: written once first */
+	GBytes *block;	    /* owned: the body, or what repeats */
+	gboolean endless;   /* write block again and again */
+	gboolean head_sent;
+	guint64 written;
+} Raw;
+
+static void
+raw_free(Raw *raw)
+{
+	g_io_stream_close(raw->stream, NULL, NULL);
+	g_object_unref(raw->stream);
+	g_bytes_unref(raw->head);
+	g_bytes_unref(raw->block);
+	g_free(raw);
+}
+
+static void
+raw_write(Raw *raw);
+
+static void
+on_raw_written(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Raw *raw = user_data;
+	g_autoptr(GError) error = NULL;
+	gsize n = 0;
+
+	if (!g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), result, &n, &error)) {
+		/* the client went away: from an endless stream, always */
+		raw->fake->active--;
+		raw->fake->aborted++;
+		raw->fake->last_aborted = TRUE;
+		g_debug("a raw stream ended after %" G_GUINT64_FORMAT " bytes: %s",
+			raw->written,
+			error->message);
+		raw_free(raw);
+		return;
+	}
+	raw->written += n;
+	if (!raw->head_sent || raw->endless) {
+		raw->head_sent = TRUE;
+		raw_write(raw);
+		return;
+	}
+	raw->fake->active--;
+	raw->fake->completed++;
+	raw->fake->last_aborted = FALSE;
+	raw_free(raw);
+}
+
+static void
+raw_write(Raw *raw)
+{
+	GBytes *bytes = raw->head_sent ? raw->block : raw->head;
+	gsize len = 0;
+	gconstpointer data = g_bytes_get_data(bytes, &len);
+
+	g_output_stream_write_all_async(g_io_stream_get_output_stream(raw->stream),
+					data,
+					len,
+					G_PRIORITY_DEFAULT,
+					NULL,
+					on_raw_written,
+					raw);
+}
+
+/* Answers @msg with @head then @body (taken), once or forever, on the
+ * connection libsoup hands over. */
+static void
+raw_respond(FakeUpstream *fake,
+	    SoupServerMessage *msg,
+	    const gchar *head,
+	    GBytes *body,
+	    gboolean endless)
+{
+	Raw *raw = g_new0(Raw, 1);
+
+	raw->fake = fake;
+	raw->stream = soup_server_message_steal_connection(msg);
+	raw->head = g_bytes_new(head, strlen(head));
+	raw->block = body;
+	raw->endless = endless;
+	fake->active++;
+	raw_write(raw);
+}
+
+static const gchar raw_sse_head[] = "HTTP/1.1 200 OK\r\n"
+				    "Content-Type: text/event-stream\r\n"
+				    "Connection: close\r\n\r\n";
+
+static const gchar raw_chunked_head[] = "HTTP/1.1 200 OK\r\n"
+					"Content-Type: text/event-stream\r\n"
+					"Transfer-Encoding: chunked\r\n"
+					"Connection: close\r\n\r\n";
+
 /* ---------- the scripts ---------- */
 
 static void
@@ -720,6 +842,184 @@ script_malformed(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model)
 	stream_start(s);
 }
 
+static void
+script_endless(FakeUpstream *fake, SoupServerMessage *msg, const gchar *arg)
+{
+	gboolean text = g_strcmp0(arg, "text") == 0;
+	GString *block = g_string_new(NULL);
+
+	/* a block of 64 KiB or so, sent again and again */
+	while (block->len < 64 * 1024) {
+		if (text) {
+			g_string_append(block,
+					"data: {\"object\":\"chat.completion.chunk\",\"choices\":"
+					"[{\"index\":0,\"delta\":{\"content\":\"");
+			for (guint i = 0; i < 1024; i++)
+				g_string_append_c(block, 'a' + i % 26);
+			g_string_append(block, "\"},\"finish_reason\":null}]}\n\n");
+		} else {
+			g_string_append(block,
+					"data: {\"object\":\"chat.completion.chunk\",\"choices\":"
+					"[{\"index\":0,\"delta\":{\"content\":\"\"},"
+					"\"finish_reason\":null}]}\n\n: keep-alive\n\n");
+		}
+	}
+	raw_respond(fake, msg, raw_sse_head, g_string_free_to_bytes(block), TRUE);
+}
+
+static void
+script_error_flood(FakeUpstream *fake, SoupServerMessage *msg)
+{
+	static const gchar head[] = "HTTP/1.1 500 Internal Server Error\r\n"
+				    "Content-Type: application/json\r\n"
+				    "Connection: close\r\n\r\n";
+	GString *block = g_string_new(NULL);
+
+	while (block->len < 64 * 1024)
+		g_string_append(block, "{\"error\":{\"message\":\"again and again\"}} ");
+	raw_respond(fake, msg, head, g_string_free_to_bytes(block), TRUE);
+}
+
+static void
+script_big_line(FakeUpstream *fake, SoupServerMessage *msg, const gchar *arg)
+{
+	guint64 n = 2 * 1024 * 1024;
+	GString *body = g_string_new(NULL);
+
+	if (arg != NULL)
+		g_ascii_string_to_unsigned(arg, 10, 1, 256 * 1024 * 1024, &n, NULL);
+	g_string_append(body,
+			"data: {\"object\":\"chat.completion.chunk\",\"choices\":"
+			"[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"");
+	for (guint64 i = 0; i < n; i++)
+		g_string_append_c(body, 'a' + i % 26);
+	g_string_append(body, "\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+	raw_respond(fake, msg, raw_sse_head, g_string_free_to_bytes(body), FALSE);
+}
+
+/* one SSE event as its own HTTP chunk */
+static void
+append_chunk_event(GString *body, const gchar *data)
+{
+	gsize len = strlen(data) + strlen("data: \n\n");
+	g_string_append_printf(body, "%zx\r\ndata: %s\n\n\r\n", len, data);
+}
+
+static void
+script_tiny(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model, const gchar *arg)
+{
+	guint64 n = 100000;
+	GString *body = g_string_new(NULL);
+
+	if (arg != NULL)
+		g_ascii_string_to_unsigned(arg, 10, 1, 10000000, &n, NULL);
+	append_chunk_event(body,
+			   "{\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+			   "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}");
+	for (guint64 i = 0; i < n; i++) {
+		gchar event[128];
+		g_snprintf(event,
+			   sizeof event,
+			   "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%c\"}}]}",
+			   'a' + (gint)(i % 26));
+		append_chunk_event(body, event);
+	}
+	append_chunk_event(body,
+			   "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}");
+	append_chunk_event(body, "[DONE]");
+	g_string_append(body, "0\r\n\r\n");
+	raw_respond(fake, msg, raw_chunked_head, g_string_free_to_bytes(body), FALSE);
+}
+
+/* A good first chunk, then @bad, then [DONE]. */
+static void
+script_bad_event(FakeUpstream *fake, SoupServerMessage *msg, const gchar *bad)
+{
+	GString *body = g_string_new(NULL);
+
+	g_string_append(body,
+			"data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+			"\"delta\":{\"role\":\"assistant\",\"content\":\"Before\"}}]}\n\n");
+	g_string_append_printf(body, "data: %s\n\ndata: [DONE]\n\n", bad);
+	raw_respond(fake, msg, raw_sse_head, g_string_free_to_bytes(body), FALSE);
+}
+
+static void
+script_deep(FakeUpstream *fake, SoupServerMessage *msg, const gchar *arg)
+{
+	guint64 n = 100000;
+	g_autoptr(GString) bad = g_string_new("{\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+					      "\"x\"}}],\"extra\":");
+
+	if (arg != NULL)
+		g_ascii_string_to_unsigned(arg, 10, 1, 10000000, &n, NULL);
+	for (guint64 i = 0; i < n; i++)
+		g_string_append_c(bad, '[');
+	for (guint64 i = 0; i < n; i++)
+		g_string_append_c(bad, ']');
+	g_string_append_c(bad, '}');
+	script_bad_event(fake, msg, bad->str);
+}
+
+/* The bearer token of the request, as the upstream received it. */
+static const gchar *
+request_authorization(SoupServerMessage *msg)
+{
+	const gchar *auth =
+	    soup_message_headers_get_one(soup_server_message_get_request_headers(msg),
+					 "Authorization");
+	return auth != NULL ? auth : "";
+}
+
+static void
+script_echo_auth(FakeUpstream *fake,
+		 SoupServerMessage *msg,
+		 const gchar *model,
+		 const gchar *arg,
+		 gboolean usage)
+{
+	const gchar *auth = request_authorization(msg);
+	guint64 status = 401;
+
+	if (g_strcmp0(arg, "stream") == 0) {
+		const gchar *key = g_str_has_prefix(auth, "Bearer ") ? auth + 7 : auth;
+		gsize len = strlen(key);
+		g_autoptr(Answer) answer = answer_new(model, usage, "tool_calls");
+		g_autofree gchar *args = NULL;
+		gsize cut1 = MIN(len, 3);
+		gsize cut2 = MIN(len, len / 2 + 1);
+
+		/* the key cut at odd places across deltas, and whole */
+		answer_add_text(answer, "Your key: ");
+		{
+			g_autofree gchar *a = g_strndup(key, cut1);
+			g_autofree gchar *b = g_strndup(key + cut1, cut2 - cut1);
+			g_autofree gchar *c = g_strconcat(key + cut2, " and again ", NULL);
+			answer_add_text(answer, a);
+			answer_add_text(answer, b);
+			answer_add_text(answer, c);
+			answer_add_text(answer, auth);
+		}
+		args = g_strdup_printf("{\"token\":\"%s\"}", key);
+		answer_add_tool_call(answer, 0, "call_leak_1", "send", "");
+		{
+			g_autofree gchar *a = g_strndup(args, 14);
+			answer_add_tool_call(answer, 0, NULL, NULL, a);
+			answer_add_tool_call(answer, 0, NULL, NULL, args + MIN(strlen(args), 14));
+		}
+		respond_answer(fake, msg, answer, TRUE, 0);
+		return;
+	}
+	if (arg != NULL)
+		g_ascii_string_to_unsigned(arg, 10, 400, 599, &status, NULL);
+	{
+		g_autofree gchar *message = g_strdup_printf(
+		    "Incorrect API key provided: the header was \"Authorization: %s\"",
+		    auth);
+		respond_error(msg, (guint)status, "invalid_request_error", message);
+	}
+}
+
 static gboolean
 check_first_requests(FakeUpstream *fake, const gchar *model, guint64 n)
 {
@@ -797,6 +1097,28 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 		script_close(fake, msg, model, usage);
 	} else if (g_str_equal(name, "error-event")) {
 		script_error_event(fake, msg, model);
+	} else if (g_str_equal(name, "endless")) {
+		script_endless(fake, msg, arg);
+	} else if (g_str_equal(name, "error-flood")) {
+		script_error_flood(fake, msg);
+	} else if (g_str_equal(name, "big-line")) {
+		script_big_line(fake, msg, arg);
+	} else if (g_str_equal(name, "tiny")) {
+		script_tiny(fake, msg, model, arg);
+	} else if (g_str_equal(name, "bad-utf8")) {
+		script_bad_event(fake,
+				 msg,
+				 "{\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+				 "\"caf\xe9 \xff\xfe\xc3\"}}]}");
+	} else if (g_str_equal(name, "huge-number")) {
+		script_bad_event(fake,
+				 msg,
+				 "{\"created\":1e400,\"choices\":[{\"index\":0,\"delta\":"
+				 "{\"content\":\"x\"}}]}");
+	} else if (g_str_equal(name, "deep")) {
+		script_deep(fake, msg, arg);
+	} else if (g_str_equal(name, "echo-auth")) {
+		script_echo_auth(fake, msg, model, arg, usage);
 	} else {
 		respond_error(msg,
 			      404,

@@ -47,6 +47,11 @@ confab_config_new(void)
 	self->upstream_total_timeout = 900;
 	self->upstream_max_retries = 2;
 	self->upstream_max_connections = 256;
+	/* systemd's LoadCredential= puts them there */
+	if (g_getenv("CREDENTIALS_DIRECTORY") != NULL && *g_getenv("CREDENTIALS_DIRECTORY") != '\0')
+		self->credentials_dir = g_strdup(g_getenv("CREDENTIALS_DIRECTORY"));
+	else
+		self->credentials_dir = g_strdup("/etc/confab/keys");
 	self->read_connections = 2;
 	self->tool_max_output_bytes = 65536;
 	return self;
@@ -60,6 +65,7 @@ confab_config_free(ConfabConfig *self)
 	g_free(self->listen);
 	g_free(self->state_dir);
 	g_free(self->bus);
+	g_free(self->credentials_dir);
 	g_free(self);
 }
 
@@ -108,6 +114,7 @@ static const KeySpec keys[] = {
     {"upstream", "total_timeout", KEY_UINT, OFF(upstream_total_timeout), 1, 86400},
     {"upstream", "max_retries", KEY_UINT, OFF(upstream_max_retries), 0, 10},
     {"upstream", "max_connections", KEY_UINT, OFF(upstream_max_connections), 1, 100000},
+    {"upstream", "credentials_dir", KEY_STRING, OFF(credentials_dir), 0, 0},
     {"tools", "max_output_bytes", KEY_SIZE, OFF(tool_max_output_bytes), 1024, 16 * 1024 * 1024},
     {"storage", "read_connections", KEY_UINT, OFF(read_connections), 1, 64},
     {"metrics", "local_unauthenticated", KEY_BOOL, OFF(metrics_local_unauthenticated), 0, 1},

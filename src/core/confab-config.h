@@ -46,6 +46,7 @@ typedef struct {
 	guint upstream_total_timeout;
 	guint upstream_max_retries;
 	guint upstream_max_connections;
+	gchar *credentials_dir; /* the only place api_key_file may point */
 	/* [tools] */
 	gsize tool_max_output_bytes; /* tool output handed to a model */
 	/* [storage] */

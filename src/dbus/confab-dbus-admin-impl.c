@@ -422,6 +422,51 @@ handle_create_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, 
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* scheme://host:port of @url, the port made explicit, or NULL */
+static gchar *
+url_origin(const gchar *url)
+{
+	g_autoptr(GUri) uri = url != NULL ? g_uri_parse(url, G_URI_FLAGS_NONE, NULL) : NULL;
+	g_autofree gchar *scheme = NULL;
+	g_autofree gchar *host = NULL;
+	gint port;
+
+	if (uri == NULL || g_uri_get_host(uri) == NULL)
+		return NULL;
+	scheme = g_ascii_strdown(g_uri_get_scheme(uri), -1);
+	host = g_ascii_strdown(g_uri_get_host(uri), -1);
+	port = g_uri_get_port(uri);
+	if (port < 0)
+		port = g_str_equal(scheme, "https") ? 443 : g_str_equal(scheme, "http") ? 80 : 0;
+	return g_strdup_printf("%s://%s:%d", scheme, host, port);
+}
+
+/* A key was given for one upstream: moving the agent to another (scheme,
+ * host or port) drops it, and its key file, unless the same call gives
+ * them anew. */
+static void
+drop_credentials_on_move(ConfabAgent *current, ConfabAgent *agent, GVariant *props)
+{
+	g_autofree gchar *before = url_origin(confab_agent_get_base_url(current));
+	g_autofree gchar *after = url_origin(confab_agent_get_base_url(agent));
+	g_autoptr(GVariant) api_key = g_variant_lookup_value(props, "api_key", NULL);
+	g_autoptr(GVariant) api_key_file = g_variant_lookup_value(props, "api_key_file", NULL);
+
+	if (g_strcmp0(confab_agent_get_base_url(current), confab_agent_get_base_url(agent)) == 0 ||
+	    (before != NULL && g_strcmp0(before, after) == 0))
+		return;
+	if (api_key == NULL && confab_agent_get_api_key(agent) != NULL) {
+		g_info("agent %s moved to another upstream: its API key is dropped",
+		       confab_agent_get_id(agent));
+		confab_agent_set_api_key(agent, NULL);
+	}
+	if (api_key_file == NULL && confab_agent_get_api_key_file(agent) != NULL) {
+		g_info("agent %s moved to another upstream: its API key file is dropped",
+		       confab_agent_get_id(agent));
+		confab_agent_set_api_key_file(agent, NULL);
+	}
+}
+
 static void
 update_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -477,6 +522,7 @@ handle_update_agent(ConfabDbusAdmin *object,
 		return_error(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
+	drop_credentials_on_move(current, agent, props);
 	confab_agent_set_updated_at(agent, g_get_real_time() / G_USEC_PER_SEC);
 	confab_engine_save_agent_async(self->engine,
 				       agent,

@@ -7,15 +7,21 @@
 
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
-#include <libsoup/soup.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "providers/confab-provider-openai.h"
 #include "upstream/confab-sse-parser.h"
 #include "upstream/confab-upstream-client.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
+#include "util/confab-http-fields.h"
+#include "util/confab-secret-scrubber.h"
 
 /*
  * Any OpenAI-compatible /v1/chat/completions upstream: OpenAI, Ollama,
@@ -30,14 +36,26 @@
  * and 5xx are retried with backoff, honouring Retry-After; after it, never.
  * The turn's GCancellable aborts the request, which closes the upstream
  * connection at once.
+ *
+ * Nothing the upstream says reaches the turn (so a client, a stored row or
+ * a log line) before a ConfabSecretScrubber has taken the agent's key out
+ * of it: an upstream that echoes the Authorization header in an error, or
+ * in its answer, gets [REDACTED] relayed. Deltas are scrubbed as a stream
+ * (the key may be cut between two), with a few bytes held back until the
+ * next delta or the end; error messages, tool-call ids and names, and the
+ * finish reason as whole strings.
  */
 
-#define READ_CHUNK		16384
-#define ERROR_BODY_MAX		65536
-#define RETRY_BASE_MS		250
-#define RETRY_MAX_MS		20000
-#define MAX_UPSTREAM_EVENT	(8 * 1024 * 1024)
+#define READ_CHUNK     16384
+#define ERROR_BODY_MAX 65536
+#define RETRY_BASE_MS  250
+#define RETRY_MAX_MS   20000
+/* One server-sent event: a chunk of a streamed answer is a few hundred
+ * bytes; a megabyte is far beyond any real one, and bounds what a line that
+ * never ends can make Confab hold. */
+#define MAX_UPSTREAM_EVENT	(1024 * 1024)
 #define UPSTREAM_JSON_MAX_DEPTH 128
+#define MAX_TOOL_CALL_INDEX	1024 /* as many as a turn stores */
 
 struct _ConfabProviderOpenai {
 	GObject parent_instance;
@@ -98,39 +116,126 @@ key_file_free(KeyFile *kf)
 	g_free(kf);
 }
 
-/* Re-read only when the file changed: a stat, not a read, per request. */
+/*
+ * An agent's api_key_file, as a canonical path inside [upstream]
+ * credentials_dir: a name relative to it, or an absolute path in it. A path
+ * with a ".." component is refused outright; symbolic links are followed,
+ * and where they lead must still be inside. The file must be a regular one.
+ * Sets a message for the caller to give its code.
+ */
+static gchar *
+resolve_key_file(ConfabProviderOpenai *self, const gchar *path, gchar **message)
+{
+	const gchar *dir = self->config->credentials_dir;
+	g_auto(GStrv) parts = NULL;
+	g_autofree gchar *full = NULL;
+	g_autofree gchar *canon_dir = NULL;
+	g_autofree gchar *canon = NULL;
+	g_autofree gchar *inside = NULL;
+
+	if (path == NULL || *path == '\0') {
+		*message = g_strdup("api_key_file is empty");
+		return NULL;
+	}
+	parts = g_strsplit(path, "/", -1);
+	for (guint i = 0; parts[i] != NULL; i++) {
+		if (g_str_equal(parts[i], "..")) {
+			*message = g_strdup_printf("api_key_file %s may not contain \"..\"", path);
+			return NULL;
+		}
+	}
+	if (dir == NULL || *dir == '\0' || (canon_dir = realpath(dir, NULL)) == NULL) {
+		*message = g_strdup_printf("api_key_file %s: the credentials directory %s does "
+					   "not exist",
+					   path,
+					   dir != NULL ? dir : "");
+		return NULL;
+	}
+	full = g_path_is_absolute(path) ? g_strdup(path) : g_build_filename(dir, path, NULL);
+	canon = realpath(full, NULL);
+	if (canon == NULL) {
+		*message =
+		    g_strdup_printf("api_key_file %s cannot be found: %s", path, g_strerror(errno));
+		return NULL;
+	}
+	inside = g_str_has_suffix(canon_dir, "/") ? g_strdup(canon_dir)
+						  : g_strconcat(canon_dir, "/", NULL);
+	if (!g_str_has_prefix(canon, inside)) {
+		*message = g_strdup_printf("api_key_file %s is not inside the credentials "
+					   "directory %s ([upstream] credentials_dir)",
+					   path,
+					   dir);
+		return NULL;
+	}
+	if (!g_file_test(canon, G_FILE_TEST_IS_REGULAR)) {
+		*message = g_strdup_printf("api_key_file %s is not a regular file", path);
+		return NULL;
+	}
+	return g_steal_pointer(&canon);
+}
+
+#define KEY_FILE_MAX 65536
+
+static gchar *
+key_file_error(GError **error, gchar *message)
+{
+	g_set_error(error,
+		    CONFAB_ERROR,
+		    CONFAB_ERROR_UPSTREAM,
+		    "The agent's API key cannot be read: %s",
+		    message);
+	g_free(message);
+	return NULL;
+}
+
+/* Re-read only when the file changed: a stat, not a read, per request. The
+ * path is checked again each time: what it points to may have changed. */
 static gchar *
 read_key_file(ConfabProviderOpenai *self, const gchar *path, GError **error)
 {
+	gchar *message = NULL;
+	g_autofree gchar *canon = resolve_key_file(self, path, &message);
 	GStatBuf st;
 	KeyFileStamp stamp;
-	KeyFile *kf = g_hash_table_lookup(self->key_files, path);
-	g_autofree gchar *contents = NULL;
+	KeyFile *kf;
+	gchar *contents;
+	gssize n;
+	gint fd;
 
-	if (g_stat(path, &st) != 0) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_UPSTREAM,
-			    "The agent's API key file %s cannot be read",
-			    path);
-		return NULL;
+	if (canon == NULL)
+		return key_file_error(error, message);
+	/* the last component is not swapped for a link between the check
+	 * and the read; a FIFO does not block */
+	fd = open(canon, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return key_file_error(error, g_strdup_printf("%s: %s", path, g_strerror(errno)));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > KEY_FILE_MAX) {
+		close(fd);
+		return key_file_error(
+		    error,
+		    g_strdup_printf("%s is not a regular file of at most %d bytes",
+				    path,
+				    KEY_FILE_MAX));
 	}
 	key_file_stamp_init(&stamp, &st);
-	if (kf != NULL && memcmp(&kf->stamp, &stamp, sizeof(stamp)) == 0)
+	kf = g_hash_table_lookup(self->key_files, canon);
+	if (kf != NULL && memcmp(&kf->stamp, &stamp, sizeof(stamp)) == 0) {
+		close(fd);
 		return g_strdup(kf->key);
-	if (!g_file_get_contents(path, &contents, NULL, NULL)) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_UPSTREAM,
-			    "The agent's API key file %s cannot be read",
-			    path);
-		return NULL;
+	}
+	contents = g_malloc0(KEY_FILE_MAX + 1);
+	n = read(fd, contents, KEY_FILE_MAX);
+	close(fd);
+	if (n < 0) {
+		g_free(contents);
+		return key_file_error(error, g_strdup_printf("%s: %s", path, g_strerror(errno)));
 	}
 	kf = g_new0(KeyFile, 1);
 	kf->stamp = stamp;
 	kf->key = g_strdup(g_strstrip(contents));
-	memset(contents, 0, strlen(contents));
-	g_hash_table_replace(self->key_files, g_strdup(path), kf);
+	memset(contents, 0, KEY_FILE_MAX + 1);
+	g_free(contents);
+	g_hash_table_replace(self->key_files, g_strdup(canon), kf);
 	return g_strdup(kf->key);
 }
 
@@ -227,8 +332,8 @@ typedef struct {
 	GTask *task;		   /* unowned: the task owns this call */
 	GCancellable *cancellable; /* owned: the turn's */
 	gulong cancelled_id;
-	ConfabUpstreamExchange *exchange;     /* owned: this attempt's */
-	SoupMessageHeaders *response_headers; /* owned */
+	ConfabUpstreamExchange *exchange; /* owned: this attempt's */
+	gchar *retry_after;		  /* owned: the response's Retry-After */
 	guint status;
 	gchar *reason;		 /* owned */
 	ConfabSseParser *parser; /* owned */
@@ -246,14 +351,28 @@ typedef struct {
 	guint retry_id;
 	Phase phase;
 	gboolean timed_out;
-	gboolean relayed; /* a delta reached the turn: no more retries */
-	gboolean done;	  /* [DONE] or a finish_reason seen */
+	gboolean relayed;     /* a delta reached the turn: no more retries */
+	guint64 answer_bytes; /* relayed: content, tool-call names and arguments */
+	gboolean done;	      /* [DONE] or a finish_reason seen */
 	gboolean saw_done;
-	GError *stream_error; /* owned: an error event inside the stream */
-	gchar *finish_reason; /* owned */
+	GError *stream_error;		/* owned: an error event inside the stream */
+	gchar *finish_reason;		/* owned */
+	ConfabSecretScrubber *scrubber; /* owned: the agent's key and the like */
+	GString *content_pending;	/* owned: content held back by the scrubber */
+	GPtrArray *arguments_pending;	/* owned: GString by tool-call index, or NULL */
 	gint64 prompt_tokens;
 	gint64 completion_tokens;
 } Call;
+
+static void
+pending_free(gpointer data)
+{
+	GString *pending = data;
+	if (pending == NULL)
+		return;
+	memset(pending->str, 0, pending->len);
+	g_string_free(pending, TRUE);
+}
 
 /* Stops the attempt's request, if any: the connection closes, and none of
  * its callbacks runs any more. */
@@ -271,7 +390,7 @@ call_clear_attempt(Call *call)
 {
 	g_clear_handle_id(&call->timer_id, g_source_remove);
 	call_drop_exchange(call);
-	g_clear_pointer(&call->response_headers, soup_message_headers_unref);
+	g_clear_pointer(&call->retry_after, g_free);
 	g_clear_pointer(&call->reason, g_free);
 	call->status = 0;
 	g_clear_object(&call->parser);
@@ -299,6 +418,9 @@ call_free(Call *call)
 	}
 	g_clear_error(&call->stream_error);
 	g_free(call->finish_reason);
+	g_clear_object(&call->scrubber);
+	pending_free(call->content_pending);
+	g_ptr_array_unref(call->arguments_pending);
 	g_free(call);
 }
 
@@ -345,10 +467,19 @@ timeout_for(Call *call, Phase phase)
 }
 
 static void
+call_flush(Call *call);
+
+static void
 call_fail(Call *call, GError *error)
 {
 	GTask *task = call->task;
+
 	call_clear_attempt(call);
+	/* what was held back goes to the turn, which stores it with the
+	 * error; not to a client that left */
+	if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+		call_flush(call);
+	confab_secret_scrubber_scrub_error(call->scrubber, error);
 	g_task_return_error(task, error);
 	g_object_unref(task);
 }
@@ -357,8 +488,12 @@ static void
 call_succeed(Call *call)
 {
 	GTask *task = call->task;
-	ConfabProviderResult *result =
-	    confab_provider_result_new(call->finish_reason != NULL ? call->finish_reason : "stop");
+	g_autofree gchar *finish = NULL;
+	ConfabProviderResult *result;
+
+	call_flush(call);
+	finish = confab_secret_scrubber_scrub(call->scrubber, call->finish_reason);
+	result = confab_provider_result_new(finish != NULL ? finish : "stop");
 	result->prompt_tokens = call->prompt_tokens;
 	result->completion_tokens = call->completion_tokens;
 	call_clear_attempt(call);
@@ -485,21 +620,18 @@ on_retry(gpointer user_data)
 	return G_SOURCE_REMOVE;
 }
 
+/* Retry-After: delay-seconds or an HTTP-date (RFC 9110 section 10.2.3) */
 static gint64
-parse_retry_after(SoupMessageHeaders *headers)
+parse_retry_after(const gchar *value)
 {
-	const gchar *value;
 	guint64 seconds = 0;
 
-	if (headers == NULL)
-		return -1;
-	value = soup_message_headers_get_one(headers, "Retry-After");
 	if (value == NULL)
 		return -1;
 	if (g_ascii_string_to_unsigned(value, 10, 0, 86400, &seconds, NULL))
 		return (gint64)seconds * 1000;
 	{
-		g_autoptr(GDateTime) when = soup_date_time_new_from_http_string(value);
+		g_autoptr(GDateTime) when = confab_http_parse_date(value);
 		g_autoptr(GDateTime) now = g_date_time_new_now_utc();
 		if (when != NULL)
 			return MAX(g_date_time_difference(when, now) / 1000, 0);
@@ -511,7 +643,7 @@ parse_retry_after(SoupMessageHeaders *headers)
 static gboolean
 maybe_retry(Call *call, GError *error)
 {
-	gint64 delay = parse_retry_after(call->response_headers);
+	gint64 delay = parse_retry_after(call->retry_after);
 	gint64 left = (call->deadline - g_get_monotonic_time()) / 1000;
 
 	if (call->relayed || call->attempts > call->self->config->upstream_max_retries ||
@@ -536,6 +668,8 @@ maybe_retry(Call *call, GError *error)
 static void
 fail_or_retry(Call *call, GError *error)
 {
+	/* the retry is logged with it */
+	confab_secret_scrubber_scrub_error(call->scrubber, error);
 	if (maybe_retry(call, error)) {
 		g_error_free(error);
 		return;
@@ -602,6 +736,181 @@ relay(Call *call, const gchar *content, JsonArray *tool_calls)
 	call->delta_func(content, tool_calls, call->delta_data);
 }
 
+/* Relays @content scrubbed; what may start a secret waits for the next. */
+static void
+relay_content(Call *call, const gchar *content)
+{
+	g_autofree gchar *released = confab_secret_scrubber_feed(call->scrubber,
+								 call->content_pending,
+								 content,
+								 strlen(content));
+	if (*released != '\0')
+		relay(call, released, NULL);
+}
+
+static GString *
+arguments_pending(Call *call, guint index)
+{
+	if (call->arguments_pending->len <= index)
+		g_ptr_array_set_size(call->arguments_pending, index + 1);
+	if (g_ptr_array_index(call->arguments_pending, index) == NULL)
+		g_ptr_array_index(call->arguments_pending, index) = g_string_new(NULL);
+	return g_ptr_array_index(call->arguments_pending, index);
+}
+
+/* Sets @name on @dest to @value scrubbed as a whole. */
+static void
+set_scrubbed(Call *call, JsonObject *dest, const gchar *name, const gchar *value)
+{
+	g_autofree gchar *clean = confab_secret_scrubber_scrub(call->scrubber, value);
+	json_object_set_string_member(dest, name, clean);
+}
+
+/*
+ * The fragments of @tool_calls as the turn takes them: objects with an
+ * integer index from 0 to MAX_TOOL_CALL_INDEX (the position in the array
+ * when there is none), string id, type, name and arguments; anything else
+ * is dropped rather than relayed. Arguments are scrubbed as a stream per
+ * call (clients join them), the rest as whole strings.
+ *
+ * Returns: (transfer full) (nullable): the fragments, %NULL for none
+ */
+static JsonArray *
+clean_tool_calls(Call *call, JsonArray *tool_calls)
+{
+	g_autoptr(JsonArray) out = json_array_new();
+
+	for (guint j = 0; j < json_array_get_length(tool_calls); j++) {
+		JsonNode *node = json_array_get_element(tool_calls, j);
+		JsonObject *frag = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+		JsonNode *index_node = frag != NULL ? json_object_get_member(frag, "index") : NULL;
+		JsonObject *fn = object_member(frag, "function");
+		const gchar *id = string_member(frag, "id");
+		const gchar *type = string_member(frag, "type");
+		const gchar *name = string_member(fn, "name");
+		const gchar *arguments = string_member(fn, "arguments");
+		gint64 index = j;
+		JsonObject *clean;
+		gboolean carries = FALSE;
+
+		if (frag == NULL)
+			continue;
+		if (index_node != NULL && JSON_NODE_HOLDS_VALUE(index_node) &&
+		    json_node_get_value_type(index_node) == G_TYPE_INT64)
+			index = json_node_get_int(index_node);
+		if (index < 0 || index > MAX_TOOL_CALL_INDEX)
+			continue;
+		clean = json_object_new();
+		json_object_set_int_member(clean, "index", index);
+		if (id != NULL) {
+			set_scrubbed(call, clean, "id", id);
+			carries = TRUE;
+		}
+		if (type != NULL) {
+			set_scrubbed(call, clean, "type", type);
+			carries = TRUE;
+		}
+		if (fn != NULL) {
+			JsonObject *clean_fn = json_object_new();
+			if (name != NULL) {
+				/* whole: clients take a name as it comes */
+				set_scrubbed(call, clean_fn, "name", name);
+				carries = TRUE;
+			}
+			if (arguments != NULL) {
+				g_autofree gchar *released = confab_secret_scrubber_feed(
+				    call->scrubber,
+				    arguments_pending(call, (guint)index),
+				    arguments,
+				    strlen(arguments));
+				json_object_set_string_member(clean_fn, "arguments", released);
+				carries = carries || *released != '\0';
+			}
+			json_object_set_object_member(clean, "function", clean_fn);
+		}
+		if (carries)
+			json_array_add_object_element(out, clean);
+		else
+			json_object_unref(clean);
+	}
+	return json_array_get_length(out) > 0 ? g_steal_pointer(&out) : NULL;
+}
+
+/* The answer ended: what the scrubber held back goes to the turn. */
+static void
+call_flush(Call *call)
+{
+	g_autofree gchar *content =
+	    confab_secret_scrubber_flush(call->scrubber, call->content_pending);
+	g_autoptr(JsonArray) rests = json_array_new();
+
+	if (*content != '\0')
+		relay(call, content, NULL);
+	for (guint i = 0; i < call->arguments_pending->len; i++) {
+		GString *pending = g_ptr_array_index(call->arguments_pending, i);
+		g_autofree gchar *rest = NULL;
+		JsonObject *frag;
+		JsonObject *fn;
+
+		if (pending == NULL || pending->len == 0)
+			continue;
+		rest = confab_secret_scrubber_flush(call->scrubber, pending);
+		frag = json_object_new();
+		fn = json_object_new();
+		json_object_set_int_member(frag, "index", i);
+		json_object_set_string_member(fn, "arguments", rest);
+		json_object_set_object_member(frag, "function", fn);
+		json_array_add_object_element(rests, frag);
+	}
+	if (json_array_get_length(rests) > 0)
+		relay(call, NULL, rests);
+}
+
+/* The bytes of the answer in tool-call fragments: names and arguments. */
+static gsize
+tool_calls_size(JsonArray *tool_calls)
+{
+	gsize size = 0;
+
+	for (guint i = 0; i < json_array_get_length(tool_calls); i++) {
+		JsonNode *node = json_array_get_element(tool_calls, i);
+		JsonObject *fn = JSON_NODE_HOLDS_OBJECT(node)
+				     ? object_member(json_node_get_object(node), "function")
+				     : NULL;
+		const gchar *name = string_member(fn, "name");
+		const gchar *arguments = string_member(fn, "arguments");
+
+		size +=
+		    (name != NULL ? strlen(name) : 0) + (arguments != NULL ? strlen(arguments) : 0);
+	}
+	return size;
+}
+
+/* Counts @more bytes of answer; past [limits] max_answer_bytes the answer
+ * fails (the turn keeps what was relayed before) and FALSE says not to
+ * relay them. */
+static gboolean
+take_answer_bytes(Call *call, gsize more)
+{
+	gsize max = call->self->config->max_answer_bytes;
+
+	if (call->answer_bytes + more <= max) {
+		call->answer_bytes += more;
+		/* taken, if maybe held back by the scrubber: an answer has
+		 * begun, and is not asked for again */
+		if (more > 0)
+			call->relayed = TRUE;
+		return TRUE;
+	}
+	if (call->stream_error == NULL)
+		call->stream_error =
+		    g_error_new(CONFAB_ERROR,
+				CONFAB_ERROR_UPSTREAM,
+				"The upstream's answer is larger than %" G_GSIZE_FORMAT " bytes",
+				max);
+	return FALSE;
+}
+
 /* One chat.completion.chunk, or a whole chat.completion (@whole). */
 static void
 handle_completion_object(Call *call, JsonObject *root, gboolean whole)
@@ -628,25 +937,58 @@ handle_completion_object(Call *call, JsonObject *root, gboolean whole)
 		/* Confab asks for one choice; ignore any other */
 		if (index != NULL && JSON_NODE_HOLDS_VALUE(index) && json_node_get_int(index) != 0)
 			continue;
-		if (content != NULL && *content != '\0')
-			relay(call, content, NULL);
+		if (content != NULL && *content != '\0') {
+			if (!take_answer_bytes(call, strlen(content)))
+				return;
+			relay_content(call, content);
+		}
 		if (tool_calls != NULL && json_array_get_length(tool_calls) > 0) {
-			if (whole) {
-				/* a whole message's calls become indexed fragments */
-				for (guint j = 0; j < json_array_get_length(tool_calls); j++) {
-					JsonObject *tc =
-					    json_array_get_object_element(tool_calls, j);
-					if (tc != NULL && !json_object_has_member(tc, "index"))
-						json_object_set_int_member(tc, "index", j);
-				}
-			}
-			relay(call, NULL, tool_calls);
+			g_autoptr(JsonArray) clean = NULL;
+
+			if (!take_answer_bytes(call, tool_calls_size(tool_calls)))
+				return;
+			/* a whole message's calls become indexed fragments too */
+			clean = clean_tool_calls(call, tool_calls);
+			if (clean != NULL)
+				relay(call, NULL, clean);
 		}
 		if (finish != NULL) {
 			g_free(call->finish_reason);
 			call->finish_reason = g_strdup(finish);
 		}
 	}
+}
+
+/* Why @what from the upstream cannot be read: confab_json_parse()'s
+ * @error, worded for an upstream (its messages speak of a request body),
+ * or valid JSON that is not an object. */
+static GError *
+unreadable_json_error(Call *call, const gchar *what, const GError *error)
+{
+	static const gchar *const prefixes[] = {"The request body is not valid JSON: ",
+						"The request body is ",
+						NULL};
+	const gchar *reason;
+
+	if (error == NULL)
+		return g_error_new(CONFAB_ERROR,
+				   CONFAB_ERROR_UPSTREAM,
+				   "The upstream %s sent %s that is not a JSON object",
+				   call_host(call),
+				   what);
+	reason = error->message;
+	for (guint i = 0; prefixes[i] != NULL; i++) {
+		if (g_str_has_prefix(reason, prefixes[i])) {
+			reason += strlen(prefixes[i]);
+			break;
+		}
+	}
+	return g_error_new(CONFAB_ERROR,
+			   CONFAB_ERROR_UPSTREAM,
+			   "The upstream %s sent %s that is not valid JSON: %s",
+			   call_host(call),
+			   what,
+			   reason);
 }
 
 static void
@@ -664,11 +1006,7 @@ on_sse_event(const gchar *event, const gchar *data, gsize data_len, gpointer use
 	}
 	root = confab_json_parse(data, data_len, UPSTREAM_JSON_MAX_DEPTH, &error);
 	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-		call->stream_error = g_error_new(CONFAB_ERROR,
-						 CONFAB_ERROR_UPSTREAM,
-						 "The upstream %s sent an event that is not a JSON "
-						 "object",
-						 call_host(call));
+		call->stream_error = unreadable_json_error(call, "an event", error);
 		return;
 	}
 	handle_completion_object(call, json_node_get_object(root), FALSE);
@@ -685,11 +1023,7 @@ finish_json_body(Call *call)
 				 UPSTREAM_JSON_MAX_DEPTH,
 				 &error);
 	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-		call_fail(call,
-			  g_error_new(CONFAB_ERROR,
-				      CONFAB_ERROR_UPSTREAM,
-				      "The upstream %s answered with malformed JSON",
-				      call_host(call)));
+		call_fail(call, unreadable_json_error(call, "an answer", error));
 		return;
 	}
 	handle_completion_object(call, json_node_get_object(root), TRUE);
@@ -781,6 +1115,15 @@ on_upstream_done(GError *error, gpointer user_data)
 	}
 }
 
+/* A non-streamed answer holds at most max_answer_bytes of text, escaped
+ * (most characters in one byte, quotes and newlines in two), and its
+ * envelope. */
+static gsize
+json_body_max(Call *call)
+{
+	return call->self->config->max_answer_bytes * 2 + 64 * 1024;
+}
+
 static void
 on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 {
@@ -789,18 +1132,24 @@ on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 
 	arm_timer(call, PHASE_BODY);
 	if (call->error_body != NULL) {
-		if (call->error_body->len < ERROR_BODY_MAX)
-			g_string_append_len(call->error_body,
-					    data,
-					    MIN(len, ERROR_BODY_MAX - call->error_body->len));
+		g_string_append_len(call->error_body,
+				    data,
+				    MIN(len, ERROR_BODY_MAX - call->error_body->len));
+		if (call->error_body->len == ERROR_BODY_MAX) {
+			/* enough to say what went wrong: read no more */
+			call_drop_exchange(call);
+			finish_error_body(call);
+		}
 	} else if (call->json_body != NULL) {
-		if (call->json_body->len + len > MAX_UPSTREAM_EVENT) {
-			call_fail(call,
-				  g_error_new(CONFAB_ERROR,
-					      CONFAB_ERROR_UPSTREAM,
-					      "The upstream %s answered with more than %d bytes",
-					      call_host(call),
-					      MAX_UPSTREAM_EVENT));
+		if (call->json_body->len + len > json_body_max(call)) {
+			call_fail(
+			    call,
+			    g_error_new(CONFAB_ERROR,
+					CONFAB_ERROR_UPSTREAM,
+					"The upstream %s answered with more than %" G_GSIZE_FORMAT
+					" bytes",
+					call_host(call),
+					json_body_max(call)));
 			return;
 		}
 		g_string_append_len(call->json_body, data, len);
@@ -818,18 +1167,21 @@ on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 }
 
 static void
-on_upstream_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_upstream_head(guint status,
+		 const gchar *reason,
+		 const ConfabHttpFields *fields,
+		 gpointer user_data)
 {
 	Call *call = user_data;
-	const gchar *content_type = soup_message_headers_get_content_type(headers, NULL);
+	const gchar *content_type = confab_http_fields_get(fields, "Content-Type");
 
 	arm_timer(call, PHASE_BODY);
 	call->status = status;
 	call->reason = g_strdup(reason);
-	call->response_headers = soup_message_headers_ref(headers);
-	if (status != SOUP_STATUS_OK) {
+	call->retry_after = g_strdup(confab_http_fields_get(fields, "Retry-After"));
+	if (status != 200) {
 		call->error_body = g_string_new(NULL);
-	} else if (g_strcmp0(content_type, "text/event-stream") == 0) {
+	} else if (confab_http_media_type_is(content_type, "text/event-stream")) {
 		call->parser = confab_sse_parser_new(on_sse_event, call);
 		confab_sse_parser_set_max_event_size(call->parser, MAX_UPSTREAM_EVENT);
 	} else {
@@ -936,6 +1288,26 @@ start_attempt(Call *call)
 		call_fail(call, classify_io_error(call, error));
 }
 
+/* What no upstream text may carry to a client, a row or a log: the key
+ * (inline or from its file), and the password of the base_url's userinfo. */
+static void
+call_add_secrets(Call *call, ConfabAgent *agent)
+{
+	g_autoptr(GUri) uri = g_uri_parse(confab_agent_get_base_url(agent),
+					  G_URI_FLAGS_HAS_PASSWORD | G_URI_FLAGS_ENCODED,
+					  NULL);
+
+	confab_secret_scrubber_add_secret(call->scrubber, call->api_key);
+	if (uri != NULL) {
+		confab_secret_scrubber_add_secret(call->scrubber, g_uri_get_password(uri));
+		if (g_uri_get_password(uri) != NULL) {
+			g_autofree gchar *decoded =
+			    g_uri_unescape_string(g_uri_get_password(uri), NULL);
+			confab_secret_scrubber_add_secret(call->scrubber, decoded);
+		}
+	}
+}
+
 static void
 confab_provider_openai_complete_async(ConfabProvider *provider,
 				      ConfabProviderRequest *request,
@@ -961,6 +1333,9 @@ confab_provider_openai_complete_async(ConfabProvider *provider,
 	call->delta_data = delta_data;
 	call->prompt_tokens = -1;
 	call->completion_tokens = -1;
+	call->scrubber = confab_secret_scrubber_new();
+	call->content_pending = g_string_new(NULL);
+	call->arguments_pending = g_ptr_array_new_with_free_func(pending_free);
 	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : g_cancellable_new();
 	call->url = confab_provider_openai_build_url(confab_agent_get_base_url(agent));
 	call->deadline =
@@ -975,6 +1350,7 @@ confab_provider_openai_complete_async(ConfabProvider *provider,
 			return;
 		}
 	}
+	call_add_secrets(call, agent);
 	call->body = confab_provider_openai_build_body(request, &error);
 	if (call->body == NULL) {
 		call_fail(call, error);
@@ -1026,6 +1402,16 @@ confab_provider_openai_check_agent(ConfabProvider *provider, ConfabAgent *agent,
 				 "upstream_model",
 				 "An openai agent needs an upstream_model");
 		return FALSE;
+	}
+	if (confab_agent_get_api_key_file(agent) != NULL) {
+		g_autofree gchar *message = NULL;
+		g_autofree gchar *canon = resolve_key_file(CONFAB_PROVIDER_OPENAI(provider),
+							   confab_agent_get_api_key_file(agent),
+							   &message);
+		if (canon == NULL) {
+			confab_error_set(error, CONFAB_ERROR_INVALID_VALUE, "api_key_file", message);
+			return FALSE;
+		}
 	}
 	return TRUE;
 }

@@ -11,8 +11,8 @@
 #include <netinet/tcp.h>
 #include <string.h>
 
-#include "upstream/confab-http-response-parser.h"
 #include "upstream/confab-upstream-client.h"
+#include "upstream/confab-upstream-response-parser.h"
 
 /*
  * The HTTP/1.1 client Confab talks to its upstreams with: one POST at a
@@ -28,6 +28,12 @@
  *    closed by the upstream and is dropped;
  *  - the response is read into one buffer shared by all connections and
  *    handed on undecoded but de-chunked, piece by piece, as it arrives;
+ *  - a dispatch reads at most READS_PER_DISPATCH buffers, then returns to
+ *    the main loop, however fast the upstream sends: the callers' timers
+ *    (first byte, idle, total) and every other connection get their turn.
+ *    A plain socket that still has data is readable again at once; a TLS
+ *    stream may hold decrypted bytes the socket does not show, so it
+ *    resumes from an idle source of the same priority;
  *  - a kept-alive connection that the upstream closed in the meantime
  *    (nothing of a response arrived) is replaced once by a new one.
  *
@@ -36,7 +42,8 @@
  * confab_upstream_client_new().
  */
 
-#define READ_BUFFER 16384
+#define READ_BUFFER	   16384
+#define READS_PER_DISPATCH 4 /* 64 KiB, then the main loop runs */
 
 typedef struct _Conn Conn;
 
@@ -53,12 +60,12 @@ struct _ConfabUpstreamExchange {
 	gsize head_len;
 	GBytes *body; /* owned */
 	gsize written;
-	Conn *conn;			  /* owned while attached */
-	GCancellable *cancellable;	  /* owned: the connect's, if any */
-	ConfabHttpResponseParser *parser; /* owned */
-	gboolean reused;		  /* the connection came from the pool */
-	gboolean retried;		  /* a stale connection was replaced */
-	gboolean fresh;			  /* take no connection from the pool */
+	Conn *conn;			      /* owned while attached */
+	GCancellable *cancellable;	      /* owned: the connect's, if any */
+	ConfabUpstreamResponseParser *parser; /* owned */
+	gboolean reused;		      /* the connection came from the pool */
+	gboolean retried;		      /* a stale connection was replaced */
+	gboolean fresh;			      /* take no connection from the pool */
 	gboolean sent;
 	gboolean waiting;  /* in client->waiting */
 	gboolean finished; /* done, or aborted: nothing more happens */
@@ -74,6 +81,7 @@ struct _Conn {
 	gboolean tls;
 	GSource *watch;			  /* owned: G_IO_IN on the socket, for good */
 	GSource *write_source;		  /* owned: while a write waits */
+	GSource *resume_source;		  /* owned: TLS reading resumes */
 	ConfabUpstreamExchange *exchange; /* unowned: the one using it */
 	gint64 idle_since;
 };
@@ -145,6 +153,10 @@ conn_free(Conn *conn)
 	if (conn->write_source != NULL) {
 		g_source_destroy(conn->write_source);
 		g_source_unref(conn->write_source);
+	}
+	if (conn->resume_source != NULL) {
+		g_source_destroy(conn->resume_source);
+		g_source_unref(conn->resume_source);
 	}
 	g_source_destroy(conn->watch);
 	g_source_unref(conn->watch);
@@ -315,6 +327,10 @@ exchange_detach(ConfabUpstreamExchange *ex, gboolean keep)
 		g_source_destroy(conn->write_source);
 		g_clear_pointer(&conn->write_source, g_source_unref);
 	}
+	if (conn->resume_source != NULL) {
+		g_source_destroy(conn->resume_source);
+		g_clear_pointer(&conn->resume_source, g_source_unref);
+	}
 	if (keep)
 		pool_put(ex->client, conn);
 	else
@@ -361,7 +377,7 @@ confab_upstream_exchange_abort(ConfabUpstreamExchange *ex)
 	if (ex->finished)
 		return;
 	ex->finished = TRUE;
-	confab_http_response_parser_stop(ex->parser);
+	confab_upstream_response_parser_stop(ex->parser);
 	if (ex->cancellable != NULL)
 		g_cancellable_cancel(ex->cancellable);
 	exchange_unwait(ex);
@@ -373,14 +389,14 @@ confab_upstream_exchange_abort(ConfabUpstreamExchange *ex)
 static gboolean
 exchange_retry_stale(ConfabUpstreamExchange *ex)
 {
-	if (!ex->reused || ex->retried || confab_http_response_parser_started(ex->parser))
+	if (!ex->reused || ex->retried || confab_upstream_response_parser_started(ex->parser))
 		return FALSE;
 	g_debug("a kept-alive connection to %s was closed; opening another", ex->key);
 	ex->retried = TRUE;
 	ex->fresh = TRUE;
 	ex->reused = FALSE;
 	ex->written = 0;
-	confab_http_response_parser_reset(ex->parser, FALSE);
+	confab_upstream_response_parser_reset(ex->parser, FALSE);
 	exchange_detach(ex, FALSE);
 	exchange_start(ex);
 	return TRUE;
@@ -466,10 +482,23 @@ exchange_write(ConfabUpstreamExchange *ex)
 	}
 }
 
+static gboolean
+on_resume(gpointer user_data)
+{
+	Conn *conn = user_data;
+
+	g_clear_pointer(&conn->resume_source, g_source_unref);
+	if (conn->exchange != NULL)
+		exchange_read(conn->exchange);
+	return G_SOURCE_REMOVE;
+}
+
+/* Reads what the connection has, READS_PER_DISPATCH buffers at most. */
 static void
 exchange_read(ConfabUpstreamExchange *ex)
 {
 	ConfabUpstreamClient *self = ex->client;
+	guint reads = 0;
 
 	exchange_ref(ex);
 	while (!ex->finished) {
@@ -478,6 +507,19 @@ exchange_read(ConfabUpstreamExchange *ex)
 		gsize consumed = 0;
 		gssize n;
 
+		if (reads++ == READS_PER_DISPATCH) {
+			/* enough for one dispatch: let the loop run */
+			if (conn->tls && conn->resume_source == NULL) {
+				conn->resume_source = g_idle_source_new();
+				g_source_set_priority(conn->resume_source, G_PRIORITY_DEFAULT);
+				g_source_set_callback(conn->resume_source, on_resume, conn, NULL);
+				g_source_set_static_name(conn->resume_source,
+							 "[confab] upstream read resumes");
+				g_source_attach(conn->resume_source,
+						g_main_context_get_thread_default());
+			}
+			break;
+		}
 		n = g_pollable_input_stream_read_nonblocking(conn->in,
 							     self->buffer,
 							     READ_BUFFER,
@@ -496,8 +538,8 @@ exchange_read(ConfabUpstreamExchange *ex)
 			break;
 		}
 		if (n == 0) {
-			if (confab_http_response_parser_eof(ex->parser, &error) ==
-			    CONFAB_HTTP_PARSE_DONE) {
+			if (confab_upstream_response_parser_eof(ex->parser, &error) ==
+			    CONFAB_UPSTREAM_PARSE_DONE) {
 				exchange_finish(ex, NULL, FALSE);
 			} else if (exchange_retry_stale(ex)) {
 				g_error_free(error);
@@ -506,26 +548,27 @@ exchange_read(ConfabUpstreamExchange *ex)
 			}
 			break;
 		}
-		switch (confab_http_response_parser_feed(ex->parser,
-							 self->buffer,
-							 (gsize)n,
-							 &consumed,
-							 &error)) {
-		case CONFAB_HTTP_PARSE_DONE:
+		switch (confab_upstream_response_parser_feed(ex->parser,
+							     self->buffer,
+							     (gsize)n,
+							     &consumed,
+							     &error)) {
+		case CONFAB_UPSTREAM_PARSE_DONE:
 			/* bytes past the response, or a request not all
 			 * written: the connection is not fit for another */
-			exchange_finish(ex,
-					NULL,
-					consumed == (gsize)n &&
-					    confab_http_response_parser_keep_alive(ex->parser) &&
-					    ex->written == exchange_request_len(ex));
+			exchange_finish(
+			    ex,
+			    NULL,
+			    consumed == (gsize)n &&
+				confab_upstream_response_parser_keep_alive(ex->parser) &&
+				ex->written == exchange_request_len(ex));
 			break;
-		case CONFAB_HTTP_PARSE_ERROR:
+		case CONFAB_UPSTREAM_PARSE_ERROR:
 			exchange_finish(ex, error, FALSE);
 			break;
-		case CONFAB_HTTP_PARSE_STOPPED:
+		case CONFAB_UPSTREAM_PARSE_STOPPED:
 			break;
-		case CONFAB_HTTP_PARSE_MORE:
+		case CONFAB_UPSTREAM_PARSE_MORE:
 		default:
 			/* a short read drained the socket; TLS may hold more
 			 * than the socket shows, so it reads until it blocks */
@@ -539,10 +582,10 @@ out:
 }
 
 static void
-on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpointer user_data)
 {
 	ConfabUpstreamExchange *ex = user_data;
-	ex->handler->head(status, reason, headers, ex->user_data);
+	ex->handler->head(status, reason, fields, ex->user_data);
 }
 
 static void
@@ -758,7 +801,7 @@ confab_upstream_client_request(ConfabUpstreamClient *self,
 	ex->head_len = head->len;
 	ex->head = g_string_free(g_steal_pointer(&head), FALSE);
 	ex->body = body != NULL ? g_bytes_ref(body) : NULL;
-	ex->parser = confab_http_response_parser_new(on_head, on_body, ex);
+	ex->parser = confab_upstream_response_parser_new(on_head, on_body, ex);
 	exchange_start(ex);
 	return ex;
 }

@@ -6,7 +6,8 @@
 #pragma once
 
 #include <gio/gio.h>
-#include <libsoup/soup.h>
+
+#include "util/confab-http-fields.h"
 
 G_BEGIN_DECLS
 
@@ -14,7 +15,8 @@ G_BEGIN_DECLS
  * ConfabUpstreamHandler:
  * @sent: the request is written (the connection is up): the upstream has
  *   it. May run before confab_upstream_client_post() returns.
- * @head: the head of the response arrived
+ * @head: the head of the response arrived; its fields are valid during the
+ *   call only
  * @body: a piece of the decoded body arrived
  * @done: the exchange ended: @error (transfer full) is %NULL once the whole
  *   body arrived, or says what went wrong. Last callback.
@@ -26,7 +28,7 @@ typedef struct {
 	void (*sent)(gpointer user_data);
 	void (*head)(guint status,
 		     const gchar *reason,
-		     SoupMessageHeaders *headers,
+		     const ConfabHttpFields *fields,
 		     gpointer user_data);
 	void (*body)(const gchar *data, gsize len, gpointer user_data);
 	void (*done)(GError *error, gpointer user_data);

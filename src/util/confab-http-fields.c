@@ -267,3 +267,238 @@ confab_http_parse_field_line(const gchar *line,
 	*value_len = (gsize)(end - start);
 	return TRUE;
 }
+
+/* Finds `type "/" subtype` at the start of a Content-Type value (RFC 9110
+ * section 8.3.1), leading whitespace skipped; parameters may follow. */
+static gboolean
+find_media_type(const gchar *value, const gchar **start, gsize *len)
+{
+	const gchar *p;
+	const gchar *slash;
+	const gchar *end;
+
+	if (value == NULL)
+		return FALSE;
+	p = value;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	slash = strchr(p, '/');
+	if (slash == NULL || !confab_http_is_token(p, (gsize)(slash - p)))
+		return FALSE;
+	end = slash + 1;
+	while (is_tchar((guchar)*end))
+		end++;
+	if (end == slash + 1)
+		return FALSE;
+	/* then nothing, or parameters */
+	{
+		const gchar *q = end;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (*q != '\0' && *q != ';')
+			return FALSE;
+	}
+	*start = p;
+	*len = (gsize)(end - p);
+	return TRUE;
+}
+
+/**
+ * confab_http_media_type:
+ * @value: (nullable): a Content-Type value, as `text/event-stream; charset=utf-8`
+ *
+ * Returns: (transfer full) (nullable): the media type without its
+ *   parameters, in lower case (`text/event-stream`), or %NULL when @value
+ *   is missing or does not start with `type/subtype`
+ */
+gchar *
+confab_http_media_type(const gchar *value)
+{
+	const gchar *start;
+	gsize len;
+
+	if (!find_media_type(value, &start, &len))
+		return NULL;
+	return g_ascii_strdown(start, (gssize)len);
+}
+
+/**
+ * confab_http_media_type_is:
+ * @value: (nullable): a Content-Type value
+ * @type: a media type without parameters, as `application/json`
+ *
+ * Returns: whether @value names @type (in any case), with or without
+ *   parameters
+ */
+gboolean
+confab_http_media_type_is(const gchar *value, const gchar *type)
+{
+	const gchar *start;
+	gsize len;
+
+	return find_media_type(value, &start, &len) && strlen(type) == len &&
+	       g_ascii_strncasecmp(start, type, len) == 0;
+}
+
+/* ---------- HTTP-date, RFC 9110 section 5.6.7 ---------- */
+
+static const gchar *const month_names[] =
+    {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+static const gchar *const day_names[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+static const gchar *const long_day_names[] =
+    {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
+
+typedef struct {
+	const gchar *p;
+} DateScan;
+
+static gboolean
+date_literal(DateScan *s, const gchar *lit)
+{
+	gsize n = strlen(lit);
+	if (strncmp(s->p, lit, n) != 0)
+		return FALSE;
+	s->p += n;
+	return TRUE;
+}
+
+/* exactly @n digits */
+static gboolean
+date_digits(DateScan *s, guint n, gint *out)
+{
+	gint v = 0;
+	for (guint i = 0; i < n; i++) {
+		if (!g_ascii_isdigit(s->p[i]))
+			return FALSE;
+		v = v * 10 + (s->p[i] - '0');
+	}
+	s->p += n;
+	*out = v;
+	return TRUE;
+}
+
+/* one of @names (any case), its index in @index */
+static gboolean
+date_name(DateScan *s, const gchar *const *names, guint n, gint *index)
+{
+	for (guint i = 0; i < n; i++) {
+		gsize len = strlen(names[i]);
+		if (g_ascii_strncasecmp(s->p, names[i], len) == 0) {
+			s->p += len;
+			*index = (gint)i;
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+
+/* HH:MM:SS */
+static gboolean
+date_time(DateScan *s, gint *h, gint *m, gint *sec)
+{
+	return date_digits(s, 2, h) && date_literal(s, ":") && date_digits(s, 2, m) &&
+	       date_literal(s, ":") && date_digits(s, 2, sec);
+}
+
+static GDateTime *
+date_new(gint year, gint month, gint day, gint h, gint m, gint sec)
+{
+	if (year < 1 || year > 9999 || day < 1 || day > 31 || h > 23 || m > 59 || sec > 60)
+		return NULL;
+	/* a leap second: GDateTime has none */
+	if (sec == 60)
+		sec = 59;
+	return g_date_time_new_utc(year, month + 1, day, h, m, sec);
+}
+
+/* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
+static GDateTime *
+parse_imf_fixdate(const gchar *value)
+{
+	DateScan s = {value};
+	gint wday, day, month, year, h, m, sec;
+
+	if (!date_name(&s, day_names, 7, &wday) || !date_literal(&s, ", ") ||
+	    !date_digits(&s, 2, &day) || !date_literal(&s, " ") ||
+	    !date_name(&s, month_names, 12, &month) || !date_literal(&s, " ") ||
+	    !date_digits(&s, 4, &year) || !date_literal(&s, " ") || !date_time(&s, &h, &m, &sec) ||
+	    !date_literal(&s, " GMT") || *s.p != '\0')
+		return NULL;
+	return date_new(year, month, day, h, m, sec);
+}
+
+/* rfc850-date: Sunday, 06-Nov-94 08:49:37 GMT */
+static GDateTime *
+parse_rfc850_date(const gchar *value)
+{
+	DateScan s = {value};
+	gint wday, day, month, yy, h, m, sec, year;
+	g_autoptr(GDateTime) now = NULL;
+	gint this_year;
+
+	if (!date_name(&s, long_day_names, 7, &wday) || !date_literal(&s, ", ") ||
+	    !date_digits(&s, 2, &day) || !date_literal(&s, "-") ||
+	    !date_name(&s, month_names, 12, &month) || !date_literal(&s, "-") ||
+	    !date_digits(&s, 2, &yy) || !date_literal(&s, " ") || !date_time(&s, &h, &m, &sec) ||
+	    !date_literal(&s, " GMT") || *s.p != '\0')
+		return NULL;
+	/* RFC 9110: a two-digit year more than 50 years ahead is in the past */
+	now = g_date_time_new_now_utc();
+	this_year = g_date_time_get_year(now);
+	year = this_year - this_year % 100 + yy;
+	if (year > this_year + 50)
+		year -= 100;
+	return date_new(year, month, day, h, m, sec);
+}
+
+/* asctime-date: Sun Nov  6 08:49:37 1994 */
+static GDateTime *
+parse_asctime_date(const gchar *value)
+{
+	DateScan s = {value};
+	gint wday, day, month, year, h, m, sec;
+
+	if (!date_name(&s, day_names, 7, &wday) || !date_literal(&s, " ") ||
+	    !date_name(&s, month_names, 12, &month) || !date_literal(&s, " "))
+		return NULL;
+	if (*s.p == ' ') {
+		s.p++;
+		if (!date_digits(&s, 1, &day))
+			return NULL;
+	} else if (!date_digits(&s, 2, &day)) {
+		return NULL;
+	}
+	if (!date_literal(&s, " ") || !date_time(&s, &h, &m, &sec) || !date_literal(&s, " ") ||
+	    !date_digits(&s, 4, &year) || *s.p != '\0')
+		return NULL;
+	return date_new(year, month, day, h, m, sec);
+}
+
+/**
+ * confab_http_parse_date:
+ * @value: an HTTP-date, as in Retry-After or Date
+ *
+ * Parses the three forms RFC 9110 section 5.6.7 asks recipients to take:
+ * IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form
+ * (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime's
+ * (`Sun Nov  6 08:49:37 1994`). Surrounding whitespace is ignored; names
+ * are taken in any case; the day name is not checked against the date.
+ *
+ * Returns: (transfer full) (nullable): the time in UTC, or %NULL when
+ *   @value is none of them or not a real date
+ */
+GDateTime *
+confab_http_parse_date(const gchar *value)
+{
+	g_autofree gchar *trimmed = NULL;
+	GDateTime *when;
+
+	g_return_val_if_fail(value != NULL, NULL);
+	trimmed = g_strstrip(g_strdup(value));
+	when = parse_imf_fixdate(trimmed);
+	if (when == NULL)
+		when = parse_rfc850_date(trimmed);
+	if (when == NULL)
+		when = parse_asctime_date(trimmed);
+	return when;
+}

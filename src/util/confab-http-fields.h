@@ -56,6 +56,12 @@ confab_http_parse_field_line(const gchar *line,
 			     gsize *name_len,
 			     const gchar **value,
 			     gsize *value_len);
+gchar *
+confab_http_media_type(const gchar *value);
+gboolean
+confab_http_media_type_is(const gchar *value, const gchar *type);
+GDateTime *
+confab_http_parse_date(const gchar *value);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabHttpFields, confab_http_fields_free)
 

@@ -17,7 +17,10 @@
 static void
 test_defaults(void)
 {
-	g_autoptr(ConfabConfig) config = confab_config_new();
+	g_autoptr(ConfabConfig) config = NULL;
+
+	g_unsetenv("CREDENTIALS_DIRECTORY");
+	config = confab_config_new();
 
 	g_assert_cmpstr(config->listen, ==, "127.0.0.1:8080");
 	g_assert_cmpstr(config->state_dir, ==, CONFAB_DEFAULT_STATE_DIR);
@@ -34,6 +37,27 @@ test_defaults(void)
 	g_assert_cmpuint(config->upstream_connect_timeout, >, 0);
 	g_assert_cmpuint(config->upstream_total_timeout, >=, config->upstream_first_byte_timeout);
 	g_assert_cmpuint(config->read_connections, >=, 1);
+	g_assert_cmpstr(config->credentials_dir, ==, "/etc/confab/keys");
+}
+
+/* Under systemd, LoadCredential= says where the keys are. */
+static void
+test_credentials_directory(void)
+{
+	g_autoptr(ConfabConfig) config = NULL;
+	g_autoptr(ConfabConfig) empty = NULL;
+
+	g_setenv("CREDENTIALS_DIRECTORY", "/run/credentials/confab.service", TRUE);
+	config = confab_config_new();
+	g_assert_cmpstr(config->credentials_dir, ==, "/run/credentials/confab.service");
+	g_setenv("CREDENTIALS_DIRECTORY", "", TRUE);
+	empty = confab_config_new();
+	g_assert_cmpstr(empty->credentials_dir, ==, "/etc/confab/keys");
+	g_unsetenv("CREDENTIALS_DIRECTORY");
+	/* the file wins */
+	g_assert_true(
+	    confab_config_load_data(config, "[upstream]\ncredentials_dir=/srv/keys\n", NULL));
+	g_assert_cmpstr(config->credentials_dir, ==, "/srv/keys");
 }
 
 static void
@@ -82,6 +106,7 @@ test_every_section(void)
 			    "total_timeout=600\n"
 			    "max_retries=0\n"
 			    "max_connections=9\n"
+			    "credentials_dir=/srv/confab/keys\n"
 			    "[storage]\n"
 			    "read_connections=5\n";
 
@@ -111,6 +136,7 @@ test_every_section(void)
 	/* [upstream] max_connections does not touch [limits] max_connections */
 	g_assert_cmpuint(config->upstream_max_connections, ==, 9);
 	g_assert_cmpuint(config->max_connections, ==, 50);
+	g_assert_cmpstr(config->credentials_dir, ==, "/srv/confab/keys");
 	g_assert_cmpuint(config->read_connections, ==, 5);
 }
 
@@ -326,10 +352,15 @@ test_documented_defaults(void)
 	g_auto(GStrv) lines = NULL;
 	g_autoptr(GString) uncommented = g_string_new(NULL);
 	g_autoptr(GRegex) regex = g_regex_new("^#([a-z_]+) = (.*)$", 0, 0, NULL);
-	g_autoptr(ConfabConfig) documented = confab_config_new();
-	g_autoptr(ConfabConfig) defaults = confab_config_new();
+	g_autoptr(ConfabConfig) documented = NULL;
+	g_autoptr(ConfabConfig) defaults = NULL;
 	g_autoptr(GError) error = NULL;
 	guint keys = 0;
+
+	/* credentials_dir's default outside systemd */
+	g_unsetenv("CREDENTIALS_DIRECTORY");
+	documented = confab_config_new();
+	defaults = confab_config_new();
 
 	if (!g_file_get_contents(path, &text, NULL, NULL)) {
 		g_test_skip("data/confab.conf.in not found");
@@ -351,7 +382,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 27);
+	g_assert_cmpuint(keys, ==, 28);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -395,6 +426,7 @@ test_documented_defaults(void)
 			 ==,
 			 defaults->upstream_max_connections);
 	g_assert_cmpuint(documented->read_connections, ==, defaults->read_connections);
+	g_assert_cmpstr(documented->credentials_dir, ==, defaults->credentials_dir);
 }
 
 int
@@ -404,6 +436,7 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/config/defaults", test_defaults);
 	g_test_add_func("/confab/config/empty-file-keeps-defaults", test_empty_file_keeps_defaults);
 	g_test_add_func("/confab/config/every-section", test_every_section);
+	g_test_add_func("/confab/config/credentials-directory", test_credentials_directory);
 	g_test_add_func("/confab/config/partial-override", test_partial_override);
 	g_test_add_func("/confab/config/bad-values", test_bad_values);
 	g_test_add_func("/confab/config/range-ends-accepted", test_range_ends_accepted);

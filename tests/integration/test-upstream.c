@@ -5,7 +5,9 @@
 
 #include "config.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "confab-test-helper.h"
 
@@ -138,15 +140,23 @@ typedef struct {
 	Upstream *up;
 	ConfabTestDaemon *daemon;
 	gchar *token;
+	gchar *keys_dir; /* [upstream] credentials_dir */
 } Fixture;
 
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
+	g_autofree gchar *config = NULL;
+
 	f->up = upstream_start();
-	f->daemon = confab_test_daemon_start(NULL, NULL);
+	f->keys_dir = confab_test_make_tmpdir("keys");
+	config = g_strdup_printf("[upstream]\ncredentials_dir=%s\n", f->keys_dir);
+	f->daemon = confab_test_daemon_start(config, NULL);
 	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
 }
+
+static void
+assert_no_trace(const gchar *text, gsize len);
 
 static void
 fixture_teardown(Fixture *f, gconstpointer data)
@@ -154,12 +164,14 @@ fixture_teardown(Fixture *f, gconstpointer data)
 	g_autofree gchar *output = NULL;
 
 	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
-	/* the upstream key is never logged */
+	/* the upstream key is never logged, nor any 8 bytes of it */
 	output = confab_test_daemon_get_output(f->daemon);
-	g_assert_null(strstr(output, API_KEY));
+	assert_no_trace(output, strlen(output));
 	confab_test_daemon_free(f->daemon);
 	upstream_free(f->up);
 	g_free(f->token);
+	confab_test_rm_rf(f->keys_dir);
+	g_free(f->keys_dir);
 }
 
 /* An openai agent's properties, to complete before agent_create(). */
@@ -1137,8 +1149,7 @@ test_retry_429_stream(Fixture *f, gconstpointer data)
 static void
 test_api_key_file(Fixture *f, gconstpointer data)
 {
-	g_autofree gchar *dir = confab_test_make_tmpdir("key");
-	g_autofree gchar *path = g_build_filename(dir, "key", NULL);
+	g_autofree gchar *path = g_build_filename(f->keys_dir, "key", NULL);
 	g_autoptr(GError) error = NULL;
 	g_autoptr(GVariant) props = NULL;
 	g_autofree gchar *agent = NULL;
@@ -1178,7 +1189,94 @@ test_api_key_file(Fixture *f, gconstpointer data)
 	confab_dbus_admin_call_get_agent_sync(f->daemon->admin, agent, &props, NULL, &error);
 	g_assert_no_error(error);
 	g_assert_false(variant_contains(props, "sk-file-"));
-	confab_test_rm_rf(dir);
+}
+
+static GError *
+create_agent_with_key_file(Fixture *f, const gchar *key_file, gchar **id)
+{
+	GError *error = NULL;
+	GVariantDict dict;
+
+	agent_dict_init(&dict, "plain", f->up->base_url);
+	g_variant_dict_insert(&dict, "api_key_file", "s", key_file);
+	confab_dbus_admin_call_create_agent_sync(f->daemon->admin,
+						 g_variant_dict_end(&dict),
+						 id,
+						 NULL,
+						 &error);
+	return error;
+}
+
+/* api_key_file is read only from [upstream] credentials_dir: a name in it,
+ * or an absolute path in it; "..", a path elsewhere, or a link that leads
+ * out are refused when the agent is created, and fail the turn when the
+ * file turns into one later. */
+static void
+test_api_key_file_confined(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *outside_dir = confab_test_make_tmpdir("outside");
+	g_autofree gchar *outside = g_build_filename(outside_dir, "stolen", NULL);
+	g_autofree gchar *inside = g_build_filename(f->keys_dir, "openai", NULL);
+	g_autofree gchar *link = g_build_filename(f->keys_dir, "link", NULL);
+	g_autofree gchar *sub = g_build_filename(f->keys_dir, "sub", NULL);
+	g_autofree gchar *dotdot = g_strdup_printf("%s/sub/../openai", f->keys_dir);
+	g_autofree gchar *agent = NULL;
+	g_autoptr(GError) error = NULL;
+	const gchar *refused[] =
+	    {"../outside/stolen", "sub/../openai", NULL, NULL, NULL, "link", "missing", "sub"};
+
+	refused[2] = dotdot;
+	refused[3] = outside;
+	refused[4] = "/etc/hostname";
+	g_file_set_contents(outside, "sk-outside-must-not-leave", -1, &error);
+	g_assert_no_error(error);
+	g_file_set_contents(inside, "sk-inside-0123456789", -1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(symlink(outside, link), ==, 0);
+	g_assert_cmpint(g_mkdir(sub, 0700), ==, 0);
+
+	for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+		g_autofree gchar *id = NULL;
+		g_autoptr(GError) e = create_agent_with_key_file(f, refused[i], &id);
+		g_autofree gchar *remote = NULL;
+		if (e == NULL)
+			g_error("api_key_file %s accepted", refused[i]);
+		remote = g_dbus_error_get_remote_error(e);
+		g_assert_cmpstr(remote, ==, "org.confab.Confab1.Error.InvalidArgument");
+		g_assert_nonnull(strstr(e->message, "api_key_file"));
+	}
+
+	/* a name in the directory, and the same as an absolute path */
+	g_assert_no_error(create_agent_with_key_file(f, "openai", &agent));
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, "key?", FALSE);
+		g_autoptr(JsonNode) req = upstream_request(f->up, 0);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(req, "headers.authorization"),
+				==,
+				"Bearer sk-inside-0123456789");
+	}
+	{
+		g_autofree gchar *id = NULL;
+		g_assert_no_error(create_agent_with_key_file(f, inside, &id));
+	}
+
+	/* the file becomes a link out of the directory: the turn fails, and
+	 * the key outside never goes anywhere */
+	g_assert_cmpint(g_unlink(inside), ==, 0);
+	g_assert_cmpint(symlink(outside, inside), ==, 0);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, "key now?", FALSE);
+		confab_test_assert_error(r, 502, "upstream_error");
+		g_assert_nonnull(strstr(confab_test_json_string(r->json, "error.message"),
+					"not inside the credentials directory"));
+		g_assert_null(
+		    strstr(confab_test_json_string(r->json, "error.message"), "sk-outside"));
+		g_assert_cmpuint(upstream_n_requests(f->up), ==, 1);
+	}
+	confab_test_rm_rf(outside_dir);
 }
 
 /* UpdateAgent: a new key and model apply to the next turn. */
@@ -1478,6 +1576,143 @@ test_client_disconnect_before_first_byte(Fixture *f, gconstpointer data)
 
 /* ---------- connections ---------- */
 
+/* ---------- secrets ---------- */
+
+/* Not the key, nor any 8 bytes of it. */
+static void
+assert_no_trace(const gchar *text, gsize len)
+{
+	g_autofree gchar *copy = g_strndup(text, len);
+
+	for (gsize i = 0; i + 8 <= strlen(API_KEY); i++) {
+		g_autofree gchar *part = g_strndup(API_KEY + i, 8);
+		if (strstr(copy, part) != NULL)
+			g_error("'%s' of the key in: %.200s", part, strstr(copy, part));
+	}
+}
+
+static void
+assert_response_no_trace(ConfabTestResponse *r)
+{
+	gsize len = 0;
+	const gchar *body = g_bytes_get_data(r->body, &len);
+	assert_no_trace(body, len);
+}
+
+/* The session's stored messages: nothing of the key anywhere in them. */
+static void
+assert_stored_no_trace(Fixture *f, const gchar *session_id)
+{
+	g_autoptr(ConfabTestResponse) list = get_messages(f, session_id);
+	assert_response_no_trace(list);
+}
+
+/* An upstream whose error quotes the Authorization header (401, and a 500
+ * that is retried and logged): the client's error, the stored error block
+ * and the daemon's log say [REDACTED] instead. */
+static void
+test_echo_auth_error(Fixture *f, gconstpointer data)
+{
+	const gchar *models[] = {"echo-auth", "echo-auth:500"};
+
+	for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
+		g_autofree gchar *agent = create_agent(f, models[i]);
+		g_autofree gchar *text = g_strdup_printf("who am I, %s?", models[i]);
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, text, FALSE);
+		g_autoptr(ConfabTestResponse) sse =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, text, TRUE);
+		g_autoptr(Stream) s = parse_stream(sse);
+		g_autoptr(ConfabTestResponse) convs = NULL;
+		const gchar *message;
+		JsonArray *data_array;
+
+		confab_test_assert_error(r, 502, "upstream_error");
+		message = confab_test_json_string(r->json, "error.message");
+		/* the message still helps */
+		g_assert_nonnull(strstr(message, "Incorrect API key provided"));
+		g_assert_nonnull(strstr(message, "Authorization: Bearer [REDACTED]"));
+		assert_response_no_trace(r);
+		g_assert_true(s->done);
+		g_assert_nonnull(s->error);
+		g_assert_nonnull(
+		    strstr(confab_test_json_string(s->error, "message"), "Bearer [REDACTED]"));
+		assert_response_no_trace(sse);
+
+		convs = confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->token, NULL);
+		data_array = json_node_get_array(confab_test_json_get(convs->json, "data"));
+		for (guint j = 0; j < json_array_get_length(data_array); j++) {
+			JsonNode *conv = json_array_get_element(data_array, j);
+			const gchar *id = confab_test_json_string(conv, "id");
+			g_autoptr(ConfabTestResponse) list = get_messages(f, id);
+			JsonNode *block = find_block(list->json, 1, "error");
+			g_assert_nonnull(block);
+			g_assert_nonnull(
+			    strstr(confab_test_json_string(block, "message"), "[REDACTED]"));
+			assert_response_no_trace(list);
+		}
+	}
+	/* the key did reach the upstream: the scrubbing is Confab's */
+	{
+		g_autoptr(JsonNode) req = upstream_request(f->up, 0);
+		g_assert_cmpstr(confab_test_json_string(req, "headers.authorization"),
+				==,
+				"Bearer " API_KEY);
+	}
+	/* the retries of the 500 were logged, scrubbed; fixture_teardown checks
+	 * that no line holds any of the key */
+	{
+		g_autofree gchar *output = confab_test_daemon_get_output(f->daemon);
+		g_assert_nonnull(strstr(output, "retrying"));
+		g_assert_nonnull(strstr(output, "Authorization: Bearer [REDACTED]"));
+	}
+}
+
+/* An upstream that streams the key back, cut across deltas, and in a tool
+ * call's arguments: no piece of it reaches a client or the store. */
+static void
+test_echo_auth_stream(Fixture *f, gconstpointer data)
+{
+	const gchar *expected = "Your key: [REDACTED] and again Bearer [REDACTED]";
+	g_autofree gchar *agent = create_agent(f, "echo-auth:stream");
+	g_autoptr(ConfabTestResponse) sse =
+	    confab_test_chat(f->daemon, f->token, agent, NULL, "say my key", TRUE);
+	g_autoptr(Stream) s = parse_stream(sse);
+	g_autoptr(ConfabTestResponse) json =
+	    confab_test_chat(f->daemon, f->token, agent, NULL, "say my key", FALSE);
+	g_autofree gchar *arguments = NULL;
+
+	g_assert_true(s->done);
+	g_assert_null(s->error);
+	g_assert_cmpstr(s->content->str, ==, expected);
+	g_assert_cmpstr(s->finish_reason, ==, "tool_calls");
+	/* the arguments, joined as a client joins them */
+	{
+		g_autoptr(GString) joined = g_string_new(NULL);
+		for (guint i = 0; i < s->events->len; i++) {
+			const gchar *part = confab_test_json_string(
+			    g_ptr_array_index(s->events, i),
+			    "choices.0.delta.tool_calls.0.function.arguments");
+			if (part != NULL)
+				g_string_append(joined, part);
+		}
+		g_assert_cmpstr(joined->str, ==, "{\"token\":\"[REDACTED]\"}");
+	}
+	assert_response_no_trace(sse);
+	assert_stored_no_trace(f, soup_message_headers_get_one(sse->headers, "x-session-id"));
+
+	g_assert_cmpuint(json->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.message.content"),
+			==,
+			expected);
+	arguments =
+	    g_strdup(confab_test_json_string(json->json,
+					     "choices.0.message.tool_calls.0.function.arguments"));
+	g_assert_cmpstr(arguments, ==, "{\"token\":\"[REDACTED]\"}");
+	assert_response_no_trace(json);
+	assert_stored_no_trace(f, confab_test_json_string(json->json, "metadata.session_id"));
+}
+
 /* Sequential turns reuse the kept-alive upstream connection. */
 static void
 test_connection_reuse(Fixture *f, gconstpointer data)
@@ -1554,9 +1789,12 @@ main(int argc, char **argv)
 	    {"/confab/upstream/429-exhausted", test_429_exhausted},
 	    {"/confab/upstream/retry-429-stream", test_retry_429_stream},
 	    {"/confab/upstream/api-key-file", test_api_key_file},
+	    {"/confab/upstream/api-key-file-confined", test_api_key_file_confined},
 	    {"/confab/upstream/update-agent", test_update_agent},
 	    {"/confab/upstream/content-parts", test_content_parts},
 	    {"/confab/upstream/userinfo", test_userinfo_not_leaked},
+	    {"/confab/upstream/echo-auth-error", test_echo_auth_error},
+	    {"/confab/upstream/echo-auth-stream", test_echo_auth_stream},
 	    {"/confab/upstream/client-disconnect", test_client_disconnect},
 	    {"/confab/upstream/connection-reuse", test_connection_reuse},
 	    {"/confab/upstream/client-disconnect-json", test_client_disconnect_json},
@@ -1564,6 +1802,9 @@ main(int argc, char **argv)
 	     test_client_disconnect_before_first_byte},
 	};
 
+	/* the daemons log the provider's info lines (retries) too: they must
+	 * not hold the key either */
+	g_setenv("G_MESSAGES_DEBUG", "ConfabProviderOpenai", FALSE);
 	confab_test_init(&argc, &argv, TRUE);
 	if (g_getenv("CONFAB_FAKE_UPSTREAM") == NULL) {
 		g_printerr(

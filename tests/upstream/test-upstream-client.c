@@ -17,6 +17,7 @@ typedef enum {
 	SERVE_KEEP,	   /* answer and keep the connection */
 	SERVE_CLOSE_AFTER, /* answer, then close without saying so */
 	SERVE_HOLD,	   /* read the request, answer nothing until it goes */
+	SERVE_FLOOD,	   /* a body without end, as fast as the socket takes it */
 } ServeMode;
 
 typedef struct {
@@ -80,6 +81,19 @@ on_run(GThreadedSocketService *service,
 					       "8\r\ndata: hi\r\n"
 					       "2\r\n\n\n\r\n"
 					       "0\r\n\r\n";
+		if (server->mode == SERVE_FLOOD) {
+			static const gchar head[] = "HTTP/1.1 200 OK\r\n"
+						    "Content-Type: text/event-stream\r\n\r\n";
+			g_autofree gchar *block = g_malloc(65536);
+			memset(block, ':', 65536);
+			if (g_output_stream_write_all(out, head, strlen(head), NULL, NULL, NULL)) {
+				/* until the client goes */
+				while (
+				    g_output_stream_write_all(out, block, 65536, NULL, NULL, NULL))
+					;
+			}
+			break;
+		}
 		if (server->mode == SERVE_HOLD) {
 			gchar byte;
 			/* until the client closes */
@@ -144,7 +158,7 @@ on_sent(gpointer user_data)
 }
 
 static void
-on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpointer user_data)
 {
 	((Outcome *)user_data)->status = status;
 }
@@ -324,6 +338,111 @@ test_abort(void)
 	outcome_clear(&outcome);
 }
 
+typedef struct {
+	ConfabUpstreamExchange *exchange;
+	guint64 bytes;
+	guint run;	 /* body pieces since the main loop last ran */
+	guint max_run;	 /* the longest such run */
+	gint64 fired_at; /* monotonic, when the timer ran */
+	gboolean done;
+} Flood;
+
+static void
+on_flood_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpointer data)
+{
+	g_assert_cmpuint(status, ==, 200);
+}
+
+static void
+on_flood_body(const gchar *data, gsize len, gpointer user_data)
+{
+	Flood *flood = user_data;
+
+	flood->bytes += len;
+	flood->run++;
+	flood->max_run = MAX(flood->max_run, flood->run);
+	/* slower than the server, as a relay that parses is */
+	g_usleep(200);
+}
+
+/* runs once per main loop iteration while the flood goes on */
+static gboolean
+on_flood_idle(gpointer user_data)
+{
+	Flood *flood = user_data;
+	flood->run = 0;
+	return flood->done ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
+}
+
+static void
+on_flood_done(GError *error, gpointer user_data)
+{
+	g_error("a flood has no end: %s", error != NULL ? error->message : "done");
+}
+
+static const ConfabUpstreamHandler flood_handler = {NULL,
+						    on_flood_head,
+						    on_flood_body,
+						    on_flood_done};
+
+static gboolean
+on_flood_timer(gpointer user_data)
+{
+	Flood *flood = user_data;
+	flood->fired_at = g_get_monotonic_time();
+	confab_upstream_exchange_abort(flood->exchange);
+	flood->done = TRUE;
+	return G_SOURCE_REMOVE;
+}
+
+static gboolean
+flood_done(gpointer data)
+{
+	return ((Flood *)data)->done;
+}
+
+/* However fast the upstream sends, the client returns to the main loop
+ * every few reads: a timer set for 300 ms fires on time, not when the
+ * upstream pauses (it never does). */
+static void
+test_timers_fire_under_flood(void)
+{
+	g_autoptr(Server) server = server_new(SERVE_FLOOD);
+	g_autoptr(ConfabUpstreamClient) client = confab_upstream_client_new("test", 8, 60, NULL);
+	g_autofree gchar *url =
+	    g_strdup_printf("http://127.0.0.1:%u/v1/chat/completions", server->port);
+	g_autoptr(GBytes) body = g_bytes_new_static("{}", 2);
+	Flood flood = {0};
+	gint64 start = g_get_monotonic_time();
+
+	flood.exchange = confab_upstream_client_post(client,
+						     url,
+						     NULL,
+						     "application/json",
+						     body,
+						     &flood_handler,
+						     &flood,
+						     NULL);
+	g_assert_nonnull(flood.exchange);
+	g_timeout_add(300, on_flood_timer, &flood);
+	g_idle_add_full(G_PRIORITY_DEFAULT, on_flood_idle, &flood, NULL);
+	g_assert_true(confab_test_wait_until(flood_done, &flood, 10000));
+	/* the idle source goes once it sees the end */
+	while (g_main_context_iteration(NULL, FALSE))
+		;
+	g_test_message("the timer fired after %" G_GINT64_FORMAT " ms, %" G_GUINT64_FORMAT
+		       " bytes read, at most %u reads in a row",
+		       (flood.fired_at - start) / 1000,
+		       flood.bytes,
+		       flood.max_run);
+	g_assert_cmpint(flood.fired_at - start, <, 1000 * 1000);
+	g_assert_cmpuint(flood.bytes, >, 0);
+	/* READS_PER_DISPATCH in confab-upstream-client.c */
+	g_assert_cmpuint(flood.max_run, <=, 4);
+	confab_upstream_exchange_unref(flood.exchange);
+	g_assert_cmpuint(confab_upstream_client_get_n_connections(client), ==, 0);
+}
+
 static void
 test_refused_and_bad_url(void)
 {
@@ -381,5 +500,7 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/upstream-client/idle-connections-go", test_idle_connections_go);
 	g_test_add_func("/confab/upstream-client/abort", test_abort);
 	g_test_add_func("/confab/upstream-client/refused-and-bad-url", test_refused_and_bad_url);
+	g_test_add_func("/confab/upstream-client/timers-fire-under-flood",
+			test_timers_fire_under_flood);
 	return g_test_run();
 }

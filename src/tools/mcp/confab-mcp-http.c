@@ -12,6 +12,7 @@
 #include "tools/mcp/confab-mcp-http.h"
 #include "tools/mcp/confab-mcp-jsonrpc.h"
 #include "upstream/confab-sse-parser.h"
+#include "util/confab-http-fields.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
 
@@ -201,14 +202,6 @@ exchange_abort(Exchange *ex, GError *error)
 }
 
 static gboolean
-media_type_is(const gchar *content_type, const gchar *type)
-{
-	gsize len = strlen(type);
-	return content_type != NULL && g_ascii_strncasecmp(content_type, type, len) == 0 &&
-	       (content_type[len] == '\0' || content_type[len] == ';' || content_type[len] == ' ');
-}
-
-static gboolean
 session_id_valid(const gchar *id)
 {
 	gsize len = strlen(id);
@@ -234,12 +227,12 @@ on_event(const gchar *event, const gchar *data, gsize data_len, gpointer user_da
 }
 
 static void
-on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer user_data)
+on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpointer user_data)
 {
 	Exchange *ex = user_data;
 	ConfabMcpHttp *self = ex->self;
-	const gchar *content_type = soup_message_headers_get_one(headers, "Content-Type");
-	const gchar *session_id = soup_message_headers_get_one(headers, "Mcp-Session-Id");
+	const gchar *content_type = confab_http_fields_get(fields, "Content-Type");
+	const gchar *session_id = confab_http_fields_get(fields, "Mcp-Session-Id");
 
 	ex->got_head = TRUE;
 	ex->status = status;
@@ -253,7 +246,7 @@ on_head(guint status, const gchar *reason, SoupMessageHeaders *headers, gpointer
 		else
 			g_message("%s: ignoring an invalid MCP session id", self->name);
 	}
-	if (media_type_is(content_type, "text/event-stream")) {
+	if (confab_http_media_type_is(content_type, "text/event-stream")) {
 		ex->sse = TRUE;
 		ex->sse_parser = confab_sse_parser_new(on_event, ex);
 		confab_sse_parser_set_max_event_size(ex->sse_parser, self->max_message_size);
