@@ -304,7 +304,16 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 		return FALSE;
 	echo = confab_provider_echo_new();
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(echo));
-	openai = confab_provider_openai_new(self->config);
+	openai = confab_provider_openai_new(&(ConfabProviderOpenaiOptions){
+	    .connect_timeout = self->config->upstream_connect_timeout,
+	    .first_byte_timeout = self->config->upstream_first_byte_timeout,
+	    .idle_timeout = self->config->upstream_idle_timeout,
+	    .total_timeout = self->config->upstream_total_timeout,
+	    .max_retries = self->config->upstream_max_retries,
+	    .max_connections = self->config->upstream_max_connections,
+	    .max_answer_bytes = self->config->max_answer_bytes,
+	    .credentials_dir = self->config->credentials_dir,
+	});
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(openai));
 
 	self->http = confab_http_router_new(self->engine);

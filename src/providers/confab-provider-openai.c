@@ -19,8 +19,8 @@
 #include "upstream/confab-sse-parser.h"
 #include "upstream/confab-upstream-client.h"
 #include "util/confab-error.h"
-#include "util/confab-json.h"
 #include "util/confab-http-fields.h"
+#include "util/confab-json.h"
 #include "util/confab-secret-scrubber.h"
 
 /*
@@ -59,9 +59,9 @@
 
 struct _ConfabProviderOpenai {
 	GObject parent_instance;
-	const ConfabConfig *config;   /* unowned: the daemon's */
-	ConfabUpstreamClient *client; /* owned */
-	GHashTable *key_files;	      /* owned: path -> KeyFile */
+	ConfabProviderOpenaiOptions options; /* owned strings */
+	ConfabUpstreamClient *client;	     /* owned */
+	GHashTable *key_files;		     /* owned: path -> KeyFile */
 };
 
 static void
@@ -126,7 +126,7 @@ key_file_free(KeyFile *kf)
 static gchar *
 resolve_key_file(ConfabProviderOpenai *self, const gchar *path, gchar **message)
 {
-	const gchar *dir = self->config->credentials_dir;
+	const gchar *dir = self->options.credentials_dir;
 	g_auto(GStrv) parts = NULL;
 	g_autofree gchar *full = NULL;
 	g_autofree gchar *canon_dir = NULL;
@@ -380,8 +380,8 @@ static void
 call_drop_exchange(Call *call)
 {
 	if (call->exchange != NULL) {
-		confab_upstream_exchange_abort(call->exchange);
-		g_clear_pointer(&call->exchange, confab_upstream_exchange_unref);
+		confab_upstream_client_exchange_abort(call->exchange);
+		g_clear_pointer(&call->exchange, confab_upstream_client_exchange_unref);
 	}
 }
 
@@ -449,20 +449,20 @@ static guint
 timeout_for(Call *call, Phase phase)
 {
 	ConfabAgent *agent = call->request->agent;
-	const ConfabConfig *config = call->self->config;
+	const ConfabProviderOpenaiOptions *options = &call->self->options;
 	guint t;
 
 	switch (phase) {
 	case PHASE_CONNECT:
 		t = confab_agent_get_connect_timeout(agent);
-		return t > 0 ? t : config->upstream_connect_timeout;
+		return t > 0 ? t : options->connect_timeout;
 	case PHASE_FIRST_BYTE:
 		t = confab_agent_get_first_byte_timeout(agent);
-		return t > 0 ? t : config->upstream_first_byte_timeout;
+		return t > 0 ? t : options->first_byte_timeout;
 	case PHASE_BODY:
 	default:
 		t = confab_agent_get_idle_timeout(agent);
-		return t > 0 ? t : config->upstream_idle_timeout;
+		return t > 0 ? t : options->idle_timeout;
 	}
 }
 
@@ -631,7 +631,7 @@ parse_retry_after(const gchar *value)
 	if (g_ascii_string_to_unsigned(value, 10, 0, 86400, &seconds, NULL))
 		return (gint64)seconds * 1000;
 	{
-		g_autoptr(GDateTime) when = confab_http_parse_date(value);
+		g_autoptr(GDateTime) when = confab_http_fields_parse_date(value);
 		g_autoptr(GDateTime) now = g_date_time_new_now_utc();
 		if (when != NULL)
 			return MAX(g_date_time_difference(when, now) / 1000, 0);
@@ -646,7 +646,7 @@ maybe_retry(Call *call, GError *error)
 	gint64 delay = parse_retry_after(call->retry_after);
 	gint64 left = (call->deadline - g_get_monotonic_time()) / 1000;
 
-	if (call->relayed || call->attempts > call->self->config->upstream_max_retries ||
+	if (call->relayed || call->attempts > call->self->options.max_retries ||
 	    g_cancellable_is_cancelled(call->cancellable))
 		return FALSE;
 	if (delay < 0) {
@@ -892,7 +892,7 @@ tool_calls_size(JsonArray *tool_calls)
 static gboolean
 take_answer_bytes(Call *call, gsize more)
 {
-	gsize max = call->self->config->max_answer_bytes;
+	gsize max = call->self->options.max_answer_bytes;
 
 	if (call->answer_bytes + more <= max) {
 		call->answer_bytes += more;
@@ -1121,7 +1121,7 @@ on_upstream_done(GError *error, gpointer user_data)
 static gsize
 json_body_max(Call *call)
 {
-	return call->self->config->max_answer_bytes * 2 + 64 * 1024;
+	return call->self->options.max_answer_bytes * 2 + 64 * 1024;
 }
 
 static void
@@ -1181,7 +1181,7 @@ on_upstream_head(guint status,
 	call->retry_after = g_strdup(confab_http_fields_get(fields, "Retry-After"));
 	if (status != 200) {
 		call->error_body = g_string_new(NULL);
-	} else if (confab_http_media_type_is(content_type, "text/event-stream")) {
+	} else if (confab_http_fields_media_type_is(content_type, "text/event-stream")) {
 		call->parser = confab_sse_parser_new(on_sse_event, call);
 		confab_sse_parser_set_max_event_size(call->parser, MAX_UPSTREAM_EVENT);
 	} else {
@@ -1338,9 +1338,8 @@ confab_provider_openai_complete_async(ConfabProvider *provider,
 	call->arguments_pending = g_ptr_array_new_with_free_func(pending_free);
 	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : g_cancellable_new();
 	call->url = confab_provider_openai_build_url(confab_agent_get_base_url(agent));
-	call->deadline =
-	    g_get_monotonic_time() +
-	    (gint64)(total > 0 ? total : self->config->upstream_total_timeout) * G_USEC_PER_SEC;
+	call->deadline = g_get_monotonic_time() +
+			 (gint64)(total > 0 ? total : self->options.total_timeout) * G_USEC_PER_SEC;
 	if (confab_agent_get_api_key(agent) != NULL) {
 		call->api_key = g_strdup(confab_agent_get_api_key(agent));
 	} else if (confab_agent_get_api_key_file(agent) != NULL) {
@@ -1409,7 +1408,10 @@ confab_provider_openai_check_agent(ConfabProvider *provider, ConfabAgent *agent,
 							   confab_agent_get_api_key_file(agent),
 							   &message);
 		if (canon == NULL) {
-			confab_error_set(error, CONFAB_ERROR_INVALID_VALUE, "api_key_file", message);
+			confab_error_set(error,
+					 CONFAB_ERROR_INVALID_VALUE,
+					 "api_key_file",
+					 message);
 			return FALSE;
 		}
 	}
@@ -1436,6 +1438,7 @@ confab_provider_openai_finalize(GObject *object)
 {
 	ConfabProviderOpenai *self = CONFAB_PROVIDER_OPENAI(object);
 	g_clear_object(&self->client);
+	g_free(self->options.credentials_dir);
 	g_clear_pointer(&self->key_files, g_hash_table_unref);
 	G_OBJECT_CLASS(confab_provider_openai_parent_class)->finalize(object);
 }
@@ -1493,20 +1496,21 @@ proxy_resolver_from_env(void)
 
 /**
  * confab_provider_openai_new:
- * @config: the daemon's settings; must outlive the provider
+ * @options: what the configuration says; copied
  *
  * Returns: (transfer full): the openai provider
  */
 ConfabProviderOpenai *
-confab_provider_openai_new(const ConfabConfig *config)
+confab_provider_openai_new(const ConfabProviderOpenaiOptions *options)
 {
 	ConfabProviderOpenai *self = g_object_new(CONFAB_TYPE_PROVIDER_OPENAI, NULL);
 	g_autofree gchar *user_agent = g_strdup_printf("confab/%s", PACKAGE_VERSION);
 
 	g_autoptr(GProxyResolver) resolver = proxy_resolver_from_env();
 
-	self->config = config;
+	self->options = *options;
+	self->options.credentials_dir = g_strdup(options->credentials_dir);
 	self->client =
-	    confab_upstream_client_new(user_agent, config->upstream_max_connections, 60, resolver);
+	    confab_upstream_client_new(user_agent, options->max_connections, 60, resolver);
 	return self;
 }

@@ -118,14 +118,14 @@ exchange_ref(ConfabUpstreamExchange *ex)
 }
 
 /**
- * confab_upstream_exchange_unref:
+ * confab_upstream_client_exchange_unref:
  * @exchange: an exchange from confab_upstream_client_post()
  *
  * Drops the caller's reference. A running exchange goes on; abort it
  * first if its callbacks must not run any more.
  */
 void
-confab_upstream_exchange_unref(ConfabUpstreamExchange *ex)
+confab_upstream_client_exchange_unref(ConfabUpstreamExchange *ex)
 {
 	if (!g_atomic_int_dec_and_test(&ex->ref_count))
 		return;
@@ -264,7 +264,7 @@ pool_put(ConfabUpstreamClient *self, Conn *conn)
 			ex->reused = TRUE;
 			conn->exchange = ex;
 			exchange_start(ex);
-			confab_upstream_exchange_unref(ex);
+			confab_upstream_client_exchange_unref(ex);
 			return;
 		}
 	}
@@ -343,7 +343,7 @@ exchange_unwait(ConfabUpstreamExchange *ex)
 	if (ex->waiting) {
 		ex->waiting = FALSE;
 		g_queue_remove(&ex->client->waiting, ex);
-		confab_upstream_exchange_unref(ex);
+		confab_upstream_client_exchange_unref(ex);
 	}
 }
 
@@ -360,11 +360,11 @@ exchange_finish(ConfabUpstreamExchange *ex, GError *error, gboolean keep)
 	exchange_unwait(ex);
 	exchange_detach(ex, keep && error == NULL);
 	ex->handler->done(error, ex->user_data);
-	confab_upstream_exchange_unref(ex);
+	confab_upstream_client_exchange_unref(ex);
 }
 
 /**
- * confab_upstream_exchange_abort:
+ * confab_upstream_client_exchange_abort:
  * @exchange: an exchange from confab_upstream_client_post()
  *
  * Stops the exchange: its connection is closed (the upstream sees the
@@ -372,7 +372,7 @@ exchange_finish(ConfabUpstreamExchange *ex, GError *error, gboolean keep)
  * inside them, and on a finished exchange.
  */
 void
-confab_upstream_exchange_abort(ConfabUpstreamExchange *ex)
+confab_upstream_client_exchange_abort(ConfabUpstreamExchange *ex)
 {
 	if (ex->finished)
 		return;
@@ -382,7 +382,7 @@ confab_upstream_exchange_abort(ConfabUpstreamExchange *ex)
 		g_cancellable_cancel(ex->cancellable);
 	exchange_unwait(ex);
 	exchange_detach(ex, FALSE);
-	confab_upstream_exchange_unref(ex);
+	confab_upstream_client_exchange_unref(ex);
 }
 
 /* A kept-alive connection the upstream had closed: once, a new one. */
@@ -578,7 +578,7 @@ exchange_read(ConfabUpstreamExchange *ex)
 		}
 	}
 out:
-	confab_upstream_exchange_unref(ex);
+	confab_upstream_client_exchange_unref(ex);
 }
 
 static void
@@ -623,7 +623,7 @@ on_connected(GObject *source, GAsyncResult *result, gpointer user_data)
 		ex->conn->exchange = ex;
 		exchange_write(ex);
 	}
-	confab_upstream_exchange_unref(ex);
+	confab_upstream_client_exchange_unref(ex);
 }
 
 static void
@@ -684,7 +684,7 @@ client_slot_freed(ConfabUpstreamClient *self)
 		return;
 	ex->waiting = FALSE;
 	exchange_connect(ex);
-	confab_upstream_exchange_unref(ex);
+	confab_upstream_client_exchange_unref(ex);
 }
 
 /**

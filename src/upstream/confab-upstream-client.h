@@ -22,7 +22,7 @@ G_BEGIN_DECLS
  *   body arrived, or says what went wrong. Last callback.
  *
  * What a caller of confab_upstream_client_post() hears. None is called
- * after confab_upstream_exchange_abort(), which any of them may call.
+ * after confab_upstream_client_exchange_abort(), which any of them may call.
  */
 typedef struct {
 	void (*sent)(gpointer user_data);
@@ -67,10 +67,10 @@ guint
 confab_upstream_client_get_n_connections(ConfabUpstreamClient *self);
 
 void
-confab_upstream_exchange_abort(ConfabUpstreamExchange *exchange);
+confab_upstream_client_exchange_abort(ConfabUpstreamExchange *exchange);
 void
-confab_upstream_exchange_unref(ConfabUpstreamExchange *exchange);
+confab_upstream_client_exchange_unref(ConfabUpstreamExchange *exchange);
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabUpstreamExchange, confab_upstream_exchange_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabUpstreamExchange, confab_upstream_client_exchange_unref)
 
 G_END_DECLS

@@ -213,7 +213,7 @@ parse_status_line(const gchar *line,
 	*status = (guint)((line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0'));
 	reason_start = len > 12 ? line + 13 : line + len;
 	reason_len = (gsize)(line + len - reason_start);
-	if (!confab_http_is_field_value(reason_start, reason_len)) {
+	if (!confab_http_fields_is_field_value(reason_start, reason_len)) {
 		set_invalid(error, "a control character in the reason phrase");
 		return FALSE;
 	}
@@ -233,7 +233,7 @@ add_field(ConfabUpstreamResponseParser *self, const gchar *line, gsize len, GErr
 		set_invalid(error, "too many header fields");
 		return FALSE;
 	}
-	if (!confab_http_parse_field_line(line, len, &name_len, &value, &value_len)) {
+	if (!confab_http_fields_parse_field_line(line, len, &name_len, &value, &value_len)) {
 		set_invalid(error, "malformed header field line");
 		return FALSE;
 	}

@@ -133,14 +133,14 @@ confab_http_fields_count(const ConfabHttpFields *fields, const gchar *name)
 }
 
 /**
- * confab_http_list_has_token:
+ * confab_http_fields_list_has_token:
  * @list: a comma-separated list, as `Connection: keep-alive, Upgrade`
  * @token: a token
  *
  * Returns: whether @token is one of the elements of @list (any case)
  */
 gboolean
-confab_http_list_has_token(const gchar *list, const gchar *token)
+confab_http_fields_list_has_token(const gchar *list, const gchar *token)
 {
 	gsize token_len = strlen(token);
 	const gchar *p = list;
@@ -176,7 +176,8 @@ confab_http_fields_has_token(const ConfabHttpFields *fields, const gchar *name, 
 	guint n = confab_http_fields_get_size(fields);
 	for (guint i = 0; i < n; i++) {
 		if (g_ascii_strcasecmp(confab_http_fields_get_name(fields, i), name) == 0 &&
-		    confab_http_list_has_token(confab_http_fields_get_value(fields, i), token))
+		    confab_http_fields_list_has_token(confab_http_fields_get_value(fields, i),
+						      token))
 			return TRUE;
 	}
 	return FALSE;
@@ -192,12 +193,12 @@ is_tchar(guchar c)
 }
 
 /**
- * confab_http_is_token:
+ * confab_http_fields_is_token:
  *
  * Returns: whether @str is a non-empty token (RFC 9110 section 5.6.2)
  */
 gboolean
-confab_http_is_token(const gchar *str, gsize len)
+confab_http_fields_is_token(const gchar *str, gsize len)
 {
 	if (len == 0)
 		return FALSE;
@@ -209,14 +210,14 @@ confab_http_is_token(const gchar *str, gsize len)
 }
 
 /**
- * confab_http_is_field_value:
+ * confab_http_fields_is_field_value:
  *
  * Returns: whether @value holds only what a field value may (RFC 9110
  * section 5.5): visible characters, obs-text, spaces and tabs; never NUL, CR,
  * LF or another control character
  */
 gboolean
-confab_http_is_field_value(const gchar *value, gsize len)
+confab_http_fields_is_field_value(const gchar *value, gsize len)
 {
 	for (gsize i = 0; i < len; i++) {
 		guchar c = (guchar)value[i];
@@ -228,7 +229,7 @@ confab_http_is_field_value(const gchar *value, gsize len)
 }
 
 /**
- * confab_http_parse_field_line:
+ * confab_http_fields_parse_field_line:
  * @line: one field line, without its CRLF
  * @len: its length
  * @name_len: (out): the length of the name, which starts @line
@@ -243,24 +244,24 @@ confab_http_is_field_value(const gchar *value, gsize len)
  * Returns: whether @line is a valid field line
  */
 gboolean
-confab_http_parse_field_line(const gchar *line,
-			     gsize len,
-			     gsize *name_len,
-			     const gchar **value,
-			     gsize *value_len)
+confab_http_fields_parse_field_line(const gchar *line,
+				    gsize len,
+				    gsize *name_len,
+				    const gchar **value,
+				    gsize *value_len)
 {
 	const gchar *colon = memchr(line, ':', len);
 	const gchar *start;
 	const gchar *end = line + len;
 
-	if (colon == NULL || !confab_http_is_token(line, (gsize)(colon - line)))
+	if (colon == NULL || !confab_http_fields_is_token(line, (gsize)(colon - line)))
 		return FALSE;
 	start = colon + 1;
 	while (start < end && (*start == ' ' || *start == '\t'))
 		start++;
 	while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
 		end--;
-	if (!confab_http_is_field_value(start, (gsize)(end - start)))
+	if (!confab_http_fields_is_field_value(start, (gsize)(end - start)))
 		return FALSE;
 	*name_len = (gsize)(colon - line);
 	*value = start;
@@ -283,7 +284,7 @@ find_media_type(const gchar *value, const gchar **start, gsize *len)
 	while (*p == ' ' || *p == '\t')
 		p++;
 	slash = strchr(p, '/');
-	if (slash == NULL || !confab_http_is_token(p, (gsize)(slash - p)))
+	if (slash == NULL || !confab_http_fields_is_token(p, (gsize)(slash - p)))
 		return FALSE;
 	end = slash + 1;
 	while (is_tchar((guchar)*end))
@@ -304,7 +305,7 @@ find_media_type(const gchar *value, const gchar **start, gsize *len)
 }
 
 /**
- * confab_http_media_type:
+ * confab_http_fields_media_type:
  * @value: (nullable): a Content-Type value, as `text/event-stream; charset=utf-8`
  *
  * Returns: (transfer full) (nullable): the media type without its
@@ -312,7 +313,7 @@ find_media_type(const gchar *value, const gchar **start, gsize *len)
  *   is missing or does not start with `type/subtype`
  */
 gchar *
-confab_http_media_type(const gchar *value)
+confab_http_fields_media_type(const gchar *value)
 {
 	const gchar *start;
 	gsize len;
@@ -323,7 +324,7 @@ confab_http_media_type(const gchar *value)
 }
 
 /**
- * confab_http_media_type_is:
+ * confab_http_fields_media_type_is:
  * @value: (nullable): a Content-Type value
  * @type: a media type without parameters, as `application/json`
  *
@@ -331,7 +332,7 @@ confab_http_media_type(const gchar *value)
  *   parameters
  */
 gboolean
-confab_http_media_type_is(const gchar *value, const gchar *type)
+confab_http_fields_media_type_is(const gchar *value, const gchar *type)
 {
 	const gchar *start;
 	gsize len;
@@ -475,7 +476,7 @@ parse_asctime_date(const gchar *value)
 }
 
 /**
- * confab_http_parse_date:
+ * confab_http_fields_parse_date:
  * @value: an HTTP-date, as in Retry-After or Date
  *
  * Parses the three forms RFC 9110 section 5.6.7 asks recipients to take:
@@ -488,7 +489,7 @@ parse_asctime_date(const gchar *value)
  *   @value is none of them or not a real date
  */
 GDateTime *
-confab_http_parse_date(const gchar *value)
+confab_http_fields_parse_date(const gchar *value)
 {
 	g_autofree gchar *trimmed = NULL;
 	GDateTime *when;

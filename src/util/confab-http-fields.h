@@ -45,23 +45,23 @@ gboolean
 confab_http_fields_has_token(const ConfabHttpFields *fields, const gchar *name, const gchar *token);
 
 gboolean
-confab_http_list_has_token(const gchar *list, const gchar *token);
+confab_http_fields_list_has_token(const gchar *list, const gchar *token);
 gboolean
-confab_http_is_token(const gchar *str, gsize len);
+confab_http_fields_is_token(const gchar *str, gsize len);
 gboolean
-confab_http_is_field_value(const gchar *value, gsize len);
+confab_http_fields_is_field_value(const gchar *value, gsize len);
 gboolean
-confab_http_parse_field_line(const gchar *line,
-			     gsize len,
-			     gsize *name_len,
-			     const gchar **value,
-			     gsize *value_len);
+confab_http_fields_parse_field_line(const gchar *line,
+				    gsize len,
+				    gsize *name_len,
+				    const gchar **value,
+				    gsize *value_len);
 gchar *
-confab_http_media_type(const gchar *value);
+confab_http_fields_media_type(const gchar *value);
 gboolean
-confab_http_media_type_is(const gchar *value, const gchar *type);
+confab_http_fields_media_type_is(const gchar *value, const gchar *type);
 GDateTime *
-confab_http_parse_date(const gchar *value);
+confab_http_fields_parse_date(const gchar *value);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabHttpFields, confab_http_fields_free)
 

@@ -18,7 +18,7 @@ on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpoin
 {
 	GString *out = user_data;
 	g_autofree gchar *type =
-	    confab_http_media_type(confab_http_fields_get(fields, "Content-Type"));
+	    confab_http_fields_media_type(confab_http_fields_get(fields, "Content-Type"));
 
 	g_string_append_printf(out, "head %u %s %s\n", status, reason, type != NULL ? type : "-");
 	for (guint i = 0; i < confab_http_fields_get_size(fields); i++)

@@ -312,7 +312,7 @@ test_connection_cap(void)
 		g_assert_true(confab_test_wait_until(outcome_done, &outcomes[i], 10000));
 		g_assert_no_error(outcomes[i].error);
 		g_assert_cmpstr(outcomes[i].body->str, ==, "data: hi\n\n");
-		confab_upstream_exchange_unref(exchanges[i]);
+		confab_upstream_client_exchange_unref(exchanges[i]);
 		outcome_clear(&outcomes[i]);
 	}
 	g_assert_cmpint(g_atomic_int_get(&server->requests), ==, 6);
@@ -329,8 +329,8 @@ test_abort(void)
 
 	g_assert_true(confab_test_wait_until(outcome_done, &outcome, 300) == FALSE);
 	g_assert_true(outcome.sent);
-	confab_upstream_exchange_abort(exchange);
-	confab_upstream_exchange_unref(exchange);
+	confab_upstream_client_exchange_abort(exchange);
+	confab_upstream_client_exchange_unref(exchange);
 	/* the server sees the connection go; nobody hears back */
 	g_assert_true(confab_test_wait_until(server_gone, server, 10000));
 	g_assert_false(outcome.done);
@@ -390,7 +390,7 @@ on_flood_timer(gpointer user_data)
 {
 	Flood *flood = user_data;
 	flood->fired_at = g_get_monotonic_time();
-	confab_upstream_exchange_abort(flood->exchange);
+	confab_upstream_client_exchange_abort(flood->exchange);
 	flood->done = TRUE;
 	return G_SOURCE_REMOVE;
 }
@@ -439,7 +439,7 @@ test_timers_fire_under_flood(void)
 	g_assert_cmpuint(flood.bytes, >, 0);
 	/* READS_PER_DISPATCH in confab-upstream-client.c */
 	g_assert_cmpuint(flood.max_run, <=, 4);
-	confab_upstream_exchange_unref(flood.exchange);
+	confab_upstream_client_exchange_unref(flood.exchange);
 	g_assert_cmpuint(confab_upstream_client_get_n_connections(client), ==, 0);
 }
 

@@ -34,7 +34,8 @@ on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpoin
 	g_free(seen->reason);
 	seen->reason = g_strdup(reason);
 	g_free(seen->content_type);
-	seen->content_type = confab_http_media_type(confab_http_fields_get(fields, "Content-Type"));
+	seen->content_type =
+	    confab_http_fields_media_type(confab_http_fields_get(fields, "Content-Type"));
 	for (guint i = 0; i < confab_http_fields_get_size(fields); i++)
 		g_string_append_printf(all,
 				       "%s: %s\n",

@@ -55,23 +55,24 @@ test_media_type(void)
 	    {"text/event-streamx", "text/event-streamx"},
 	};
 
-	g_assert_null(confab_http_media_type(NULL));
-	g_assert_false(confab_http_media_type_is(NULL, "text/plain"));
+	g_assert_null(confab_http_fields_media_type(NULL));
+	g_assert_false(confab_http_fields_media_type_is(NULL, "text/plain"));
 	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-		g_autofree gchar *type = confab_http_media_type(cases[i].value);
+		g_autofree gchar *type = confab_http_fields_media_type(cases[i].value);
 		g_assert_cmpstr(type, ==, cases[i].type);
 		if (cases[i].type != NULL)
-			g_assert_true(confab_http_media_type_is(cases[i].value, cases[i].type));
+			g_assert_true(
+			    confab_http_fields_media_type_is(cases[i].value, cases[i].type));
 	}
-	g_assert_false(confab_http_media_type_is("text/event-streamx", "text/event-stream"));
-	g_assert_false(confab_http_media_type_is("text/event", "text/event-stream"));
-	g_assert_true(confab_http_media_type_is("TEXT/EVENT-STREAM", "text/event-stream"));
+	g_assert_false(confab_http_fields_media_type_is("text/event-streamx", "text/event-stream"));
+	g_assert_false(confab_http_fields_media_type_is("text/event", "text/event-stream"));
+	g_assert_true(confab_http_fields_media_type_is("TEXT/EVENT-STREAM", "text/event-stream"));
 }
 
 static void
 assert_date(const gchar *value, const gchar *iso)
 {
-	g_autoptr(GDateTime) when = confab_http_parse_date(value);
+	g_autoptr(GDateTime) when = confab_http_fields_parse_date(value);
 	g_autofree gchar *text = NULL;
 
 	if (iso == NULL) {

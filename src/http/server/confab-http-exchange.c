@@ -276,7 +276,7 @@ void
 confab_http_exchange_add_header(ConfabHttpExchange *self, const gchar *name, const gchar *value)
 {
 	g_return_if_fail(!self->responded);
-	g_return_if_fail(confab_http_is_token(name, strlen(name)));
+	g_return_if_fail(confab_http_fields_is_token(name, strlen(name)));
 	g_string_append(self->headers, name);
 	g_string_append(self->headers, ": ");
 	for (const gchar *p = value; *p != '\0'; p++) {

@@ -212,7 +212,7 @@ parse_request_line(ConfabHttpRequestHead *head, const gchar *line, gsize len, GE
 	const gchar *sp2 = sp1 != NULL ? memchr(sp1 + 1, ' ', end - sp1 - 1) : NULL;
 
 	if (sp1 == NULL || sp2 == NULL || memchr(sp2 + 1, ' ', end - sp2 - 1) != NULL ||
-	    !confab_http_is_token(line, sp1 - line)) {
+	    !confab_http_fields_is_token(line, sp1 - line)) {
 		g_set_error_literal(error,
 				    CONFAB_ERROR,
 				    CONFAB_ERROR_MALFORMED_REQUEST,
@@ -403,7 +403,11 @@ parse_head(ConfabHttpRequestParser *self, GError **error)
 					    "The request has too many header fields");
 			return FALSE;
 		}
-		if (!confab_http_parse_field_line(p, eol - p, &name_len, &value, &value_len)) {
+		if (!confab_http_fields_parse_field_line(p,
+							 eol - p,
+							 &name_len,
+							 &value,
+							 &value_len)) {
 			g_set_error_literal(error,
 					    CONFAB_ERROR,
 					    CONFAB_ERROR_MALFORMED_REQUEST,
@@ -546,7 +550,8 @@ parse_chunk_line(const gchar *line, gsize len, guint64 *size)
 	if (i < len) {
 		while (i < len && (line[i] == ' ' || line[i] == '\t'))
 			i++;
-		if (i == len || line[i] != ';' || !confab_http_is_field_value(line + i, len - i))
+		if (i == len || line[i] != ';' ||
+		    !confab_http_fields_is_field_value(line + i, len - i))
 			return FALSE;
 	}
 	*size = n;
@@ -709,11 +714,11 @@ chunk_trailer_step(ConfabHttpRequestParser *self,
 		self->state = STATE_DONE;
 		return STEP_OK;
 	}
-	if (!confab_http_parse_field_line(self->line->str,
-					  self->line->len,
-					  &name_len,
-					  &value,
-					  &value_len))
+	if (!confab_http_fields_parse_field_line(self->line->str,
+						 self->line->len,
+						 &name_len,
+						 &value,
+						 &value_len))
 		return chunk_fail(self,
 				  error,
 				  CONFAB_ERROR_MALFORMED_REQUEST,

@@ -12,8 +12,8 @@
 #include "tools/mcp/confab-mcp-http.h"
 #include "tools/mcp/confab-mcp-jsonrpc.h"
 #include "upstream/confab-sse-parser.h"
-#include "util/confab-http-fields.h"
 #include "util/confab-error.h"
+#include "util/confab-http-fields.h"
 #include "util/confab-json.h"
 
 /**
@@ -139,7 +139,7 @@ exchange_unref(Exchange *ex)
 		g_source_destroy(ex->timeout_source);
 		g_source_unref(ex->timeout_source);
 	}
-	g_clear_pointer(&ex->exchange, confab_upstream_exchange_unref);
+	g_clear_pointer(&ex->exchange, confab_upstream_client_exchange_unref);
 	g_clear_object(&ex->sse_parser);
 	if (ex->body != NULL)
 		g_string_free(ex->body, TRUE);
@@ -197,7 +197,7 @@ exchange_abort(Exchange *ex, GError *error)
 	g_autoptr(Exchange) keep = exchange_ref(ex);
 
 	if (ex->exchange != NULL)
-		confab_upstream_exchange_abort(ex->exchange);
+		confab_upstream_client_exchange_abort(ex->exchange);
 	exchange_end(ex, error);
 }
 
@@ -246,7 +246,7 @@ on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpoin
 		else
 			g_message("%s: ignoring an invalid MCP session id", self->name);
 	}
-	if (confab_http_media_type_is(content_type, "text/event-stream")) {
+	if (confab_http_fields_media_type_is(content_type, "text/event-stream")) {
 		ex->sse = TRUE;
 		ex->sse_parser = confab_sse_parser_new(on_event, ex);
 		confab_sse_parser_set_max_event_size(ex->sse_parser, self->max_message_size);
