@@ -36,6 +36,10 @@
  *   hang           never answers
  *   close          two chunks, then the connection is closed mid-stream
  *   error-event    a chunk, then an in-stream {"error": ...} event
+ *   reasoning      reasoning_content deltas (vLLM, DeepSeek), then the text
+ *   reasoning-or   the same as OpenRouter names it: "reasoning"
+ *   refusal        refusal deltas and no content
+ *   logprobs       text whose chunks carry choice.logprobs
  *
  * and, to check that no upstream can exhaust Confab or outlive its timeouts
  * (written on the raw connection, as fast as the socket takes them):
@@ -116,6 +120,18 @@ answer_new(const gchar *model, gboolean include_usage, const gchar *finish_reaso
 	return answer;
 }
 
+/* A delta with one string member @name; "_logprobs" goes to the choice. */
+static void
+answer_add_member(Answer *answer, const gchar *name, const gchar *text, JsonObject *logprobs)
+{
+	JsonObject *delta = json_object_new();
+	json_object_set_string_member(delta, name, text);
+	if (logprobs != NULL)
+		json_object_set_object_member(delta, "_logprobs", logprobs);
+	g_ptr_array_add(answer->deltas, json_node_init_object(json_node_alloc(), delta));
+	json_object_unref(delta);
+}
+
 static void
 answer_add_text(Answer *answer, const gchar *text)
 {
@@ -192,8 +208,17 @@ chunk_to_string(Answer *answer, JsonNode *delta, const gchar *finish_reason, gbo
 
 	if (delta != NULL) {
 		JsonObject *choice = json_object_new();
+		JsonNode *copy = json_node_copy(delta);
+		JsonObject *d = json_node_get_object(copy);
 		json_object_set_int_member(choice, "index", 0);
-		json_object_set_member(choice, "delta", json_node_copy(delta));
+		if (json_object_has_member(d, "_logprobs")) {
+			json_object_set_member(
+			    choice,
+			    "logprobs",
+			    json_node_copy(json_object_get_member(d, "_logprobs")));
+			json_object_remove_member(d, "_logprobs");
+		}
+		json_object_set_member(choice, "delta", copy);
 		if (finish_reason != NULL)
 			json_object_set_string_member(choice, "finish_reason", finish_reason);
 		else
@@ -231,6 +256,44 @@ answer_to_events(Answer *answer)
 	return events;
 }
 
+/* reasoning_content, reasoning and refusal, joined into the message */
+static gboolean
+answer_json_extra(JsonObject *message, JsonObject *delta)
+{
+	static const gchar *const names[] = {"reasoning_content", "reasoning", "refusal"};
+
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_autofree gchar *joined = NULL;
+		if (!json_object_has_member(delta, names[i]))
+			continue;
+		joined =
+		    g_strconcat(json_object_get_string_member_with_default(message, names[i], ""),
+				json_object_get_string_member(delta, names[i]),
+				NULL);
+		json_object_set_string_member(message, names[i], joined);
+		return TRUE;
+	}
+	return FALSE;
+}
+
+/* the entries of a chunk's logprobs.content, added to the choice's */
+static void
+answer_json_logprobs(JsonObject *choice, JsonObject *logprobs)
+{
+	JsonArray *add = json_object_get_array_member(logprobs, "content");
+	JsonObject *all;
+
+	if (!json_object_has_member(choice, "logprobs")) {
+		all = json_object_new();
+		json_object_set_array_member(all, "content", json_array_new());
+		json_object_set_object_member(choice, "logprobs", all);
+	}
+	all = json_object_get_object_member(choice, "logprobs");
+	for (guint i = 0; i < json_array_get_length(add); i++)
+		json_array_add_element(json_object_get_array_member(all, "content"),
+				       json_node_copy(json_array_get_element(add, i)));
+}
+
 /* The whole chat.completion: the deltas joined. */
 static gchar *
 answer_to_json(Answer *answer)
@@ -247,6 +310,11 @@ answer_to_json(Answer *answer)
 	for (guint i = 0; i < answer->deltas->len; i++) {
 		JsonObject *delta = json_node_get_object(g_ptr_array_index(answer->deltas, i));
 		JsonArray *frags;
+		if (json_object_has_member(delta, "_logprobs"))
+			answer_json_logprobs(choice,
+					     json_object_get_object_member(delta, "_logprobs"));
+		if (answer_json_extra(message, delta))
+			continue;
 		if (json_object_has_member(delta, "content")) {
 			g_string_append(content, json_object_get_string_member(delta, "content"));
 			continue;
@@ -286,7 +354,7 @@ answer_to_json(Answer *answer)
 	}
 
 	json_object_set_string_member(message, "role", "assistant");
-	if (content->len > 0 || calls->len == 0)
+	if (content->len > 0 || (calls->len == 0 && !json_object_has_member(message, "refusal")))
 		json_object_set_string_member(message, "content", content->str);
 	else
 		json_object_set_null_member(message, "content");
@@ -655,6 +723,26 @@ respond_answer(FakeUpstream *fake,
 		stream_add_event(s, g_ptr_array_index(events, i), i == 0 ? 0 : interval_ms);
 	stream_add_event(s, "[DONE]", 0);
 	stream_start(s);
+}
+
+/* {"content":[{"token","logprob","bytes","top_logprobs":[]}]} */
+static JsonObject *
+logprobs_for(const gchar *token, gdouble logprob)
+{
+	JsonObject *logprobs = json_object_new();
+	JsonArray *content = json_array_new();
+	JsonObject *entry = json_object_new();
+	JsonArray *bytes = json_array_new();
+
+	for (const guchar *p = (const guchar *)token; *p != '\0'; p++)
+		json_array_add_int_element(bytes, *p);
+	json_object_set_string_member(entry, "token", token);
+	json_object_set_double_member(entry, "logprob", logprob);
+	json_object_set_array_member(entry, "bytes", bytes);
+	json_object_set_array_member(entry, "top_logprobs", json_array_new());
+	json_array_add_object_element(content, entry);
+	json_object_set_array_member(logprobs, "content", content);
+	return logprobs;
 }
 
 static Answer *
@@ -1066,6 +1154,24 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 	} else if (g_str_equal(name, "filter")) {
 		g_autoptr(Answer) answer = answer_new(model, usage, "content_filter");
 		answer_add_text(answer, "I cannot");
+		respond_answer(fake, msg, answer, stream, 0);
+	} else if (g_str_equal(name, "reasoning") || g_str_equal(name, "reasoning-or")) {
+		g_autoptr(Answer) answer = answer_new(model, usage, "stop");
+		const gchar *member = g_str_equal(name, "reasoning") ? "reasoning_content"
+								     : "reasoning";
+		answer_add_member(answer, member, "The user greets me.", NULL);
+		answer_add_member(answer, member, " I greet back.", NULL);
+		answer_add_text(answer, "Hello!");
+		respond_answer(fake, msg, answer, stream, 0);
+	} else if (g_str_equal(name, "refusal")) {
+		g_autoptr(Answer) answer = answer_new(model, usage, "stop");
+		answer_add_member(answer, "refusal", "I can't", NULL);
+		answer_add_member(answer, "refusal", " help with that.", NULL);
+		respond_answer(fake, msg, answer, stream, 0);
+	} else if (g_str_equal(name, "logprobs")) {
+		g_autoptr(Answer) answer = answer_new(model, usage, "stop");
+		answer_add_member(answer, "content", "Hi", logprobs_for("Hi", -0.25));
+		answer_add_member(answer, "content", " there", logprobs_for(" there", -1.5));
 		respond_answer(fake, msg, answer, stream, 0);
 	} else if (g_str_equal(name, "json")) {
 		g_autoptr(Answer) answer = plain_answer(model, usage, "stop");

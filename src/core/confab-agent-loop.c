@@ -100,6 +100,11 @@ struct _ConfabAgentLoop {
 	ConfabProviderRequest *request; /* owned: the step's */
 	GString *content;		/* owned: every step's text */
 	gsize step_start;		/* where the step's text starts in @content */
+	GString *step_reasoning;	/* owned */
+	GString *step_refusal;		/* owned */
+	GString *reasoning;		/* owned: every step's */
+	GString *refusal;		/* owned: every step's */
+	JsonObject *logprobs;		/* owned, nullable: every step's, merged */
 	GPtrArray *step_calls;		/* owned: ToolCall by index */
 	GString *blocks;		/* owned: the transcript, JSON objects comma-joined */
 	JsonArray *client_calls;	/* owned, nullable: the client's, at the end */
@@ -139,6 +144,11 @@ confab_agent_loop_finalize(GObject *object)
 	g_clear_object(&self->cancellable);
 	g_clear_pointer(&self->request, confab_provider_request_free);
 	g_string_free(self->content, TRUE);
+	g_string_free(self->step_reasoning, TRUE);
+	g_string_free(self->step_refusal, TRUE);
+	g_string_free(self->reasoning, TRUE);
+	g_string_free(self->refusal, TRUE);
+	g_clear_pointer(&self->logprobs, json_object_unref);
 	g_ptr_array_unref(self->step_calls);
 	g_string_free(self->blocks, TRUE);
 	g_clear_pointer(&self->client_calls, json_array_unref);
@@ -158,6 +168,10 @@ confab_agent_loop_init(ConfabAgentLoop *self)
 {
 	self->cancellable = g_cancellable_new();
 	self->content = g_string_new(NULL);
+	self->step_reasoning = g_string_new(NULL);
+	self->step_refusal = g_string_new(NULL);
+	self->reasoning = g_string_new(NULL);
+	self->refusal = g_string_new(NULL);
 	self->step_calls = g_ptr_array_new_with_free_func((GDestroyNotify)tool_call_free);
 	self->blocks = g_string_new(NULL);
 	self->server_calls = g_ptr_array_new_with_free_func((GDestroyNotify)server_call_free);
@@ -328,6 +342,26 @@ block_string(ConfabAgentLoop *self, const gchar *key, const gchar *value)
 	confab_json_append_string(self->blocks, value);
 }
 
+/* A step's reasoning and refusal, each one block, before its text. */
+static void
+add_step_blocks(ConfabAgentLoop *self)
+{
+	if (self->step_reasoning->len > 0) {
+		block_begin(self, "reasoning");
+		block_string(self, "text", self->step_reasoning->str);
+		g_string_append_c(self->blocks, '}');
+		g_string_append(self->reasoning, self->step_reasoning->str);
+		g_string_truncate(self->step_reasoning, 0);
+	}
+	if (self->step_refusal->len > 0) {
+		block_begin(self, "refusal");
+		block_string(self, "text", self->step_refusal->str);
+		g_string_append_c(self->blocks, '}');
+		g_string_append(self->refusal, self->step_refusal->str);
+		g_string_truncate(self->step_refusal, 0);
+	}
+}
+
 static void
 add_text_block(ConfabAgentLoop *self, const gchar *text)
 {
@@ -427,11 +461,63 @@ accumulate_tool_calls(ConfabAgentLoop *self, JsonArray *fragments)
 	}
 }
 
+/**
+ * confab_agent_loop_merge_logprobs:
+ * @into: (inout) (nullable): the log probabilities so far
+ * @more: a piece's `logprobs` object
+ *
+ * Appends the entries of @more's `content` and `refusal` lists to those of
+ * @into, as a whole answer's `logprobs` holds every piece's.
+ */
+void
+confab_agent_loop_merge_logprobs(JsonObject **into, JsonObject *more)
+{
+	static const gchar *const lists[] = {"content", "refusal"};
+
+	if (*into == NULL)
+		*into = json_object_new();
+	for (guint i = 0; i < G_N_ELEMENTS(lists); i++) {
+		JsonNode *add = json_object_get_member(more, lists[i]);
+		JsonArray *target;
+		if (add == NULL || !JSON_NODE_HOLDS_ARRAY(add))
+			continue;
+		if (!json_object_has_member(*into, lists[i]))
+			json_object_set_array_member(*into, lists[i], json_array_new());
+		target = json_object_get_array_member(*into, lists[i]);
+		for (guint j = 0; j < json_array_get_length(json_node_get_array(add)); j++)
+			json_array_add_element(
+			    target,
+			    json_node_copy(json_array_get_element(json_node_get_array(add), j)));
+	}
+}
+
+/* A refusal, reasoning, log probabilities: kept for the answer and the
+ * transcript, and told to the turn as they come. */
 static void
-on_delta(const gchar *content, JsonArray *tool_calls, gpointer user_data)
+take_extras(ConfabAgentLoop *self, const ConfabDelta *delta)
+{
+	if (delta->refusal != NULL)
+		g_string_append(self->step_refusal, delta->refusal);
+	if (delta->reasoning != NULL)
+		g_string_append(self->step_reasoning, delta->reasoning);
+	if (delta->logprobs != NULL)
+		confab_agent_loop_merge_logprobs(&self->logprobs, delta->logprobs);
+	if (self->sink != NULL && self->sink->extra != NULL)
+		self->sink->extra(&(ConfabDelta){.refusal = delta->refusal,
+						 .reasoning = delta->reasoning,
+						 .logprobs = delta->logprobs},
+				  self->sink_data);
+}
+
+static void
+on_delta(const ConfabDelta *delta, gpointer user_data)
 {
 	ConfabAgentLoop *self = user_data;
+	const gchar *content = delta->content;
+	JsonArray *tool_calls = delta->tool_calls;
 
+	if (delta->refusal != NULL || delta->reasoning != NULL || delta->logprobs != NULL)
+		take_extras(self, delta);
 	if (content != NULL && *content != '\0') {
 		/* a new step's first words, after an earlier step's: a blank line */
 		if (self->step_start == self->content->len && self->content->len > 0) {
@@ -595,6 +681,7 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				   CONFAB_METRIC_UPSTREAM_RETRIES,
 				   self->request->retries,
 				   confab_agent_get_id(self->agent));
+	add_step_blocks(self);
 	if (self->content->len > self->step_start)
 		add_text_block(self, self->content->str + self->step_start);
 	if (presult == NULL) {
@@ -1018,4 +1105,42 @@ confab_agent_loop_get_usage(ConfabAgentLoop *self, gint64 *prompt_tokens, gint64
 	*prompt_tokens = self->prompt_tokens;
 	*completion_tokens = self->completion_tokens;
 	return self->usage_known;
+}
+
+/**
+ * confab_agent_loop_get_refusal:
+ *
+ * Returns: (nullable): what the model refused with, every step's; %NULL
+ *   for none
+ */
+const gchar *
+confab_agent_loop_get_refusal(ConfabAgentLoop *self)
+{
+	g_return_val_if_fail(CONFAB_IS_AGENT_LOOP(self), NULL);
+	return self->refusal->len > 0 ? self->refusal->str : NULL;
+}
+
+/**
+ * confab_agent_loop_get_reasoning:
+ *
+ * Returns: (nullable): the model's reasoning, every step's; %NULL for none
+ */
+const gchar *
+confab_agent_loop_get_reasoning(ConfabAgentLoop *self)
+{
+	g_return_val_if_fail(CONFAB_IS_AGENT_LOOP(self), NULL);
+	return self->reasoning->len > 0 ? self->reasoning->str : NULL;
+}
+
+/**
+ * confab_agent_loop_get_logprobs:
+ *
+ * Returns: (transfer none) (nullable): the log probabilities of the
+ *   answer, when the upstream gave them
+ */
+JsonObject *
+confab_agent_loop_get_logprobs(ConfabAgentLoop *self)
+{
+	g_return_val_if_fail(CONFAB_IS_AGENT_LOOP(self), NULL);
+	return self->logprobs;
 }

@@ -23,6 +23,8 @@ G_BEGIN_DECLS
  *   tools of its own, else the client's calls whole, once, at the end
  * @tool_event: (nullable): the agent's own tool activity: the JSON object
  *   of a `tool_event` (`call`, `progress` or `result`)
+ * @extra: (nullable): a refusal, reasoning or log probabilities, as they
+ *   come (the delta's other members are %NULL)
  *
  * What a loop tells its turn as it runs.
  */
@@ -30,6 +32,7 @@ typedef struct {
 	void (*text)(const gchar *content, gpointer user_data);
 	void (*tool_calls)(JsonArray *tool_calls, gpointer user_data);
 	void (*tool_event)(const gchar *event_json, gpointer user_data);
+	void (*extra)(const ConfabDelta *delta, gpointer user_data);
 } ConfabAgentLoopSink;
 
 #define CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS 8
@@ -74,5 +77,13 @@ gboolean
 confab_agent_loop_get_usage(ConfabAgentLoop *self,
 			    gint64 *prompt_tokens,
 			    gint64 *completion_tokens);
+const gchar *
+confab_agent_loop_get_refusal(ConfabAgentLoop *self);
+const gchar *
+confab_agent_loop_get_reasoning(ConfabAgentLoop *self);
+JsonObject *
+confab_agent_loop_get_logprobs(ConfabAgentLoop *self);
+void
+confab_agent_loop_merge_logprobs(JsonObject **into, JsonObject *more);
 
 G_END_DECLS

@@ -658,7 +658,7 @@ on_loop_text(const gchar *content, gpointer user_data)
 					      (now - self->last_text) / 1e6);
 	self->last_text = now;
 	if (self->sink != NULL && self->sink->delta != NULL)
-		self->sink->delta(self, content, NULL, self->sink_data);
+		self->sink->delta(self, &(ConfabDelta){.content = content}, self->sink_data);
 }
 
 static void
@@ -666,7 +666,15 @@ on_loop_tool_calls(JsonArray *tool_calls, gpointer user_data)
 {
 	ConfabTurn *self = user_data;
 	if (self->sink != NULL && self->sink->delta != NULL)
-		self->sink->delta(self, NULL, tool_calls, self->sink_data);
+		self->sink->delta(self, &(ConfabDelta){.tool_calls = tool_calls}, self->sink_data);
+}
+
+static void
+on_loop_extra(const ConfabDelta *delta, gpointer user_data)
+{
+	ConfabTurn *self = user_data;
+	if (self->sink != NULL && self->sink->delta != NULL)
+		self->sink->delta(self, delta, self->sink_data);
 }
 
 static void
@@ -681,6 +689,7 @@ static const ConfabAgentLoopSink loop_sink = {
     .text = on_loop_text,
     .tool_calls = on_loop_tool_calls,
     .tool_event = on_loop_tool_event,
+    .extra = on_loop_extra,
 };
 
 static JsonArray *
@@ -994,6 +1003,39 @@ const gchar *
 confab_turn_get_content(ConfabTurn *self)
 {
 	return self->loop != NULL ? confab_agent_loop_get_content(self->loop) : "";
+}
+
+/**
+ * confab_turn_get_refusal:
+ *
+ * Returns: (nullable): the model's refusal, if it refused
+ */
+const gchar *
+confab_turn_get_refusal(ConfabTurn *self)
+{
+	return self->loop != NULL ? confab_agent_loop_get_refusal(self->loop) : NULL;
+}
+
+/**
+ * confab_turn_get_reasoning:
+ *
+ * Returns: (nullable): the model's reasoning, when the upstream gave it
+ */
+const gchar *
+confab_turn_get_reasoning(ConfabTurn *self)
+{
+	return self->loop != NULL ? confab_agent_loop_get_reasoning(self->loop) : NULL;
+}
+
+/**
+ * confab_turn_get_logprobs:
+ *
+ * Returns: (transfer none) (nullable): the answer's log probabilities
+ */
+JsonObject *
+confab_turn_get_logprobs(ConfabTurn *self)
+{
+	return self->loop != NULL ? confab_agent_loop_get_logprobs(self->loop) : NULL;
 }
 
 /**

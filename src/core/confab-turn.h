@@ -18,7 +18,8 @@ G_DECLARE_FINAL_TYPE(ConfabTurn, confab_turn, CONFAB, TURN, GObject)
 /**
  * ConfabTurnSink:
  * @delta: (nullable): a piece of the answer, as soon as the provider
- *   delivers it: new text, or OpenAI `delta.tool_calls` fragments
+ *   delivers it: new text, OpenAI `delta.tool_calls` fragments, a refusal,
+ *   reasoning or log probabilities
  * @drain: (nullable): the answer is over: call confab_turn_sink_drained()
  *   once the client has everything given so far (or has gone); the answer
  *   is committed only then, so that its stored status tells what the
@@ -29,10 +30,7 @@ G_DECLARE_FINAL_TYPE(ConfabTurn, confab_turn, CONFAB, TURN, GObject)
  * What a door does with an answer as it comes.
  */
 typedef struct {
-	void (*delta)(ConfabTurn *turn,
-		      const gchar *content,
-		      JsonArray *tool_calls,
-		      gpointer user_data);
+	void (*delta)(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data);
 	void (*drain)(ConfabTurn *turn, gpointer user_data);
 	void (*tool_event)(ConfabTurn *turn, const gchar *event_json, gpointer user_data);
 } ConfabTurnSink;
@@ -68,6 +66,12 @@ gint64
 confab_turn_get_created(ConfabTurn *self);
 const gchar *
 confab_turn_get_content(ConfabTurn *self);
+const gchar *
+confab_turn_get_refusal(ConfabTurn *self);
+const gchar *
+confab_turn_get_reasoning(ConfabTurn *self);
+JsonObject *
+confab_turn_get_logprobs(ConfabTurn *self);
 gchar *
 confab_turn_get_tool_calls_json(ConfabTurn *self);
 const gchar *

@@ -104,6 +104,42 @@ build_chunk_templates(ChatCtx *ctx)
 }
 
 static void
+append_object(GString *out, JsonObject *object)
+{
+	g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), object);
+	confab_json_append_node(out, node);
+}
+
+/* A refusal, reasoning (as DeepSeek's and vLLM's `reasoning_content`) and
+ * log probabilities, in a chunk of their own. */
+static void
+send_extra_event(ChatCtx *ctx, const ConfabDelta *delta)
+{
+	GString *event = g_string_new(ctx->chunk_head);
+
+	g_string_append_c(event, '{');
+	if (delta->reasoning != NULL) {
+		g_string_append(event, "\"reasoning_content\":");
+		confab_json_append_string(event, delta->reasoning);
+		g_string_append_c(event, ',');
+	}
+	if (delta->refusal != NULL) {
+		g_string_append(event, "\"refusal\":");
+		confab_json_append_string(event, delta->refusal);
+		g_string_append_c(event, ',');
+	}
+	if (event->str[event->len - 1] == ',')
+		g_string_truncate(event, event->len - 1);
+	g_string_append_c(event, '}');
+	if (delta->logprobs != NULL) {
+		g_string_append(event, ",\"logprobs\":");
+		append_object(event, delta->logprobs);
+	}
+	g_string_append(event, ctx->chunk_tail);
+	append_event(ctx, event);
+}
+
+static void
 send_delta_event(ChatCtx *ctx, const gchar *content, JsonArray *tool_calls, gboolean role)
 {
 	GString *event = g_string_new(ctx->chunk_head);
@@ -129,10 +165,14 @@ send_delta_event(ChatCtx *ctx, const gchar *content, JsonArray *tool_calls, gboo
 }
 
 static void
-on_turn_delta(ConfabTurn *turn, const gchar *content, JsonArray *tool_calls, gpointer user_data)
+on_turn_delta(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data)
 {
 	ChatCtx *ctx = user_data;
-	send_delta_event(ctx, content, tool_calls, FALSE);
+
+	if (delta->refusal != NULL || delta->reasoning != NULL || delta->logprobs != NULL)
+		send_extra_event(ctx, delta);
+	if (delta->content != NULL || delta->tool_calls != NULL)
+		send_delta_event(ctx, delta->content, delta->tool_calls, FALSE);
 }
 
 static void
@@ -265,16 +305,26 @@ build_completion_json(ConfabTurn *turn)
 	g_string_append(out,
 			",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
 			"\"content\":");
-	if (*content == '\0' && tool_calls != NULL)
+	if (*content == '\0' && (tool_calls != NULL || confab_turn_get_refusal(turn) != NULL))
 		g_string_append(out, "null");
 	else
 		confab_json_append_string(out, content);
-	g_string_append(out, ",\"refusal\":null");
+	g_string_append(out, ",\"refusal\":");
+	confab_json_append_string(out, confab_turn_get_refusal(turn));
+	if (confab_turn_get_reasoning(turn) != NULL) {
+		g_string_append(out, ",\"reasoning_content\":");
+		confab_json_append_string(out, confab_turn_get_reasoning(turn));
+	}
 	if (tool_calls != NULL) {
 		g_string_append(out, ",\"tool_calls\":");
 		g_string_append(out, tool_calls);
 	}
-	g_string_append(out, "},\"logprobs\":null,\"finish_reason\":");
+	g_string_append(out, "},\"logprobs\":");
+	if (confab_turn_get_logprobs(turn) != NULL)
+		append_object(out, confab_turn_get_logprobs(turn));
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"finish_reason\":");
 	confab_json_append_string(out, confab_turn_get_finish_reason(turn));
 	g_string_append(out, "}],\"usage\":");
 	append_usage_object(out, turn);

@@ -729,6 +729,50 @@ check_param(const ParamSpec *spec, JsonNode *node, GError **error)
 	return ok;
 }
 
+/* The members Confab answers for itself: never sent upstream as given. */
+static const gchar *const own_members[] = {
+    "model",	      /* the agent; the upstream gets the agent's upstream_model */
+    "messages",	      /* the conversation is Confab's to assemble */
+    "stream",	      /* Confab always streams from the upstream */
+    "stream_options", /* and always asks it for usage */
+    "metadata",	      /* Confab's: metadata.session_id */
+    "n",	      /* one choice only */
+    NULL,
+};
+
+static gboolean
+is_passthrough(const gchar *name)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(passthrough_params); i++)
+		if (g_str_equal(passthrough_params[i].name, name))
+			return TRUE;
+	return FALSE;
+}
+
+/*
+ * What Confab does not use itself goes to an openai upstream as the client
+ * sent it (service_tier, store, prompt_cache_key, safety_identifier,
+ * verbosity, prediction, modalities, web_search_options, and whatever the
+ * API grows next): the upstream judges it. The body's size and depth are
+ * already bounded.
+ */
+static void
+forward_unknown_params(ConfabChatRequest *request, JsonObject *root)
+{
+	g_autoptr(GList) names = json_object_get_members(root);
+
+	for (GList *l = names; l != NULL; l = l->next) {
+		const gchar *name = l->data;
+		if (g_strv_contains(own_members, name) || is_passthrough(name))
+			continue;
+		if (request->params == NULL)
+			request->params = json_object_new();
+		json_object_set_member(request->params,
+				       name,
+				       json_node_copy(json_object_get_member(root, name)));
+	}
+}
+
 static gboolean
 parse_params(ConfabChatRequest *request, JsonObject *root, GError **error)
 {
@@ -749,6 +793,7 @@ parse_params(ConfabChatRequest *request, JsonObject *root, GError **error)
 			request->params = json_object_new();
 		json_object_set_member(request->params, spec->name, json_node_copy(node));
 	}
+	forward_unknown_params(request, root);
 	return TRUE;
 }
 

@@ -47,7 +47,6 @@ message_from_stored(ConfabMessage *message)
 	    json_node_from_text(confab_message_get_content_blocks(message));
 	g_autoptr(JsonObject) out = json_object_new();
 	g_autoptr(JsonArray) parts = json_array_new();
-	g_autoptr(GString) text = g_string_new(NULL);
 	gboolean only_text = TRUE;
 	JsonArray *blocks;
 
@@ -65,9 +64,6 @@ message_from_stored(ConfabMessage *message)
 			const gchar *t =
 			    json_object_get_string_member_with_default(block, "text", "");
 			JsonObject *part = json_object_new();
-			if (text->len > 0)
-				g_string_append_c(text, '\n');
-			g_string_append(text, t);
 			json_object_set_string_member(part, "type", "text");
 			json_object_set_string_member(part, "text", t);
 			json_array_add_object_element(parts, part);
@@ -80,8 +76,16 @@ message_from_stored(ConfabMessage *message)
 			return tool_message_from_block(block);
 		}
 	}
-	if (only_text)
-		json_object_set_string_member(out, "content", text->str);
+	/* one text is a string; several parts stay parts, as the client sent
+	 * them (not joined) */
+	if (only_text && json_array_get_length(parts) <= 1)
+		json_object_set_string_member(
+		    out,
+		    "content",
+		    json_array_get_length(parts) == 1
+			? json_object_get_string_member(json_array_get_object_element(parts, 0),
+							"text")
+			: "");
 	else
 		json_object_set_array_member(out, "content", g_steal_pointer(&parts));
 	return g_steal_pointer(&out);

@@ -133,14 +133,14 @@ echo_step(gpointer user_data)
 			return G_SOURCE_REMOVE;
 		g_string_append_len(g_string_truncate(run->piece, 0), start, end - start);
 		run->next = end - run->reply;
-		run->delta_func(run->piece->str, NULL, run->delta_data);
+		run->delta_func(&(ConfabDelta){.content = run->piece->str}, run->delta_data);
 	}
 	if (run->reply[run->next] != '\0')
 		return G_SOURCE_CONTINUE;
 	if (g_task_return_error_if_cancelled(task))
 		return G_SOURCE_REMOVE;
 	if (run->tool_calls != NULL)
-		run->delta_func(NULL, run->tool_calls, run->delta_data);
+		run->delta_func(&(ConfabDelta){.tool_calls = run->tool_calls}, run->delta_data);
 	result = confab_provider_result_new(run->tool_calls != NULL ? "tool_calls" : "stop");
 	result->prompt_tokens = run->prompt_words;
 	result->completion_tokens = run->completion_words;

@@ -733,7 +733,8 @@ static void
 relay(Call *call, const gchar *content, JsonArray *tool_calls)
 {
 	call->relayed = TRUE;
-	call->delta_func(content, tool_calls, call->delta_data);
+	call->delta_func(&(ConfabDelta){.content = content, .tool_calls = tool_calls},
+			 call->delta_data);
 }
 
 /* Relays @content scrubbed; what may start a secret waits for the next. */
@@ -911,6 +912,56 @@ take_answer_bytes(Call *call, gsize more)
 	return FALSE;
 }
 
+static gsize
+json_object_size(JsonObject *object)
+{
+	g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), object);
+	g_autofree gchar *text = json_to_string(node, FALSE);
+	return strlen(text);
+}
+
+/*
+ * What else a choice says besides its text and calls, relayed as the client
+ * asked for it: a refusal, reasoning (vLLM's and DeepSeek's
+ * `reasoning_content`, OpenRouter's `reasoning`) and the log probabilities.
+ * Refusal and reasoning are scrubbed of secrets piece by piece; a secret
+ * cut across two pieces of reasoning is not recognised.
+ */
+static gboolean
+relay_extras(Call *call, JsonObject *choice, JsonObject *delta)
+{
+	const gchar *refusal = string_member(delta, "refusal");
+	const gchar *reasoning = string_member(delta, "reasoning_content");
+	JsonObject *logprobs = object_member(choice, "logprobs");
+	g_autofree gchar *clean_refusal = NULL;
+	g_autofree gchar *clean_reasoning = NULL;
+	gsize size = 0;
+
+	if (reasoning == NULL)
+		reasoning = string_member(delta, "reasoning");
+	if (refusal != NULL && *refusal == '\0')
+		refusal = NULL;
+	if (reasoning != NULL && *reasoning == '\0')
+		reasoning = NULL;
+	if (refusal == NULL && reasoning == NULL && logprobs == NULL)
+		return TRUE;
+	size = (refusal != NULL ? strlen(refusal) : 0) +
+	       (reasoning != NULL ? strlen(reasoning) : 0) +
+	       (logprobs != NULL ? json_object_size(logprobs) : 0);
+	if (!take_answer_bytes(call, size))
+		return FALSE;
+	clean_refusal = refusal != NULL ? confab_secret_scrubber_scrub(call->scrubber, refusal)
+					: NULL;
+	clean_reasoning =
+	    reasoning != NULL ? confab_secret_scrubber_scrub(call->scrubber, reasoning) : NULL;
+	call->relayed = TRUE;
+	call->delta_func(&(ConfabDelta){.refusal = clean_refusal,
+					.reasoning = clean_reasoning,
+					.logprobs = logprobs},
+			 call->delta_data);
+	return TRUE;
+}
+
 /* One chat.completion.chunk, or a whole chat.completion (@whole). */
 static void
 handle_completion_object(Call *call, JsonObject *root, gboolean whole)
@@ -937,6 +988,9 @@ handle_completion_object(Call *call, JsonObject *root, gboolean whole)
 		/* Confab asks for one choice; ignore any other */
 		if (index != NULL && JSON_NODE_HOLDS_VALUE(index) && json_node_get_int(index) != 0)
 			continue;
+		/* reasoning comes before the text it leads to */
+		if (!relay_extras(call, choice, delta))
+			return;
 		if (content != NULL && *content != '\0') {
 			if (!take_answer_bytes(call, strlen(content)))
 				return;

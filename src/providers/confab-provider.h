@@ -56,14 +56,33 @@ confab_provider_result_free(ConfabProviderResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabProviderResult, confab_provider_result_free)
 
 /**
- * ConfabDeltaFunc:
+ * ConfabDelta:
  * @content: (nullable): new assistant text
  * @tool_calls: (nullable): OpenAI `delta.tool_calls` fragments
+ * @refusal: (nullable): new refusal text (`delta.refusal`)
+ * @reasoning: (nullable): new reasoning text (`delta.reasoning_content`,
+ *   or `delta.reasoning` as OpenRouter names it)
+ * @logprobs: (nullable): the choice's `logprobs` for this piece
+ *   (`{"content":[…],"refusal":[…]}`)
+ *
+ * One piece of an answer; any member may be %NULL.
+ */
+typedef struct {
+	const gchar *content;
+	JsonArray *tool_calls;
+	const gchar *refusal;
+	const gchar *reasoning;
+	JsonObject *logprobs;
+} ConfabDelta;
+
+/**
+ * ConfabDeltaFunc:
+ * @delta: a piece of the answer
  * @user_data: data given with the function
  *
  * Receives the answer piece by piece, as soon as each piece arrives.
  */
-typedef void (*ConfabDeltaFunc)(const gchar *content, JsonArray *tool_calls, gpointer user_data);
+typedef void (*ConfabDeltaFunc)(const ConfabDelta *delta, gpointer user_data);
 
 #define CONFAB_TYPE_PROVIDER (confab_provider_get_type())
 G_DECLARE_INTERFACE(ConfabProvider, confab_provider, CONFAB, PROVIDER, GObject)

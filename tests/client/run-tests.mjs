@@ -930,6 +930,36 @@ test('models.list() and models.retrieve(): the agents a token may use', async ()
   );
 });
 
+test('a failing upstream: 502 with x-should-retry false, and the SDK does not retry it', async () => {
+  // an openai agent whose upstream refuses connections (a port nobody listens on)
+  const net = await import('node:net');
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const p = srv.address().port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const out = await gdbus(
+    `${BUS_NAME}.Admin.CreateAgent`,
+    `{'name': <'down'>, 'provider': <'openai'>, 'base_url': <'http://127.0.0.1:${port}/v1'>, ` +
+      `'upstream_model': <'m'>}`,
+  );
+  const agent = out.match(/\('(agt_\w+)',\)/)[1];
+  const counter = countingFetch();
+  // the SDK's default retries are on: Confab's header must stop them
+  const c = new OpenAI({ baseURL: `${ctx.url}/api/v1`, apiKey: ctx.token, fetch: counter,
+                         timeout: REQUEST_TIMEOUT_MS });
+  const e = await expectApiError(
+    () => c.chat.completions.create({ model: agent, messages: userMsg('anyone there?') }),
+    OpenAI.InternalServerError,
+    502,
+    'upstream_error',
+  );
+  assert.equal(e.headers.get('x-should-retry'), 'false');
+  assert.equal(counter.calls, 1, 'one request reached Confab');
+});
+
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {
   const owner = 'carol';
   await setQuota(owner, 2);

@@ -130,10 +130,10 @@ script_complete_async(ConfabProvider *provider,
 	record(self, request);
 	if (g_str_has_prefix(step, "calls:")) {
 		g_autoptr(JsonArray) calls = script_calls(step, self->next);
-		delta_func(NULL, calls, delta_data);
+		delta_func(&(ConfabDelta){.tool_calls = calls}, delta_data);
 		result = confab_provider_result_new("tool_calls");
 	} else {
-		delta_func(step, NULL, delta_data);
+		delta_func(&(ConfabDelta){.content = step}, delta_data);
 		result = confab_provider_result_new("stop");
 	}
 	self->next++;

@@ -181,11 +181,11 @@ typedef struct {
 } Sink;
 
 static void
-sink_delta(ConfabTurn *turn, const gchar *content, JsonArray *tool_calls, gpointer user_data)
+sink_delta(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data)
 {
 	Sink *sink = user_data;
-	if (content != NULL)
-		g_string_append(sink->text, content);
+	if (delta->content != NULL)
+		g_string_append(sink->text, delta->content);
 	sink->deltas++;
 }
 

@@ -1758,6 +1758,210 @@ test_connection_reuse(Fixture *f, gconstpointer data)
 		       direct_us / 1000.0 / n);
 }
 
+/* ---------- everything the upstream says ---------- */
+
+static gchar *
+chat_body_for(const gchar *agent, gboolean stream, const gchar *extra)
+{
+	return g_strdup_printf("{\"model\":\"%s\",\"stream\":%s%s,"
+			       "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+			       agent,
+			       stream ? "true" : "false",
+			       extra != NULL ? extra : "");
+}
+
+/* every delta.@member of a stream, joined */
+static gchar *
+stream_join(Stream *s, const gchar *member)
+{
+	g_autofree gchar *path = g_strdup_printf("choices.0.delta.%s", member);
+	GString *out = g_string_new(NULL);
+
+	for (guint i = 0; i < s->events->len; i++) {
+		const gchar *piece = confab_test_json_string(g_ptr_array_index(s->events, i), path);
+		if (piece != NULL)
+			g_string_append(out, piece);
+	}
+	return g_string_free(out, FALSE);
+}
+
+static void
+assert_reasoning_relayed(Fixture *f, const gchar *mode)
+{
+	g_autofree gchar *agent = create_agent(f, mode);
+	g_autofree gchar *json_body = chat_body_for(agent, FALSE, NULL);
+	g_autofree gchar *stream_body = chat_body_for(agent, TRUE, NULL);
+	g_autoptr(ConfabTestResponse) json = post_chat(f, json_body);
+	g_autoptr(ConfabTestResponse) stream = post_chat(f, stream_body);
+	g_autoptr(Stream) s = parse_stream(stream);
+	g_autofree gchar *streamed = stream_join(s, "reasoning_content");
+	g_autoptr(ConfabTestResponse) stored = NULL;
+	JsonNode *reasoning, *text;
+
+	/* JSON: beside the content, as DeepSeek and vLLM name it */
+	g_assert_cmpuint(json->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.message.content"),
+			==,
+			"Hello!");
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.message.reasoning_content"),
+			==,
+			"The user greets me. I greet back.");
+	/* stream: as delta.reasoning_content, before the text */
+	g_assert_true(s->done);
+	g_assert_cmpstr(streamed, ==, "The user greets me. I greet back.");
+	g_assert_cmpstr(s->content->str, ==, "Hello!");
+	/* stored: a reasoning block, then the text */
+	stored = get_messages(f, confab_test_json_string(json->json, "metadata.session_id"));
+	reasoning = find_block(stored->json, 1, "reasoning");
+	text = find_block(stored->json, 1, "text");
+	g_assert_nonnull(reasoning);
+	g_assert_cmpstr(confab_test_json_string(reasoning, "text"),
+			==,
+			"The user greets me. I greet back.");
+	g_assert_cmpstr(confab_test_json_string(text, "text"), ==, "Hello!");
+	g_assert_cmpstr(confab_test_json_string(stored->json, "data.1.content_blocks.0.type"),
+			==,
+			"reasoning");
+}
+
+static void
+test_relay_reasoning(Fixture *f, gconstpointer data)
+{
+	assert_reasoning_relayed(f, "reasoning");
+}
+
+/* OpenRouter's "reasoning" comes to the client as reasoning_content too */
+static void
+test_relay_reasoning_openrouter(Fixture *f, gconstpointer data)
+{
+	assert_reasoning_relayed(f, "reasoning-or");
+}
+
+static void
+test_relay_refusal(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_agent(f, "refusal");
+	g_autofree gchar *json_body = chat_body_for(agent, FALSE, NULL);
+	g_autofree gchar *stream_body = chat_body_for(agent, TRUE, NULL);
+	g_autoptr(ConfabTestResponse) json = post_chat(f, json_body);
+	g_autoptr(ConfabTestResponse) stream = post_chat(f, stream_body);
+	g_autoptr(Stream) s = parse_stream(stream);
+	g_autofree gchar *streamed = stream_join(s, "refusal");
+	g_autoptr(ConfabTestResponse) stored = NULL;
+	JsonNode *block;
+
+	g_assert_cmpuint(json->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.message.refusal"),
+			==,
+			"I can't help with that.");
+	/* a refusal without text: content is null, as OpenAI sends it */
+	g_assert_true(
+	    JSON_NODE_HOLDS_NULL(confab_test_json_get(json->json, "choices.0.message.content")));
+	g_assert_cmpstr(streamed, ==, "I can't help with that.");
+	stored = get_messages(f, confab_test_json_string(json->json, "metadata.session_id"));
+	block = find_block(stored->json, 1, "refusal");
+	g_assert_nonnull(block);
+	g_assert_cmpstr(confab_test_json_string(block, "text"), ==, "I can't help with that.");
+}
+
+static void
+test_relay_logprobs(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_agent(f, "logprobs");
+	g_autofree gchar *json_body = chat_body_for(agent, FALSE, ",\"logprobs\":true");
+	g_autofree gchar *stream_body = chat_body_for(agent, TRUE, ",\"logprobs\":true");
+	g_autoptr(ConfabTestResponse) json = post_chat(f, json_body);
+	g_autoptr(ConfabTestResponse) stream = post_chat(f, stream_body);
+	g_autoptr(Stream) s = parse_stream(stream);
+	g_autoptr(JsonNode) req = upstream_request(f->up, 0);
+	guint with_logprobs = 0;
+
+	/* asked for, and passed on */
+	g_assert_true(json_node_get_boolean(confab_test_json_get(req, "body.logprobs")));
+	/* JSON: every piece's entries, in order */
+	g_assert_cmpuint(json->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.message.content"),
+			==,
+			"Hi there");
+	g_assert_cmpuint(array_length(json->json, "choices.0.logprobs.content"), ==, 2);
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.logprobs.content.0.token"),
+			==,
+			"Hi");
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.logprobs.content.1.token"),
+			==,
+			" there");
+	g_assert_cmpfloat(
+	    json_node_get_double(
+		confab_test_json_get(json->json, "choices.0.logprobs.content.1.logprob")),
+	    ==,
+	    -1.5);
+	/* stream: on the chunks, as choice.logprobs */
+	for (guint i = 0; i < s->events->len; i++) {
+		JsonNode *lp = confab_test_json_get(g_ptr_array_index(s->events, i),
+						    "choices.0.logprobs.content.0.token");
+		with_logprobs += lp != NULL;
+	}
+	g_assert_cmpuint(with_logprobs, ==, 2);
+	g_assert_cmpstr(s->content->str, ==, "Hi there");
+}
+
+/* What Confab does not use goes upstream as given; metadata stays Confab's. */
+static void
+test_forward_params(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_agent(f, "plain");
+	g_autofree gchar *body = chat_body_for(
+	    agent,
+	    FALSE,
+	    ",\"service_tier\":\"flex\",\"store\":false,\"prompt_cache_key\":\"k1\","
+	    "\"safety_identifier\":\"u-9\",\"verbosity\":\"low\","
+	    "\"prediction\":{\"type\":\"content\",\"content\":\"x\"},"
+	    "\"modalities\":[\"text\"],\"web_search_options\":{},\"future_thing\":{\"a\":[1]},"
+	    "\"metadata\":{\"session_id\":null,\"tag\":\"mine\"}");
+	g_autoptr(ConfabTestResponse) r = post_chat(f, body);
+	g_autoptr(JsonNode) req = NULL;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	req = upstream_request(f->up, 0);
+	g_assert_cmpstr(confab_test_json_string(req, "body.service_tier"), ==, "flex");
+	g_assert_false(json_node_get_boolean(confab_test_json_get(req, "body.store")));
+	g_assert_cmpstr(confab_test_json_string(req, "body.prompt_cache_key"), ==, "k1");
+	g_assert_cmpstr(confab_test_json_string(req, "body.safety_identifier"), ==, "u-9");
+	g_assert_cmpstr(confab_test_json_string(req, "body.verbosity"), ==, "low");
+	g_assert_cmpstr(confab_test_json_string(req, "body.prediction.type"), ==, "content");
+	g_assert_cmpstr(confab_test_json_string(req, "body.modalities.0"), ==, "text");
+	g_assert_nonnull(confab_test_json_get(req, "body.web_search_options"));
+	g_assert_cmpint(confab_test_json_int(req, "body.future_thing.a.0"), ==, 1);
+	g_assert_null(confab_test_json_get(req, "body.metadata"));
+	/* Confab's own, as always */
+	g_assert_cmpstr(confab_test_json_string(req, "body.model"), ==, "plain");
+	g_assert_true(json_node_get_boolean(confab_test_json_get(req, "body.stream")));
+}
+
+/* Two text parts reach the upstream as two parts, not joined. */
+static void
+test_text_parts_kept(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_agent(f, "plain");
+	g_autofree gchar *body =
+	    g_strdup_printf("{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":["
+			    "{\"type\":\"text\",\"text\":\"first "
+			    "part\"},{\"type\":\"text\",\"text\":\"second\"}]}]}",
+			    agent);
+	g_autoptr(ConfabTestResponse) r = post_chat(f, body);
+	g_autoptr(JsonNode) req = NULL;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	req = upstream_request(f->up, 0);
+	g_assert_cmpuint(array_length(req, "body.messages.1.content"), ==, 2);
+	g_assert_cmpstr(confab_test_json_string(req, "body.messages.1.content.0.text"),
+			==,
+			"first part");
+	g_assert_cmpstr(confab_test_json_string(req, "body.messages.1.content.1.text"),
+			==,
+			"second");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1792,6 +1996,12 @@ main(int argc, char **argv)
 	    {"/confab/upstream/api-key-file-confined", test_api_key_file_confined},
 	    {"/confab/upstream/update-agent", test_update_agent},
 	    {"/confab/upstream/content-parts", test_content_parts},
+	    {"/confab/upstream/relay-reasoning", test_relay_reasoning},
+	    {"/confab/upstream/relay-reasoning-openrouter", test_relay_reasoning_openrouter},
+	    {"/confab/upstream/relay-refusal", test_relay_refusal},
+	    {"/confab/upstream/relay-logprobs", test_relay_logprobs},
+	    {"/confab/upstream/forward-params", test_forward_params},
+	    {"/confab/upstream/text-parts-kept", test_text_parts_kept},
 	    {"/confab/upstream/userinfo", test_userinfo_not_leaked},
 	    {"/confab/upstream/echo-auth-error", test_echo_auth_error},
 	    {"/confab/upstream/echo-auth-stream", test_echo_auth_stream},

@@ -929,9 +929,9 @@ test_params(void)
 	g_assert_true(json_object_has_member(r->params, "response_format"));
 	g_assert_true(json_object_has_member(r->params, "logit_bias"));
 	g_assert_true(json_object_has_member(r->params, "reasoning_effort"));
-	/* unknown parameters are dropped, not passed upstream */
-	g_assert_false(json_object_has_member(r->params, "unknown_param"));
-	g_assert_false(json_object_has_member(r->params, "frequency"));
+	/* unknown parameters go upstream as given: the upstream judges them */
+	g_assert_cmpint(json_object_get_int_member(r->params, "unknown_param"), ==, 42);
+	g_assert_cmpstr(json_object_get_string_member(r->params, "frequency"), ==, "x");
 	/* n is checked, not passed */
 	g_assert_false(json_object_has_member(r->params, "n"));
 	/* nor are the members Confab handles itself */

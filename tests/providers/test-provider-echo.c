@@ -25,9 +25,11 @@ typedef struct {
 } Run;
 
 static void
-on_delta(const gchar *content, JsonArray *tool_calls, gpointer user_data)
+on_delta(const ConfabDelta *delta, gpointer user_data)
 {
 	Run *run = user_data;
+	const gchar *content = delta->content;
+	JsonArray *tool_calls = delta->tool_calls;
 
 	g_assert_false(run->done);
 	g_assert_null(tool_calls);
