@@ -960,6 +960,97 @@ test('a failing upstream: 502 with x-should-retry false, and the SDK does not re
   assert.equal(counter.calls, 1, 'one request reached Confab');
 });
 
+/* ---- an agent with tools of its own: tool_event chunks break no client ---- */
+
+async function toolAgent(skip) {
+  const fake = process.env.CONFAB_FAKE_MCP;
+  if (!fake) skip('CONFAB_FAKE_MCP is not set (run through meson test)');
+  if (!ctx.toolAgent) {
+    const servers = JSON.stringify({ mcpServers: { fake: { command: fake } } });
+    const out = await gdbus(
+      `${BUS_NAME}.Admin.CreateAgent`,
+      `{'name': <'hands'>, 'provider': <'echo'>, 'mcp_servers': <${gstr(servers)}>}`,
+    );
+    ctx.toolAgent = out.match(/\('(agt_\w+)',\)/)[1];
+  }
+  return ctx.toolAgent;
+}
+
+const TOOL_PROMPT = '/tool fake__echo {"text":"from the tool"}';
+
+test('openai SDK: a stream with tool_event chunks, raw and through the stream() helper', async (skip) => {
+  const agent = await toolAgent(skip);
+  const c = client(ctx.token);
+  const stream = await c.chat.completions.create({
+    model: agent, messages: userMsg(TOOL_PROMPT), stream: true,
+  });
+  const events = [];
+  let text = '';
+  for await (const chunk of stream) {
+    if (chunk.tool_event) {
+      assert.deepEqual(chunk.choices, []);
+      events.push(chunk.tool_event.type);
+    }
+    text += chunk.choices[0]?.delta?.content ?? '';
+  }
+  assert.deepEqual(events, ['call', 'result']);
+  assert.equal(text, 'from the tool');
+  // the helper assembles the answer and is not confused by choice-less chunks
+  const runner = c.chat.completions.stream({ model: agent, messages: userMsg(TOOL_PROMPT) });
+  let deltas = '';
+  runner.on('content', (d) => { deltas += d; });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.content, 'from the tool');
+  assert.equal(deltas, 'from the tool');
+});
+
+test('Vercel AI SDK (openai-compatible and openai.chat()): text and streams with tool_event chunks', async (skip) => {
+  const agent = await toolAgent(skip);
+  let ai, compat, openaiProvider;
+  try {
+    ai = await import('ai');
+    ({ createOpenAICompatible: compat } = await import('@ai-sdk/openai-compatible'));
+    ({ createOpenAI: openaiProvider } = await import('@ai-sdk/openai'));
+  } catch (e) {
+    if (e.code === 'ERR_MODULE_NOT_FOUND') skip('the AI SDK is not installed (npm ci)');
+    throw e;
+  }
+  const models = [
+    compat({ name: 'confab', baseURL: `${ctx.url}/api/v1`, apiKey: ctx.token })(agent),
+    openaiProvider({ baseURL: `${ctx.url}/api/v1`, apiKey: ctx.token }).chat(agent),
+  ];
+  for (const model of models) {
+    const g = await ai.generateText({ model, prompt: TOOL_PROMPT, maxRetries: 0 });
+    assert.equal(g.text, 'from the tool');
+    const s = ai.streamText({ model, prompt: TOOL_PROMPT, maxRetries: 0,
+                              onError: ({ error }) => { throw error; } });
+    let text = '';
+    for await (const piece of s.textStream) text += piece;
+    assert.equal(text, 'from the tool');
+    assert.equal(await s.finishReason, 'stop');
+  }
+});
+
+test("LangChain's ChatOpenAI: invoke and stream with tool_event chunks", async (skip) => {
+  const agent = await toolAgent(skip);
+  let ChatOpenAI;
+  try {
+    ({ ChatOpenAI } = await import('@langchain/openai'));
+  } catch (e) {
+    if (e.code === 'ERR_MODULE_NOT_FOUND') skip('@langchain/openai is not installed (npm ci)');
+    throw e;
+  }
+  const llm = new ChatOpenAI({
+    model: agent, apiKey: ctx.token, maxRetries: 0,
+    configuration: { baseURL: `${ctx.url}/api/v1` },
+  });
+  const answer = await llm.invoke(TOOL_PROMPT);
+  assert.equal(answer.content, 'from the tool');
+  let text = '';
+  for await (const chunk of await llm.stream(TOOL_PROMPT)) text += chunk.content;
+  assert.equal(text, 'from the tool');
+});
+
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {
   const owner = 'carol';
   await setQuota(owner, 2);
