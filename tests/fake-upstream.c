@@ -40,6 +40,8 @@
  *   reasoning-or   the same as OpenRouter names it: "reasoning"
  *   refusal        refusal deltas and no content
  *   logprobs       text whose chunks carry choice.logprobs
+ *   call:NAME      calls the tool NAME ({"text":"step N"}) every time, until
+ *                  told tool_choice "none": then "done after N tool results"
  *
  * and, to check that no upstream can exhaust Confab or outlive its timeouts
  * (written on the raw connection, as fast as the socket takes them):
@@ -856,6 +858,51 @@ script_tools(FakeUpstream *fake,
 	respond_answer(fake, msg, answer, stream, 0);
 }
 
+static guint
+count_tool_messages(JsonObject *body)
+{
+	JsonNode *node = json_object_get_member(body, "messages");
+	JsonArray *messages =
+	    node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+	guint n = 0;
+
+	for (guint i = 0; messages != NULL && i < json_array_get_length(messages); i++) {
+		JsonObject *msg = json_array_get_object_element(messages, i);
+		n += msg != NULL &&
+		     g_strcmp0(json_object_get_string_member_with_default(msg, "role", ""),
+			       "tool") == 0;
+	}
+	return n;
+}
+
+/* An agent that never stops calling, until it may not. */
+static void
+script_call(FakeUpstream *fake,
+	    SoupServerMessage *msg,
+	    JsonObject *body,
+	    const gchar *model,
+	    const gchar *tool,
+	    gboolean stream,
+	    gboolean usage)
+{
+	const gchar *choice = json_object_get_string_member_with_default(body, "tool_choice", "");
+	guint done = count_tool_messages(body);
+	g_autoptr(Answer) answer = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *id = g_strdup_printf("call_step_%u", done + 1);
+	g_autofree gchar *args = g_strdup_printf("{\"text\":\"step %u\"}", done + 1);
+
+	if (g_str_equal(choice, "none")) {
+		answer = answer_new(model, usage, "stop");
+		text = g_strdup_printf("done after %u tool results", done);
+		answer_add_text(answer, text);
+	} else {
+		answer = answer_new(model, usage, "tool_calls");
+		answer_add_tool_call(answer, 0, id, tool != NULL ? tool : "", args);
+	}
+	respond_answer(fake, msg, answer, stream, 0);
+}
+
 static void
 script_slow(FakeUpstream *fake,
 	    SoupServerMessage *msg,
@@ -1144,6 +1191,8 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 			g_autoptr(Answer) answer = plain_answer(model, usage, "stop");
 			respond_answer(fake, msg, answer, FALSE, 0);
 		}
+	} else if (g_str_equal(name, "call")) {
+		script_call(fake, msg, body, model, arg, stream, usage);
 	} else if (g_str_equal(name, "tools")) {
 		script_tools(fake, msg, body, model, stream, usage);
 	} else if (g_str_equal(name, "length")) {

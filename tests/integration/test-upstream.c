@@ -1962,6 +1962,66 @@ test_text_parts_kept(Fixture *f, gconstpointer data)
 			"second");
 }
 
+/* A real upstream protocol and the fake MCP server: a model that calls the
+ * agent's tool at every step, stopped by max_steps with one last call told
+ * tool_choice "none". */
+static void
+test_agent_loop_max_steps(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *servers =
+	    g_strdup_printf("{\"mcpServers\":{\"fake\":{\"command\":\"%s\"}}}",
+			    g_getenv("CONFAB_FAKE_MCP"));
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *body = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) stored = NULL;
+	g_autoptr(JsonNode) last = NULL;
+	GVariantDict dict;
+	guint calls = 0, results = 0;
+	JsonArray *blocks;
+
+	if (g_getenv("CONFAB_FAKE_MCP") == NULL) {
+		g_test_skip("CONFAB_FAKE_MCP is not set");
+		return;
+	}
+	agent_dict_init(&dict, "call:fake__echo", f->up->base_url);
+	g_variant_dict_insert(&dict, "api_key", "s", API_KEY);
+	g_variant_dict_insert(&dict, "mcp_servers", "s", servers);
+	g_variant_dict_insert(&dict, "max_steps", "u", 3);
+	agent = agent_create(f, &dict);
+	body = chat_body_for(agent, FALSE, NULL);
+	r = post_chat(f, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "choices.0.message.content"),
+			==,
+			"done after 3 tool results");
+	g_assert_cmpstr(confab_test_json_string(r->json, "choices.0.finish_reason"), ==, "stop");
+	/* three steps with tools, then one without; usage summed over the four */
+	g_assert_cmpuint(upstream_n_requests(f->up), ==, 4);
+	last = upstream_request(f->up, 3);
+	g_assert_cmpstr(confab_test_json_string(last, "body.tool_choice"), ==, "none");
+	g_assert_cmpstr(confab_test_json_string(last, "body.tools.0.function.name"),
+			==,
+			"fake__echo");
+	g_assert_cmpint(confab_test_json_int(r->json, "usage.prompt_tokens"), ==, 4 * 42);
+	/* the transcript: call, result, three times, then the text */
+	stored = get_messages(f, confab_test_json_string(r->json, "metadata.session_id"));
+	blocks = json_node_get_array(confab_test_json_get(stored->json, "data.1.content_blocks"));
+	g_assert_cmpuint(json_array_get_length(blocks), ==, 7);
+	for (guint i = 0; i < 6; i++) {
+		JsonObject *b = json_array_get_object_element(blocks, i);
+		const gchar *type = json_object_get_string_member(b, "type");
+		calls += g_str_equal(type, "tool_call");
+		results += g_str_equal(type, "tool_result");
+		if (g_str_equal(type, "tool_result")) {
+			g_autofree gchar *step = g_strdup_printf("step %u", results);
+			g_assert_cmpstr(json_object_get_string_member(b, "content"), ==, step);
+		}
+	}
+	g_assert_cmpuint(calls, ==, 3);
+	g_assert_cmpuint(results, ==, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2002,6 +2062,7 @@ main(int argc, char **argv)
 	    {"/confab/upstream/relay-logprobs", test_relay_logprobs},
 	    {"/confab/upstream/forward-params", test_forward_params},
 	    {"/confab/upstream/text-parts-kept", test_text_parts_kept},
+	    {"/confab/upstream/agent-loop-max-steps", test_agent_loop_max_steps},
 	    {"/confab/upstream/userinfo", test_userinfo_not_leaked},
 	    {"/confab/upstream/echo-auth-error", test_echo_auth_error},
 	    {"/confab/upstream/echo-auth-stream", test_echo_auth_stream},
