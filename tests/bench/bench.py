@@ -126,7 +126,7 @@ class Bench:
         open(conf, "w").write(
             "[daemon]\nshutdown_grace=5\n"
             "[limits]\nmax_connections=8192\nmax_inflight_turns=8192\nidle_timeout=300\n"
-            "max_body_bytes=67108864\n"
+            "max_body_bytes=67108864\nmax_connections_per_peer=8192\n"
             "[upstream]\nmax_connections=8192\nfirst_byte_timeout=600\nidle_timeout=600\n")
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
                                   f"--state-dir={state}", "--bus=session", f"--config={conf}"])
@@ -373,6 +373,51 @@ PRAGMA wal_checkpoint(TRUNCATE);
                           f"after {after / 1024:.0f} MiB (start {start / 1024:.0f} MiB), "
                           f"answers {sorted(codes)}")
 
+    def active_turns(self):
+        out = subprocess.run(["gdbus", "call", "--session", "--dest", "org.confab.Confab1",
+                              "--object-path", "/org/confab/Confab1", "--method",
+                              "org.freedesktop.DBus.Properties.Get", "org.confab.Confab1.Admin",
+                              "ActiveTurns"], capture_output=True, text=True).stdout
+        m = re.search(r"(\d+)>", out)
+        return int(m.group(1)) if m else -1
+
+    def scenario_tools(self):
+        """an agent's own tool over stdio: the round trip a tool call adds to a
+        turn, and RSS with 1,000 turns each waiting on a tool call"""
+        server = os.path.join(HERE, "mcp-bench-server.py")
+        release = os.path.join(self.dir, "release-tools")
+        servers = json.dumps({"mcpServers": {"bench": {
+            "command": sys.executable, "args": [server],
+            "env": {"MCP_BENCH_RELEASE": release}}}})
+        plain = self.admin("CreateAgent", "{'name': <'bench-plain'>, 'provider': <'echo'>}")[0]
+        tools = self.admin("CreateAgent", "{'name': <'bench-tools'>, 'provider': <'echo'>, "
+                           f"'mcp_servers': <'{servers}'>}}")[0]
+        chat = f"{self.url}/api/v1/chat/completions"
+
+        def body(agent, text):
+            return json.dumps({"model": agent, "messages": [{"role": "user", "content": text}]})
+        one_call = body(tools, '/tool bench__echo {"text":"hello"}')
+        no_call = body(plain, "hello")
+        wrk(chat, 1, 1, body=one_call, token=self.token)
+        d = self.args.seconds
+        without = wrk(chat, 1, d, body=no_call, token=self.token)
+        with_tool = wrk(chat, 1, d, body=one_call, token=self.token)
+        direct = subprocess.run([sys.executable, server, "--direct", "2000"],
+                                capture_output=True, text=True).stdout.split()
+        self.line(f"tool round trip, 1 connection: a turn with one tool call p50 "
+                  f"{with_tool[1]:.3f} ms p99 {with_tool[2]:.3f} ms, without {without[1]:.3f} ms "
+                  f"p99 {without[2]:.3f} ms: added p50 {with_tool[1] - without[1]:.3f} ms "
+                  f"(the server alone: p50 {float(direct[0]):.3f} ms) | errors "
+                  f"{with_tool[3] + without[3]}")
+        n = self.args.tool_turns
+        start = rss_kib(self.confab.pid)
+        held, rss, codes = asyncio.run(hold_tool_turns(self, self.confab_port,
+                                                        body(tools, "/tool bench__hold {}"),
+                                                        n, release))
+        self.line(f"{held} turns each waiting on a tool call: RSS {start / 1024:.1f} -> "
+                  f"{rss / 1024:.1f} MiB, {(rss - start) / max(held, 1):.1f} KiB per turn; "
+                  f"answers {dict(sorted(codes.items()))}")
+
     def scenario_soak(self):
         """mixed load for --soak-seconds: JSON turns, streams and list pages in
         rotation, RSS and open fds printed at every interval"""
@@ -423,6 +468,8 @@ PRAGMA wal_checkpoint(TRUNCATE);
             self.scenario_soak()
         if "bigbody" in self.args.only:
             self.scenario_bigbody()
+        if "tools" in self.args.only:
+            self.scenario_tools()
 
 
 async def ttfb(port, path, body, token, count):
@@ -455,6 +502,38 @@ async def ttfb(port, path, body, token, count):
     writer.close()
     samples.sort()
     return samples[len(samples) // 2], samples[int(len(samples) * 0.99) - 1]
+
+
+async def hold_tool_turns(bench, port, body, n, release):
+    """n JSON turns whose tool call waits for @release; returns (turns held,
+    RSS KiB while held, {status: count})"""
+    req = (f"POST /api/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+           f"Authorization: Bearer {bench.token}\r\nContent-Type: application/json\r\n"
+           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}").encode()
+    codes = {}
+
+    async def one():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(req)
+        await writer.drain()
+        data = await reader.read()
+        writer.close()
+        code = data.split(b" ", 2)[1].decode() if data else "none"
+        codes[code] = codes.get(code, 0) + 1
+
+    tasks = [asyncio.create_task(one()) for _ in range(n)]
+    held = 0
+    for _ in range(600):
+        await asyncio.sleep(0.1)
+        held = await asyncio.to_thread(bench.active_turns)
+        if held >= n:
+            break
+    await asyncio.sleep(1)
+    rss = rss_kib(bench.confab.pid)
+    open(release, "w").close()
+    await asyncio.gather(*tasks)
+    os.unlink(release)
+    return held, rss, codes
 
 
 async def hold_streams(slow_port, confab_port, body, token, n, pid):
@@ -535,6 +614,7 @@ def main():
     ap.add_argument("--only", default="turns,streams,open,rss,lists")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--soak-seconds", type=int, default=300)
+    ap.add_argument("--tool-turns", type=int, default=1000)
     ap.add_argument("--soak-interval", type=int, default=10)
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
