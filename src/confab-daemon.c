@@ -39,6 +39,7 @@ struct _ConfabDaemon {
 	GObject parent_instance;
 	ConfabConfig *config; /* owned */
 	gboolean dev;
+	gboolean user_mode;	    /* confabd --user: the session owner's own daemon */
 	GMainLoop *loop;	    /* owned */
 	ConfabStore *store;	    /* owned */
 	ConfabEngine *engine;	    /* owned */
@@ -114,6 +115,20 @@ confab_daemon_new(ConfabConfig *config, gboolean dev)
 	self->config = config;
 	self->dev = dev;
 	return self;
+}
+
+/**
+ * confab_daemon_set_user_mode:
+ * @self: a #ConfabDaemon, not started
+ * @user_mode: whether this is `confabd --user`
+ *
+ * The per-user daemon keeps upstream keys in the Secret Service.
+ */
+void
+confab_daemon_set_user_mode(ConfabDaemon *self, gboolean user_mode)
+{
+	g_return_if_fail(CONFAB_IS_DAEMON(self));
+	self->user_mode = user_mode;
 }
 
 /**

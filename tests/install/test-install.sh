@@ -58,7 +58,7 @@ ok "meson install --destdir"
 # ---------- where things should be ----------
 # the build's directory options, as absolute paths
 prefix='' bindir='' sbindir='' datadir='' mandir='' localedir='' sysconfdir=''
-opt_unitdir='' opt_man='' opt_group=''
+opt_unitdir='' opt_userunitdir='' opt_man='' opt_group=''
 eval "$(meson introspect --buildoptions "$build" | python3 -c '
 import json, sys, shlex
 opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
@@ -70,6 +70,7 @@ for name in ("bindir", "sbindir", "datadir", "mandir", "localedir", "sysconfdir"
     print("%s=%s" % (name, shlex.quote(absolute(name))))
 print("prefix=%s" % shlex.quote(prefix))
 print("opt_unitdir=%s" % shlex.quote(opts.get("systemdunitdir", "")))
+print("opt_userunitdir=%s" % shlex.quote(opts.get("systemduserunitdir", "")))
 print("opt_man=%s" % ("true" if opts.get("man", True) else "false"))
 print("opt_group=%s" % shlex.quote(opts.get("dbus_policy_group", "confab")))
 ')" || {
@@ -133,10 +134,23 @@ for lang in $languages; do
 	expect "$localedir/$lang/LC_MESSAGES/confab.mo"
 done
 
-# nothing lands outside the prefix, the sysconfdir and the unit directory
+# the desktop: confabd --user as a systemd user unit, started by the
+# session bus
+user_unit=$(grep -E '/lib/systemd/user/confabd\.service$' "$tmp/installed" | head -n1)
+if [ -n "$opt_userunitdir" ]; then
+	user_unit=$opt_userunitdir/confabd.service
+fi
+if [ -z "$user_unit" ]; then
+	fail "confabd.service is not in a lib/systemd/user directory"
+	user_unit=/nonexistent/user/confabd.service
+fi
+expect "$user_unit"
+expect "$datadir/dbus-1/services/org.confab.Confab1.service"
+
+# nothing lands outside the prefix, the sysconfdir and the unit directories
 while read -r file; do
 	case "$file" in
-	"$prefix"/* | "$sysconfdir"/* | "$(dirname "$unit")"/*) ;;
+	"$prefix"/* | "$sysconfdir"/* | "$(dirname "$unit")"/* | "$(dirname "$user_unit")"/*) ;;
 	*) fail "$file is installed outside $prefix" ;;
 	esac
 done <"$tmp/installed"
@@ -178,6 +192,29 @@ if [ -f "$activation" ]; then
 	[ "$service" = "$(basename "$unit")" ] ||
 		fail "activation file: SystemdService=$service is not $(basename "$unit")"
 	grep -qx "BusName=org.confab.Confab1" "$unit_file" || fail "the unit has no BusName="
+fi
+
+# ---------- the desktop: the user unit and the session activation file ----------
+user_unit_file=$destdir$user_unit
+if [ -f "$user_unit_file" ]; then
+	exec_start=$(sed -n 's/^ExecStart=//p' "$user_unit_file")
+	[ "$exec_start" = "$confabd --user" ] && ok "the user unit runs $confabd --user" ||
+		fail "the user unit's ExecStart is '$exec_start', not $confabd --user"
+	grep -qx 'Type=notify' "$user_unit_file" || fail "the user unit is not Type=notify"
+	grep -qx 'BusName=org.confab.Confab1' "$user_unit_file" || fail "the user unit has no BusName="
+	grep -qx 'WantedBy=default.target' "$user_unit_file" ||
+		fail "the user unit is not wanted by default.target"
+	grep -q '^User=' "$user_unit_file" && fail "the user unit names a User="
+fi
+session_activation=$destdir$datadir/dbus-1/services/org.confab.Confab1.service
+if [ -f "$session_activation" ]; then
+	grep -qx 'Name=org.confab.Confab1' "$session_activation" ||
+		fail "session activation file: wrong Name="
+	grep -qx 'SystemdService=confabd.service' "$session_activation" ||
+		fail "session activation file: no SystemdService=confabd.service"
+	grep -qx "Exec=$confabd --user" "$session_activation" &&
+		ok "the session bus starts $confabd --user" ||
+		fail "session activation file: Exec= is not $confabd --user"
 fi
 
 # ---------- the D-Bus policy ----------
