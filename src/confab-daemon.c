@@ -16,6 +16,7 @@
 #include "confab-daemon.h"
 #include "dbus/confab-dbus-admin-impl.h"
 #include "dbus/confab-dbus-chat-impl.h"
+#include "dbus/confab-dbus-search-impl.h"
 #include "http/confab-http-router.h"
 #include "providers/confab-provider-echo.h"
 #include "providers/confab-provider-openai.h"
@@ -39,14 +40,16 @@ struct _ConfabDaemon {
 	GObject parent_instance;
 	ConfabConfig *config; /* owned */
 	gboolean dev;
-	gboolean user_mode;	    /* confabd --user: the session owner's own daemon */
-	GMainLoop *loop;	    /* owned */
-	ConfabStore *store;	    /* owned */
-	ConfabEngine *engine;	    /* owned */
-	ConfabHttpRouter *http;	    /* owned */
-	GDBusConnection *bus;	    /* owned */
-	ConfabDbusAdminImpl *admin; /* owned */
-	ConfabDbusChatImpl *chat;   /* owned */
+	gboolean user_mode;	      /* confabd --user: the session owner's own daemon */
+	GMainLoop *loop;	      /* owned */
+	ConfabStore *store;	      /* owned */
+	ConfabEngine *engine;	      /* owned */
+	ConfabHttpRouter *http;	      /* owned */
+	GDBusConnection *bus;	      /* owned */
+	ConfabDbusAdminImpl *admin;   /* owned */
+	ConfabDbusChatImpl *chat;     /* owned */
+	ConfabDbusSearchImpl *search; /* owned: GNOME Shell's search provider */
+	ConfabDbusNotifier *notifier; /* owned */
 	guint name_id;
 	gboolean name_acquired;
 	gboolean stopping;
@@ -75,8 +78,12 @@ confab_daemon_finalize(GObject *object)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->admin));
 	if (self->chat != NULL)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->chat));
+	if (self->search != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->search));
 	g_clear_object(&self->admin);
 	g_clear_object(&self->chat);
+	g_clear_object(&self->search);
+	g_clear_object(&self->notifier);
 	g_clear_object(&self->bus);
 	g_clear_object(&self->http);
 	g_clear_object(&self->engine);
@@ -187,6 +194,19 @@ on_name_lost(GDBusConnection *connection, const gchar *name, gpointer user_data)
 	confab_daemon_stop(self);
 }
 
+/* GNOME Shell's search, in both modes; the session owner's on the
+ * session bus, where the desktop's notifications are too. */
+static gboolean
+export_search_provider(ConfabDaemon *self, GError **error)
+{
+	self->notifier = confab_dbus_notifier_new(self->bus);
+	self->search = confab_dbus_search_impl_new(self->engine, self->notifier);
+	return g_dbus_interface_skeleton_export(G_DBUS_INTERFACE_SKELETON(self->search),
+						self->bus,
+						CONFAB_SEARCH_PROVIDER_PATH,
+						error);
+}
+
 static gboolean
 export_dbus(ConfabDaemon *self, GError **error)
 {
@@ -225,6 +245,8 @@ export_dbus(ConfabDaemon *self, GError **error)
 					      self->bus,
 					      CONFAB_OBJECT_PATH,
 					      error))
+		return FALSE;
+	if (!export_search_provider(self, error))
 		return FALSE;
 	self->name_id = g_bus_own_name_on_connection(self->bus,
 						     CONFAB_BUS_NAME,
@@ -335,6 +357,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 			   bus_error->message);
 		g_clear_object(&self->admin);
 		g_clear_object(&self->chat);
+		g_clear_object(&self->search);
+		g_clear_object(&self->notifier);
 		g_clear_object(&self->bus);
 	}
 
@@ -449,8 +473,11 @@ confab_daemon_run(ConfabDaemon *self)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->admin));
 	if (self->chat != NULL)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->chat));
+	if (self->search != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->search));
 	g_clear_object(&self->admin);
 	g_clear_object(&self->chat);
+	g_clear_object(&self->search);
 	/* every acknowledged write is committed before we exit */
 	confab_store_close(self->store);
 	if (self->bus != NULL)

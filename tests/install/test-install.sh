@@ -146,6 +146,11 @@ if [ -z "$user_unit" ]; then
 fi
 expect "$user_unit"
 expect "$datadir/dbus-1/services/org.confab.Confab1.service"
+# GNOME Shell's search provider and the desktop entry it names
+expect "$datadir/gnome-shell/search-providers/org.confab.Confab1.search-provider.ini"
+expect "$datadir/applications/org.confab.Confab1.desktop"
+expect "$datadir/icons/hicolor/scalable/apps/org.confab.Confab1.svg"
+expect "$datadir/dbus-1/interfaces/org.gnome.Shell.SearchProvider2.xml"
 
 # nothing lands outside the prefix, the sysconfdir and the unit directories
 while read -r file; do
@@ -215,6 +220,36 @@ if [ -f "$session_activation" ]; then
 	grep -qx "Exec=$confabd --user" "$session_activation" &&
 		ok "the session bus starts $confabd --user" ||
 		fail "session activation file: Exec= is not $confabd --user"
+fi
+
+# ---------- the desktop: GNOME Shell's search provider ----------
+ini=$destdir$datadir/gnome-shell/search-providers/org.confab.Confab1.search-provider.ini
+desktop=$destdir$datadir/applications/org.confab.Confab1.desktop
+if [ -f "$ini" ]; then
+	python3 - "$ini" <<'EOF' && ok "the search provider names the bus, the object and the entry" ||
+import configparser, sys
+ini = configparser.ConfigParser(interpolation=None)
+ini.optionxform = str
+ini.read(sys.argv[1])
+group = ini["Shell Search Provider"]
+want = {"DesktopId": "org.confab.Confab1.desktop", "BusName": "org.confab.Confab1",
+        "ObjectPath": "/org/confab/Confab1/SearchProvider", "Version": "2"}
+bad = ["%s=%s, not %s" % (k, group.get(k), v) for k, v in want.items() if group.get(k) != v]
+for b in bad:
+    print("search provider:", b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
+		fail "the search provider's .ini is wrong"
+fi
+if [ -f "$desktop" ]; then
+	grep -qx 'NoDisplay=true' "$desktop" || fail "the desktop entry is not NoDisplay=true"
+	grep -qx 'Icon=org.confab.Confab1' "$desktop" || fail "the desktop entry names another icon"
+	if command -v desktop-file-validate >/dev/null; then
+		desktop-file-validate "$desktop" && ok "desktop-file-validate" ||
+			fail "desktop-file-validate $desktop"
+	else
+		skip "desktop-file-validate is not installed: the desktop entry was not validated"
+	fi
 fi
 
 # ---------- the D-Bus policy ----------
