@@ -322,8 +322,9 @@ migrate_v3(Conn *conn, GError **error)
 	    "  rows INTEGER NOT NULL"
 	    ") STRICT;"
 	    "CREATE INDEX search_docs_by_owner ON search_docs (owner, doc);"
+	    /* prefix indexes: the Shell searches from the first letter typed */
 	    "CREATE VIRTUAL TABLE search USING fts5(text, "
-	    "  tokenize = 'unicode61 remove_diacritics 2');"
+	    "  tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2');"
 	    /* what the database holds already, in creation order */
 	    "INSERT INTO search_docs (session_id, owner, rows) "
 	    "  SELECT id, owner, 1 FROM sessions ORDER BY id;"
@@ -1811,13 +1812,16 @@ fts_term(const gchar *term)
 	"s.id, s.owner, s.agent_id, s.source, s.title, s.created_at, s.updated_at"
 
 /* The SQL for @n terms, from constant fragments: the conversations whose
- * rows match each term, intersected, then the owner's, newest first. */
+ * rows match each term, intersected, then the owner's, newest first. The
+ * unary + keeps SQLite from looking each match up in the owner's index and
+ * sorting them all: it walks the owner's conversations newest first instead,
+ * each checked against the matches, and stops at the limit. */
 static gchar *
 search_sql(guint n)
 {
 	g_autoptr(GString) sql = g_string_new("SELECT " SEARCH_SESSION_COLUMNS ", d.doc "
 					      "FROM search_docs d JOIN sessions s ON s.id = "
-					      "d.session_id WHERE d.owner = ?1 AND d.doc IN (");
+					      "d.session_id WHERE d.owner = ?1 AND +d.doc IN (");
 	for (guint i = 0; i < n; i++)
 		g_string_append_printf(sql,
 				       "%sSELECT rowid >> " SEARCH_ROW_BITS
