@@ -311,6 +311,22 @@ load_engine(ConfabDaemon *self, GError **error)
 	return confab_engine_load_finish(self->engine, result, error);
 }
 
+/* confabd --user: agents' secrets in the Secret Service, when one answers
+ * (asked before the agents are loaded, the loop iterated meanwhile). */
+static void
+use_keyring(ConfabDaemon *self)
+{
+	g_autoptr(ConfabSecretStore) secrets = confab_secret_store_new();
+	g_autoptr(GAsyncResult) result = NULL;
+
+	confab_secret_store_probe_async(secrets, NULL, engine_loaded_cb, &result);
+	while (result == NULL)
+		g_main_context_iteration(NULL, TRUE);
+	/* without one it has said so, once; keys stay in the database */
+	confab_secret_store_probe_finish(secrets, result, NULL);
+	confab_engine_set_secret_store(self->engine, secrets);
+}
+
 /**
  * confab_daemon_start:
  * @self: a #ConfabDaemon
@@ -337,6 +353,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 		return FALSE;
 	self->store = CONFAB_STORE(g_steal_pointer(&store));
 	self->engine = confab_engine_new(self->config, self->store);
+	if (self->user_mode)
+		use_keyring(self);
 	if (!load_engine(self, error))
 		return FALSE;
 	echo = confab_provider_echo_new();
