@@ -396,6 +396,11 @@ ask(Call *call)
 	ConfabTurn *turn;
 
 	parse_ask_id(call->id, &agent_id, &text);
+	/* as Chat.Send: no more than a request body may hold */
+	if (strlen(text) > confab_engine_get_config(call->self->engine)->max_body_bytes) {
+		call_free(call);
+		return;
+	}
 	principal = confab_principal_new(call->owner, CONFAB_SESSION_SOURCE_CHANNEL);
 	call->turn = confab_turn_new(call->self->engine,
 				     principal,
