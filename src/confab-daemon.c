@@ -16,6 +16,7 @@
 #include "confab-daemon.h"
 #include "dbus/confab-dbus-admin-impl.h"
 #include "dbus/confab-dbus-chat-impl.h"
+#include "dbus/confab-dbus-search-impl.h"
 #include "http/confab-http-router.h"
 #include "providers/confab-provider-echo.h"
 #include "providers/confab-provider-openai.h"
@@ -39,13 +40,16 @@ struct _ConfabDaemon {
 	GObject parent_instance;
 	ConfabConfig *config; /* owned */
 	gboolean dev;
-	GMainLoop *loop;	    /* owned */
-	ConfabStore *store;	    /* owned */
-	ConfabEngine *engine;	    /* owned */
-	ConfabHttpRouter *http;	    /* owned */
-	GDBusConnection *bus;	    /* owned */
-	ConfabDbusAdminImpl *admin; /* owned */
-	ConfabDbusChatImpl *chat;   /* owned */
+	gboolean user_mode;	      /* confabd --user: the session owner's own daemon */
+	GMainLoop *loop;	      /* owned */
+	ConfabStore *store;	      /* owned */
+	ConfabEngine *engine;	      /* owned */
+	ConfabHttpRouter *http;	      /* owned */
+	GDBusConnection *bus;	      /* owned */
+	ConfabDbusAdminImpl *admin;   /* owned */
+	ConfabDbusChatImpl *chat;     /* owned */
+	ConfabDbusSearchImpl *search; /* owned: GNOME Shell's search provider */
+	ConfabDbusNotifier *notifier; /* owned */
 	guint name_id;
 	gboolean name_acquired;
 	gboolean stopping;
@@ -74,8 +78,12 @@ confab_daemon_finalize(GObject *object)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->admin));
 	if (self->chat != NULL)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->chat));
+	if (self->search != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->search));
 	g_clear_object(&self->admin);
 	g_clear_object(&self->chat);
+	g_clear_object(&self->search);
+	g_clear_object(&self->notifier);
 	g_clear_object(&self->bus);
 	g_clear_object(&self->http);
 	g_clear_object(&self->engine);
@@ -114,6 +122,20 @@ confab_daemon_new(ConfabConfig *config, gboolean dev)
 	self->config = config;
 	self->dev = dev;
 	return self;
+}
+
+/**
+ * confab_daemon_set_user_mode:
+ * @self: a #ConfabDaemon, not started
+ * @user_mode: whether this is `confabd --user`
+ *
+ * The per-user daemon keeps upstream keys in the Secret Service.
+ */
+void
+confab_daemon_set_user_mode(ConfabDaemon *self, gboolean user_mode)
+{
+	g_return_if_fail(CONFAB_IS_DAEMON(self));
+	self->user_mode = user_mode;
 }
 
 /**
@@ -172,6 +194,19 @@ on_name_lost(GDBusConnection *connection, const gchar *name, gpointer user_data)
 	confab_daemon_stop(self);
 }
 
+/* GNOME Shell's search, in both modes; the session owner's on the
+ * session bus, where the desktop's notifications are too. */
+static gboolean
+export_search_provider(ConfabDaemon *self, GError **error)
+{
+	self->notifier = confab_dbus_notifier_new(self->bus);
+	self->search = confab_dbus_search_impl_new(self->engine, self->notifier);
+	return g_dbus_interface_skeleton_export(G_DBUS_INTERFACE_SKELETON(self->search),
+						self->bus,
+						CONFAB_SEARCH_PROVIDER_PATH,
+						error);
+}
+
 static gboolean
 export_dbus(ConfabDaemon *self, GError **error)
 {
@@ -210,6 +245,8 @@ export_dbus(ConfabDaemon *self, GError **error)
 					      self->bus,
 					      CONFAB_OBJECT_PATH,
 					      error))
+		return FALSE;
+	if (!export_search_provider(self, error))
 		return FALSE;
 	self->name_id = g_bus_own_name_on_connection(self->bus,
 						     CONFAB_BUS_NAME,
@@ -274,6 +311,22 @@ load_engine(ConfabDaemon *self, GError **error)
 	return confab_engine_load_finish(self->engine, result, error);
 }
 
+/* confabd --user: agents' secrets in the Secret Service, when one answers
+ * (asked before the agents are loaded, the loop iterated meanwhile). */
+static void
+use_keyring(ConfabDaemon *self)
+{
+	g_autoptr(ConfabSecretStore) secrets = confab_secret_store_new();
+	g_autoptr(GAsyncResult) result = NULL;
+
+	confab_secret_store_probe_async(secrets, NULL, engine_loaded_cb, &result);
+	while (result == NULL)
+		g_main_context_iteration(NULL, TRUE);
+	/* without one it has said so, once; keys stay in the database */
+	confab_secret_store_probe_finish(secrets, result, NULL);
+	confab_engine_set_secret_store(self->engine, secrets);
+}
+
 /**
  * confab_daemon_start:
  * @self: a #ConfabDaemon
@@ -300,6 +353,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 		return FALSE;
 	self->store = CONFAB_STORE(g_steal_pointer(&store));
 	self->engine = confab_engine_new(self->config, self->store);
+	if (self->user_mode)
+		use_keyring(self);
 	if (!load_engine(self, error))
 		return FALSE;
 	echo = confab_provider_echo_new();
@@ -329,6 +384,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 			   bus_error->message);
 		g_clear_object(&self->admin);
 		g_clear_object(&self->chat);
+		g_clear_object(&self->search);
+		g_clear_object(&self->notifier);
 		g_clear_object(&self->bus);
 	}
 
@@ -443,8 +500,11 @@ confab_daemon_run(ConfabDaemon *self)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->admin));
 	if (self->chat != NULL)
 		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->chat));
+	if (self->search != NULL)
+		g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(self->search));
 	g_clear_object(&self->admin);
 	g_clear_object(&self->chat);
+	g_clear_object(&self->search);
 	/* every acknowledged write is committed before we exit */
 	confab_store_close(self->store);
 	if (self->bus != NULL)

@@ -15,6 +15,8 @@ G_DECLARE_FINAL_TYPE(ConfabDaemon, confab_daemon, CONFAB, DAEMON, GObject)
 
 ConfabDaemon *
 confab_daemon_new(ConfabConfig *config, gboolean dev);
+void
+confab_daemon_set_user_mode(ConfabDaemon *self, gboolean user_mode);
 gboolean
 confab_daemon_start(ConfabDaemon *self, GError **error);
 gint

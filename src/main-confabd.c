@@ -21,6 +21,13 @@ dev_state_dir(void)
 	return g_build_filename(g_get_user_data_dir(), "confab", NULL);
 }
 
+/* confabd --user reads $XDG_CONFIG_HOME/confab/confab.conf when it exists */
+static gchar *
+user_config_file(void)
+{
+	return g_build_filename(g_get_user_config_dir(), "confab", "confab.conf", NULL);
+}
+
 static void
 print_dev_banner(const gchar *url, const gchar *agent_id, const gchar *secret, gboolean has_bus)
 {
@@ -43,6 +50,7 @@ print_dev_banner(const gchar *url, const gchar *agent_id, const gchar *secret, g
 
 typedef struct {
 	gboolean dev;
+	gboolean user;
 	gboolean version;
 	gchar *listen;
 	gchar *state_dir;
@@ -72,6 +80,14 @@ parse_options(Options *o, gint *argc, gchar ***argv, GError **error)
 	     &o->dev,
 	     N_("Development mode: session bus, state in $XDG_DATA_HOME/confab, a demo agent "
 		"and a dev token"),
+	     NULL},
+	    {"user",
+	     0,
+	     0,
+	     G_OPTION_ARG_NONE,
+	     &o->user,
+	     N_("Per-user mode: the session bus, state in $XDG_DATA_HOME/confab, settings from "
+		"$XDG_CONFIG_HOME/confab/confab.conf, upstream keys in the keyring"),
 	     NULL},
 	    {"listen",
 	     'l',
@@ -132,18 +148,36 @@ static ConfabConfig *
 config_from_options(Options *o, GError **error)
 {
 	g_autoptr(ConfabConfig) config = confab_config_new();
+	g_autofree gchar *user_file = NULL;
 	const gchar *file = o->config_file;
 
-	if (o->dev) {
+	if (o->dev && o->user) {
+		g_set_error_literal(error,
+				    G_OPTION_ERROR,
+				    G_OPTION_ERROR_FAILED,
+				    _("--dev and --user exclude each other"));
+		return NULL;
+	}
+	if (o->dev || o->user) {
 		g_free(config->state_dir);
 		config->state_dir = dev_state_dir();
 		g_free(config->bus);
 		config->bus = g_strdup("session");
 	}
-	if (file == NULL && !o->dev && g_file_test(CONFAB_DEFAULT_CONFIG, G_FILE_TEST_EXISTS))
+	if (o->user)
+		user_file = user_config_file();
+	if (file == NULL && o->user && g_file_test(user_file, G_FILE_TEST_EXISTS))
+		file = user_file;
+	if (file == NULL && !o->dev && !o->user &&
+	    g_file_test(CONFAB_DEFAULT_CONFIG, G_FILE_TEST_EXISTS))
 		file = CONFAB_DEFAULT_CONFIG;
 	if (file != NULL && !confab_config_load_file(config, file, error))
 		return NULL;
+	if (o->user) {
+		/* the user's own daemon is on the user's own bus, whatever the file says */
+		g_free(config->bus);
+		config->bus = g_strdup("session");
+	}
 	replace_string(&config->listen, &o->listen);
 	replace_string(&config->state_dir, &o->state_dir);
 	replace_string(&config->bus, &o->bus);
@@ -151,11 +185,13 @@ config_from_options(Options *o, GError **error)
 }
 
 static gint
-serve(ConfabConfig *config, gboolean dev)
+serve(ConfabConfig *config, gboolean dev, gboolean user)
 {
 	g_autoptr(ConfabDaemon) daemon = confab_daemon_new(config, dev);
 	g_autoptr(GError) error = NULL;
 	g_autofree gchar *url = NULL;
+
+	confab_daemon_set_user_mode(daemon, user);
 
 	if (!confab_daemon_start(daemon, &error)) {
 		g_printerr("confabd: %s\n", error->message);
@@ -203,5 +239,5 @@ main(int argc, char **argv)
 		g_printerr("confabd: %s\n", error->message);
 		return EXIT_FAILURE;
 	}
-	return serve(config, options.dev);
+	return serve(config, options.dev, options.user);
 }

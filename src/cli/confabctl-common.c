@@ -254,17 +254,78 @@ confabctl_common_subcommand_context(const gchar *parameter,
 
 /* ---------- calling the daemon ---------- */
 
+#define CONFAB_BUS_NAME "org.confab.Confab1"
+
+/* Whether @bus has an owner of, or can start, org.confab.Confab1. */
+static gboolean
+bus_knows_confab(GDBusConnection *bus, const gchar *method)
+{
+	g_autoptr(GVariant) reply = NULL;
+	gboolean found = FALSE;
+
+	if (bus == NULL)
+		return FALSE;
+	reply = g_dbus_connection_call_sync(
+	    bus,
+	    "org.freedesktop.DBus",
+	    "/org/freedesktop/DBus",
+	    "org.freedesktop.DBus",
+	    method,
+	    g_str_equal(method, "NameHasOwner") ? g_variant_new("(s)", CONFAB_BUS_NAME) : NULL,
+	    NULL,
+	    G_DBUS_CALL_FLAGS_NONE,
+	    5000,
+	    NULL,
+	    NULL);
+	if (reply == NULL)
+		return FALSE;
+	if (g_variant_is_of_type(reply, G_VARIANT_TYPE("(b)"))) {
+		g_variant_get(reply, "(b)", &found);
+	} else if (g_variant_is_of_type(reply, G_VARIANT_TYPE("(as)"))) {
+		g_autofree const gchar **names = NULL;
+		g_variant_get(reply, "(^a&s)", &names);
+		found = g_strv_contains(names, CONFAB_BUS_NAME);
+	}
+	return found;
+}
+
 /*
- * Connects to the system bus, or to the session bus with --session or, when
- * neither is asked for, CONFABCTL_BUS=session; an exit code.
+ * Without --system or --session: the system service when it runs, else a
+ * per-user daemon (confabd --user) that runs, else the system service when
+ * the system bus can start it (its activation file is installed), else the
+ * session bus, which starts confabd --user.
+ */
+static gboolean
+default_is_session(void)
+{
+	g_autoptr(GDBusConnection) system = g_bus_get_sync(G_BUS_TYPE_SYSTEM, NULL, NULL);
+	g_autoptr(GDBusConnection) session = NULL;
+
+	if (bus_knows_confab(system, "NameHasOwner"))
+		return FALSE;
+	session = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, NULL);
+	if (bus_knows_confab(session, "NameHasOwner"))
+		return TRUE;
+	return !bus_knows_confab(system, "ListActivatableNames");
+}
+
+/*
+ * Connects to the system bus with --system, to the session bus with
+ * --session or CONFABCTL_BUS=session, and otherwise to the bus that
+ * default_is_session() picks; an exit code.
  */
 gint
 confabctl_common_connect(ConfabctlContext *ctx, gboolean use_system, gboolean use_session)
 {
 	g_autoptr(GError) error = NULL;
+	const gchar *env = g_getenv("CONFABCTL_BUS");
 
-	if (!use_system && !use_session && g_strcmp0(g_getenv("CONFABCTL_BUS"), "session") == 0)
-		use_session = TRUE;
+	if (!use_system && !use_session && env != NULL && *env != '\0') {
+		use_session = g_str_equal(env, "session");
+		use_system = !use_session;
+	}
+	if (!use_system && !use_session)
+		use_session = default_is_session();
 	ctx->bus =
 	    g_bus_get_sync(use_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, NULL, &error);
 	if (ctx->bus == NULL) {

@@ -66,6 +66,7 @@ confab_config_free(ConfabConfig *self)
 	g_free(self->state_dir);
 	g_free(self->bus);
 	g_free(self->credentials_dir);
+	g_free(self->desktop_default_agent);
 	g_free(self);
 }
 
@@ -118,6 +119,7 @@ static const KeySpec keys[] = {
     {"tools", "max_output_bytes", KEY_SIZE, OFF(tool_max_output_bytes), 1024, 16 * 1024 * 1024},
     {"storage", "read_connections", KEY_UINT, OFF(read_connections), 1, 64},
     {"metrics", "local_unauthenticated", KEY_BOOL, OFF(metrics_local_unauthenticated), 0, 1},
+    {"desktop", "default_agent", KEY_STRING, OFF(desktop_default_agent), 0, 0},
 };
 
 static gboolean

@@ -53,6 +53,8 @@ typedef struct {
 	guint read_connections;
 	/* [metrics] */
 	gboolean metrics_local_unauthenticated; /* /metrics without a token from loopback */
+	/* [desktop] */
+	gchar *desktop_default_agent; /* id or name of the agent search offers to ask */
 } ConfabConfig;
 
 ConfabConfig *

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "core/confab-agent-secrets.h"
 #include "core/confab-engine.h"
 #include "tools/confab-tool-config.h"
 #include "util/confab-error.h"
@@ -34,6 +35,7 @@ struct _ConfabEngine {
 	GHashTable *providers;	    /* owned: name -> ConfabProvider */
 	ConfabToolbox *toolbox;	    /* owned: the agents' own tool servers */
 	ConfabMetrics *metrics;	    /* owned */
+	ConfabSecretStore *secrets; /* owned, nullable: confabd --user's keyring */
 
 	GMutex lock;
 	GHashTable *agents;	 /* owned: id -> ConfabAgent (never mutated once here) */
@@ -170,6 +172,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_object(&self->ids);
 	g_clear_object(&self->toolbox);
 	g_clear_object(&self->metrics);
+	g_clear_object(&self->secrets);
 	g_clear_pointer(&self->providers, g_hash_table_unref);
 	g_clear_pointer(&self->agents, g_hash_table_unref);
 	g_clear_pointer(&self->tokens, g_hash_table_unref);
@@ -300,6 +303,19 @@ reload_step_done(GTask *task, GError *error)
 }
 
 static void
+agents_hydrated_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	GError *error = NULL;
+	g_autoptr(GPtrArray) agents = confab_agent_secrets_hydrate_finish(result, &error);
+
+	if (agents != NULL)
+		set_agents(self, agents);
+	reload_step_done(task, error);
+}
+
+static void
 agents_loaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
@@ -308,9 +324,17 @@ agents_loaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(GPtrArray) agents =
 	    confab_store_load_agents_finish(CONFAB_STORE(source), result, &error);
 
-	if (agents != NULL)
-		set_agents(self, agents);
-	reload_step_done(task, error);
+	if (agents == NULL) {
+		reload_step_done(task, error);
+		return;
+	}
+	/* their secrets from the keyring (confabd --user), before they serve */
+	confab_agent_secrets_hydrate_async(self->secrets,
+					   self->store,
+					   agents,
+					   NULL,
+					   agents_hydrated_cb,
+					   g_steal_pointer(&task));
 }
 
 static void
@@ -496,6 +520,19 @@ confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider)
 	g_hash_table_replace(self->providers,
 			     g_strdup(confab_provider_get_name(provider)),
 			     g_object_ref(provider));
+}
+
+/**
+ * confab_engine_set_secret_store:
+ * @self: a #ConfabEngine, not loaded yet
+ * @secrets: (nullable): where agents' secrets are kept rather than in the
+ *   store (confabd --user)
+ */
+void
+confab_engine_set_secret_store(ConfabEngine *self, ConfabSecretStore *secrets)
+{
+	g_return_if_fail(CONFAB_IS_ENGINE(self));
+	g_set_object(&self->secrets, secrets);
 }
 
 /**
@@ -705,6 +742,27 @@ save_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_task_return_boolean(task, TRUE);
 }
 
+static void
+secrets_kept_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	ConfabAgent *agent = g_task_get_task_data(task);
+	GCancellable *cancellable = g_task_get_cancellable(task);
+	g_autoptr(ConfabAgent) stored = NULL;
+
+	/* without the keyring they stay in the database (it said so once) */
+	if (confab_agent_secrets_keep_finish(result, NULL))
+		stored = confab_agent_secrets_strip(agent);
+	else
+		stored = g_object_ref(agent);
+	confab_store_save_agent_async(self->store,
+				      stored,
+				      cancellable,
+				      save_agent_cb,
+				      g_steal_pointer(&task));
+}
+
 /* The agent's own tools: servers in the mcpServers shape, a sane max_steps. */
 static gboolean
 check_tools(ConfabAgent *agent, GError **error)
@@ -783,6 +841,15 @@ confab_engine_save_agent_async(ConfabEngine *self,
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
+	if (self->secrets != NULL && confab_secret_store_is_available(self->secrets)) {
+		/* the keyring first; the database keeps the agent without them */
+		confab_agent_secrets_keep_async(self->secrets,
+						agent,
+						cancellable,
+						secrets_kept_cb,
+						g_steal_pointer(&task));
+		return;
+	}
 	confab_store_save_agent_async(self->store,
 				      agent,
 				      cancellable,
@@ -813,6 +880,7 @@ delete_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 		g_hash_table_remove(self->agents, agent_id);
 	}
+	confab_agent_secrets_forget(self->secrets, agent_id);
 	confab_toolbox_forget_agent(self->toolbox, agent_id);
 	g_task_return_boolean(task, TRUE);
 }

@@ -15,6 +15,7 @@
 #include "model/confab-principal.h"
 #include "model/confab-token.h"
 #include "providers/confab-provider.h"
+#include "secrets/confab-secret-store.h"
 #include "store/confab-store.h"
 #include "tools/confab-toolbox.h"
 
@@ -65,6 +66,8 @@ ConfabMetrics *
 confab_engine_get_metrics(ConfabEngine *self);
 void
 confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider);
+void
+confab_engine_set_secret_store(ConfabEngine *self, ConfabSecretStore *secrets);
 ConfabProvider *
 confab_engine_get_provider(ConfabEngine *self, const gchar *name);
 

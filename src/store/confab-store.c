@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "store/confab-store.h"
+#include "util/confab-error.h"
 
 G_DEFINE_INTERFACE(ConfabStore, confab_store, G_TYPE_OBJECT)
 
@@ -570,6 +571,224 @@ ConfabStorePage *
 confab_store_list_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_pointer(self, result, error);
+}
+
+void
+confab_store_search_hit_free(ConfabStoreSearchHit *hit)
+{
+	if (hit == NULL)
+		return;
+	g_clear_object(&hit->session);
+	g_free(hit->snippet);
+	g_free(hit);
+}
+
+/**
+ * confab_store_search_sessions_async:
+ * @self: a #ConfabStore
+ * @owner: whose conversations
+ * @terms: (array zero-terminated=1): words, each matched as the start of a
+ *   word of the title or of a message (case and accents aside); a
+ *   conversation matches when every term does, in its title or in any of
+ *   its messages
+ * @limit: at most this many results (at most
+ *   %CONFAB_STORE_SEARCH_MAX_RESULTS)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the results
+ * @user_data: data for @callback
+ *
+ * Finds @owner's conversations, of every source, newest first. A backend
+ * without full-text search fails with %CONFAB_ERROR_NOT_IMPLEMENTED.
+ */
+void
+confab_store_search_sessions_async(ConfabStore *self,
+				   const gchar *owner,
+				   const gchar *const *terms,
+				   guint limit,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(owner != NULL && terms != NULL);
+	if (STORE_IFACE(self)->search_sessions == NULL) {
+		g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+		g_task_set_source_tag(task, confab_store_search_sessions_async);
+		g_task_return_new_error(task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_NOT_IMPLEMENTED,
+					"this store has no full-text search");
+		return;
+	}
+	STORE_IFACE(self)->search_sessions(self,
+					   owner,
+					   terms,
+					   MIN(limit, CONFAB_STORE_SEARCH_MAX_RESULTS),
+					   cancellable,
+					   callback,
+					   user_data);
+}
+
+/**
+ * confab_store_search_sessions_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabStoreSearchHit): the
+ *   conversations found, newest first
+ */
+GPtrArray *
+confab_store_search_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/* ---------- snippets ---------- */
+
+#define SNIPPET_BEFORE 40  /* characters of context before the first match */
+#define SNIPPET_LENGTH 160 /* characters at most */
+
+static gboolean
+is_word_char(gunichar c)
+{
+	return g_unichar_isalnum(c) || g_unichar_ismark(c);
+}
+
+/* @word without accents, case folded: how words are compared */
+static gchar *
+fold_word(const gchar *word, gssize len)
+{
+	g_autofree gchar *nfd = g_utf8_normalize(word, len, G_NORMALIZE_NFD);
+	g_autoptr(GString) bare = g_string_new(NULL);
+
+	if (nfd == NULL)
+		return g_strdup("");
+	for (const gchar *p = nfd; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		if (!g_unichar_ismark(c))
+			g_string_append_unichar(bare, c);
+	}
+	return g_utf8_casefold(bare->str, (gssize)bare->len);
+}
+
+/* the terms as words are compared: the first word of each, folded */
+static GPtrArray *
+fold_terms(const gchar *const *terms)
+{
+	GPtrArray *folded = g_ptr_array_new_with_free_func(g_free);
+
+	for (guint i = 0; terms[i] != NULL && i < CONFAB_STORE_SEARCH_MAX_TERMS; i++) {
+		const gchar *start = terms[i];
+		const gchar *end;
+		while (*start != '\0' && !is_word_char(g_utf8_get_char(start)))
+			start = g_utf8_next_char(start);
+		end = start;
+		while (*end != '\0' && is_word_char(g_utf8_get_char(end)))
+			end = g_utf8_next_char(end);
+		if (end > start)
+			g_ptr_array_add(folded, fold_word(start, end - start));
+	}
+	return folded;
+}
+
+/* Where the first word matching a term starts in @text, or NULL; the
+ * number of terms some word matches in *@n_matched. */
+static const gchar *
+first_match(const gchar *text, GPtrArray *folded, guint *n_matched)
+{
+	const gchar *first = NULL;
+	guint32 seen = 0;
+	const gchar *p = text;
+
+	*n_matched = 0;
+	while (*p != '\0') {
+		const gchar *end;
+		g_autofree gchar *word = NULL;
+
+		if (!is_word_char(g_utf8_get_char(p))) {
+			p = g_utf8_next_char(p);
+			continue;
+		}
+		for (end = p; *end != '\0' && is_word_char(g_utf8_get_char(end));)
+			end = g_utf8_next_char(end);
+		word = fold_word(p, end - p);
+		for (guint i = 0; i < folded->len; i++) {
+			if (!g_str_has_prefix(word, g_ptr_array_index(folded, i)))
+				continue;
+			if (first == NULL)
+				first = p;
+			if ((seen & (1u << i)) == 0)
+				(*n_matched)++;
+			seen |= 1u << i;
+		}
+		p = end;
+	}
+	return first;
+}
+
+/* Up to SNIPPET_LENGTH characters of @text from @start, whitespace runs as
+ * one space. */
+static gchar *
+cut_snippet(const gchar *text, const gchar *start)
+{
+	g_autoptr(GString) out = g_string_new(start > text ? "…" : "");
+	const gchar *p = start;
+	guint n = 0;
+	gboolean space = FALSE;
+
+	for (; *p != '\0' && n < SNIPPET_LENGTH; p = g_utf8_next_char(p), n++) {
+		gunichar c = g_utf8_get_char(p);
+		if (g_unichar_isspace(c) || g_unichar_iscntrl(c)) {
+			space = out->len > 0;
+			continue;
+		}
+		if (space)
+			g_string_append_c(out, ' ');
+		space = FALSE;
+		g_string_append_unichar(out, c);
+	}
+	if (*p != '\0')
+		g_string_append(out, "…");
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/**
+ * confab_store_search_snippet:
+ * @text: a title or a message's text, valid UTF-8
+ * @terms: (array zero-terminated=1): the search terms
+ * @n_matched: (out) (optional): how many of the terms @text matches
+ *
+ * For backends: a line of @text around its first word that starts with a
+ * term (case and accents aside), for the description of a search result.
+ *
+ * Returns: (transfer full) (nullable): the snippet, or %NULL if no word
+ *   matches
+ */
+gchar *
+confab_store_search_snippet(const gchar *text, const gchar *const *terms, guint *n_matched)
+{
+	g_autoptr(GPtrArray) folded = NULL;
+	const gchar *match;
+	const gchar *start;
+	guint matched = 0;
+
+	g_return_val_if_fail(terms != NULL, NULL);
+	if (n_matched != NULL)
+		*n_matched = 0;
+	if (text == NULL || !g_utf8_validate(text, -1, NULL))
+		return NULL;
+	folded = fold_terms(terms);
+	match = first_match(text, folded, &matched);
+	if (n_matched != NULL)
+		*n_matched = matched;
+	if (match == NULL)
+		return NULL;
+	/* some words of context before it, from the start of a word */
+	start = match;
+	for (guint n = 0; start > text && n < SNIPPET_BEFORE; n++)
+		start = g_utf8_prev_char(start);
+	while (start > text && start < match && is_word_char(g_utf8_get_char(start)) &&
+	       is_word_char(g_utf8_get_char(g_utf8_prev_char(start))))
+		start = g_utf8_next_char(start);
+	return cut_snippet(text, start);
 }
 
 /**

@@ -131,6 +131,28 @@ confab_store_usage_free(ConfabStoreUsage *usage);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreUsage, confab_store_usage_free)
 
 /**
+ * ConfabStoreSearchHit:
+ * @session: a conversation whose title or messages match every term
+ * @snippet: (nullable): a short piece of its text around a match, on one
+ *   line, for people
+ *
+ * One result of confab_store_search_sessions_async().
+ */
+typedef struct {
+	ConfabSession *session;
+	gchar *snippet;
+} ConfabStoreSearchHit;
+
+void
+confab_store_search_hit_free(ConfabStoreSearchHit *hit);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreSearchHit, confab_store_search_hit_free)
+
+/* What confab_store_search_sessions_async() takes at most. */
+#define CONFAB_STORE_SEARCH_MAX_TERMS	 16
+#define CONFAB_STORE_SEARCH_MAX_TERM_LEN 64
+#define CONFAB_STORE_SEARCH_MAX_RESULTS	 100
+
+/**
  * ConfabStoreChange:
  * @CONFAB_STORE_CHANGE_AGENTS: agents were created, changed or deleted
  * @CONFAB_STORE_CHANGE_TOKENS: tokens were created or revoked
@@ -265,6 +287,15 @@ struct _ConfabStoreInterface {
 			      GCancellable *cancellable,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data);
+
+	/* full-text search (a backend without it leaves it NULL) */
+	void (*search_sessions)(ConfabStore *self,
+				const gchar *owner,
+				const gchar *const *terms,
+				guint limit,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
 
 	/* lifecycle */
 	void (*close)(ConfabStore *self);
@@ -410,6 +441,19 @@ confab_store_list_messages_async(ConfabStore *self,
 				 gpointer user_data);
 ConfabStorePage *
 confab_store_list_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+
+void
+confab_store_search_sessions_async(ConfabStore *self,
+				   const gchar *owner,
+				   const gchar *const *terms,
+				   guint limit,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+GPtrArray *
+confab_store_search_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+gchar *
+confab_store_search_snippet(const gchar *text, const gchar *const *terms, guint *n_matched);
 
 void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);

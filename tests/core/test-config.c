@@ -382,11 +382,14 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 28);
+	g_assert_cmpuint(keys, ==, 29);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
 	g_assert_cmpstr(documented->bus, ==, defaults->bus);
+	/* [desktop] default_agent: empty is unset */
+	g_assert_cmpstr(documented->desktop_default_agent ?: "", ==, "");
+	g_assert_null(defaults->desktop_default_agent);
 	g_assert_cmpuint(documented->shutdown_grace, ==, defaults->shutdown_grace);
 	g_assert_cmpuint(documented->serving_threads, ==, defaults->serving_threads);
 	g_assert_cmpuint(documented->max_body_bytes, ==, defaults->max_body_bytes);

@@ -1034,6 +1034,27 @@ test_unreachable(void)
 	g_assert_nonnull(strstr(no_bus_at_all->err, "session bus"));
 }
 
+/* Without --system or --session, and with no system service to talk to,
+ * confabctl talks to the per-user daemon on the session bus. */
+static void
+test_default_bus(void)
+{
+	const gchar *const no_system_env[] = {"DBUS_SYSTEM_BUS_ADDRESS",
+					      "unix:path=/nonexistent/confab-test-system-bus",
+					      "CONFABCTL_BUS",
+					      "",
+					      NULL};
+	const RunOptions no_system = {.no_session_flag = TRUE, .env = no_system_env};
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(NULL, NULL);
+	g_autofree gchar *agent = confab_test_create_agent(daemon, "mine", "echo");
+	g_autoptr(Run) listed = ctl_full(&no_system, "agent", "list", "--json", NULL);
+
+	assert_ok(listed);
+	g_assert_cmpuint(json_array_get_length(array(listed)), ==, 1);
+	g_assert_nonnull(strstr(listed->out, agent));
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
 gint
 main(gint argc, gchar **argv)
 {
@@ -1051,6 +1072,7 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/confabctl/hostile-text", test_hostile_text);
 	g_test_add_func("/confab/confabctl/usage-errors", test_usage_errors);
 	g_test_add_func("/confab/confabctl/unreachable", test_unreachable);
+	g_test_add_func("/confab/confabctl/default-bus", test_default_bus);
 	ret = g_test_run();
 	confab_test_finish();
 	return ret;

@@ -58,7 +58,7 @@ ok "meson install --destdir"
 # ---------- where things should be ----------
 # the build's directory options, as absolute paths
 prefix='' bindir='' sbindir='' datadir='' mandir='' localedir='' sysconfdir=''
-opt_unitdir='' opt_man='' opt_group=''
+opt_unitdir='' opt_userunitdir='' opt_man='' opt_group=''
 eval "$(meson introspect --buildoptions "$build" | python3 -c '
 import json, sys, shlex
 opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
@@ -70,6 +70,7 @@ for name in ("bindir", "sbindir", "datadir", "mandir", "localedir", "sysconfdir"
     print("%s=%s" % (name, shlex.quote(absolute(name))))
 print("prefix=%s" % shlex.quote(prefix))
 print("opt_unitdir=%s" % shlex.quote(opts.get("systemdunitdir", "")))
+print("opt_userunitdir=%s" % shlex.quote(opts.get("systemduserunitdir", "")))
 print("opt_man=%s" % ("true" if opts.get("man", True) else "false"))
 print("opt_group=%s" % shlex.quote(opts.get("dbus_policy_group", "confab")))
 ')" || {
@@ -133,10 +134,28 @@ for lang in $languages; do
 	expect "$localedir/$lang/LC_MESSAGES/confab.mo"
 done
 
-# nothing lands outside the prefix, the sysconfdir and the unit directory
+# the desktop: confabd --user as a systemd user unit, started by the
+# session bus
+user_unit=$(grep -E '/lib/systemd/user/confabd\.service$' "$tmp/installed" | head -n1)
+if [ -n "$opt_userunitdir" ]; then
+	user_unit=$opt_userunitdir/confabd.service
+fi
+if [ -z "$user_unit" ]; then
+	fail "confabd.service is not in a lib/systemd/user directory"
+	user_unit=/nonexistent/user/confabd.service
+fi
+expect "$user_unit"
+expect "$datadir/dbus-1/services/org.confab.Confab1.service"
+# GNOME Shell's search provider and the desktop entry it names
+expect "$datadir/gnome-shell/search-providers/org.confab.Confab1.search-provider.ini"
+expect "$datadir/applications/org.confab.Confab1.desktop"
+expect "$datadir/icons/hicolor/scalable/apps/org.confab.Confab1.svg"
+expect "$datadir/dbus-1/interfaces/org.gnome.Shell.SearchProvider2.xml"
+
+# nothing lands outside the prefix, the sysconfdir and the unit directories
 while read -r file; do
 	case "$file" in
-	"$prefix"/* | "$sysconfdir"/* | "$(dirname "$unit")"/*) ;;
+	"$prefix"/* | "$sysconfdir"/* | "$(dirname "$unit")"/* | "$(dirname "$user_unit")"/*) ;;
 	*) fail "$file is installed outside $prefix" ;;
 	esac
 done <"$tmp/installed"
@@ -178,6 +197,59 @@ if [ -f "$activation" ]; then
 	[ "$service" = "$(basename "$unit")" ] ||
 		fail "activation file: SystemdService=$service is not $(basename "$unit")"
 	grep -qx "BusName=org.confab.Confab1" "$unit_file" || fail "the unit has no BusName="
+fi
+
+# ---------- the desktop: the user unit and the session activation file ----------
+user_unit_file=$destdir$user_unit
+if [ -f "$user_unit_file" ]; then
+	exec_start=$(sed -n 's/^ExecStart=//p' "$user_unit_file")
+	[ "$exec_start" = "$confabd --user" ] && ok "the user unit runs $confabd --user" ||
+		fail "the user unit's ExecStart is '$exec_start', not $confabd --user"
+	grep -qx 'Type=notify' "$user_unit_file" || fail "the user unit is not Type=notify"
+	grep -qx 'BusName=org.confab.Confab1' "$user_unit_file" || fail "the user unit has no BusName="
+	grep -qx 'WantedBy=default.target' "$user_unit_file" ||
+		fail "the user unit is not wanted by default.target"
+	grep -q '^User=' "$user_unit_file" && fail "the user unit names a User="
+fi
+session_activation=$destdir$datadir/dbus-1/services/org.confab.Confab1.service
+if [ -f "$session_activation" ]; then
+	grep -qx 'Name=org.confab.Confab1' "$session_activation" ||
+		fail "session activation file: wrong Name="
+	grep -qx 'SystemdService=confabd.service' "$session_activation" ||
+		fail "session activation file: no SystemdService=confabd.service"
+	grep -qx "Exec=$confabd --user" "$session_activation" &&
+		ok "the session bus starts $confabd --user" ||
+		fail "session activation file: Exec= is not $confabd --user"
+fi
+
+# ---------- the desktop: GNOME Shell's search provider ----------
+ini=$destdir$datadir/gnome-shell/search-providers/org.confab.Confab1.search-provider.ini
+desktop=$destdir$datadir/applications/org.confab.Confab1.desktop
+if [ -f "$ini" ]; then
+	python3 - "$ini" <<'EOF' && ok "the search provider names the bus, the object and the entry" ||
+import configparser, sys
+ini = configparser.ConfigParser(interpolation=None)
+ini.optionxform = str
+ini.read(sys.argv[1])
+group = ini["Shell Search Provider"]
+want = {"DesktopId": "org.confab.Confab1.desktop", "BusName": "org.confab.Confab1",
+        "ObjectPath": "/org/confab/Confab1/SearchProvider", "Version": "2"}
+bad = ["%s=%s, not %s" % (k, group.get(k), v) for k, v in want.items() if group.get(k) != v]
+for b in bad:
+    print("search provider:", b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
+		fail "the search provider's .ini is wrong"
+fi
+if [ -f "$desktop" ]; then
+	grep -qx 'NoDisplay=true' "$desktop" || fail "the desktop entry is not NoDisplay=true"
+	grep -qx 'Icon=org.confab.Confab1' "$desktop" || fail "the desktop entry names another icon"
+	if command -v desktop-file-validate >/dev/null; then
+		desktop-file-validate "$desktop" && ok "desktop-file-validate" ||
+			fail "desktop-file-validate $desktop"
+	else
+		skip "desktop-file-validate is not installed: the desktop entry was not validated"
+	fi
 fi
 
 # ---------- the D-Bus policy ----------

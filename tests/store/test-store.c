@@ -1755,6 +1755,273 @@ test_migrate_v1(Fixture *f, gconstpointer data)
 	}
 }
 
+/* ---------- search ---------- */
+
+static GPtrArray *
+search(Fixture *f, const gchar *owner, const gchar *const *terms, guint limit)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GPtrArray *hits;
+	confab_store_search_sessions_async(f->store, owner, terms, limit, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	hits = confab_store_search_sessions_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(hits);
+	return hits;
+}
+
+/* the ids found for "WORD WORD…", newest first, joined by spaces */
+static gchar *
+found(Fixture *f, const gchar *owner, const gchar *query)
+{
+	g_auto(GStrv) terms = g_strsplit(query, " ", -1);
+	g_autoptr(GPtrArray) hits = search(f, owner, (const gchar *const *)terms, 20);
+	g_autoptr(GString) ids = g_string_new(NULL);
+	for (guint i = 0; i < hits->len; i++) {
+		ConfabStoreSearchHit *hit = g_ptr_array_index(hits, i);
+		g_string_append_printf(ids,
+				       "%s%s",
+				       i > 0 ? " " : "",
+				       confab_session_get_id(hit->session));
+	}
+	return g_string_free(g_steal_pointer(&ids), FALSE);
+}
+
+static void
+answer(Fixture *f, const gchar *session_id, const gchar *text)
+{
+	g_autoptr(ConfabMessage) msg = make_message(f, session_id, "assistant", text);
+	g_autoptr(GError) error = NULL;
+	g_assert_true(finish_turn(f, msg, &error));
+	g_assert_no_error(error);
+}
+
+#define ASSERT_FOUND(f, owner, query, expected)                                                    \
+	do {                                                                                       \
+		g_autofree gchar *ids_ = found(f, owner, query);                                   \
+		g_assert_cmpstr(ids_, ==, expected);                                               \
+	} while (0)
+
+/* Every term must start a word of the title or of any message (not
+ * necessarily the same one), case and accents aside; the owner's
+ * conversations only, newest first. */
+static void
+test_search(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *soup =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Soup recipes");
+	g_autofree gchar *trip =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_CHANNEL, "Trip to Köln");
+	g_autofree gchar *bobs =
+	    create_session(f, "bob", "agt_a", CONFAB_SESSION_SOURCE_API, "Soup for Bob");
+	g_autofree gchar *both = NULL;
+
+	answer(f, soup, "A tomato soup needs basil and GARLIC.");
+	answer(f, trip, "The cathedral is worth a visit; try the Kölsch.");
+
+	ASSERT_FOUND(f, "alice", "soup", soup);
+	ASSERT_FOUND(f, "alice", "SOUP", soup);
+	ASSERT_FOUND(f, "alice", "gar", soup);	  /* a prefix */
+	ASSERT_FOUND(f, "alice", "arlic", "");	  /* not inside a word */
+	ASSERT_FOUND(f, "alice", "koln", trip);	  /* accents aside */
+	ASSERT_FOUND(f, "alice", "kölsch", trip); /* both ways */
+	ASSERT_FOUND(f, "bob", "soup", bobs);	  /* each owner their own */
+	ASSERT_FOUND(f, "carol", "soup", "");
+	/* every term, from the title and a message together */
+	ASSERT_FOUND(f, "alice", "recipes basil", soup);
+	ASSERT_FOUND(f, "alice", "recipes cathedral", "");
+	/* newest first */
+	both = create_session(f, "alice", "agt_b", CONFAB_SESSION_SOURCE_API, "Visit and soup");
+	{
+		g_autofree gchar *expected = g_strdup_printf("%s %s", both, soup);
+		ASSERT_FOUND(f, "alice", "soup", expected);
+	}
+	{
+		g_autofree gchar *expected = g_strdup_printf("%s %s", both, trip);
+		ASSERT_FOUND(f, "alice", "visit", expected);
+	}
+	/* gone with the conversation */
+	{
+		g_autoptr(GError) error = NULL;
+		g_assert_true(delete_session(f, both, &error));
+		g_assert_no_error(error);
+	}
+	ASSERT_FOUND(f, "alice", "soup", soup);
+	ASSERT_FOUND(f, "alice", "visit", trip);
+}
+
+/* What the query language of a backend would read as syntax is a word. */
+static void
+test_search_hostile_terms(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = create_session(f,
+					      "alice",
+					      "agt_a",
+					      CONFAB_SESSION_SOURCE_API,
+					      "He said \"AND\" or NEAR(it) * then col:umn");
+	const gchar *const hostile[] = {"\"",
+					"\"\"",
+					"*",
+					"AND",
+					"OR",
+					"NOT",
+					"NEAR(it",
+					"col:umn",
+					"^",
+					"'; DROP TABLE sessions; --",
+					"\xe2\x80\x8b",
+					"",
+					"-",
+					"{col}",
+					NULL};
+
+	for (guint i = 0; hostile[i] != NULL; i++) {
+		const gchar *const one[] = {hostile[i], NULL};
+		g_autoptr(GPtrArray) hits = search(f, "alice", one, 20);
+		g_test_message("search %s: %u", hostile[i], hits->len);
+		g_assert_cmpuint(hits->len, <=, 1);
+	}
+	ASSERT_FOUND(f, "alice", "and", id);
+	ASSERT_FOUND(f, "alice", "near", id);
+	ASSERT_FOUND(f, "alice", "col:umn", id);
+	{
+		/* no term at all: nothing, not everything */
+		const gchar *const none[] = {NULL};
+		g_autoptr(GPtrArray) hits = search(f, "alice", none, 20);
+		g_assert_cmpuint(hits->len, ==, 0);
+	}
+	{
+		g_autoptr(GPtrArray) hits = search(f, "alice", hostile, 20);
+		g_assert_cmpuint(hits->len, <=, 1);
+	}
+}
+
+/* At most the limit, the newest; a snippet from the text that matched. */
+static void
+test_search_limit_and_snippet(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GPtrArray) hits = NULL;
+	const gchar *const terms[] = {"weather", NULL};
+	const gchar *const long_terms[] = {"needle", NULL};
+	g_autofree gchar *long_one = NULL;
+	g_autoptr(GString) text = g_string_new(NULL);
+
+	for (guint i = 0; i < 25; i++) {
+		g_autofree gchar *title = g_strdup_printf("Weather report %u", i);
+		g_ptr_array_add(
+		    ids,
+		    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, title));
+	}
+	hits = search(f, "alice", terms, 20);
+	g_assert_cmpuint(hits->len, ==, 20);
+	for (guint i = 0; i < 20; i++) {
+		ConfabStoreSearchHit *hit = g_ptr_array_index(hits, i);
+		g_assert_cmpstr(confab_session_get_id(hit->session),
+				==,
+				g_ptr_array_index(ids, 24 - i));
+		g_assert_cmpstr(confab_session_get_title(hit->session),
+				==,
+				confab_session_get_title(hit->session));
+		g_assert_nonnull(strstr(hit->snippet, "Weather report"));
+	}
+
+	/* a long message: a line around the match, cut on both sides */
+	for (guint i = 0; i < 60; i++)
+		g_string_append(text, "lorem ipsum\n");
+	g_string_append(text, "the needle is here");
+	for (guint i = 0; i < 60; i++)
+		g_string_append(text, " dolor sit");
+	long_one = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Haystack");
+	answer(f, long_one, text->str);
+	g_clear_pointer(&hits, g_ptr_array_unref);
+	hits = search(f, "alice", long_terms, 20);
+	g_assert_cmpuint(hits->len, ==, 1);
+	{
+		ConfabStoreSearchHit *hit = g_ptr_array_index(hits, 0);
+		g_test_message("snippet: %s", hit->snippet);
+		g_assert_nonnull(strstr(hit->snippet, "the needle is here"));
+		g_assert_true(g_str_has_prefix(hit->snippet, "…"));
+		g_assert_true(g_str_has_suffix(hit->snippet, "…"));
+		g_assert_null(strchr(hit->snippet, '\n'));
+		g_assert_cmpuint(g_utf8_strlen(hit->snippet, -1), <=, 162);
+	}
+}
+
+/* Copies a fixture database over the fixture's store, closed. */
+static void
+install_fixture(Fixture *f, const gchar *name, gint version)
+{
+	g_autofree gchar *fixture =
+	    g_test_build_filename(G_TEST_DIST, "store", "fixtures", name, NULL);
+	g_autofree gchar *bytes = NULL;
+	g_autofree gchar *wal = g_strconcat(f->path, "-wal", NULL);
+	g_autofree gchar *shm = g_strconcat(f->path, "-shm", NULL);
+	g_autoptr(GError) error = NULL;
+	gsize len = 0;
+
+	confab_store_close(f->store);
+	g_clear_object(&f->store);
+	(void)g_unlink(wal);
+	(void)g_unlink(shm);
+	g_assert_true(g_file_get_contents(fixture, &bytes, &len, &error));
+	g_assert_true(g_file_set_contents(f->path, bytes, (gssize)len, &error));
+	g_assert_cmpint(read_user_version(f->path), ==, version);
+}
+
+/* A database of schema version 2 (tests/store/fixtures/confab-v2.db) is
+ * migrated on open: what it held is kept, and search finds it, titles and
+ * the text of user and assistant messages (not tool output, not content
+ * that is not JSON). */
+static void
+test_migrate_v2(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) agents = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *added = NULL;
+
+	install_fixture(f, "confab-v2.db", 2);
+	f->store = open_store(f->path);
+	g_assert_cmpint(read_user_version(f->path), ==, CONFAB_DB_VERSION);
+
+	agents = load_agents(f, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(agents->len, ==, 2);
+	g_assert_cmpstr(confab_agent_get_api_key(g_ptr_array_index(agents, 1)), ==, "sk-fixture");
+	g_assert_nonnull(strstr(confab_agent_get_mcp_servers(g_ptr_array_index(agents, 1)),
+				"mcp-fixture-secret"));
+	history = get_history(f, "cts_01jfixture0000000000000001");
+	g_assert_cmpuint(history->len, ==, 4);
+
+	ASSERT_FOUND(f, "alice", "hello", "cts_01jfixture0000000000000000");
+	ASSERT_FOUND(f, "alice", "garden", "cts_01jfixture0000000000000001");
+	ASSERT_FOUND(f, "alice", "cherry shade", "cts_01jfixture0000000000000001");
+	ASSERT_FOUND(f, "alice", "zucchini", "");
+	ASSERT_FOUND(f, "alice", "base64", "");
+	ASSERT_FOUND(f, "bob", "hello", "");
+	{
+		const gchar *const terms[] = {"cherry", NULL};
+		g_autoptr(GPtrArray) hits = search(f, "alice", terms, 20);
+		ConfabStoreSearchHit *hit = g_ptr_array_index(hits, 0);
+		g_assert_cmpstr(hit->snippet, ==, "Cherry tomatoes tolerate partial shade best.");
+		g_assert_cmpstr(confab_session_get_title(hit->session), ==, "Planning the garden");
+	}
+	/* and what comes after the migration is found too, newest first */
+	added = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "More garden");
+	answer(f, "cts_01jfixture0000000000000001", "Kale, too.");
+	{
+		g_autofree gchar *expected =
+		    g_strdup_printf("%s cts_01jfixture0000000000000001", added);
+		ASSERT_FOUND(f, "alice", "garden", expected);
+	}
+	ASSERT_FOUND(f, "alice", "kale tomatoes", "cts_01jfixture0000000000000001");
+	reopen(f);
+	ASSERT_FOUND(f, "alice", "kale tomatoes", "cts_01jfixture0000000000000001");
+}
+
 /* The promises every backend keeps. */
 static void
 add_tests(const Backend *backend)
@@ -1788,6 +2055,9 @@ add_tests(const Backend *backend)
 	    {"cancelled-read", test_cancelled_read},
 	    {"failed-write-in-batch", test_failed_write_in_batch},
 	    {"parallel-reads", test_parallel_reads},
+	    {"search", test_search},
+	    {"search-hostile-terms", test_search_hostile_terms},
+	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {
@@ -1813,6 +2083,7 @@ main(int argc, char **argv)
 	ADD("/confab/store/sqlite/deleted-agent-key-erased", test_deleted_agent_key_erased);
 	ADD("/confab/store/sqlite/group-commit", test_group_commit);
 	ADD("/confab/store/sqlite/migrate-v1", test_migrate_v1);
+	ADD("/confab/store/sqlite/migrate-v2", test_migrate_v2);
 	g_test_add_func("/confab/store/sqlite/open-in-missing-dir", test_open_in_missing_dir);
 #undef ADD
 	return g_test_run();

@@ -314,6 +314,98 @@ migrate_v2(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * The text of a message that search finds: its text parts, joined, at most
+ * SEARCH_TEXT_MAX characters (a 10 MiB answer is not indexed whole). A
+ * content that is not JSON is not indexed, never refused.
+ */
+#define SEARCH_TEXT_MAX "65536"
+#define SEARCH_TEXT(content)                                                                       \
+	"(SELECT substr(group_concat(json_extract(" content ", j.fullkey || '.text'), ' '), 1, "   \
+	"" SEARCH_TEXT_MAX ") FROM json_each(" content ") AS j WHERE j.type = 'object' AND "       \
+	"json_extract(" content ", j.fullkey || '.type') = 'text')"
+/* rows of one conversation in the index: its doc << 20 | n, n = 0 for the
+ * title and 1, 2, ... for its messages */
+#define SEARCH_ROW_BITS "20"
+#define SEARCH_MAX_ROWS "1048576"
+
+/*
+ * Full-text search of the conversations (GNOME Shell's search provider).
+ * Each conversation has a number, its doc, in creation order; every row of
+ * the FTS5 table `search` (its title, each user or assistant message) has
+ * the rowid doc << 20 | n, so a match gives the conversation without a
+ * lookup and the rows of one conversation are one rowid range. Triggers keep
+ * it, so every writer (and a cascade) does, in the same transaction.
+ */
+static gboolean
+migrate_v3(Conn *conn, GError **error)
+{
+	return conn_exec(
+	    conn,
+	    "CREATE TABLE search_docs ("
+	    "  doc INTEGER PRIMARY KEY,"
+	    "  session_id TEXT NOT NULL UNIQUE,"
+	    "  owner TEXT NOT NULL,"
+	    "  rows INTEGER NOT NULL"
+	    ") STRICT;"
+	    "CREATE INDEX search_docs_by_owner ON search_docs (owner, doc);"
+	    /* prefix indexes: the Shell searches from the first letter typed */
+	    "CREATE VIRTUAL TABLE search USING fts5(text, "
+	    "  tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2');"
+	    /* what the database holds already, in creation order */
+	    "INSERT INTO search_docs (session_id, owner, rows) "
+	    "  SELECT id, owner, 1 FROM sessions ORDER BY id;"
+	    "INSERT INTO search (rowid, text) "
+	    "  SELECT d.doc << " SEARCH_ROW_BITS ", s.title FROM search_docs d "
+	    "  JOIN sessions s ON s.id = d.session_id WHERE s.title IS NOT NULL;"
+	    "INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS ") | n, t FROM ("
+	    "  SELECT d.doc AS doc, row_number() OVER "
+	    "    (PARTITION BY m.session_id ORDER BY m.id) AS n, "
+	    "  CASE WHEN json_valid(m.content) THEN " SEARCH_TEXT(
+		"m.content") " END AS t "
+			     "  FROM messages m JOIN search_docs d ON d.session_id = m.session_id "
+			     "  WHERE m.role IN ('user', 'assistant')) WHERE n < " SEARCH_MAX_ROWS
+			     ";"
+			     "UPDATE search_docs SET rows = MIN(" SEARCH_MAX_ROWS
+			     ", 1 + (SELECT count(*) "
+			     "  FROM messages m WHERE m.session_id = search_docs.session_id "
+			     "  AND m.role IN ('user', 'assistant')));"
+			     /* and what comes */
+			     "CREATE TRIGGER search_session_new AFTER INSERT ON sessions BEGIN"
+			     "  INSERT INTO search_docs (session_id, owner, rows) VALUES (new.id, "
+			     "new.owner, 1);"
+			     "  INSERT INTO search (rowid, text) SELECT doc << " SEARCH_ROW_BITS
+			     ", new.title"
+			     "    FROM search_docs WHERE session_id = new.id AND new.title IS NOT "
+			     "NULL;"
+			     "END;"
+			     "CREATE TRIGGER search_message_new AFTER INSERT ON messages"
+			     "  WHEN new.role IN ('user', 'assistant') AND json_valid(new.content) "
+			     "BEGIN"
+			     "  INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS
+			     ") | rows, "
+			     "" SEARCH_TEXT(
+				 "new.content") " FROM search_docs"
+						"    WHERE session_id = new.session_id AND rows "
+						"< " SEARCH_MAX_ROWS ";"
+						"  UPDATE search_docs SET rows = rows + 1"
+						"    WHERE session_id = new.session_id AND rows "
+						"< " SEARCH_MAX_ROWS ";"
+						"END;"
+						"CREATE TRIGGER search_session_gone AFTER DELETE "
+						"ON sessions BEGIN"
+						"  DELETE FROM search WHERE rowid BETWEEN"
+						"    (SELECT doc << " SEARCH_ROW_BITS
+						" FROM search_docs WHERE session_id = old.id)"
+						"    AND (SELECT (doc << " SEARCH_ROW_BITS
+						") | (" SEARCH_MAX_ROWS " - 1)"
+						"      FROM search_docs WHERE session_id = old.id);"
+						"  DELETE FROM search_docs WHERE session_id = "
+						"old.id;"
+						"END;",
+	    error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -358,7 +450,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 1:
 		if (!migrate_v2(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 2: migrate_v3() here */
+		/* fall through */
+	case 2:
+		if (!migrate_v3(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 3: migrate_v4() here */
 	default:
 		break;
 	}
@@ -1718,6 +1814,181 @@ confab_store_sqlite_list_messages(ConfabStore *store,
 		   user_data);
 }
 
+/* ---------- search ---------- */
+
+typedef struct {
+	gchar *owner;
+	GStrv terms;
+	guint limit;
+} SearchQuery;
+
+static void
+search_query_free(SearchQuery *query)
+{
+	g_free(query->owner);
+	g_strfreev(query->terms);
+	g_free(query);
+}
+
+/* A term as an FTS5 query: a string (quotes doubled), as a prefix. Terms
+ * without a letter or a digit would be empty phrases: they are left out. */
+static gchar *
+fts_term(const gchar *term)
+{
+	g_autoptr(GString) out = g_string_new("\"");
+	gboolean has_word = FALSE;
+	guint n = 0;
+
+	for (const gchar *p = term; *p != '\0' && n < CONFAB_STORE_SEARCH_MAX_TERM_LEN;
+	     p = g_utf8_next_char(p), n++) {
+		gunichar c = g_utf8_get_char(p);
+		has_word = has_word || g_unichar_isalnum(c);
+		if (c == '"')
+			g_string_append_c(out, '"');
+		g_string_append_unichar(out, c);
+	}
+	if (!has_word)
+		return NULL;
+	g_string_append(out, "\"*");
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+#define SEARCH_SESSION_COLUMNS                                                                     \
+	"s.id, s.owner, s.agent_id, s.source, s.title, s.created_at, s.updated_at"
+
+/* The SQL for @n terms, from constant fragments: the conversations whose
+ * rows match each term, intersected, then the owner's, newest first. The
+ * unary + keeps SQLite from looking each match up in the owner's index and
+ * sorting them all: it walks the owner's conversations newest first instead,
+ * each checked against the matches, and stops at the limit. */
+static gchar *
+search_sql(guint n)
+{
+	g_autoptr(GString) sql = g_string_new("SELECT " SEARCH_SESSION_COLUMNS ", d.doc "
+					      "FROM search_docs d JOIN sessions s ON s.id = "
+					      "d.session_id WHERE d.owner = ?1 AND +d.doc IN (");
+	for (guint i = 0; i < n; i++)
+		g_string_append_printf(sql,
+				       "%sSELECT rowid >> " SEARCH_ROW_BITS
+				       " FROM search WHERE search MATCH ?%u",
+				       i > 0 ? " INTERSECT " : "",
+				       i + 3);
+	g_string_append(sql, ") ORDER BY d.doc DESC LIMIT ?2");
+	return g_string_free(g_steal_pointer(&sql), FALSE);
+}
+
+/* The best line of a conversation for its result: from the row that
+ * matches the most terms, a message rather than the title, the latest. */
+static gchar *
+search_snippet(Conn *conn, gint64 doc, const gchar *const *terms, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "SELECT rowid, text FROM search WHERE rowid BETWEEN ?1 AND ?2",
+			 error);
+	g_autofree gchar *best = NULL;
+	guint best_score = 0;
+	gint rc;
+
+	if (stmt == NULL)
+		return NULL;
+	sqlite3_bind_int64(stmt, 1, doc << 20);
+	sqlite3_bind_int64(stmt, 2, (doc << 20) | ((1 << 20) - 1));
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		guint matched = 0;
+		g_autofree gchar *snippet =
+		    confab_store_search_snippet(column_text(stmt, 1), terms, &matched);
+		/* rows come in rowid order: the title first, then older first */
+		guint score = matched * 2 + ((sqlite3_column_int64(stmt, 0) & 0xFFFFF) != 0);
+		if (snippet != NULL && score >= best_score) {
+			g_free(best);
+			best = g_steal_pointer(&snippet);
+			best_score = score;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "reading a conversation's text");
+		return NULL;
+	}
+	return g_steal_pointer(&best);
+}
+
+static gpointer
+read_search_sessions(Conn *conn, gpointer data, GError **error)
+{
+	SearchQuery *query = data;
+	g_autoptr(GPtrArray) hits =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)confab_store_search_hit_free);
+	g_autoptr(GPtrArray) fts = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GArray) docs = g_array_new(FALSE, FALSE, sizeof(gint64));
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+	g_autofree gchar *sql = NULL;
+	gint rc;
+
+	for (guint i = 0; query->terms[i] != NULL && fts->len < CONFAB_STORE_SEARCH_MAX_TERMS;
+	     i++) {
+		gchar *term = fts_term(query->terms[i]);
+		if (term != NULL)
+			g_ptr_array_add(fts, term);
+	}
+	if (fts->len == 0 || query->limit == 0)
+		return g_steal_pointer(&hits);
+	sql = search_sql(fts->len);
+	stmt = conn_prepare(conn, sql, error);
+	if (stmt == NULL)
+		return NULL;
+	bind_text(stmt, 1, query->owner);
+	sqlite3_bind_int(stmt, 2, (gint)query->limit);
+	for (guint i = 0; i < fts->len; i++)
+		bind_text(stmt, (gint)i + 3, g_ptr_array_index(fts, i));
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		ConfabStoreSearchHit *hit = g_new0(ConfabStoreSearchHit, 1);
+		gint64 doc = sqlite3_column_int64(stmt, 7);
+		hit->session = session_from_row(stmt);
+		g_ptr_array_add(hits, hit);
+		g_array_append_val(docs, doc);
+	}
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "searching");
+		return NULL;
+	}
+	for (guint i = 0; i < hits->len; i++) {
+		ConfabStoreSearchHit *hit = g_ptr_array_index(hits, i);
+		hit->snippet = search_snippet(conn,
+					      g_array_index(docs, gint64, i),
+					      (const gchar *const *)query->terms,
+					      error);
+		if (hit->snippet == NULL && error != NULL && *error != NULL)
+			return NULL;
+	}
+	return g_steal_pointer(&hits);
+}
+
+static void
+confab_store_sqlite_search_sessions(ConfabStore *store,
+				    const gchar *owner,
+				    const gchar *const *terms,
+				    guint limit,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	SearchQuery *query = g_new0(SearchQuery, 1);
+
+	query->owner = g_strdup(owner);
+	query->terms = g_strdupv((gchar **)terms);
+	query->limit = limit;
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_search_sessions,
+		   query,
+		   (GDestroyNotify)search_query_free,
+		   (GDestroyNotify)g_ptr_array_unref,
+		   confab_store_sqlite_search_sessions,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
 /* ---------- lifecycle ---------- */
 
 static void
@@ -1765,6 +2036,7 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->get_history = confab_store_sqlite_get_history;
 	iface->list_sessions = confab_store_sqlite_list_sessions;
 	iface->list_messages = confab_store_sqlite_list_messages;
+	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
 }
 

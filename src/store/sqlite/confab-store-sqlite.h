@@ -12,8 +12,10 @@ G_BEGIN_DECLS
 /* Bump with a migrate_vN() and a fixture in tests/store/fixtures:
  *  1: agents, tokens, sessions, messages, quotas, usage
  *  2: agents.mcp_servers and agents.max_steps (tools)
+ *  3: search_docs and the FTS5 table search, kept by triggers (the desktop's
+ *     search)
  */
-#define CONFAB_DB_VERSION 2
+#define CONFAB_DB_VERSION 3
 
 #define CONFAB_TYPE_STORE_SQLITE (confab_store_sqlite_get_type())
 G_DECLARE_FINAL_TYPE(ConfabStoreSqlite, confab_store_sqlite, CONFAB, STORE_SQLITE, GObject)

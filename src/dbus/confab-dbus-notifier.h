@@ -1,0 +1,23 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+/* The desktop entry and the icon the notifications name */
+#define CONFAB_DESKTOP_ID "org.confab.Confab1"
+
+#define CONFAB_TYPE_DBUS_NOTIFIER (confab_dbus_notifier_get_type())
+G_DECLARE_FINAL_TYPE(ConfabDbusNotifier, confab_dbus_notifier, CONFAB, DBUS_NOTIFIER, GObject)
+
+ConfabDbusNotifier *
+confab_dbus_notifier_new(GDBusConnection *bus);
+void
+confab_dbus_notifier_notify(ConfabDbusNotifier *self, const gchar *summary, const gchar *body);
+
+G_END_DECLS
