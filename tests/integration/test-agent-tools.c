@@ -147,8 +147,10 @@ typedef struct {
 static void
 stream_clear(Stream *s)
 {
-	g_ptr_array_unref(s->events);
-	g_string_free(s->text, TRUE);
+	/* a test skipped early never filled it */
+	g_clear_pointer(&s->events, g_ptr_array_unref);
+	if (s->text != NULL)
+		g_string_free(s->text, TRUE);
 	g_free(s->finish_reason);
 	g_free(s->session_id);
 }
