@@ -7,7 +7,7 @@
 
 #include "config.h"
 
-#include "confab-pg-pool.h"
+#include "store/postgres/confab-pg-pool.h"
 
 /*
  * A fixed number of connections (slots), each reconnecting by itself after a

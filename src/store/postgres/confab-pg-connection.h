@@ -8,45 +8,12 @@
 #include <gio/gio.h>
 #include <libpq-fe.h>
 
+#include "store/postgres/confab-pg-batch.h"
+#include "store/postgres/confab-pg-error.h"
+
 G_BEGIN_DECLS
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PGresult, PQclear)
-
-#define CONFAB_PG_ERROR (confab_pg_error_quark())
-
-/**
- * ConfabPgError:
- * @CONFAB_PG_ERROR_FAILED: anything else
- * @CONFAB_PG_ERROR_CONNECT: the server refused, or could not be reached, or
- *   authentication failed
- * @CONFAB_PG_ERROR_TIMEOUT: a connect, a query or a cancel took too long
- * @CONFAB_PG_ERROR_CLOSED: the connection was lost or closed; a query in
- *   flight may or may not have been committed
- * @CONFAB_PG_ERROR_SQL: the server answered with an error; its SQLSTATE is in
- *   the message and confab_pg_error_get_sqlstate()
- * @CONFAB_PG_ERROR_UNAVAILABLE: the pool has no connection to the database
- *
- * Errors of the PostgreSQL layer. The store backend maps them to
- * #CONFAB_ERROR codes; confab_pg_error_is_unavailable() tells which mean
- * "the database is down or hangs" (503 `store_unavailable`).
- */
-typedef enum {
-	CONFAB_PG_ERROR_FAILED,
-	CONFAB_PG_ERROR_CONNECT,
-	CONFAB_PG_ERROR_TIMEOUT,
-	CONFAB_PG_ERROR_CLOSED,
-	CONFAB_PG_ERROR_SQL,
-	CONFAB_PG_ERROR_UNAVAILABLE,
-} ConfabPgErrorCode;
-
-GQuark
-confab_pg_error_quark(void);
-const gchar *
-confab_pg_error_get_sqlstate(const GError *error);
-gboolean
-confab_pg_error_is_unavailable(const GError *error);
-const gchar *
-confab_pg_result_sqlstate(const PGresult *result);
 
 /**
  * ConfabPgConnectionState:
@@ -61,27 +28,6 @@ typedef enum {
 	CONFAB_PG_CONNECTION_STATE_READY,
 	CONFAB_PG_CONNECTION_STATE_CLOSED,
 } ConfabPgConnectionState;
-
-/**
- * ConfabPgBatch:
- *
- * Statements to run in one transaction with
- * confab_pg_connection_transaction_async().
- */
-typedef struct _ConfabPgBatch ConfabPgBatch;
-
-ConfabPgBatch *
-confab_pg_batch_new(void);
-void
-confab_pg_batch_add(ConfabPgBatch *batch,
-		    const gchar *sql,
-		    guint n_params,
-		    const gchar *const *params);
-guint
-confab_pg_batch_get_length(ConfabPgBatch *batch);
-void
-confab_pg_batch_free(ConfabPgBatch *batch);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabPgBatch, confab_pg_batch_free)
 
 #define CONFAB_TYPE_PG_CONNECTION (confab_pg_connection_get_type())
 G_DECLARE_FINAL_TYPE(ConfabPgConnection, confab_pg_connection, CONFAB, PG_CONNECTION, GObject)

@@ -7,7 +7,7 @@
 
 #include <gio/gio.h>
 
-#include "confab-pg-connection.h"
+#include "store/postgres/confab-pg-connection.h"
 
 G_BEGIN_DECLS
 

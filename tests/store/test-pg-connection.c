@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "confab-pg-connection.h"
-#include "confab-pg-pool.h"
 #include "confab-test-helper.h"
 #include "confab-test-pg.h"
+#include "store/postgres/confab-pg-connection.h"
+#include "store/postgres/confab-pg-pool.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -258,7 +258,7 @@ test_params_and_nulls(void)
 	g_assert_true(PQgetisnull(res, 0, 3));
 	g_assert_false(PQgetisnull(res, 0, 2));
 	g_assert_cmpstr(PQgetvalue(res, 0, 4), ==, "32");
-	g_assert_null(confab_pg_result_sqlstate(res));
+	g_assert_null(confab_pg_error_result_sqlstate(res));
 }
 
 static void

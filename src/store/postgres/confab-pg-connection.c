@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "confab-pg-connection.h"
+#include "store/postgres/confab-pg-connection.h"
 
 /*
  * One PostgreSQL connection driven by the GLib main loop; nothing here waits
@@ -59,107 +59,6 @@
 
 /* ---------- errors ---------- */
 
-typedef struct {
-	gchar sqlstate[6];
-} ConfabPgErrorPrivate;
-
-static void
-confab_pg_error_private_init(ConfabPgErrorPrivate *priv)
-{
-	priv->sqlstate[0] = '\0';
-}
-
-static void
-confab_pg_error_private_copy(const ConfabPgErrorPrivate *src, ConfabPgErrorPrivate *dest)
-{
-	memcpy(dest->sqlstate, src->sqlstate, sizeof(dest->sqlstate));
-}
-
-static void
-confab_pg_error_private_clear(ConfabPgErrorPrivate *priv)
-{
-}
-
-/* defines confab_pg_error_quark() and confab_pg_error_get_private() */
-G_DEFINE_EXTENDED_ERROR(ConfabPgError, confab_pg_error)
-
-/**
- * confab_pg_error_get_sqlstate:
- * @error: (nullable): an error
- *
- * Returns: (nullable): the five-character SQLSTATE of a
- *   %CONFAB_PG_ERROR_SQL error, e.g. `23505`
- */
-const gchar *
-confab_pg_error_get_sqlstate(const GError *error)
-{
-	ConfabPgErrorPrivate *priv;
-	if (error == NULL || error->domain != CONFAB_PG_ERROR)
-		return NULL;
-	priv = confab_pg_error_get_private(error);
-	return priv != NULL && priv->sqlstate[0] != '\0' ? priv->sqlstate : NULL;
-}
-
-/**
- * confab_pg_error_is_unavailable:
- * @error: (nullable): an error from this layer
- *
- * Returns: whether @error means the database is unreachable, hangs or is
- *   going away, rather than that the statement was wrong
- */
-gboolean
-confab_pg_error_is_unavailable(const GError *error)
-{
-	const gchar *sqlstate;
-	if (error == NULL || error->domain != CONFAB_PG_ERROR)
-		return FALSE;
-	switch (error->code) {
-	case CONFAB_PG_ERROR_CONNECT:
-	case CONFAB_PG_ERROR_TIMEOUT:
-	case CONFAB_PG_ERROR_CLOSED:
-	case CONFAB_PG_ERROR_UNAVAILABLE:
-		return TRUE;
-	case CONFAB_PG_ERROR_SQL:
-		sqlstate = confab_pg_error_get_sqlstate(error);
-		/* 08: connection exception; 57014: statement_timeout; 57P0x:
-		 * shutting down, cannot connect now; 53300: too many connections */
-		return sqlstate != NULL &&
-		       (g_str_has_prefix(sqlstate, "08") || g_str_equal(sqlstate, "57014") ||
-			g_str_has_prefix(sqlstate, "57P0") || g_str_equal(sqlstate, "53300"));
-	default:
-		return FALSE;
-	}
-}
-
-/**
- * confab_pg_result_sqlstate:
- * @result: (nullable): a result
- *
- * Returns: (nullable): the SQLSTATE of an error result, %NULL for a success
- */
-const gchar *
-confab_pg_result_sqlstate(const PGresult *result)
-{
-	if (result == NULL)
-		return NULL;
-	return PQresultErrorField(result, PG_DIAG_SQLSTATE);
-}
-
-static GError *
-error_new_sql(const gchar *sqlstate, const gchar *message)
-{
-	GError *error;
-	if (sqlstate == NULL || strlen(sqlstate) != 5)
-		return g_error_new_literal(CONFAB_PG_ERROR, CONFAB_PG_ERROR_FAILED, message);
-	error = g_error_new(CONFAB_PG_ERROR,
-			    CONFAB_PG_ERROR_SQL,
-			    "%s (SQLSTATE %s)",
-			    message,
-			    sqlstate);
-	g_strlcpy(confab_pg_error_get_private(error)->sqlstate, sqlstate, 6);
-	return error;
-}
-
 /* libpq messages end in a newline and may hold several lines ("connection to
  * server at ... failed: Connection refused\n\tIs the server running ...") */
 static gchar *
@@ -180,7 +79,7 @@ error_from_result(const PGresult *res)
 {
 	const gchar *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 	g_autofree gchar *message = one_line(primary != NULL ? primary : PQresultErrorMessage(res));
-	return error_new_sql(PQresultErrorField(res, PG_DIAG_SQLSTATE), message);
+	return confab_pg_error_new_sql(PQresultErrorField(res, PG_DIAG_SQLSTATE), message);
 }
 
 static gboolean
@@ -227,57 +126,6 @@ step_free(Step *step)
 	g_free(step->params);
 	g_free(step->sql);
 	g_free(step);
-}
-
-struct _ConfabPgBatch {
-	GPtrArray *steps; /* owned: Step */
-};
-
-/**
- * confab_pg_batch_new:
- *
- * Returns: (transfer full): an empty batch of statements
- */
-ConfabPgBatch *
-confab_pg_batch_new(void)
-{
-	ConfabPgBatch *batch = g_new0(ConfabPgBatch, 1);
-	batch->steps = g_ptr_array_new_with_free_func((GDestroyNotify)step_free);
-	return batch;
-}
-
-/**
- * confab_pg_batch_add:
- * @sql: one statement, `$1`… for the parameters
- * @params: (array length=n_params) (nullable): text parameters, each
- *   nullable for SQL NULL; copied
- */
-void
-confab_pg_batch_add(ConfabPgBatch *batch,
-		    const gchar *sql,
-		    guint n_params,
-		    const gchar *const *params)
-{
-	g_return_if_fail(batch != NULL);
-	g_return_if_fail(sql != NULL);
-	g_return_if_fail(n_params == 0 || params != NULL);
-	g_ptr_array_add(batch->steps, step_new(sql, n_params, params, FALSE));
-}
-
-guint
-confab_pg_batch_get_length(ConfabPgBatch *batch)
-{
-	g_return_val_if_fail(batch != NULL, 0);
-	return batch->steps->len;
-}
-
-void
-confab_pg_batch_free(ConfabPgBatch *batch)
-{
-	if (batch == NULL)
-		return;
-	g_ptr_array_unref(batch->steps);
-	g_free(batch);
 }
 
 typedef enum {
@@ -785,9 +633,10 @@ step_done(ConfabPgConnection *self, PGresult *res, GError *local_error)
 		   g_strcmp0(PQcmdStatus(owned), "ROLLBACK") == 0) {
 		/* the COMMIT of a transaction in which a statement failed
 		 * succeeds as a ROLLBACK: to whoever sent it, a failure */
-		job->error = error_new_sql("25P02",
-					   "COMMIT rolled the transaction back: a statement in "
-					   "it had failed");
+		job->error =
+		    confab_pg_error_new_sql("25P02",
+					    "COMMIT rolled the transaction back: a statement in "
+					    "it had failed");
 	} else {
 		job->result = g_steal_pointer(&owned);
 	}
@@ -1480,11 +1329,12 @@ confab_pg_connection_transaction_async(ConfabPgConnection *self,
 	job = job_new(JOB_TRANSACTION, task);
 	job->results = g_ptr_array_new_with_free_func((GDestroyNotify)PQclear);
 	g_ptr_array_add(job->steps, step_new("BEGIN", 0, NULL, TRUE));
-	for (guint i = 0; i < batch->steps->len; i++) {
-		Step *step = g_ptr_array_index(batch->steps, i);
+	for (guint i = 0; i < confab_pg_batch_get_length(batch); i++) {
+		guint n_params = 0;
+		const gchar *const *params = confab_pg_batch_get_params(batch, i, &n_params);
 		g_ptr_array_add(
 		    job->steps,
-		    step_new(step->sql, step->n_params, (const gchar *const *)step->params, FALSE));
+		    step_new(confab_pg_batch_get_sql(batch, i), n_params, params, FALSE));
 	}
 	g_ptr_array_add(job->steps, step_new("COMMIT", 0, NULL, TRUE));
 	enqueue(self, job);
