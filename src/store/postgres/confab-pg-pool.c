@@ -76,7 +76,7 @@ enum { PROP_0, PROP_CONNINFO, PROP_PASSWORD, PROP_POOL_SIZE, PROP_AVAILABLE, N_P
 
 static GParamSpec *properties[N_PROPS];
 
-enum { SIGNAL_NOTIFICATION, SIGNAL_RECONNECTED, N_SIGNALS };
+enum { SIGNAL_NOTIFICATION, SIGNAL_LISTENING, SIGNAL_RECONNECTED, N_SIGNALS };
 
 static guint signals[N_SIGNALS];
 
@@ -297,6 +297,7 @@ slot_notification(ConfabPgConnection *conn,
 static void
 listener_ready(Slot *slot)
 {
+	g_signal_emit(slot->pool, signals[SIGNAL_LISTENING], 0);
 	if (slot->ever_ready)
 		g_signal_emit(slot->pool, signals[SIGNAL_RECONNECTED], 0);
 	slot->ever_ready = TRUE;
@@ -892,6 +893,22 @@ confab_pg_pool_class_init(ConfabPgPoolClass *klass)
 						    2,
 						    G_TYPE_STRING,
 						    G_TYPE_STRING);
+	/**
+	 * ConfabPgPool::listening:
+	 *
+	 * The listening connection LISTENs on every channel: the first time,
+	 * and again after each reconnect (then followed by
+	 * #ConfabPgPool::reconnected).
+	 */
+	signals[SIGNAL_LISTENING] = g_signal_new("listening",
+						 G_TYPE_FROM_CLASS(klass),
+						 G_SIGNAL_RUN_LAST,
+						 0,
+						 NULL,
+						 NULL,
+						 NULL,
+						 G_TYPE_NONE,
+						 0);
 	/**
 	 * ConfabPgPool::reconnected:
 	 *
