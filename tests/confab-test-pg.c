@@ -328,3 +328,70 @@ confab_test_pg_get_dir(ConfabTestPg *pg)
 {
 	return pg->dir;
 }
+
+/* The socket URL with another database (and user). */
+static gchar *
+socket_url_for(ConfabTestPg *pg, const gchar *dbname, const gchar *user)
+{
+	const gchar *query = strchr(pg->socket_url, '?');
+	g_autofree gchar *rest = NULL;
+	g_autoptr(GString) url = g_string_new("postgresql:///");
+
+	g_assert_nonnull(query);
+	rest = g_strdup(query);
+	g_string_append(url, dbname);
+	g_string_append(url, rest);
+	if (user != NULL)
+		g_string_replace(url, "user=confab", user, 0);
+	return g_string_free(g_steal_pointer(&url), FALSE);
+}
+
+/**
+ * confab_test_pg_query:
+ * @url: a database
+ * @sql: statements, without parameters
+ *
+ * Runs @sql with a blocking libpq connection (tests only) and fails the test
+ * on any error.
+ *
+ * Returns: (transfer full) (nullable): the first column of the first row of
+ *   the last statement's result, if any
+ */
+gchar *
+confab_test_pg_query(const gchar *url, const gchar *sql)
+{
+	PGconn *conn = PQconnectdb(url);
+	PGresult *res;
+	gchar *value = NULL;
+
+	if (PQstatus(conn) != CONNECTION_OK)
+		g_error("connecting to %s: %s", url, PQerrorMessage(conn));
+	res = PQexec(conn, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+		g_error("%s: %s", sql, PQresultErrorMessage(res));
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0 && PQnfields(res) > 0 &&
+	    !PQgetisnull(res, 0, 0))
+		value = g_strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	PQfinish(conn);
+	return value;
+}
+
+/**
+ * confab_test_pg_new_database:
+ *
+ * Creates an empty database owned by `confab`.
+ *
+ * Returns: (transfer full): its URL over the Unix socket, as `confab`
+ */
+gchar *
+confab_test_pg_new_database(ConfabTestPg *pg)
+{
+	static guint counter = 0;
+	g_autofree gchar *name = g_strdup_printf("t%u_%u", (guint)getpid(), ++counter);
+	g_autofree gchar *admin = socket_url_for(pg, "postgres", "user=postgres");
+	g_autofree gchar *sql = g_strdup_printf("CREATE DATABASE %s OWNER confab", name);
+	g_autofree gchar *out = confab_test_pg_query(admin, sql);
+
+	return socket_url_for(pg, name, NULL);
+}

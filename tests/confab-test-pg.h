@@ -6,6 +6,7 @@
 #pragma once
 
 #include <glib.h>
+#include <libpq-fe.h>
 
 G_BEGIN_DECLS
 
@@ -45,6 +46,10 @@ const gchar *
 confab_test_pg_get_password_file(ConfabTestPg *pg);
 const gchar *
 confab_test_pg_get_dir(ConfabTestPg *pg);
+gchar *
+confab_test_pg_new_database(ConfabTestPg *pg);
+gchar *
+confab_test_pg_query(const gchar *url, const gchar *sql);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestPg, confab_test_pg_stop)
 
 G_END_DECLS
