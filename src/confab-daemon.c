@@ -247,15 +247,15 @@ ensure_state_dir(const gchar *dir, GError **error)
 static ConfabStore *
 open_store(ConfabConfig *config, GError **error)
 {
+	const gchar *password_file = config->store_password_file;
 	g_autofree gchar *password = NULL;
 	g_autofree gchar *db_path = NULL;
-	ConfabStore *store;
+	ConfabStorePostgres *store;
 
 	if (g_strcmp0(config->store_backend, "sqlite") == 0) {
 		db_path = g_build_filename(config->state_dir, "confab.db", NULL);
-		return (ConfabStore *)confab_store_sqlite_new(db_path,
-							      config->read_connections,
-							      error);
+		return CONFAB_STORE(
+		    confab_store_sqlite_new(db_path, config->read_connections, error));
 	}
 	if (g_strcmp0(config->store_backend, "postgresql") != 0) {
 		g_set_error(error,
@@ -269,22 +269,19 @@ open_store(ConfabConfig *config, GError **error)
 		g_set_error_literal(error,
 				    CONFAB_ERROR,
 				    CONFAB_ERROR_INVALID_VALUE,
-				    "[store] backend = postgresql needs [store] url or --store-url");
+				    "[store] backend postgresql needs a url");
 		return NULL;
 	}
-	if (config->store_password_file != NULL && *config->store_password_file != '\0') {
-		password = confab_store_postgres_read_password_file(config->store_password_file,
-								    error);
+	if (password_file != NULL && *password_file != '\0') {
+		password = confab_store_postgres_read_password_file(password_file, error);
 		if (password == NULL)
 			return NULL;
 	}
-	store = (ConfabStore *)confab_store_postgres_new(config->store_url,
-							 password,
-							 config->store_pool_size,
-							 error);
+	store =
+	    confab_store_postgres_new(config->store_url, password, config->store_pool_size, error);
 	if (password != NULL)
 		memset(password, 0, strlen(password));
-	return store;
+	return CONFAB_STORE(store);
 }
 
 static gboolean
