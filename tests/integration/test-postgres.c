@@ -35,6 +35,13 @@ typedef struct {
 	gchar *token; /* alice, chat.completions */
 } Fixture;
 
+static gdouble
+wait_status(ConfabTestDaemon *daemon,
+	    const gchar *path,
+	    const gchar *token,
+	    guint status,
+	    guint timeout_ms);
+
 static ConfabTestDaemon *
 start_instance(Fixture *f)
 {
@@ -51,6 +58,12 @@ fixture_setup(Fixture *f, gconstpointer data)
 		f->d[i] = start_instance(f);
 	f->agent = confab_test_create_agent(f->d[0], "echo", "echo");
 	f->token = confab_test_create_token(f->d[0], "alice", "chat.completions", NULL, NULL);
+	/* every instance knows them (within a second, as test_admin_propagates
+	 * shows) before a test starts */
+	for (guint i = 1; i < N_INSTANCES; i++) {
+		g_autofree gchar *path = g_strdup_printf("/api/v1/models/%s", f->agent);
+		wait_status(f->d[i], path, f->token, 200, 1000);
+	}
 }
 
 static void
@@ -273,6 +286,8 @@ test_conversation_across(Fixture *f, gconstpointer data)
 static gchar *
 held_agent(Fixture *f, ConfabTestUpstream *up)
 {
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *path = NULL;
 	GVariantDict dict;
 
 	g_variant_dict_init(&dict, NULL);
@@ -280,7 +295,11 @@ held_agent(Fixture *f, ConfabTestUpstream *up)
 	g_variant_dict_insert(&dict, "provider", "s", "openai");
 	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
 	g_variant_dict_insert(&dict, "upstream_model", "s", "slow-model");
-	return confab_test_create_agent_props(f->d[0], g_variant_dict_end(&dict));
+	agent = confab_test_create_agent_props(f->d[0], g_variant_dict_end(&dict));
+	path = g_strdup_printf("/api/v1/models/%s", agent);
+	for (guint i = 1; i < N_INSTANCES; i++)
+		wait_status(f->d[i], path, f->token, 200, 1000);
+	return g_steal_pointer(&agent);
 }
 
 static gchar *
@@ -335,7 +354,6 @@ test_busy_across(Fixture *f, gconstpointer data)
 	HeldTurn held = {f->d[0], f->token, agent, NULL, FALSE, 0};
 	GThread *thread;
 
-	wait_status(f->d[1], "/api/v1/models", f->token, 200, 1000);
 	sid = new_conversation(f->d[0], f->token, agent);
 	held.session = sid;
 	confab_test_upstream_set_hold(up, TRUE);
@@ -389,7 +407,6 @@ test_kill_instance(Fixture *f, gconstpointer data)
 	gint64 killed;
 	gdouble took;
 
-	wait_status(f->d[1], "/api/v1/models", f->token, 200, 1000);
 	sid = new_conversation(f->d[0], f->token, agent);
 	held.session = sid;
 	confab_test_upstream_set_hold(up, TRUE);
