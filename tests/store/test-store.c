@@ -2030,13 +2030,16 @@ test_pg_dead_instance_reaped(Fixture *f, gconstpointer data)
 }
 
 /* A stream's first commit leaves its answer with the lease; the answer's own
- * commit takes it back, so that nothing is stored twice. */
+ * commit ends the lease, so that nothing is stored twice and the next turn
+ * may start at once on any instance. */
 static void
-test_pg_unfinished_kept_with_lease(Fixture *f, gconstpointer data)
+test_pg_answer_ends_lease(Fixture *f, gconstpointer data)
 {
+	g_autoptr(ConfabStore) other = open_postgres(f->pg_url);
 	g_autofree gchar *sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
 	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
 	g_autoptr(ConfabMessage) answer = make_message(f, sid, "assistant", "done");
+	g_autoptr(GError) error = NULL;
 	g_autofree gchar *kept = NULL;
 	g_autofree gchar *sql = g_strdup_printf("SELECT answer_id FROM session_leases "
 						"WHERE session_id = '%s'",
@@ -2051,11 +2054,20 @@ test_pg_unfinished_kept_with_lease(Fixture *f, gconstpointer data)
 	g_assert_true(begin_turn(f, record, NULL));
 	kept = confab_test_pg_query(f->pg_url, sql);
 	g_assert_cmpstr(kept, ==, confab_message_get_id(answer));
+	g_assert_false(acquire_on(other, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_BUSY);
+	g_clear_error(&error);
+
 	g_assert_true(finish_turn(f, answer, NULL));
 	g_free(kept);
-	kept = confab_test_pg_query(f->pg_url, sql);
-	g_assert_null(kept);
+	kept = confab_test_pg_query(f->pg_url, "SELECT count(*) FROM session_leases");
+	g_assert_cmpstr(kept, ==, "0");
+	/* at once, before the release that follows the turn */
+	g_assert_true(acquire_on(other, sid, &error));
+	g_assert_no_error(error);
 	confab_store_release_session(f->store, sid);
+	confab_store_release_session(other, sid);
+	confab_store_close(other);
 }
 
 typedef struct {
@@ -2185,7 +2197,7 @@ add_postgres_tests(gboolean available)
 	    {"changes-announced", test_pg_changes_announced, NULL},
 	    {"instances-share", test_pg_instances_share, NULL},
 	    {"dead-instance-reaped", test_pg_dead_instance_reaped, NULL},
-	    {"unfinished-kept-with-lease", test_pg_unfinished_kept_with_lease, NULL},
+	    {"answer-ends-lease", test_pg_answer_ends_lease, NULL},
 	    {"unavailable", test_pg_unavailable, NULL},
 	};
 

@@ -142,9 +142,9 @@
 
 /* A turn's commit, one statement: the session (new, or touched and still
  * there: else SQLSTATE CF404), the user's messages, the count that admission
- * held (made durable, its hold gone), the answer (and the lease forgets
- * it), or the answer to store should this instance die (kept with the
- * lease). */
+ * held (made durable, its hold gone), the answer (and the session's lease
+ * ends with it), or the answer to store should this instance die (kept with
+ * the lease). */
 #define COMMIT_TURN_V1                                                                             \
 	"CREATE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS $$ "         \
 	"DECLARE "                                                                                 \
@@ -176,6 +176,7 @@
 	"  END IF; "                                                                               \
 	"  IF t -> 'assistant' IS NOT NULL THEN " MESSAGE_INSERT                                   \
 	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " MESSAGE_RECORD "; "   \
+	"    DELETE FROM session_leases WHERE session_id = sid AND lease_id = t ->> 'lease'; "     \
 	"    UPDATE session_leases SET answer_id = NULL "                                          \
 	"      WHERE session_id = sid AND answer_id = t #>> '{assistant,id}'; "                    \
 	"  END IF; "                                                                               \

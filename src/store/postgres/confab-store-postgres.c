@@ -1389,9 +1389,24 @@ append_session(GString *json, ConfabSession *session)
 	g_string_append_c(json, '}');
 }
 
+/* What a commit takes from this instance's books, and gives back should it
+ * fail: the hold of the count it makes durable, the lease its answer ends. */
+typedef struct {
+	gchar *hold_id;
+	gchar *lease_id;
+} Taken;
+
+static void
+taken_free(Taken *taken)
+{
+	g_free(taken->hold_id);
+	g_free(taken->lease_id);
+	g_free(taken);
+}
+
 /* The argument of confab_commit_turn(). */
 static gchar *
-turn_to_json(ConfabStorePostgres *self, const ConfabStoreTurn *turn, const gchar *hold_id)
+turn_to_json(ConfabStorePostgres *self, const ConfabStoreTurn *turn, const Taken *taken)
 {
 	GString *json = g_string_new("{");
 	gint64 updated_at = confab_session_get_updated_at(turn->session);
@@ -1414,11 +1429,12 @@ turn_to_json(ConfabStorePostgres *self, const ConfabStoreTurn *turn, const gchar
 	if (turn->usage_owner != NULL) {
 		append_string_member(json, "usage_owner", turn->usage_owner);
 		append_string_member(json, "usage_month", turn->usage_month);
-		append_string_member(json, "hold", hold_id);
+		append_string_member(json, "hold", taken->hold_id);
 	}
 	if (turn->assistant != NULL) {
 		g_string_append(json, ",\"assistant\":");
 		append_message(json, turn->assistant);
+		append_string_member(json, "lease", taken->lease_id);
 	} else if (turn->unfinished != NULL) {
 		g_string_append(json, ",\"unfinished\":");
 		append_message(json, turn->unfinished);
@@ -1432,34 +1448,52 @@ turn_committed(GObject *source, GAsyncResult *result, gpointer data)
 {
 	Op *op = data;
 	ConfabStoreTurn *turn = op->data;
+	Taken *taken = op->extra;
 	g_autoptr(GError) error = NULL;
 	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
 
 	if (res == NULL) {
-		/* not committed (or not known to be): the hold stays this
-		 * instance's, for the release that follows a failed turn */
-		if (op->extra != NULL)
+		/* not committed (or not known to be): the hold and the lease
+		 * stay this instance's, for the releases of a failed turn */
+		if (taken->hold_id != NULL)
 			holds_push(op->self,
 				   turn->usage_owner,
 				   turn->usage_month,
-				   g_steal_pointer(&op->extra));
+				   g_steal_pointer(&taken->hold_id));
+		if (taken->lease_id != NULL)
+			g_hash_table_replace(op->self->leases,
+					     g_strdup(confab_session_get_id(turn->session)),
+					     g_steal_pointer(&taken->lease_id));
 		op_return_error(op, store_error(g_steal_pointer(&error), "storing a turn"));
 		return;
 	}
 	op_return_boolean(op);
 }
 
+/*
+ * The answer's commit ends the session's lease in the same transaction:
+ * whoever hears of the answer may send the next message to any instance at
+ * once (the release_session() that follows finds nothing left to do).
+ */
 static void
 run_commit_turn(ConfabStorePostgres *self, Op *op)
 {
 	ConfabStoreTurn *turn = op->data;
 	g_autoptr(GPtrArray) p = params_new();
+	Taken *taken = g_new0(Taken, 1);
+	gpointer lease_id = NULL;
 
-	if (turn->usage_owner != NULL) {
-		op->extra = holds_pop(self, turn->usage_owner, turn->usage_month);
-		op->extra_free = g_free;
-	}
-	g_ptr_array_add(p, turn_to_json(self, turn, op->extra));
+	op->extra = taken;
+	op->extra_free = (GDestroyNotify)taken_free;
+	if (turn->usage_owner != NULL)
+		taken->hold_id = holds_pop(self, turn->usage_owner, turn->usage_month);
+	if (turn->assistant != NULL &&
+	    g_hash_table_steal_extended(self->leases,
+					confab_session_get_id(turn->session),
+					NULL,
+					&lease_id))
+		taken->lease_id = lease_id;
+	g_ptr_array_add(p, turn_to_json(self, turn, taken));
 	op_query(op, "SELECT confab_commit_turn($1::jsonb)", p, turn_committed);
 }
 
