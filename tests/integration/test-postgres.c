@@ -532,6 +532,7 @@ test_database_down(Fixture *f, gconstpointer data)
 int
 main(int argc, char **argv)
 {
+	g_autofree gchar *dbus_daemon = NULL;
 	gint status;
 
 	confab_test_init(&argc, &argv, FALSE);
@@ -539,7 +540,8 @@ main(int argc, char **argv)
 		g_printerr("SKIP: CONFABD is not set; run the tests with meson test\n");
 		return CONFAB_TEST_SKIP;
 	}
-	if (g_find_program_in_path("dbus-daemon") == NULL) {
+	dbus_daemon = g_find_program_in_path("dbus-daemon");
+	if (dbus_daemon == NULL) {
 		g_printerr("SKIP: dbus-daemon is not installed (apt-get install dbus-daemon)\n");
 		return CONFAB_TEST_SKIP;
 	}
