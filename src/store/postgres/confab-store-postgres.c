@@ -1312,11 +1312,12 @@ static void
 run_release_session(ConfabStorePostgres *self, Op *op)
 {
 	const gchar *session_id = op->data;
+	gpointer key = NULL;
 	gpointer lease_id = NULL;
 
-	if (g_hash_table_steal_extended(self->leases, session_id, NULL, &lease_id)) {
+	if (g_hash_table_steal_extended(self->leases, session_id, &key, &lease_id)) {
 		Release *release = g_new0(Release, 1);
-		release->id = g_strdup(session_id);
+		release->id = key;
 		release->lease = lease_id;
 		release_start(self, release);
 	}
@@ -1481,6 +1482,7 @@ run_commit_turn(ConfabStorePostgres *self, Op *op)
 	ConfabStoreTurn *turn = op->data;
 	g_autoptr(GPtrArray) p = params_new();
 	Taken *taken = g_new0(Taken, 1);
+	g_autofree gchar *key = NULL;
 	gpointer lease_id = NULL;
 
 	op->extra = taken;
@@ -1490,7 +1492,7 @@ run_commit_turn(ConfabStorePostgres *self, Op *op)
 	if (turn->assistant != NULL &&
 	    g_hash_table_steal_extended(self->leases,
 					confab_session_get_id(turn->session),
-					NULL,
+					(gpointer *)&key,
 					&lease_id))
 		taken->lease_id = lease_id;
 	g_ptr_array_add(p, turn_to_json(self, turn, taken));
