@@ -166,14 +166,6 @@
 	"    END IF; "                                                                             \
 	"  END IF; " MESSAGE_INSERT                                                                \
 	"FROM jsonb_to_recordset(t -> 'messages') AS m " MESSAGE_RECORD "; "                       \
-	"  IF t ->> 'usage_owner' IS NOT NULL THEN "                                               \
-	"    DELETE FROM usage_holds WHERE id = t ->> 'hold'; "                                    \
-	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
-	"    INSERT INTO usage AS u (owner, month, requests, pending) "                            \
-	"      VALUES (t ->> 'usage_owner', t ->> 'usage_month', 1, 0) "                           \
-	"      ON CONFLICT (owner, month) DO UPDATE "                                              \
-	"      SET requests = u.requests + 1, pending = GREATEST(u.pending - n, 0); "              \
-	"  END IF; "                                                                               \
 	"  IF t -> 'assistant' IS NOT NULL THEN " MESSAGE_INSERT                                   \
 	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " MESSAGE_RECORD "; "   \
 	"    DELETE FROM session_leases WHERE session_id = sid AND lease_id = t ->> 'lease'; "     \
@@ -185,6 +177,15 @@
 	"      answer_model = t #>> '{unfinished,model}', "                                        \
 	"      answer_created_at = (t #>> '{unfinished,created_at}')::bigint "                     \
 	"      WHERE session_id = sid AND instance_id = t ->> 'instance'; "                        \
+	"  END IF; "                                                                               \
+	"  /* last: the owner's row is every turn's, its lock held until COMMIT */ "               \
+	"  IF t ->> 'usage_owner' IS NOT NULL THEN "                                               \
+	"    DELETE FROM usage_holds WHERE id = t ->> 'hold'; "                                    \
+	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
+	"    INSERT INTO usage AS u (owner, month, requests, pending) "                            \
+	"      VALUES (t ->> 'usage_owner', t ->> 'usage_month', 1, 0) "                           \
+	"      ON CONFLICT (owner, month) DO UPDATE "                                              \
+	"      SET requests = u.requests + 1, pending = GREATEST(u.pending - n, 0); "              \
 	"  END IF; "                                                                               \
 	"END $$;"
 
