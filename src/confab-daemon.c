@@ -20,6 +20,7 @@
 #include "http/confab-http-router.h"
 #include "providers/confab-provider-echo.h"
 #include "providers/confab-provider-openai.h"
+#include "store/postgres/confab-store-postgres.h"
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
 #include "util/confab-sd-notify.h"
@@ -278,6 +279,48 @@ ensure_state_dir(const gchar *dir, GError **error)
 	return TRUE;
 }
 
+/* [store] backend: SQLite in the state directory, or a PostgreSQL database
+ * (migrated and joined before anything is served). */
+static ConfabStore *
+open_store(ConfabConfig *config, GError **error)
+{
+	const gchar *password_file = config->store_password_file;
+	g_autofree gchar *password = NULL;
+	g_autofree gchar *db_path = NULL;
+	ConfabStorePostgres *store;
+
+	if (g_strcmp0(config->store_backend, "sqlite") == 0) {
+		db_path = g_build_filename(config->state_dir, "confab.db", NULL);
+		return CONFAB_STORE(
+		    confab_store_sqlite_new(db_path, config->read_connections, error));
+	}
+	if (g_strcmp0(config->store_backend, "postgresql") != 0) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_INVALID_VALUE,
+			    "[store] backend must be sqlite or postgresql, not '%s'",
+			    config->store_backend);
+		return NULL;
+	}
+	if (config->store_url == NULL || *config->store_url == '\0') {
+		g_set_error_literal(error,
+				    CONFAB_ERROR,
+				    CONFAB_ERROR_INVALID_VALUE,
+				    "[store] backend postgresql needs a url");
+		return NULL;
+	}
+	if (password_file != NULL && *password_file != '\0') {
+		password = confab_store_postgres_read_password_file(password_file, error);
+		if (password == NULL)
+			return NULL;
+	}
+	store =
+	    confab_store_postgres_new(config->store_url, password, config->store_pool_size, error);
+	if (password != NULL)
+		memset(password, 0, strlen(password));
+	return CONFAB_STORE(store);
+}
+
 static gboolean
 on_signal(gpointer user_data)
 {
@@ -338,8 +381,6 @@ use_keyring(ConfabDaemon *self)
 gboolean
 confab_daemon_start(ConfabDaemon *self, GError **error)
 {
-	g_autofree gchar *db_path = NULL;
-	g_autoptr(ConfabStoreSqlite) store = NULL;
 	g_autoptr(ConfabProviderEcho) echo = NULL;
 	g_autoptr(ConfabProviderOpenai) openai = NULL;
 	g_autoptr(GError) bus_error = NULL;
@@ -347,11 +388,9 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 	confab_error_register_dbus();
 	if (!ensure_state_dir(self->config->state_dir, error))
 		return FALSE;
-	db_path = g_build_filename(self->config->state_dir, "confab.db", NULL);
-	store = confab_store_sqlite_new(db_path, self->config->read_connections, error);
-	if (store == NULL)
+	self->store = open_store(self->config, error);
+	if (self->store == NULL)
 		return FALSE;
-	self->store = CONFAB_STORE(g_steal_pointer(&store));
 	self->engine = confab_engine_new(self->config, self->store);
 	if (self->user_mode)
 		use_keyring(self);

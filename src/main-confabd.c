@@ -56,6 +56,7 @@ typedef struct {
 	gchar *state_dir;
 	gchar *bus;
 	gchar *config_file;
+	gchar *store_url;
 } Options;
 
 static void
@@ -65,6 +66,7 @@ options_clear(Options *o)
 	g_free(o->state_dir);
 	g_free(o->bus);
 	g_free(o->config_file);
+	g_free(o->store_url);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
@@ -118,6 +120,14 @@ parse_options(Options *o, gint *argc, gchar ***argv, GError **error)
 	     N_("Read settings from this file (default: the system configuration file, "
 		"when it exists)"),
 	     N_("FILE")},
+	    {"store-url",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &o->store_url,
+	     N_("Keep everything in this PostgreSQL database (a libpq connection URI), shared "
+		"with any other confabd pointed at it"),
+	     N_("URL")},
 	    {"version",
 	     0,
 	     0,
@@ -181,6 +191,12 @@ config_from_options(Options *o, GError **error)
 	replace_string(&config->listen, &o->listen);
 	replace_string(&config->state_dir, &o->state_dir);
 	replace_string(&config->bus, &o->bus);
+	if (o->store_url != NULL) {
+		/* a URL alone selects PostgreSQL */
+		replace_string(&config->store_url, &o->store_url);
+		g_free(config->store_backend);
+		config->store_backend = g_strdup("postgresql");
+	}
 	return g_steal_pointer(&config);
 }
 

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "confab-test-helper.h"
 
@@ -176,6 +177,89 @@ proxy_has_owner(gpointer data)
 	return owner != NULL;
 }
 
+static void
+die_with_parent(gpointer data)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
+/* A dbus-daemon for one confabd alone, so that several can each own the
+ * bus name; returns its address. */
+static gchar *
+start_private_bus(ConfabTestDaemon *daemon)
+{
+	const gchar *argv[] = {"dbus-daemon", "--session", "--nofork", "--print-address=1", NULL};
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GDataInputStream) out = NULL;
+	gchar *address;
+
+	g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+	    G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+
+	/* it goes with the test, should the test die */
+	g_subprocess_launcher_set_child_setup(launcher, die_with_parent, NULL, NULL);
+	daemon->bus_process = g_subprocess_launcher_spawnv(launcher, argv, &error);
+	g_assert_no_error(error);
+	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(daemon->bus_process));
+	address = g_data_input_stream_read_line_utf8(out, NULL, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(address);
+	return address;
+}
+
+static void
+connect_private_bus(ConfabTestDaemon *daemon, const gchar *address)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GDBusConnection) bus = g_dbus_connection_new_for_address_sync(
+	    address,
+	    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+		G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+	    NULL,
+	    NULL,
+	    &error);
+
+	g_assert_no_error(error);
+	daemon->admin = confab_dbus_admin_proxy_new_sync(bus,
+							 G_DBUS_PROXY_FLAGS_NONE,
+							 "org.confab.Confab1",
+							 "/org/confab/Confab1",
+							 NULL,
+							 &error);
+	g_assert_no_error(error);
+	daemon->chat = confab_dbus_chat_proxy_new_sync(bus,
+						       G_DBUS_PROXY_FLAGS_NONE,
+						       "org.confab.Confab1",
+						       "/org/confab/Confab1",
+						       NULL,
+						       &error);
+	g_assert_no_error(error);
+	if (!confab_test_wait_until(proxy_has_owner, daemon->admin, 20000))
+		g_error("confabd did not take its bus name within 20 s");
+}
+
+static ConfabTestDaemon *
+daemon_start(const gchar *state_dir,
+	     const gchar *config_text,
+	     const gchar *const *extra_args,
+	     gboolean private_bus);
+
+/**
+ * confab_test_daemon_start_private_bus:
+ * @config_text: (nullable): a confab.conf to start with
+ * @extra_args: (nullable): more command-line arguments
+ *
+ * As confab_test_daemon_start(), on a dbus-daemon of its own: for tests that
+ * run several daemons, each with its Admin and Chat interfaces.
+ *
+ * Returns: (transfer full): a running daemon, ready on HTTP and D-Bus
+ */
+ConfabTestDaemon *
+confab_test_daemon_start_private_bus(const gchar *config_text, const gchar *const *extra_args)
+{
+	return daemon_start(NULL, config_text, extra_args, TRUE);
+}
+
 /**
  * confab_test_daemon_start_full:
  * @state_dir: (nullable): reuse this state directory (it is not removed)
@@ -189,11 +273,21 @@ confab_test_daemon_start_full(const gchar *state_dir,
 			      const gchar *config_text,
 			      const gchar *const *extra_args)
 {
+	return daemon_start(state_dir, config_text, extra_args, FALSE);
+}
+
+static ConfabTestDaemon *
+daemon_start(const gchar *state_dir,
+	     const gchar *config_text,
+	     const gchar *const *extra_args,
+	     gboolean private_bus)
+{
 	g_autoptr(ConfabTestDaemon) daemon = g_new0(ConfabTestDaemon, 1);
 	g_autoptr(GSubprocessLauncher) launcher = NULL;
 	g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
 	g_autoptr(GError) error = NULL;
 	g_autofree gchar *output = NULL;
+	g_autofree gchar *bus_address = NULL;
 	const gchar *line;
 
 	g_mutex_init(&daemon->lock);
@@ -216,7 +310,8 @@ confab_test_daemon_start_full(const gchar *state_dir,
 	g_ptr_array_add(argv, g_strdup(g_getenv("CONFABD")));
 	g_ptr_array_add(argv, g_strdup("--listen=127.0.0.1:0"));
 	g_ptr_array_add(argv, g_strdup_printf("--state-dir=%s", daemon->state_dir));
-	g_ptr_array_add(argv, g_strdup(test_bus != NULL ? "--bus=session" : "--bus=none"));
+	g_ptr_array_add(argv,
+			g_strdup(test_bus != NULL || private_bus ? "--bus=session" : "--bus=none"));
 	if (config_text != NULL) {
 		g_autofree gchar *path = g_build_filename(daemon->state_dir, "test.conf", NULL);
 		g_file_set_contents(path, config_text, -1, &error);
@@ -229,6 +324,14 @@ confab_test_daemon_start_full(const gchar *state_dir,
 
 	launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
 					     G_SUBPROCESS_FLAGS_STDERR_MERGE);
+	if (private_bus) {
+		g_subprocess_launcher_set_child_setup(launcher, die_with_parent, NULL, NULL);
+		bus_address = start_private_bus(daemon);
+		g_subprocess_launcher_setenv(launcher,
+					     "DBUS_SESSION_BUS_ADDRESS",
+					     bus_address,
+					     TRUE);
+	}
 	/* a critical in the daemon under test is a bug: make it loud */
 	g_subprocess_launcher_setenv(launcher, "G_DEBUG", "fatal-criticals", TRUE);
 	/* under ASan, full malloc stacks for the daemon: the leak suppressions
@@ -255,7 +358,9 @@ confab_test_daemon_start_full(const gchar *state_dir,
 	line += strlen("confabd: listening on ");
 	daemon->url = g_strndup(line, strcspn(line, "\n"));
 
-	if (test_bus != NULL) {
+	if (private_bus) {
+		connect_private_bus(daemon, bus_address);
+	} else if (test_bus != NULL) {
 		daemon->admin = confab_dbus_admin_proxy_new_for_bus_sync(G_BUS_TYPE_SESSION,
 									 G_DBUS_PROXY_FLAGS_NONE,
 									 "org.confab.Confab1",
@@ -355,6 +460,11 @@ confab_test_daemon_free(ConfabTestDaemon *daemon)
 	g_clear_object(&daemon->stdout_stream);
 	g_clear_object(&daemon->admin);
 	g_clear_object(&daemon->chat);
+	if (daemon->bus_process != NULL) {
+		g_subprocess_force_exit(daemon->bus_process);
+		g_subprocess_wait(daemon->bus_process, NULL, NULL);
+		g_clear_object(&daemon->bus_process);
+	}
 	if (daemon->own_state_dir)
 		confab_test_rm_rf(daemon->state_dir);
 	g_free(daemon->state_dir);

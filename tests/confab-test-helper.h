@@ -36,11 +36,15 @@ confab_test_wait_until(gboolean (*condition)(gpointer), gpointer data, guint tim
  * @chat: (nullable): a proxy for org.confab.Confab1.Chat
  * @output: (nullable): everything it printed, once stopped
  *
+ * @bus_process: (nullable): its own dbus-daemon, from
+ *   confab_test_daemon_start_private_bus()
+ *
  * A real confabd on a free loopback port, with a temporary state directory,
- * on the private session bus of confab_test_init().
+ * on the private session bus of confab_test_init() (or a bus of its own).
  */
 typedef struct {
 	GSubprocess *process;
+	GSubprocess *bus_process;
 	gchar *url;
 	gchar *state_dir;
 	gboolean own_state_dir;
@@ -58,6 +62,8 @@ ConfabTestDaemon *
 confab_test_daemon_start_full(const gchar *state_dir,
 			      const gchar *config_text,
 			      const gchar *const *extra_args);
+ConfabTestDaemon *
+confab_test_daemon_start_private_bus(const gchar *config_text, const gchar *const *extra_args);
 gint
 confab_test_daemon_stop(ConfabTestDaemon *daemon);
 void

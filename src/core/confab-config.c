@@ -54,6 +54,8 @@ confab_config_new(void)
 		self->credentials_dir = g_strdup("/etc/confab/keys");
 	self->read_connections = 2;
 	self->tool_max_output_bytes = 65536;
+	self->store_backend = g_strdup("sqlite");
+	self->store_pool_size = 8;
 	return self;
 }
 
@@ -67,6 +69,9 @@ confab_config_free(ConfabConfig *self)
 	g_free(self->bus);
 	g_free(self->credentials_dir);
 	g_free(self->desktop_default_agent);
+	g_free(self->store_backend);
+	g_free(self->store_url);
+	g_free(self->store_password_file);
 	g_free(self);
 }
 
@@ -118,6 +123,10 @@ static const KeySpec keys[] = {
     {"upstream", "credentials_dir", KEY_STRING, OFF(credentials_dir), 0, 0},
     {"tools", "max_output_bytes", KEY_SIZE, OFF(tool_max_output_bytes), 1024, 16 * 1024 * 1024},
     {"storage", "read_connections", KEY_UINT, OFF(read_connections), 1, 64},
+    {"store", "backend", KEY_STRING, OFF(store_backend), 0, 0},
+    {"store", "url", KEY_STRING, OFF(store_url), 0, 0},
+    {"store", "password_file", KEY_STRING, OFF(store_password_file), 0, 0},
+    {"store", "pool_size", KEY_UINT, OFF(store_pool_size), 1, 1000},
     {"metrics", "local_unauthenticated", KEY_BOOL, OFF(metrics_local_unauthenticated), 0, 1},
     {"desktop", "default_agent", KEY_STRING, OFF(desktop_default_agent), 0, 0},
 };

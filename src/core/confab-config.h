@@ -51,6 +51,11 @@ typedef struct {
 	gsize tool_max_output_bytes; /* tool output handed to a model */
 	/* [storage] */
 	guint read_connections;
+	/* [store] */
+	gchar *store_backend;	    /* sqlite or postgresql */
+	gchar *store_url;	    /* a libpq URI, for postgresql */
+	gchar *store_password_file; /* its first line is the database password */
+	guint store_pool_size;	    /* PostgreSQL connections */
 	/* [metrics] */
 	gboolean metrics_local_unauthenticated; /* /metrics without a token from loopback */
 	/* [desktop] */

@@ -259,6 +259,24 @@ user_side_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data
 	g_task_return_boolean(task, TRUE);
 }
 
+/* What a stream's answer is stored as if the daemon dies before it ends:
+ * a shared store keeps it with the session's lease (ConfabStoreTurn). */
+static ConfabMessage *
+build_unfinished_message(ConfabTurn *self)
+{
+	ConfabMessage *msg = confab_message_new();
+
+	confab_message_set_id(msg, self->assistant_message_id);
+	confab_message_set_session_id(msg, confab_session_get_id(self->session));
+	confab_message_set_role(msg, "assistant");
+	confab_message_set_model(msg, confab_agent_get_id(self->agent));
+	confab_message_set_content(msg, "[]");
+	confab_message_set_content_blocks(msg, "[]");
+	confab_message_set_status(msg, CONFAB_MESSAGE_STATUS_INCOMPLETE);
+	confab_message_set_created_at(msg, self->created);
+	return msg;
+}
+
 /* The user's side, ready to commit: with a stream, now; without, with the
  * answer. */
 static void
@@ -301,6 +319,7 @@ start_commit(ConfabTurn *self, GTask *task)
 		g_task_return_boolean(task, TRUE);
 		return;
 	}
+	record->unfinished = build_unfinished_message(self);
 	commit(self, self->record, user_side_committed_cb, g_object_ref(task));
 }
 

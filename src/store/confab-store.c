@@ -105,6 +105,7 @@ confab_store_turn_copy(const ConfabStoreTurn *turn)
 	copy->usage_owner = g_strdup(turn->usage_owner);
 	copy->usage_month = g_strdup(turn->usage_month);
 	copy->assistant = turn->assistant != NULL ? g_object_ref(turn->assistant) : NULL;
+	copy->unfinished = turn->unfinished != NULL ? g_object_ref(turn->unfinished) : NULL;
 	return copy;
 }
 
@@ -118,6 +119,7 @@ confab_store_turn_free(ConfabStoreTurn *turn)
 	g_free(turn->usage_owner);
 	g_free(turn->usage_month);
 	g_clear_object(&turn->assistant);
+	g_clear_object(&turn->unfinished);
 	g_free(turn);
 }
 

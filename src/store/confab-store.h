@@ -83,6 +83,11 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreMessageQuery, confab_store_message_q
  *   backends that count in memory make the count durable here
  * @usage_month: (nullable): the month of that count, as `YYYY-MM`
  * @assistant: (nullable): the answer
+ * @unfinished: (nullable): with a stream's user side, its answer as it is
+ *   to be stored (incomplete, empty) should the daemon running the turn die
+ *   before it commits @assistant; a store shared by several daemons keeps it
+ *   with the session's lease and stores it when it reclaims the lease of a
+ *   daemon that died
  *
  * What a turn writes, in one transaction: a JSON turn writes both sides at
  * once; a stream writes the user's side before its first byte and the
@@ -95,6 +100,7 @@ typedef struct {
 	gchar *usage_owner;
 	gchar *usage_month;
 	ConfabMessage *assistant;
+	ConfabMessage *unfinished;
 } ConfabStoreTurn;
 
 ConfabStoreTurn *

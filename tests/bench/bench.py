@@ -22,6 +22,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PG_CLUSTER = os.path.join(HERE, "..", "pg", "pg-cluster")
 CHAT_BODY = json.dumps({"model": "AGENT", "messages": [
     {"role": "user", "content": "Say hello in a short sentence."}]})
 
@@ -96,6 +97,8 @@ class Bench:
         return p
 
     def close(self):
+        if getattr(self, "pg_dir", None):
+            subprocess.run(["bash", PG_CLUSTER, "stop", self.pg_dir], capture_output=True)
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -119,7 +122,7 @@ class Bench:
         wait_port(self.up_port)
         self.upstream = f"http://127.0.0.1:{self.up_port}"
 
-    def start_confab(self, state=None):
+    def start_confab(self, state=None, extra=(), bus="session"):
         self.confab_port = free_port()
         state = state or os.path.join(self.dir, "state")
         conf = os.path.join(self.dir, "confab.conf")
@@ -129,7 +132,8 @@ class Bench:
             "max_body_bytes=67108864\nmax_connections_per_peer=8192\n"
             "[upstream]\nmax_connections=8192\nfirst_byte_timeout=600\nidle_timeout=600\n")
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
-                                  f"--state-dir={state}", "--bus=session", f"--config={conf}"])
+                                  f"--state-dir={state}", f"--bus={bus}", f"--config={conf}",
+                                  *extra])
         wait_port(self.confab_port)
         self.url = f"http://127.0.0.1:{self.confab_port}"
         time.sleep(0.3)
@@ -443,6 +447,126 @@ PRAGMA wal_checkpoint(TRUNCATE);
                       f"RSS {rss_kib(self.confab.pid) / 1024:.1f} MiB, "
                       f"fds {fds(self.confab.pid)}, errors {r[3]}")
 
+    # ---------- PostgreSQL: the same scenarios, 1 and 2 instances ----------
+
+    def start_pg(self):
+        if subprocess.run(["bash", PG_CLUSTER, "check"], capture_output=True).returncode != 0:
+            return None
+        # beside the bench's directory, not in it: the server runs as the
+        # postgres user when the bench runs as root
+        self.pg_dir = tempfile.mkdtemp(prefix="confab-bench-pg-")
+        out = subprocess.run(["bash", PG_CLUSTER, "start", self.pg_dir], capture_output=True,
+                             text=True, check=True).stdout
+        env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        return env["PGSOCKET_URL"]
+
+    def start_lb(self, ports):
+        """nginx in front of confabd instances (its own process, reused ports)"""
+        port = free_port()
+        lbdir = os.path.join(self.dir, f"lb{port}")
+        os.makedirs(lbdir)
+        servers = "".join(f"\t\tserver 127.0.0.1:{p};\n" for p in ports)
+        conf = (f"worker_processes 1;\ndaemon off;\npid {lbdir}/nginx.pid;\n"
+                f"error_log {lbdir}/error.log warn;\nevents {{ worker_connections 8192; }}\n"
+                f"http {{\n\taccess_log off;\n\tclient_body_temp_path {lbdir};\n"
+                f"\tproxy_temp_path {lbdir}/proxy;\n\tkeepalive_requests 1000000;\n"
+                f"\tupstream confab {{\n{servers}\t\tkeepalive 128;\n\t}}\n"
+                f"\tserver {{\n\t\tlisten 127.0.0.1:{port} reuseport backlog=4096;\n"
+                f"\t\tlocation / {{\n\t\t\tproxy_pass http://confab;\n"
+                f"\t\t\tproxy_http_version 1.1;\n"
+                f"\t\t\tproxy_set_header Connection \"\";\n\t\t}}\n\t}}\n}}\n")
+        path = os.path.join(lbdir, "nginx.conf")
+        open(path, "w").write(conf)
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.spawn([nginx, "-c", path, "-e", os.path.join(lbdir, "error.log")])
+        wait_port(port)
+        return f"http://127.0.0.1:{port}"
+
+    def seed_pg(self, url, conversations, per_conv):
+        agent = self.agent_json
+        sql = f"""
+INSERT INTO sessions SELECT 'cts_' || lpad(i::text, 26, '0'), 'bench', '{agent}', 0,
+  'seeded conversation ' || i, 1700000000 + i / 100, 1700000000 + i / 100
+  FROM generate_series(1, {conversations}) AS i;
+INSERT INTO messages SELECT 'msg_' || lpad(i::text, 26, '0'),
+  'cts_' || lpad((i / {per_conv} + 1)::text, 26, '0'),
+  CASE i % 2 WHEN 0 THEN 'user' ELSE 'assistant' END, '{agent}',
+  '[{{"type":"text","text":"seeded message"}}]', '[{{"type":"text","text":"seeded message"}}]',
+  0, NULL, NULL, NULL, 1700000000 + i / {per_conv * 100}
+  FROM generate_series(0, {conversations * per_conv - 1}) AS i;
+ANALYZE sessions;
+ANALYZE messages;
+"""
+        t = time.time()
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", url], input=sql, text=True,
+                       check=True, stdout=subprocess.DEVNULL)
+        return time.time() - t
+
+    def lists_pg(self, url):
+        conversations = self.args.conversations
+        per_conv = self.args.messages_per_conversation
+        took = self.seed_pg(url, conversations, per_conv)
+        self.line(f"postgresql: seeded {conversations} conversations, "
+                  f"{conversations * per_conv} messages in {took:.0f} s")
+        d = max(3, self.args.seconds // 2)
+        mid = f"cts_{conversations // 2:026d}"
+        deep = f"cts_{conversations // 100:026d}"
+        for name, path in [
+                ("conversations first page", "/api/v1/conversations?limit=20"),
+                ("conversations deep after page", f"/api/v1/conversations?limit=20&after={deep}"),
+                ("conversations asc mid page",
+                 f"/api/v1/conversations?limit=20&order=asc&after={mid}"),
+                ("messages of a conversation", f"/api/v1/conversations/{mid}/messages")]:
+            wrk(self.url + path, 1, 2, method="GET", token=self.token, threads=1)
+            r = wrk(self.url + path, 1, d, method="GET", token=self.token, threads=1)
+            r8 = wrk(self.url + path, 8, d, method="GET", token=self.token, threads=2)
+            self.line(f"postgresql list {name}: c=1 p50 {r[1]:.3f} ms p99 {r[2]:.3f} ms | c=8 "
+                      f"{r8[0]:.0f} req/s p99 {r8[2]:.3f} ms | errors {r[3] + r8[3]}")
+
+    def turns_line(self, label, url, conns):
+        chat = f"{url}/api/v1/chat/completions"
+        r = wrk(chat, conns, self.args.seconds, body=self.body(self.agent_json),
+                token=self.token)
+        self.line(f"postgresql {label} turns c={conns}: {r[0]:.0f} req/s p50 {r[1]:.3f} ms "
+                  f"p99 {r[2]:.3f} ms | errors {r[3]}")
+        return r
+
+    def scenario_postgres(self):
+        url = self.start_pg()
+        if url is None:
+            self.line("postgresql: server binaries not found (apt-get install postgresql), "
+                      "skipped")
+            return
+        # instance 1 takes the session bus from the SQLite daemon, for provisioning
+        self.stop_confab()
+        state1 = os.path.join(self.dir, "state-pg1")
+        self.start_confab(state=state1, extra=[f"--store-url={url}"])
+        first = self.confab_port
+        self.provision()
+        chat = f"{self.url}/api/v1/chat/completions"
+        wrk(chat, 4, 1, body=self.body(self.agent_json), token=self.token)
+        self.turns_line("1 instance", self.url, 1)
+        r = self.turns_line("1 instance", self.url, 64)
+        self.line(f"postgresql 1 instance / sqlite turns c=64: "
+                  f"{r[0] / max(self.turns_c64, 1) * 100:.0f} % "
+                  f"({r[0]:.0f} vs {self.turns_c64:.0f} req/s)")
+        s = wrk(chat, 64, self.args.seconds, body=self.body(self.agent_sse, stream=True),
+                token=self.token)
+        self.line(f"postgresql 1 instance streams c=64: {s[0]:.0f} streams/s "
+                  f"p50 {s[1]:.3f} ms p99 {s[2]:.3f} ms | errors {s[3]}")
+        lb1 = self.start_lb([first])
+        self.turns_line("nginx + 1 instance", lb1, 64)
+        pg1 = self.confab
+        self.start_confab(state=os.path.join(self.dir, "state-pg2"),
+                          extra=[f"--store-url={url}"], bus="none")
+        lb2 = self.start_lb([first, self.confab_port])
+        self.turns_line("nginx + 2 instances", lb2, 64)
+        self.confab = pg1
+        self.url = f"http://127.0.0.1:{first}"
+        self.confab_port = first
+        if "lists" in self.args.only:
+            self.lists_pg(url)
+
     def run(self):
         self.start_nginx()
         self.start_confab()
@@ -470,6 +594,8 @@ PRAGMA wal_checkpoint(TRUNCATE);
             self.scenario_bigbody()
         if "tools" in self.args.only:
             self.scenario_tools()
+        if "postgres" in self.args.only:
+            self.scenario_postgres()
 
 
 async def ttfb(port, path, body, token, count):
@@ -611,7 +737,7 @@ def main():
     ap.add_argument("--rss-step", type=int, default=25000)
     ap.add_argument("--conversations", type=int, default=1000000)
     ap.add_argument("--messages-per-conversation", type=int, default=10)
-    ap.add_argument("--only", default="turns,streams,open,rss,lists")
+    ap.add_argument("--only", default="turns,streams,open,rss,lists,postgres")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--soak-seconds", type=int, default=300)
     ap.add_argument("--tool-turns", type=int, default=1000)

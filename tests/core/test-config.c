@@ -382,7 +382,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 29);
+	g_assert_cmpuint(keys, ==, 33);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -430,6 +430,8 @@ test_documented_defaults(void)
 			 defaults->upstream_max_connections);
 	g_assert_cmpuint(documented->read_connections, ==, defaults->read_connections);
 	g_assert_cmpstr(documented->credentials_dir, ==, defaults->credentials_dir);
+	g_assert_cmpstr(documented->store_backend, ==, defaults->store_backend);
+	g_assert_cmpuint(documented->store_pool_size, ==, defaults->store_pool_size);
 }
 
 int

@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 
 #include "confab-test-helper.h"
+#include "confab-test-pg.h"
 #include "model/confab-id.h"
+#include "store/postgres/confab-store-postgres.h"
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -21,7 +23,12 @@
  * backend (add_tests()), so that every backend keeps the same promises —
  * writes that commit whole or not at all, cursor pages, quota admission that
  * never overshoots, one turn at a time per session. Tests of one backend's
- * own mechanics (SQLite's file, schema version and group commit) come after.
+ * own mechanics (SQLite's file, schema version and group commit;
+ * PostgreSQL's migrations, instances and failures) come after.
+ *
+ * PostgreSQL runs as a throwaway cluster for the whole file
+ * (tests/pg/pg-cluster), one fresh database per test; without the server
+ * binaries its tests are skipped.
  */
 
 typedef struct _Fixture Fixture;
@@ -36,6 +43,7 @@ struct _Fixture {
 	const Backend *backend;
 	gchar *dir;
 	gchar *path;
+	gchar *pg_url; /* the test's own database */
 	ConfabStore *store;
 	ConfabIdGenerator *ids;
 	gint64 clock_ms;
@@ -68,6 +76,28 @@ sqlite_open(Fixture *f)
 }
 
 static const Backend sqlite_backend = {"sqlite", sqlite_open};
+
+static ConfabTestPg *pg_cluster;
+
+static ConfabStore *
+open_postgres(const gchar *url)
+{
+	g_autoptr(GError) error = NULL;
+	ConfabStorePostgres *store = confab_store_postgres_new(url, NULL, 4, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(store);
+	return CONFAB_STORE(store);
+}
+
+static void
+postgres_open(Fixture *f)
+{
+	if (f->pg_url == NULL)
+		f->pg_url = confab_test_pg_new_database(pg_cluster);
+	f->store = open_postgres(f->pg_url);
+}
+
+static const Backend postgres_backend = {"postgresql", postgres_open};
 
 static void
 fixture_setup(Fixture *f, gconstpointer data)
@@ -104,6 +134,7 @@ fixture_teardown(Fixture *f, gconstpointer data)
 	confab_test_rm_rf(f->dir);
 	g_free(f->dir);
 	g_free(f->path);
+	g_free(f->pg_url);
 	g_free(f->month);
 }
 
@@ -2022,9 +2053,451 @@ test_migrate_v2(Fixture *f, gconstpointer data)
 	ASSERT_FOUND(f, "alice", "kale tomatoes", "cts_01jfixture0000000000000001");
 }
 
+/* ---------- PostgreSQL's own mechanics ---------- */
+
+static void
+test_skip_postgres(void)
+{
+	g_test_skip("the PostgreSQL server binaries were not found (apt-get install postgresql)");
+}
+
+static gpointer
+open_in_thread(gpointer data)
+{
+	const gchar *url = data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabStorePostgres) store = confab_store_postgres_new(url, NULL, 1, &error);
+
+	g_assert_no_error(error);
+	confab_store_close(CONFAB_STORE(store));
+	return NULL;
+}
+
+/* instances that start together on a new database: one migrates, the
+ * others wait for it under the advisory lock and find the schema current */
+static void
+test_pg_migrate_together(void)
+{
+	g_autofree gchar *url = confab_test_pg_new_database(pg_cluster);
+	GThread *threads[4];
+	g_autofree gchar *version = NULL;
+	g_autofree gchar *rows = NULL;
+
+	for (guint i = 0; i < G_N_ELEMENTS(threads); i++)
+		threads[i] = g_thread_new("open", open_in_thread, url);
+	for (guint i = 0; i < G_N_ELEMENTS(threads); i++)
+		g_thread_join(threads[i]);
+	version = confab_test_pg_query(url, "SELECT version FROM schema_version");
+	g_assert_cmpstr(version, ==, "1");
+	rows = confab_test_pg_query(url, "SELECT count(*) FROM schema_version");
+	g_assert_cmpstr(rows, ==, "1");
+	/* every instance left cleanly: none is registered any more */
+	g_free(rows);
+	rows = confab_test_pg_query(url, "SELECT count(*) FROM instances");
+	g_assert_cmpstr(rows, ==, "0");
+}
+
+static void
+test_pg_future_version_refused(void)
+{
+	g_autofree gchar *url = confab_test_pg_new_database(pg_cluster);
+	g_autoptr(ConfabStore) store = open_postgres(url);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabStorePostgres) again = NULL;
+	g_autofree gchar *out = NULL;
+	g_autofree gchar *version = NULL;
+
+	confab_store_close(store);
+	out = confab_test_pg_query(url, "UPDATE schema_version SET version = 99");
+	again = confab_store_postgres_new(url, NULL, 1, &error);
+	g_assert_null(again);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_FAILED);
+	version = confab_test_pg_query(url, "SELECT version FROM schema_version");
+	g_assert_cmpstr(version, ==, "99");
+}
+
+typedef struct {
+	guint counts[CONFAB_STORE_CHANGE_ALL + 1];
+} Changes;
+
+static void
+on_changed(ConfabStore *store, gint change, gpointer data)
+{
+	Changes *changes = data;
+	g_assert_cmpint(change, >=, 0);
+	g_assert_cmpint(change, <=, CONFAB_STORE_CHANGE_ALL);
+	changes->counts[change]++;
+}
+
+typedef struct {
+	Changes *changes;
+	ConfabStoreChange change;
+} ChangeWait;
+
+static gboolean
+change_seen(gpointer data)
+{
+	ChangeWait *wait = data;
+	return wait->changes->counts[wait->change] > 0;
+}
+
+/* what one instance writes, the others hear of within a second; the
+ * writer itself does not */
+static void
+test_pg_changes_announced(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabStore) other = open_postgres(f->pg_url);
+	g_autoptr(ConfabAgent) agent = make_agent(f, "announced");
+	g_autoptr(ConfabToken) token = confab_token_new();
+	g_autofree gchar *token_id = confab_id_generator_next(f->ids, CONFAB_PREFIX_TOKEN);
+	g_autoptr(GBytes) hash = g_bytes_new_static("0123456789abcdef0123456789abcdef", 32);
+	const gchar *scopes[] = {"chat.completions", NULL};
+	Changes mine = {{0}}, theirs = {{0}};
+	ChangeWait wait = {&theirs, CONFAB_STORE_CHANGE_AGENTS};
+
+	g_signal_connect(f->store, "changed", G_CALLBACK(on_changed), &mine);
+	g_signal_connect(other, "changed", G_CALLBACK(on_changed), &theirs);
+
+	g_assert_true(save_agent(f, agent, NULL));
+	g_assert_true(confab_test_wait_until(change_seen, &wait, 1000));
+	confab_token_set_id(token, token_id);
+	confab_token_set_owner(token, "alice");
+	confab_token_set_scopes(token, scopes);
+	confab_token_set_hash(token, hash);
+	g_assert_true(save_token(f, token, NULL));
+	wait.change = CONFAB_STORE_CHANGE_TOKENS;
+	g_assert_true(confab_test_wait_until(change_seen, &wait, 1000));
+	g_assert_true(set_quota(f, "alice", 3, NULL));
+	wait.change = CONFAB_STORE_CHANGE_QUOTAS;
+	g_assert_true(confab_test_wait_until(change_seen, &wait, 1000));
+	theirs.counts[CONFAB_STORE_CHANGE_AGENTS] = 0;
+	g_assert_true(delete_agent(f, confab_agent_get_id(agent), NULL));
+	wait.change = CONFAB_STORE_CHANGE_AGENTS;
+	g_assert_true(confab_test_wait_until(change_seen, &wait, 1000));
+
+	/* and the other way round; the writer hears nothing of its own */
+	wait.changes = &mine;
+	g_assert_true(confab_test_wait_until(change_seen, &wait, 200) == FALSE);
+	confab_store_save_agent_async(other, agent, NULL, NULL, NULL);
+	g_assert_true(confab_test_wait_until(change_seen, &wait, 1000));
+	g_signal_handlers_disconnect_by_data(f->store, &mine);
+	g_signal_handlers_disconnect_by_data(other, &theirs);
+	confab_store_close(other);
+}
+
+static gboolean
+acquire_on(ConfabStore *store, const gchar *session_id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_acquire_session_async(store, session_id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_acquire_session_finish(store, res, error);
+}
+
+typedef struct {
+	ConfabStore *store;
+	const gchar *session_id;
+} AcquireWait;
+
+static gboolean
+acquired(gpointer data)
+{
+	AcquireWait *wait = data;
+	return acquire_on(wait->store, wait->session_id, NULL);
+}
+
+/* one turn at a time per session across instances, and the quota exact
+ * when two instances admit at once */
+static void
+test_pg_instances_share(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabStore) other = open_postgres(f->pg_url);
+	g_autofree gchar *sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
+	g_autoptr(GError) error = NULL;
+	AcquireWait wait = {other, sid};
+	Admissions a = {0, 0};
+	guint timeout;
+
+	g_assert_true(acquire(f, sid, &error));
+	g_assert_false(acquire_on(other, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_BUSY);
+	g_clear_error(&error);
+	confab_store_release_session(f->store, sid);
+	g_assert_true(confab_test_wait_until(acquired, &wait, 5000));
+	g_assert_false(acquire(f, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_BUSY);
+
+	g_assert_true(set_quota(f, "gina", 37, NULL));
+	for (guint i = 0; i < 200; i++)
+		confab_store_admit_quota_async(i % 2 ? f->store : other,
+					       "gina",
+					       f->month,
+					       0,
+					       NULL,
+					       on_admitted,
+					       &a);
+	timeout = g_timeout_add_seconds(30, on_timeout, NULL);
+	while (a.done < 200)
+		g_main_context_iteration(NULL, TRUE);
+	g_source_remove(timeout);
+	g_assert_cmpuint(a.admitted, ==, 37);
+	confab_store_close(other);
+}
+
+typedef struct {
+	const gchar *url;
+	const gchar *sql;
+	const gchar *expect;
+} SqlWait;
+
+static gboolean
+sql_says(gpointer data)
+{
+	SqlWait *wait = data;
+	g_autofree gchar *value = confab_test_pg_query(wait->url, wait->sql);
+	return g_strcmp0(value, wait->expect) == 0;
+}
+
+/* An instance that stops renewing its lease (killed, its host lost) is
+ * reaped by the others within 30 s: its counted but uncommitted requests
+ * are given back, its stream's answer stored incomplete, its sessions
+ * freed. Its rows are made by hand here, as a dead instance leaves them. */
+static void
+test_pg_dead_instance_reaped(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
+	g_autofree gchar *answer = confab_id_generator_next(f->ids, CONFAB_PREFIX_MESSAGE);
+	g_autofree gchar *sql = g_strdup_printf(
+	    "INSERT INTO instances (id, expires_at) VALUES ('ins_dead', now() + interval '2 s');"
+	    "INSERT INTO usage (owner, month, requests, pending) VALUES ('alice', '%s', 4, 2);"
+	    "INSERT INTO usage_holds VALUES ('h1', 'ins_dead', 'alice', '%s'),"
+	    " ('h2', 'ins_dead', 'alice', '%s');"
+	    "INSERT INTO session_leases VALUES ('%s', 'ins_dead', 'l1', '%s', 'agt_a', 1700000100)",
+	    f->month,
+	    f->month,
+	    f->month,
+	    sid,
+	    answer);
+	g_autofree gchar *out = confab_test_pg_query(f->pg_url, sql);
+	SqlWait gone = {f->pg_url, "SELECT count(*) FROM session_leases", "0"};
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(ConfabStoreUsage) usage = NULL;
+	gint64 started = g_get_monotonic_time();
+	ConfabMessage *m;
+
+	g_assert_false(acquire(f, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_BUSY);
+	g_assert_true(confab_test_wait_until(sql_says, &gone, 30000));
+	g_test_message("reaped %.1f s after its lease expired",
+		       (g_get_monotonic_time() - started) / 1e6 - 2);
+	g_assert_true(acquire(f, sid, NULL));
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 2);
+	m = g_ptr_array_index(history, 1);
+	g_assert_cmpstr(confab_message_get_id(m), ==, answer);
+	g_assert_cmpstr(confab_message_get_role(m), ==, "assistant");
+	g_assert_cmpint(confab_message_get_status(m), ==, CONFAB_MESSAGE_STATUS_INCOMPLETE);
+	usage = get_usage(f, "alice", 0);
+	g_assert_cmpuint(usage->requests, ==, 4);
+	g_free(out);
+	out = confab_test_pg_query(f->pg_url, "SELECT count(*) FROM instances");
+	g_assert_cmpstr(out, ==, "1");
+}
+
+/* A stream's first commit leaves its answer with the lease; the answer's own
+ * commit ends the lease, so that nothing is stored twice and the next turn
+ * may start at once on any instance. */
+static void
+test_pg_answer_ends_lease(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabStore) other = open_postgres(f->pg_url);
+	g_autofree gchar *sid = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "x");
+	g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
+	g_autoptr(ConfabMessage) answer = make_message(f, sid, "assistant", "done");
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *kept = NULL;
+	g_autofree gchar *sql = g_strdup_printf("SELECT answer_id FROM session_leases "
+						"WHERE session_id = '%s'",
+						sid);
+
+	g_assert_true(acquire(f, sid, NULL));
+	record->session = confab_session_new();
+	confab_session_set_id(record->session, sid);
+	g_ptr_array_add(record->messages, make_message(f, sid, "user", "again"));
+	record->unfinished = make_message(f, sid, "assistant", "");
+	confab_message_set_id(record->unfinished, confab_message_get_id(answer));
+	g_assert_true(begin_turn(f, record, NULL));
+	kept = confab_test_pg_query(f->pg_url, sql);
+	g_assert_cmpstr(kept, ==, confab_message_get_id(answer));
+	g_assert_false(acquire_on(other, sid, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_BUSY);
+	g_clear_error(&error);
+
+	g_assert_true(finish_turn(f, answer, NULL));
+	g_free(kept);
+	kept = confab_test_pg_query(f->pg_url, "SELECT count(*) FROM session_leases");
+	g_assert_cmpstr(kept, ==, "0");
+	/* at once, before the release that follows the turn */
+	g_assert_true(acquire_on(other, sid, &error));
+	g_assert_no_error(error);
+	confab_store_release_session(f->store, sid);
+	confab_store_release_session(other, sid);
+	confab_store_close(other);
+}
+
+typedef struct {
+	ConfabStore *store;
+	gint code; /* of the last try: -1 for success */
+	gint64 took_us;
+} Probe;
+
+static gboolean
+probe_ok(gpointer data)
+{
+	Probe *probe = data;
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) agents = NULL;
+	gint64 start = g_get_monotonic_time();
+
+	confab_store_load_agents_async(probe->store, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	agents = confab_store_load_agents_finish(probe->store, res, &error);
+	probe->took_us = g_get_monotonic_time() - start;
+	probe->code = error != NULL ? error->code : -1;
+	if (error != NULL)
+		g_assert_true(error->domain == CONFAB_ERROR);
+	return agents != NULL;
+}
+
+/* the database hangs (SIGSTOP) and then dies: each request fails within
+ * 5 s with store_unavailable; back, it serves again within 10 s, and the
+ * store says everything may have changed meanwhile */
+static void
+test_pg_unavailable(Fixture *f, gconstpointer data)
+{
+	Probe probe = {f->store, 0, 0};
+	Changes changes = {{0}};
+	ChangeWait wait = {&changes, CONFAB_STORE_CHANGE_ALL};
+	gint64 back;
+
+	g_signal_connect(f->store, "changed", G_CALLBACK(on_changed), &changes);
+	g_assert_true(probe_ok(&probe));
+
+	confab_test_pg_pause(pg_cluster);
+	for (guint i = 0; i < 3; i++) {
+		g_assert_false(probe_ok(&probe));
+		g_assert_cmpint(probe.code, ==, CONFAB_ERROR_STORE_UNAVAILABLE);
+		g_assert_cmpint(probe.took_us, <, 5 * G_USEC_PER_SEC);
+		g_test_message("hanging database: failed after %.2f s", probe.took_us / 1e6);
+	}
+	confab_test_pg_resume(pg_cluster);
+	back = g_get_monotonic_time();
+	g_assert_true(confab_test_wait_until(probe_ok, &probe, 10000));
+	g_test_message("resumed: serving again after %.2f s",
+		       (g_get_monotonic_time() - back) / 1e6);
+
+	confab_test_pg_kill(pg_cluster);
+	g_assert_false(probe_ok(&probe));
+	g_assert_cmpint(probe.code, ==, CONFAB_ERROR_STORE_UNAVAILABLE);
+	g_assert_cmpint(probe.took_us, <, 5 * G_USEC_PER_SEC);
+	confab_test_pg_restart(pg_cluster);
+	back = g_get_monotonic_time();
+	g_assert_true(confab_test_wait_until(probe_ok, &probe, 10000));
+	g_test_message("restarted: serving again after %.2f s",
+		       (g_get_monotonic_time() - back) / 1e6);
+	/* notifications may have been missed: reload everything */
+	g_assert_true(confab_test_wait_until(change_seen, &wait, 10000));
+	g_signal_handlers_disconnect_by_data(f->store, &changes);
+}
+
+static void
+test_pg_password_file(void)
+{
+	g_autofree gchar *dir = confab_test_make_tmpdir("pgpass");
+	g_autofree gchar *path = g_build_filename(dir, "password", NULL);
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *a = NULL;
+	g_autofree gchar *b = NULL;
+	g_autofree gchar *c = NULL;
+
+	g_assert_true(g_file_set_contents(path, "s3cret w1th space\nsecond line\n", -1, NULL));
+	a = confab_store_postgres_read_password_file(path, &error);
+	g_assert_cmpstr(a, ==, "s3cret w1th space");
+	g_assert_true(g_file_set_contents(path, "crlf\r\n", -1, NULL));
+	b = confab_store_postgres_read_password_file(path, &error);
+	g_assert_cmpstr(b, ==, "crlf");
+	g_assert_true(g_file_set_contents(path, "no newline", -1, NULL));
+	c = confab_store_postgres_read_password_file(path, &error);
+	g_assert_cmpstr(c, ==, "no newline");
+	g_assert_no_error(error);
+	confab_test_rm_rf(dir);
+	g_assert_null(confab_store_postgres_read_password_file(path, &error));
+	g_assert_nonnull(error);
+}
+
+/* over TCP, where the role needs its password: from the password file */
+static void
+test_pg_password_over_tcp(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *password =
+	    confab_store_postgres_read_password_file(confab_test_pg_get_password_file(pg_cluster),
+						     &error);
+	g_autoptr(ConfabStorePostgres) store = NULL;
+	g_autoptr(ConfabStorePostgres) refused = NULL;
+
+	g_assert_no_error(error);
+	store = confab_store_postgres_new(confab_test_pg_get_url(pg_cluster), password, 2, &error);
+	g_assert_no_error(error);
+	confab_store_close(CONFAB_STORE(store));
+	refused = confab_store_postgres_new(confab_test_pg_get_url(pg_cluster), "wrong", 2, &error);
+	g_assert_null(refused);
+	g_assert_nonnull(error);
+}
+
+static void
+add_postgres_tests(gboolean available)
+{
+	static const struct {
+		const gchar *name;
+		void (*func)(Fixture *, gconstpointer);
+		void (*plain)(void);
+	} tests[] = {
+	    {"migrate-together", NULL, test_pg_migrate_together},
+	    {"future-version-refused", NULL, test_pg_future_version_refused},
+	    {"password-file", NULL, test_pg_password_file},
+	    {"password-over-tcp", NULL, test_pg_password_over_tcp},
+	    {"changes-announced", test_pg_changes_announced, NULL},
+	    {"instances-share", test_pg_instances_share, NULL},
+	    {"dead-instance-reaped", test_pg_dead_instance_reaped, NULL},
+	    {"answer-ends-lease", test_pg_answer_ends_lease, NULL},
+	    {"unavailable", test_pg_unavailable, NULL},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {
+		g_autofree gchar *path =
+		    g_strdup_printf("/confab/store/postgresql/%s", tests[i].name);
+		if (!available && tests[i].plain != test_pg_password_file)
+			g_test_add_func(path, test_skip_postgres);
+		else if (tests[i].plain != NULL)
+			g_test_add_func(path, tests[i].plain);
+		else
+			g_test_add(path,
+				   Fixture,
+				   &postgres_backend,
+				   fixture_setup,
+				   tests[i].func,
+				   fixture_teardown);
+	}
+}
+
 /* The promises every backend keeps. */
 static void
-add_tests(const Backend *backend)
+add_tests(const Backend *backend, gboolean available)
 {
 	static const struct {
 		const gchar *name;
@@ -2055,23 +2528,30 @@ add_tests(const Backend *backend)
 	    {"cancelled-read", test_cancelled_read},
 	    {"failed-write-in-batch", test_failed_write_in_batch},
 	    {"parallel-reads", test_parallel_reads},
-	    {"search", test_search},
-	    {"search-hostile-terms", test_search_hostile_terms},
-	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {
 		g_autofree gchar *path =
 		    g_strdup_printf("/confab/store/%s/%s", backend->name, tests[i].name);
-		g_test_add(path, Fixture, backend, fixture_setup, tests[i].func, fixture_teardown);
+		if (!available)
+			g_test_add_func(path, test_skip_postgres);
+		else
+			g_test_add(path,
+				   Fixture,
+				   backend,
+				   fixture_setup,
+				   tests[i].func,
+				   fixture_teardown);
 	}
 }
 
 int
 main(int argc, char **argv)
 {
+	gint status;
+
 	confab_test_init(&argc, &argv, FALSE);
-	add_tests(&sqlite_backend);
+	add_tests(&sqlite_backend, TRUE);
 	/* SQLite's own mechanics */
 #define ADD(name, func)                                                                            \
 	g_test_add(name, Fixture, &sqlite_backend, fixture_setup, func, fixture_teardown)
@@ -2084,7 +2564,18 @@ main(int argc, char **argv)
 	ADD("/confab/store/sqlite/group-commit", test_group_commit);
 	ADD("/confab/store/sqlite/migrate-v1", test_migrate_v1);
 	ADD("/confab/store/sqlite/migrate-v2", test_migrate_v2);
+	/* full-text search: SQLite's FTS5 (the PostgreSQL backend has none yet) */
+	ADD("/confab/store/sqlite/search", test_search);
+	ADD("/confab/store/sqlite/search-hostile-terms", test_search_hostile_terms);
+	ADD("/confab/store/sqlite/search-limit-and-snippet", test_search_limit_and_snippet);
 	g_test_add_func("/confab/store/sqlite/open-in-missing-dir", test_open_in_missing_dir);
 #undef ADD
-	return g_test_run();
+
+	add_tests(&postgres_backend, confab_test_pg_available());
+	add_postgres_tests(confab_test_pg_available());
+	if (confab_test_pg_available())
+		pg_cluster = confab_test_pg_start();
+	status = g_test_run();
+	g_clear_pointer(&pg_cluster, confab_test_pg_stop);
+	return status;
 }

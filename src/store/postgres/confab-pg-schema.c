@@ -1,0 +1,412 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabPg"
+
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "store/postgres/confab-pg-schema.h"
+#include "util/confab-error.h"
+
+/*
+ * The PostgreSQL schema, versioned in the table schema_version and migrated
+ * at start under a session-level pg_advisory_lock(), so that instances that
+ * start together take turns: the first migrates, the others find the
+ * schema current. Every migration of one start runs in one transaction: a
+ * failure leaves the old schema whole, and never deletes user data.
+ *
+ * Ids and owners are COLLATE "C": lists and cursors compare them byte by
+ * byte, as SQLite does, whatever the database's collation.
+ *
+ * What several instances must agree on lives here:
+ * - usage (owner, month): requests, the committed count, and pending, the
+ *   requests admitted whose turn has not committed yet. Admission is one
+ *   conditional upsert of that row (see confab-store-postgres.c), so the
+ *   row lock orders the instances and requests + pending never passes the
+ *   quota.
+ * - usage_holds: one row per pending request, naming the instance that
+ *   admitted it; a commit or a release deletes it by its id (idempotent).
+ * - instances: each live instance renews its row (expires_at) every few
+ *   seconds; confab_reap() ends the instances whose row expired: gives back
+ *   their pending requests, stores the unfinished answers of their streams
+ *   as incomplete, and frees their session leases.
+ * - session_leases: one row per session with a turn running; its answer_*
+ *   columns hold what a stream's answer is stored as if its instance dies.
+ */
+
+#define MIGRATE_V1                                                                                 \
+	"CREATE TABLE agents ("                                                                    \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  name text NOT NULL,"                                                                    \
+	"  instructions text NOT NULL DEFAULT '',"                                                 \
+	"  provider text NOT NULL,"                                                                \
+	"  base_url text,"                                                                         \
+	"  upstream_model text,"                                                                   \
+	"  api_key text,"                                                                          \
+	"  api_key_file text,"                                                                     \
+	"  params text,"                                                                           \
+	"  connect_timeout integer NOT NULL DEFAULT 0,"                                            \
+	"  first_byte_timeout integer NOT NULL DEFAULT 0,"                                         \
+	"  idle_timeout integer NOT NULL DEFAULT 0,"                                               \
+	"  total_timeout integer NOT NULL DEFAULT 0,"                                              \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  updated_at bigint NOT NULL,"                                                            \
+	"  deleted_at bigint NOT NULL DEFAULT 0,"                                                  \
+	"  mcp_servers text,"                                                                      \
+	"  max_steps integer NOT NULL DEFAULT 10"                                                  \
+	");"                                                                                       \
+	"CREATE TABLE tokens ("                                                                    \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  hash bytea NOT NULL UNIQUE,"                                                            \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  name text NOT NULL DEFAULT '',"                                                         \
+	"  scopes text NOT NULL,"                                                                  \
+	"  agent_id text COLLATE \"C\","                                                           \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  expires_at bigint NOT NULL DEFAULT 0,"                                                  \
+	"  revoked_at bigint NOT NULL DEFAULT 0"                                                   \
+	");"                                                                                       \
+	"CREATE TABLE sessions ("                                                                  \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  source integer NOT NULL,"                                                               \
+	"  title text,"                                                                            \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  updated_at bigint NOT NULL"                                                             \
+	");"                                                                                       \
+	"CREATE INDEX sessions_by_owner ON sessions (owner, source, id);"                          \
+	"CREATE INDEX sessions_by_owner_agent ON sessions (owner, source, agent_id, id);"          \
+	"CREATE TABLE messages ("                                                                  \
+	"  id text COLLATE \"C\" NOT NULL,"                                                        \
+	"  session_id text COLLATE \"C\" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"     \
+	"  role text NOT NULL,"                                                                    \
+	"  model text NOT NULL,"                                                                   \
+	"  content text NOT NULL,"                                                                 \
+	"  content_blocks text NOT NULL,"                                                          \
+	"  status integer NOT NULL DEFAULT 0,"                                                     \
+	"  finish_reason text,"                                                                    \
+	"  prompt_tokens bigint,"                                                                  \
+	"  completion_tokens bigint,"                                                              \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  PRIMARY KEY (session_id, id)"                                                           \
+	");"                                                                                       \
+	"CREATE TABLE quotas ("                                                                    \
+	"  owner text COLLATE \"C\" PRIMARY KEY,"                                                  \
+	"  monthly_requests bigint NOT NULL"                                                       \
+	");"                                                                                       \
+	"CREATE TABLE usage ("                                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  month text COLLATE \"C\" NOT NULL,"                                                     \
+	"  requests bigint NOT NULL DEFAULT 0,"                                                    \
+	"  pending bigint NOT NULL DEFAULT 0,"                                                     \
+	"  PRIMARY KEY (owner, month)"                                                             \
+	");"                                                                                       \
+	"CREATE TABLE instances ("                                                                 \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  started_at timestamptz NOT NULL DEFAULT now(),"                                         \
+	"  expires_at timestamptz NOT NULL"                                                        \
+	");"                                                                                       \
+	"CREATE TABLE usage_holds ("                                                               \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  instance_id text COLLATE \"C\" NOT NULL,"                                               \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  month text COLLATE \"C\" NOT NULL"                                                      \
+	");"                                                                                       \
+	"CREATE INDEX usage_holds_by_instance ON usage_holds (instance_id);"                       \
+	"CREATE TABLE session_leases ("                                                            \
+	"  session_id text COLLATE \"C\" PRIMARY KEY,"                                             \
+	"  instance_id text COLLATE \"C\" NOT NULL,"                                               \
+	"  lease_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  answer_id text COLLATE \"C\","                                                          \
+	"  answer_model text,"                                                                     \
+	"  answer_created_at bigint"                                                               \
+	");"                                                                                       \
+	"CREATE INDEX session_leases_by_instance ON session_leases (instance_id);" COMMIT_TURN_V1  \
+	    REAP_V1
+
+#define MESSAGE_RECORD                                                                             \
+	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
+	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
+	"created_at bigint)"
+
+#define MESSAGE_INSERT                                                                             \
+	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
+	"finish_reason, prompt_tokens, completion_tokens, created_at) "                            \
+	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
+	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at "
+
+/* A turn's commit, one statement: the session (new, or touched and still
+ * there: else SQLSTATE CF404), the user's messages, the count that admission
+ * held (made durable, its hold gone), the answer (and the session's lease
+ * ends with it), or the answer to store should this instance die (kept with
+ * the lease). */
+#define COMMIT_TURN_V1                                                                             \
+	"CREATE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS $$ "         \
+	"DECLARE "                                                                                 \
+	"  sid text := t #>> '{session,id}'; "                                                     \
+	"  n integer; "                                                                            \
+	"BEGIN "                                                                                   \
+	"  IF (t ->> 'session_is_new')::boolean THEN "                                             \
+	"    INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "   \
+	"      SELECT s.id, s.owner, s.agent_id, s.source, s.title, s.created_at, "                \
+	"             (t ->> 'updated_at')::bigint "                                               \
+	"      FROM jsonb_to_record(t -> 'session') AS s (id text, owner text, agent_id text, "    \
+	"           source integer, title text, created_at bigint); "                              \
+	"  ELSE "                                                                                  \
+	"    UPDATE sessions SET updated_at = GREATEST(updated_at, (t ->> 'updated_at')::bigint) " \
+	"      WHERE id = sid; "                                                                   \
+	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
+	"    IF n = 0 THEN "                                                                       \
+	"      RAISE EXCEPTION 'no session %', sid USING ERRCODE = 'CF404'; "                      \
+	"    END IF; "                                                                             \
+	"  END IF; " MESSAGE_INSERT                                                                \
+	"FROM jsonb_to_recordset(t -> 'messages') AS m " MESSAGE_RECORD "; "                       \
+	"  IF t -> 'assistant' IS NOT NULL THEN " MESSAGE_INSERT                                   \
+	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " MESSAGE_RECORD "; "   \
+	"    DELETE FROM session_leases WHERE session_id = sid AND lease_id = t ->> 'lease'; "     \
+	"    UPDATE session_leases SET answer_id = NULL "                                          \
+	"      WHERE session_id = sid AND answer_id = t #>> '{assistant,id}'; "                    \
+	"  END IF; "                                                                               \
+	"  IF t -> 'unfinished' IS NOT NULL THEN "                                                 \
+	"    UPDATE session_leases SET answer_id = t #>> '{unfinished,id}', "                      \
+	"      answer_model = t #>> '{unfinished,model}', "                                        \
+	"      answer_created_at = (t #>> '{unfinished,created_at}')::bigint "                     \
+	"      WHERE session_id = sid AND instance_id = t ->> 'instance'; "                        \
+	"  END IF; "                                                                               \
+	"  /* last: the owner's row is every turn's, its lock held until COMMIT */ "               \
+	"  IF t ->> 'usage_owner' IS NOT NULL THEN "                                               \
+	"    DELETE FROM usage_holds WHERE id = t ->> 'hold'; "                                    \
+	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
+	"    INSERT INTO usage AS u (owner, month, requests, pending) "                            \
+	"      VALUES (t ->> 'usage_owner', t ->> 'usage_month', 1, 0) "                           \
+	"      ON CONFLICT (owner, month) DO UPDATE "                                              \
+	"      SET requests = u.requests + 1, pending = GREATEST(u.pending - n, 0); "              \
+	"  END IF; "                                                                               \
+	"END $$;"
+
+/* Ends instances: @only_instance, or every one whose row expired (another instance
+ * reaping the same ones skips them). Their pending requests are given
+ * back, their streams' unfinished answers stored incomplete, their leases
+ * freed. Returns how many instances it ended. */
+#define REAP_V1                                                                                    \
+	"CREATE FUNCTION confab_reap(only_instance text) RETURNS integer LANGUAGE plpgsql AS $$ "  \
+	"DECLARE "                                                                                 \
+	"  dead text[]; "                                                                          \
+	"BEGIN "                                                                                   \
+	"  IF only_instance IS NOT NULL THEN "                                                     \
+	"    dead := ARRAY[only_instance]; "                                                       \
+	"  ELSE "                                                                                  \
+	"    SELECT array_agg(d.id) INTO dead FROM (SELECT id FROM instances "                     \
+	"      WHERE expires_at < now() FOR UPDATE SKIP LOCKED) AS d; "                            \
+	"  END IF; "                                                                               \
+	"  IF dead IS NULL THEN "                                                                  \
+	"    RETURN 0; "                                                                           \
+	"  END IF; "                                                                               \
+	"  UPDATE usage AS u SET pending = GREATEST(u.pending - h.n, 0) "                          \
+	"    FROM (SELECT owner, month, count(*) AS n FROM usage_holds "                           \
+	"          WHERE instance_id = ANY (dead) GROUP BY owner, month) AS h "                    \
+	"    WHERE u.owner = h.owner AND u.month = h.month; "                                      \
+	"  DELETE FROM usage_holds WHERE instance_id = ANY (dead); "                               \
+	"  INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "   \
+	"                        created_at) "                                                     \
+	"    SELECT l.answer_id, l.session_id, 'assistant', l.answer_model, '[]', '[]', 1, "       \
+	"           l.answer_created_at "                                                          \
+	"    FROM session_leases AS l JOIN sessions AS s ON s.id = l.session_id "                  \
+	"    WHERE l.instance_id = ANY (dead) AND l.answer_id IS NOT NULL "                        \
+	"    ON CONFLICT DO NOTHING; "                                                             \
+	"  UPDATE sessions AS s SET updated_at = GREATEST(s.updated_at, l.answer_created_at) "     \
+	"    FROM session_leases AS l "                                                            \
+	"    WHERE l.session_id = s.id AND l.instance_id = ANY (dead) "                            \
+	"      AND l.answer_id IS NOT NULL; "                                                      \
+	"  DELETE FROM session_leases WHERE instance_id = ANY (dead); "                            \
+	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
+	"  RETURN cardinality(dead); "                                                             \
+	"END $$;"
+
+/* [from] -> the SQL that brings version from to from + 1 */
+static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
+    MIGRATE_V1,
+};
+
+typedef enum {
+	STEP_LOCK,
+	STEP_VERSION,
+	STEP_MIGRATE,
+	STEP_UNLOCK,
+} Step;
+
+typedef struct {
+	ConfabPgConnection *connection; /* owned */
+	Step step;
+	gint from_version;
+} Migration;
+
+static void
+migration_free(Migration *migration)
+{
+	g_clear_object(&migration->connection);
+	g_free(migration);
+}
+
+static void
+run_step(GTask *task);
+
+static gchar *
+migration_script(gint from)
+{
+	g_autoptr(GString) script = g_string_new("BEGIN;");
+
+	for (gint v = from; v < CONFAB_PG_SCHEMA_VERSION; v++)
+		g_string_append(script, migrations[v]);
+	g_string_append_printf(script,
+			       "DELETE FROM schema_version;"
+			       "INSERT INTO schema_version (version) VALUES (%d);"
+			       "COMMIT;",
+			       CONFAB_PG_SCHEMA_VERSION);
+	return g_string_free(g_steal_pointer(&script), FALSE);
+}
+
+/* After reading the version: what to do next, or why not. */
+static gboolean
+version_read(Migration *migration, PGresult *res, GError **error)
+{
+	const gchar *value = PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : NULL;
+
+	if (value == NULL) {
+		g_set_error_literal(error,
+				    CONFAB_ERROR,
+				    CONFAB_ERROR_FAILED,
+				    "reading the schema version: no answer");
+		return FALSE;
+	}
+	migration->from_version = atoi(value);
+	if (migration->from_version > CONFAB_PG_SCHEMA_VERSION) {
+		/* never touch a database from the future: fail loudly */
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_FAILED,
+			    "the database schema is version %d, newer than this confabd "
+			    "understands (%d)",
+			    migration->from_version,
+			    CONFAB_PG_SCHEMA_VERSION);
+		return FALSE;
+	}
+	migration->step = migration->from_version < CONFAB_PG_SCHEMA_VERSION ? STEP_MIGRATE
+									     : STEP_UNLOCK;
+	return TRUE;
+}
+
+static void
+step_done(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	Migration *migration = g_task_get_task_data(task);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res =
+	    confab_pg_connection_exec_script_finish(CONFAB_PG_CONNECTION(source), result, &error);
+
+	if (res == NULL) {
+		g_prefix_error_literal(&error, "migrating the database: ");
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	switch (migration->step) {
+	case STEP_LOCK:
+		migration->step = STEP_VERSION;
+		break;
+	case STEP_VERSION:
+		if (!version_read(migration, res, &error)) {
+			g_task_return_error(task, g_steal_pointer(&error));
+			return;
+		}
+		break;
+	case STEP_MIGRATE:
+		migration->step = STEP_UNLOCK;
+		break;
+	case STEP_UNLOCK:
+	default:
+		g_task_return_boolean(task, TRUE);
+		return;
+	}
+	run_step(g_steal_pointer(&task));
+}
+
+static void
+run_step(GTask *task)
+{
+	Migration *migration = g_task_get_task_data(task);
+	g_autofree gchar *script = NULL;
+
+	switch (migration->step) {
+	case STEP_LOCK:
+		/* waits while another instance migrates */
+		script = g_strdup("SELECT pg_advisory_lock(" CONFAB_PG_SCHEMA_LOCK_KEY ")");
+		break;
+	case STEP_VERSION:
+		script = g_strdup("CREATE TABLE IF NOT EXISTS schema_version "
+				  "(version integer NOT NULL);"
+				  "SELECT COALESCE(max(version), 0) FROM schema_version");
+		break;
+	case STEP_MIGRATE:
+		script = migration_script(migration->from_version);
+		break;
+	case STEP_UNLOCK:
+	default:
+		script = g_strdup("SELECT pg_advisory_unlock(" CONFAB_PG_SCHEMA_LOCK_KEY ")");
+		break;
+	}
+	confab_pg_connection_exec_script_async(migration->connection,
+					       script,
+					       g_task_get_cancellable(task),
+					       step_done,
+					       task);
+}
+
+/**
+ * confab_pg_schema_migrate_async:
+ * @connection: a ready connection, for this alone: closing it ends the
+ *   advisory lock should anything fail halfway
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the schema is %CONFAB_PG_SCHEMA_VERSION
+ * @user_data: data for @callback
+ *
+ * Brings the schema to %CONFAB_PG_SCHEMA_VERSION under an advisory lock,
+ * all migrations in one transaction.
+ */
+void
+confab_pg_schema_migrate_async(ConfabPgConnection *connection,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	GTask *task = g_task_new(NULL, cancellable, callback, user_data);
+	Migration *migration = g_new0(Migration, 1);
+
+	g_task_set_source_tag(task, confab_pg_schema_migrate_async);
+	migration->connection = g_object_ref(connection);
+	g_task_set_task_data(task, migration, (GDestroyNotify)migration_free);
+	run_step(task);
+}
+
+/**
+ * confab_pg_schema_migrate_finish:
+ * @from_version: (out) (optional): the version found, 0 for a new database
+ *
+ * Returns: whether the schema is current
+ */
+gboolean
+confab_pg_schema_migrate_finish(GAsyncResult *result, gint *from_version, GError **error)
+{
+	Migration *migration;
+
+	g_return_val_if_fail(g_task_is_valid(result, NULL), FALSE);
+	migration = g_task_get_task_data(G_TASK(result));
+	if (from_version != NULL)
+		*from_version = migration->from_version;
+	return g_task_propagate_boolean(G_TASK(result), error);
+}

@@ -1,0 +1,32 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+
+#include "store/postgres/confab-pg-connection.h"
+
+G_BEGIN_DECLS
+
+/* Bump with a migration in confab-pg-schema.c:
+ *  1: agents, tokens, sessions, messages, quotas, usage (with pending
+ *     counts), usage_holds, instances, session_leases; confab_commit_turn()
+ *     and confab_reap()
+ */
+#define CONFAB_PG_SCHEMA_VERSION 1
+
+/* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
+#define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"
+
+void
+confab_pg_schema_migrate_async(ConfabPgConnection *connection,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+gboolean
+confab_pg_schema_migrate_finish(GAsyncResult *result, gint *from_version, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,2355 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabStore"
+
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/postgres/confab-pg-pool.h"
+#include "store/postgres/confab-pg-schema.h"
+#include "store/postgres/confab-store-postgres.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
+
+/*
+ * The PostgreSQL store: the store interface for any number of confabd on
+ * one database.
+ *
+ * A thread of its own runs a GMainContext that drives a ConfabPgPool
+ * (libpq, never a blocking call: see confab-pg-connection.c). Callers'
+ * operations are handed to that thread as Ops; each completes its GTask
+ * back in the caller's context (the task is returned and freed there, as
+ * the SQLite writer does). Nothing here ever waits on the caller's loop, so
+ * a request that needs no database is served while the database hangs.
+ *
+ * What must be atomic across instances is one statement each:
+ * - admit_quota: an upsert of the (owner, month) row of usage that adds
+ *   one to `pending` only while requests + pending is under the quota, and
+ *   a usage_holds row naming this instance; the row lock orders the
+ *   instances, so the quota is exact under any concurrency.
+ * - commit_turn: confab_commit_turn() (confab-pg-schema.c), one
+ *   transaction; the turn's first commit moves its count from pending to
+ *   requests and deletes its hold.
+ * - release_quota: deletes the hold by its id and takes one off pending
+ *   (a release that is retried does nothing twice).
+ * - acquire_session: inserts the session's lease row, or finds it taken
+ *   (409 conversation_busy); release_session deletes it by its lease id.
+ *
+ * An instance proves it is alive by renewing its row of `instances` every
+ * HEARTBEAT_INTERVAL_S seconds, for INSTANCE_TTL; each heartbeat also runs
+ * confab_reap(), which ends the instances whose row has expired: their
+ * pending counts are given back (a count never leaks from a dead instance:
+ * it was never committed, as with SQLite after a crash), the unfinished
+ * answers of their streams are stored incomplete, their leases freed.
+ * A killed instance is reaped within INSTANCE_TTL + HEARTBEAT_INTERVAL_S.
+ * A clean close reaps its own instance at once.
+ *
+ * Admin writes NOTIFY CHANNEL with "instance change"; every other
+ * instance emits ConfabStore::changed for it, and a full change after the
+ * listening connection comes back (it may have missed some).
+ *
+ * The database down or hanging: the pool fails at once when no connection
+ * is ready, and a query gets QUERY_TIMEOUT_MS (the server's own
+ * statement_timeout is a second longer); both become
+ * CONFAB_ERROR_STORE_UNAVAILABLE (503). The pool reconnects by itself.
+ */
+
+#define CONNECT_TIMEOUT_MS   3000
+#define QUERY_TIMEOUT_MS     3000
+#define ACQUIRE_TIMEOUT_MS   2000
+#define MIGRATE_TIMEOUT_MS   120000
+#define HEARTBEAT_INTERVAL_S 5
+#define INSTANCE_TTL	     "15 seconds"
+#define CLOSE_DEADLINE_MS    10000
+#define CHANNEL		     "confab_changes"
+
+typedef struct _Op Op;
+
+struct _ConfabStorePostgres {
+	GObject parent_instance;
+	gchar *url;	 /* owned */
+	gchar *password; /* owned, nullable */
+	guint pool_size;
+	gchar *instance_id;	     /* owned */
+	GMainContext *owner_context; /* owned: where ::changed is emitted */
+	GThread *thread;	     /* owned */
+	gint closed;		     /* atomic: no new operation */
+
+	/* the store thread's alone */
+	GMainContext *context; /* owned */
+	GMainLoop *loop;       /* owned */
+	ConfabPgPool *pool;    /* owned */
+	guint in_flight;
+	gboolean closing;
+	GSource *heartbeat;   /* owned */
+	GSource *close_timer; /* owned */
+	GSource *start_timer; /* owned: waiting for LISTEN */
+	gboolean beating;
+	GHashTable *holds;		      /* owned: "owner\nmonth" -> GQueue of hold ids */
+	GHashTable *leases;		      /* owned: session id -> lease id */
+	GPtrArray *releases;		      /* owned: Release, to try again */
+	guint releasing;		      /* releases in flight */
+	GQueue after_releases;		      /* Op (unowned: in flight) that wait for them */
+	ConfabPgConnection *setup_connection; /* owned: migrations, while starting */
+
+	/* start-up */
+	GMutex lock;
+	GCond cond;
+	gboolean started;
+	GError *start_error; /* owned */
+};
+
+static void
+confab_store_postgres_iface_init(ConfabStoreInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabStorePostgres,
+			      confab_store_postgres,
+			      G_TYPE_OBJECT,
+			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_STORE,
+						    confab_store_postgres_iface_init))
+
+/* ---------- operations: from the caller to the store thread and back ---------- */
+
+typedef void (*OpFunc)(ConfabStorePostgres *self, Op *op);
+
+struct _Op {
+	ConfabStorePostgres *self; /* unowned: the thread outlives every op */
+	GTask *task;		   /* owned; NULL when nobody waits */
+	GCancellable *cancellable; /* owned, nullable: reads only */
+	OpFunc run;
+	gpointer data; /* owned */
+	GDestroyNotify data_free;
+	gpointer extra; /* owned: what the op keeps between steps */
+	GDestroyNotify extra_free;
+	/* the outcome */
+	gboolean is_pointer;
+	gpointer result;
+	GDestroyNotify result_free;
+	GError *error;
+};
+
+static void
+op_free(Op *op)
+{
+	if (op->data_free != NULL && op->data != NULL)
+		op->data_free(op->data);
+	if (op->extra_free != NULL && op->extra != NULL)
+		op->extra_free(op->extra);
+	if (op->result_free != NULL && op->result != NULL)
+		op->result_free(op->result);
+	g_clear_error(&op->error);
+	g_clear_object(&op->cancellable);
+	g_clear_object(&op->task);
+	g_free(op);
+}
+
+/* In the caller's context. */
+static gboolean
+op_complete(gpointer data)
+{
+	Op *op = data;
+
+	if (op->error != NULL)
+		g_task_return_error(op->task, g_steal_pointer(&op->error));
+	else if (op->is_pointer)
+		g_task_return_pointer(op->task,
+				      g_steal_pointer(&op->result),
+				      g_steal_pointer(&op->result_free));
+	else
+		g_task_return_boolean(op->task, TRUE);
+	op_free(op);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+close_continue(ConfabStorePostgres *self);
+
+/* In the store thread: the op is over; its caller hears of it in its own
+ * context. */
+static void
+op_done(Op *op)
+{
+	ConfabStorePostgres *self = op->self;
+
+	if (op->task == NULL) {
+		op_free(op);
+	} else {
+		g_autoptr(GSource) source = g_idle_source_new();
+		g_source_set_priority(source, G_PRIORITY_DEFAULT);
+		g_source_set_callback(source, op_complete, op, NULL);
+		g_source_set_static_name(source, "[confab] postgres op done");
+		g_source_attach(source, g_task_get_context(op->task));
+	}
+	g_assert(self->in_flight > 0);
+	self->in_flight--;
+	if (self->closing)
+		close_continue(self);
+}
+
+static void
+op_return_error(Op *op, GError *error)
+{
+	op->error = error;
+	op_done(op);
+}
+
+static void
+op_return_pointer(Op *op, gpointer result, GDestroyNotify result_free)
+{
+	op->is_pointer = TRUE;
+	op->result = result;
+	op->result_free = result_free;
+	op_done(op);
+}
+
+static void
+op_return_boolean(Op *op)
+{
+	op_done(op);
+}
+
+static gboolean
+op_start(gpointer data)
+{
+	Op *op = data;
+	op->self->in_flight++;
+	op->run(op->self, op);
+	return G_SOURCE_REMOVE;
+}
+
+/* Hands @run and @data (transfer full) to the store thread; @callback
+ * hears back in the thread-default context. Without @callback nobody
+ * waits. A write ignores @cancellable: once handed over it is seen through. */
+static void
+op_queue(ConfabStorePostgres *self,
+	 OpFunc run,
+	 gpointer data,
+	 GDestroyNotify data_free,
+	 gboolean is_read,
+	 gpointer source_tag,
+	 GCancellable *cancellable,
+	 GAsyncReadyCallback callback,
+	 gpointer user_data)
+{
+	Op *op = g_new0(Op, 1);
+	g_autoptr(GSource) source = NULL;
+
+	op->self = self;
+	op->run = run;
+	op->data = data;
+	op->data_free = data_free;
+	if (callback != NULL) {
+		op->task = g_task_new(self, cancellable, callback, user_data);
+		g_task_set_source_tag(op->task, source_tag);
+		g_task_set_check_cancellable(op->task, is_read);
+	}
+	if (is_read && cancellable != NULL)
+		op->cancellable = g_object_ref(cancellable);
+	if (g_atomic_int_get(&self->closed)) {
+		if (op->task != NULL)
+			g_task_return_new_error(op->task,
+						CONFAB_ERROR,
+						CONFAB_ERROR_SHUTTING_DOWN,
+						"the store is closed");
+		op_free(op);
+		return;
+	}
+	if (is_read && op->task != NULL && g_task_return_error_if_cancelled(op->task)) {
+		op_free(op);
+		return;
+	}
+	source = g_idle_source_new();
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, op_start, op, NULL);
+	g_source_set_static_name(source, "[confab] postgres op");
+	g_source_attach(source, self->context);
+}
+
+/* ---------- errors and values ---------- */
+
+/* A PostgreSQL layer error, as the store's callers know errors. */
+static GError *
+store_error(GError *pg_error, const gchar *what)
+{
+	g_autoptr(GError) error = pg_error;
+	const gchar *sqlstate = confab_pg_error_get_sqlstate(error);
+	ConfabErrorCode code = CONFAB_ERROR_FAILED;
+
+	if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+		return g_steal_pointer(&error);
+	if (confab_pg_error_is_unavailable(error))
+		return g_error_new(CONFAB_ERROR,
+				   CONFAB_ERROR_STORE_UNAVAILABLE,
+				   "%s: the database is unavailable: %s",
+				   what,
+				   error->message);
+	/* CF404: raised by confab_commit_turn(); 23503: a message whose
+	 * session is gone */
+	if (g_strcmp0(sqlstate, "CF404") == 0 || g_strcmp0(sqlstate, "23503") == 0)
+		code = CONFAB_ERROR_CONVERSATION_NOT_FOUND;
+	return g_error_new(CONFAB_ERROR, code, "%s: %s", what, error->message);
+}
+
+/* Text parameters, each nullable. */
+typedef GPtrArray Params;
+
+static Params *
+params_new(void)
+{
+	return g_ptr_array_new_with_free_func(g_free);
+}
+
+static void
+params_add(Params *params, const gchar *value)
+{
+	g_ptr_array_add(params, g_strdup(value));
+}
+
+static void
+params_add_int(Params *params, gint64 value)
+{
+	g_ptr_array_add(params, g_strdup_printf("%" G_GINT64_FORMAT, value));
+}
+
+static const gchar *
+column_text(PGresult *res, gint row, gint col)
+{
+	return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
+static gint64
+column_int(PGresult *res, gint row, gint col)
+{
+	return PQgetisnull(res, row, col) ? 0
+					  : g_ascii_strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+static gint64
+column_int_or(PGresult *res, gint row, gint col, gint64 fallback)
+{
+	return PQgetisnull(res, row, col) ? fallback : column_int(res, row, col);
+}
+
+static gboolean
+column_bool(PGresult *res, gint row, gint col)
+{
+	return !PQgetisnull(res, row, col) && PQgetvalue(res, row, col)[0] == 't';
+}
+
+/* Runs one statement on a pooled connection; @callback gets the op. */
+static void
+op_query(Op *op, const gchar *sql, Params *params, GAsyncReadyCallback callback)
+{
+	confab_pg_pool_query_async(op->self->pool,
+				   sql,
+				   params != NULL ? params->len : 0,
+				   params != NULL ? (const gchar *const *)params->pdata : NULL,
+				   op->cancellable,
+				   callback,
+				   op);
+}
+
+/* The result of op_query(), or NULL once the op has failed with it. */
+static PGresult *
+op_query_finish(Op *op, GAsyncResult *result, const gchar *what)
+{
+	GError *error = NULL;
+	PGresult *res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+
+	if (res == NULL)
+		op_return_error(op, store_error(error, what));
+	return res;
+}
+
+static gchar *
+notify_payload(ConfabStorePostgres *self, ConfabStoreChange change)
+{
+	return g_strdup_printf("%s %d", self->instance_id, (gint)change);
+}
+
+/* ---------- rows ---------- */
+
+#define AGENT_COLUMNS                                                                              \
+	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
+	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
+	"updated_at, mcp_servers, max_steps"
+
+static ConfabAgent *
+agent_from_row(PGresult *res, gint i)
+{
+	ConfabAgent *agent = confab_agent_new();
+	confab_agent_set_id(agent, column_text(res, i, 0));
+	confab_agent_set_name(agent, column_text(res, i, 1));
+	confab_agent_set_instructions(agent, column_text(res, i, 2));
+	confab_agent_set_provider(agent, column_text(res, i, 3));
+	confab_agent_set_base_url(agent, column_text(res, i, 4));
+	confab_agent_set_upstream_model(agent, column_text(res, i, 5));
+	confab_agent_set_api_key(agent, column_text(res, i, 6));
+	confab_agent_set_api_key_file(agent, column_text(res, i, 7));
+	confab_agent_set_params(agent, column_text(res, i, 8));
+	confab_agent_set_connect_timeout(agent, (guint)column_int(res, i, 9));
+	confab_agent_set_first_byte_timeout(agent, (guint)column_int(res, i, 10));
+	confab_agent_set_idle_timeout(agent, (guint)column_int(res, i, 11));
+	confab_agent_set_total_timeout(agent, (guint)column_int(res, i, 12));
+	confab_agent_set_created_at(agent, column_int(res, i, 13));
+	confab_agent_set_updated_at(agent, column_int(res, i, 14));
+	confab_agent_set_mcp_servers(agent, column_text(res, i, 15));
+	confab_agent_set_max_steps(agent, (guint)column_int(res, i, 16));
+	return agent;
+}
+
+/* the hash travels as hex: parameters and results are text */
+#define TOKEN_COLUMNS                                                                              \
+	"id, encode(hash, 'hex'), owner, name, scopes, agent_id, created_at, expires_at, "         \
+	"revoked_at"
+
+static GBytes *
+bytes_from_hex(const gchar *hex)
+{
+	gsize len = hex != NULL ? strlen(hex) / 2 : 0;
+	guint8 *data = g_malloc(MAX(len, 1));
+
+	for (gsize i = 0; i < len; i++)
+		data[i] = (guint8)((g_ascii_xdigit_value(hex[2 * i]) << 4) |
+				   g_ascii_xdigit_value(hex[2 * i + 1]));
+	return g_bytes_new_take(data, len);
+}
+
+static gchar *
+hex_from_bytes(GBytes *bytes)
+{
+	gsize len = 0;
+	const guint8 *data = bytes != NULL ? g_bytes_get_data(bytes, &len) : NULL;
+	GString *hex = g_string_sized_new(len * 2 + 1);
+
+	for (gsize i = 0; i < len; i++)
+		g_string_append_printf(hex, "%02x", data[i]);
+	return g_string_free(hex, FALSE);
+}
+
+static ConfabToken *
+token_from_row(PGresult *res, gint i)
+{
+	ConfabToken *token = confab_token_new();
+	g_autoptr(GBytes) hash = bytes_from_hex(column_text(res, i, 1));
+	g_auto(GStrv) scopes = g_strsplit(column_text(res, i, 4), " ", -1);
+
+	confab_token_set_id(token, column_text(res, i, 0));
+	confab_token_set_hash(token, hash);
+	confab_token_set_owner(token, column_text(res, i, 2));
+	confab_token_set_name(token, column_text(res, i, 3));
+	confab_token_set_scopes(token, (const gchar *const *)scopes);
+	confab_token_set_agent_id(token, column_text(res, i, 5));
+	confab_token_set_created_at(token, column_int(res, i, 6));
+	confab_token_set_expires_at(token, column_int(res, i, 7));
+	confab_token_set_revoked_at(token, column_int(res, i, 8));
+	return token;
+}
+
+#define SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
+
+static ConfabSession *
+session_from_row(PGresult *res, gint i)
+{
+	ConfabSession *session = confab_session_new();
+	confab_session_set_id(session, column_text(res, i, 0));
+	confab_session_set_owner(session, column_text(res, i, 1));
+	confab_session_set_agent_id(session, column_text(res, i, 2));
+	confab_session_set_source(session, (ConfabSessionSource)column_int(res, i, 3));
+	confab_session_set_title(session, column_text(res, i, 4));
+	confab_session_set_created_at(session, column_int(res, i, 5));
+	confab_session_set_updated_at(session, column_int(res, i, 6));
+	return session;
+}
+
+#define MESSAGE_COLUMNS                                                                            \
+	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
+	"prompt_tokens, completion_tokens, created_at"
+
+static ConfabMessage *
+message_from_row(PGresult *res, gint i)
+{
+	ConfabMessage *msg = confab_message_new();
+	confab_message_set_id(msg, column_text(res, i, 0));
+	confab_message_set_session_id(msg, column_text(res, i, 1));
+	confab_message_set_role(msg, column_text(res, i, 2));
+	confab_message_set_model(msg, column_text(res, i, 3));
+	confab_message_set_content(msg, column_text(res, i, 4));
+	confab_message_set_content_blocks(msg, column_text(res, i, 5));
+	confab_message_set_status(msg, (ConfabMessageStatus)column_int(res, i, 6));
+	confab_message_set_finish_reason(msg, column_text(res, i, 7));
+	confab_message_set_prompt_tokens(msg, column_int_or(res, i, 8, -1));
+	confab_message_set_completion_tokens(msg, column_int_or(res, i, 9, -1));
+	confab_message_set_created_at(msg, column_int(res, i, 10));
+	return msg;
+}
+
+/* ---------- agents and tokens ---------- */
+
+typedef GObject *(*RowFunc)(PGresult *res, gint i);
+
+static void
+rows_loaded(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	RowFunc row = op->extra;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "loading");
+	GPtrArray *list;
+
+	if (res == NULL)
+		return;
+	list = g_ptr_array_new_full(PQntuples(res), g_object_unref);
+	for (gint i = 0; i < PQntuples(res); i++)
+		g_ptr_array_add(list, row(res, i));
+	op_return_pointer(op, list, (GDestroyNotify)g_ptr_array_unref);
+}
+
+static void
+run_load_agents(ConfabStorePostgres *self, Op *op)
+{
+	op->extra = (gpointer)agent_from_row;
+	op_query(op,
+		 "SELECT " AGENT_COLUMNS " FROM agents WHERE deleted_at = 0 ORDER BY id",
+		 NULL,
+		 rows_loaded);
+}
+
+static void
+confab_store_postgres_load_agents(ConfabStore *store,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_load_agents,
+		 NULL,
+		 NULL,
+		 TRUE,
+		 confab_store_postgres_load_agents,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+run_load_tokens(ConfabStorePostgres *self, Op *op)
+{
+	op->extra = (gpointer)token_from_row;
+	op_query(op, "SELECT " TOKEN_COLUMNS " FROM tokens ORDER BY id", NULL, rows_loaded);
+}
+
+static void
+confab_store_postgres_load_tokens(ConfabStore *store,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_load_tokens,
+		 NULL,
+		 NULL,
+		 TRUE,
+		 confab_store_postgres_load_tokens,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* ---------- administration: each write NOTIFYs in its own statement ---------- */
+
+static void
+admin_written(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "storing");
+
+	if (res != NULL)
+		op_return_boolean(op);
+}
+
+static void
+run_save_agent(ConfabStorePostgres *self, Op *op)
+{
+	ConfabAgent *agent = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+	g_autofree gchar *payload = notify_payload(self, CONFAB_STORE_CHANGE_AGENTS);
+
+	params_add(p, confab_agent_get_id(agent));
+	params_add(p, confab_agent_get_name(agent));
+	params_add(p, confab_agent_get_instructions(agent) ?: "");
+	params_add(p, confab_agent_get_provider(agent));
+	params_add(p, confab_agent_get_base_url(agent));
+	params_add(p, confab_agent_get_upstream_model(agent));
+	params_add(p, confab_agent_get_api_key(agent));
+	params_add(p, confab_agent_get_api_key_file(agent));
+	params_add(p, confab_agent_get_params(agent));
+	params_add_int(p, confab_agent_get_connect_timeout(agent));
+	params_add_int(p, confab_agent_get_first_byte_timeout(agent));
+	params_add_int(p, confab_agent_get_idle_timeout(agent));
+	params_add_int(p, confab_agent_get_total_timeout(agent));
+	params_add_int(p, confab_agent_get_created_at(agent));
+	params_add_int(p, confab_agent_get_updated_at(agent));
+	params_add(p, confab_agent_get_mcp_servers(agent));
+	params_add_int(p, confab_agent_get_max_steps(agent));
+	params_add(p, payload);
+	op_query(op,
+		 "WITH a AS (INSERT INTO agents (" AGENT_COLUMNS ") "
+		 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
+		 "$17) "
+		 "ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
+		 "base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, "
+		 "params = $9, connect_timeout = $10, first_byte_timeout = $11, "
+		 "idle_timeout = $12, total_timeout = $13, updated_at = $15, mcp_servers = $16, "
+		 "max_steps = $17 WHERE agents.deleted_at = 0) "
+		 "SELECT pg_notify('" CHANNEL "', $18)",
+		 p,
+		 admin_written);
+}
+
+static void
+confab_store_postgres_save_agent(ConfabStore *store,
+				 ConfabAgent *agent,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_save_agent,
+		 g_object_ref(agent),
+		 g_object_unref,
+		 FALSE,
+		 confab_store_postgres_save_agent,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+typedef struct {
+	gchar *id;
+	gint64 value;
+} IdAndValue;
+
+static IdAndValue *
+id_and_value_new(const gchar *id, gint64 value)
+{
+	IdAndValue *data = g_new0(IdAndValue, 1);
+	data->id = g_strdup(id);
+	data->value = value;
+	return data;
+}
+
+static void
+id_and_value_free(IdAndValue *data)
+{
+	g_free(data->id);
+	g_free(data);
+}
+
+static void
+agent_deleted(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	IdAndValue *del = op->data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "deleting an agent");
+
+	if (res == NULL)
+		return;
+	if (PQntuples(res) == 0) {
+		op_return_error(op,
+				g_error_new(CONFAB_ERROR,
+					    CONFAB_ERROR_AGENT_NOT_FOUND,
+					    "no agent %s",
+					    del->id));
+		return;
+	}
+	op_return_boolean(op);
+}
+
+static void
+run_delete_agent(ConfabStorePostgres *self, Op *op)
+{
+	IdAndValue *del = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+	g_autofree gchar *payload = notify_payload(self, CONFAB_STORE_CHANGE_AGENTS);
+
+	params_add(p, del->id);
+	params_add_int(p, del->value);
+	params_add(p, payload);
+	/* one row, and a NOTIFY, only when there was an agent to delete */
+	op_query(op,
+		 "WITH a AS (UPDATE agents SET deleted_at = $2, api_key = NULL, mcp_servers = NULL "
+		 "WHERE id = $1 AND deleted_at = 0 RETURNING 1) "
+		 "SELECT pg_notify('" CHANNEL "', $3) FROM a",
+		 p,
+		 agent_deleted);
+}
+
+static void
+confab_store_postgres_delete_agent(ConfabStore *store,
+				   const gchar *agent_id,
+				   gint64 deleted_at,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_delete_agent,
+		 id_and_value_new(agent_id, deleted_at),
+		 (GDestroyNotify)id_and_value_free,
+		 FALSE,
+		 confab_store_postgres_delete_agent,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+run_save_token(ConfabStorePostgres *self, Op *op)
+{
+	ConfabToken *token = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+	g_autofree gchar *scopes = g_strjoinv(" ", (gchar **)confab_token_get_scopes(token));
+	g_autofree gchar *payload = notify_payload(self, CONFAB_STORE_CHANGE_TOKENS);
+
+	params_add(p, confab_token_get_id(token));
+	g_ptr_array_add(p, hex_from_bytes(confab_token_get_hash(token)));
+	params_add(p, confab_token_get_owner(token));
+	params_add(p, confab_token_get_name(token) ?: "");
+	params_add(p, scopes);
+	params_add(p, confab_token_get_agent_id(token));
+	params_add_int(p, confab_token_get_created_at(token));
+	params_add_int(p, confab_token_get_expires_at(token));
+	params_add_int(p, confab_token_get_revoked_at(token));
+	params_add(p, payload);
+	op_query(op,
+		 "WITH t AS (INSERT INTO tokens (id, hash, owner, name, scopes, agent_id, "
+		 "created_at, expires_at, revoked_at) "
+		 "VALUES ($1, decode($2, 'hex'), $3, $4, $5, $6, $7, $8, $9) "
+		 "ON CONFLICT (id) DO UPDATE SET name = $4, scopes = $5, agent_id = $6, "
+		 "expires_at = $8, revoked_at = $9) "
+		 "SELECT pg_notify('" CHANNEL "', $10)",
+		 p,
+		 admin_written);
+}
+
+static void
+confab_store_postgres_save_token(ConfabStore *store,
+				 ConfabToken *token,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_save_token,
+		 g_object_ref(token),
+		 g_object_unref,
+		 FALSE,
+		 confab_store_postgres_save_token,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+run_set_quota(ConfabStorePostgres *self, Op *op)
+{
+	IdAndValue *quota = op->data; /* owner, monthly requests (0: unlimited) */
+	g_autoptr(GPtrArray) p = params_new();
+	g_autofree gchar *payload = notify_payload(self, CONFAB_STORE_CHANGE_QUOTAS);
+
+	/* 0 is kept too: unlimited, whatever the default */
+	params_add(p, quota->id);
+	params_add(p, payload);
+	params_add_int(p, quota->value);
+	op_query(op,
+		 "WITH q AS (INSERT INTO quotas (owner, monthly_requests) VALUES ($1, $3) "
+		 "ON CONFLICT (owner) DO UPDATE SET monthly_requests = $3) "
+		 "SELECT pg_notify('" CHANNEL "', $2)",
+		 p,
+		 admin_written);
+}
+
+static void
+confab_store_postgres_set_quota(ConfabStore *store,
+				const gchar *owner,
+				guint64 monthly_requests,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	gint64 limit = (gint64)MIN(monthly_requests, (guint64)G_MAXINT64);
+
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_set_quota,
+		 id_and_value_new(owner, limit),
+		 (GDestroyNotify)id_and_value_free,
+		 FALSE,
+		 confab_store_postgres_set_quota,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* ---------- quotas and their counts ---------- */
+
+typedef struct {
+	gchar *owner;
+	gchar *month;
+	guint64 default_limit;
+	gchar *hold_id; /* admit_quota's */
+} UsageQuery;
+
+static UsageQuery *
+usage_query_new(const gchar *owner, const gchar *month, guint64 default_limit)
+{
+	UsageQuery *query = g_new0(UsageQuery, 1);
+	query->owner = g_strdup(owner);
+	query->month = g_strdup(month);
+	query->default_limit = MIN(default_limit, (guint64)G_MAXINT64);
+	return query;
+}
+
+static void
+usage_query_free(UsageQuery *query)
+{
+	g_free(query->owner);
+	g_free(query->month);
+	g_free(query->hold_id);
+	g_free(query);
+}
+
+static ConfabStoreUsage *
+usage_new(const gchar *owner, const gchar *month)
+{
+	ConfabStoreUsage *usage = g_new0(ConfabStoreUsage, 1);
+	usage->owner = g_strdup(owner);
+	usage->month = g_strdup(month);
+	return usage;
+}
+
+static void
+usage_read(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	UsageQuery *query = op->data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "reading the usage");
+	ConfabStoreUsage *usage;
+
+	if (res == NULL)
+		return;
+	usage = usage_new(query->owner, query->month);
+	usage->is_override = !PQgetisnull(res, 0, 0);
+	usage->limit = usage->is_override ? (guint64)column_int(res, 0, 0) : query->default_limit;
+	usage->requests = (guint64)column_int(res, 0, 1);
+	op_return_pointer(op, usage, (GDestroyNotify)confab_store_usage_free);
+}
+
+static void
+run_get_usage(ConfabStorePostgres *self, Op *op)
+{
+	UsageQuery *query = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, query->owner);
+	params_add(p, query->month);
+	op_query(op,
+		 "SELECT (SELECT monthly_requests FROM quotas WHERE owner = $1), "
+		 "(SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2)",
+		 p,
+		 usage_read);
+}
+
+static void
+confab_store_postgres_get_usage(ConfabStore *store,
+				const gchar *owner,
+				const gchar *month,
+				guint64 default_limit,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_get_usage,
+		 usage_query_new(owner, month, default_limit),
+		 (GDestroyNotify)usage_query_free,
+		 TRUE,
+		 confab_store_postgres_get_usage,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+usage_listed(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	UsageQuery *query = op->data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "listing the usage");
+	GPtrArray *list;
+
+	if (res == NULL)
+		return;
+	list = g_ptr_array_new_with_free_func((GDestroyNotify)confab_store_usage_free);
+	for (gint i = 0; i < PQntuples(res); i++) {
+		ConfabStoreUsage *usage = usage_new(column_text(res, i, 0), query->month);
+		usage->is_override = !PQgetisnull(res, i, 1);
+		usage->limit = usage->is_override ? (guint64)column_int(res, i, 1)
+						  : query->default_limit;
+		usage->requests = (guint64)column_int(res, i, 2);
+		g_ptr_array_add(list, usage);
+	}
+	op_return_pointer(op, list, (GDestroyNotify)g_ptr_array_unref);
+}
+
+static void
+run_list_usage(ConfabStorePostgres *self, Op *op)
+{
+	UsageQuery *query = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, query->month);
+	params_add_int(p, (gint64)query->default_limit);
+	/* the owners with a quota of their own, and with a default, those who
+	 * used some of it this month */
+	op_query(op,
+		 "SELECT o.owner, q.monthly_requests, COALESCE(u.requests + u.pending, 0) "
+		 "FROM (SELECT owner FROM quotas UNION "
+		 "      SELECT owner FROM usage WHERE month = $1 AND $2::bigint > 0) AS o "
+		 "LEFT JOIN quotas AS q ON q.owner = o.owner "
+		 "LEFT JOIN usage AS u ON u.owner = o.owner AND u.month = $1 "
+		 "WHERE COALESCE(q.monthly_requests, $2::bigint) > 0 "
+		 "ORDER BY o.owner",
+		 p,
+		 usage_listed);
+}
+
+static void
+confab_store_postgres_list_usage(ConfabStore *store,
+				 const gchar *month,
+				 guint64 default_limit,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_list_usage,
+		 usage_query_new(NULL, month, default_limit),
+		 (GDestroyNotify)usage_query_free,
+		 TRUE,
+		 confab_store_postgres_list_usage,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* The holds this instance has in usage_holds, by owner and month: they are
+ * all alike, any of them may be committed or given back. */
+static gchar *
+hold_key(const gchar *owner, const gchar *month)
+{
+	return g_strconcat(owner, "\n", month, NULL);
+}
+
+static void
+holds_push(ConfabStorePostgres *self, const gchar *owner, const gchar *month, gchar *hold_id)
+{
+	g_autofree gchar *key = hold_key(owner, month);
+	GQueue *queue = g_hash_table_lookup(self->holds, key);
+
+	if (queue == NULL) {
+		queue = g_queue_new();
+		g_hash_table_insert(self->holds, g_steal_pointer(&key), queue);
+	}
+	g_queue_push_tail(queue, hold_id);
+}
+
+static gchar *
+holds_pop(ConfabStorePostgres *self, const gchar *owner, const gchar *month)
+{
+	g_autofree gchar *key = hold_key(owner, month);
+	GQueue *queue = g_hash_table_lookup(self->holds, key);
+	gchar *hold_id;
+
+	if (queue == NULL)
+		return NULL;
+	hold_id = g_queue_pop_head(queue);
+	if (g_queue_is_empty(queue))
+		g_hash_table_remove(self->holds, key);
+	return hold_id;
+}
+
+static void
+release_later(ConfabStorePostgres *self, gboolean is_hold, const gchar *id, const gchar *lease);
+static gboolean
+wait_for_releases(ConfabStorePostgres *self, Op *op);
+
+static void
+quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	UsageQuery *query = op->data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+	ConfabStoreUsage *usage;
+
+	if (res == NULL) {
+		/* it may have been counted all the same: the hold goes */
+		release_later(op->self, TRUE, query->hold_id, NULL);
+		op_return_error(op, store_error(g_steal_pointer(&error), "counting a request"));
+		return;
+	}
+	usage = usage_new(query->owner, query->month);
+	usage->admitted = !PQgetisnull(res, 0, 0);
+	usage->requests = (guint64)column_int(res, 0, usage->admitted ? 0 : 1);
+	usage->limit = (guint64)column_int(res, 0, 2);
+	usage->is_override = column_bool(res, 0, 3);
+	if (usage->admitted)
+		holds_push(op->self, query->owner, query->month, g_steal_pointer(&query->hold_id));
+	op_return_pointer(op, usage, (GDestroyNotify)confab_store_usage_free);
+}
+
+static void
+run_admit_quota(ConfabStorePostgres *self, Op *op)
+{
+	UsageQuery *query = op->data;
+	g_autoptr(GPtrArray) p = NULL;
+
+	if (wait_for_releases(self, op))
+		return;
+	p = params_new();
+	query->hold_id = g_uuid_string_random();
+	params_add(p, query->owner);
+	params_add(p, query->month);
+	params_add_int(p, (gint64)query->default_limit);
+	params_add(p, query->hold_id);
+	params_add(p, self->instance_id);
+	/*
+	 * One statement: the quota (the owner's own, else the default; 0 is
+	 * unlimited), then one more pending request on the (owner, month)
+	 * row unless requests + pending has reached it. ON CONFLICT DO UPDATE
+	 * locks the row and checks its WHERE against the newest version, so
+	 * concurrent admissions from every instance queue on that row. A
+	 * new row is always admitted: no quota is below 1. The hold names
+	 * this instance, should it die before the count is committed.
+	 */
+	op_query(op,
+		 "WITH lim AS (SELECT COALESCE(q.monthly_requests, $3::bigint) AS l, "
+		 "                    q.owner IS NOT NULL AS own "
+		 "             FROM (SELECT 1) AS one "
+		 "             LEFT JOIN quotas AS q ON q.owner = $1), "
+		 "u AS (INSERT INTO usage AS u (owner, month, requests, pending) "
+		 "      VALUES ($1, $2, 0, 1) "
+		 "      ON CONFLICT (owner, month) DO UPDATE SET pending = u.pending + 1 "
+		 "      WHERE (SELECT l FROM lim) = 0 "
+		 "         OR u.requests + u.pending < (SELECT l FROM lim) "
+		 "      RETURNING u.requests + u.pending AS used), "
+		 "h AS (INSERT INTO usage_holds (id, instance_id, owner, month) "
+		 "      SELECT $4, $5, $1, $2 FROM u) "
+		 "SELECT (SELECT used FROM u), "
+		 "       (SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2), "
+		 "       lim.l, lim.own FROM lim",
+		 p,
+		 quota_admitted);
+}
+
+static void
+confab_store_postgres_admit_quota(ConfabStore *store,
+				  const gchar *owner,
+				  const gchar *month,
+				  guint64 default_limit,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_admit_quota,
+		 usage_query_new(owner, month, default_limit),
+		 (GDestroyNotify)usage_query_free,
+		 FALSE,
+		 confab_store_postgres_admit_quota,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* ---------- releases: holds and leases given back, tried again until done ---------- */
+
+typedef struct {
+	gboolean is_hold;
+	gchar *id;    /* the hold's id, or the session's */
+	gchar *lease; /* the lease's id */
+} Release;
+
+static void
+release_free(Release *release)
+{
+	g_free(release->id);
+	g_free(release->lease);
+	g_free(release);
+}
+
+static void
+release_later(ConfabStorePostgres *self, gboolean is_hold, const gchar *id, const gchar *lease)
+{
+	Release *release = g_new0(Release, 1);
+
+	if (id == NULL)
+		return;
+	release->is_hold = is_hold;
+	release->id = g_strdup(id);
+	release->lease = g_strdup(lease);
+	g_ptr_array_add(self->releases, release);
+}
+
+/* A release given before an admission or an acquisition is seen by it, as
+ * in a store that keeps them in memory: those wait for releases in flight. */
+static gboolean
+wait_for_releases(ConfabStorePostgres *self, Op *op)
+{
+	if (self->releasing == 0)
+		return FALSE;
+	g_queue_push_tail(&self->after_releases, op);
+	return TRUE;
+}
+
+static void
+releases_over(ConfabStorePostgres *self)
+{
+	Op *op;
+
+	g_assert(self->releasing > 0);
+	if (--self->releasing > 0)
+		return;
+	while (self->releasing == 0 && (op = g_queue_pop_head(&self->after_releases)) != NULL)
+		op->run(self, op);
+}
+
+static void
+released(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	Release *release = op->data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+
+	if (res == NULL) {
+		g_debug("giving back %s %s: %s; trying again later",
+			release->is_hold ? "the hold" : "the lease of",
+			release->id,
+			error->message);
+		release_later(op->self, release->is_hold, release->id, release->lease);
+	}
+	releases_over(op->self);
+	op_return_boolean(op);
+}
+
+static void
+run_release(ConfabStorePostgres *self, Op *op)
+{
+	Release *release = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, release->id);
+	if (release->is_hold) {
+		op_query(op,
+			 "WITH h AS (DELETE FROM usage_holds WHERE id = $1 RETURNING owner, month) "
+			 "UPDATE usage AS u SET pending = GREATEST(u.pending - 1, 0) FROM h "
+			 "WHERE u.owner = h.owner AND u.month = h.month",
+			 p,
+			 released);
+		return;
+	}
+	params_add(p, release->lease);
+	op_query(op,
+		 "DELETE FROM session_leases WHERE session_id = $1 AND lease_id = $2",
+		 p,
+		 released);
+}
+
+/* In the store thread: starts giving @release (transfer full) back. */
+static void
+release_start(ConfabStorePostgres *self, Release *release)
+{
+	Op *op = g_new0(Op, 1);
+
+	self->releasing++;
+
+	op->self = self;
+	op->run = run_release;
+	op->data = release;
+	op->data_free = (GDestroyNotify)release_free;
+	op_start(op);
+}
+
+static void
+run_release_quota(ConfabStorePostgres *self, Op *op)
+{
+	UsageQuery *query = op->data;
+	gchar *hold_id = holds_pop(self, query->owner, query->month);
+
+	if (hold_id != NULL) {
+		Release *release = g_new0(Release, 1);
+		release->is_hold = TRUE;
+		release->id = hold_id;
+		release_start(self, release);
+	}
+	op_return_boolean(op);
+}
+
+static void
+confab_store_postgres_release_quota(ConfabStore *store, const gchar *owner, const gchar *month)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_release_quota,
+		 usage_query_new(owner, month, 0),
+		 (GDestroyNotify)usage_query_free,
+		 FALSE,
+		 confab_store_postgres_release_quota,
+		 NULL,
+		 NULL,
+		 NULL);
+}
+
+/* ---------- sessions with a turn running: leases ---------- */
+
+typedef struct {
+	gchar *session_id;
+	gchar *lease_id;
+} Lease;
+
+static void
+lease_free(Lease *lease)
+{
+	g_free(lease->session_id);
+	g_free(lease->lease_id);
+	g_free(lease);
+}
+
+static void
+session_acquired(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	Lease *lease = op->data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+	GError *busy = NULL;
+
+	if (res == NULL) {
+		/* it may have been taken all the same: give it back */
+		release_later(op->self, FALSE, lease->session_id, lease->lease_id);
+		op_return_error(op, store_error(g_steal_pointer(&error), "taking a session"));
+		return;
+	}
+	if (PQntuples(res) == 0) {
+		confab_error_set(&busy,
+				 CONFAB_ERROR_CONVERSATION_BUSY,
+				 "metadata.session_id",
+				 "Another turn is running in this conversation; retry when "
+				 "it has finished");
+		op_return_error(op, busy);
+		return;
+	}
+	g_hash_table_replace(op->self->leases,
+			     g_strdup(lease->session_id),
+			     g_strdup(lease->lease_id));
+	op_return_boolean(op);
+}
+
+static void
+run_acquire_session(ConfabStorePostgres *self, Op *op)
+{
+	Lease *lease = op->data;
+	g_autoptr(GPtrArray) p = NULL;
+
+	if (wait_for_releases(self, op))
+		return;
+	p = params_new();
+	lease->lease_id = g_uuid_string_random();
+	params_add(p, lease->session_id);
+	params_add(p, self->instance_id);
+	params_add(p, lease->lease_id);
+	op_query(op,
+		 "INSERT INTO session_leases (session_id, instance_id, lease_id) "
+		 "VALUES ($1, $2, $3) ON CONFLICT (session_id) DO NOTHING RETURNING 1",
+		 p,
+		 session_acquired);
+}
+
+static void
+confab_store_postgres_acquire_session(ConfabStore *store,
+				      const gchar *session_id,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data)
+{
+	Lease *lease = g_new0(Lease, 1);
+
+	lease->session_id = g_strdup(session_id);
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_acquire_session,
+		 lease,
+		 (GDestroyNotify)lease_free,
+		 FALSE,
+		 confab_store_postgres_acquire_session,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+run_release_session(ConfabStorePostgres *self, Op *op)
+{
+	const gchar *session_id = op->data;
+	gpointer key = NULL;
+	gpointer lease_id = NULL;
+
+	if (g_hash_table_steal_extended(self->leases, session_id, &key, &lease_id)) {
+		Release *release = g_new0(Release, 1);
+		release->id = key;
+		release->lease = lease_id;
+		release_start(self, release);
+	}
+	op_return_boolean(op);
+}
+
+static void
+confab_store_postgres_release_session(ConfabStore *store, const gchar *session_id)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_release_session,
+		 g_strdup(session_id),
+		 g_free,
+		 FALSE,
+		 confab_store_postgres_release_session,
+		 NULL,
+		 NULL,
+		 NULL);
+}
+
+/* ---------- turns ---------- */
+
+static void
+append_int_member(GString *json, const gchar *name, gint64 value)
+{
+	g_string_append_printf(json, ",\"%s\":%" G_GINT64_FORMAT, name, value);
+}
+
+static void
+append_string_member(GString *json, const gchar *name, const gchar *value)
+{
+	g_string_append_printf(json, ",\"%s\":", name);
+	confab_json_append_string(json, value);
+}
+
+static void
+append_message(GString *json, ConfabMessage *msg)
+{
+	g_string_append(json, "{\"id\":");
+	confab_json_append_string(json, confab_message_get_id(msg));
+	append_string_member(json, "session_id", confab_message_get_session_id(msg));
+	append_string_member(json, "role", confab_message_get_role(msg));
+	append_string_member(json, "model", confab_message_get_model(msg));
+	append_string_member(json, "content", confab_message_get_content(msg) ?: "[]");
+	append_string_member(json,
+			     "content_blocks",
+			     confab_message_get_content_blocks(msg) ?: "[]");
+	append_int_member(json, "status", confab_message_get_status(msg));
+	append_string_member(json, "finish_reason", confab_message_get_finish_reason(msg));
+	if (confab_message_get_prompt_tokens(msg) >= 0)
+		append_int_member(json, "prompt_tokens", confab_message_get_prompt_tokens(msg));
+	if (confab_message_get_completion_tokens(msg) >= 0)
+		append_int_member(json,
+				  "completion_tokens",
+				  confab_message_get_completion_tokens(msg));
+	append_int_member(json, "created_at", confab_message_get_created_at(msg));
+	g_string_append_c(json, '}');
+}
+
+static void
+append_session(GString *json, ConfabSession *session)
+{
+	g_string_append(json, "\"session\":{\"id\":");
+	confab_json_append_string(json, confab_session_get_id(session));
+	append_string_member(json, "owner", confab_session_get_owner(session));
+	append_string_member(json, "agent_id", confab_session_get_agent_id(session));
+	append_int_member(json, "source", confab_session_get_source(session));
+	append_string_member(json, "title", confab_session_get_title(session));
+	append_int_member(json, "created_at", confab_session_get_created_at(session));
+	g_string_append_c(json, '}');
+}
+
+/* What a commit takes from this instance's books, and gives back should it
+ * fail: the hold of the count it makes durable, the lease its answer ends. */
+typedef struct {
+	gchar *hold_id;
+	gchar *lease_id;
+} Taken;
+
+static void
+taken_free(Taken *taken)
+{
+	g_free(taken->hold_id);
+	g_free(taken->lease_id);
+	g_free(taken);
+}
+
+/* The argument of confab_commit_turn(). */
+static gchar *
+turn_to_json(ConfabStorePostgres *self, const ConfabStoreTurn *turn, const Taken *taken)
+{
+	GString *json = g_string_new("{");
+	gint64 updated_at = confab_session_get_updated_at(turn->session);
+
+	if (turn->assistant != NULL)
+		updated_at = MAX(updated_at, confab_message_get_created_at(turn->assistant));
+	append_session(json, turn->session);
+	g_string_append_printf(json,
+			       ",\"session_is_new\":%s",
+			       turn->session_is_new ? "true" : "false");
+	append_int_member(json, "updated_at", updated_at);
+	append_string_member(json, "instance", self->instance_id);
+	g_string_append(json, ",\"messages\":[");
+	for (guint i = 0; i < turn->messages->len; i++) {
+		if (i > 0)
+			g_string_append_c(json, ',');
+		append_message(json, g_ptr_array_index(turn->messages, i));
+	}
+	g_string_append_c(json, ']');
+	if (turn->usage_owner != NULL) {
+		append_string_member(json, "usage_owner", turn->usage_owner);
+		append_string_member(json, "usage_month", turn->usage_month);
+		append_string_member(json, "hold", taken->hold_id);
+	}
+	if (turn->assistant != NULL) {
+		g_string_append(json, ",\"assistant\":");
+		append_message(json, turn->assistant);
+		append_string_member(json, "lease", taken->lease_id);
+	} else if (turn->unfinished != NULL) {
+		g_string_append(json, ",\"unfinished\":");
+		append_message(json, turn->unfinished);
+	}
+	g_string_append_c(json, '}');
+	return g_string_free(json, FALSE);
+}
+
+static void
+turn_committed(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	ConfabStoreTurn *turn = op->data;
+	Taken *taken = op->extra;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+
+	if (res == NULL) {
+		/* not committed (or not known to be): the hold and the lease
+		 * stay this instance's, for the releases of a failed turn */
+		if (taken->hold_id != NULL)
+			holds_push(op->self,
+				   turn->usage_owner,
+				   turn->usage_month,
+				   g_steal_pointer(&taken->hold_id));
+		if (taken->lease_id != NULL)
+			g_hash_table_replace(op->self->leases,
+					     g_strdup(confab_session_get_id(turn->session)),
+					     g_steal_pointer(&taken->lease_id));
+		op_return_error(op, store_error(g_steal_pointer(&error), "storing a turn"));
+		return;
+	}
+	op_return_boolean(op);
+}
+
+/*
+ * The answer's commit ends the session's lease in the same transaction:
+ * whoever hears of the answer may send the next message to any instance at
+ * once (the release_session() that follows finds nothing left to do).
+ */
+static void
+run_commit_turn(ConfabStorePostgres *self, Op *op)
+{
+	ConfabStoreTurn *turn = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+	Taken *taken = g_new0(Taken, 1);
+	g_autofree gchar *key = NULL;
+	gpointer lease_id = NULL;
+
+	op->extra = taken;
+	op->extra_free = (GDestroyNotify)taken_free;
+	if (turn->usage_owner != NULL)
+		taken->hold_id = holds_pop(self, turn->usage_owner, turn->usage_month);
+	if (turn->assistant != NULL &&
+	    g_hash_table_steal_extended(self->leases,
+					confab_session_get_id(turn->session),
+					(gpointer *)&key,
+					&lease_id))
+		taken->lease_id = lease_id;
+	g_ptr_array_add(p, turn_to_json(self, turn, taken));
+	op_query(op, "SELECT confab_commit_turn($1::jsonb)", p, turn_committed);
+}
+
+static void
+confab_store_postgres_commit_turn(ConfabStore *store,
+				  const ConfabStoreTurn *turn,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_commit_turn,
+		 confab_store_turn_copy(turn),
+		 (GDestroyNotify)confab_store_turn_free,
+		 FALSE,
+		 confab_store_postgres_commit_turn,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+session_deleted(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "deleting a session");
+
+	if (res == NULL)
+		return;
+	if (PQntuples(res) == 0) {
+		op_return_error(op,
+				g_error_new(CONFAB_ERROR,
+					    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+					    "no session %s",
+					    (const gchar *)op->data));
+		return;
+	}
+	op_return_boolean(op);
+}
+
+static void
+run_delete_session(ConfabStorePostgres *self, Op *op)
+{
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, op->data);
+	op_query(op, "DELETE FROM sessions WHERE id = $1 RETURNING 1", p, session_deleted);
+}
+
+static void
+confab_store_postgres_delete_session(ConfabStore *store,
+				     const gchar *session_id,
+				     GCancellable *cancellable,
+				     GAsyncReadyCallback callback,
+				     gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_delete_session,
+		 g_strdup(session_id),
+		 g_free,
+		 FALSE,
+		 confab_store_postgres_delete_session,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* ---------- reads ---------- */
+
+static void
+session_read(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "reading a session");
+
+	if (res == NULL)
+		return;
+	if (PQntuples(res) == 0) {
+		op_return_error(op,
+				g_error_new(CONFAB_ERROR,
+					    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+					    "no session %s",
+					    (const gchar *)op->data));
+		return;
+	}
+	op_return_pointer(op, session_from_row(res, 0), g_object_unref);
+}
+
+static void
+run_get_session(ConfabStorePostgres *self, Op *op)
+{
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, op->data);
+	op_query(op, "SELECT " SESSION_COLUMNS " FROM sessions WHERE id = $1", p, session_read);
+}
+
+static void
+confab_store_postgres_get_session(ConfabStore *store,
+				  const gchar *session_id,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_get_session,
+		 g_strdup(session_id),
+		 g_free,
+		 TRUE,
+		 confab_store_postgres_get_session,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+run_get_history(ConfabStorePostgres *self, Op *op)
+{
+	g_autoptr(GPtrArray) p = params_new();
+
+	op->extra = (gpointer)message_from_row;
+	params_add(p, op->data);
+	op_query(op,
+		 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = $1 ORDER BY id",
+		 p,
+		 rows_loaded);
+}
+
+static void
+confab_store_postgres_get_history(ConfabStore *store,
+				  const gchar *session_id,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_get_history,
+		 g_strdup(session_id),
+		 g_free,
+		 TRUE,
+		 confab_store_postgres_get_history,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+typedef struct {
+	RowFunc row;
+	guint limit;
+} PageQuery;
+
+/* limit + 1 rows were asked for: one more than the page says more follow */
+static void
+page_read(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	PageQuery *query = op->extra;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "listing");
+	ConfabStorePage *page;
+
+	if (res == NULL)
+		return;
+	page = confab_store_page_new();
+	for (gint i = 0; i < PQntuples(res); i++) {
+		if (page->items->len == query->limit) {
+			page->has_more = TRUE;
+			break;
+		}
+		g_ptr_array_add(page->items, query->row(res, i));
+	}
+	op_return_pointer(op, page, (GDestroyNotify)confab_store_page_free);
+}
+
+static PageQuery *
+page_query_new(RowFunc row, guint limit)
+{
+	PageQuery *query = g_new0(PageQuery, 1);
+	query->row = row;
+	query->limit = limit;
+	return query;
+}
+
+static ConfabStoreSessionQuery *
+session_query_copy(const ConfabStoreSessionQuery *query)
+{
+	ConfabStoreSessionQuery *copy = g_new0(ConfabStoreSessionQuery, 1);
+	copy->owner = g_strdup(query->owner);
+	copy->agent_id = g_strdup(query->agent_id);
+	copy->source = query->source;
+	copy->after = g_strdup(query->after);
+	copy->order = query->order;
+	copy->limit = query->limit;
+	return copy;
+}
+
+static void
+session_query_free(ConfabStoreSessionQuery *query)
+{
+	confab_store_session_query_clear(query);
+	g_free(query);
+}
+
+/* Adds "AND column op $n" for the next parameter. */
+static void
+add_condition(GString *sql, Params *p, const gchar *condition, gchar *value)
+{
+	g_ptr_array_add(p, value);
+	g_string_append_printf(sql, " AND %s $%u", condition, p->len);
+}
+
+/*
+ * The SQL is put together from constant fragments only (values are always
+ * parameters), so that each combination of filters walks an index in id
+ * order: LIMIT n + 1 costs the same at a thousand rows or a million. Each
+ * combination is prepared once per connection.
+ */
+static void
+run_list_sessions(ConfabStorePostgres *self, Op *op)
+{
+	ConfabStoreSessionQuery *query = op->data;
+	gboolean asc = query->order == CONFAB_ORDER_ASC;
+	g_autoptr(GString) sql =
+	    g_string_new("SELECT " SESSION_COLUMNS " FROM sessions WHERE TRUE");
+	g_autoptr(GPtrArray) p = params_new();
+
+	if (query->owner != NULL)
+		add_condition(sql, p, "owner =", g_strdup(query->owner));
+	if (query->source >= 0)
+		add_condition(sql, p, "source =", g_strdup_printf("%d", query->source));
+	if (query->agent_id != NULL)
+		add_condition(sql, p, "agent_id =", g_strdup(query->agent_id));
+	if (query->after != NULL)
+		add_condition(sql, p, asc ? "id >" : "id <", g_strdup(query->after));
+	g_string_append(sql, asc ? " ORDER BY id ASC" : " ORDER BY id DESC");
+	params_add_int(p, (gint64)query->limit + 1);
+	g_string_append_printf(sql, " LIMIT $%u", p->len);
+	op->extra = page_query_new((RowFunc)session_from_row, query->limit);
+	op->extra_free = g_free;
+	op_query(op, sql->str, p, page_read);
+}
+
+static void
+confab_store_postgres_list_sessions(ConfabStore *store,
+				    const ConfabStoreSessionQuery *query,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_list_sessions,
+		 session_query_copy(query),
+		 (GDestroyNotify)session_query_free,
+		 TRUE,
+		 confab_store_postgres_list_sessions,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static ConfabStoreMessageQuery *
+message_query_copy(const ConfabStoreMessageQuery *query)
+{
+	ConfabStoreMessageQuery *copy = g_new0(ConfabStoreMessageQuery, 1);
+	copy->session_id = g_strdup(query->session_id);
+	copy->after = g_strdup(query->after);
+	copy->order = query->order;
+	copy->limit = query->limit;
+	return copy;
+}
+
+static void
+message_query_free(ConfabStoreMessageQuery *query)
+{
+	confab_store_message_query_clear(query);
+	g_free(query);
+}
+
+static void
+run_list_messages(ConfabStorePostgres *self, Op *op)
+{
+	ConfabStoreMessageQuery *query = op->data;
+	gboolean asc = query->order == CONFAB_ORDER_ASC;
+	g_autoptr(GString) sql =
+	    g_string_new("SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = $1");
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, query->session_id);
+	if (query->after != NULL)
+		add_condition(sql, p, asc ? "id >" : "id <", g_strdup(query->after));
+	g_string_append(sql, asc ? " ORDER BY id ASC" : " ORDER BY id DESC");
+	params_add_int(p, (gint64)query->limit + 1);
+	g_string_append_printf(sql, " LIMIT $%u", p->len);
+	op->extra = page_query_new((RowFunc)message_from_row, query->limit);
+	op->extra_free = g_free;
+	op_query(op, sql->str, p, page_read);
+}
+
+static void
+confab_store_postgres_list_messages(ConfabStore *store,
+				    const ConfabStoreMessageQuery *query,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_list_messages,
+		 message_query_copy(query),
+		 (GDestroyNotify)message_query_free,
+		 TRUE,
+		 confab_store_postgres_list_messages,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* ---------- changes made by other instances ---------- */
+
+typedef struct {
+	GWeakRef store;
+	ConfabStoreChange change;
+} Changed;
+
+static void
+changed_free(Changed *changed)
+{
+	g_weak_ref_clear(&changed->store);
+	g_free(changed);
+}
+
+/* In the context the store was made in. */
+static gboolean
+changed_emit(gpointer data)
+{
+	Changed *changed = data;
+	g_autoptr(GObject) store = g_weak_ref_get(&changed->store);
+
+	if (store != NULL)
+		confab_store_emit_changed(CONFAB_STORE(store), changed->change);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+emit_changed(ConfabStorePostgres *self, ConfabStoreChange change)
+{
+	g_autoptr(GSource) source = g_idle_source_new();
+	Changed *changed = g_new0(Changed, 1);
+
+	g_weak_ref_init(&changed->store, self);
+	changed->change = change;
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, changed_emit, changed, (GDestroyNotify)changed_free);
+	g_source_set_static_name(source, "[confab] store changed");
+	g_source_attach(source, self->owner_context);
+}
+
+/* "INSTANCE CHANGE": what another instance changed; this one's own writes
+ * reached its caches already. */
+static void
+on_notification(ConfabPgPool *pool, const gchar *channel, const gchar *payload, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	const gchar *space = payload != NULL ? strrchr(payload, ' ') : NULL;
+	gint64 change;
+
+	if (space == NULL || !g_str_equal(channel, CHANNEL))
+		return;
+	if ((gsize)(space - payload) == strlen(self->instance_id) &&
+	    strncmp(payload, self->instance_id, space - payload) == 0)
+		return;
+	change = g_ascii_strtoll(space + 1, NULL, 10);
+	if (change < CONFAB_STORE_CHANGE_AGENTS || change > CONFAB_STORE_CHANGE_ALL)
+		change = CONFAB_STORE_CHANGE_ALL;
+	emit_changed(self, (ConfabStoreChange)change);
+}
+
+/* Back after a loss: whatever was announced meanwhile went unheard. */
+static void
+on_reconnected(ConfabPgPool *pool, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	g_message("the listening connection to PostgreSQL is back: reloading");
+	emit_changed(self, CONFAB_STORE_CHANGE_ALL);
+}
+
+/* ---------- heartbeat: this instance lives, dead ones are reaped ---------- */
+
+static void
+reaped(GObject *source, GAsyncResult *result, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res =
+	    confab_pg_pool_query_finish(CONFAB_PG_POOL(source), result, &error);
+
+	self->beating = FALSE;
+	if (res == NULL) {
+		g_debug("reaping dead instances: %s", error->message);
+		return;
+	}
+	if (column_int(res, 0, 0) > 0)
+		g_message("took over from %" G_GINT64_FORMAT
+			  " confabd instances that stopped renewing their lease",
+			  column_int(res, 0, 0));
+}
+
+static void
+renewed(GObject *source, GAsyncResult *result, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res =
+	    confab_pg_pool_query_finish(CONFAB_PG_POOL(source), result, &error);
+
+	if (res == NULL) {
+		g_debug("renewing this instance's lease: %s", error->message);
+		self->beating = FALSE;
+		return;
+	}
+	if (column_bool(res, 0, 0))
+		g_warning("this instance was cut off from PostgreSQL for longer than its lease "
+			  "(" INSTANCE_TTL "): other instances took its sessions and counts over");
+	confab_pg_pool_query_async(self->pool,
+				   "SELECT confab_reap(NULL)",
+				   0,
+				   NULL,
+				   NULL,
+				   reaped,
+				   self);
+}
+
+static gboolean
+heartbeat(gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	g_autoptr(GPtrArray) releases = NULL;
+	const gchar *params[] = {self->instance_id};
+
+	if (self->beating || self->closing)
+		return G_SOURCE_CONTINUE;
+	self->beating = TRUE;
+	/* what could not be given back before: again */
+	releases = g_steal_pointer(&self->releases);
+	self->releases = g_ptr_array_new_with_free_func((GDestroyNotify)release_free);
+	for (guint i = 0; i < releases->len; i++)
+		release_start(self, g_ptr_array_steal_index_fast(releases, i--));
+	confab_pg_pool_query_async(
+	    self->pool,
+	    "INSERT INTO instances (id, expires_at) "
+	    "VALUES ($1, now() + interval '" INSTANCE_TTL "') "
+	    "ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at "
+	    "RETURNING xmax = 0",
+	    1,
+	    params,
+	    NULL,
+	    renewed,
+	    self);
+	return G_SOURCE_CONTINUE;
+}
+
+/* ---------- closing ---------- */
+
+static void
+farewell_done(GObject *source, GAsyncResult *result, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res =
+	    confab_pg_pool_query_finish(CONFAB_PG_POOL(source), result, &error);
+
+	if (res == NULL)
+		g_debug("leaving: %s; other instances will reap this one", error->message);
+	g_main_loop_quit(self->loop);
+}
+
+/* Once every op queued before close() is over, this instance ends itself:
+ * what it still held goes back at once rather than when its lease expires. */
+static void
+close_continue(ConfabStorePostgres *self)
+{
+	const gchar *params[] = {self->instance_id};
+
+	if (self->in_flight > 0 || self->close_timer == NULL ||
+	    g_source_is_destroyed(self->close_timer))
+		return;
+	g_source_destroy(self->close_timer);
+	confab_pg_pool_query_async(self->pool,
+				   "SELECT confab_reap($1)",
+				   1,
+				   params,
+				   NULL,
+				   farewell_done,
+				   self);
+}
+
+static gboolean
+close_deadline(gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	g_warning("closing the store: %u operations still waiting on PostgreSQL after %u ms",
+		  self->in_flight,
+		  (guint)CLOSE_DEADLINE_MS);
+	g_main_loop_quit(self->loop);
+	return G_SOURCE_REMOVE;
+}
+
+static gboolean
+close_start(gpointer data)
+{
+	ConfabStorePostgres *self = data;
+
+	self->closing = TRUE;
+	if (self->heartbeat != NULL)
+		g_source_destroy(self->heartbeat);
+	self->close_timer = g_timeout_source_new(CLOSE_DEADLINE_MS);
+	g_source_set_callback(self->close_timer, close_deadline, self, NULL);
+	g_source_attach(self->close_timer, self->context);
+	close_continue(self);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+confab_store_postgres_close(ConfabStore *store)
+{
+	ConfabStorePostgres *self = CONFAB_STORE_POSTGRES(store);
+	g_autoptr(GSource) source = NULL;
+
+	g_atomic_int_set(&self->closed, 1);
+	if (self->thread == NULL)
+		return;
+	/* after every op queued so far */
+	source = g_idle_source_new();
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, close_start, self, NULL);
+	g_source_attach(source, self->context);
+	g_thread_join(g_steal_pointer(&self->thread));
+}
+
+/* ---------- starting ---------- */
+
+static void
+start_done(ConfabStorePostgres *self, GError *error)
+{
+	g_mutex_lock(&self->lock);
+	self->start_error = error;
+	self->started = TRUE;
+	g_cond_signal(&self->cond);
+	g_mutex_unlock(&self->lock);
+	if (error != NULL)
+		g_main_loop_quit(self->loop);
+}
+
+/* The store is ready once its LISTEN is: a change made after that is heard
+ * of, one made before is in what its caller loads next. */
+static void
+on_listening(ConfabPgPool *pool, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+
+	if (self->start_timer == NULL)
+		return;
+	g_source_destroy(self->start_timer);
+	g_clear_pointer(&self->start_timer, g_source_unref);
+	start_done(self, NULL);
+}
+
+static gboolean
+listen_timed_out(gpointer data)
+{
+	ConfabStorePostgres *self = data;
+
+	g_clear_pointer(&self->start_timer, g_source_unref);
+	start_done(self,
+		   g_error_new(CONFAB_ERROR,
+			       CONFAB_ERROR_STORE_UNAVAILABLE,
+			       "no LISTEN on PostgreSQL within %u ms",
+			       (guint)CONNECT_TIMEOUT_MS * 2));
+	return G_SOURCE_REMOVE;
+}
+
+static void
+start_pool(ConfabStorePostgres *self)
+{
+	self->pool = confab_pg_pool_new(self->url, self->password, self->pool_size);
+	confab_pg_pool_set_connect_timeout(self->pool, CONNECT_TIMEOUT_MS);
+	confab_pg_pool_set_query_timeout(self->pool, QUERY_TIMEOUT_MS);
+	confab_pg_pool_set_acquire_timeout(self->pool, ACQUIRE_TIMEOUT_MS);
+	g_signal_connect(self->pool, "notification", G_CALLBACK(on_notification), self);
+	g_signal_connect(self->pool, "reconnected", G_CALLBACK(on_reconnected), self);
+	g_signal_connect(self->pool, "listening", G_CALLBACK(on_listening), self);
+	self->start_timer = g_timeout_source_new(CONNECT_TIMEOUT_MS * 2);
+	g_source_set_callback(self->start_timer, listen_timed_out, self, NULL);
+	g_source_attach(self->start_timer, self->context);
+	confab_pg_pool_listen(self->pool, CHANNEL);
+	confab_pg_pool_start(self->pool);
+	self->heartbeat = g_timeout_source_new_seconds(HEARTBEAT_INTERVAL_S);
+	g_source_set_callback(self->heartbeat, heartbeat, self, NULL);
+	g_source_set_static_name(self->heartbeat, "[confab] postgres heartbeat");
+	g_source_attach(self->heartbeat, self->context);
+}
+
+/* the start-up connection goes once the instance is registered */
+static void
+setup_connection_done(ConfabStorePostgres *self)
+{
+	g_autoptr(ConfabPgConnection) connection = g_steal_pointer(&self->setup_connection);
+	confab_pg_connection_close(connection);
+}
+
+static void
+registered(GObject *source, GAsyncResult *result, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	GError *error = NULL;
+	g_autoptr(PGresult) res =
+	    confab_pg_connection_query_finish(CONFAB_PG_CONNECTION(source), result, &error);
+
+	setup_connection_done(self);
+	if (res == NULL) {
+		g_prefix_error_literal(&error, "registering this instance: ");
+		start_done(self, error);
+		return;
+	}
+	start_pool(self);
+}
+
+static void
+migrated(GObject *source, GAsyncResult *result, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	GError *error = NULL;
+	gint from = 0;
+	const gchar *params[] = {self->instance_id};
+
+	if (!confab_pg_schema_migrate_finish(result, &from, &error)) {
+		setup_connection_done(self);
+		start_done(self, error);
+		return;
+	}
+	if (from != 0 && from != CONFAB_PG_SCHEMA_VERSION)
+		g_message("migrated the PostgreSQL schema from version %d to %d",
+			  from,
+			  CONFAB_PG_SCHEMA_VERSION);
+	confab_pg_connection_query_async(self->setup_connection,
+					 "INSERT INTO instances (id, expires_at) "
+					 "VALUES ($1, now() + interval '" INSTANCE_TTL "')",
+					 1,
+					 params,
+					 NULL,
+					 registered,
+					 self);
+}
+
+static void
+connected(GObject *source, GAsyncResult *result, gpointer data)
+{
+	ConfabStorePostgres *self = data;
+	GError *error = NULL;
+
+	if (!confab_pg_connection_connect_finish(CONFAB_PG_CONNECTION(source), result, &error)) {
+		setup_connection_done(self);
+		start_done(self, error);
+		return;
+	}
+	confab_pg_schema_migrate_async(self->setup_connection, NULL, migrated, self);
+}
+
+static gpointer
+store_thread(gpointer data)
+{
+	ConfabStorePostgres *self = data;
+
+	g_main_context_push_thread_default(self->context);
+	/* the schema first, on a connection of its own: migrations may take
+	 * longer than a query may */
+	self->setup_connection = confab_pg_connection_new(self->url, self->password);
+	confab_pg_connection_set_connect_timeout(self->setup_connection, CONNECT_TIMEOUT_MS);
+	confab_pg_connection_set_query_timeout(self->setup_connection, MIGRATE_TIMEOUT_MS);
+	confab_pg_connection_connect_async(self->setup_connection, NULL, connected, self);
+	g_main_loop_run(self->loop);
+
+	if (self->heartbeat != NULL)
+		g_source_destroy(self->heartbeat);
+	if (self->close_timer != NULL)
+		g_source_destroy(self->close_timer);
+	if (self->start_timer != NULL)
+		g_source_destroy(self->start_timer);
+	g_clear_pointer(&self->start_timer, g_source_unref);
+	if (self->pool != NULL)
+		confab_pg_pool_close(self->pool);
+	/* the last answers, failures mostly, reach their callers */
+	while (g_main_context_iteration(self->context, FALSE))
+		;
+	g_clear_object(&self->pool);
+	while (g_main_context_iteration(self->context, FALSE))
+		;
+	g_main_context_pop_thread_default(self->context);
+	return NULL;
+}
+
+/* ---------- the object ---------- */
+
+static void
+confab_store_postgres_iface_init(ConfabStoreInterface *iface)
+{
+	iface->load_agents = confab_store_postgres_load_agents;
+	iface->load_tokens = confab_store_postgres_load_tokens;
+	iface->save_agent = confab_store_postgres_save_agent;
+	iface->delete_agent = confab_store_postgres_delete_agent;
+	iface->save_token = confab_store_postgres_save_token;
+	iface->set_quota = confab_store_postgres_set_quota;
+	iface->get_usage = confab_store_postgres_get_usage;
+	iface->list_usage = confab_store_postgres_list_usage;
+	iface->admit_quota = confab_store_postgres_admit_quota;
+	iface->release_quota = confab_store_postgres_release_quota;
+	iface->acquire_session = confab_store_postgres_acquire_session;
+	iface->release_session = confab_store_postgres_release_session;
+	iface->commit_turn = confab_store_postgres_commit_turn;
+	iface->delete_session = confab_store_postgres_delete_session;
+	iface->get_session = confab_store_postgres_get_session;
+	iface->get_history = confab_store_postgres_get_history;
+	iface->list_sessions = confab_store_postgres_list_sessions;
+	iface->list_messages = confab_store_postgres_list_messages;
+	iface->close = confab_store_postgres_close;
+}
+
+static void
+confab_store_postgres_finalize(GObject *object)
+{
+	ConfabStorePostgres *self = CONFAB_STORE_POSTGRES(object);
+
+	if (self->thread != NULL)
+		confab_store_postgres_close(CONFAB_STORE(self));
+	g_clear_pointer(&self->heartbeat, g_source_unref);
+	g_clear_pointer(&self->close_timer, g_source_unref);
+	g_clear_pointer(&self->holds, g_hash_table_unref);
+	g_clear_pointer(&self->leases, g_hash_table_unref);
+	g_clear_pointer(&self->releases, g_ptr_array_unref);
+	g_clear_pointer(&self->loop, g_main_loop_unref);
+	g_clear_pointer(&self->context, g_main_context_unref);
+	g_clear_pointer(&self->owner_context, g_main_context_unref);
+	g_clear_error(&self->start_error);
+	g_mutex_clear(&self->lock);
+	g_cond_clear(&self->cond);
+	g_free(self->url);
+	if (self->password != NULL)
+		memset(self->password, 0, strlen(self->password));
+	g_free(self->password);
+	g_free(self->instance_id);
+	G_OBJECT_CLASS(confab_store_postgres_parent_class)->finalize(object);
+}
+
+static void
+confab_store_postgres_class_init(ConfabStorePostgresClass *klass)
+{
+	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	object_class->finalize = confab_store_postgres_finalize;
+}
+
+static void
+holds_queue_free(GQueue *queue)
+{
+	g_queue_free_full(queue, g_free);
+}
+
+static void
+confab_store_postgres_init(ConfabStorePostgres *self)
+{
+	g_autofree gchar *uuid = g_uuid_string_random();
+
+	self->instance_id = g_strconcat("ins_", uuid, NULL);
+	self->context = g_main_context_new();
+	self->loop = g_main_loop_new(self->context, FALSE);
+	self->holds = g_hash_table_new_full(g_str_hash,
+					    g_str_equal,
+					    g_free,
+					    (GDestroyNotify)holds_queue_free);
+	self->leases = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	self->releases = g_ptr_array_new_with_free_func((GDestroyNotify)release_free);
+	g_queue_init(&self->after_releases);
+	g_mutex_init(&self->lock);
+	g_cond_init(&self->cond);
+}
+
+/**
+ * confab_store_postgres_new:
+ * @url: a libpq connection URI or `key=value` string
+ * @password: (nullable): the password, winning over libpq's own sources
+ *   (the URI, `PGPASSWORD`, `PGPASSFILE`, `~/.pgpass`)
+ * @pool_size: connections for queries (one more listens)
+ * @error: return location for a #GError
+ *
+ * Connects, migrates the schema to %CONFAB_PG_SCHEMA_VERSION (under an
+ * advisory lock: instances may start together), registers this instance
+ * and starts the pool. Returns once all that is done, or has failed.
+ *
+ * Returns: (transfer full): a new store
+ */
+ConfabStorePostgres *
+confab_store_postgres_new(const gchar *url, const gchar *password, guint pool_size, GError **error)
+{
+	g_autoptr(ConfabStorePostgres) self = NULL;
+
+	g_return_val_if_fail(url != NULL, NULL);
+
+	self = g_object_new(CONFAB_TYPE_STORE_POSTGRES, NULL);
+	self->url = g_strdup(url);
+	self->password = g_strdup(password);
+	self->pool_size = MAX(pool_size, 1);
+	self->owner_context = g_main_context_ref_thread_default();
+	self->thread = g_thread_try_new("confab-postgres", store_thread, self, error);
+	if (self->thread == NULL)
+		return NULL;
+	g_mutex_lock(&self->lock);
+	while (!self->started)
+		g_cond_wait(&self->cond, &self->lock);
+	g_mutex_unlock(&self->lock);
+	if (self->start_error != NULL) {
+		g_atomic_int_set(&self->closed, 1);
+		g_thread_join(g_steal_pointer(&self->thread));
+		g_propagate_prefixed_error(error,
+					   g_steal_pointer(&self->start_error),
+					   "opening the PostgreSQL store: ");
+		return NULL;
+	}
+	return g_steal_pointer(&self);
+}
+
+/**
+ * confab_store_postgres_get_instance_id:
+ *
+ * Returns: this instance's id in the database's table of instances
+ */
+const gchar *
+confab_store_postgres_get_instance_id(ConfabStorePostgres *self)
+{
+	g_return_val_if_fail(CONFAB_IS_STORE_POSTGRES(self), NULL);
+	return self->instance_id;
+}
+
+/**
+ * confab_store_postgres_read_password_file:
+ * @path: a file whose first line is the password
+ * @error: return location for a #GError
+ *
+ * Returns: (transfer full): the first line, without its line end
+ */
+gchar *
+confab_store_postgres_read_password_file(const gchar *path, GError **error)
+{
+	g_autofree gchar *contents = NULL;
+	gsize len = 0;
+
+	g_return_val_if_fail(path != NULL, NULL);
+	if (!g_file_get_contents(path, &contents, &len, error)) {
+		g_prefix_error(error, "reading the database password: ");
+		return NULL;
+	}
+	len = strcspn(contents, "\r\n");
+	{
+		gchar *password = g_strndup(contents, len);
+		memset(contents, 0, strlen(contents));
+		return password;
+	}
+}

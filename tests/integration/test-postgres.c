@@ -1,0 +1,561 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-test-helper.h"
+#include "confab-test-pg.h"
+
+/*
+ * Several confabd on one PostgreSQL database are one service: the quota is
+ * exact across them, an admin change on one holds on the others within a
+ * second, a conversation moves between them, one turn at a time per
+ * conversation holds across them, a killed instance's turn ends up stored
+ * incomplete and its conversation free within 30 s, and the database going
+ * away gives 503s within 5 s (a 401 stays immediate) and service again
+ * within 10 s of its return, nothing acknowledged lost.
+ *
+ * One throwaway cluster for the file, a database per test; each confabd on
+ * a dbus-daemon of its own, so that each has its Admin interface.
+ */
+
+#define N_INSTANCES	     3
+#define CLIENTS_PER_INSTANCE 20
+
+static ConfabTestPg *cluster;
+
+typedef struct {
+	gchar *url; /* the test's database */
+	ConfabTestDaemon *d[N_INSTANCES];
+	gchar *agent; /* echo */
+	gchar *token; /* alice, chat.completions */
+} Fixture;
+
+static gdouble
+wait_status(ConfabTestDaemon *daemon,
+	    const gchar *path,
+	    const gchar *token,
+	    guint status,
+	    guint timeout_ms);
+
+static ConfabTestDaemon *
+start_instance(Fixture *f)
+{
+	g_autofree gchar *arg = g_strdup_printf("--store-url=%s", f->url);
+	const gchar *args[] = {arg, NULL};
+	return confab_test_daemon_start_private_bus(NULL, args);
+}
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+	f->url = confab_test_pg_new_database(cluster);
+	for (guint i = 0; i < N_INSTANCES; i++)
+		f->d[i] = start_instance(f);
+	f->agent = confab_test_create_agent(f->d[0], "echo", "echo");
+	f->token = confab_test_create_token(f->d[0], "alice", "chat.completions", NULL, NULL);
+	/* every instance knows them (within a second, as test_admin_propagates
+	 * shows) before a test starts */
+	for (guint i = 1; i < N_INSTANCES; i++) {
+		g_autofree gchar *path = g_strdup_printf("/api/v1/models/%s", f->agent);
+		wait_status(f->d[i], path, f->token, 200, 1000);
+	}
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+	for (guint i = 0; i < N_INSTANCES; i++) {
+		if (f->d[i] == NULL)
+			continue;
+		if (g_subprocess_get_identifier(f->d[i]->process) != NULL)
+			g_assert_cmpint(confab_test_daemon_stop(f->d[i]), ==, 0);
+		g_clear_pointer(&f->d[i], confab_test_daemon_free);
+	}
+	g_free(f->url);
+	g_free(f->agent);
+	g_free(f->token);
+}
+
+static gdouble
+seconds_since(gint64 start)
+{
+	return (g_get_monotonic_time() - start) / 1e6;
+}
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *path;
+	const gchar *token;
+	guint status;
+} Probe;
+
+static gboolean
+probe_status(gpointer data)
+{
+	Probe *probe = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_http(probe->daemon, "GET", probe->path, probe->token, NULL);
+	return r->status == probe->status;
+}
+
+/* Waits until GET @path answers @status on @daemon; returns how long it took. */
+static gdouble
+wait_status(ConfabTestDaemon *daemon,
+	    const gchar *path,
+	    const gchar *token,
+	    guint status,
+	    guint timeout_ms)
+{
+	Probe probe = {daemon, path, token, status};
+	gint64 start = g_get_monotonic_time();
+
+	if (!confab_test_wait_until(probe_status, &probe, timeout_ms))
+		g_error("GET %s did not answer %u within %u ms", path, status, timeout_ms);
+	return seconds_since(start);
+}
+
+/* ---------- the quota, exact across instances ---------- */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *agent;
+	guint admitted;
+	guint refused;
+	guint other;
+} Client;
+
+static gpointer
+client_thread(gpointer data)
+{
+	Client *c = data;
+
+	for (guint i = 0; i < 2; i++) {
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(c->daemon, c->token, c->agent, NULL, "count me", FALSE);
+		if (r->status == 200)
+			c->admitted++;
+		else if (r->status == 429 &&
+			 g_strcmp0(confab_test_json_string(r->json, "error.code"),
+				   "insufficient_quota") == 0)
+			c->refused++;
+		else {
+			g_autofree gchar *body =
+			    g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+			g_test_message("unexpected: %u %s", r->status, body);
+			c->other++;
+		}
+	}
+	return NULL;
+}
+
+static void
+test_quota_exact(Fixture *f, gconstpointer data)
+{
+	const guint quota = 50;
+	const guint n = N_INSTANCES * CLIENTS_PER_INSTANCE;
+	g_autofree gchar *token = NULL;
+	g_autofree Client *clients = g_new0(Client, n);
+	GThread *threads[N_INSTANCES * CLIENTS_PER_INSTANCE];
+	guint admitted = 0, refused = 0, other = 0;
+	g_autoptr(GVariant) usage = NULL;
+	g_autoptr(GError) error = NULL;
+	guint64 requests = 0;
+	gint64 start;
+
+	/* the admin calls go to other instances than the first */
+	confab_test_set_quota(f->d[1], "quota-owner", quota);
+	token = confab_test_create_token(f->d[2], "quota-owner", "chat.completions", NULL, NULL);
+	for (guint i = 0; i < N_INSTANCES; i++)
+		wait_status(f->d[i], "/api/v1/models", token, 200, 1000);
+
+	start = g_get_monotonic_time();
+	for (guint i = 0; i < n; i++) {
+		clients[i] = (Client){f->d[i % N_INSTANCES], token, f->agent, 0, 0, 0};
+		threads[i] = g_thread_new("client", client_thread, &clients[i]);
+	}
+	for (guint i = 0; i < n; i++) {
+		g_thread_join(threads[i]);
+		admitted += clients[i].admitted;
+		refused += clients[i].refused;
+		other += clients[i].other;
+	}
+	g_test_message("%u instances x %u clients, 2 requests each, quota %u: %u admitted, "
+		       "%u refused (429), %u other, in %.2f s",
+		       N_INSTANCES,
+		       CLIENTS_PER_INSTANCE,
+		       quota,
+		       admitted,
+		       refused,
+		       other,
+		       seconds_since(start));
+	g_assert_cmpuint(other, ==, 0);
+	g_assert_cmpuint(admitted, ==, quota);
+	g_assert_cmpuint(refused, ==, 2 * n - quota);
+
+	confab_dbus_admin_call_get_usage_sync(f->d[0]->admin, "quota-owner", &usage, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_true(g_variant_lookup(usage, "requests", "t", &requests));
+	g_assert_cmpuint(requests, ==, quota);
+}
+
+/* ---------- admin changes, on every instance within a second ---------- */
+
+static void
+test_admin_propagates(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *token_id = NULL;
+	g_autofree gchar *token = NULL;
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *path = NULL;
+	g_autoptr(GError) error = NULL;
+	gdouble took;
+
+	token = confab_test_create_token(f->d[0], "bob", "chat.completions", NULL, &token_id);
+	for (guint i = 1; i < N_INSTANCES; i++) {
+		took = wait_status(f->d[i], "/api/v1/models", token, 200, 1000);
+		g_test_message("a new token known to instance %u after %.3f s", i, took);
+	}
+	confab_dbus_admin_call_revoke_token_sync(f->d[0]->admin, token_id, NULL, &error);
+	g_assert_no_error(error);
+	for (guint i = 1; i < N_INSTANCES; i++) {
+		took = wait_status(f->d[i], "/api/v1/models", token, 401, 1000);
+		g_test_message("a revocation held on instance %u after %.3f s", i, took);
+	}
+
+	agent = confab_test_create_agent(f->d[1], "late", "echo");
+	path = g_strdup_printf("/api/v1/models/%s", agent);
+	took = wait_status(f->d[2], path, f->token, 200, 1000);
+	g_test_message("a new agent known to another instance after %.3f s", took);
+	confab_dbus_admin_call_delete_agent_sync(f->d[2]->admin, agent, NULL, &error);
+	g_assert_no_error(error);
+	took = wait_status(f->d[0], path, f->token, 404, 1000);
+	g_test_message("a deleted agent gone from another instance after %.3f s", took);
+}
+
+/* ---------- one conversation, three instances ---------- */
+
+static void
+test_conversation_across(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTestResponse) first =
+	    confab_test_chat(f->d[0], f->token, f->agent, NULL, "one", FALSE);
+	g_autofree gchar *sid = NULL;
+	g_autofree gchar *path = NULL;
+
+	g_assert_cmpuint(first->status, ==, 200);
+	sid = g_strdup(confab_test_json_string(first->json, "metadata.session_id"));
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->d[1], f->token, f->agent, sid, "two", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(r->json, "metadata.session_id"), ==, sid);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->d[2], f->token, f->agent, sid, "three", TRUE);
+		g_autoptr(GPtrArray) events = NULL;
+		g_assert_cmpuint(r->status, ==, 200);
+		events = confab_test_sse_events(r);
+		g_assert_cmpstr(g_ptr_array_index(events, events->len - 1), ==, "[DONE]");
+	}
+	path = g_strdup_printf("/api/v1/conversations/%s/messages?order=asc", sid);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->d[0], "GET", path, f->token, NULL);
+		const gchar *texts[] = {"one", NULL, "two", NULL, "three", NULL};
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(
+				     json_node_get_array(confab_test_json_get(r->json, "data"))),
+				 ==,
+				 6);
+		for (guint i = 0; i < 6; i += 2) {
+			g_autofree gchar *at = g_strdup_printf("data.%u.content.0.text", i);
+			g_assert_cmpstr(confab_test_json_string(r->json, at), ==, texts[i]);
+		}
+	}
+}
+
+/* ---------- busy across instances ---------- */
+
+static gchar *
+held_agent(Fixture *f, ConfabTestUpstream *up)
+{
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *path = NULL;
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "slow");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
+	g_variant_dict_insert(&dict, "upstream_model", "s", "slow-model");
+	agent = confab_test_create_agent_props(f->d[0], g_variant_dict_end(&dict));
+	path = g_strdup_printf("/api/v1/models/%s", agent);
+	for (guint i = 1; i < N_INSTANCES; i++)
+		wait_status(f->d[i], path, f->token, 200, 1000);
+	return g_steal_pointer(&agent);
+}
+
+static gchar *
+new_conversation(ConfabTestDaemon *daemon, const gchar *token, const gchar *agent)
+{
+	g_autoptr(ConfabTestResponse) r = confab_test_chat(daemon, token, agent, NULL, "hi", FALSE);
+	g_assert_cmpuint(r->status, ==, 200);
+	return g_strdup(confab_test_json_string(r->json, "metadata.session_id"));
+}
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *agent;
+	const gchar *session;
+	gboolean stream;
+	guint status; /* 0: no answer (the daemon died) */
+} HeldTurn;
+
+/* A turn whose daemon may die under it: plain libsoup, errors tolerated. */
+static gpointer
+held_turn_thread(gpointer data)
+{
+	HeldTurn *t = data;
+	g_autofree gchar *body =
+	    g_strdup_printf("{\"model\":\"%s\",\"stream\":%s,\"metadata\":{\"session_id\":\"%s\"},"
+			    "\"messages\":[{\"role\":\"user\",\"content\":\"held\"}]}",
+			    t->agent,
+			    t->stream ? "true" : "false",
+			    t->session);
+	g_autofree gchar *uri = g_strconcat(t->daemon->url, "/api/v1/chat/completions", NULL);
+	g_autofree gchar *auth = g_strdup_printf("Bearer %s", t->token);
+	g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 120, NULL);
+	g_autoptr(SoupMessage) msg = soup_message_new("POST", uri);
+	g_autoptr(GBytes) req = g_bytes_new(body, strlen(body));
+	g_autoptr(GBytes) answer = NULL;
+
+	soup_message_headers_replace(soup_message_get_request_headers(msg), "Authorization", auth);
+	soup_message_set_request_body_from_bytes(msg, "application/json", req);
+	answer = soup_session_send_and_read(session, msg, NULL, NULL);
+	if (answer != NULL)
+		t->status = soup_message_get_status(msg);
+	return NULL;
+}
+
+static void
+test_busy_across(Fixture *f, gconstpointer data)
+{
+	ConfabTestUpstream *up = confab_test_upstream_start(FALSE);
+	g_autofree gchar *agent = held_agent(f, up);
+	g_autofree gchar *sid = NULL;
+	HeldTurn held = {f->d[0], f->token, agent, NULL, FALSE, 0};
+	GThread *thread;
+
+	sid = new_conversation(f->d[0], f->token, agent);
+	held.session = sid;
+	confab_test_upstream_set_hold(up, TRUE);
+	thread = g_thread_new("held-turn", held_turn_thread, &held);
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+	for (guint i = 1; i < N_INSTANCES; i++) {
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->d[i], f->token, agent, sid, "meanwhile", FALSE);
+		confab_test_assert_error(r, 409, "conversation_busy");
+	}
+	confab_test_upstream_set_hold(up, FALSE);
+	g_thread_join(thread);
+	g_assert_cmpuint(held.status, ==, 200);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->d[1], f->token, agent, sid, "after", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	confab_test_upstream_stop(up);
+}
+
+/* ---------- kill -9 of an instance mid-stream ---------- */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	gchar *path;
+} Incomplete;
+
+/* the conversation's last message is an assistant's, stored incomplete */
+static gboolean
+ends_incomplete(gpointer data)
+{
+	Incomplete *wait = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_http(wait->daemon, "GET", wait->path, wait->token, NULL);
+	return r->status == 200 &&
+	       g_strcmp0(confab_test_json_string(r->json, "data.0.role"), "assistant") == 0 &&
+	       g_strcmp0(confab_test_json_string(r->json, "data.0.status"), "incomplete") == 0;
+}
+
+static void
+test_kill_instance(Fixture *f, gconstpointer data)
+{
+	ConfabTestUpstream *up = confab_test_upstream_start(FALSE);
+	g_autofree gchar *agent = held_agent(f, up);
+	g_autofree gchar *sid = NULL;
+	HeldTurn held = {f->d[0], f->token, agent, NULL, TRUE, 0};
+	Incomplete wait = {f->d[1], f->token, NULL};
+	GThread *thread;
+	gint64 killed;
+	gdouble took;
+
+	sid = new_conversation(f->d[0], f->token, agent);
+	held.session = sid;
+	confab_test_upstream_set_hold(up, TRUE);
+	thread = g_thread_new("held-stream", held_turn_thread, &held);
+	/* the user's message is committed before the upstream is asked */
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+	confab_test_daemon_kill(f->d[0]);
+	killed = g_get_monotonic_time();
+	g_thread_join(thread);
+	confab_test_upstream_set_hold(up, FALSE);
+
+	wait.path = g_strdup_printf("/api/v1/conversations/%s/messages?order=desc&limit=1", sid);
+	if (!confab_test_wait_until(ends_incomplete, &wait, 30000))
+		g_error("the killed instance's answer was not stored incomplete within 30 s");
+	took = seconds_since(killed);
+	g_test_message("kill -9 mid-stream: answer stored incomplete after %.1f s", took);
+	{
+		/* and the conversation is free again */
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->d[1], f->token, agent, sid, "after", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	g_assert_cmpfloat(seconds_since(killed), <, 30.0);
+	g_free(wait.path);
+	confab_test_upstream_stop(up);
+}
+
+/* ---------- the database goes away, and comes back ---------- */
+
+typedef struct {
+	guint status;
+	gdouble took;
+	gchar *retry_after;
+	gchar *code;
+} Timed;
+
+static void
+timed_clear(Timed *t)
+{
+	g_clear_pointer(&t->retry_after, g_free);
+	g_clear_pointer(&t->code, g_free);
+}
+
+static void
+timed_get(ConfabTestDaemon *daemon, const gchar *path, const gchar *token, Timed *t)
+{
+	gint64 start = g_get_monotonic_time();
+	g_autoptr(ConfabTestResponse) r = confab_test_http(daemon, "GET", path, token, NULL);
+
+	timed_clear(t);
+	t->took = seconds_since(start);
+	t->status = r->status;
+	t->retry_after = g_strdup(soup_message_headers_get_one(r->headers, "Retry-After"));
+	if (r->json != NULL)
+		t->code = g_strdup(confab_test_json_string(r->json, "error.code"));
+}
+
+static void
+assert_unavailable(Fixture *f, const gchar *how)
+{
+	Timed t = {0};
+
+	for (guint i = 0; i < N_INSTANCES; i++) {
+		timed_get(f->d[i], "/api/v1/conversations", f->token, &t);
+		g_test_message("%s: instance %u answered %u after %.2f s",
+			       how,
+			       i,
+			       t.status,
+			       t.took);
+		g_assert_cmpuint(t.status, ==, 503);
+		g_assert_cmpstr(t.code, ==, "store_unavailable");
+		g_assert_nonnull(t.retry_after);
+		g_assert_cmpfloat(t.took, <, 5.0);
+		/* a request that needs no database is answered at once */
+		timed_get(f->d[i], "/api/v1/conversations", "nca_not-a-token", &t);
+		g_assert_cmpuint(t.status, ==, 401);
+		g_assert_cmpfloat(t.took, <, 0.5);
+	}
+	timed_clear(&t);
+}
+
+static gchar *
+conversation_ids(ConfabTestDaemon *daemon, const gchar *token)
+{
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_http(daemon, "GET", "/api/v1/conversations?limit=100", token, NULL);
+	g_assert_cmpuint(r->status, ==, 200);
+	return g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+}
+
+static void
+test_database_down(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *before = NULL;
+	g_autofree gchar *after = NULL;
+	gdouble took;
+
+	for (guint i = 0; i < 6; i++)
+		g_free(new_conversation(f->d[i % N_INSTANCES], f->token, f->agent));
+	before = conversation_ids(f->d[0], f->token);
+
+	confab_test_pg_pause(cluster);
+	assert_unavailable(f, "database hanging");
+	confab_test_pg_resume(cluster);
+	for (guint i = 0; i < N_INSTANCES; i++) {
+		took = wait_status(f->d[i], "/api/v1/conversations", f->token, 200, 10000);
+		g_test_message("resumed: instance %u serving again after %.2f s", i, took);
+	}
+
+	confab_test_pg_kill(cluster);
+	assert_unavailable(f, "database down");
+	confab_test_pg_restart(cluster);
+	for (guint i = 0; i < N_INSTANCES; i++) {
+		took = wait_status(f->d[i], "/api/v1/conversations", f->token, 200, 10000);
+		g_test_message("restarted: instance %u serving again after %.2f s", i, took);
+	}
+	/* nothing acknowledged was lost, and turns work again */
+	after = conversation_ids(f->d[1], f->token);
+	g_assert_cmpstr(after, ==, before);
+	g_free(new_conversation(f->d[2], f->token, f->agent));
+}
+
+int
+main(int argc, char **argv)
+{
+	g_autofree gchar *dbus_daemon = NULL;
+	gint status;
+
+	confab_test_init(&argc, &argv, FALSE);
+	if (g_getenv("CONFABD") == NULL) {
+		g_printerr("SKIP: CONFABD is not set; run the tests with meson test\n");
+		return CONFAB_TEST_SKIP;
+	}
+	dbus_daemon = g_find_program_in_path("dbus-daemon");
+	if (dbus_daemon == NULL) {
+		g_printerr("SKIP: dbus-daemon is not installed (apt-get install dbus-daemon)\n");
+		return CONFAB_TEST_SKIP;
+	}
+	/* exits 77 without the server binaries */
+	cluster = confab_test_pg_start();
+#define ADD(name, func) g_test_add(name, Fixture, NULL, fixture_setup, func, fixture_teardown)
+	ADD("/confab/postgres/quota-exact", test_quota_exact);
+	ADD("/confab/postgres/admin-propagates", test_admin_propagates);
+	ADD("/confab/postgres/conversation-across", test_conversation_across);
+	ADD("/confab/postgres/busy-across", test_busy_across);
+	ADD("/confab/postgres/kill-instance", test_kill_instance);
+	ADD("/confab/postgres/database-down", test_database_down);
+#undef ADD
+	status = g_test_run();
+	confab_test_pg_stop(cluster);
+	return status;
+}
