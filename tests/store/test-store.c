@@ -2528,6 +2528,9 @@ add_tests(const Backend *backend, gboolean available)
 	    {"cancelled-read", test_cancelled_read},
 	    {"failed-write-in-batch", test_failed_write_in_batch},
 	    {"parallel-reads", test_parallel_reads},
+	    {"search", test_search},
+	    {"search-hostile-terms", test_search_hostile_terms},
+	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {
@@ -2564,10 +2567,6 @@ main(int argc, char **argv)
 	ADD("/confab/store/sqlite/group-commit", test_group_commit);
 	ADD("/confab/store/sqlite/migrate-v1", test_migrate_v1);
 	ADD("/confab/store/sqlite/migrate-v2", test_migrate_v2);
-	/* full-text search: SQLite's FTS5 (the PostgreSQL backend has none yet) */
-	ADD("/confab/store/sqlite/search", test_search);
-	ADD("/confab/store/sqlite/search-hostile-terms", test_search_hostile_terms);
-	ADD("/confab/store/sqlite/search-limit-and-snippet", test_search_limit_and_snippet);
 	g_test_add_func("/confab/store/sqlite/open-in-missing-dir", test_open_in_missing_dir);
 #undef ADD
 

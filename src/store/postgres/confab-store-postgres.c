@@ -1748,6 +1748,177 @@ confab_store_postgres_list_sessions(ConfabStore *store,
 		 user_data);
 }
 
+/* ---------- full-text search ---------- */
+
+/* Case and the common Latin accents aside, the same in SQL and here. */
+#define FOLD_FROM "àáâãäåçèéêëìíîïñòóôõöøùúûüýÿÀÁÂÃÄÅÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜÝ"
+#define FOLD_TO	  "aaaaaaceeeeiiiinoooooouuuuyyaaaaaaceeeeiiiinoooooouuuuy"
+#define FOLD(x)	  "translate(lower(" x "), '" FOLD_FROM "', '" FOLD_TO "')"
+/* the text parts of a message's content, joined */
+#define MESSAGE_TEXT(m)                                                                            \
+	"(SELECT string_agg(e->>'text', ' ') FROM jsonb_array_elements(" m ".content::jsonb) e "   \
+	"WHERE e->>'type' = 'text')"
+#define SNIPPET_SEPARATOR "\x1e"
+
+typedef struct {
+	gchar *owner;
+	GStrv terms;
+	guint limit;
+} PgSearchQuery;
+
+static void
+pg_search_query_free(PgSearchQuery *query)
+{
+	g_free(query->owner);
+	g_strfreev(query->terms);
+	g_free(query);
+}
+
+/* A term as a regular expression matching the start of a word: folded as
+ * the text is, its special characters escaped; NULL for a term of no
+ * letter or digit. */
+static gchar *
+term_pattern(const gchar *term)
+{
+	g_autofree gchar *lower = g_utf8_strdown(term, -1);
+	g_autoptr(GString) pattern = g_string_new("\\m");
+	gboolean word = FALSE;
+
+	for (const gchar *p = lower; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		g_autofree gchar *one = g_ucs4_to_utf8(&c, 1, NULL, NULL, NULL);
+		const gchar *at = one != NULL ? strstr(FOLD_FROM, one) : NULL;
+
+		word |= g_unichar_isalnum(c);
+		if (at != NULL) {
+			g_string_append_c(pattern,
+					  FOLD_TO[g_utf8_pointer_to_offset(FOLD_FROM, at)]);
+			continue;
+		}
+		if (c < 128 && strchr("\\.^$*+?()[]{}|-", (gchar)c) != NULL)
+			g_string_append_c(pattern, '\\');
+		g_string_append_unichar(pattern, c);
+	}
+	return word ? g_string_free(g_steal_pointer(&pattern), FALSE) : NULL;
+}
+
+static void
+search_read(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	PgSearchQuery *query = op->data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "searching");
+	GPtrArray *hits;
+
+	if (res == NULL)
+		return;
+	hits = g_ptr_array_new_with_free_func((GDestroyNotify)confab_store_search_hit_free);
+	for (gint i = 0; i < PQntuples(res); i++) {
+		ConfabStoreSearchHit *hit = g_new0(ConfabStoreSearchHit, 1);
+		g_auto(GStrv) texts =
+		    g_strsplit(PQgetisnull(res, i, 7) ? "" : PQgetvalue(res, i, 7),
+			       SNIPPET_SEPARATOR,
+			       -1);
+		guint best = 0;
+
+		hit->session = session_from_row(res, i);
+		/* the title first, then the messages, oldest first; the later of
+		 * two as good wins, as on SQLite */
+		for (guint t = 0; texts[t] != NULL; t++) {
+			guint matched = 0;
+			g_autofree gchar *snippet =
+			    confab_store_search_snippet(texts[t],
+							(const gchar *const *)query->terms,
+							&matched);
+			guint score = matched * 2 + (t > 0);
+			if (snippet != NULL && score >= best) {
+				g_free(hit->snippet);
+				hit->snippet = g_steal_pointer(&snippet);
+				best = score;
+			}
+		}
+		g_ptr_array_add(hits, hit);
+	}
+	op_return_pointer(op, hits, (GDestroyNotify)g_ptr_array_unref);
+}
+
+/*
+ * Every term must start a word of the title or of a user or assistant
+ * message's text (not necessarily the same one); the owner's own, newest
+ * first. Without an index: a table scan of the owner's conversations.
+ */
+static void
+run_search_sessions(ConfabStorePostgres *self, Op *op)
+{
+	PgSearchQuery *query = op->data;
+	g_autoptr(GString) sql =
+	    g_string_new("SELECT s.id, s.owner, s.agent_id, s.source, s.title, "
+			 "s.created_at, s.updated_at, COALESCE(s.title, '') || '");
+	g_autoptr(GPtrArray) p = params_new();
+	guint n = 0;
+
+	g_string_append(
+	    sql,
+	    SNIPPET_SEPARATOR "' || COALESCE((SELECT string_agg(" MESSAGE_TEXT(
+		"m") ", '" SNIPPET_SEPARATOR "' ORDER BY m.id) FROM messages m "
+		     "WHERE m.session_id = s.id AND m.role IN ('user', 'assistant')), '') "
+		     "FROM sessions s WHERE s.owner = $1");
+	params_add(p, query->owner);
+	for (guint i = 0; query->terms[i] != NULL && n < CONFAB_STORE_SEARCH_MAX_TERMS; i++) {
+		g_autofree gchar *pattern = term_pattern(query->terms[i]);
+		if (pattern == NULL)
+			continue;
+		params_add(p, pattern);
+		g_string_append_printf(
+		    sql,
+		    " AND (" FOLD(
+			"COALESCE(s.title, '')") " ~ $%u OR EXISTS "
+						 "(SELECT 1 FROM messages m WHERE m.session_id = "
+						 "s.id AND "
+						 "m.role IN ('user', 'assistant') AND " FOLD(
+						     "COALESCE(" MESSAGE_TEXT(
+							 "m") ", '')") " ~ $%u))",
+		    p->len,
+		    p->len);
+		n++;
+	}
+	if (n == 0 || query->limit == 0) {
+		op_return_pointer(
+		    op,
+		    g_ptr_array_new_with_free_func((GDestroyNotify)confab_store_search_hit_free),
+		    (GDestroyNotify)g_ptr_array_unref);
+		return;
+	}
+	params_add_int(p, query->limit);
+	g_string_append_printf(sql, " ORDER BY s.id DESC LIMIT $%u", p->len);
+	op_query(op, sql->str, p, search_read);
+}
+
+static void
+confab_store_postgres_search_sessions(ConfabStore *store,
+				      const gchar *owner,
+				      const gchar *const *terms,
+				      guint limit,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data)
+{
+	PgSearchQuery *query = g_new0(PgSearchQuery, 1);
+
+	query->owner = g_strdup(owner);
+	query->terms = g_strdupv((gchar **)terms);
+	query->limit = limit;
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_search_sessions,
+		 query,
+		 (GDestroyNotify)pg_search_query_free,
+		 TRUE,
+		 confab_store_postgres_search_sessions,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
 static ConfabStoreMessageQuery *
 message_query_copy(const ConfabStoreMessageQuery *query)
 {
@@ -2199,6 +2370,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->delete_agent = confab_store_postgres_delete_agent;
 	iface->save_token = confab_store_postgres_save_token;
 	iface->set_quota = confab_store_postgres_set_quota;
+	iface->search_sessions = confab_store_postgres_search_sessions;
 	iface->get_usage = confab_store_postgres_get_usage;
 	iface->list_usage = confab_store_postgres_list_usage;
 	iface->admit_quota = confab_store_postgres_admit_quota;
