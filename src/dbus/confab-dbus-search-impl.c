@@ -395,9 +395,10 @@ ask(Call *call)
 	ConfabPrincipal *principal;
 	ConfabTurn *turn;
 
-	parse_ask_id(call->id, &agent_id, &text);
-	/* as Chat.Send: no more than a request body may hold */
-	if (strlen(text) > confab_engine_get_config(call->self->engine)->max_body_bytes) {
+	/* a malformed id, or no more than a request body may hold (as
+	 * Chat.Send): nothing to ask */
+	if (!parse_ask_id(call->id, &agent_id, &text) ||
+	    strlen(text) > confab_engine_get_config(call->self->engine)->max_body_bytes) {
 		call_free(call);
 		return;
 	}
