@@ -65,6 +65,10 @@ ConfabMetrics *
 confab_engine_get_metrics(ConfabEngine *self);
 void
 confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider);
+void
+confab_engine_add_context_provider(ConfabEngine *self,
+				   GMainContext *context,
+				   ConfabProvider *provider);
 ConfabProvider *
 confab_engine_get_provider(ConfabEngine *self, const gchar *name);
 
