@@ -416,6 +416,8 @@ collect(ConfabMetrics *self)
  * @help: what it measures, a static string
  * @func: reads it, when scraped
  * @user_data: data for @func; confab_metrics_remove_gauges() forgets it
+ *
+ * Gauges added with the same name are scraped as one: their sum.
  */
 void
 confab_metrics_add_gauge(ConfabMetrics *self,
@@ -449,6 +451,8 @@ confab_metrics_remove_gauges(ConfabMetrics *self, gpointer user_data)
 			g_array_remove_index(self->gauges, i - 1);
 }
 
+/* Gauges added under one name (one per serving thread) are one sample:
+ * their sum. */
 static void
 render_gauges(ConfabMetrics *self, GString *out)
 {
@@ -456,8 +460,20 @@ render_gauges(ConfabMetrics *self, GString *out)
 
 	for (guint i = 0; i < self->gauges->len; i++) {
 		Gauge *gauge = &g_array_index(self->gauges, Gauge, i);
+		gboolean seen = FALSE;
+		gdouble sum = 0;
+
+		for (guint j = 0; j < i && !seen; j++)
+			seen = g_str_equal(g_array_index(self->gauges, Gauge, j).name, gauge->name);
+		if (seen)
+			continue;
+		for (guint j = i; j < self->gauges->len; j++) {
+			Gauge *other = &g_array_index(self->gauges, Gauge, j);
+			if (g_str_equal(other->name, gauge->name))
+				sum += other->func(other->user_data);
+		}
 		confab_metrics_write_header(out, gauge->name, "gauge", gauge->help);
-		confab_metrics_write_sample(out, gauge->name, NULL, gauge->func(gauge->user_data));
+		confab_metrics_write_sample(out, gauge->name, NULL, sum);
 	}
 }
 
