@@ -146,9 +146,9 @@ class Bench:
         conf = os.path.join(self.dir, "confab.conf")
         open(conf, "w").write(
             f"[daemon]\nshutdown_grace=5\nserving_threads={self.threads()}\n"
-            "[limits]\nmax_connections=8192\nmax_inflight_turns=8192\nidle_timeout=300\n"
-            "max_body_bytes=67108864\n"
-            "[upstream]\nmax_connections=8192\nfirst_byte_timeout=600\nidle_timeout=600\n")
+            "[limits]\nmax_connections=65536\nmax_inflight_turns=65536\nidle_timeout=300\n"
+            "max_connections_per_peer=65536\nmax_body_bytes=67108864\n"
+            "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n")
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
                                   f"--state-dir={state}", "--bus=session", f"--config={conf}"])
         wait_port(self.confab_port)
