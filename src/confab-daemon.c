@@ -17,7 +17,7 @@
 #include "dbus/confab-dbus-admin-impl.h"
 #include "dbus/confab-dbus-chat-impl.h"
 #include "dbus/confab-dbus-search-impl.h"
-#include "http/confab-http-router.h"
+#include "http/confab-http-threads.h"
 #include "providers/confab-provider-echo.h"
 #include "providers/confab-provider-openai.h"
 #include "store/postgres/confab-store-postgres.h"
@@ -45,7 +45,7 @@ struct _ConfabDaemon {
 	GMainLoop *loop;	      /* owned */
 	ConfabStore *store;	      /* owned */
 	ConfabEngine *engine;	      /* owned */
-	ConfabHttpRouter *http;	      /* owned */
+	ConfabHttpThreads *http;     /* owned */
 	GDBusConnection *bus;	      /* owned */
 	ConfabDbusAdminImpl *admin;   /* owned */
 	ConfabDbusChatImpl *chat;     /* owned */
@@ -158,7 +158,7 @@ confab_daemon_get_engine(ConfabDaemon *self)
 gchar *
 confab_daemon_get_url(ConfabDaemon *self)
 {
-	return confab_http_router_get_url(self->http);
+	return confab_http_threads_get_url(self->http);
 }
 
 gboolean
@@ -213,7 +213,7 @@ export_dbus(ConfabDaemon *self, GError **error)
 {
 	GBusType bus_type;
 	gboolean system_bus;
-	g_autofree gchar *url = confab_http_router_get_url(self->http);
+	g_autofree gchar *url = confab_http_threads_get_url(self->http);
 
 	if (g_strcmp0(self->config->bus, "none") == 0)
 		return TRUE;
@@ -370,6 +370,34 @@ use_keyring(ConfabDaemon *self)
 	confab_engine_set_secret_store(self->engine, secrets);
 }
 
+static ConfabProviderOpenai *
+new_openai_provider(ConfabDaemon *self)
+{
+	return confab_provider_openai_new(&(ConfabProviderOpenaiOptions){
+	    .connect_timeout = self->config->upstream_connect_timeout,
+	    .first_byte_timeout = self->config->upstream_first_byte_timeout,
+	    .idle_timeout = self->config->upstream_idle_timeout,
+	    .total_timeout = self->config->upstream_total_timeout,
+	    .max_retries = self->config->upstream_max_retries,
+	    .max_connections = self->config->upstream_max_connections,
+	    .max_answer_bytes = self->config->max_answer_bytes,
+	    .credentials_dir = self->config->credentials_dir,
+	});
+}
+
+/* A serving thread's own providers: its upstream connections stay on its
+ * context. */
+static void
+add_thread_providers(GMainContext *context, gpointer user_data)
+{
+	ConfabDaemon *self = user_data;
+	g_autoptr(ConfabProviderEcho) echo = confab_provider_echo_new();
+	g_autoptr(ConfabProviderOpenai) openai = new_openai_provider(self);
+
+	confab_engine_add_context_provider(self->engine, context, CONFAB_PROVIDER(echo));
+	confab_engine_add_context_provider(self->engine, context, CONFAB_PROVIDER(openai));
+}
+
 /**
  * confab_daemon_start:
  * @self: a #ConfabDaemon
@@ -398,20 +426,15 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 		return FALSE;
 	echo = confab_provider_echo_new();
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(echo));
-	openai = confab_provider_openai_new(&(ConfabProviderOpenaiOptions){
-	    .connect_timeout = self->config->upstream_connect_timeout,
-	    .first_byte_timeout = self->config->upstream_first_byte_timeout,
-	    .idle_timeout = self->config->upstream_idle_timeout,
-	    .total_timeout = self->config->upstream_total_timeout,
-	    .max_retries = self->config->upstream_max_retries,
-	    .max_connections = self->config->upstream_max_connections,
-	    .max_answer_bytes = self->config->max_answer_bytes,
-	    .credentials_dir = self->config->credentials_dir,
-	});
+	openai = new_openai_provider(self);
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(openai));
 
-	self->http = confab_http_router_new(self->engine);
-	if (!confab_http_router_listen(self->http, self->config->listen, error))
+	self->http = confab_http_threads_new(self->engine, self->config->serving_threads);
+	if (!confab_http_threads_start(self->http,
+				       self->config->listen,
+				       add_thread_providers,
+				       self,
+				       error))
 		return FALSE;
 
 	if (!export_dbus(self, &bus_error)) {
@@ -440,7 +463,7 @@ flush_check(gpointer user_data)
 {
 	ConfabDaemon *self = user_data;
 	/* the last chunks and [DONE]s are on their way: let them go */
-	if (confab_http_router_get_active_requests(self->http) > 0 &&
+	if (confab_http_threads_get_active_requests(self->http) > 0 &&
 	    g_get_monotonic_time() < self->flush_deadline)
 		return G_SOURCE_CONTINUE;
 	self->flush_id = 0;
@@ -529,7 +552,7 @@ confab_daemon_run(ConfabDaemon *self)
 	confab_sd_notify("READY=1");
 	g_main_loop_run(self->loop);
 
-	confab_http_router_disconnect(self->http);
+	confab_http_threads_stop(self->http);
 	stop_tool_servers(self);
 	if (self->name_id != 0) {
 		g_bus_unown_name(self->name_id);

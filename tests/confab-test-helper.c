@@ -288,6 +288,8 @@ daemon_start(const gchar *state_dir,
 	g_autoptr(GError) error = NULL;
 	g_autofree gchar *output = NULL;
 	g_autofree gchar *bus_address = NULL;
+	g_autofree gchar *threads_config = NULL;
+	const gchar *threads = g_getenv("CONFAB_TEST_SERVING_THREADS");
 	const gchar *line;
 
 	g_mutex_init(&daemon->lock);
@@ -312,8 +314,26 @@ daemon_start(const gchar *state_dir,
 	g_ptr_array_add(argv, g_strdup_printf("--state-dir=%s", daemon->state_dir));
 	g_ptr_array_add(argv,
 			g_strdup(test_bus != NULL || private_bus ? "--bus=session" : "--bus=none"));
+	/* CONFAB_TEST_SERVING_THREADS: every suite with that many serving
+	 * threads (the threads2 test setup); a test's own [daemon] section
+	 * may still say otherwise, since a key file's later group wins */
+	if (threads != NULL && *threads != '\0') {
+		g_autofree gchar *text = g_strdup_printf("[daemon]\nserving_threads=%s\n%s",
+							 threads,
+							 config_text != NULL ? config_text : "");
+		g_free(threads_config);
+		threads_config = g_steal_pointer(&text);
+		config_text = threads_config;
+	}
 	if (config_text != NULL) {
-		g_autofree gchar *path = g_build_filename(daemon->state_dir, "test.conf", NULL);
+		g_autofree gchar *path = NULL;
+		/* a state dir the daemon is to make: the file goes elsewhere */
+		if (!g_file_test(daemon->state_dir, G_FILE_TEST_IS_DIR))
+			daemon->config_dir = confab_test_make_tmpdir("conf");
+		path = g_build_filename(daemon->config_dir != NULL ? daemon->config_dir
+								   : daemon->state_dir,
+					"test.conf",
+					NULL);
 		g_file_set_contents(path, config_text, -1, &error);
 		g_assert_no_error(error);
 		g_ptr_array_add(argv, g_strdup_printf("--config=%s", path));
@@ -467,6 +487,9 @@ confab_test_daemon_free(ConfabTestDaemon *daemon)
 	}
 	if (daemon->own_state_dir)
 		confab_test_rm_rf(daemon->state_dir);
+	if (daemon->config_dir != NULL)
+		confab_test_rm_rf(daemon->config_dir);
+	g_free(daemon->config_dir);
 	g_free(daemon->state_dir);
 	g_free(daemon->url);
 	g_string_free(daemon->output, TRUE);

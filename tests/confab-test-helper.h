@@ -48,6 +48,7 @@ typedef struct {
 	gchar *url;
 	gchar *state_dir;
 	gboolean own_state_dir;
+	gchar *config_dir; /* owned, nullable: when the state dir is not there yet */
 	ConfabDbusAdmin *admin;
 	ConfabDbusChat *chat;
 	GString *output;

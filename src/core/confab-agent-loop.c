@@ -12,6 +12,7 @@
 #include "core/confab-agent-loop.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
+#include "util/confab-source.h"
 
 /*
  * The agent loop, inside a turn: a model call (a step); if the answer calls
@@ -94,7 +95,7 @@ struct _ConfabAgentLoop {
 	GCancellable *cancellable; /* owned: the caller's, or the timeout's */
 	GCancellable *parent;	   /* owned, nullable */
 	gulong parent_id;
-	guint deadline_id;
+	GSource *deadline; /* owned */
 	gboolean timed_out;
 
 	ConfabProviderRequest *request; /* owned: the step's */
@@ -127,7 +128,7 @@ confab_agent_loop_finalize(GObject *object)
 {
 	ConfabAgentLoop *self = CONFAB_AGENT_LOOP(object);
 
-	g_clear_handle_id(&self->deadline_id, g_source_remove);
+	confab_source_clear(&self->deadline);
 	if (self->parent != NULL)
 		g_cancellable_disconnect(self->parent, self->parent_id);
 	g_clear_object(&self->parent);
@@ -401,7 +402,7 @@ finish(ConfabAgentLoop *self, GError *error)
 {
 	g_autoptr(GTask) task = g_steal_pointer(&self->task);
 
-	g_clear_handle_id(&self->deadline_id, g_source_remove);
+	confab_source_clear(&self->deadline);
 	if (task == NULL) {
 		g_clear_error(&error);
 		return;
@@ -986,7 +987,7 @@ on_deadline(gpointer user_data)
 {
 	ConfabAgentLoop *self = user_data;
 
-	self->deadline_id = 0;
+	g_clear_pointer(&self->deadline, g_source_unref);
 	self->timed_out = TRUE;
 	g_cancellable_cancel(self->cancellable);
 	return G_SOURCE_REMOVE;
@@ -1022,7 +1023,8 @@ confab_agent_loop_run_async(ConfabAgentLoop *self,
 		    g_cancellable_connect(cancellable, G_CALLBACK(on_parent_cancelled), self, NULL);
 	}
 	if (has_server_tools(self) && self->total_timeout > 0)
-		self->deadline_id = g_timeout_add_seconds(self->total_timeout, on_deadline, self);
+		self->deadline =
+		    confab_source_add_timeout_seconds(self->total_timeout, on_deadline, self);
 	run_step(self);
 }
 

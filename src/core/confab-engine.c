@@ -23,8 +23,17 @@
  * once committed; the store says when the caches are stale (another daemon
  * changed something), and they are reloaded whole.
  *
- * The caches are guarded by one mutex so that serving threads can share an
- * engine; none of the critical sections does I/O.
+ * Serving threads share one engine. The caches are read on every request
+ * and written only when an admin changes something or the store says they
+ * are stale, so they sit under a GRWLock: readers (a hash lookup and a ref,
+ * no I/O) never wait for each other. The turns in flight are counted with
+ * atomics (read by D-Bus and metrics without a lock); the set of their
+ * cancellables, which only a stop walks, has its own short mutex. ::drained
+ * is emitted on the context the engine was made on (the daemon's main
+ * context), whichever thread ends the last turn. Providers are per context:
+ * each serving thread has its own (their upstream clients keep sockets on
+ * that thread's context); the table is filled before the threads start and
+ * read-only after.
  */
 
 struct _ConfabEngine {
@@ -37,14 +46,19 @@ struct _ConfabEngine {
 	ConfabMetrics *metrics;	    /* owned */
 	ConfabSecretStore *secrets; /* owned, nullable: confabd --user's keyring */
 
-	GMutex lock;
+	GMainContext *context;	       /* owned: where ::drained is emitted */
+	GHashTable *context_providers; /* owned: GMainContext -> (name -> ConfabProvider) */
+
+	GRWLock cache_lock;	 /* agents, tokens, token_index */
 	GHashTable *agents;	 /* owned: id -> ConfabAgent (never mutated once here) */
 	GHashTable *tokens;	 /* owned: id -> ConfabToken (never mutated once here) */
 	GHashTable *token_index; /* owned: guint64 hash prefix -> GPtrArray of ConfabToken */
-	GHashTable *turns;	 /* owned: GCancellable of each turn in flight */
-	guint reloads;		 /* cache reloads in flight */
-	guint64 turns_served;
-	gboolean shutting_down;
+
+	GMutex turns_lock;    /* turns */
+	GHashTable *turns;    /* owned: GCancellable of each turn in flight */
+	gint n_turns;	      /* atomic: g_hash_table_size (turns) */
+	guint64 turns_served; /* atomic */
+	gint shutting_down;   /* atomic */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabEngine, confab_engine, G_TYPE_OBJECT)
@@ -178,7 +192,10 @@ confab_engine_finalize(GObject *object)
 	g_clear_pointer(&self->tokens, g_hash_table_unref);
 	g_clear_pointer(&self->token_index, g_hash_table_unref);
 	g_clear_pointer(&self->turns, g_hash_table_unref);
-	g_mutex_clear(&self->lock);
+	g_clear_pointer(&self->context_providers, g_hash_table_unref);
+	g_clear_pointer(&self->context, g_main_context_unref);
+	g_rw_lock_clear(&self->cache_lock);
+	g_mutex_clear(&self->turns_lock);
 	G_OBJECT_CLASS(confab_engine_parent_class)->finalize(object);
 }
 
@@ -214,7 +231,13 @@ active_turns_gauge(gpointer user_data)
 static void
 confab_engine_init(ConfabEngine *self)
 {
-	g_mutex_init(&self->lock);
+	g_rw_lock_init(&self->cache_lock);
+	g_mutex_init(&self->turns_lock);
+	self->context = g_main_context_ref_thread_default();
+	self->context_providers = g_hash_table_new_full(g_direct_hash,
+							g_direct_equal,
+							(GDestroyNotify)g_main_context_unref,
+							(GDestroyNotify)g_hash_table_unref);
 	self->ids = confab_id_generator_new();
 	self->providers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 	self->agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
@@ -223,7 +246,10 @@ confab_engine_init(ConfabEngine *self)
 						  g_int64_equal,
 						  g_free,
 						  (GDestroyNotify)g_ptr_array_unref);
-	self->turns = g_hash_table_new_full(g_direct_hash, g_direct_equal, g_object_unref, NULL);
+	self->turns = g_hash_table_new_full(g_direct_hash,
+					    g_direct_equal,
+					    g_object_unref,
+					    (GDestroyNotify)g_main_context_unref);
 }
 
 static void
@@ -247,7 +273,7 @@ static void
 set_agents(ConfabEngine *self, GPtrArray *agents)
 {
 	g_autoptr(GHashTable) table = agent_table_new();
-	g_autoptr(GMutexLocker) locker = NULL;
+	g_autoptr(GRWLockWriterLocker) locker = NULL;
 
 	for (guint i = 0; i < agents->len; i++) {
 		ConfabAgent *agent = g_ptr_array_index(agents, i);
@@ -255,7 +281,7 @@ set_agents(ConfabEngine *self, GPtrArray *agents)
 				    g_strdup(confab_agent_get_id(agent)),
 				    g_object_ref(agent));
 	}
-	locker = g_mutex_locker_new(&self->lock);
+	locker = g_rw_lock_writer_locker_new(&self->cache_lock);
 	g_clear_pointer(&self->agents, g_hash_table_unref);
 	self->agents = g_steal_pointer(&table);
 }
@@ -263,7 +289,7 @@ set_agents(ConfabEngine *self, GPtrArray *agents)
 static void
 set_tokens(ConfabEngine *self, GPtrArray *tokens)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&self->cache_lock);
 
 	g_hash_table_remove_all(self->tokens);
 	g_hash_table_remove_all(self->token_index);
@@ -543,10 +569,48 @@ confab_engine_set_secret_store(ConfabEngine *self, ConfabSecretStore *secrets)
 ConfabProvider *
 confab_engine_get_provider(ConfabEngine *self, const gchar *name)
 {
+	GMainContext *context = g_main_context_get_thread_default();
+	GHashTable *providers = NULL;
+
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	if (name == NULL)
 		return NULL;
-	return g_hash_table_lookup(self->providers, name);
+	if (context != NULL)
+		providers = g_hash_table_lookup(self->context_providers, context);
+	return g_hash_table_lookup(providers != NULL ? providers : self->providers, name);
+}
+
+/**
+ * confab_engine_add_context_provider:
+ * @self: a #ConfabEngine
+ * @context: a serving thread's context
+ * @provider: the provider that thread's turns use
+ *
+ * Gives the turns that run with @context as their thread-default context
+ * their own @provider, in place of the one added with
+ * confab_engine_add_provider() under the same name. Only before the
+ * serving threads start: the table is read without a lock.
+ */
+void
+confab_engine_add_context_provider(ConfabEngine *self,
+				   GMainContext *context,
+				   ConfabProvider *provider)
+{
+	GHashTable *providers;
+
+	g_return_if_fail(CONFAB_IS_ENGINE(self));
+	g_return_if_fail(context != NULL);
+	g_return_if_fail(CONFAB_IS_PROVIDER(provider));
+	providers = g_hash_table_lookup(self->context_providers, context);
+	if (providers == NULL) {
+		providers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
+		g_hash_table_insert(self->context_providers,
+				    g_main_context_ref(context),
+				    providers);
+	}
+	g_hash_table_replace(providers,
+			     g_strdup(confab_provider_get_name(provider)),
+			     g_object_ref(provider));
 }
 
 /* ---------- authentication ---------- */
@@ -620,7 +684,8 @@ confab_engine_authenticate(ConfabEngine *self,
 	sha256(secret, digest);
 	prefix = hash_prefix(digest);
 	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_autoptr(GRWLockReaderLocker) locker =
+		    g_rw_lock_reader_locker_new(&self->cache_lock);
 		bucket = g_hash_table_lookup(self->token_index, &prefix);
 		for (guint i = 0; bucket != NULL && i < bucket->len; i++) {
 			ConfabToken *candidate = g_ptr_array_index(bucket, i);
@@ -670,13 +735,13 @@ confab_engine_authenticate(ConfabEngine *self,
 ConfabAgent *
 confab_engine_lookup_agent(ConfabEngine *self, const gchar *agent_id)
 {
-	g_autoptr(GMutexLocker) locker = NULL;
+	g_autoptr(GRWLockReaderLocker) locker = NULL;
 	ConfabAgent *agent;
 
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	if (agent_id == NULL)
 		return NULL;
-	locker = g_mutex_locker_new(&self->lock);
+	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
 	agent = g_hash_table_lookup(self->agents, agent_id);
 	return agent != NULL ? g_object_ref(agent) : NULL;
 }
@@ -707,7 +772,7 @@ compare_tokens(gconstpointer a, gconstpointer b)
 GPtrArray *
 confab_engine_list_agents(ConfabEngine *self)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&self->cache_lock);
 	GPtrArray *agents = g_ptr_array_new_with_free_func(g_object_unref);
 	GHashTableIter iter;
 	gpointer value;
@@ -732,7 +797,8 @@ save_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_autoptr(GRWLockWriterLocker) locker =
+		    g_rw_lock_writer_locker_new(&self->cache_lock);
 		g_hash_table_replace(self->agents,
 				     g_strdup(confab_agent_get_id(agent)),
 				     g_object_ref(agent));
@@ -877,7 +943,8 @@ delete_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_autoptr(GRWLockWriterLocker) locker =
+		    g_rw_lock_writer_locker_new(&self->cache_lock);
 		g_hash_table_remove(self->agents, agent_id);
 	}
 	confab_agent_secrets_forget(self->secrets, agent_id);
@@ -935,13 +1002,13 @@ confab_engine_delete_agent_finish(ConfabEngine *self, GAsyncResult *result, GErr
 ConfabToken *
 confab_engine_lookup_token(ConfabEngine *self, const gchar *token_id)
 {
-	g_autoptr(GMutexLocker) locker = NULL;
+	g_autoptr(GRWLockReaderLocker) locker = NULL;
 	ConfabToken *token;
 
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	if (token_id == NULL)
 		return NULL;
-	locker = g_mutex_locker_new(&self->lock);
+	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
 	token = g_hash_table_lookup(self->tokens, token_id);
 	return token != NULL ? g_object_ref(token) : NULL;
 }
@@ -956,7 +1023,7 @@ confab_engine_lookup_token(ConfabEngine *self, const gchar *token_id)
 GPtrArray *
 confab_engine_list_tokens(ConfabEngine *self, const gchar *owner)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&self->cache_lock);
 	GPtrArray *tokens = g_ptr_array_new_with_free_func(g_object_unref);
 	GHashTableIter iter;
 	gpointer value;
@@ -1000,7 +1067,8 @@ save_token_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_autoptr(GRWLockWriterLocker) locker =
+		    g_rw_lock_writer_locker_new(&self->cache_lock);
 		cache_token(self, token);
 	}
 	g_task_return_boolean(task, TRUE);
@@ -1491,13 +1559,25 @@ confab_engine_admit_quota_finish(ConfabEngine *self,
  *   before the turn ends
  * @error: return location for a #GError
  *
- * Admits a turn into flight, unless the daemon is stopping or full.
+ * Admits a turn into flight, unless the daemon is stopping or full. Any
+ * thread.
  */
 gboolean
 confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError **error)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	if (self->shutting_down) {
+	g_autoptr(GMutexLocker) locker = NULL;
+
+	if (g_atomic_int_get(&self->shutting_down)) {
+		confab_error_set(error,
+				 CONFAB_ERROR_SHUTTING_DOWN,
+				 NULL,
+				 "The service is shutting down; retry shortly");
+		return FALSE;
+	}
+	locker = g_mutex_locker_new(&self->turns_lock);
+	/* checked again under the lock: begin_shutdown() sets it there, so a
+	 * turn is either refused or counted before ::drained is decided */
+	if (g_atomic_int_get(&self->shutting_down)) {
 		confab_error_set(error,
 				 CONFAB_ERROR_SHUTTING_DOWN,
 				 NULL,
@@ -1511,76 +1591,155 @@ confab_engine_turn_begin(ConfabEngine *self, GCancellable *cancellable, GError *
 				 "Too many turns are running; retry shortly");
 		return FALSE;
 	}
-	g_hash_table_add(self->turns, g_object_ref(cancellable));
+	/* the turn's context, where it is cancelled: its "cancelled" handlers
+	 * touch what only that thread may touch */
+	g_hash_table_insert(self->turns,
+			    g_object_ref(cancellable),
+			    g_main_context_ref_thread_default());
+	g_atomic_int_inc(&self->n_turns);
 	return TRUE;
 }
 
+static gboolean
+emit_drained(gpointer user_data)
+{
+	g_signal_emit(user_data, signals[SIGNAL_DRAINED], 0);
+	return G_SOURCE_REMOVE;
+}
+
+/* ::drained on the engine's own context, whichever thread got here */
+static void
+drained(ConfabEngine *self)
+{
+	g_autoptr(GSource) source = NULL;
+	g_autoptr(GMainContext) here = g_main_context_ref_thread_default();
+
+	if (here == self->context) {
+		emit_drained(self);
+		return;
+	}
+	source = g_idle_source_new();
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, emit_drained, g_object_ref(self), g_object_unref);
+	g_source_set_static_name(source, "[confab] turns drained");
+	g_source_attach(source, self->context);
+}
+
+/**
+ * confab_engine_turn_end:
+ * @self: a #ConfabEngine
+ * @cancellable: the cancellable given to confab_engine_turn_begin()
+ * @served: whether the turn counts as served
+ *
+ * Any thread.
+ */
 void
 confab_engine_turn_end(ConfabEngine *self, GCancellable *cancellable, gboolean served)
 {
-	gboolean drained;
+	gboolean last;
 	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->turns_lock);
 		if (!g_hash_table_remove(self->turns, cancellable))
 			return;
-		if (served)
-			self->turns_served++;
-		drained = self->shutting_down && g_hash_table_size(self->turns) == 0;
+		g_atomic_int_dec_and_test(&self->n_turns);
+		last = g_hash_table_size(self->turns) == 0;
 	}
-	if (drained)
-		g_signal_emit(self, signals[SIGNAL_DRAINED], 0);
+	if (served)
+		__atomic_fetch_add(&self->turns_served, 1, __ATOMIC_RELAXED);
+	if (last && g_atomic_int_get(&self->shutting_down))
+		drained(self);
 }
 
+/**
+ * confab_engine_get_active_turns:
+ *
+ * Returns: the turns in flight now; any thread, no lock
+ */
 guint
 confab_engine_get_active_turns(ConfabEngine *self)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	return g_hash_table_size(self->turns);
+	return (guint)g_atomic_int_get(&self->n_turns);
 }
 
+/**
+ * confab_engine_get_turns_served:
+ *
+ * Returns: the turns served since the start; any thread, no lock
+ */
 guint64
 confab_engine_get_turns_served(ConfabEngine *self)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	return self->turns_served;
+	return __atomic_load_n(&self->turns_served, __ATOMIC_RELAXED);
 }
 
 /**
  * confab_engine_begin_shutdown:
  *
  * From now on, new turns are refused with CONFAB_ERROR_SHUTTING_DOWN;
- * running ones go on. ::drained fires when the last one ends.
+ * running ones go on. ::drained fires, on the engine's context, when the
+ * last one ends.
  */
 void
 confab_engine_begin_shutdown(ConfabEngine *self)
 {
-	gboolean drained;
+	gboolean none;
 	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-		self->shutting_down = TRUE;
-		drained = g_hash_table_size(self->turns) == 0;
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->turns_lock);
+		g_atomic_int_set(&self->shutting_down, TRUE);
+		none = g_hash_table_size(self->turns) == 0;
 	}
-	if (drained)
-		g_signal_emit(self, signals[SIGNAL_DRAINED], 0);
+	if (none)
+		drained(self);
+}
+
+static gboolean
+cancel_in_context(gpointer user_data)
+{
+	g_cancellable_cancel(user_data);
+	return G_SOURCE_REMOVE;
 }
 
 /**
  * confab_engine_cancel_turns:
  *
- * Cancels every running turn: each stores what it has as incomplete.
+ * Cancels every running turn: each stores what it has as incomplete. A
+ * turn is cancelled on its own thread's context, so that the handlers of
+ * its cancellable run where the turn runs.
  */
 void
 confab_engine_cancel_turns(ConfabEngine *self)
 {
-	g_autoptr(GPtrArray) cancellables = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(GPtrArray) turns = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(GPtrArray) contexts =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)g_main_context_unref);
+	g_autoptr(GMainContext) here = g_main_context_ref_thread_default();
 	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->turns_lock);
 		GHashTableIter iter;
 		gpointer key;
+		gpointer value;
+
 		g_hash_table_iter_init(&iter, self->turns);
-		while (g_hash_table_iter_next(&iter, &key, NULL))
-			g_ptr_array_add(cancellables, g_object_ref(key));
+		while (g_hash_table_iter_next(&iter, &key, &value)) {
+			g_ptr_array_add(turns, g_object_ref(key));
+			g_ptr_array_add(contexts, g_main_context_ref(value));
+		}
 	}
-	for (guint i = 0; i < cancellables->len; i++)
-		g_cancellable_cancel(g_ptr_array_index(cancellables, i));
+	/* not under the lock: a turn that ends at once calls turn_end() */
+	for (guint i = 0; i < turns->len; i++) {
+		g_autoptr(GSource) source = NULL;
+
+		if (g_ptr_array_index(contexts, i) == here) {
+			g_cancellable_cancel(g_ptr_array_index(turns, i));
+			continue;
+		}
+		source = g_idle_source_new();
+		g_source_set_priority(source, G_PRIORITY_HIGH);
+		g_source_set_callback(source,
+				      cancel_in_context,
+				      g_object_ref(g_ptr_array_index(turns, i)),
+				      g_object_unref);
+		g_source_set_static_name(source, "[confab] cancel a turn");
+		g_source_attach(source, g_ptr_array_index(contexts, i));
+	}
 }

@@ -68,6 +68,10 @@ void
 confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider);
 void
 confab_engine_set_secret_store(ConfabEngine *self, ConfabSecretStore *secrets);
+void
+confab_engine_add_context_provider(ConfabEngine *self,
+				   GMainContext *context,
+				   ConfabProvider *provider);
 ConfabProvider *
 confab_engine_get_provider(ConfabEngine *self, const gchar *name);
 

@@ -20,6 +20,7 @@
 #include "http/confab-http-router.h"
 #include "http/server/confab-http-server.h"
 #include "util/confab-error.h"
+#include "util/confab-source.h"
 
 /*
  * The HTTP front door: one table of routes, and what can be decided from a
@@ -106,7 +107,8 @@ struct _ConfabHttpRouter {
 	GObject parent_instance;
 	ConfabEngine *engine;	  /* owned */
 	ConfabHttpServer *server; /* owned */
-	guint trim_id;
+	GSource *trim;		  /* owned */
+	GHashTable *series;	  /* owned: route and status -> ConfabMetricsSeries */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabHttpRouter, confab_http_router, G_TYPE_OBJECT)
@@ -311,11 +313,31 @@ trim_memory(gpointer user_data)
 {
 	ConfabHttpRouter *self = user_data;
 
-	self->trim_id = 0;
+	g_clear_pointer(&self->trim, g_source_unref);
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif
 	return G_SOURCE_REMOVE;
+}
+
+/* The series of a route and status, found once per router (that is, per
+ * serving thread): counting a request takes no lock. */
+static ConfabMetricsSeries *
+request_series(ConfabHttpRouter *self, const Route *route, guint status)
+{
+	guint key = (route != NULL ? (guint)(route - routes) + 1 : 0) * 1000 + MIN(status, 999);
+	ConfabMetricsSeries *series = g_hash_table_lookup(self->series, GUINT_TO_POINTER(key));
+	gchar code[16];
+
+	if (series != NULL)
+		return series;
+	g_snprintf(code, sizeof(code), "%u", status);
+	series = confab_metrics_series(confab_engine_get_metrics(self->engine),
+				       CONFAB_METRIC_HTTP_REQUESTS,
+				       route != NULL ? route->label : UNMATCHED_LABEL,
+				       code);
+	g_hash_table_insert(self->series, GUINT_TO_POINTER(key), series);
+	return series;
 }
 
 static void
@@ -323,18 +345,14 @@ on_finished(ConfabHttpExchange *exchange, gboolean completed, gpointer user_data
 {
 	ConfabHttpRouter *self = user_data;
 	Match *match = confab_http_exchange_get_data(exchange);
-	gchar code[16];
 
-	g_snprintf(code, sizeof(code), "%u", confab_http_exchange_get_status(exchange));
-	confab_metrics_add(confab_engine_get_metrics(self->engine),
-			   CONFAB_METRIC_HTTP_REQUESTS,
-			   1,
-			   match != NULL && match->route != NULL ? match->route->label
-								 : UNMATCHED_LABEL,
-			   code);
+	confab_metrics_series_add(request_series(self,
+						 match != NULL ? match->route : NULL,
+						 confab_http_exchange_get_status(exchange)),
+				  1);
 	confab_http_response_log_request(exchange, completed);
-	if (match != NULL && match->body_size >= TRIM_AFTER_BODY_BYTES && self->trim_id == 0)
-		self->trim_id = g_timeout_add(TRIM_DELAY_MS, trim_memory, self);
+	if (match != NULL && match->body_size >= TRIM_AFTER_BODY_BYTES && self->trim == NULL)
+		self->trim = confab_source_add_timeout(TRIM_DELAY_MS, trim_memory, self);
 }
 
 static gdouble
@@ -356,7 +374,7 @@ static void
 confab_http_router_dispose(GObject *object)
 {
 	ConfabHttpRouter *self = CONFAB_HTTP_ROUTER(object);
-	g_clear_handle_id(&self->trim_id, g_source_remove);
+	confab_source_clear(&self->trim);
 	if (self->engine != NULL)
 		confab_metrics_remove_gauges(confab_engine_get_metrics(self->engine), self);
 	if (self->server != NULL)
@@ -369,6 +387,7 @@ static void
 confab_http_router_finalize(GObject *object)
 {
 	ConfabHttpRouter *self = CONFAB_HTTP_ROUTER(object);
+	g_clear_pointer(&self->series, g_hash_table_unref);
 	g_clear_object(&self->engine);
 	G_OBJECT_CLASS(confab_http_router_parent_class)->finalize(object);
 }
@@ -384,6 +403,7 @@ confab_http_router_class_init(ConfabHttpRouterClass *klass)
 static void
 confab_http_router_init(ConfabHttpRouter *self)
 {
+	self->series = g_hash_table_new(g_direct_hash, g_direct_equal);
 }
 
 /**
@@ -416,6 +436,18 @@ confab_http_router_new(ConfabEngine *engine)
 				 open_connections_gauge,
 				 self);
 	return self;
+}
+
+/**
+ * confab_http_router_share:
+ * @self: a #ConfabHttpRouter, not listening yet
+ * @group: the connection and body counts shared with other threads' routers
+ * @reuse_port: listen with `SO_REUSEPORT` beside them
+ */
+void
+confab_http_router_share(ConfabHttpRouter *self, ConfabHttpServerGroup *group, gboolean reuse_port)
+{
+	confab_http_server_share(self->server, group, reuse_port);
 }
 
 /**

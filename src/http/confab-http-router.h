@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "core/confab-engine.h"
+#include "http/server/confab-http-server-group.h"
 
 G_BEGIN_DECLS
 
@@ -16,6 +17,8 @@ G_DECLARE_FINAL_TYPE(ConfabHttpRouter, confab_http_router, CONFAB, HTTP_ROUTER, 
 
 ConfabHttpRouter *
 confab_http_router_new(ConfabEngine *engine);
+void
+confab_http_router_share(ConfabHttpRouter *self, ConfabHttpServerGroup *group, gboolean reuse_port);
 gboolean
 confab_http_router_listen(ConfabHttpRouter *self, const gchar *address, GError **error);
 gchar *

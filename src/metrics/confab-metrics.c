@@ -16,8 +16,9 @@
 /*
  * Counters and histograms in Prometheus' text format 0.0.4.
  *
- * A series is found once by its label values (a short lock around a hash
- * table) and then counted with relaxed atomic adds, so that a turn, which
+ * A series is found once by its label values (a reader lock around a hash
+ * table, which serving threads take side by side; the writer lock only to
+ * add one) and then counted with relaxed atomic adds, so that a turn, which
  * looks up its agent's series when it starts, pays a few uncontended
  * atomic instructions per event and never waits for a scrape. A scrape
  * takes the lock only to collect the series it then reads.
@@ -123,9 +124,10 @@ typedef struct {
 
 struct _ConfabMetrics {
 	GObject parent_instance;
-	GMutex lock;
-	GHashTable *series; /* key -> ConfabMetricsSeries, owned */
-	GArray *gauges;	    /* Gauge, in the order added */
+	GRWLock series_lock; /* series */
+	GHashTable *series;  /* key -> ConfabMetricsSeries, owned */
+	GMutex lock;	     /* gauges */
+	GArray *gauges;	     /* Gauge, in the order added */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabMetrics, confab_metrics, G_TYPE_OBJECT)
@@ -151,7 +153,7 @@ family_n_labels(ConfabMetric metric)
 static ConfabMetricsSeries *
 lookup(ConfabMetrics *self, ConfabMetric metric, va_list args)
 {
-	g_autoptr(GMutexLocker) locker = NULL;
+	g_autoptr(GRWLockWriterLocker) locker = NULL;
 	const gchar *values[MAX_LABELS] = {NULL};
 	guint n = family_n_labels(metric);
 	g_autoptr(GString) key = g_string_new(NULL);
@@ -165,7 +167,15 @@ lookup(ConfabMetrics *self, ConfabMetric metric, va_list args)
 		g_string_append_c(key, '\x1f');
 		g_string_append(key, values[i]);
 	}
-	locker = g_mutex_locker_new(&self->lock);
+	{
+		/* found: the common case, which threads do side by side */
+		g_autoptr(GRWLockReaderLocker) reader =
+		    g_rw_lock_reader_locker_new(&self->series_lock);
+		series = g_hash_table_lookup(self->series, key->str);
+		if (series != NULL)
+			return series;
+	}
+	locker = g_rw_lock_writer_locker_new(&self->series_lock);
 	series = g_hash_table_lookup(self->series, key->str);
 	if (series != NULL)
 		return series;
@@ -395,7 +405,7 @@ compare_series(gconstpointer a, gconstpointer b)
 static GPtrArray *
 collect(ConfabMetrics *self)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&self->series_lock);
 	GPtrArray *all = g_ptr_array_sized_new(g_hash_table_size(self->series));
 	GHashTableIter iter;
 	gpointer value;
@@ -416,6 +426,8 @@ collect(ConfabMetrics *self)
  * @help: what it measures, a static string
  * @func: reads it, when scraped
  * @user_data: data for @func; confab_metrics_remove_gauges() forgets it
+ *
+ * Gauges added with the same name are scraped as one: their sum.
  */
 void
 confab_metrics_add_gauge(ConfabMetrics *self,
@@ -449,6 +461,8 @@ confab_metrics_remove_gauges(ConfabMetrics *self, gpointer user_data)
 			g_array_remove_index(self->gauges, i - 1);
 }
 
+/* Gauges added under one name (one per serving thread) are one sample:
+ * their sum. */
 static void
 render_gauges(ConfabMetrics *self, GString *out)
 {
@@ -456,8 +470,20 @@ render_gauges(ConfabMetrics *self, GString *out)
 
 	for (guint i = 0; i < self->gauges->len; i++) {
 		Gauge *gauge = &g_array_index(self->gauges, Gauge, i);
+		gboolean seen = FALSE;
+		gdouble sum = 0;
+
+		for (guint j = 0; j < i && !seen; j++)
+			seen = g_str_equal(g_array_index(self->gauges, Gauge, j).name, gauge->name);
+		if (seen)
+			continue;
+		for (guint j = i; j < self->gauges->len; j++) {
+			Gauge *other = &g_array_index(self->gauges, Gauge, j);
+			if (g_str_equal(other->name, gauge->name))
+				sum += other->func(other->user_data);
+		}
 		confab_metrics_write_header(out, gauge->name, "gauge", gauge->help);
-		confab_metrics_write_sample(out, gauge->name, NULL, gauge->func(gauge->user_data));
+		confab_metrics_write_sample(out, gauge->name, NULL, sum);
 	}
 }
 
@@ -616,6 +642,7 @@ confab_metrics_finalize(GObject *object)
 	g_hash_table_unref(self->series);
 	g_array_unref(self->gauges);
 	g_mutex_clear(&self->lock);
+	g_rw_lock_clear(&self->series_lock);
 	G_OBJECT_CLASS(confab_metrics_parent_class)->finalize(object);
 }
 
@@ -629,6 +656,7 @@ static void
 confab_metrics_init(ConfabMetrics *self)
 {
 	g_mutex_init(&self->lock);
+	g_rw_lock_init(&self->series_lock);
 	self->series =
 	    g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)series_free);
 	self->gauges = g_array_new(FALSE, FALSE, sizeof(Gauge));

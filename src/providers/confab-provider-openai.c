@@ -22,6 +22,7 @@
 #include "util/confab-http-fields.h"
 #include "util/confab-json.h"
 #include "util/confab-secret-scrubber.h"
+#include "util/confab-source.h"
 
 /*
  * Any OpenAI-compatible /v1/chat/completions upstream: OpenAI, Ollama,
@@ -346,9 +347,9 @@ typedef struct {
 	guint attempts;
 	gint64 deadline;       /* monotonic, the total timeout */
 	gint64 phase_deadline; /* monotonic, the current phase's */
-	gint64 timer_due;      /* monotonic, when timer_id fires */
-	guint timer_id;
-	guint retry_id;
+	gint64 timer_due;      /* monotonic, when timer fires */
+	GSource *timer;	       /* owned */
+	GSource *retry;	       /* owned */
 	Phase phase;
 	gboolean timed_out;
 	gboolean relayed;     /* a delta reached the turn: no more retries */
@@ -388,7 +389,7 @@ call_drop_exchange(Call *call)
 static void
 call_clear_attempt(Call *call)
 {
-	g_clear_handle_id(&call->timer_id, g_source_remove);
+	confab_source_clear(&call->timer);
 	call_drop_exchange(call);
 	g_clear_pointer(&call->retry_after, g_free);
 	g_clear_pointer(&call->reason, g_free);
@@ -404,7 +405,7 @@ static void
 call_free(Call *call)
 {
 	call_clear_attempt(call);
-	g_clear_handle_id(&call->retry_id, g_source_remove);
+	confab_source_clear(&call->retry);
 	if (call->cancellable != NULL && call->cancelled_id != 0)
 		g_cancellable_disconnect(call->cancellable, call->cancelled_id);
 	g_clear_object(&call->cancellable);
@@ -518,7 +519,7 @@ on_timer(gpointer user_data)
 	gint64 now = g_get_monotonic_time();
 	GError *error;
 
-	call->timer_id = 0;
+	g_clear_pointer(&call->timer, g_source_unref);
 	if (now < call->phase_deadline) {
 		/* the phase was extended since the timer was set */
 		set_timer(call, call->phase_deadline, now);
@@ -540,9 +541,9 @@ static void
 set_timer(Call *call, gint64 due, gint64 now)
 {
 	gint64 ms = MAX((due - now + 999) / 1000, 1);
-	g_clear_handle_id(&call->timer_id, g_source_remove);
+	confab_source_clear(&call->timer);
 	call->timer_due = due;
-	call->timer_id = g_timeout_add((guint)MIN(ms, G_MAXUINT), on_timer, call);
+	call->timer = confab_source_add_timeout((guint)MIN(ms, G_MAXUINT), on_timer, call);
 }
 
 /* (Re)arms the timer of the current phase, never beyond the total timeout.
@@ -556,7 +557,7 @@ arm_timer(Call *call, Phase phase)
 
 	call->phase = phase;
 	call->phase_deadline = MIN(due, call->deadline);
-	if (call->timer_id == 0 || call->phase_deadline < call->timer_due)
+	if (call->timer == NULL || call->phase_deadline < call->timer_due)
 		set_timer(call, call->phase_deadline, now);
 }
 
@@ -615,7 +616,7 @@ static gboolean
 on_retry(gpointer user_data)
 {
 	Call *call = user_data;
-	call->retry_id = 0;
+	g_clear_pointer(&call->retry, g_source_unref);
 	start_attempt(call);
 	return G_SOURCE_REMOVE;
 }
@@ -661,7 +662,7 @@ maybe_retry(Call *call, GError *error)
 	       delay);
 	call_clear_attempt(call);
 	call->request->retries++;
-	call->retry_id = g_timeout_add((guint)delay, on_retry, call);
+	call->retry = confab_source_add_timeout((guint)delay, on_retry, call);
 	return TRUE;
 }
 
@@ -1264,7 +1265,7 @@ static gboolean
 on_cancelled_while_waiting(gpointer user_data)
 {
 	Call *call = user_data;
-	call->retry_id = 0;
+	g_clear_pointer(&call->retry, g_source_unref);
 	call_fail(call, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled"));
 	return G_SOURCE_REMOVE;
 }
@@ -1274,15 +1275,16 @@ on_turn_cancelled(GCancellable *cancellable, gpointer user_data)
 {
 	Call *call = user_data;
 
-	if (call->exchange == NULL && call->retry_id == 0)
+	if (call->exchange == NULL && call->retry == NULL)
 		return; /* finished, or never started */
-	/* runs in the thread that cancelled (the main thread for turns),
+	/* runs in the thread that cancelled (the turn's own: the engine
+	 * cancels a turn on its context),
 	 * maybe deep inside a callback of this very call: close the upstream
-	 * connection now, and fail from the main loop */
-	g_clear_handle_id(&call->timer_id, g_source_remove);
+	 * connection now, and fail from the loop */
+	confab_source_clear(&call->timer);
 	call_drop_exchange(call);
-	g_clear_handle_id(&call->retry_id, g_source_remove);
-	call->retry_id = g_idle_add(on_cancelled_while_waiting, call);
+	confab_source_clear(&call->retry);
+	call->retry = confab_source_add_idle(on_cancelled_while_waiting, call);
 }
 
 /* An API key goes into a header line: it must not be able to end it. */

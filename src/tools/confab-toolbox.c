@@ -51,6 +51,14 @@
  *   offered; a list is cached per server (by the client) and read again
  *   when the server says `notifications/tools/list_changed`.
  * - Logged: server names and their states, never tool arguments or output.
+ *
+ * Other threads: the servers, their clients and every table here belong to
+ * the context the toolbox was made on (the daemon's main context). A
+ * listing or a call from another thread (a serving thread's turn) is
+ * marshalled there with plain data (the arguments as JSON text), run as
+ * usual, and its result, progress and end are handed back to the caller's
+ * context; the caller's cancellable is relayed to the toolbox's context,
+ * so that no toolbox code runs on the caller's thread.
  */
 
 #define DEFAULT_BACKOFF_MS     1000
@@ -114,6 +122,7 @@ struct _ConfabToolbox {
 	gboolean shutting_down;
 	GQueue shutdowns;	   /* of GTask */
 	GSource *shutdown_timeout; /* owned */
+	GMainContext *context;	   /* owned: where the servers run */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabToolbox, confab_toolbox, G_TYPE_OBJECT)
@@ -1093,6 +1102,241 @@ agent_list_async(ConfabToolbox *self,
 	}
 }
 
+/* ---------- other threads ---------- */
+
+static gboolean
+on_own_context(ConfabToolbox *self)
+{
+	g_autoptr(GMainContext) context = g_main_context_ref_thread_default();
+	return context == self->context;
+}
+
+static void
+attach_idle(GMainContext *context, GSourceFunc func, gpointer data, GDestroyNotify notify)
+{
+	g_autoptr(GSource) source = g_idle_source_new();
+
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, func, data, notify);
+	g_source_set_static_name(source, "[confab] toolbox hand-over");
+	g_source_attach(source, context);
+}
+
+/* A listing or a call made from another context than the toolbox's. */
+typedef struct {
+	gint ref_count;
+	ConfabToolbox *toolbox; /* owned */
+	GTask *task;		/* owned: made on the caller's context */
+	GMainContext *caller;	/* owned */
+	GCancellable *outer;	/* owned, nullable: the caller's */
+	gulong outer_id;
+	GCancellable *inner; /* owned: the toolbox side's */
+	gchar *agent_id;
+	gchar *config_json;
+	gchar *name;	  /* nullable: a listing */
+	gchar *arguments; /* nullable: JSON text */
+	ConfabToolboxProgressFunc progress;
+	gpointer progress_data;
+	GDestroyNotify progress_notify;
+	gpointer result;   /* owned: until handed back */
+	GError *error;	   /* owned: until handed back */
+	gboolean finished; /* on the caller's context */
+} Remote;
+
+static Remote *
+remote_ref(Remote *remote)
+{
+	g_atomic_int_inc(&remote->ref_count);
+	return remote;
+}
+
+static void
+remote_unref(Remote *remote)
+{
+	if (!g_atomic_int_dec_and_test(&remote->ref_count))
+		return;
+	g_clear_object(&remote->toolbox);
+	g_clear_object(&remote->task);
+	g_clear_pointer(&remote->caller, g_main_context_unref);
+	g_clear_object(&remote->outer);
+	g_clear_object(&remote->inner);
+	g_free(remote->agent_id);
+	g_free(remote->config_json);
+	g_free(remote->name);
+	g_free(remote->arguments);
+	if (remote->result != NULL && remote->name != NULL)
+		confab_mcp_tool_result_free(remote->result);
+	else if (remote->result != NULL)
+		g_ptr_array_unref(remote->result);
+	g_clear_error(&remote->error);
+	g_free(remote);
+}
+
+/* the caller's cancellable, on the caller's thread: cancel the toolbox
+ * side's from the toolbox's context */
+static gboolean
+remote_cancel_inner(gpointer user_data)
+{
+	Remote *remote = user_data;
+	g_cancellable_cancel(remote->inner);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+on_remote_outer_cancelled(GCancellable *cancellable, gpointer user_data)
+{
+	Remote *remote = user_data;
+	attach_idle(remote->toolbox->context,
+		    remote_cancel_inner,
+		    remote_ref(remote),
+		    (GDestroyNotify)remote_unref);
+}
+
+/* on the caller's context: the end */
+static gboolean
+remote_finish(gpointer user_data)
+{
+	Remote *remote = user_data;
+	GDestroyNotify notify = g_steal_pointer(&remote->progress_notify);
+
+	remote->finished = TRUE;
+	if (remote->outer != NULL && remote->outer_id != 0)
+		g_cancellable_disconnect(remote->outer, remote->outer_id);
+	remote->outer_id = 0;
+	if (notify != NULL)
+		notify(remote->progress_data);
+	if (remote->error != NULL)
+		g_task_return_error(remote->task, g_steal_pointer(&remote->error));
+	else if (remote->name != NULL)
+		g_task_return_pointer(remote->task,
+				      g_steal_pointer(&remote->result),
+				      (GDestroyNotify)confab_mcp_tool_result_free);
+	else
+		g_task_return_pointer(remote->task,
+				      g_steal_pointer(&remote->result),
+				      (GDestroyNotify)g_ptr_array_unref);
+	return G_SOURCE_REMOVE;
+}
+
+/* on the toolbox's context: a listing or a call ended */
+static void
+on_remote_done(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Remote *remote = user_data;
+	ConfabToolbox *self = CONFAB_TOOLBOX(source);
+
+	if (remote->name != NULL)
+		remote->result = confab_toolbox_call_finish(self, result, &remote->error);
+	else
+		remote->result = confab_toolbox_list_tools_finish(self, result, &remote->error);
+	attach_idle(remote->caller, remote_finish, remote, (GDestroyNotify)remote_unref);
+}
+
+typedef struct {
+	Remote *remote; /* owned */
+	gdouble progress;
+	gdouble total;
+	gchar *message;
+} RemoteProgress;
+
+static void
+remote_progress_free(RemoteProgress *rp)
+{
+	remote_unref(rp->remote);
+	g_free(rp->message);
+	g_free(rp);
+}
+
+/* on the caller's context */
+static gboolean
+remote_progress_deliver(gpointer user_data)
+{
+	RemoteProgress *rp = user_data;
+
+	if (!rp->remote->finished)
+		rp->remote->progress(rp->progress,
+				     rp->total,
+				     rp->message,
+				     rp->remote->progress_data);
+	return G_SOURCE_REMOVE;
+}
+
+/* on the toolbox's context */
+static void
+on_remote_progress(gdouble progress, gdouble total, const gchar *message, gpointer user_data)
+{
+	Remote *remote = user_data;
+	RemoteProgress *rp = g_new0(RemoteProgress, 1);
+
+	rp->remote = remote_ref(remote);
+	rp->progress = progress;
+	rp->total = total;
+	rp->message = g_strdup(message);
+	attach_idle(remote->caller,
+		    remote_progress_deliver,
+		    rp,
+		    (GDestroyNotify)remote_progress_free);
+}
+
+/* on the toolbox's context: the listing or call itself */
+static gboolean
+remote_start(gpointer user_data)
+{
+	Remote *remote = user_data;
+	g_autoptr(JsonNode) args = NULL;
+
+	if (remote->name == NULL) {
+		confab_toolbox_list_tools_async(remote->toolbox,
+						remote->agent_id,
+						remote->config_json,
+						remote->inner,
+						on_remote_done,
+						remote_ref(remote));
+		return G_SOURCE_REMOVE;
+	}
+	if (remote->arguments != NULL)
+		args = json_from_string(remote->arguments, NULL);
+	confab_toolbox_call_async(
+	    remote->toolbox,
+	    remote->agent_id,
+	    remote->config_json,
+	    remote->name,
+	    args != NULL && JSON_NODE_HOLDS_OBJECT(args) ? json_node_get_object(args) : NULL,
+	    remote->progress != NULL ? on_remote_progress : NULL,
+	    remote,
+	    NULL,
+	    remote->inner,
+	    on_remote_done,
+	    remote_ref(remote));
+	return G_SOURCE_REMOVE;
+}
+
+/* From another thread: a task on the caller's context, the work on the
+ * toolbox's. @remote is the caller's (transfer full). */
+static void
+remote_run(ConfabToolbox *self,
+	   Remote *remote,
+	   gpointer source_tag,
+	   GCancellable *cancellable,
+	   GAsyncReadyCallback callback,
+	   gpointer user_data)
+{
+	remote->ref_count = 1;
+	remote->toolbox = g_object_ref(self);
+	remote->task = g_task_new(self, cancellable, callback, user_data);
+	g_task_set_source_tag(remote->task, source_tag);
+	remote->caller = g_main_context_ref_thread_default();
+	remote->inner = g_cancellable_new();
+	if (cancellable != NULL) {
+		remote->outer = g_object_ref(cancellable);
+		remote->outer_id = g_cancellable_connect(cancellable,
+							 G_CALLBACK(on_remote_outer_cancelled),
+							 remote_ref(remote),
+							 (GDestroyNotify)remote_unref);
+	}
+	attach_idle(self->context, remote_start, remote, (GDestroyNotify)remote_unref);
+}
+
 /**
  * confab_toolbox_list_tools_async:
  * @self: a #ConfabToolbox
@@ -1121,6 +1365,18 @@ confab_toolbox_list_tools_async(ConfabToolbox *self,
 	g_return_if_fail(CONFAB_IS_TOOLBOX(self));
 	g_return_if_fail(agent_id != NULL);
 
+	if (!on_own_context(self)) {
+		Remote *remote = g_new0(Remote, 1);
+		remote->agent_id = g_strdup(agent_id);
+		remote->config_json = g_strdup(config_json);
+		remote_run(self,
+			   remote,
+			   confab_toolbox_list_tools_async,
+			   cancellable,
+			   callback,
+			   user_data);
+		return;
+	}
 	agent = agent_get(self, agent_id, config_json, &error);
 	if (agent == NULL) {
 		g_task_report_error(self,
@@ -1320,6 +1576,34 @@ call_resolve(GTask *task)
 	server_ensure_async(call->server, self, g_task_get_cancellable(task), on_call_ready, task);
 }
 
+static void
+call_async_remote(ConfabToolbox *self,
+		  const gchar *agent_id,
+		  const gchar *config_json,
+		  const gchar *name,
+		  JsonObject *arguments,
+		  ConfabToolboxProgressFunc progress,
+		  gpointer progress_data,
+		  GDestroyNotify progress_notify,
+		  GCancellable *cancellable,
+		  GAsyncReadyCallback callback,
+		  gpointer user_data)
+{
+	Remote *remote = g_new0(Remote, 1);
+
+	remote->agent_id = g_strdup(agent_id);
+	remote->config_json = g_strdup(config_json);
+	remote->name = g_strdup(name);
+	if (arguments != NULL) {
+		g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), arguments);
+		remote->arguments = json_to_string(node, FALSE);
+	}
+	remote->progress = progress;
+	remote->progress_data = progress_data;
+	remote->progress_notify = progress_notify;
+	remote_run(self, remote, confab_toolbox_call_async, cancellable, callback, user_data);
+}
+
 /**
  * confab_toolbox_call_async:
  * @self: a #ConfabToolbox
@@ -1365,6 +1649,20 @@ confab_toolbox_call_async(ConfabToolbox *self,
 	g_return_if_fail(agent_id != NULL);
 	g_return_if_fail(name != NULL);
 
+	if (!on_own_context(self)) {
+		call_async_remote(self,
+				  agent_id,
+				  config_json,
+				  name,
+				  arguments,
+				  progress,
+				  progress_data,
+				  progress_notify,
+				  cancellable,
+				  callback,
+				  user_data);
+		return;
+	}
 	call = g_new0(Call, 1);
 	call->name = g_strdup(name);
 	call->arguments = arguments != NULL ? json_object_ref(arguments) : NULL;
@@ -1465,6 +1763,36 @@ confab_toolbox_lookup_tool(ConfabToolbox *self,
 	return TRUE;
 }
 
+typedef struct {
+	ConfabToolbox *toolbox; /* owned */
+	gchar *agent_id;	/* owned */
+} ForgetAgent;
+
+static ForgetAgent *
+forget_agent_data_new(ConfabToolbox *self, const gchar *agent_id)
+{
+	ForgetAgent *data = g_new0(ForgetAgent, 1);
+	data->toolbox = g_object_ref(self);
+	data->agent_id = g_strdup(agent_id);
+	return data;
+}
+
+static void
+forget_agent_data_free(ForgetAgent *data)
+{
+	g_object_unref(data->toolbox);
+	g_free(data->agent_id);
+	g_free(data);
+}
+
+static gboolean
+forget_agent_idle(gpointer user_data)
+{
+	ForgetAgent *data = user_data;
+	confab_toolbox_forget_agent(data->toolbox, data->agent_id);
+	return G_SOURCE_REMOVE;
+}
+
 /**
  * confab_toolbox_forget_agent:
  * @self: a #ConfabToolbox
@@ -1478,6 +1806,13 @@ confab_toolbox_forget_agent(ConfabToolbox *self, const gchar *agent_id)
 {
 	g_return_if_fail(CONFAB_IS_TOOLBOX(self));
 	g_return_if_fail(agent_id != NULL);
+	if (!on_own_context(self)) {
+		attach_idle(self->context,
+			    forget_agent_idle,
+			    forget_agent_data_new(self, agent_id),
+			    (GDestroyNotify)forget_agent_data_free);
+		return;
+	}
 	g_hash_table_remove(self->agents, agent_id);
 }
 
@@ -1656,6 +1991,7 @@ confab_toolbox_finalize(GObject *object)
 	g_hash_table_unref(self->agents);
 	g_hash_table_unref(self->stopping);
 	g_free(self->home_dir);
+	g_main_context_unref(self->context);
 	G_OBJECT_CLASS(confab_toolbox_parent_class)->finalize(object);
 }
 
@@ -1683,6 +2019,7 @@ confab_toolbox_init(ConfabToolbox *self)
 	    g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)agent_forget);
 	self->stopping = g_hash_table_new(g_direct_hash, g_direct_equal);
 	g_queue_init(&self->shutdowns);
+	self->context = g_main_context_ref_thread_default();
 }
 
 /**
@@ -1690,6 +2027,9 @@ confab_toolbox_init(ConfabToolbox *self)
  * @home_dir: HOME for stdio servers (the daemon's state directory)
  * @max_output_bytes: the most text of a tool result given to the model
  *   (`[tools] max_output_bytes`); 0 for 65536
+ *
+ * Its servers run on the thread-default main context; listings and calls
+ * may come from any thread (see "Other threads" above).
  *
  * Returns: (transfer full): a toolbox for the thread-default main context
  */

@@ -13,6 +13,7 @@
 
 #include "upstream/confab-upstream-client.h"
 #include "upstream/confab-upstream-response-parser.h"
+#include "util/confab-source.h"
 
 /*
  * The HTTP/1.1 client Confab talks to its upstreams with: one POST at a
@@ -97,8 +98,8 @@ struct _ConfabUpstreamClient {
 	guint n_idle;
 	GHashTable *idle; /* owned: key -> GQueue of Conn, most recent last */
 	GQueue waiting;	  /* of ConfabUpstreamExchange (a ref each) */
-	guint sweep_id;
-	gchar *buffer; /* owned: READ_BUFFER bytes, shared */
+	GSource *sweep;	  /* owned */
+	gchar *buffer;	  /* owned: READ_BUFFER bytes, shared */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabUpstreamClient, confab_upstream_client, G_TYPE_OBJECT)
@@ -243,7 +244,7 @@ sweep(gpointer user_data)
 	}
 	g_ptr_array_free(stale, TRUE);
 	if (self->n_idle == 0) {
-		self->sweep_id = 0;
+		g_clear_pointer(&self->sweep, g_source_unref);
 		return G_SOURCE_REMOVE;
 	}
 	return G_SOURCE_CONTINUE;
@@ -281,8 +282,9 @@ pool_put(ConfabUpstreamClient *self, Conn *conn)
 	conn->idle_since = g_get_monotonic_time();
 	g_queue_push_tail(queue, conn);
 	self->n_idle++;
-	if (self->sweep_id == 0 && self->idle_timeout > 0)
-		self->sweep_id = g_timeout_add_seconds(MAX(self->idle_timeout / 2, 1), sweep, self);
+	if (self->sweep == NULL && self->idle_timeout > 0)
+		self->sweep =
+		    confab_source_add_timeout_seconds(MAX(self->idle_timeout / 2, 1), sweep, self);
 }
 
 static Conn *
@@ -865,7 +867,7 @@ confab_upstream_client_finalize(GObject *object)
 	GQueue *queue;
 
 	/* exchanges hold the client: none is left, only idle connections */
-	g_clear_handle_id(&self->sweep_id, g_source_remove);
+	confab_source_clear(&self->sweep);
 	self->max_connections = 0; /* nobody waits: start nothing */
 	g_hash_table_iter_init(&iter, self->idle);
 	while (g_hash_table_iter_next(&iter, NULL, (gpointer *)&queue)) {

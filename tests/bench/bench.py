@@ -2,8 +2,9 @@
 """Confab's benchmark: prints one scenario a line.
 
 Runs nginx as a canned OpenAI-compatible upstream, confabd in front of it,
-and (when installed) @portkey-ai/gateway in front of the same upstream, and
-loads them with wrk. Run it through tests/bench/run, which builds confabd
+nginx as a plain reverse proxy in front of the same upstream (the anchor:
+Confab's figures are printed as ratios to it), and (when installed)
+@portkey-ai/gateway in front of it too, and loads them with wrk. Run it through tests/bench/run, which builds confabd
 and provides a private D-Bus session bus.
 """
 
@@ -122,15 +123,35 @@ class Bench:
         wait_port(self.up_port)
         self.upstream = f"http://127.0.0.1:{self.up_port}"
 
+    def start_proxy(self):
+        """nginx as a kept-alive reverse proxy to the canned upstream"""
+        self.proxy_port = free_port()
+        conf = open(os.path.join(HERE, "nginx-proxy.conf.in")).read()
+        conf = (conf.replace("@DIR@", self.dir).replace("@PORT@", str(self.proxy_port))
+                .replace("@UPSTREAM_PORT@", str(self.up_port))
+                .replace("@WORKERS@", str(self.threads())))
+        path = os.path.join(self.dir, "nginx-proxy.conf")
+        open(path, "w").write(conf)
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.spawn([nginx, "-c", path, "-e", os.path.join(self.dir, "nginx-proxy-error.log")])
+        wait_port(self.proxy_port)
+        self.proxy = f"http://127.0.0.1:{self.proxy_port}"
+
+    def threads(self):
+        """the serving threads confabd runs with (and the proxy's workers)"""
+        if self.args.threads is not None:
+            return self.args.threads if self.args.threads > 0 else os.cpu_count()
+        return 1
+
     def start_confab(self, state=None, extra=(), bus="session"):
         self.confab_port = free_port()
         state = state or os.path.join(self.dir, "state")
         conf = os.path.join(self.dir, "confab.conf")
         open(conf, "w").write(
-            "[daemon]\nshutdown_grace=5\n"
-            "[limits]\nmax_connections=8192\nmax_inflight_turns=8192\nidle_timeout=300\n"
-            "max_body_bytes=67108864\nmax_connections_per_peer=8192\n"
-            "[upstream]\nmax_connections=8192\nfirst_byte_timeout=600\nidle_timeout=600\n")
+            f"[daemon]\nshutdown_grace=5\nserving_threads={self.threads()}\n"
+            "[limits]\nmax_connections=65536\nmax_inflight_turns=65536\nidle_timeout=300\n"
+            "max_connections_per_peer=65536\nmax_body_bytes=67108864\n"
+            "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n")
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
                                   f"--state-dir={state}", f"--bus={bus}", f"--config={conf}",
                                   *extra])
@@ -193,15 +214,23 @@ class Bench:
         # warm up both
         wrk(direct, 4, 1, body=body_direct)
         wrk(chat, 4, 1, body=body, token=self.token)
+        proxied = f"{self.proxy}/json/v1/chat/completions"
+        wrk(proxied, 4, 1, body=body_direct)
         results = {}
         for conns in (1, 64):
             up = wrk(direct, conns, d, body=body_direct)
+            px = wrk(proxied, conns, d, body=body_direct)
             cf = wrk(chat, conns, d, body=body, token=self.token)
             results[conns] = cf
             self.line(f"turns c={conns}: confab {cf[0]:.0f} req/s p50 {cf[1]:.3f} ms "
                       f"p99 {cf[2]:.3f} ms | upstream direct {up[0]:.0f} req/s p50 {up[1]:.3f} ms "
                       f"p99 {up[2]:.3f} ms | added p50 {cf[1] - up[1]:.3f} ms "
                       f"p99 {cf[2] - up[2]:.3f} ms | errors {cf[3]}")
+            self.line(f"nginx-proxy c={conns}: {px[0]:.0f} req/s p50 {px[1]:.3f} ms "
+                      f"p99 {px[2]:.3f} ms | added p50 {px[1] - up[1]:.3f} ms "
+                      f"p99 {px[2] - up[2]:.3f} ms | confab/nginx-proxy: throughput "
+                      f"{cf[0] / max(px[0], 1):.3f}, added p50 "
+                      f"{(cf[1] - up[1]) / max(px[1] - up[1], 0.001):.1f}x | errors {px[3]}")
         self.turns_c64 = results[64][0]
         portkey = self.start_portkey()
         if portkey:
@@ -228,11 +257,18 @@ class Bench:
                                    self.token, 300))
         ttfb_up = asyncio.run(ttfb(self.up_port, "/sse/v1/chat/completions",
                                    self.body("bench", stream=True), None, 300))
+        px = wrk(f"{self.proxy}/sse/v1/chat/completions", 64, d,
+                 body=self.body("bench", stream=True))
+        ttfb_px = asyncio.run(ttfb(self.proxy_port, "/sse/v1/chat/completions",
+                                   self.body("bench", stream=True), None, 300))
         self.line(f"streams c=64: confab {cf[0]:.0f} streams/s p50 {cf[1]:.3f} ms "
                   f"p99 {cf[2]:.3f} ms | upstream direct {up[0]:.0f} streams/s | "
                   f"TTFB c=1 p50 confab {ttfb_cf[0]:.3f} ms upstream {ttfb_up[0]:.3f} ms "
                   f"added {ttfb_cf[0] - ttfb_up[0]:.3f} ms (p99 added "
                   f"{ttfb_cf[1] - ttfb_up[1]:.3f} ms) | errors {cf[3]}")
+        self.line(f"streams nginx-proxy c=64: {px[0]:.0f} streams/s | TTFB c=1 added "
+                  f"{ttfb_px[0] - ttfb_up[0]:.3f} ms | confab/nginx-proxy: throughput "
+                  f"{cf[0] / max(px[0], 1):.3f} | errors {px[3]}")
 
     def scenario_open_streams(self):
         n = self.args.open_streams
@@ -569,12 +605,15 @@ ANALYZE messages;
 
     def run(self):
         self.start_nginx()
+        self.start_proxy()
         self.start_confab()
         self.provision()
         time.sleep(1)
         self.line(f"machine: {os.cpu_count()} cores, "
                   f"{open('/proc/meminfo').readline().split()[1]} kB RAM; "
                   f"{subprocess.run(['uname', '-sr'], capture_output=True, text=True).stdout.strip()}")
+        self.line(f"confabd serving threads: {self.threads()} (nginx-proxy workers: "
+                  f"{self.threads()})")
         self.line(f"idle RSS: {rss_kib(self.confab.pid) / 1024:.1f} MiB")
         if "turns" in self.args.only:
             self.scenario_turns()
@@ -732,6 +771,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--confabd", required=True)
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="[daemon] serving_threads for confabd, 0 for one per CPU "
+                         "(default: 1); the proxy gets as many workers")
     ap.add_argument("--open-streams", type=int, default=1000)
     ap.add_argument("--turns", type=int, default=100000)
     ap.add_argument("--rss-step", type=int, default=25000)

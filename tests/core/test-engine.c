@@ -355,6 +355,83 @@ test_turns_in_flight(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(confab_engine_get_turns_served(f->engine), ==, 1);
 }
 
+/* A serving thread's turn: begun and ended on its own context. */
+typedef struct {
+	ConfabEngine *engine;
+	GThread *thread;
+	GCancellable *cancellable;
+	gint begun;		 /* atomic */
+	gint stop;		 /* atomic: end the turn */
+	gboolean cancelled_here; /* "cancelled" ran on this thread */
+	gint done;		 /* atomic */
+} Worker;
+
+static void
+worker_cancelled(GCancellable *cancellable, gpointer user_data)
+{
+	Worker *w = user_data;
+	w->cancelled_here = g_thread_self() == w->thread;
+}
+
+static gpointer
+worker_run(gpointer data)
+{
+	Worker *w = data;
+	g_autoptr(GMainContext) context = g_main_context_new();
+	g_autoptr(GError) error = NULL;
+
+	g_main_context_push_thread_default(context);
+	g_cancellable_connect(w->cancellable, G_CALLBACK(worker_cancelled), w, NULL);
+	g_assert_true(confab_engine_turn_begin(w->engine, w->cancellable, &error));
+	g_atomic_int_set(&w->begun, 1);
+	while (!g_atomic_int_get(&w->stop))
+		g_main_context_iteration(context, FALSE);
+	confab_engine_turn_end(w->engine, w->cancellable, TRUE);
+	g_main_context_pop_thread_default(context);
+	g_atomic_int_set(&w->done, 1);
+	return NULL;
+}
+
+static gboolean
+int_set(gpointer data)
+{
+	return g_atomic_int_get((gint *)data) != 0;
+}
+
+static gboolean
+worker_cancelled_yet(gpointer data)
+{
+	Worker *w = data;
+	if (g_cancellable_is_cancelled(w->cancellable))
+		g_atomic_int_set(&w->stop, 1);
+	return g_atomic_int_get(&w->stop);
+}
+
+/* A turn of another thread is cancelled on its thread (its handlers touch
+ * what only that thread may); ::drained fires on the engine's context. */
+static void
+test_turn_of_another_thread(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GCancellable) cancellable = g_cancellable_new();
+	Worker w = {f->engine, NULL, cancellable};
+	gboolean drained = FALSE;
+
+	w.thread = g_thread_new("worker", worker_run, &w);
+	g_assert_true(confab_test_wait_until(int_set, &w.begun, 5000));
+	g_assert_cmpuint(confab_engine_get_active_turns(f->engine), ==, 1);
+	g_signal_connect(f->engine, "drained", G_CALLBACK(on_drained), &drained);
+	confab_engine_begin_shutdown(f->engine);
+	confab_engine_cancel_turns(f->engine);
+	g_assert_true(confab_test_wait_until(worker_cancelled_yet, &w, 5000));
+	g_assert_true(confab_test_wait_until(int_set, &w.done, 5000));
+	g_thread_join(w.thread);
+	g_assert_true(w.cancelled_here);
+	/* emitted here, where the engine was made, once this context runs */
+	g_assert_true(confab_test_wait_until(int_set, &drained, 5000));
+	g_assert_cmpuint(confab_engine_get_active_turns(f->engine), ==, 0);
+	g_assert_cmpuint(confab_engine_get_turns_served(f->engine), ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -366,6 +443,7 @@ main(int argc, char **argv)
 	ADD("/confab/engine/store-invalidates", test_store_invalidates);
 	ADD("/confab/engine/admit-quota", test_admit_quota);
 	ADD("/confab/engine/turns-in-flight", test_turns_in_flight);
+	ADD("/confab/engine/turn-of-another-thread", test_turn_of_another_thread);
 #undef ADD
 	return g_test_run();
 }

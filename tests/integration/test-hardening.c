@@ -936,6 +936,23 @@ assert_get_served(ConfabTestDaemon *daemon, const gchar *token)
 	g_assert_cmpuint(r->status, ==, 200);
 }
 
+/* One request on a kept-alive connection: once answered, the daemon has
+ * accepted it (with several serving threads, each has its own listen queue,
+ * so the order of connect() calls is not the order of accepts). */
+static void
+assert_served_on(gint fd, const gchar *token)
+{
+	g_autofree gchar *request = g_strdup_printf("GET /api/v1/conversations HTTP/1.1\r\n"
+						    "Host: x\r\n"
+						    "Authorization: Bearer %s\r\n\r\n",
+						    token);
+	g_autoptr(RawResponse) r = NULL;
+
+	raw_send(fd, request, strlen(request));
+	r = raw_read_response(fd);
+	g_assert_cmpuint(r->status, ==, 200);
+}
+
 static void
 test_per_peer_cap(void)
 {
@@ -954,11 +971,13 @@ test_per_peer_cap(void)
 	g_autoptr(RawResponse) r = NULL;
 	g_autofree gchar *retry = NULL;
 
-	/* four idle connections from 127.0.0.1: each is accepted and held */
-	for (guint i = 0; i < G_N_ELEMENTS(held); i++)
+	/* four kept-alive connections from 127.0.0.1: each is accepted (one
+	 * request answered on it) and held */
+	for (guint i = 0; i < G_N_ELEMENTS(held); i++) {
 		held[i] = raw_open(daemon, 0);
-	/* the fifth is accepted after them (the listen queue keeps its
-	 * order) and refused */
+		assert_served_on(held[i], token);
+	}
+	/* the fifth is refused */
 	extra = raw_open(daemon, 0);
 	got = raw_read_to_eof(extra, &eof);
 	close(extra);

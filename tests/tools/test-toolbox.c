@@ -1018,6 +1018,109 @@ test_http(Fixture *f, gconstpointer data)
 	}
 }
 
+/* ---------- from another thread ---------- */
+
+typedef struct {
+	Fixture *f;
+	const gchar *config;
+	GThread *thread;
+	guint progress;
+	gboolean elsewhere; /* a callback ran on another thread than the caller's */
+	gchar *text;
+	guint listed;
+	GError *error;
+	gint done; /* atomic */
+} Caller;
+
+static void
+caller_progress(gdouble progress, gdouble total, const gchar *message, gpointer user_data)
+{
+	Caller *c = user_data;
+	c->elsewhere |= g_thread_self() != c->thread;
+	c->progress++;
+}
+
+static void
+caller_result(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Wait *w = user_data;
+	w->result = g_object_ref(result);
+}
+
+static GAsyncResult *
+caller_wait(Caller *c, Wait *w, GMainContext *context)
+{
+	while (w->result == NULL)
+		g_main_context_iteration(context, TRUE);
+	c->elsewhere |= !g_main_context_is_owner(context);
+	return w->result;
+}
+
+/* A serving thread's turn, as the toolbox sees it: its own context pushed. */
+static gpointer
+caller_thread(gpointer data)
+{
+	Caller *c = data;
+	g_autoptr(GMainContext) context = g_main_context_new();
+	g_autoptr(JsonNode) args = confab_json_from_string("{\"steps\":3,\"ms\":20}");
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(GPtrArray) tools = NULL;
+	Wait w = {0};
+
+	g_main_context_push_thread_default(context);
+	confab_toolbox_call_async(c->f->toolbox,
+				  AGENT,
+				  c->config,
+				  "fake__progress",
+				  json_node_get_object(args),
+				  caller_progress,
+				  c,
+				  NULL,
+				  NULL,
+				  caller_result,
+				  &w);
+	result = confab_toolbox_call_finish(c->f->toolbox, caller_wait(c, &w, context), &c->error);
+	g_clear_object(&w.result);
+	if (result != NULL)
+		c->text = g_strdup(result->text);
+	confab_toolbox_list_tools_async(c->f->toolbox, AGENT, c->config, NULL, caller_result, &w);
+	tools = confab_toolbox_list_tools_finish(c->f->toolbox, caller_wait(c, &w, context), NULL);
+	g_clear_object(&w.result);
+	c->listed = tools != NULL ? tools->len : 0;
+	g_main_context_pop_thread_default(context);
+	g_atomic_int_set(&c->done, 1);
+	return NULL;
+}
+
+static gboolean
+caller_done(gpointer data)
+{
+	return g_atomic_int_get(&((Caller *)data)->done);
+}
+
+/* Calls and listings from another thread run on the toolbox's context
+ * (here the main one, iterated by the wait) and end on the caller's. */
+static void
+test_other_thread(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *config = fake_config(f, "fake", NULL);
+	Caller c = {f, config};
+
+	c.thread = g_thread_new("caller", caller_thread, &c);
+	/* nothing moves while the toolbox's context is not iterated: the
+	 * work is not done on the caller's thread */
+	g_usleep(300 * 1000);
+	g_assert_false(caller_done(&c));
+	g_assert_true(confab_test_wait_until(caller_done, &c, WAIT_MS));
+	g_thread_join(c.thread);
+	g_assert_no_error(c.error);
+	g_assert_cmpstr(c.text, ==, "done");
+	g_assert_cmpuint(c.progress, ==, 3);
+	g_assert_false(c.elsewhere);
+	g_assert_cmpuint(c.listed, ==, N_FAKE_TOOLS);
+	g_free(c.text);
+}
+
 static void
 add(const gchar *name, void (*func)(Fixture *, gconstpointer))
 {
@@ -1038,6 +1141,7 @@ main(int argc, char **argv)
 	add("odd-names", test_odd_names);
 	add("timeout", test_timeout);
 	add("progress", test_progress);
+	add("other-thread", test_other_thread);
 	add("cancel", test_cancel);
 	add("died", test_died);
 	add("cannot-start", test_cannot_start);

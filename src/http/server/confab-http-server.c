@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/server/confab-http-server-group.h"
 #include "http/server/confab-http-server-private.h"
 #include "openai/confab-openai-error.h"
 #include "util/confab-error.h"
@@ -113,15 +114,16 @@ struct _ConfabHttpServer {
 	ConfabHttpServerHandler handler;
 	gpointer handler_data;
 	ConfabHttpRequestLimits parser_limits;
-	GMainContext *context;	/* owned */
-	GSocket *listener;	/* owned */
-	GSource *accept_source; /* owned */
-	GQueue conns;		/* ConfabHttpConnection, by their link */
-	GHashTable *peers;	/* owned: peer -> connections from it */
-	GSource *sweep;		/* owned */
-	gchar *url;		/* owned */
-	guint active;		/* exchanges between head and end */
-	gsize inflight_body;
+	GMainContext *context;	      /* owned */
+	GSocket *listener;	      /* owned */
+	GSource *accept_source;	      /* owned */
+	GQueue conns;		      /* ConfabHttpConnection, by their link */
+	ConfabHttpServerGroup *group; /* owned: the counts limited over threads */
+	gboolean reuse_port;
+	gint n_conns;	    /* atomic: conns.length, for other threads */
+	GSource *sweep;	    /* owned */
+	gchar *url;	    /* owned */
+	gint active;	    /* atomic: exchanges between head and end */
 	gchar *read_buffer; /* owned: one for every connection */
 	gchar date[40];
 	gint64 date_second;
@@ -362,8 +364,8 @@ confab_http_server_connection_get_unsent(ConfabHttpConnection *conn)
 static void
 release_body(ConfabHttpConnection *conn)
 {
-	if (conn->server != NULL)
-		conn->server->inflight_body -= conn->body_accounted;
+	if (conn->server != NULL && conn->body_accounted > 0)
+		confab_http_server_group_release_body(conn->server->group, conn->body_accounted);
 	conn->body_accounted = 0;
 }
 
@@ -379,8 +381,8 @@ conn_end_exchange(ConfabHttpConnection *conn, gboolean completed)
 	release_body(conn);
 	exchange->conn = NULL;
 	exchange->finished = TRUE;
-	if (server != NULL && server->active > 0)
-		server->active--;
+	if (server != NULL)
+		g_atomic_int_add(&server->active, -1);
 	if (!completed) {
 		exchange->gone = TRUE;
 		if (exchange->gone_func != NULL)
@@ -405,14 +407,9 @@ conn_close(ConfabHttpConnection *conn)
 	conn->fd = -1;
 	queue_clear(conn);
 	if (server != NULL) {
-		guint count = GPOINTER_TO_UINT(g_hash_table_lookup(server->peers, conn->peer));
 		g_queue_unlink(&server->conns, &conn->link);
-		if (count <= 1)
-			g_hash_table_remove(server->peers, conn->peer);
-		else
-			g_hash_table_insert(server->peers,
-					    g_strdup(conn->peer),
-					    GUINT_TO_POINTER(count - 1));
+		g_atomic_int_set(&server->n_conns, server->conns.length);
+		confab_http_server_group_remove_connection(server->group, conn->peer);
 		if (server->conns.length == 0 && server->sweep != NULL) {
 			g_source_destroy(server->sweep);
 			g_clear_pointer(&server->sweep, g_source_unref);
@@ -745,14 +742,12 @@ account_body(ConfabHttpConnection *conn, gsize total)
 
 	if (total <= conn->body_accounted)
 		return TRUE;
-	if (server->inflight_body - conn->body_accounted + total >
-	    server->limits.max_inflight_body_bytes) {
+	if (!confab_http_server_group_hold_body(server->group, total - conn->body_accounted)) {
 		refuse(conn,
 		       CONFAB_ERROR_OVERLOADED,
 		       "Too many request bodies are in flight; retry shortly");
 		return FALSE;
 	}
-	server->inflight_body += total - conn->body_accounted;
 	conn->body_accounted = total;
 	return TRUE;
 }
@@ -767,7 +762,7 @@ conn_on_head(ConfabHttpConnection *conn)
 	/* the connection's reference; ours lasts while the handler may answer,
 	 * and the answer may end the exchange */
 	conn->exchange = confab_http_exchange_ref(exchange);
-	server->active++;
+	g_atomic_int_inc(&server->active);
 	conn->state = CONN_BODY;
 	conn->deadline = now_plus(server->limits.idle_timeout);
 	conn->body_deadline = now_plus(server->limits.body_timeout);
@@ -1055,17 +1050,11 @@ add_connection(ConfabHttpServer *self, gint fd, const struct sockaddr_storage *s
 	ConfabHttpConnection *conn;
 	gboolean loopback;
 	g_autofree gchar *peer = peer_name(ss, &loopback);
-	guint from_peer = GPOINTER_TO_UINT(g_hash_table_lookup(self->peers, peer));
+	const gchar *refusal = confab_http_server_group_add_connection(self->group, peer);
 	gint one = 1;
 
-	if (self->conns.length >= self->limits.max_connections) {
-		refuse_connection(self, fd, "Too many connections; retry shortly");
-		return;
-	}
-	if (from_peer >= self->limits.max_connections_per_peer) {
-		refuse_connection(self,
-				  fd,
-				  "Too many connections from your address; retry shortly");
+	if (refusal != NULL) {
+		refuse_connection(self, fd, refusal);
 		return;
 	}
 	if (ss->ss_family != AF_UNIX)
@@ -1088,7 +1077,7 @@ add_connection(ConfabHttpServer *self, gint fd, const struct sockaddr_storage *s
 	conn->fd_tag = g_source_add_unix_fd(conn->source, fd, G_IO_IN);
 	g_source_attach(conn->source, self->context);
 	g_queue_push_tail_link(&self->conns, &conn->link);
-	g_hash_table_insert(self->peers, g_strdup(conn->peer), GUINT_TO_POINTER(from_peer + 1));
+	g_atomic_int_set(&self->n_conns, self->conns.length);
 	if (self->sweep == NULL) {
 		self->sweep = g_timeout_source_new_seconds(1);
 		g_source_set_callback(self->sweep, on_sweep, self, NULL);
@@ -1133,7 +1122,7 @@ static void
 confab_http_server_finalize(GObject *object)
 {
 	ConfabHttpServer *self = CONFAB_HTTP_SERVER(object);
-	g_clear_pointer(&self->peers, g_hash_table_unref);
+	g_clear_object(&self->group);
 	g_main_context_unref(self->context);
 	g_free(self->read_buffer);
 	g_free(self->url);
@@ -1152,7 +1141,6 @@ static void
 confab_http_server_init(ConfabHttpServer *self)
 {
 	g_queue_init(&self->conns);
-	self->peers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 }
 
 /**
@@ -1181,7 +1169,29 @@ confab_http_server_new(const ConfabHttpServerLimits *limits,
 	self->parser_limits.max_chunk_line = MAX_CHUNK_LINE;
 	self->context = g_main_context_ref_thread_default();
 	self->read_buffer = g_malloc(READ_BUFFER);
+	self->group = confab_http_server_group_new(limits->max_connections,
+						   limits->max_connections_per_peer,
+						   limits->max_inflight_body_bytes);
 	return self;
+}
+
+/**
+ * confab_http_server_share:
+ * @self: a #ConfabHttpServer, not listening yet
+ * @group: the counts this server shares with the servers of other threads
+ * @reuse_port: whether to listen with `SO_REUSEPORT`, beside the others on
+ *   the same address (the kernel spreads the connections over them)
+ *
+ * The limits on connections and request bodies then hold for the group,
+ * not for this server alone.
+ */
+void
+confab_http_server_share(ConfabHttpServer *self, ConfabHttpServerGroup *group, gboolean reuse_port)
+{
+	g_return_if_fail(CONFAB_IS_HTTP_SERVER(self));
+	g_return_if_fail(self->listener == NULL);
+	g_set_object(&self->group, group);
+	self->reuse_port = reuse_port;
 }
 
 static void
@@ -1205,6 +1215,31 @@ update_url(ConfabHttpServer *self)
 				    g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(address)));
 }
 
+/* g_socket_bind() turns SO_REUSEPORT off for TCP: bind(2) it is. */
+static gboolean
+bind_reuse_port(GSocket *socket, GSocketAddress *address, GError **error)
+{
+	struct sockaddr_storage native;
+	gssize len = g_socket_address_get_native_size(address);
+	gint fd = g_socket_get_fd(socket);
+	gint one = 1;
+
+	if (len < 0 || !g_socket_address_to_native(address, &native, sizeof(native), error))
+		return FALSE;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&native, (socklen_t)len) < 0) {
+		gint saved = errno;
+		g_set_error(error,
+			    G_IO_ERROR,
+			    g_io_error_from_errno(saved),
+			    "Error binding to address: %s",
+			    g_strerror(saved));
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /**
  * confab_http_server_listen:
  * @self: a #ConfabHttpServer
@@ -1225,7 +1260,9 @@ confab_http_server_listen(ConfabHttpServer *self, GSocketAddress *address, GErro
 		return FALSE;
 	g_socket_set_blocking(socket, FALSE);
 	g_socket_set_listen_backlog(socket, LISTEN_BACKLOG);
-	if (!g_socket_bind(socket, address, TRUE, error) || !g_socket_listen(socket, error))
+	if (!(self->reuse_port ? bind_reuse_port(socket, address, error)
+			       : g_socket_bind(socket, address, TRUE, error)) ||
+	    !g_socket_listen(socket, error))
 		return FALSE;
 	self->listener = g_steal_pointer(&socket);
 	update_url(self);
@@ -1255,7 +1292,7 @@ confab_http_server_get_url(ConfabHttpServer *self)
 guint
 confab_http_server_get_active_requests(ConfabHttpServer *self)
 {
-	return self->active;
+	return (guint)g_atomic_int_get(&self->active);
 }
 
 /**
@@ -1266,7 +1303,7 @@ confab_http_server_get_active_requests(ConfabHttpServer *self)
 guint
 confab_http_server_get_connections(ConfabHttpServer *self)
 {
-	return self->conns.length;
+	return (guint)g_atomic_int_get(&self->n_conns);
 }
 
 /**

@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "http/server/confab-http-exchange.h"
+#include "http/server/confab-http-server-group.h"
 
 G_BEGIN_DECLS
 
@@ -61,6 +62,8 @@ ConfabHttpServer *
 confab_http_server_new(const ConfabHttpServerLimits *limits,
 		       const ConfabHttpServerHandler *handler,
 		       gpointer user_data);
+void
+confab_http_server_share(ConfabHttpServer *self, ConfabHttpServerGroup *group, gboolean reuse_port);
 gboolean
 confab_http_server_listen(ConfabHttpServer *self, GSocketAddress *address, GError **error);
 gchar *

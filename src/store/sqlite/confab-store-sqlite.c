@@ -674,41 +674,60 @@ writer_complete(gpointer user_data)
 	return G_SOURCE_REMOVE;
 }
 
-/* Hands a batch's tasks back, and the batch with them (transfer full). A
- * task returned from this thread would attach one source to its context,
- * and wake it, per task; a batch whose tasks share a context (all of the
- * daemon's do) costs one. */
+static void
+writer_hand_back_to(GPtrArray *jobs, GMainContext *context)
+{
+	/* not g_main_context_invoke(): it would run the callbacks in this
+	 * thread whenever nobody owns the context at the moment */
+	g_autoptr(GSource) source = g_idle_source_new();
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, writer_complete, jobs, (GDestroyNotify)g_ptr_array_unref);
+	g_source_set_static_name(source, "[confab] writes done");
+	g_source_attach(source, context);
+}
+
+/* Hands a batch's tasks back, and the batch with them (transfer full), to
+ * the contexts they were made on: one source per context (a serving thread
+ * each, and the main context for D-Bus), not one per task, which is what a
+ * task returned from this thread would cost. The jobs of one context keep
+ * their order. */
 static void
 writer_hand_back(GPtrArray *batch)
 {
-	GMainContext *context = NULL;
+	GMainContext *first = NULL;
+	g_autoptr(GHashTable) by_context = NULL;
+	GHashTableIter iter;
+	gpointer key;
+	gpointer value;
 
 	for (guint i = 0; i < batch->len; i++) {
 		WriteJob *job = g_ptr_array_index(batch, i);
-		GMainContext *job_context = g_task_get_context(job->task);
-		if (i > 0 && job_context != context) {
-			context = NULL;
+		if (i == 0)
+			first = g_task_get_context(job->task);
+		else if (g_task_get_context(job->task) != first)
 			break;
+		if (i + 1 == batch->len) {
+			writer_hand_back_to(batch, first);
+			return;
 		}
-		context = job_context;
 	}
-	if (context == NULL) {
-		writer_complete(batch);
-		g_ptr_array_unref(batch);
-		return;
+	/* several contexts: the batch gives its jobs up to one array each */
+	by_context = g_hash_table_new(g_direct_hash, g_direct_equal);
+	g_ptr_array_set_free_func(batch, NULL);
+	for (guint i = 0; i < batch->len; i++) {
+		WriteJob *job = g_ptr_array_index(batch, i);
+		GMainContext *context = g_task_get_context(job->task);
+		GPtrArray *jobs = g_hash_table_lookup(by_context, context);
+		if (jobs == NULL) {
+			jobs = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
+			g_hash_table_insert(by_context, context, jobs);
+		}
+		g_ptr_array_add(jobs, job);
 	}
-	{
-		/* not g_main_context_invoke(): it would run the callbacks in
-		 * this thread whenever nobody owns the context at the moment */
-		g_autoptr(GSource) source = g_idle_source_new();
-		g_source_set_priority(source, G_PRIORITY_DEFAULT);
-		g_source_set_callback(source,
-				      writer_complete,
-				      batch,
-				      (GDestroyNotify)g_ptr_array_unref);
-		g_source_set_static_name(source, "[confab] writes done");
-		g_source_attach(source, context);
-	}
+	g_ptr_array_unref(batch);
+	g_hash_table_iter_init(&iter, by_context);
+	while (g_hash_table_iter_next(&iter, &key, &value))
+		writer_hand_back_to(value, key);
 }
 
 static gpointer
