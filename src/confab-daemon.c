@@ -45,7 +45,7 @@ struct _ConfabDaemon {
 	GMainLoop *loop;	      /* owned */
 	ConfabStore *store;	      /* owned */
 	ConfabEngine *engine;	      /* owned */
-	ConfabHttpThreads *http;     /* owned */
+	ConfabHttpThreads *http;      /* owned */
 	GDBusConnection *bus;	      /* owned */
 	ConfabDbusAdminImpl *admin;   /* owned */
 	ConfabDbusChatImpl *chat;     /* owned */
@@ -281,6 +281,30 @@ ensure_state_dir(const gchar *dir, GError **error)
 
 /* [store] backend: SQLite in the state directory, or a PostgreSQL database
  * (migrated and joined before anything is served). */
+/* [desktop] search_index: the full-text index serves GNOME Shell's search,
+ * which asks on the session bus only; "auto" keeps it there (confabd
+ * --user, --dev) and spares a system service its cost per turn. */
+static gboolean
+resolve_search_index(ConfabConfig *config, gboolean *search_index, GError **error)
+{
+	const gchar *value = config->desktop_search_index;
+
+	if (g_strcmp0(value, "auto") == 0) {
+		*search_index = g_strcmp0(config->bus, "session") == 0;
+		return TRUE;
+	}
+	if (g_strcmp0(value, "true") == 0 || g_strcmp0(value, "false") == 0) {
+		*search_index = g_str_equal(value, "true");
+		return TRUE;
+	}
+	g_set_error(error,
+		    CONFAB_ERROR,
+		    CONFAB_ERROR_INVALID_VALUE,
+		    "[desktop] search_index must be auto, true or false, not '%s'",
+		    value);
+	return FALSE;
+}
+
 static ConfabStore *
 open_store(ConfabConfig *config, GError **error)
 {
@@ -290,9 +314,15 @@ open_store(ConfabConfig *config, GError **error)
 	ConfabStorePostgres *store;
 
 	if (g_strcmp0(config->store_backend, "sqlite") == 0) {
+		gboolean search_index;
+		ConfabStoreSqlite *sqlite;
+		if (!resolve_search_index(config, &search_index, error))
+			return NULL;
 		db_path = g_build_filename(config->state_dir, "confab.db", NULL);
-		return CONFAB_STORE(
-		    confab_store_sqlite_new(db_path, config->read_connections, error));
+		sqlite = confab_store_sqlite_new(db_path, config->read_connections, error);
+		if (sqlite != NULL)
+			confab_store_sqlite_set_search_index(sqlite, search_index);
+		return CONFAB_STORE(sqlite);
 	}
 	if (g_strcmp0(config->store_backend, "postgresql") != 0) {
 		g_set_error(error,

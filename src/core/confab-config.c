@@ -55,6 +55,7 @@ confab_config_new(void)
 	self->read_connections = 2;
 	self->tool_max_output_bytes = 65536;
 	self->store_backend = g_strdup("sqlite");
+	self->desktop_search_index = g_strdup("auto");
 	self->store_pool_size = 8;
 	return self;
 }
@@ -69,6 +70,7 @@ confab_config_free(ConfabConfig *self)
 	g_free(self->bus);
 	g_free(self->credentials_dir);
 	g_free(self->desktop_default_agent);
+	g_free(self->desktop_search_index);
 	g_free(self->store_backend);
 	g_free(self->store_url);
 	g_free(self->store_password_file);
@@ -129,6 +131,7 @@ static const KeySpec keys[] = {
     {"store", "pool_size", KEY_UINT, OFF(store_pool_size), 1, 1000},
     {"metrics", "local_unauthenticated", KEY_BOOL, OFF(metrics_local_unauthenticated), 0, 1},
     {"desktop", "default_agent", KEY_STRING, OFF(desktop_default_agent), 0, 0},
+    {"desktop", "search_index", KEY_STRING, OFF(desktop_search_index), 0, 0},
 };
 
 static gboolean

@@ -60,6 +60,7 @@ typedef struct {
 	gboolean metrics_local_unauthenticated; /* /metrics without a token from loopback */
 	/* [desktop] */
 	gchar *desktop_default_agent; /* id or name of the agent search offers to ask */
+	gchar *desktop_search_index;  /* auto (on the session bus), true or false */
 } ConfabConfig;
 
 ConfabConfig *

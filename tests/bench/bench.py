@@ -149,6 +149,7 @@ class Bench:
         conf = os.path.join(self.dir, "confab.conf")
         open(conf, "w").write(
             f"[daemon]\nshutdown_grace=5\nserving_threads={self.threads()}\n"
+            f"[desktop]\nsearch_index={self.args.search_index}\n"
             "[limits]\nmax_connections=65536\nmax_inflight_turns=65536\nidle_timeout=300\n"
             "max_connections_per_peer=65536\nmax_body_bytes=67108864\n"
             "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n")
@@ -613,7 +614,7 @@ ANALYZE messages;
                   f"{open('/proc/meminfo').readline().split()[1]} kB RAM; "
                   f"{subprocess.run(['uname', '-sr'], capture_output=True, text=True).stdout.strip()}")
         self.line(f"confabd serving threads: {self.threads()} (nginx-proxy workers: "
-                  f"{self.threads()})")
+                  f"{self.threads()}); search index: {self.args.search_index}")
         self.line(f"idle RSS: {rss_kib(self.confab.pid) / 1024:.1f} MiB")
         if "turns" in self.args.only:
             self.scenario_turns()
@@ -781,6 +782,9 @@ def main():
     ap.add_argument("--messages-per-conversation", type=int, default=10)
     ap.add_argument("--only", default="turns,streams,open,rss,lists,postgres")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--search-index", choices=["auto", "true", "false"], default="false",
+                    help="[desktop] search_index: false, as a system service has it "
+                         "(the bench runs on a session bus, where auto would keep it)")
     ap.add_argument("--soak-seconds", type=int, default=300)
     ap.add_argument("--tool-turns", type=int, default=1000)
     ap.add_argument("--soak-interval", type=int, default=10)

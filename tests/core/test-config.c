@@ -382,7 +382,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 33);
+	g_assert_cmpuint(keys, ==, 34);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -390,6 +390,7 @@ test_documented_defaults(void)
 	/* [desktop] default_agent: empty is unset */
 	g_assert_cmpstr(documented->desktop_default_agent ?: "", ==, "");
 	g_assert_null(defaults->desktop_default_agent);
+	g_assert_cmpstr(documented->desktop_search_index, ==, defaults->desktop_search_index);
 	g_assert_cmpuint(documented->shutdown_grace, ==, defaults->shutdown_grace);
 	g_assert_cmpuint(documented->serving_threads, ==, defaults->serving_threads);
 	g_assert_cmpuint(documented->max_body_bytes, ==, defaults->max_body_bytes);

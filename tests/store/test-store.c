@@ -1883,6 +1883,40 @@ test_search(Fixture *f, gconstpointer data)
 	ASSERT_FOUND(f, "alice", "visit", trip);
 }
 
+/* What search reads of a message: the text parts of a user's or the
+ * assistant's content (several parts together), not other parts, not a
+ * tool's output. */
+static void
+test_search_message_text(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Parts");
+	g_autoptr(ConfabMessage) parts = make_message(f, id, "assistant", "");
+	g_autoptr(ConfabMessage) tool = make_message(f, id, "tool", "zucchini");
+	g_autoptr(GError) error = NULL;
+
+	confab_message_set_content(parts,
+				   "[{\"type\":\"text\",\"text\":\"Rhubarb grows\"},"
+				   "{\"type\":\"image_url\",\"image_url\":{\"url\":"
+				   "\"https://example.com/turnip.png\"}},"
+				   "{\"type\":\"text\",\"text\":\"in cold gardens\"}]");
+	g_assert_true(finish_turn(f, parts, &error));
+	g_assert_no_error(error);
+	g_assert_true(finish_turn(f, tool, &error));
+	g_assert_no_error(error);
+
+	ASSERT_FOUND(f, "alice", "rhubarb", id);
+	ASSERT_FOUND(f, "alice", "rhubarb cold", id); /* two parts, one message */
+	ASSERT_FOUND(f, "alice", "turnip", "");	      /* not a text part */
+	ASSERT_FOUND(f, "alice", "zucchini", "");     /* a tool's output */
+	{
+		const gchar *const terms[] = {"gardens", NULL};
+		g_autoptr(GPtrArray) hits = search(f, "alice", terms, 20);
+		ConfabStoreSearchHit *hit = g_ptr_array_index(hits, 0);
+		g_assert_cmpstr(hit->snippet, ==, "Rhubarb grows in cold gardens");
+	}
+}
+
 /* What the query language of a backend would read as syntax is a word. */
 static void
 test_search_hostile_terms(Fixture *f, gconstpointer data)
@@ -2000,6 +2034,105 @@ install_fixture(Fixture *f, const gchar *name, gint version)
 	g_assert_true(g_file_get_contents(fixture, &bytes, &len, &error));
 	g_assert_true(g_file_set_contents(f->path, bytes, (gssize)len, &error));
 	g_assert_cmpint(read_user_version(f->path), ==, version);
+}
+
+/* One number from SQL run on SQLite's file beside the store. */
+static gint64
+sqlite_count(const gchar *path, const gchar *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *stmt = NULL;
+	gint64 n;
+
+	g_assert_cmpint(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	g_assert_cmpint(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), ==, SQLITE_OK);
+	g_assert_cmpint(sqlite3_step(stmt), ==, SQLITE_ROW);
+	n = sqlite3_column_int64(stmt, 0);
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		;
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return n;
+}
+
+/* New conversations and messages are queued for search in their own
+ * transaction and indexed by the writer later, many at a time: when it has
+ * been idle for a moment (here, what the store found queued when it
+ * opened), after enough writes, or first thing when a search comes. */
+static void
+test_search_queue(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *soup =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Soup recipes");
+	guint waited_ms = 0;
+
+	/* left queued by a daemon that stopped before indexing it */
+	confab_store_close(f->store);
+	g_clear_object(&f->store);
+	g_assert_cmpint(sqlite_count(f->path,
+				     "INSERT INTO sessions (id, owner, agent_id, source, title, "
+				     "created_at, updated_at) VALUES ('cts_queued', 'alice', "
+				     "'agt_a', 0, 'Left in the queue', 1, 1) RETURNING 1"),
+			==,
+			1);
+	g_assert_cmpint(sqlite_count(f->path, "SELECT count(*) FROM search_pending"), >=, 1);
+	f->backend->open(f);
+	/* no search asks: the writer indexes it on its own */
+	while (sqlite_count(f->path, "SELECT count(*) FROM search_pending") > 0) {
+		g_assert_cmpuint(waited_ms, <, 10000);
+		g_usleep(20 * 1000);
+		waited_ms += 20;
+	}
+	g_test_message("the queue was indexed %u ms after the store opened", waited_ms);
+	g_assert_cmpint(
+	    sqlite_count(f->path, "SELECT count(*) FROM search WHERE search MATCH 'queue*'"),
+	    ==,
+	    1);
+	ASSERT_FOUND(f, "alice", "queue", "cts_queued");
+	ASSERT_FOUND(f, "alice", "soup", soup);
+
+	/* a search right after a turn finds it: it has the queue indexed first */
+	answer(f, soup, "Leek and potato.");
+	ASSERT_FOUND(f, "alice", "leek", soup);
+	g_assert_cmpint(sqlite_count(f->path, "SELECT count(*) FROM search_pending"), ==, 0);
+}
+
+/* Off: no index kept and a search is refused as not implemented (the
+ * search then offers "Ask" alone); on again, every conversation is indexed,
+ * the ones written while it was off too. */
+static void
+test_search_index_off(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *before =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Sorrel soup");
+	g_autofree gchar *during = NULL;
+	g_autoptr(GPtrArray) hits = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	const gchar *const terms[] = {"sorrel", NULL};
+
+	confab_store_sqlite_set_search_index(CONFAB_STORE_SQLITE(f->store), FALSE);
+	during = create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Sorrel pie");
+	answer(f, during, "Sorrel and eggs.");
+	confab_store_search_sessions_async(f->store, "alice", terms, 20, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	hits = confab_store_search_sessions_finish(f->store, res, &error);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_IMPLEMENTED);
+	g_assert_null(hits);
+	g_assert_cmpint(sqlite_count(f->path, "SELECT count(*) FROM search"), ==, 0);
+	g_assert_cmpint(sqlite_count(f->path, "SELECT count(*) FROM search_pending"), ==, 0);
+
+	confab_store_sqlite_set_search_index(CONFAB_STORE_SQLITE(f->store), TRUE);
+	{
+		g_autofree gchar *expected = g_strdup_printf("%s %s", during, before);
+		ASSERT_FOUND(f, "alice", "sorrel", expected);
+	}
+	ASSERT_FOUND(f, "alice", "eggs", during);
+	/* and what comes after */
+	answer(f, before, "With cream.");
+	ASSERT_FOUND(f, "alice", "cream", before);
 }
 
 /* A database of schema version 2 (tests/store/fixtures/confab-v2.db) is
@@ -2529,6 +2662,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"failed-write-in-batch", test_failed_write_in_batch},
 	    {"parallel-reads", test_parallel_reads},
 	    {"search", test_search},
+	    {"search-message-text", test_search_message_text},
 	    {"search-hostile-terms", test_search_hostile_terms},
 	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	};
@@ -2567,6 +2701,8 @@ main(int argc, char **argv)
 	ADD("/confab/store/sqlite/group-commit", test_group_commit);
 	ADD("/confab/store/sqlite/migrate-v1", test_migrate_v1);
 	ADD("/confab/store/sqlite/migrate-v2", test_migrate_v2);
+	ADD("/confab/store/sqlite/search-queue", test_search_queue);
+	ADD("/confab/store/sqlite/search-index-off", test_search_index_off);
 	g_test_add_func("/confab/store/sqlite/open-in-missing-dir", test_open_in_missing_dir);
 #undef ADD
 

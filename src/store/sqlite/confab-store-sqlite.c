@@ -16,6 +16,7 @@
 
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * The SQLite store.
@@ -38,6 +39,11 @@
  */
 
 #define WRITER_BATCH_MAX 512
+/* search is indexed after this many writes, or when the writer has been
+ * idle this long (microseconds), at most SEARCH_INDEX_CHUNK rows a time */
+#define SEARCH_INDEX_AFTER_WRITES 64
+#define SEARCH_INDEX_IDLE_US	  (200 * 1000)
+#define SEARCH_INDEX_CHUNK	  256
 
 typedef sqlite3_stmt ConfabCachedStmt;
 
@@ -55,8 +61,10 @@ struct _ConfabStoreSqlite {
 	GAsyncQueue *read_queue;   /* owned: ReadJob */
 	GPtrArray *reader_threads; /* owned: GThread, each with its Conn */
 	gboolean closed;
-	gsize commits; /* atomic */
-	gsize jobs;    /* atomic */
+	gsize commits;	   /* atomic */
+	gsize jobs;	   /* atomic */
+	guint unindexed;   /* writer thread only: writes since search was indexed */
+	gint search_index; /* atomic: full-text search kept (the default) */
 
 	GMutex lock;	    /* guards what follows */
 	GHashTable *quotas; /* owned: owner -> guint64*, the owners' own quotas */
@@ -334,8 +342,9 @@ migrate_v2(Conn *conn, GError **error)
  * Each conversation has a number, its doc, in creation order; every row of
  * the FTS5 table `search` (its title, each user or assistant message) has
  * the rowid doc << 20 | n, so a match gives the conversation without a
- * lookup and the rows of one conversation are one rowid range. Triggers keep
- * it, so every writer (and a cascade) does, in the same transaction.
+ * lookup and the rows of one conversation are one rowid range. Schema v3
+ * kept it with triggers in each turn's own transaction; v4 queues and
+ * indexes in batches (migrate_v4()).
  */
 static gboolean
 migrate_v3(Conn *conn, GError **error)
@@ -406,6 +415,37 @@ migrate_v3(Conn *conn, GError **error)
 	    error);
 }
 
+/*
+ * v4: triggers only queue each new conversation and user or assistant
+ * message in search_pending, in the turn's transaction; the writer indexes
+ * the queue later, many turns in one transaction (writer_index_search()).
+ * FTS5 writes a segment per transaction: indexing each turn in its own
+ * commit cost 40-57 us a row (prefix indexes included), in batches of a
+ * few hundred rows 9-15 us. Deleting a conversation still drops its rows
+ * at once (search_session_gone); what it left queued finds nothing.
+ */
+static gboolean
+migrate_v4(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "DROP TRIGGER search_session_new;"
+			 "DROP TRIGGER search_message_new;"
+			 "CREATE TABLE search_pending ("
+			 "  seq INTEGER PRIMARY KEY,"
+			 "  session_id TEXT NOT NULL,"
+			 "  message_id TEXT"
+			 ") STRICT;"
+			 "CREATE TRIGGER search_session_queued AFTER INSERT ON sessions BEGIN"
+			 "  INSERT INTO search_pending (session_id) VALUES (new.id);"
+			 "END;"
+			 "CREATE TRIGGER search_message_queued AFTER INSERT ON messages"
+			 "  WHEN new.role IN ('user', 'assistant') BEGIN"
+			 "  INSERT INTO search_pending (session_id, message_id)"
+			 "    VALUES (new.session_id, new.id);"
+			 "END;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -454,7 +494,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 2:
 		if (!migrate_v3(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 3: migrate_v4() here */
+		/* fall through */
+	case 3:
+		if (!migrate_v4(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 4: migrate_v5() here */
 	default:
 		break;
 	}
@@ -577,6 +621,244 @@ message_from_row(sqlite3_stmt *stmt)
 
 /* ---------- the writer thread ---------- */
 
+/* ---------- the search index (writer thread) ---------- */
+
+/* Appends the text parts of @parts (an array, or an object's members, as
+ * SQLite's json_each() walks them), joined by spaces. */
+static void
+search_append_text_parts(GString *out, JsonNode *parts)
+{
+	g_autoptr(GList) members = NULL;
+	g_autoptr(GList) elements = NULL;
+	GList *values;
+
+	if (JSON_NODE_HOLDS_ARRAY(parts)) {
+		elements = json_array_get_elements(json_node_get_array(parts));
+		values = elements;
+	} else if (JSON_NODE_HOLDS_OBJECT(parts)) {
+		members = json_object_get_values(json_node_get_object(parts));
+		values = members;
+	} else {
+		return;
+	}
+	for (GList *l = values; l != NULL; l = l->next) {
+		JsonObject *part = JSON_NODE_HOLDS_OBJECT(l->data) ? json_node_get_object(l->data)
+								   : NULL;
+		const gchar *text;
+		if (part == NULL || g_strcmp0(confab_json_get_string(part, "type"), "text") != 0)
+			continue;
+		text = confab_json_get_string(part, "text");
+		if (text == NULL)
+			continue;
+		if (out->len > 0)
+			g_string_append_c(out, ' ');
+		g_string_append(out, text);
+	}
+}
+
+/*
+ * What search indexes of a stored message content: its text parts, joined
+ * by spaces, at most SEARCH_TEXT_MAX characters (a 10 MiB answer is not
+ * indexed whole); %NULL in @text when it has none.
+ *
+ * Returns: %FALSE when @content is not JSON: not indexed, never refused
+ */
+static gboolean
+search_text_of(const gchar *content, gchar **text)
+{
+	g_autoptr(JsonNode) root = confab_json_parse(content, strlen(content), 1000, NULL);
+	g_autoptr(GString) out = NULL;
+	glong max = g_ascii_strtoll(SEARCH_TEXT_MAX, NULL, 10);
+	const gchar *end;
+
+	*text = NULL;
+	if (root == NULL)
+		return FALSE;
+	out = g_string_new(NULL);
+	search_append_text_parts(out, root);
+	if (out->len == 0)
+		return TRUE;
+	end = out->str;
+	for (glong n = 0; n < max && *end != '\0'; n++)
+		end = g_utf8_next_char(end);
+	g_string_truncate(out, end - out->str);
+	*text = g_string_free(g_steal_pointer(&out), FALSE);
+	return TRUE;
+}
+
+/* A conversation from the queue: its doc, and its title as row 0. */
+static gboolean
+index_session(Conn *conn, const gchar *session_id, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) doc =
+	    conn_prepare(conn,
+			 "INSERT OR IGNORE INTO search_docs (session_id, owner, rows) "
+			 "SELECT id, owner, 1 FROM sessions WHERE id = ?1",
+			 error);
+	g_autoptr(ConfabCachedStmt) title = NULL;
+
+	if (doc == NULL)
+		return FALSE;
+	bind_text(doc, 1, session_id);
+	if (!stmt_step_done(conn, doc, error))
+		return FALSE;
+	/* deleted since, or indexed already */
+	if (sqlite3_changes(conn->db) == 0)
+		return TRUE;
+	title = conn_prepare(conn,
+			     "INSERT INTO search (rowid, text) SELECT d.doc << " SEARCH_ROW_BITS
+			     ", s.title FROM search_docs d JOIN sessions s ON s.id = d.session_id "
+			     "WHERE d.session_id = ?1 AND s.title IS NOT NULL",
+			     error);
+	if (title == NULL)
+		return FALSE;
+	bind_text(title, 1, session_id);
+	return stmt_step_done(conn, title, error);
+}
+
+/* The text of a message from the queue, or %NULL (gone, or not JSON). */
+static gboolean
+read_message_text(Conn *conn,
+		  const gchar *session_id,
+		  const gchar *message_id,
+		  gboolean *indexed,
+		  gchar **text,
+		  GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "SELECT content FROM messages WHERE session_id = ?1 AND id = ?2",
+			 error);
+	gint rc;
+
+	*indexed = FALSE;
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, session_id);
+	bind_text(stmt, 2, message_id);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		*indexed = search_text_of(column_text(stmt, 0), text);
+	else if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "reading a message to index");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* A message from the queue: the next row of its conversation (which has
+ * room for SEARCH_MAX_ROWS). */
+static gboolean
+index_message(Conn *conn, const gchar *session_id, const gchar *message_id, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) row = NULL;
+	g_autoptr(ConfabCachedStmt) next = NULL;
+	g_autofree gchar *text = NULL;
+	gboolean indexed;
+
+	if (!read_message_text(conn, session_id, message_id, &indexed, &text, error))
+		return FALSE;
+	if (!indexed)
+		return TRUE;
+	row = conn_prepare(
+	    conn,
+	    "INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS
+	    ") | rows, ?2 FROM search_docs WHERE session_id = ?1 AND rows < " SEARCH_MAX_ROWS,
+	    error);
+	if (row == NULL)
+		return FALSE;
+	bind_text(row, 1, session_id);
+	bind_text(row, 2, text);
+	if (!stmt_step_done(conn, row, error))
+		return FALSE;
+	if (sqlite3_changes(conn->db) == 0)
+		return TRUE;
+	next = conn_prepare(conn,
+			    "UPDATE search_docs SET rows = rows + 1 WHERE session_id = ?1",
+			    error);
+	if (next == NULL)
+		return FALSE;
+	bind_text(next, 1, session_id);
+	return stmt_step_done(conn, next, error);
+}
+
+/*
+ * Indexes up to @max rows of the search queue, oldest first, and takes them
+ * off it, in the caller's transaction.
+ *
+ * Returns: how many, or -1 with @error set
+ */
+static gint64
+search_index_pending(Conn *conn, guint max, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) next =
+	    conn_prepare(conn,
+			 "SELECT seq, session_id, message_id FROM search_pending "
+			 "ORDER BY seq LIMIT ?1",
+			 error);
+	g_autoptr(ConfabCachedStmt) done = NULL;
+	gint64 last = 0;
+	gint64 n = 0;
+	gint rc;
+
+	if (next == NULL)
+		return -1;
+	sqlite3_bind_int64(next, 1, max);
+	while ((rc = sqlite3_step(next)) == SQLITE_ROW) {
+		const gchar *session_id = column_text(next, 1);
+		const gchar *message_id = column_text(next, 2);
+		if (message_id == NULL ? !index_session(conn, session_id, error)
+				       : !index_message(conn, session_id, message_id, error))
+			return -1;
+		last = sqlite3_column_int64(next, 0);
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "reading the search queue");
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	done = conn_prepare(conn, "DELETE FROM search_pending WHERE seq <= ?1", error);
+	if (done == NULL)
+		return -1;
+	sqlite3_bind_int64(done, 1, last);
+	return stmt_step_done(conn, done, error) ? n : -1;
+}
+
+/* A write job: everything queued, indexed (a search asks first). */
+static gboolean
+write_index_search(Conn *conn, gpointer data, GError **error)
+{
+	gint64 n;
+
+	while ((n = search_index_pending(conn, SEARCH_INDEX_CHUNK, error)) == SEARCH_INDEX_CHUNK)
+		;
+	return n >= 0;
+}
+
+/* Between batches: one chunk of the queue, in a transaction of its own. A
+ * failure (a full disk) leaves the queue as it was, for the next writes. */
+static void
+writer_index_search(ConfabStoreSqlite *self)
+{
+	Conn *conn = self->writer;
+	g_autoptr(GError) error = NULL;
+	gint64 n = -1;
+
+	if (conn_exec(conn, "BEGIN IMMEDIATE", &error)) {
+		n = search_index_pending(conn, SEARCH_INDEX_CHUNK, &error);
+		if (n < 0 || !conn_exec(conn, "COMMIT", &error)) {
+			sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+			n = -1;
+		}
+	}
+	if (n < 0)
+		g_warning("indexing conversations for search: %s", error->message);
+	/* a whole chunk: more may wait */
+	self->unindexed = n == SEARCH_INDEX_CHUNK ? SEARCH_INDEX_AFTER_WRITES : 0;
+}
+
 typedef gboolean (*WriteFunc)(Conn *conn, gpointer data, GError **error);
 
 typedef struct {
@@ -629,7 +911,8 @@ writer_run_jobs(Conn *conn, GPtrArray *batch, GError **error)
 	return TRUE;
 }
 
-static void
+/* Returns: whether the batch was committed */
+static gboolean
 writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 {
 	Conn *conn = self->writer;
@@ -656,6 +939,7 @@ writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 						 error_txn->message);
 		}
 	}
+	return error_txn == NULL;
 }
 
 /* In the callers' thread: the outcome of a batch, task by task. */
@@ -736,9 +1020,17 @@ writer_thread(gpointer data)
 	ConfabStoreSqlite *self = data;
 	gboolean stop = FALSE;
 
+	self->unindexed = 1; /* what an earlier run may have left queued */
 	while (!stop) {
-		WriteJob *job = g_async_queue_pop(self->queue);
+		WriteJob *job = self->unindexed > 0 && g_atomic_int_get(&self->search_index)
+				    ? g_async_queue_timeout_pop(self->queue, SEARCH_INDEX_IDLE_US)
+				    : g_async_queue_pop(self->queue);
 		GPtrArray *batch;
+		if (job == NULL) {
+			/* idle: index what the last writes queued */
+			writer_index_search(self);
+			continue;
+		}
 		if (job->func == NULL) {
 			write_job_free(job);
 			break;
@@ -756,8 +1048,12 @@ writer_thread(gpointer data)
 			}
 			g_ptr_array_add(batch, job);
 		}
-		writer_run_batch(self, batch);
+		if (writer_run_batch(self, batch))
+			self->unindexed += batch->len;
 		writer_hand_back(batch);
+		if (self->unindexed >= SEARCH_INDEX_AFTER_WRITES &&
+		    g_atomic_int_get(&self->search_index))
+			writer_index_search(self);
 	}
 	return NULL;
 }
@@ -1983,6 +2279,18 @@ read_search_sessions(Conn *conn, gpointer data, GError **error)
 	return g_steal_pointer(&hits);
 }
 
+typedef struct {
+	SearchQuery *query; /* owned */
+	GCancellable *cancellable;
+	GAsyncReadyCallback callback;
+	gpointer user_data;
+} SearchCall;
+
+static void
+search_sessions_indexed(GObject *source, GAsyncResult *result, gpointer user_data);
+
+/* A search sees every message committed before it was asked: the writer
+ * first indexes what is queued (search_pending), then a reader searches. */
 static void
 confab_store_sqlite_search_sessions(ConfabStore *store,
 				    const gchar *owner,
@@ -1992,20 +2300,140 @@ confab_store_sqlite_search_sessions(ConfabStore *store,
 				    GAsyncReadyCallback callback,
 				    gpointer user_data)
 {
-	SearchQuery *query = g_new0(SearchQuery, 1);
+	SearchCall *call;
 
-	query->owner = g_strdup(owner);
-	query->terms = g_strdupv((gchar **)terms);
-	query->limit = limit;
-	reader_run(CONFAB_STORE_SQLITE(store),
+	if (!g_atomic_int_get(&CONFAB_STORE_SQLITE(store)->search_index)) {
+		g_task_report_new_error(store,
+					callback,
+					user_data,
+					confab_store_sqlite_search_sessions,
+					CONFAB_ERROR,
+					CONFAB_ERROR_NOT_IMPLEMENTED,
+					"full-text search is off ([desktop] search_index)");
+		return;
+	}
+	call = g_new0(SearchCall, 1);
+	call->query = g_new0(SearchQuery, 1);
+	call->query->owner = g_strdup(owner);
+	call->query->terms = g_strdupv((gchar **)terms);
+	call->query->limit = limit;
+	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : NULL;
+	call->callback = callback;
+	call->user_data = user_data;
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_index_search,
+		    NULL,
+		    NULL,
+		    confab_store_sqlite_search_sessions,
+		    NULL,
+		    search_sessions_indexed,
+		    call);
+}
+
+static void
+search_sessions_indexed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	SearchCall *call = user_data;
+
+	/* what could not be indexed now is not found yet; the rest is */
+	g_task_propagate_boolean(G_TASK(result), NULL);
+	reader_run(CONFAB_STORE_SQLITE(source),
 		   read_search_sessions,
-		   query,
+		   g_steal_pointer(&call->query),
 		   (GDestroyNotify)search_query_free,
 		   (GDestroyNotify)g_ptr_array_unref,
 		   confab_store_sqlite_search_sessions,
-		   cancellable,
-		   callback,
-		   user_data);
+		   call->cancellable,
+		   call->callback,
+		   call->user_data);
+	g_clear_object(&call->cancellable);
+	g_free(call);
+}
+
+/* Turns the search index on or off, in the writer's order: off drops the
+ * queueing triggers and the index; on (when it was off) makes them again
+ * and queues every conversation and message, in the order they came, for
+ * the writer to index. */
+static gboolean
+write_search_index_mode(Conn *conn, gpointer data, GError **error)
+{
+	gboolean on = GPOINTER_TO_INT(data);
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+			 "AND name = 'search_message_queued'",
+			 error);
+	gboolean kept;
+
+	if (stmt == NULL)
+		return FALSE;
+	if (sqlite3_step(stmt) != SQLITE_ROW) {
+		set_sqlite_error(error, conn->db, "reading the schema");
+		return FALSE;
+	}
+	kept = sqlite3_column_int(stmt, 0) > 0;
+	if (on == kept)
+		return TRUE;
+	if (!on)
+		return conn_exec(conn,
+				 "DROP TRIGGER search_session_queued;"
+				 "DROP TRIGGER search_message_queued;"
+				 "DELETE FROM search_pending; DELETE FROM search;"
+				 "DELETE FROM search_docs;",
+				 error);
+	g_message("search index turned on: indexing every conversation");
+	return conn_exec(
+	    conn,
+	    "CREATE TRIGGER search_session_queued AFTER INSERT ON sessions BEGIN"
+	    "  INSERT INTO search_pending (session_id) VALUES (new.id);"
+	    "END;"
+	    "CREATE TRIGGER search_message_queued AFTER INSERT ON messages"
+	    "  WHEN new.role IN ('user', 'assistant') BEGIN"
+	    "  INSERT INTO search_pending (session_id, message_id)"
+	    "    VALUES (new.session_id, new.id);"
+	    "END;"
+	    "INSERT INTO search_pending (session_id) SELECT id FROM sessions ORDER BY id;"
+	    "INSERT INTO search_pending (session_id, message_id) SELECT session_id, id "
+	    "  FROM messages WHERE role IN ('user', 'assistant') ORDER BY rowid;",
+	    error);
+}
+
+static void
+search_index_mode_written(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GError) error = NULL;
+
+	if (!g_task_propagate_boolean(G_TASK(result), &error))
+		g_warning("turning the search index %s: %s",
+			  GPOINTER_TO_INT(user_data) ? "on" : "off",
+			  error->message);
+}
+
+/**
+ * confab_store_sqlite_set_search_index:
+ * @self: a #ConfabStoreSqlite
+ * @enabled: whether to keep the full-text index of conversations
+ *
+ * Keeps the index that search_sessions() reads (on when the store opens),
+ * or drops it and stops keeping it: every turn's commit is then cheaper,
+ * and a search fails with %CONFAB_ERROR_NOT_IMPLEMENTED. Turned on again,
+ * the writer indexes every conversation first. Applied in order with the
+ * writes already queued.
+ */
+void
+confab_store_sqlite_set_search_index(ConfabStoreSqlite *self, gboolean enabled)
+{
+	g_return_if_fail(CONFAB_IS_STORE_SQLITE(self));
+
+	g_atomic_int_set(&self->search_index, enabled);
+	writer_push(self,
+		    write_search_index_mode,
+		    GINT_TO_POINTER(enabled),
+		    NULL,
+		    confab_store_sqlite_set_search_index,
+		    NULL,
+		    search_index_mode_written,
+		    GINT_TO_POINTER(enabled));
 }
 
 /* ---------- lifecycle ---------- */
@@ -2091,6 +2519,7 @@ confab_store_sqlite_init(ConfabStoreSqlite *self)
 {
 	self->queue = g_async_queue_new();
 	self->read_queue = g_async_queue_new();
+	self->search_index = TRUE;
 	self->reader_threads = g_ptr_array_new();
 	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_mutex_init(&self->lock);

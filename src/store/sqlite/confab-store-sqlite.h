@@ -15,13 +15,15 @@ G_BEGIN_DECLS
  *  3: search_docs and the FTS5 table search, kept by triggers (the desktop's
  *     search)
  */
-#define CONFAB_DB_VERSION 3
+#define CONFAB_DB_VERSION 4
 
 #define CONFAB_TYPE_STORE_SQLITE (confab_store_sqlite_get_type())
 G_DECLARE_FINAL_TYPE(ConfabStoreSqlite, confab_store_sqlite, CONFAB, STORE_SQLITE, GObject)
 
 ConfabStoreSqlite *
 confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error);
+void
+confab_store_sqlite_set_search_index(ConfabStoreSqlite *self, gboolean enabled);
 void
 confab_store_sqlite_get_stats(ConfabStoreSqlite *self, guint64 *commits, guint64 *jobs);
 
