@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 
 #include "confab-test-helper.h"
+#include "confab-test-pg.h"
 
 /*
  * What the integration tests share: a private session bus (GTestDBus), a
@@ -238,6 +239,70 @@ connect_private_bus(ConfabTestDaemon *daemon, const gchar *address)
 		g_error("confabd did not take its bus name within 20 s");
 }
 
+/**
+ * confab_test_store_is_postgres:
+ *
+ * Whether the daemons the tests start use PostgreSQL: `tests/pg/with-cluster`
+ * set `CONFAB_TEST_PG_URL` (the `postgres` test run). Tests that look into
+ * SQLite's files skip themselves then.
+ */
+gboolean
+confab_test_store_is_postgres(void)
+{
+	const gchar *url = g_getenv("CONFAB_TEST_PG_URL");
+
+	if (g_strcmp0(g_getenv("CONFAB_TEST_STORE"), "postgres") == 0 &&
+	    (url == NULL || *url == '\0'))
+		g_error("the postgres test setup runs inside tests/pg/with-cluster");
+	return url != NULL && *url != '\0';
+}
+
+/* A database of the with-cluster cluster for @state_dir: the same state
+ * directory (a daemon restarted on it) finds the same database again. */
+static gchar *
+pg_url_for_state_dir(const gchar *state_dir)
+{
+	g_autofree gchar *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA1, state_dir, -1);
+	g_autofree gchar *name = g_strdup_printf("s%.20s", sum);
+	g_autoptr(GString) admin = g_string_new(g_getenv("CONFAB_TEST_PG_URL"));
+	g_autoptr(GString) url = g_string_new(g_getenv("CONFAB_TEST_PG_URL"));
+	g_autofree gchar *query = NULL;
+	g_autofree gchar *found = NULL;
+
+	/* postgresql:///confab?host=DIR/sock&port=PORT&user=confab */
+	g_assert_true(g_str_has_prefix(admin->str, "postgresql:///confab?"));
+	g_string_replace(admin, "/confab?", "/postgres?", 1);
+	g_string_replace(admin, "user=confab", "user=postgres", 1);
+	g_string_replace(url, "confab?", "", 1);
+	g_string_insert(url, strlen("postgresql:///"), "?");
+	g_string_insert(url, strlen("postgresql:///"), name);
+	query = g_strdup_printf("SELECT 1 FROM pg_database WHERE datname = '%s'", name);
+	found = confab_test_pg_query(admin->str, query);
+	if (found == NULL) {
+		g_autofree gchar *create = g_strdup_printf("CREATE DATABASE %s OWNER confab", name);
+		g_autofree gchar *out = confab_test_pg_query(admin->str, create);
+	}
+	return g_string_free(g_steal_pointer(&url), FALSE);
+}
+
+/**
+ * confab_test_store_dump:
+ * @state_dir: a daemon's state directory
+ *
+ * On PostgreSQL (see confab_test_store_is_postgres()), every row of the
+ * database of the daemons started on @state_dir, as XML text.
+ *
+ * Returns: (transfer full): the text
+ */
+gchar *
+confab_test_store_dump(const gchar *state_dir)
+{
+	g_autofree gchar *url = pg_url_for_state_dir(state_dir);
+
+	g_assert_true(confab_test_store_is_postgres());
+	return confab_test_pg_query(url, "SELECT database_to_xml(true, false, '')::text");
+}
+
 static ConfabTestDaemon *
 daemon_start(const gchar *state_dir,
 	     const gchar *config_text,
@@ -314,6 +379,10 @@ daemon_start(const gchar *state_dir,
 	g_ptr_array_add(argv, g_strdup_printf("--state-dir=%s", daemon->state_dir));
 	g_ptr_array_add(argv,
 			g_strdup(test_bus != NULL || private_bus ? "--bus=session" : "--bus=none"));
+	if (confab_test_store_is_postgres()) {
+		g_autofree gchar *url = pg_url_for_state_dir(daemon->state_dir);
+		g_ptr_array_add(argv, g_strdup_printf("--store-url=%s", url));
+	}
 	/* CONFAB_TEST_SERVING_THREADS: every suite with that many serving
 	 * threads (the threads2 test setup); a test's own [daemon] section
 	 * may still say otherwise, since a key file's later group wins */

@@ -26,6 +26,10 @@ void
 confab_test_rm_rf(const gchar *path);
 gboolean
 confab_test_wait_until(gboolean (*condition)(gpointer), gpointer data, guint timeout_ms);
+gboolean
+confab_test_store_is_postgres(void);
+gchar *
+confab_test_store_dump(const gchar *state_dir);
 
 /**
  * ConfabTestDaemon:

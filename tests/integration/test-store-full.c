@@ -132,6 +132,12 @@ main(int argc, char **argv)
 {
 	gint ret;
 
+	if (confab_test_store_is_postgres()) {
+		/* SQLite's file hitting the disk's end; PostgreSQL's failures are
+		 * test-postgres's */
+		g_printerr("SKIP: a SQLite test\n");
+		return CONFAB_TEST_SKIP;
+	}
 	confab_test_init(&argc, &argv, TRUE);
 #define ADD(name, func)                                                                            \
 	g_test_add("/confab/store-full/" name, Fixture, NULL, fixture_setup, func, fixture_teardown)

@@ -873,12 +873,25 @@ assert_failed_turn(Fixture *f, const gchar *session_id, const gchar *user_text, 
 	g_assert_null(strstr(confab_test_json_string(block, "message"), API_KEY));
 }
 
-/* The one conversation of the test's owner. */
+static gboolean
+has_one_session(gpointer data)
+{
+	Fixture *f = data;
+	g_autoptr(ConfabTestResponse) convs =
+	    confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->token, NULL);
+	return array_length(convs->json, "data") == 1;
+}
+
+/* The one conversation of the test's owner. A turn whose client left is
+ * stored after the upstream saw the abort: a moment later on a store
+ * across the network (PostgreSQL). */
 static gchar *
 only_session(Fixture *f)
 {
-	g_autoptr(ConfabTestResponse) convs =
-	    confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->token, NULL);
+	g_autoptr(ConfabTestResponse) convs = NULL;
+
+	confab_test_wait_until(has_one_session, f, bound_ms(5000));
+	convs = confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->token, NULL);
 	g_assert_cmpuint(array_length(convs->json, "data"), ==, 1);
 	return g_strdup(confab_test_json_string(convs->json, "data.0.id"));
 }
