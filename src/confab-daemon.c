@@ -11,6 +11,7 @@
 #include <glib-unix.h>
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
+#include <gmodule.h>
 #include <string.h>
 
 #include "confab-daemon.h"
@@ -20,7 +21,7 @@
 #include "http/confab-http-threads.h"
 #include "providers/confab-provider-echo.h"
 #include "providers/confab-provider-openai.h"
-#include "store/postgres/confab-store-postgres.h"
+#include "store/postgres/confab-store-postgres.h" /* its types; the code is a module */
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
 #include "util/confab-sd-notify.h"
@@ -281,6 +282,45 @@ ensure_state_dir(const gchar *dir, GError **error)
 
 /* [store] backend: SQLite in the state directory, or a PostgreSQL database
  * (migrated and joined before anything is served). */
+/* The PostgreSQL store, from its module (src/meson.build says why):
+ * $CONFAB_MODULE_DIR (the build tree's, for the tests) or CONFAB_MODULEDIR.
+ * Loaded once and never unloaded: its types stay registered. */
+typedef struct {
+	ConfabStorePostgres *(*new_store)(const gchar *url,
+					  const gchar *password,
+					  guint pool_size,
+					  GError **error);
+	gchar *(*read_password_file)(const gchar *path, GError **error);
+} PostgresModule;
+
+static gboolean
+load_postgres(PostgresModule *pg, GError **error)
+{
+	const gchar *dir = g_getenv("CONFAB_MODULE_DIR");
+	g_autofree gchar *path =
+	    g_build_filename(dir != NULL && *dir != '\0' ? dir : CONFAB_MODULEDIR,
+			     "confab-store-postgres.so",
+			     NULL);
+	GModule *module = g_module_open(path, G_MODULE_BIND_LOCAL);
+
+	if (module == NULL ||
+	    !g_module_symbol(module, "confab_store_postgres_new", (gpointer *)&pg->new_store) ||
+	    !g_module_symbol(module,
+			     "confab_store_postgres_read_password_file",
+			     (gpointer *)&pg->read_password_file)) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_FAILED,
+			    "cannot load the PostgreSQL store: %s",
+			    g_module_error());
+		if (module != NULL)
+			g_module_close(module);
+		return FALSE;
+	}
+	g_module_make_resident(module);
+	return TRUE;
+}
+
 /* [desktop] search_index: the full-text index serves GNOME Shell's search,
  * which asks on the session bus only; "auto" keeps it there (confabd
  * --user, --dev) and spares a system service its cost per turn. */
@@ -312,6 +352,7 @@ open_store(ConfabConfig *config, GError **error)
 	g_autofree gchar *password = NULL;
 	g_autofree gchar *db_path = NULL;
 	ConfabStorePostgres *store;
+	PostgresModule pg;
 
 	if (g_strcmp0(config->store_backend, "sqlite") == 0) {
 		gboolean search_index;
@@ -339,13 +380,14 @@ open_store(ConfabConfig *config, GError **error)
 				    "[store] backend postgresql needs a url");
 		return NULL;
 	}
+	if (!load_postgres(&pg, error))
+		return NULL;
 	if (password_file != NULL && *password_file != '\0') {
-		password = confab_store_postgres_read_password_file(password_file, error);
+		password = pg.read_password_file(password_file, error);
 		if (password == NULL)
 			return NULL;
 	}
-	store =
-	    confab_store_postgres_new(config->store_url, password, config->store_pool_size, error);
+	store = pg.new_store(config->store_url, password, config->store_pool_size, error);
 	if (password != NULL)
 		memset(password, 0, strlen(password));
 	return CONFAB_STORE(store);

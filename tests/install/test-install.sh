@@ -57,7 +57,7 @@ ok "meson install --destdir"
 
 # ---------- where things should be ----------
 # the build's directory options, as absolute paths
-prefix='' bindir='' sbindir='' datadir='' mandir='' localedir='' sysconfdir=''
+prefix='' bindir='' sbindir='' libdir='' datadir='' mandir='' localedir='' sysconfdir=''
 opt_unitdir='' opt_userunitdir='' opt_man='' opt_group=''
 eval "$(meson introspect --buildoptions "$build" | python3 -c '
 import json, sys, shlex
@@ -66,7 +66,7 @@ prefix = opts["prefix"]
 def absolute(name):
     value = opts[name]
     return value if value.startswith("/") else prefix.rstrip("/") + "/" + value
-for name in ("bindir", "sbindir", "datadir", "mandir", "localedir", "sysconfdir"):
+for name in ("bindir", "sbindir", "libdir", "datadir", "mandir", "localedir", "sysconfdir"):
     print("%s=%s" % (name, shlex.quote(absolute(name))))
 print("prefix=%s" % shlex.quote(prefix))
 print("opt_unitdir=%s" % shlex.quote(opts.get("systemdunitdir", "")))
@@ -96,6 +96,14 @@ expect() {
 confabd=$sbindir/confabd
 expect "$confabd"
 [ -x "$destdir$confabd" ] || fail "$confabd is not executable"
+# the PostgreSQL store, loaded only when configured: confabd itself
+# does not need libpq
+expect "$libdir/confab/confab-store-postgres.so"
+if readelf -d "$destdir$confabd" 2>/dev/null | grep -q 'libpq'; then
+	fail "confabd links libpq"
+else
+	ok "confabd does not link libpq"
+fi
 if [ -f "$source/src/cli/confabctl.c" ]; then
 	expect "$bindir/confabctl"
 	[ -x "$destdir$bindir/confabctl" ] || fail "$bindir/confabctl is not executable"
