@@ -199,12 +199,18 @@ test_authenticate(Fixture *f, gconstpointer data)
 
 	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_autoptr(GError) error = NULL;
-		g_assert_null(confab_engine_authenticate(f->engine, bad[i].header, CONFAB_SCOPES_API, &error));
+		g_assert_null(confab_engine_authenticate(f->engine,
+							 bad[i].header,
+							 CONFAB_SCOPES_API,
+							 &error));
 		g_assert_error(error, CONFAB_ERROR, (gint)bad[i].code);
 	}
 	{
 		g_autoptr(GError) error = NULL;
-		g_assert_null(confab_engine_authenticate(f->engine, scopeless_header, CONFAB_SCOPES_API, &error));
+		g_assert_null(confab_engine_authenticate(f->engine,
+							 scopeless_header,
+							 CONFAB_SCOPES_API,
+							 &error));
 		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INSUFFICIENT_SCOPE);
 	}
 	{
@@ -233,7 +239,8 @@ test_authenticate(Fixture *f, gconstpointer data)
 						 &slot);
 		res = wait_for(&slot);
 		g_assert_true(confab_engine_revoke_token_finish(f->engine, res, &error));
-		g_assert_null(confab_engine_authenticate(f->engine, good_header, CONFAB_SCOPES_API, &error));
+		g_assert_null(
+		    confab_engine_authenticate(f->engine, good_header, CONFAB_SCOPES_API, &error));
 		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_API_KEY);
 	}
 }

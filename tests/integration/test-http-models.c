@@ -118,7 +118,8 @@ test_bound_token(Fixture *f, gconstpointer data)
 	    confab_test_http(f->daemon, "GET", "/api/v1/models", bound, NULL);
 	g_autoptr(ConfabTestResponse) other =
 	    confab_test_http(f->daemon, "GET", other_path, bound, NULL);
-	g_autoptr(ConfabTestResponse) own = confab_test_http(f->daemon, "GET", own_path, bound, NULL);
+	g_autoptr(ConfabTestResponse) own =
+	    confab_test_http(f->daemon, "GET", own_path, bound, NULL);
 
 	g_assert_cmpuint(list->status, ==, 200);
 	g_assert_cmpuint(json_array_get_length(list_data(list)), ==, 1);
@@ -158,8 +159,8 @@ test_not_counted(Fixture *f, gconstpointer data)
 		    confab_test_http(f->daemon, "GET", path, f->token, NULL);
 		g_assert_cmpuint(list->status, ==, 200);
 		g_assert_cmpuint(one->status, ==, 200);
-		g_assert_null(soup_message_headers_get_one(list->headers,
-							   "x-ratelimit-remaining-requests"));
+		g_assert_null(
+		    soup_message_headers_get_one(list->headers, "x-ratelimit-remaining-requests"));
 	}
 	/* the one request of the month is still there */
 	{
@@ -180,10 +181,8 @@ test_deleted_agent(Fixture *f, gconstpointer data)
 	g_autoptr(ConfabTestResponse) list = NULL;
 	g_autoptr(ConfabTestResponse) one = NULL;
 
-	g_assert_true(confab_dbus_admin_call_delete_agent_sync(f->daemon->admin,
-							       f->agent_b,
-							       NULL,
-							       &error));
+	g_assert_true(
+	    confab_dbus_admin_call_delete_agent_sync(f->daemon->admin, f->agent_b, NULL, &error));
 	g_assert_no_error(error);
 	list = confab_test_http(f->daemon, "GET", "/api/v1/models", f->token, NULL);
 	g_assert_cmpuint(json_array_get_length(list_data(list)), ==, 1);
@@ -196,8 +195,13 @@ main(int argc, char **argv)
 {
 	gint ret;
 	confab_test_init(&argc, &argv, TRUE);
-#define ADD(name, func)                                                                      \
-	g_test_add("/confab/http-models/" name, Fixture, NULL, fixture_setup, func, fixture_teardown)
+#define ADD(name, func)                                                                            \
+	g_test_add("/confab/http-models/" name,                                                    \
+		   Fixture,                                                                        \
+		   NULL,                                                                           \
+		   fixture_setup,                                                                  \
+		   func,                                                                           \
+		   fixture_teardown)
 	ADD("list", test_list);
 	ADD("get", test_get);
 	ADD("bound-token", test_bound_token);
