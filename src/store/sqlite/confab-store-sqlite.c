@@ -1014,6 +1014,19 @@ writer_hand_back(GPtrArray *batch)
 		writer_hand_back_to(value, key);
 }
 
+/* The next job; %NULL when the writer is idle with search left to index:
+ * a moment after the last write, at once while a backlog lasts (a whole
+ * chunk was indexed last time). */
+static WriteJob *
+writer_next_job(ConfabStoreSqlite *self)
+{
+	if (self->unindexed == 0 || !g_atomic_int_get(&self->search_index))
+		return g_async_queue_pop(self->queue);
+	if (self->unindexed >= SEARCH_INDEX_AFTER_WRITES)
+		return g_async_queue_try_pop(self->queue);
+	return g_async_queue_timeout_pop(self->queue, SEARCH_INDEX_IDLE_US);
+}
+
 static gpointer
 writer_thread(gpointer data)
 {
@@ -1022,9 +1035,7 @@ writer_thread(gpointer data)
 
 	self->unindexed = 1; /* what an earlier run may have left queued */
 	while (!stop) {
-		WriteJob *job = self->unindexed > 0 && g_atomic_int_get(&self->search_index)
-				    ? g_async_queue_timeout_pop(self->queue, SEARCH_INDEX_IDLE_US)
-				    : g_async_queue_pop(self->queue);
+		WriteJob *job = writer_next_job(self);
 		GPtrArray *batch;
 		if (job == NULL) {
 			/* idle: index what the last writes queued */
