@@ -14,12 +14,13 @@
  */
 struct _ConfabMessage {
 	GObject parent_instance;
-	gchar *id;	       /* owned */
-	gchar *session_id;     /* owned */
-	gchar *role;	       /* owned */
-	gchar *model;	       /* owned */
-	gchar *content;	       /* owned */
-	gchar *content_blocks; /* owned */
+	gchar *id;		     /* owned */
+	gchar *session_id;	     /* owned */
+	gchar *role;		     /* owned */
+	gchar *model;		     /* owned */
+	gchar *content;		     /* owned */
+	gchar *content_blocks;	     /* owned; NULL while blocks_are_content */
+	gboolean blocks_are_content; /* one string for both: the common case */
 	ConfabMessageStatus status;
 	gchar *finish_reason; /* owned */
 	gint64 prompt_tokens;
@@ -139,6 +140,16 @@ confab_message_set_model(ConfabMessage *self, const gchar *model)
 	self->model = g_strdup(model);
 }
 
+/* Before the content changes: blocks that were the content keep it. */
+static void
+unshare_content(ConfabMessage *self)
+{
+	if (!self->blocks_are_content)
+		return;
+	self->content_blocks = g_steal_pointer(&self->content);
+	self->blocks_are_content = FALSE;
+}
+
 const gchar *
 confab_message_get_content(ConfabMessage *self)
 {
@@ -152,6 +163,7 @@ confab_message_set_content(ConfabMessage *self, const gchar *content)
 	g_return_if_fail(CONFAB_IS_MESSAGE(self));
 	if (g_strcmp0(self->content, content) == 0)
 		return;
+	unshare_content(self);
 	g_free(self->content);
 	self->content = g_strdup(content);
 }
@@ -176,6 +188,7 @@ void
 confab_message_take_content(ConfabMessage *self, GString *content)
 {
 	g_return_if_fail(CONFAB_IS_MESSAGE(self));
+	unshare_content(self);
 	g_free(self->content);
 	self->content = string_free_exact(content);
 }
@@ -189,23 +202,40 @@ void
 confab_message_take_content_blocks(ConfabMessage *self, GString *content_blocks)
 {
 	g_return_if_fail(CONFAB_IS_MESSAGE(self));
+	self->blocks_are_content = FALSE;
 	g_free(self->content_blocks);
 	self->content_blocks = string_free_exact(content_blocks);
+}
+
+/**
+ * confab_message_share_content_blocks:
+ * @self: a #ConfabMessage
+ *
+ * The content blocks are the content, as for a message of parts only: one
+ * string for both (a text may be megabytes), until either is set again.
+ */
+void
+confab_message_share_content_blocks(ConfabMessage *self)
+{
+	g_return_if_fail(CONFAB_IS_MESSAGE(self));
+	g_clear_pointer(&self->content_blocks, g_free);
+	self->blocks_are_content = TRUE;
 }
 
 const gchar *
 confab_message_get_content_blocks(ConfabMessage *self)
 {
 	g_return_val_if_fail(CONFAB_IS_MESSAGE(self), NULL);
-	return self->content_blocks;
+	return self->blocks_are_content ? self->content : self->content_blocks;
 }
 
 void
 confab_message_set_content_blocks(ConfabMessage *self, const gchar *content_blocks)
 {
 	g_return_if_fail(CONFAB_IS_MESSAGE(self));
-	if (g_strcmp0(self->content_blocks, content_blocks) == 0)
+	if (!self->blocks_are_content && g_strcmp0(self->content_blocks, content_blocks) == 0)
 		return;
+	self->blocks_are_content = FALSE;
 	g_free(self->content_blocks);
 	self->content_blocks = g_strdup(content_blocks);
 }

@@ -40,6 +40,8 @@ void
 confab_message_take_content(ConfabMessage *self, GString *content);
 void
 confab_message_take_content_blocks(ConfabMessage *self, GString *content_blocks);
+void
+confab_message_share_content_blocks(ConfabMessage *self);
 const gchar *
 confab_message_get_content_blocks(ConfabMessage *self);
 void

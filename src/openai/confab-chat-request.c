@@ -126,8 +126,9 @@ typedef struct {
 	guint index; /* the message */
 	guint files; /* attachments so far in this message */
 	GString *text;
-	GString *content; /* OpenAI parts, JSON */
-	GString *blocks;  /* content_blocks beyond the parts (tool calls), JSON */
+	gboolean whole_text; /* the text is kept, not only its title */
+	GString *content;    /* OpenAI parts, JSON */
+	GString *blocks;     /* content_blocks beyond the parts (tool calls), JSON */
 } MessageBuilder;
 
 static gboolean
@@ -166,6 +167,30 @@ append_part(MessageBuilder *mb, const gchar *json)
 	g_string_append(mb->content, json);
 }
 
+/* The message's text: whole for a tool's result, which is kept as text;
+ * otherwise only what its title can come from (TITLE_TEXT_MAX bytes). */
+#define TITLE_TEXT_MAX 65536
+static void
+append_text(MessageBuilder *mb, const gchar *text)
+{
+	gsize len = strlen(text);
+
+	if (!mb->whole_text) {
+		if (mb->text->len >= TITLE_TEXT_MAX)
+			return;
+		if (len > TITLE_TEXT_MAX - mb->text->len) {
+			const gchar *end = text + (TITLE_TEXT_MAX - mb->text->len);
+			/* at a character's start */
+			while (end > text && (*end & 0xC0) == 0x80)
+				end--;
+			len = end - text;
+		}
+	}
+	if (mb->text->len > 0)
+		g_string_append_c(mb->text, '\n');
+	g_string_append_len(mb->text, text, len);
+}
+
 /* written once, into the content: a text may be megabytes */
 static void
 append_text_part(MessageBuilder *mb, const gchar *text)
@@ -175,9 +200,7 @@ append_text_part(MessageBuilder *mb, const gchar *text)
 	g_string_append(mb->content, "{\"type\":\"text\",\"text\":");
 	confab_json_append_string(mb->content, text);
 	g_string_append_c(mb->content, '}');
-	if (mb->text->len > 0)
-		g_string_append_c(mb->text, '\n');
-	g_string_append(mb->text, text);
+	append_text(mb, text);
 }
 
 static gboolean
@@ -519,11 +542,12 @@ parse_message(ConfabChatRequest *request,
 	g_autoptr(GString) text = g_string_new(NULL);
 	g_autoptr(GString) content_json = g_string_new("[");
 	g_autoptr(GString) blocks_json = g_string_new(NULL);
-	MessageBuilder mb = {limits, index, 0, text, content_json, blocks_json};
+	MessageBuilder mb = {limits, index, 0, text, FALSE, content_json, blocks_json};
 	g_autoptr(ConfabMessage) msg = NULL;
 	JsonObject *obj;
 	JsonNode *role, *content, *tool_calls;
 	const gchar *role_str;
+	gboolean parts_are_blocks = FALSE;
 
 	if (!JSON_NODE_HOLDS_OBJECT(node)) {
 		confab_error_set(error,
@@ -565,6 +589,8 @@ parse_message(ConfabChatRequest *request,
 		JsonNode *call_id = member(obj, "tool_call_id");
 		g_autoptr(GString) block =
 		    g_string_new("{\"type\":\"tool_result\",\"tool_call_id\":");
+
+		mb.whole_text = TRUE;
 		if (!node_is_string(call_id)) {
 			g_autofree gchar *cparam = g_strdup_printf("%s.tool_call_id", param);
 			confab_error_set(error,
@@ -584,19 +610,21 @@ parse_message(ConfabChatRequest *request,
 	} else {
 		if (!parse_content(&mb, role_str, content, error))
 			return NULL;
-		/* the parts are the first blocks, then the tool calls */
-		if (content_json->len > 1 && blocks_json->len > 0)
-			g_string_prepend_c(blocks_json, ',');
-		g_string_prepend_len(blocks_json, content_json->str + 1, content_json->len - 1);
+		/* nothing but the parts (no tool calls here): the blocks are
+		 * the content, one string for both, a text may be megabytes */
+		parts_are_blocks = TRUE;
 	}
 	g_string_append_c(content_json, ']');
-	g_string_prepend_c(blocks_json, '[');
-	g_string_append_c(blocks_json, ']');
-
 	msg = confab_message_new();
 	confab_message_set_role(msg, role_str);
 	confab_message_take_content(msg, g_steal_pointer(&content_json));
-	confab_message_take_content_blocks(msg, g_steal_pointer(&blocks_json));
+	if (parts_are_blocks) {
+		confab_message_share_content_blocks(msg);
+	} else {
+		g_string_prepend_c(blocks_json, '[');
+		g_string_append_c(blocks_json, ']');
+		confab_message_take_content_blocks(msg, g_steal_pointer(&blocks_json));
+	}
 	/* the title only: a text may be megabytes */
 	g_ptr_array_add(request->titles, confab_session_title_from_text(text->str));
 	return g_steal_pointer(&msg);

@@ -38,6 +38,31 @@ tool_message_from_block(JsonObject *block)
 	return msg;
 }
 
+/* OpenAI content parts from text, image and file blocks. */
+static JsonArray *
+parts_of(GPtrArray *kept)
+{
+	JsonArray *parts = json_array_new();
+
+	for (guint i = 0; i < kept->len; i++) {
+		JsonObject *block = g_ptr_array_index(kept, i);
+		JsonObject *part;
+		if (g_strcmp0(json_object_get_string_member_with_default(block, "type", ""),
+			      "text") != 0) {
+			json_array_add_object_element(parts, json_object_ref(block));
+			continue;
+		}
+		part = json_object_new();
+		json_object_set_string_member(part, "type", "text");
+		json_object_set_string_member(
+		    part,
+		    "text",
+		    json_object_get_string_member_with_default(block, "text", ""));
+		json_array_add_object_element(parts, part);
+	}
+	return parts;
+}
+
 /* One stored message (not an answer) as one OpenAI message, rebuilt from
  * its content blocks. */
 static JsonObject *
@@ -46,7 +71,7 @@ message_from_stored(ConfabMessage *message)
 	g_autoptr(JsonNode) blocks_node =
 	    json_node_from_text(confab_message_get_content_blocks(message));
 	g_autoptr(JsonObject) out = json_object_new();
-	g_autoptr(JsonArray) parts = json_array_new();
+	g_autoptr(GPtrArray) kept = g_ptr_array_new(); /* the blocks that become parts */
 	gboolean only_text = TRUE;
 	JsonArray *blocks;
 
@@ -61,33 +86,28 @@ message_from_stored(ConfabMessage *message)
 				  : "";
 
 		if (g_str_equal(type, "text")) {
-			const gchar *t =
-			    json_object_get_string_member_with_default(block, "text", "");
-			JsonObject *part = json_object_new();
-			json_object_set_string_member(part, "type", "text");
-			json_object_set_string_member(part, "text", t);
-			json_array_add_object_element(parts, part);
+			g_ptr_array_add(kept, block);
 		} else if (g_str_equal(type, "image_url") || g_str_equal(type, "file")) {
 			only_text = FALSE;
-			json_array_add_element(parts,
-					       json_node_copy(json_array_get_element(blocks, i)));
+			g_ptr_array_add(kept, block);
 		} else if (g_str_equal(type, "tool_result")) {
 			/* a client's tool message: its result is its content */
 			return tool_message_from_block(block);
 		}
 	}
-	/* one text is a string; several parts stay parts, as the client sent
-	 * them (not joined) */
-	if (only_text && json_array_get_length(parts) <= 1)
+	/* one text is a string (copied once: a text may be megabytes);
+	 * several parts stay parts, as the client sent them (not joined) */
+	if (only_text && kept->len <= 1)
 		json_object_set_string_member(
 		    out,
 		    "content",
-		    json_array_get_length(parts) == 1
-			? json_object_get_string_member(json_array_get_object_element(parts, 0),
-							"text")
+		    kept->len == 1
+			? json_object_get_string_member_with_default(g_ptr_array_index(kept, 0),
+								     "text",
+								     "")
 			: "");
 	else
-		json_object_set_array_member(out, "content", g_steal_pointer(&parts));
+		json_object_set_array_member(out, "content", parts_of(kept));
 	return g_steal_pointer(&out);
 }
 

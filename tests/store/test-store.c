@@ -2098,6 +2098,46 @@ test_search_queue(Fixture *f, gconstpointer data)
 	g_assert_cmpint(sqlite_count(f->path, "SELECT count(*) FROM search_pending"), ==, 0);
 }
 
+/* A message whose blocks are its content (a user's text) is stored once:
+ * the blocks column says '' and reads back as the content; blocks of their
+ * own (an assistant's tool calls) are stored as they are. */
+static void
+test_blocks_stored_once(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Once");
+	g_autoptr(ConfabMessage) own = make_message(f, id, "assistant", "calling");
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GError) error = NULL;
+	ConfabMessage *user;
+	ConfabMessage *assistant;
+
+	confab_message_set_content_blocks(own, "[{\"type\":\"tool_call\",\"id\":\"c1\"}]");
+	g_assert_true(finish_turn(f, own, &error));
+	g_assert_no_error(error);
+	g_assert_cmpint(
+	    sqlite_count(f->path, "SELECT count(*) FROM messages WHERE content_blocks = ''"),
+	    ==,
+	    1);
+	reopen(f);
+	history = get_history(f, id);
+	g_assert_cmpuint(history->len, ==, 2);
+	user = g_ptr_array_index(history, 0);
+	assistant = g_ptr_array_index(history, 1);
+	g_assert_cmpstr(confab_message_get_content_blocks(user),
+			==,
+			confab_message_get_content(user));
+	g_assert_nonnull(strstr(confab_message_get_content(user), "Once"));
+	g_assert_cmpstr(confab_message_get_content_blocks(assistant),
+			==,
+			"[{\"type\":\"tool_call\",\"id\":\"c1\"}]");
+	/* a shared string unshares when either side changes */
+	confab_message_share_content_blocks(user);
+	confab_message_set_content(user, "[]");
+	g_assert_nonnull(strstr(confab_message_get_content_blocks(user), "Once"));
+	g_assert_cmpstr(confab_message_get_content(user), ==, "[]");
+}
+
 /* Off: no index kept and a search is refused as not implemented (the
  * search then offers "Ask" alone); on again, every conversation is indexed,
  * the ones written while it was off too. */
@@ -2703,6 +2743,7 @@ main(int argc, char **argv)
 	ADD("/confab/store/sqlite/migrate-v2", test_migrate_v2);
 	ADD("/confab/store/sqlite/search-queue", test_search_queue);
 	ADD("/confab/store/sqlite/search-index-off", test_search_index_off);
+	ADD("/confab/store/sqlite/blocks-stored-once", test_blocks_stored_once);
 	g_test_add_func("/confab/store/sqlite/open-in-missing-dir", test_open_in_missing_dir);
 #undef ADD
 

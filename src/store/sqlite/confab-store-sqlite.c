@@ -498,7 +498,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 3:
 		if (!migrate_v4(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 4: migrate_v5() here */
+		/* fall through */
+	case 4:
+		/* v5: content_blocks '' means "the content": the same table, a
+		 * value older versions would misread, hence the version */
+		/* fall through: the next schema adds case 5: migrate_v6() here */
 	default:
 		break;
 	}
@@ -606,7 +610,11 @@ message_from_row(sqlite3_stmt *stmt)
 	confab_message_set_role(msg, column_text(stmt, 2));
 	confab_message_set_model(msg, column_text(stmt, 3));
 	confab_message_set_content(msg, column_text(stmt, 4));
-	confab_message_set_content_blocks(msg, column_text(stmt, 5));
+	/* '' (schema v5): the blocks are the content */
+	if (g_strcmp0(column_text(stmt, 5), "") == 0)
+		confab_message_share_content_blocks(msg);
+	else
+		confab_message_set_content_blocks(msg, column_text(stmt, 5));
 	confab_message_set_status(msg, sqlite3_column_int(stmt, 6));
 	confab_message_set_finish_reason(msg, column_text(stmt, 7));
 	confab_message_set_prompt_tokens(
@@ -1707,6 +1715,21 @@ confab_store_sqlite_set_quota(ConfabStore *store,
 		    task);
 }
 
+/* A message's content blocks as stored: '' when they are its content (a
+ * user's message of text: its text is stored once, not twice; schema v5). */
+static const gchar *
+stored_blocks(ConfabMessage *msg)
+{
+	const gchar *content = confab_message_get_content(msg);
+	const gchar *blocks = confab_message_get_content_blocks(msg);
+
+	if (blocks == NULL)
+		return "[]";
+	if (content != NULL && (blocks == content || strcmp(blocks, content) == 0))
+		return "";
+	return blocks;
+}
+
 static gboolean
 insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 {
@@ -1722,7 +1745,7 @@ insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 	bind_text(stmt, 3, confab_message_get_role(msg));
 	bind_text(stmt, 4, confab_message_get_model(msg));
 	bind_text(stmt, 5, confab_message_get_content(msg) ?: "[]");
-	bind_text(stmt, 6, confab_message_get_content_blocks(msg) ?: "[]");
+	bind_text(stmt, 6, stored_blocks(msg));
 	sqlite3_bind_int(stmt, 7, confab_message_get_status(msg));
 	bind_text(stmt, 8, confab_message_get_finish_reason(msg));
 	if (confab_message_get_prompt_tokens(msg) >= 0)
