@@ -327,7 +327,8 @@ migrate_v2(Conn *conn, GError **error)
  * SEARCH_TEXT_MAX characters (a 10 MiB answer is not indexed whole). A
  * content that is not JSON is not indexed, never refused.
  */
-#define SEARCH_TEXT_MAX "65536"
+#define SEARCH_TEXT_MAX_CHARS 65536
+#define SEARCH_TEXT_MAX	      G_STRINGIFY(SEARCH_TEXT_MAX_CHARS)
 #define SEARCH_TEXT(content)                                                                       \
 	"(SELECT substr(group_concat(json_extract(" content ", j.fullkey || '.text'), ' '), 1, "   \
 	"" SEARCH_TEXT_MAX ") FROM json_each(" content ") AS j WHERE j.type = 'object' AND "       \
@@ -415,6 +416,18 @@ migrate_v3(Conn *conn, GError **error)
 	    error);
 }
 
+/* What queues new conversations and messages for search (schema v4, and
+ * when the index is turned on again). */
+#define SEARCH_QUEUE_TRIGGERS                                                                      \
+	"CREATE TRIGGER search_session_queued AFTER INSERT ON sessions BEGIN"                      \
+	"  INSERT INTO search_pending (session_id) VALUES (new.id);"                               \
+	"END;"                                                                                     \
+	"CREATE TRIGGER search_message_queued AFTER INSERT ON messages"                            \
+	"  WHEN new.role IN ('user', 'assistant') BEGIN"                                           \
+	"  INSERT INTO search_pending (session_id, message_id)"                                    \
+	"    VALUES (new.session_id, new.id);"                                                     \
+	"END;"
+
 /*
  * v4: triggers only queue each new conversation and user or assistant
  * message in search_pending, in the turn's transaction; the writer indexes
@@ -434,15 +447,7 @@ migrate_v4(Conn *conn, GError **error)
 			 "  seq INTEGER PRIMARY KEY,"
 			 "  session_id TEXT NOT NULL,"
 			 "  message_id TEXT"
-			 ") STRICT;"
-			 "CREATE TRIGGER search_session_queued AFTER INSERT ON sessions BEGIN"
-			 "  INSERT INTO search_pending (session_id) VALUES (new.id);"
-			 "END;"
-			 "CREATE TRIGGER search_message_queued AFTER INSERT ON messages"
-			 "  WHEN new.role IN ('user', 'assistant') BEGIN"
-			 "  INSERT INTO search_pending (session_id, message_id)"
-			 "    VALUES (new.session_id, new.id);"
-			 "END;",
+			 ") STRICT;" SEARCH_QUEUE_TRIGGERS,
 			 error);
 }
 
@@ -676,7 +681,6 @@ search_text_of(const gchar *content, gchar **text)
 {
 	g_autoptr(JsonNode) root = confab_json_parse(content, strlen(content), 1000, NULL);
 	g_autoptr(GString) out = NULL;
-	glong max = g_ascii_strtoll(SEARCH_TEXT_MAX, NULL, 10);
 	const gchar *end;
 
 	*text = NULL;
@@ -687,7 +691,7 @@ search_text_of(const gchar *content, gchar **text)
 	if (out->len == 0)
 		return TRUE;
 	end = out->str;
-	for (glong n = 0; n < max && *end != '\0'; n++)
+	for (glong n = 0; n < SEARCH_TEXT_MAX_CHARS && *end != '\0'; n++)
 		end = g_utf8_next_char(end);
 	g_string_truncate(out, end - out->str);
 	*text = g_string_free(g_steal_pointer(&out), FALSE);
@@ -2418,14 +2422,7 @@ write_search_index_mode(Conn *conn, gpointer data, GError **error)
 	g_message("search index turned on: indexing every conversation");
 	return conn_exec(
 	    conn,
-	    "CREATE TRIGGER search_session_queued AFTER INSERT ON sessions BEGIN"
-	    "  INSERT INTO search_pending (session_id) VALUES (new.id);"
-	    "END;"
-	    "CREATE TRIGGER search_message_queued AFTER INSERT ON messages"
-	    "  WHEN new.role IN ('user', 'assistant') BEGIN"
-	    "  INSERT INTO search_pending (session_id, message_id)"
-	    "    VALUES (new.session_id, new.id);"
-	    "END;"
+	    SEARCH_QUEUE_TRIGGERS
 	    "INSERT INTO search_pending (session_id) SELECT id FROM sessions ORDER BY id;"
 	    "INSERT INTO search_pending (session_id, message_id) SELECT session_id, id "
 	    "  FROM messages WHERE role IN ('user', 'assistant') ORDER BY rowid;",
