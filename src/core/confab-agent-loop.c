@@ -90,6 +90,8 @@ struct _ConfabAgentLoop {
 	const ConfabAgentLoopSink *sink;
 	gpointer sink_data;
 	ConfabMetrics *metrics; /* owned, nullable */
+	ConfabFlow *flow;	/* owned, nullable: the client's backpressure */
+	guint flow_wait;	/* the next model or tool call waits for the client */
 
 	GTask *task;		   /* owned, while running */
 	GCancellable *cancellable; /* owned: the caller's, or the timeout's */
@@ -129,6 +131,8 @@ confab_agent_loop_finalize(GObject *object)
 	ConfabAgentLoop *self = CONFAB_AGENT_LOOP(object);
 
 	confab_source_clear(&self->deadline);
+	confab_flow_clear_wait(self->flow, &self->flow_wait);
+	g_clear_pointer(&self->flow, confab_flow_unref);
 	if (self->parent != NULL)
 		g_cancellable_disconnect(self->parent, self->parent_id);
 	g_clear_object(&self->parent);
@@ -306,6 +310,22 @@ confab_agent_loop_set_sink(ConfabAgentLoop *self,
 	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
 	self->sink = sink;
 	self->sink_data = user_data;
+}
+
+/**
+ * confab_agent_loop_set_flow:
+ * @self: a #ConfabAgentLoop
+ * @flow: (nullable): the streaming client's backpressure
+ *
+ * While @flow is held, the loop starts no model call and no tool call, and
+ * the provider reads no more of its upstream.
+ */
+void
+confab_agent_loop_set_flow(ConfabAgentLoop *self, ConfabFlow *flow)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_clear_pointer(&self->flow, confab_flow_unref);
+	self->flow = flow != NULL ? confab_flow_ref(flow) : NULL;
 }
 
 static gboolean
@@ -764,9 +784,27 @@ step_params(ConfabAgentLoop *self)
 }
 
 static void
+on_flow_open_step(gpointer user_data)
+{
+	ConfabAgentLoop *self = user_data;
+
+	self->flow_wait = 0;
+	run_step(self);
+}
+
+/* The next model call: once the client has caught up (or the loop is
+ * cancelled, which the provider then says at once). */
+static void
 run_step(ConfabAgentLoop *self)
 {
-	ConfabProviderRequest *request = g_new0(ConfabProviderRequest, 1);
+	ConfabProviderRequest *request;
+
+	if (confab_flow_is_held(self->flow) && !g_cancellable_is_cancelled(self->cancellable)) {
+		self->flow_wait =
+		    confab_flow_wait(self->flow, self->cancellable, on_flow_open_step, self);
+		return;
+	}
+	request = g_new0(ConfabProviderRequest, 1);
 
 	g_clear_pointer(&self->request, confab_provider_request_free);
 	self->step_start = self->content->len;
@@ -774,6 +812,7 @@ run_step(ConfabAgentLoop *self)
 	request->messages = json_array_ref(self->context);
 	request->params = step_params(self);
 	request->stream = self->stream;
+	request->flow = self->flow != NULL ? confab_flow_ref(self->flow) : NULL;
 	self->request = request;
 	confab_provider_complete_async(self->provider,
 				       request,
@@ -958,16 +997,36 @@ start_call(ConfabAgentLoop *self, ServerCall *call)
 /* Starts calls until CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS run; once all are
  * done, the model is called again. */
 static void
+on_flow_open_tools(gpointer user_data)
+{
+	ConfabAgentLoop *self = user_data;
+
+	self->flow_wait = 0;
+	start_tools(self);
+}
+
+static void
 start_tools(ConfabAgentLoop *self)
 {
 	/* a call that fails at once ends inside start_call(): the loop below
 	 * goes on, and looks at what is left once, after it */
-	if (self->starting_tools)
+	if (self->starting_tools || self->flow_wait != 0)
 		return;
 	self->starting_tools = TRUE;
 	while (self->running < CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS &&
-	       self->next_call < self->server_calls->len)
+	       self->next_call < self->server_calls->len) {
+		/* no new call while the client is behind: its events would
+		 * only wait in the queue */
+		if (confab_flow_is_held(self->flow) &&
+		    !g_cancellable_is_cancelled(self->cancellable)) {
+			self->flow_wait = confab_flow_wait(self->flow,
+							   self->cancellable,
+							   on_flow_open_tools,
+							   self);
+			break;
+		}
 		start_call(self, g_ptr_array_index(self->server_calls, self->next_call++));
+	}
 	self->starting_tools = FALSE;
 	if (self->running == 0 && self->next_call == self->server_calls->len)
 		after_tools(self);

@@ -54,6 +54,8 @@ confab_agent_loop_set_tools(ConfabAgentLoop *self,
 void
 confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics);
 void
+confab_agent_loop_set_flow(ConfabAgentLoop *self, ConfabFlow *flow);
+void
 confab_agent_loop_set_sink(ConfabAgentLoop *self,
 			   const ConfabAgentLoopSink *sink,
 			   gpointer user_data);

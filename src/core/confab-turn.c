@@ -60,6 +60,7 @@ struct _ConfabTurn {
 
 	const ConfabTurnSink *sink;
 	gpointer sink_data;
+	ConfabFlow *flow; /* owned, nullable: the streaming client's backpressure */
 	GTask *drain_task; /* owned: waiting for the sink to deliver everything */
 
 	GPtrArray *server_tools; /* owned, nullable: the agent's own tools */
@@ -114,6 +115,7 @@ confab_turn_finalize(GObject *object)
 	g_clear_pointer(&self->principal, confab_principal_free);
 	g_clear_pointer(&self->request, confab_chat_request_free);
 	g_clear_object(&self->cancellable);
+	g_clear_pointer(&self->flow, confab_flow_unref);
 	g_clear_object(&self->agent);
 	g_clear_pointer(&self->record, confab_store_turn_free);
 	g_clear_object(&self->drain_task);
@@ -851,6 +853,21 @@ mark_cancelled(ConfabTurn *self)
 }
 
 /**
+ * confab_turn_set_flow:
+ * @self: a #ConfabTurn, not yet running
+ * @flow: (nullable): the door's backpressure: while it is held, the turn
+ *   makes no more of its answer (the provider stops reading its upstream,
+ *   the agent loop starts no model or tool call)
+ */
+void
+confab_turn_set_flow(ConfabTurn *self, ConfabFlow *flow)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_clear_pointer(&self->flow, confab_flow_unref);
+	self->flow = flow != NULL ? confab_flow_ref(flow) : NULL;
+}
+
+/**
  * confab_turn_sink_drained:
  * @self: a #ConfabTurn waiting on its sink's drain
  * @delivered: whether the client took everything the sink was given
@@ -937,6 +954,7 @@ confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer u
 					   self->request->params,
 					   self->request->stream);
 	confab_agent_loop_set_sink(self->loop, &loop_sink, self);
+	confab_agent_loop_set_flow(self->loop, self->flow);
 	confab_agent_loop_set_metrics(self->loop, metrics);
 	self->time_to_first_token = confab_metrics_series(metrics,
 							  CONFAB_METRIC_TIME_TO_FIRST_TOKEN,

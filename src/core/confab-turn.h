@@ -40,6 +40,8 @@ confab_turn_new(ConfabEngine *engine, ConfabPrincipal *principal, ConfabChatRequ
 void
 confab_turn_set_sink(ConfabTurn *self, const ConfabTurnSink *sink, gpointer user_data);
 void
+confab_turn_set_flow(ConfabTurn *self, ConfabFlow *flow);
+void
 confab_turn_sink_drained(ConfabTurn *self, gboolean delivered);
 void
 confab_turn_start_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer user_data);

@@ -23,8 +23,14 @@
  * are committed, then one SSE event per delta, each sent at once (no
  * batching), then the final chunk, the usage chunk if asked, and [DONE] —
  * after the assistant message is committed. Without streaming, one JSON body
- * at the end. If the client goes away (or is disconnected for reading too
- * slowly) the turn is cancelled.
+ * at the end. If the client goes away the turn is cancelled.
+ *
+ * A stream is as fast as its reader: the exchange's flow, held while more
+ * than max_stream_buffer bytes wait unsent, goes to the turn, which makes
+ * no more of the answer until the client catches up. A client that takes
+ * nothing for idle_timeout is cut: the turn is cancelled (stored
+ * incomplete) and the stream ends with a `stream_cut` error event and
+ * [DONE], for a client that can still read them.
  */
 
 typedef struct {
@@ -32,6 +38,7 @@ typedef struct {
 	ConfabHttpExchange *exchange; /* owned */
 	ConfabTurn *turn;	      /* owned */
 	gboolean streaming;	      /* the head is sent */
+	gboolean cut;		      /* the server is cutting the stream */
 	gchar *chunk_head;	      /* owned: {"id":…,"choices":[{"index":0,"delta": */
 	gchar *chunk_tail;	      /* owned: ,"finish_reason":null}],…}\n\n */
 	gchar *metadata;	      /* owned: ,"metadata":{…} */
@@ -42,6 +49,7 @@ chat_ctx_free(ChatCtx *ctx)
 {
 	confab_http_exchange_set_gone_func(ctx->exchange, NULL, NULL);
 	confab_http_exchange_set_drained_func(ctx->exchange, NULL, NULL);
+	confab_http_exchange_set_cut_func(ctx->exchange, NULL, NULL);
 	if (ctx->turn != NULL)
 		confab_turn_set_sink(ctx->turn, NULL, NULL);
 	g_clear_object(&ctx->turn);
@@ -53,13 +61,24 @@ chat_ctx_free(ChatCtx *ctx)
 	g_free(ctx);
 }
 
-/* The client hung up, or read too slowly and was disconnected: stop the
- * turn now; what was said is stored as incomplete. */
+/* The client hung up: stop the turn now; what was said is stored as
+ * incomplete. */
 static void
 on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 {
 	ChatCtx *ctx = user_data;
 	g_debug("the client left during its turn");
+	confab_turn_cancel(ctx->turn);
+}
+
+/* The client took nothing for idle_timeout: stop the turn (stored as
+ * incomplete); the stream ends with a stream_cut error event. */
+static void
+on_stream_cut(ConfabHttpExchange *exchange, gpointer user_data)
+{
+	ChatCtx *ctx = user_data;
+	g_debug("the client took nothing of its stream: cut");
+	ctx->cut = TRUE;
 	confab_turn_cancel(ctx->turn);
 }
 
@@ -253,6 +272,16 @@ finish_stream(ChatCtx *ctx, const GError *error)
 	gint64 prompt, completion;
 
 	if (error != NULL) {
+		g_autoptr(GError) cut = NULL;
+		if (ctx->cut) {
+			const ConfabConfig *config = confab_engine_get_config(ctx->engine);
+			cut = g_error_new(CONFAB_ERROR,
+					  CONFAB_ERROR_STREAM_CUT,
+					  "The client took nothing of the stream for %u s; the "
+					  "answer was stopped and stored as incomplete",
+					  config->idle_timeout);
+			error = cut;
+		}
 		/* the stream has begun: the error travels in it */
 		event = g_string_new("data: {\"error\":");
 		confab_openai_error_append_object(event, error);
@@ -360,6 +389,8 @@ begin_stream(ChatCtx *ctx)
 	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
 	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
 	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
+	confab_http_exchange_set_cut_func(ctx->exchange, on_stream_cut, ctx);
+	confab_turn_set_flow(ctx->turn, confab_http_exchange_get_flow(ctx->exchange));
 	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
 	/* the first byte: the user's messages are committed */
 	send_delta_event(ctx, NULL, NULL, TRUE);

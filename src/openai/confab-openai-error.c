@@ -53,6 +53,8 @@ static const ConfabOpenaiErrorInfo table[] = {
 					    "invalid_request_error",
 					    "http_version_not_supported"},
     [CONFAB_ERROR_STORE_UNAVAILABLE] = {503, "service_unavailable", "store_unavailable"},
+    /* only ever in a stream that has begun: its client took nothing */
+    [CONFAB_ERROR_STREAM_CUT] = {408, "timeout_error", "stream_cut"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);

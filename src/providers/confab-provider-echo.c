@@ -107,15 +107,44 @@ typedef struct {
 	gpointer delta_data;
 	gint64 prompt_words;
 	gint64 completion_words;
+	ConfabFlow *flow; /* owned, nullable: the client's */
+	guint flow_wait;
 } EchoRun;
 
 static void
 echo_run_free(EchoRun *run)
 {
+	confab_flow_clear_wait(run->flow, &run->flow_wait);
+	g_clear_pointer(&run->flow, confab_flow_unref);
 	g_free(run->reply);
 	g_string_free(run->piece, TRUE);
 	g_clear_pointer(&run->tool_calls, json_array_unref);
 	g_free(run);
+}
+
+static gboolean
+echo_step(gpointer user_data);
+
+static void
+echo_schedule(GTask *task)
+{
+	g_autoptr(GSource) source = g_idle_source_new();
+
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, echo_step, g_object_ref(task), g_object_unref);
+	g_source_set_static_name(source, "[confab] echo");
+	g_source_attach(source, g_task_get_context(task));
+}
+
+/* The client caught up (or left): go on. */
+static void
+on_flow_open(gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	EchoRun *run = g_task_get_task_data(task);
+
+	run->flow_wait = 0;
+	echo_schedule(task);
 }
 
 static gboolean
@@ -131,6 +160,14 @@ echo_step(gpointer user_data)
 		const gchar *end = piece_end(start, run->next == 0);
 		if (g_task_return_error_if_cancelled(task))
 			return G_SOURCE_REMOVE;
+		if (confab_flow_is_held(run->flow)) {
+			/* the client is behind: nothing more until it catches up */
+			run->flow_wait = confab_flow_wait(run->flow,
+							  g_task_get_cancellable(task),
+							  on_flow_open,
+							  g_object_ref(task));
+			return G_SOURCE_REMOVE;
+		}
 		g_string_append_len(g_string_truncate(run->piece, 0), start, end - start);
 		run->next = end - run->reply;
 		run->delta_func(&(ConfabDelta){.content = run->piece->str}, run->delta_data);
@@ -217,7 +254,6 @@ confab_provider_echo_complete_async(ConfabProvider *provider,
 	g_autoptr(GTask) task = g_task_new(provider, cancellable, callback, user_data);
 	g_autofree gchar *reply = NULL;
 	g_autoptr(GString) results = g_string_new(NULL);
-	g_autoptr(GSource) source = NULL;
 	EchoRun *run = g_new0(EchoRun, 1);
 	guint n = json_array_get_length(request->messages);
 	const gchar *last_role = "";
@@ -251,13 +287,9 @@ confab_provider_echo_complete_async(ConfabProvider *provider,
 	run->piece = g_string_new(NULL);
 	run->delta_func = delta_func;
 	run->delta_data = delta_data;
+	run->flow = request->flow != NULL ? confab_flow_ref(request->flow) : NULL;
 	g_task_set_task_data(task, run, (GDestroyNotify)echo_run_free);
-
-	source = g_idle_source_new();
-	g_source_set_priority(source, G_PRIORITY_DEFAULT);
-	g_source_set_callback(source, echo_step, g_object_ref(task), g_object_unref);
-	g_source_set_static_name(source, "[confab] echo");
-	g_source_attach(source, g_task_get_context(task));
+	echo_schedule(task);
 }
 
 static ConfabProviderResult *

@@ -363,6 +363,7 @@ typedef struct {
 	GPtrArray *arguments_pending;	/* owned: GString by tool-call index, or NULL */
 	gint64 prompt_tokens;
 	gint64 completion_tokens;
+	guint flow_wait; /* the client is behind: reading waits for it */
 } Call;
 
 static void
@@ -389,6 +390,7 @@ call_drop_exchange(Call *call)
 static void
 call_clear_attempt(Call *call)
 {
+	confab_flow_clear_wait(call->request->flow, &call->flow_wait);
 	confab_source_clear(&call->timer);
 	call_drop_exchange(call);
 	g_clear_pointer(&call->retry_after, g_free);
@@ -1179,13 +1181,42 @@ json_body_max(Call *call)
 	return call->self->options.max_answer_bytes * 2 + 64 * 1024;
 }
 
+/* The client has caught up: read on, and the idle timer runs again. */
+static void
+on_flow_open(gpointer user_data)
+{
+	Call *call = user_data;
+
+	call->flow_wait = 0;
+	if (call->exchange == NULL)
+		return;
+	arm_timer(call, PHASE_BODY);
+	confab_upstream_client_exchange_resume(call->exchange);
+}
+
+/* The client is behind: the upstream waits (TCP holds it back), and so does
+ * its idle timer, which would otherwise blame it for our wait; the total
+ * timeout still runs. */
+static void
+call_pause(Call *call)
+{
+	gint64 now = g_get_monotonic_time();
+
+	confab_upstream_client_exchange_pause(call->exchange);
+	call->phase_deadline = call->deadline;
+	set_timer(call, call->deadline, now);
+	call->flow_wait = confab_flow_wait(call->request->flow, NULL, on_flow_open, call);
+}
+
 static void
 on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 {
 	Call *call = user_data;
 	GError *error = NULL;
 
-	arm_timer(call, PHASE_BODY);
+	/* paused, the rest of the read being handed on: no idle timer */
+	if (call->flow_wait == 0)
+		arm_timer(call, PHASE_BODY);
 	if (call->error_body != NULL) {
 		g_string_append_len(call->error_body,
 				    data,
@@ -1218,6 +1249,9 @@ on_upstream_body(const gchar *data, gsize len, gpointer user_data)
 			call_fail(call, g_steal_pointer(&call->stream_error));
 			return;
 		}
+		if (call->exchange != NULL && call->flow_wait == 0 &&
+		    confab_flow_is_held(call->request->flow))
+			call_pause(call);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 
 #include "model/confab-agent.h"
+#include "util/confab-flow.h"
 
 G_BEGIN_DECLS
 
@@ -22,6 +23,9 @@ G_BEGIN_DECLS
  * @stream: whether the client streams; a provider may stream upstream anyway
  * @retries: set by the provider: how many times it sent the request again
  *   after a failure, whatever the outcome
+ * @flow: (nullable): the client's backpressure: while it is held the
+ *   provider makes no more deltas (it stops reading its upstream), and
+ *   its idle timer does not run
  */
 typedef struct {
 	ConfabAgent *agent;
@@ -29,6 +33,7 @@ typedef struct {
 	JsonObject *params;
 	gboolean stream;
 	guint retries;
+	ConfabFlow *flow;
 } ConfabProviderRequest;
 
 void

@@ -68,6 +68,7 @@ struct _ConfabUpstreamExchange {
 	gboolean retried;		      /* a stale connection was replaced */
 	gboolean fresh;			      /* take no connection from the pool */
 	gboolean sent;
+	gboolean paused;   /* the caller holds reading back */
 	gboolean waiting;  /* in client->waiting */
 	gboolean finished; /* done, or aborted: nothing more happens */
 };
@@ -80,7 +81,7 @@ struct _Conn {
 	GPollableInputStream *in;     /* unowned: the stream's */
 	GPollableOutputStream *out;   /* unowned: the stream's */
 	gboolean tls;
-	GSource *watch;			  /* owned: G_IO_IN on the socket, for good */
+	GSource *watch;			  /* owned: G_IO_IN on the socket, but while paused */
 	GSource *write_source;		  /* owned: while a write waits */
 	GSource *resume_source;		  /* owned: TLS reading resumes */
 	ConfabUpstreamExchange *exchange; /* unowned: the one using it */
@@ -110,6 +111,10 @@ static void
 exchange_read(ConfabUpstreamExchange *ex);
 static void
 client_slot_freed(ConfabUpstreamClient *self);
+static gboolean
+on_resume(gpointer user_data);
+static void
+conn_unwatch(Conn *conn);
 
 static ConfabUpstreamExchange *
 exchange_ref(ConfabUpstreamExchange *ex)
@@ -159,8 +164,10 @@ conn_free(Conn *conn)
 		g_source_destroy(conn->resume_source);
 		g_source_unref(conn->resume_source);
 	}
-	g_source_destroy(conn->watch);
-	g_source_unref(conn->watch);
+	if (conn->watch != NULL) {
+		g_source_destroy(conn->watch);
+		g_source_unref(conn->watch);
+	}
 	g_socket_close(conn->socket, NULL);
 	g_object_unref(conn->stream);
 	g_free(conn->key);
@@ -185,6 +192,10 @@ on_conn_readable(GSocket *socket, GIOCondition condition, gpointer user_data)
 	gssize n;
 	g_autoptr(GError) error = NULL;
 
+	if (conn->exchange != NULL && conn->exchange->paused) {
+		conn_unwatch(conn);
+		return G_SOURCE_CONTINUE; /* destroyed already */
+	}
 	if (conn->exchange != NULL) {
 		exchange_read(conn->exchange);
 		return G_SOURCE_CONTINUE;
@@ -197,6 +208,28 @@ on_conn_readable(GSocket *socket, GIOCondition condition, gpointer user_data)
 	pool_remove(conn->client, conn);
 	conn_free(conn);
 	return G_SOURCE_CONTINUE; /* destroyed already */
+}
+
+/* The socket's watch: for the connection's life, but while an exchange is
+ * paused. */
+static void
+conn_watch(Conn *conn)
+{
+	if (conn->watch != NULL)
+		return;
+	conn->watch = g_socket_create_source(conn->socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+	g_source_set_callback(conn->watch, G_SOURCE_FUNC(on_conn_readable), conn, NULL);
+	g_source_set_static_name(conn->watch, "[confab] upstream connection");
+	g_source_attach(conn->watch, g_main_context_get_thread_default());
+}
+
+static void
+conn_unwatch(Conn *conn)
+{
+	if (conn->watch == NULL)
+		return;
+	g_source_destroy(conn->watch);
+	g_clear_pointer(&conn->watch, g_source_unref);
 }
 
 static Conn *
@@ -213,10 +246,7 @@ conn_new(ConfabUpstreamClient *self, const gchar *key, GSocketConnection *connec
 	conn->tls = tls;
 	/* the request goes out in one write; the reply should come at once */
 	(void)g_socket_set_option(conn->socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
-	conn->watch = g_socket_create_source(conn->socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
-	g_source_set_callback(conn->watch, G_SOURCE_FUNC(on_conn_readable), conn, NULL);
-	g_source_set_static_name(conn->watch, "[confab] upstream connection");
-	g_source_attach(conn->watch, g_main_context_get_thread_default());
+	conn_watch(conn);
 	return conn;
 }
 
@@ -333,10 +363,13 @@ exchange_detach(ConfabUpstreamExchange *ex, gboolean keep)
 		g_source_destroy(conn->resume_source);
 		g_clear_pointer(&conn->resume_source, g_source_unref);
 	}
-	if (keep)
+	if (keep) {
+		/* paused by the very piece that ended the response */
+		conn_watch(conn);
 		pool_put(ex->client, conn);
-	else
+	} else {
 		conn_free(conn);
+	}
 }
 
 static void
@@ -385,6 +418,56 @@ confab_upstream_client_exchange_abort(ConfabUpstreamExchange *ex)
 	exchange_unwait(ex);
 	exchange_detach(ex, FALSE);
 	confab_upstream_client_exchange_unref(ex);
+}
+
+/**
+ * confab_upstream_client_exchange_pause:
+ * @exchange: a running exchange
+ *
+ * Stops reading the response: the upstream is held back by TCP's own flow
+ * control once the socket's buffers fill. The piece being handed to the
+ * body callback is finished first. Safe from inside the callbacks.
+ */
+void
+confab_upstream_client_exchange_pause(ConfabUpstreamExchange *ex)
+{
+	if (ex->finished || ex->paused)
+		return;
+	ex->paused = TRUE;
+	if (ex->conn != NULL) {
+		conn_unwatch(ex->conn);
+		if (ex->conn->resume_source != NULL) {
+			g_source_destroy(ex->conn->resume_source);
+			g_clear_pointer(&ex->conn->resume_source, g_source_unref);
+		}
+	}
+}
+
+/**
+ * confab_upstream_client_exchange_resume:
+ * @exchange: an exchange
+ *
+ * Reads the response again, from the main loop (never from here).
+ */
+void
+confab_upstream_client_exchange_resume(ConfabUpstreamExchange *ex)
+{
+	Conn *conn = ex->conn;
+
+	if (!ex->paused)
+		return;
+	ex->paused = FALSE;
+	if (ex->finished || conn == NULL)
+		return;
+	conn_watch(conn);
+	/* what arrived meanwhile (or TLS holds decrypted) is read at once */
+	if (conn->resume_source == NULL) {
+		conn->resume_source = g_idle_source_new();
+		g_source_set_priority(conn->resume_source, G_PRIORITY_DEFAULT);
+		g_source_set_callback(conn->resume_source, on_resume, conn, NULL);
+		g_source_set_static_name(conn->resume_source, "[confab] upstream read resumes");
+		g_source_attach(conn->resume_source, g_main_context_get_thread_default());
+	}
 }
 
 /* A kept-alive connection the upstream had closed: once, a new one. */
@@ -503,7 +586,7 @@ exchange_read(ConfabUpstreamExchange *ex)
 	guint reads = 0;
 
 	exchange_ref(ex);
-	while (!ex->finished) {
+	while (!ex->finished && !ex->paused) {
 		Conn *conn = ex->conn;
 		GError *error = NULL;
 		gsize consumed = 0;

@@ -69,6 +69,10 @@ confab_upstream_client_get_n_connections(ConfabUpstreamClient *self);
 void
 confab_upstream_client_exchange_abort(ConfabUpstreamExchange *exchange);
 void
+confab_upstream_client_exchange_pause(ConfabUpstreamExchange *exchange);
+void
+confab_upstream_client_exchange_resume(ConfabUpstreamExchange *exchange);
+void
 confab_upstream_client_exchange_unref(ConfabUpstreamExchange *exchange);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabUpstreamExchange, confab_upstream_client_exchange_unref)

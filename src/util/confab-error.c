@@ -77,6 +77,7 @@ static const GDBusErrorEntry dbus_error_entries[] = {
     {CONFAB_ERROR_NOT_IMPLEMENTED, "org.confab.Confab1.Error.NotImplemented"},
     {CONFAB_ERROR_VERSION_NOT_SUPPORTED, "org.confab.Confab1.Error.VersionNotSupported"},
     {CONFAB_ERROR_STORE_UNAVAILABLE, "org.confab.Confab1.Error.StoreUnavailable"},
+    {CONFAB_ERROR_STREAM_CUT, "org.confab.Confab1.Error.StreamCut"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(dbus_error_entries) == CONFAB_ERROR_LAST);

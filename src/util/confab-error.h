@@ -52,6 +52,7 @@ typedef enum {
 	CONFAB_ERROR_NOT_IMPLEMENTED,	     /* 501 */
 	CONFAB_ERROR_VERSION_NOT_SUPPORTED,  /* 505 */
 	CONFAB_ERROR_STORE_UNAVAILABLE,	     /* 503 */
+	CONFAB_ERROR_STREAM_CUT,	     /* a stream whose reader took nothing */
 	CONFAB_ERROR_LAST
 } ConfabErrorCode;
 

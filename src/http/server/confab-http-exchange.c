@@ -67,6 +67,9 @@ confab_http_exchange_unref(ConfabHttpExchange *self)
 	g_free(self->head.query);
 	confab_http_fields_free(self->head.fields);
 	g_clear_pointer(&self->body, g_bytes_unref);
+	if (self->flow != NULL)
+		confab_flow_close(self->flow);
+	g_clear_pointer(&self->flow, confab_flow_unref);
 	g_free(self->peer);
 	g_string_free(self->headers, TRUE);
 	for (guint i = 1; self->notes != NULL && i < self->notes->len; i += 2)
@@ -342,6 +345,7 @@ confab_http_exchange_begin_stream(ConfabHttpExchange *self, guint status, const 
 	g_return_if_fail(!self->responded);
 	self->responded = TRUE;
 	self->streaming = TRUE;
+	self->flow = confab_flow_new();
 	self->status = status;
 	g_string_append_printf(self->headers, "Content-Type: %s\r\n", content_type);
 	if (self->conn != NULL)
@@ -354,8 +358,9 @@ confab_http_exchange_begin_stream(ConfabHttpExchange *self, guint status, const 
  * @data: a piece of the body
  * @len: its length
  *
- * Sends a piece at once (as one chunk). A client that has left more than
- * the stream buffer unread is disconnected instead.
+ * Sends a piece at once (as one chunk). Nothing is dropped: past the
+ * stream buffer, the exchange's flow is held until the client catches up,
+ * and whoever writes should wait for it (confab_http_exchange_get_flow()).
  */
 void
 confab_http_exchange_write(ConfabHttpExchange *self, const gchar *data, gsize len)
@@ -432,6 +437,22 @@ confab_http_exchange_get_unsent(ConfabHttpExchange *self)
 	return self->conn != NULL ? confab_http_server_connection_get_unsent(self->conn) : 0;
 }
 
+/**
+ * confab_http_exchange_get_flow:
+ *
+ * The stream's backpressure: held while more than `max_stream_buffer`
+ * bytes wait unsent, open again once the client has taken half of them,
+ * closed when the exchange is over. Who produces the stream waits for it.
+ *
+ * Returns: (transfer none) (nullable): the flow of a streamed response,
+ *   %NULL before confab_http_exchange_begin_stream()
+ */
+ConfabFlow *
+confab_http_exchange_get_flow(ConfabHttpExchange *self)
+{
+	return self->flow;
+}
+
 /* ---------- the client ---------- */
 
 /**
@@ -476,6 +497,36 @@ confab_http_exchange_set_drained_func(ConfabHttpExchange *self,
 {
 	self->drained_func = func;
 	self->drained_data = user_data;
+}
+
+/**
+ * confab_http_exchange_set_cut_func:
+ * @self: a #ConfabHttpExchange
+ * @func: (nullable): called once if the server cuts the stream because its
+ *   client took nothing for `idle_timeout`: the handler stops producing and
+ *   ends the stream with a last event; the server then sends what it can
+ *   for a moment and closes the connection. Without one, the connection
+ *   closes at once.
+ * @user_data: data for @func
+ */
+void
+confab_http_exchange_set_cut_func(ConfabHttpExchange *self,
+				  ConfabHttpExchangeFunc func,
+				  gpointer user_data)
+{
+	self->cut_func = func;
+	self->cut_data = user_data;
+}
+
+/**
+ * confab_http_exchange_is_cut:
+ *
+ * Returns: whether the server is cutting the stream (its cut function ran)
+ */
+gboolean
+confab_http_exchange_is_cut(ConfabHttpExchange *self)
+{
+	return self->cut;
 }
 
 /**

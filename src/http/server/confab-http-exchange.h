@@ -7,6 +7,8 @@
 
 #include <glib.h>
 
+#include "util/confab-flow.h"
+
 G_BEGIN_DECLS
 
 /**
@@ -101,6 +103,8 @@ gboolean
 confab_http_exchange_has_responded(ConfabHttpExchange *self);
 gsize
 confab_http_exchange_get_unsent(ConfabHttpExchange *self);
+ConfabFlow *
+confab_http_exchange_get_flow(ConfabHttpExchange *self);
 
 /* the client */
 gboolean
@@ -113,6 +117,12 @@ void
 confab_http_exchange_set_drained_func(ConfabHttpExchange *self,
 				      ConfabHttpExchangeFunc func,
 				      gpointer user_data);
+void
+confab_http_exchange_set_cut_func(ConfabHttpExchange *self,
+				  ConfabHttpExchangeFunc func,
+				  gpointer user_data);
+gboolean
+confab_http_exchange_is_cut(ConfabHttpExchange *self);
 void
 confab_http_exchange_close(ConfabHttpExchange *self);
 

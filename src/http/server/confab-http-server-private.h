@@ -7,6 +7,7 @@
 
 #include "http/server/confab-http-request-parser.h"
 #include "http/server/confab-http-server.h"
+#include "util/confab-flow.h"
 
 G_BEGIN_DECLS
 
@@ -29,11 +30,15 @@ struct _ConfabHttpExchange {
 	gboolean ended;	   /* the whole response is queued */
 	gboolean finished; /* the exchange is over, sent or not */
 	gboolean gone;	   /* the client left before the end */
+	gboolean cut;	   /* the server is cutting the stream: its reader took nothing */
+	ConfabFlow *flow;  /* owned, nullable: a stream's, held while its client is behind */
 
 	ConfabHttpExchangeFunc gone_func;
 	gpointer gone_data;
 	ConfabHttpExchangeFunc drained_func;
 	gpointer drained_data;
+	ConfabHttpExchangeFunc cut_func;
+	gpointer cut_data;
 	gpointer data;
 	GDestroyNotify data_destroy;
 	GPtrArray *notes; /* owned, nullable: static key, owned value, ... */

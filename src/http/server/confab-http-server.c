@@ -297,6 +297,27 @@ queue_clear(ConfabHttpConnection *conn)
 	conn->out_bytes = 0;
 }
 
+/*
+ * A stream's flow: held once more than max_stream_buffer bytes wait
+ * unsent, open again at half of that. Whoever produces the stream waits
+ * for it, so a stream never outruns its reader by much more than the
+ * buffer, and nothing is dropped for being slow.
+ */
+static void
+conn_update_flow(ConfabHttpConnection *conn)
+{
+	ConfabHttpExchange *exchange = conn->exchange;
+	gsize high;
+
+	if (exchange == NULL || exchange->flow == NULL || conn->server == NULL)
+		return;
+	high = conn->server->limits.max_stream_buffer;
+	if (conn->out_bytes > high)
+		confab_flow_set_held(exchange->flow, TRUE);
+	else if (conn->out_bytes <= high / 2)
+		confab_flow_set_held(exchange->flow, FALSE);
+}
+
 /* ---------- connection basics ---------- */
 
 static ConfabHttpConnection *
@@ -381,6 +402,8 @@ conn_end_exchange(ConfabHttpConnection *conn, gboolean completed)
 	release_body(conn);
 	exchange->conn = NULL;
 	exchange->finished = TRUE;
+	if (exchange->flow != NULL)
+		confab_flow_close(exchange->flow);
 	if (server != NULL)
 		g_atomic_int_add(&server->active, -1);
 	if (!completed) {
@@ -510,6 +533,7 @@ conn_write(ConfabHttpConnection *conn)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				conn_set_events(conn, conn_read_events(conn) | G_IO_OUT);
+				conn_update_flow(conn);
 				return;
 			}
 			g_debug("writing to %s: %s", conn->peer, g_strerror(errno));
@@ -532,6 +556,7 @@ conn_write(ConfabHttpConnection *conn)
 	}
 	if (conn->fd < 0)
 		return;
+	conn_update_flow(conn);
 	if (conn->events & G_IO_OUT)
 		conn_set_events(conn,
 				conn->state == CONN_CLOSING ? G_IO_IN : conn_read_events(conn));
@@ -619,26 +644,6 @@ confab_http_server_connection_send_stream_head(ConfabHttpConnection *conn,
 	queue_copy(conn, head->str, head->len);
 }
 
-/*
- * The unsent bytes of a stream but for its largest piece. A piece larger
- * than the socket takes at once (a whole long answer in one delta) waits
- * in the queue while a client that keeps up reads it; the pieces that come
- * meanwhile must not count it against that client. A large piece gets a
- * segment of its own, so the largest segment stands for it.
- */
-static gsize
-conn_stream_backlog(ConfabHttpConnection *conn)
-{
-	gsize largest = 0;
-
-	for (GList *l = conn->out.head; l != NULL; l = l->next) {
-		gsize len;
-		segment_data(l->data, &len);
-		largest = MAX(largest, len);
-	}
-	return conn->out_bytes - largest;
-}
-
 void
 confab_http_server_connection_send_piece(ConfabHttpConnection *conn,
 					 ConfabHttpExchange *exchange,
@@ -648,18 +653,7 @@ confab_http_server_connection_send_piece(ConfabHttpConnection *conn,
 					 gboolean flush)
 {
 	gboolean chunked = exchange->head.version_minor > 0;
-	gsize backlog = conn_stream_backlog(conn);
 
-	/* what the client left unread from earlier pieces, not this one, and
-	 * not the largest one it is still reading: a large piece never cuts
-	 * a reader that keeps up */
-	if (backlog > conn->server->limits.max_stream_buffer) {
-		g_debug("closing a stream whose client reads too slowly (%" G_GSIZE_FORMAT
-			" bytes unsent)",
-			conn->out_bytes);
-		conn_close(conn);
-		return;
-	}
 	if (bytes != NULL)
 		len = g_bytes_get_size(bytes);
 	if (!is_head_request(exchange)) {
@@ -677,6 +671,8 @@ confab_http_server_connection_send_piece(ConfabHttpConnection *conn,
 	}
 	if (flush)
 		confab_http_server_connection_flush(conn);
+	if (conn->fd >= 0)
+		conn_update_flow(conn);
 }
 
 void
@@ -935,6 +931,33 @@ conn_ready(ConfabHttpConnection *conn, gshort events)
 	return poll(&pfd, 1, 0) > 0 && (pfd.revents & events) != 0;
 }
 
+/*
+ * A stream whose client took nothing for idle_timeout ends properly if the
+ * client still can take it: the handler's cut function stops the answer
+ * and ends the stream (an error event, then the end of the body), the
+ * connection closes after it, and the client has LINGER_SECONDS more to
+ * read that far. One that still takes nothing is then closed as it is.
+ */
+static gboolean
+conn_cut_stream(ConfabHttpConnection *conn, gint64 now)
+{
+	ConfabHttpExchange *exchange = conn->exchange;
+	guint idle = conn->server->limits.idle_timeout;
+
+	if (exchange == NULL || !exchange->streaming || exchange->ended || exchange->cut ||
+	    exchange->cut_func == NULL)
+		return FALSE;
+	g_debug("cutting the stream of %s: it took nothing for %u s", conn->peer, idle);
+	exchange->cut = TRUE;
+	conn->close_after = TRUE;
+	/* the grace: the deadline moves LINGER_SECONDS on */
+	conn->last_progress = now - ((gint64)idle - LINGER_SECONDS) * G_USEC_PER_SEC;
+	conn_ref(conn);
+	exchange->cut_func(exchange, exchange->cut_data);
+	conn_unref(conn);
+	return TRUE;
+}
+
 static void
 conn_check_deadline(ConfabHttpConnection *conn, gint64 now)
 {
@@ -969,7 +992,7 @@ conn_check_deadline(ConfabHttpConnection *conn, gint64 now)
 		if (conn->out_bytes > 0 &&
 		    now >= conn->last_progress +
 			       (gint64)conn->server->limits.idle_timeout * G_USEC_PER_SEC &&
-		    !conn_ready(conn, POLLOUT)) {
+		    !conn_ready(conn, POLLOUT) && !conn_cut_stream(conn, now)) {
 			g_debug("closing %s: its response went unread", conn->peer);
 			conn_close(conn);
 		}

@@ -24,9 +24,9 @@ G_BEGIN_DECLS
  * @max_inflight_body_bytes: request bodies held at once, all connections
  *   together; 503 beyond
  * @max_stream_buffer: bytes of a streamed response that may wait unsent
- *   before the next piece, besides the largest piece (which a client that
- *   keeps up may still be reading); a client that reads slower is
- *   disconnected
+ *   before its flow is held (confab_http_exchange_get_flow()); it opens
+ *   again at half of that. A client is never cut for being slow, only for
+ *   taking nothing for idle_timeout
  */
 typedef struct {
 	guint max_connections;
