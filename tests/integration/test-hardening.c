@@ -32,7 +32,7 @@
  */
 
 #define IDLE_TIMEOUT 2
-#define CUT_GRACE    2 /* LINGER_SECONDS in confab-http-server.c */
+#define CUT_GRACE    5 /* CUT_GRACE_SECONDS in confab-http-server.c */
 #define BODY_TIMEOUT 3
 #define BIG_TEXT     (3 * 1024 * 1024)
 #define N_DROPPED    5

@@ -32,7 +32,7 @@
  * written with one sendmsg() of all that is queued.
  *
  * A connection is in one state at a time, each with its deadline, checked
- * by one timer per server once a second:
+ * by one timer per server twice a second:
  *
  *  IDLE     between requests: closed, silently, after idle_timeout
  *  HEAD     a head is arriving: it must be whole within idle_timeout
@@ -53,6 +53,8 @@
 #define MAX_READS_PER_DISPATCH 4
 #define MAX_PENDING	       65536
 #define LINGER_SECONDS	       2
+#define CUT_GRACE_SECONDS      5
+#define SWEEP_MS	       500
 #define MAX_IOV		       64
 #define SMALL_PIECE	       4096
 #define SEGMENT_BUFFER	       16384
@@ -935,7 +937,7 @@ conn_ready(ConfabHttpConnection *conn, gshort events)
  * A stream whose client took nothing for idle_timeout ends properly if the
  * client still can take it: the handler's cut function stops the answer
  * and ends the stream (an error event, then the end of the body), the
- * connection closes after it, and the client has LINGER_SECONDS more to
+ * connection closes after it, and the client has CUT_GRACE_SECONDS more to
  * read that far. One that still takes nothing is then closed as it is.
  */
 static gboolean
@@ -950,8 +952,8 @@ conn_cut_stream(ConfabHttpConnection *conn, gint64 now)
 	g_debug("cutting the stream of %s: it took nothing for %u s", conn->peer, idle);
 	exchange->cut = TRUE;
 	conn->close_after = TRUE;
-	/* the grace: the deadline moves LINGER_SECONDS on */
-	conn->last_progress = now - ((gint64)idle - LINGER_SECONDS) * G_USEC_PER_SEC;
+	/* the grace: the deadline moves CUT_GRACE_SECONDS on */
+	conn->last_progress = now - ((gint64)idle - CUT_GRACE_SECONDS) * G_USEC_PER_SEC;
 	conn_ref(conn);
 	exchange->cut_func(exchange, exchange->cut_data);
 	conn_unref(conn);
@@ -1102,7 +1104,8 @@ add_connection(ConfabHttpServer *self, gint fd, const struct sockaddr_storage *s
 	g_queue_push_tail_link(&self->conns, &conn->link);
 	g_atomic_int_set(&self->n_conns, self->conns.length);
 	if (self->sweep == NULL) {
-		self->sweep = g_timeout_source_new_seconds(1);
+		/* twice a second: a deadline is met within half a second */
+		self->sweep = g_timeout_source_new(SWEEP_MS);
 		g_source_set_callback(self->sweep, on_sweep, self, NULL);
 		g_source_set_static_name(self->sweep, "[confab] http deadlines");
 		g_source_attach(self->sweep, self->context);
