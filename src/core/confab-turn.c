@@ -60,7 +60,7 @@ struct _ConfabTurn {
 
 	const ConfabTurnSink *sink;
 	gpointer sink_data;
-	ConfabFlow *flow; /* owned, nullable: the streaming client's backpressure */
+	ConfabFlow *flow;  /* owned, nullable: the streaming client's backpressure */
 	GTask *drain_task; /* owned: waiting for the sink to deliver everything */
 
 	GPtrArray *server_tools; /* owned, nullable: the agent's own tools */

@@ -481,6 +481,34 @@ test('chat.completions.stream() helper: content events and finalChatCompletion()
   assert.equal(final.model, ctx.agent);
 });
 
+test('a slow consumer of a long stream gets all of it (flow control)', async () => {
+  // some 40,000 words: each its own delta, about 11 MB of events, far
+  // more than max_stream_buffer (1 MiB) and the sockets hold
+  const words = [];
+  for (let i = 0; i < 40000; i++) words.push(`w${i}`);
+  const text = words.join(' ');
+  const c = client(ctx.token);
+  const stream = await c.chat.completions.create({
+    model: ctx.agent,
+    messages: userMsg(text),
+    stream: true,
+  });
+  let got = '';
+  let n = 0;
+  let sessionId = null;
+  for await (const chunk of stream) {
+    sessionId ??= chunk.metadata?.session_id;
+    got += chunk.choices[0]?.delta?.content ?? '';
+    // a consumer slower than the daemon: 20 ms every 2,000 chunks
+    if (++n % 2000 === 0) await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(got.length, text.length, 'every byte of the answer arrived');
+  assert.equal(got, text);
+  const page = await listMessages(c, sessionId, { order: 'asc' });
+  assert.equal(page.data[1].status, 'completed', 'stored as completed');
+  assert.equal(textOf(page.data[1]), text);
+});
+
 test('continuation through metadata.session_id (full history and new message only)', async () => {
   const c = client(ctx.token);
   const first = await c.chat.completions.create({

@@ -150,9 +150,9 @@ daemon_status_kib(Fixture *f, const gchar *field)
 
 typedef struct {
 	const gchar *label;
-	gdouble rate;	   /* bytes per second; 0: as fast as it can */
-	gsize pause_at;	   /* after this many bytes... */
-	gint64 pause_us;   /* ...it takes nothing for this long; -1: it stops */
+	gdouble rate;			   /* bytes per second; 0: as fast as it can */
+	gsize pause_at;			   /* after this many bytes... */
+	gint64 pause_us;		   /* ...it takes nothing for this long; -1: it stops */
 	gboolean (*resume)(gpointer data); /* with pause_us 0: until this holds */
 	gpointer resume_data;
 
@@ -226,9 +226,9 @@ reader_may_read(Reader *r, gint64 now, gint *wait_ms)
 		g_test_message("%s: pauses after %zu bytes", r->label, r->raw->len);
 	}
 	if (r->paused_since != 0) {
-		gboolean over = r->pause_us > 0 ? now >= r->paused_since + r->pause_us
-			      : r->pause_us == 0 ? r->resume(r->resume_data)
-						 : FALSE;
+		gboolean over = r->pause_us > 0	   ? now >= r->paused_since + r->pause_us
+				: r->pause_us == 0 ? r->resume(r->resume_data)
+						   : FALSE;
 		if (!over) {
 			*wait_ms = 20;
 			return FALSE;
@@ -505,15 +505,16 @@ check_reader_at(Fixture *f, gdouble mb_per_s, guint deltas)
 	run_readers(&r, 1, 120);
 	hwm = daemon_status_kib(f, "VmHWM:");
 	got = parse_response(r.raw);
-	g_test_message("%s: %zu bytes in %.2f s (%.2f MB/s), %u events; daemon RSS %" G_GUINT64_FORMAT
-		       " KiB before, peak %" G_GUINT64_FORMAT " KiB",
-		       title,
-		       r.raw->len,
-		       r.elapsed_us / 1e6,
-		       r.raw->len / (r.elapsed_us / 1e6) / MB,
-		       got->events,
-		       rss,
-		       hwm);
+	g_test_message(
+	    "%s: %zu bytes in %.2f s (%.2f MB/s), %u events; daemon RSS %" G_GUINT64_FORMAT
+	    " KiB before, peak %" G_GUINT64_FORMAT " KiB",
+	    title,
+	    r.raw->len,
+	    r.elapsed_us / 1e6,
+	    r.raw->len / (r.elapsed_us / 1e6) / MB,
+	    got->events,
+	    rss,
+	    hwm);
 	g_assert_true(got->ended);
 	g_assert_true(got->done);
 	g_assert_null(got->error_code);
@@ -561,8 +562,8 @@ test_four_readers(Fixture *f, gconstpointer data)
 		reader_start(f, &r[i], agent, r[i].label);
 	run_readers(r, G_N_ELEMENTS(r), 120);
 	hwm = daemon_status_kib(f, "VmHWM:");
-	g_test_message("four readers: daemon RSS %" G_GUINT64_FORMAT " KiB before, peak %" G_GUINT64_FORMAT
-		       " KiB",
+	g_test_message("four readers: daemon RSS %" G_GUINT64_FORMAT
+		       " KiB before, peak %" G_GUINT64_FORMAT " KiB",
 		       rss,
 		       hwm);
 	for (guint i = 0; i < G_N_ELEMENTS(r); i++) {
@@ -792,8 +793,8 @@ test_echo_reader(Fixture *f, gconstpointer data)
 	run_readers(&r, 1, 120);
 	hwm = daemon_status_kib(f, "VmHWM:");
 	got = parse_response(r.raw);
-	g_test_message("echo: %zu bytes in %.2f s; RSS %" G_GUINT64_FORMAT " -> peak %" G_GUINT64_FORMAT
-		       " KiB",
+	g_test_message("echo: %zu bytes in %.2f s; RSS %" G_GUINT64_FORMAT
+		       " -> peak %" G_GUINT64_FORMAT " KiB",
 		       r.raw->len,
 		       r.elapsed_us / 1e6,
 		       rss,

@@ -1067,6 +1067,50 @@ test_body_deadline(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+/* A request head trickled one byte at a time, each well within
+ * idle_timeout of the last: 408 once the whole head has had idle_timeout,
+ * within a second of it (the deadlines are checked twice a second). */
+static void
+test_head_trickle(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(CONFIG_BODY_DEADLINE, NULL);
+	g_autofree gchar *head = chat_request_text("nca_trickle", 1000);
+	gint fd = raw_open(daemon, 0);
+	g_autoptr(GString) got = NULL;
+	g_autoptr(RawResponse) r = NULL;
+	gint64 start = 0, answered_at = 0, elapsed;
+	gboolean eof;
+	guint sent = 0;
+	gint64 slack = g_getenv("ASAN_OPTIONS") != NULL ? 15 * G_USEC_PER_SEC : G_USEC_PER_SEC;
+
+	while (sent < strlen(head)) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		if (sent > 0 && poll(&pfd, 1, 250) > 0) {
+			answered_at = g_get_monotonic_time();
+			break;
+		}
+		if (!raw_try_send(fd, head + sent, 1))
+			break;
+		if (sent++ == 0)
+			start = g_get_monotonic_time();
+	}
+	if (answered_at == 0)
+		answered_at = g_get_monotonic_time();
+	got = raw_read_to_eof(fd, &eof);
+	close(fd);
+	elapsed = answered_at - start;
+	g_test_message("a trickled head: 408 %.2f s after its first byte (%u bytes sent)",
+		       elapsed / 1e6,
+		       sent);
+	g_assert_cmpuint(sent, <, strlen(head));
+	r = raw_parse(got->str, got->len);
+	g_assert_cmpuint(r->status, ==, 408);
+	assert_error_shape(r->body, "request_timeout");
+	g_assert_cmpint(elapsed, >=, IDLE_TIMEOUT * G_USEC_PER_SEC - G_USEC_PER_SEC / 10);
+	g_assert_cmpint(elapsed, <=, IDLE_TIMEOUT * G_USEC_PER_SEC + slack);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
 /* ---------- 6. request bodies in flight are capped ---------- */
 
 #define INFLIGHT_BODY 200000
@@ -1293,6 +1337,7 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/hardening/large-delta-fast-reader", test_large_delta_fast_reader);
 	g_test_add_func("/confab/hardening/per-peer-cap", test_per_peer_cap);
 	g_test_add_func("/confab/hardening/body-deadline", test_body_deadline);
+	g_test_add_func("/confab/hardening/head-trickle", test_head_trickle);
 	g_test_add_func("/confab/hardening/inflight-bodies", test_inflight_bodies);
 	g_test_add_func("/confab/hardening/error-bodies", test_error_bodies);
 	ret = g_test_run();
