@@ -57,6 +57,72 @@ def fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_ticks(pid):
+    """{thread name: utime + stime ticks} of every thread of @pid; threads of
+    one name (the store's readers, wrk's) are added up"""
+    ticks = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return ticks
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:
+            continue
+        # the name is in parentheses and may hold spaces
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks[name] = ticks.get(name, 0) + int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def children(pid):
+    """the pids whose parent is @pid (nginx's workers)"""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except FileNotFoundError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+class CpuMeter:
+    """CPU spent by processes (and each of their threads) over a window,
+    from /proc/PID/task/*/stat: ticks of 1/CLK_TCK s, so a window must
+    hold thousands of requests for a figure per request in microseconds"""
+
+    def __init__(self, pids):
+        self.pids = pids
+        self.before = {pid: thread_ticks(pid) for pid in pids}
+
+    def per_request(self, requests):
+        """({thread: us per request}, total us per request)"""
+        threads = {}
+        for pid in self.pids:
+            after = thread_ticks(pid)
+            for name, t in after.items():
+                d = t - self.before[pid].get(name, 0)
+                threads[name] = threads.get(name, 0) + d
+        us = 1e6 / CLK_TCK / max(requests, 1)
+        per = {name: t * us for name, t in threads.items() if t > 0}
+        return per, sum(per.values())
+
+
+def cpu_text(per, total):
+    parts = ", ".join(f"{name} {v:.1f}" for name, v in sorted(per.items(), key=lambda x: -x[1]))
+    return f"{total:.1f} us CPU/request ({parts})"
+
+
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
 
 
@@ -76,14 +142,21 @@ def parse_wrk(out):
     return rps, lat.get("50", 0.0), lat.get("99", 0.0), failures, total
 
 
-def wrk(url, conns, seconds, method="POST", body="", token="", headers="", threads=None):
+def wrk(url, conns, seconds, method="POST", body="", token="", headers="", threads=None,
+        cpu=None):
+    """wrk's figures; with @cpu (pids), the CPU those processes spent per
+    request over the run appended: (..., ({thread: us}, us))"""
     env = dict(os.environ, BENCH_METHOD=method, BENCH_BODY=body, BENCH_TOKEN=token,
                BENCH_HEADERS=headers)
     threads = threads or min(conns, 2)
     cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s", "--latency",
            "-s", os.path.join(HERE, "request.lua"), url]
+    meter = CpuMeter(cpu) if cpu else None
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-    return parse_wrk(out)
+    r = parse_wrk(out)
+    if meter:
+        return r + (meter.per_request(r[4]),)
+    return r
 
 
 class Bench:
@@ -133,7 +206,8 @@ class Bench:
         path = os.path.join(self.dir, "nginx-proxy.conf")
         open(path, "w").write(conf)
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.spawn([nginx, "-c", path, "-e", os.path.join(self.dir, "nginx-proxy-error.log")])
+        self.proxy_proc = self.spawn([nginx, "-c", path, "-e",
+                                      os.path.join(self.dir, "nginx-proxy-error.log")])
         wait_port(self.proxy_port)
         self.proxy = f"http://127.0.0.1:{self.proxy_port}"
 
@@ -220,8 +294,8 @@ class Bench:
         results = {}
         for conns in (1, 64):
             up = wrk(direct, conns, d, body=body_direct)
-            px = wrk(proxied, conns, d, body=body_direct)
-            cf = wrk(chat, conns, d, body=body, token=self.token)
+            px = wrk(proxied, conns, d, body=body_direct, cpu=children(self.proxy_proc.pid))
+            cf = wrk(chat, conns, d, body=body, token=self.token, cpu=[self.confab.pid])
             results[conns] = cf
             self.line(f"turns c={conns}: confab {cf[0]:.0f} req/s p50 {cf[1]:.3f} ms "
                       f"p99 {cf[2]:.3f} ms | upstream direct {up[0]:.0f} req/s p50 {up[1]:.3f} ms "
@@ -232,6 +306,9 @@ class Bench:
                       f"p99 {px[2] - up[2]:.3f} ms | confab/nginx-proxy: throughput "
                       f"{cf[0] / max(px[0], 1):.3f}, added p50 "
                       f"{(cf[1] - up[1]) / max(px[1] - up[1], 0.001):.1f}x | errors {px[3]}")
+            self.line(f"cpu c={conns}: confabd {cpu_text(*cf[5])} | nginx-proxy workers "
+                      f"{px[5][1]:.1f} us/request | confab/nginx-proxy CPU "
+                      f"{cf[5][1] / max(px[5][1], 0.001):.1f}x")
         self.turns_c64 = results[64][0]
         portkey = self.start_portkey()
         if portkey:
@@ -252,14 +329,14 @@ class Bench:
         chat = f"{self.url}/api/v1/chat/completions"
         direct = f"{self.upstream}/sse/v1/chat/completions"
         body = self.body(self.agent_sse, stream=True)
-        cf = wrk(chat, 64, d, body=body, token=self.token)
+        cf = wrk(chat, 64, d, body=body, token=self.token, cpu=[self.confab.pid])
         up = wrk(direct, 64, d, body=self.body("bench", stream=True))
         ttfb_cf = asyncio.run(ttfb(self.confab_port, "/api/v1/chat/completions", body,
                                    self.token, 300))
         ttfb_up = asyncio.run(ttfb(self.up_port, "/sse/v1/chat/completions",
                                    self.body("bench", stream=True), None, 300))
         px = wrk(f"{self.proxy}/sse/v1/chat/completions", 64, d,
-                 body=self.body("bench", stream=True))
+                 body=self.body("bench", stream=True), cpu=children(self.proxy_proc.pid))
         ttfb_px = asyncio.run(ttfb(self.proxy_port, "/sse/v1/chat/completions",
                                    self.body("bench", stream=True), None, 300))
         self.line(f"streams c=64: confab {cf[0]:.0f} streams/s p50 {cf[1]:.3f} ms "
@@ -270,6 +347,8 @@ class Bench:
         self.line(f"streams nginx-proxy c=64: {px[0]:.0f} streams/s | TTFB c=1 added "
                   f"{ttfb_px[0] - ttfb_up[0]:.3f} ms | confab/nginx-proxy: throughput "
                   f"{cf[0] / max(px[0], 1):.3f} | errors {px[3]}")
+        self.line(f"cpu streams c=64: confabd {cpu_text(*cf[5])} | nginx-proxy workers "
+                  f"{px[5][1]:.1f} us/stream")
 
     def scenario_open_streams(self):
         n = self.args.open_streams
