@@ -789,6 +789,10 @@ on_flow_open_step(gpointer user_data)
 	ConfabAgentLoop *self = user_data;
 
 	self->flow_wait = 0;
+	if (g_cancellable_is_cancelled(self->cancellable)) {
+		finish(self, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "Cancelled"));
+		return;
+	}
 	run_step(self);
 }
 
@@ -1002,6 +1006,15 @@ on_flow_open_tools(gpointer user_data)
 	ConfabAgentLoop *self = user_data;
 
 	self->flow_wait = 0;
+	if (g_cancellable_is_cancelled(self->cancellable)) {
+		/* the calls not started never will be */
+		for (; self->next_call < self->server_calls->len; self->next_call++) {
+			ServerCall *call = g_ptr_array_index(self->server_calls, self->next_call);
+			call->done = TRUE;
+			call->is_error = TRUE;
+			call->content = g_strdup("Not run: the turn was cancelled");
+		}
+	}
 	start_tools(self);
 }
 

@@ -193,6 +193,7 @@ confab_flow_close(ConfabFlow *self)
 {
 	confab_flow_set_held(self, FALSE);
 	self->closed = TRUE;
+	schedule_dispatch(self);
 }
 
 /**

@@ -32,6 +32,8 @@ struct _TestScript {
 	GStrv steps;
 	guint next;
 	GPtrArray *requests; /* gchar*: {"messages":…,"params":…} as sent */
+	ConfabFlow *hold;    /* unowned, nullable: held after each answer, as a
+			      * client that fell behind on it */
 };
 
 static void
@@ -137,6 +139,8 @@ script_complete_async(ConfabProvider *provider,
 		result = confab_provider_result_new("stop");
 	}
 	self->next++;
+	if (self->hold != NULL)
+		confab_flow_set_held(self->hold, TRUE);
 	result->prompt_tokens = 10;
 	result->completion_tokens = 1;
 	g_task_return_pointer(task, result, (GDestroyNotify)confab_provider_result_free);
@@ -553,6 +557,94 @@ test_cancel(Fixture *f, gconstpointer data)
 	g_clear_error(&run.error);
 }
 
+typedef struct {
+	TestScript *script;
+	guint n;
+} RequestsWait;
+
+static gboolean
+has_requests(gpointer data)
+{
+	RequestsWait *w = data;
+	return w->script->requests->len >= w->n;
+}
+
+static gboolean
+set_true(gpointer data)
+{
+	*(gboolean *)data = TRUE;
+	return G_SOURCE_REMOVE;
+}
+
+/* Lets the main loop run for @ms. */
+static void
+spin(guint ms)
+{
+	gboolean over = FALSE;
+	g_timeout_add(ms, set_true, &over);
+	while (!over)
+		g_main_context_iteration(NULL, TRUE);
+}
+
+/* While the client's flow is held, the loop starts no model call and no
+ * tool call; each goes on once it opens. */
+static void
+test_flow_held(Fixture *f, gconstpointer data)
+{
+	const gchar *steps[] = {"calls:fake__echo {\"text\":\"held\"}", "done", NULL};
+	g_autoptr(TestScript) script = test_script_new(steps);
+	g_autoptr(ConfabAgentLoop) loop = loop_new(f, script, NULL, 0);
+	g_autoptr(ConfabFlow) flow = confab_flow_new();
+	RequestsWait w = {script, 1};
+	Run run = {0};
+
+	confab_agent_loop_set_flow(loop, flow);
+	/* held from the start: no model call */
+	confab_flow_set_held(flow, TRUE);
+	confab_agent_loop_run_async(loop, NULL, on_run, &run);
+	spin(300);
+	g_assert_cmpuint(script->requests->len, ==, 0);
+	/* open: the model is called, and its answer leaves the client behind */
+	script->hold = flow;
+	confab_flow_set_held(flow, FALSE);
+	g_assert_true(confab_test_wait_until(has_requests, &w, 10000));
+	spin(300);
+	/* no tool call while held */
+	g_assert_cmpuint(f->events->len, ==, 0);
+	g_assert_true(confab_flow_is_held(flow));
+	confab_flow_set_held(flow, FALSE);
+	/* the tool runs; the second model call is made once the flow is open,
+	 * and its answer ends the loop */
+	g_assert_true(confab_test_wait_until(is_true, &run.done, 30000));
+	g_assert_no_error(run.error);
+	g_assert_true(run.ok);
+	g_assert_cmpuint(f->events->len, ==, 2);
+	g_assert_cmpuint(script->requests->len, ==, 2);
+	g_assert_cmpstr(confab_agent_loop_get_content(loop), ==, "done");
+	g_assert_cmpuint(confab_flow_get_holds(flow), ==, 3);
+}
+
+/* Cancelled while waiting for the flow: the loop ends, cancelled. */
+static void
+test_flow_held_cancel(Fixture *f, gconstpointer data)
+{
+	const gchar *steps[] = {"never", NULL};
+	g_autoptr(TestScript) script = test_script_new(steps);
+	g_autoptr(ConfabAgentLoop) loop = loop_new(f, script, NULL, 0);
+	g_autoptr(ConfabFlow) flow = confab_flow_new();
+	g_autoptr(GCancellable) cancellable = g_cancellable_new();
+	Run run = {0};
+
+	confab_agent_loop_set_flow(loop, flow);
+	confab_flow_set_held(flow, TRUE);
+	g_timeout_add(200, cancel_soon, cancellable);
+	run_loop(loop, cancellable, &run);
+	g_assert_false(run.ok);
+	g_assert_error(run.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+	g_clear_error(&run.error);
+	g_assert_cmpuint(script->requests->len, ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -572,6 +664,8 @@ main(int argc, char **argv)
 	ADD("client-calls", test_client_calls);
 	ADD("deadline", test_deadline);
 	ADD("cancel", test_cancel);
+	ADD("flow-held", test_flow_held);
+	ADD("flow-held-cancel", test_flow_held_cancel);
 #undef ADD
 	ret = g_test_run();
 	confab_test_finish();
