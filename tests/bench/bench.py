@@ -350,6 +350,16 @@ class Bench:
         self.line(f"cpu streams c=64: confabd {cpu_text(*cf[5])} | nginx-proxy workers "
                   f"{px[5][1]:.1f} us/stream")
 
+    def scenario_writer(self):
+        """the SQLite store's writer fed alone (tests/bench/store-writer):
+        its ceiling in turns/s, and its CPU per turn"""
+        if not self.args.store_writer or not os.path.exists(self.args.store_writer):
+            self.line("writer: tests/bench/store-writer not built, skipped")
+            return
+        out = subprocess.run([self.args.store_writer, str(self.args.seconds), "64",
+                              self.dir], capture_output=True, text=True, check=True).stdout
+        self.line(out.strip())
+
     def scenario_open_streams(self):
         n = self.args.open_streams
         slow_port = free_port()
@@ -699,6 +709,8 @@ ANALYZE messages;
             self.scenario_turns()
         else:
             self.turns_c64 = 1000
+        if "writer" in self.args.only:
+            self.scenario_writer()
         if "streams" in self.args.only:
             self.scenario_streams()
         if "rss" in self.args.only:
@@ -851,6 +863,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--confabd", required=True)
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--store-writer", default=None,
+                    help="tests/bench/store-writer, for the writer scenario")
     ap.add_argument("--threads", type=int, default=None,
                     help="[daemon] serving_threads for confabd, 0 for one per CPU "
                          "(default: 1); the proxy gets as many workers")
@@ -859,7 +873,7 @@ def main():
     ap.add_argument("--rss-step", type=int, default=25000)
     ap.add_argument("--conversations", type=int, default=1000000)
     ap.add_argument("--messages-per-conversation", type=int, default=10)
-    ap.add_argument("--only", default="turns,streams,open,rss,lists,postgres")
+    ap.add_argument("--only", default="turns,streams,writer,open,rss,lists,postgres")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--search-index", choices=["auto", "true", "false"], default="false",
                     help="[desktop] search_index: false, as a system service has it "
