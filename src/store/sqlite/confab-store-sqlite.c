@@ -2608,6 +2608,23 @@ create_private_file(const gchar *path, GError **error)
  *
  * Returns: (transfer full): a new store
  */
+/*
+ * Process-wide settings, before SQLite initializes itself (after that it
+ * refuses them, harmlessly): no memory statistics. With them, every
+ * allocation of every connection takes one global mutex — the writer's
+ * and the readers' alike — to count what nobody reads.
+ */
+static void
+configure_sqlite(void)
+{
+	static gsize done = 0;
+
+	if (g_once_init_enter(&done)) {
+		(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+		g_once_init_leave(&done, 1);
+	}
+}
+
 ConfabStoreSqlite *
 confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
 {
@@ -2622,6 +2639,7 @@ confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
 				    "SQLite was built without thread support");
 		return NULL;
 	}
+	configure_sqlite();
 	self->path = g_strdup(path);
 	if (!create_private_file(path, error))
 		return NULL;
