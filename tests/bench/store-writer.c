@@ -32,6 +32,8 @@ typedef struct {
 	guint64 failed;
 	guint in_flight;
 	guint max_in_flight;
+	guint64 started;
+	guint64 limit; /* CONFAB_BENCH_TURNS: this many turns, then stop */
 	gboolean stopping;
 } Bench;
 
@@ -131,8 +133,14 @@ commit_one(Bench *b)
 static void
 feed(Bench *b)
 {
-	while (!b->stopping && b->in_flight < b->max_in_flight)
+	while (!b->stopping && b->in_flight < b->max_in_flight) {
+		if (b->limit > 0 && b->started >= b->limit) {
+			b->stopping = TRUE;
+			break;
+		}
+		b->started++;
 		commit_one(b);
+	}
 }
 
 static gboolean
@@ -169,20 +177,28 @@ main(int argc, char **argv)
 	    g_strcmp0(g_getenv("CONFAB_BENCH_SEARCH_INDEX"), "1") == 0);
 	b.ids = confab_id_generator_new();
 	b.max_in_flight = argc > 2 ? (guint)MAX(atoi(argv[2]), 1) : 64;
+	/* a fixed count instead of a time, for valgrind --tool=callgrind */
+	if (g_getenv("CONFAB_BENCH_TURNS") != NULL) {
+		b.limit = g_ascii_strtoull(g_getenv("CONFAB_BENCH_TURNS"), NULL, 10);
+		warmup = 0;
+	}
 	b.month = g_date_time_format(now, "%Y-%m");
 
 	/* warm up, then measure */
-	g_timeout_add_seconds(warmup, on_stop, &b);
-	feed(&b);
-	while (b.in_flight > 0 || !b.stopping)
-		g_main_context_iteration(NULL, TRUE);
-	b.stopping = FALSE;
+	if (warmup > 0) {
+		g_timeout_add_seconds(warmup, on_stop, &b);
+		feed(&b);
+		while (b.in_flight > 0 || !b.stopping)
+			g_main_context_iteration(NULL, TRUE);
+		b.stopping = FALSE;
+	}
 	done0 = b.done;
 	writer0 = thread_ticks("confab-writer");
 	all0 = thread_ticks(NULL);
 	confab_store_sqlite_get_stats(CONFAB_STORE_SQLITE(b.store), &commits0, &jobs0);
 	start = g_get_monotonic_time();
-	g_timeout_add_seconds(seconds, on_stop, &b);
+	if (b.limit == 0)
+		g_timeout_add_seconds(seconds, on_stop, &b);
 	feed(&b);
 	while (b.in_flight > 0 || !b.stopping)
 		g_main_context_iteration(NULL, TRUE);
