@@ -48,8 +48,9 @@
 typedef sqlite3_stmt ConfabCachedStmt;
 
 typedef struct {
-	sqlite3 *db;	   /* owned */
-	GHashTable *stmts; /* owned: SQL text -> sqlite3_stmt */
+	sqlite3 *db;		  /* owned */
+	GHashTable *stmts;	  /* owned: SQL text -> sqlite3_stmt */
+	GHashTable *static_stmts; /* owned: SQL literal's address -> stmts' statement */
 } Conn;
 
 struct _ConfabStoreSqlite {
@@ -104,6 +105,7 @@ conn_free(Conn *conn)
 {
 	if (conn == NULL)
 		return;
+	g_clear_pointer(&conn->static_stmts, g_hash_table_unref);
 	g_clear_pointer(&conn->stmts, g_hash_table_unref);
 	if (conn->db != NULL)
 		sqlite3_close_v2(conn->db);
@@ -178,6 +180,47 @@ conn_prepare(Conn *conn, const gchar *sql, GError **error)
 	return stmt;
 }
 
+/*
+ * conn_prepare() for SQL that is a string literal, found by its address:
+ * the writer's statements of every turn, whose text is long to hash (a
+ * twentieth of the writer's instructions went to g_str_hash). Never for
+ * SQL built at run time, whose address may come back with other text.
+ */
+static sqlite3_stmt *
+conn_prepare_static(Conn *conn, const gchar *sql, GError **error)
+{
+	sqlite3_stmt *stmt = g_hash_table_lookup(conn->static_stmts, sql);
+
+	if (stmt != NULL)
+		return stmt;
+	stmt = conn_prepare(conn, sql, error);
+	if (stmt != NULL)
+		g_hash_table_insert(conn->static_stmts, (gpointer)sql, stmt);
+	return stmt;
+}
+
+/* One statement without results, prepared once per connection: the
+ * writer's transaction and savepoint statements, which sqlite3_exec()
+ * would parse again for every job. */
+static gboolean
+conn_run(Conn *conn, const gchar *sql, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare_static(conn, sql, error);
+
+	if (stmt == NULL)
+		return FALSE;
+	if (sqlite3_step(stmt) != SQLITE_DONE) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    error_code_for(sqlite3_extended_errcode(conn->db)),
+			    "%s: %s",
+			    sql,
+			    sqlite3_errmsg(conn->db));
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean
 stmt_step_done(Conn *conn, sqlite3_stmt *stmt, GError **error)
 {
@@ -212,6 +255,7 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 
 	flags |= readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	conn->stmts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, stmt_finalize);
+	conn->static_stmts = g_hash_table_new(g_direct_hash, g_direct_equal);
 	if (sqlite3_open_v2(path, &conn->db, flags, NULL) != SQLITE_OK) {
 		g_set_error(error,
 			    CONFAB_ERROR,
@@ -903,9 +947,9 @@ writer_run_jobs(Conn *conn, GPtrArray *batch, GError **error)
 {
 	for (guint i = 0; i < batch->len; i++) {
 		WriteJob *job = g_ptr_array_index(batch, i);
-		sqlite3_exec(conn->db, "SAVEPOINT job", NULL, NULL, NULL);
+		(void)conn_run(conn, "SAVEPOINT job", NULL);
 		if (job->func(conn, job->data, &job->error)) {
-			sqlite3_exec(conn->db, "RELEASE job", NULL, NULL, NULL);
+			(void)conn_run(conn, "RELEASE job", NULL);
 			continue;
 		}
 		if (job->error == NULL)
@@ -923,16 +967,64 @@ writer_run_jobs(Conn *conn, GPtrArray *batch, GError **error)
 	return TRUE;
 }
 
+/*
+ * The common case: every job of the batch succeeds, without the savepoints
+ * — whose statement journal copies every page a job touches, a quarter of
+ * the writer's work in a batch of turns. A job that fails sets @retry: the
+ * batch is undone and run again with them. An error that SQLite answers by
+ * rolling the whole transaction back fails the batch, as with savepoints.
+ */
+static gboolean
+writer_run_jobs_plain(Conn *conn, GPtrArray *batch, gboolean *retry, GError **error)
+{
+	for (guint i = 0; i < batch->len; i++) {
+		WriteJob *job = g_ptr_array_index(batch, i);
+		if (job->func(conn, job->data, &job->error))
+			continue;
+		if (job->error == NULL)
+			g_set_error_literal(&job->error,
+					    CONFAB_ERROR,
+					    CONFAB_ERROR_FAILED,
+					    "write failed");
+		if (sqlite3_get_autocommit(conn->db)) {
+			g_propagate_error(error, g_error_copy(job->error));
+			return FALSE;
+		}
+		/* the jobs run again, each of them */
+		for (guint j = 0; j <= i; j++)
+			g_clear_error(&((WriteJob *)g_ptr_array_index(batch, j))->error);
+		*retry = TRUE;
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* One transaction for the batch. Returns: whether it was committed */
+static gboolean
+writer_try_batch(Conn *conn, GPtrArray *batch, gboolean savepoints, gboolean *retry, GError **error)
+{
+	if (!conn_run(conn, "BEGIN IMMEDIATE", error))
+		return FALSE;
+	if ((savepoints ? writer_run_jobs(conn, batch, error)
+			: writer_run_jobs_plain(conn, batch, retry, error)) &&
+	    conn_run(conn, "COMMIT", error))
+		return TRUE;
+	sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+	return FALSE;
+}
+
 /* Returns: whether the batch was committed */
 static gboolean
 writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 {
 	Conn *conn = self->writer;
 	g_autoptr(GError) error_txn = NULL;
+	gboolean retry = FALSE;
 
-	if (conn_exec(conn, "BEGIN IMMEDIATE", &error_txn) &&
-	    writer_run_jobs(conn, batch, &error_txn) && !conn_exec(conn, "COMMIT", &error_txn))
-		sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+	/* a job failed alone: again, each job in a savepoint, so that it
+	 * fails alone */
+	if (!writer_try_batch(conn, batch, FALSE, &retry, &error_txn) && retry)
+		writer_try_batch(conn, batch, TRUE, NULL, &error_txn);
 	if (error_txn == NULL) {
 		g_atomic_pointer_add(&self->commits, 1);
 		g_atomic_pointer_add(&self->jobs, batch->len);
@@ -1738,10 +1830,10 @@ static gboolean
 insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 {
 	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "INSERT INTO messages (" MESSAGE_COLUMNS ") "
-			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-			 error);
+	    conn_prepare_static(conn,
+				"INSERT INTO messages (" MESSAGE_COLUMNS ") "
+				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+				error);
 	if (stmt == NULL)
 		return FALSE;
 	bind_text(stmt, 1, confab_message_get_id(msg));
@@ -1768,10 +1860,10 @@ insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 static gboolean
 touch_session(Conn *conn, const gchar *session_id, gint64 when, GError **error)
 {
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "UPDATE sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1",
-			 error);
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare_static(
+	    conn,
+	    "UPDATE sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1",
+	    error);
 	if (stmt == NULL)
 		return FALSE;
 	bind_text(stmt, 1, session_id);
@@ -1793,10 +1885,10 @@ static gboolean
 insert_session(Conn *conn, ConfabSession *session, gint64 updated_at, GError **error)
 {
 	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "INSERT INTO sessions (" SESSION_COLUMNS ") "
-			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-			 error);
+	    conn_prepare_static(conn,
+				"INSERT INTO sessions (" SESSION_COLUMNS ") "
+				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+				error);
 	if (stmt == NULL)
 		return FALSE;
 	bind_text(stmt, 1, confab_session_get_id(session));
@@ -1813,10 +1905,10 @@ static gboolean
 count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error)
 {
 	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, 1) "
-			 "ON CONFLICT (owner, month) DO UPDATE SET requests = requests + 1",
-			 error);
+	    conn_prepare_static(conn,
+				"INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, 1) "
+				"ON CONFLICT (owner, month) DO UPDATE SET requests = requests + 1",
+				error);
 	if (stmt == NULL)
 		return FALSE;
 	bind_text(stmt, 1, owner);
