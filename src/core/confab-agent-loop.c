@@ -30,9 +30,14 @@
  *
  * The loop keeps the transcript as content blocks, in order: text,
  * tool_call {id, name, arguments, server}, tool_result {tool_call_id,
- * content, is_error, elapsed_ms}, …, text. The text of every step goes to
- * the sink as it comes; steps' texts are parted by a blank line.
+ * content, is_error, elapsed_ms}, …, text. A step's log probabilities,
+ * when the upstream gave them, follow its text as one logprobs block
+ * {content, refusal}. The text of every step goes to the sink as it comes;
+ * steps' texts are parted by a blank line.
  */
+
+/* the lists of a choice's logprobs object */
+static const gchar *const logprobs_lists[] = {"content", "refusal"};
 
 typedef struct {
 	gchar *id;
@@ -106,6 +111,7 @@ struct _ConfabAgentLoop {
 	GString *reasoning;		/* owned: every step's */
 	GString *refusal;		/* owned: every step's */
 	JsonObject *logprobs;		/* owned, nullable: every step's, merged */
+	guint step_logprobs[2];		/* where the step's entries start in its lists */
 	GPtrArray *step_calls;		/* owned: ToolCall by index */
 	GString *blocks;		/* owned: the transcript, JSON objects comma-joined */
 	JsonArray *client_calls;	/* owned, nullable: the client's, at the end */
@@ -371,6 +377,57 @@ add_text_block(ConfabAgentLoop *self, const gchar *text)
 	g_string_append_c(self->blocks, '}');
 }
 
+static guint
+logprobs_length(ConfabAgentLoop *self, guint list)
+{
+	JsonNode *node = self->logprobs != NULL
+			     ? json_object_get_member(self->logprobs, logprobs_lists[list])
+			     : NULL;
+
+	return node != NULL && JSON_NODE_HOLDS_ARRAY(node)
+		   ? json_array_get_length(json_node_get_array(node))
+		   : 0;
+}
+
+/* The step's log probabilities, as its choice.logprobs would be whole:
+ * {"type":"logprobs","content":[…]|null,"refusal":[…]|null}. None given,
+ * no block. */
+static void
+add_logprobs_block(ConfabAgentLoop *self)
+{
+	guint ends[G_N_ELEMENTS(logprobs_lists)];
+	gboolean any = FALSE;
+
+	for (guint i = 0; i < G_N_ELEMENTS(logprobs_lists); i++) {
+		ends[i] = logprobs_length(self, i);
+		any = any || ends[i] > self->step_logprobs[i];
+	}
+	if (!any)
+		return;
+	block_begin(self, "logprobs");
+	for (guint i = 0; i < G_N_ELEMENTS(logprobs_lists); i++) {
+		JsonArray *entries;
+
+		g_string_append_printf(self->blocks, ",\"%s\":", logprobs_lists[i]);
+		if (ends[i] == self->step_logprobs[i]) {
+			g_string_append(self->blocks, "null");
+			continue;
+		}
+		entries = json_object_get_array_member(self->logprobs, logprobs_lists[i]);
+		g_string_append_c(self->blocks, '[');
+		for (guint j = self->step_logprobs[i]; j < ends[i]; j++) {
+			g_autofree gchar *entry =
+			    json_to_string(json_array_get_element(entries, j), FALSE);
+			if (j > self->step_logprobs[i])
+				g_string_append_c(self->blocks, ',');
+			g_string_append(self->blocks, entry);
+		}
+		g_string_append_c(self->blocks, ']');
+		self->step_logprobs[i] = ends[i];
+	}
+	g_string_append_c(self->blocks, '}');
+}
+
 static void
 add_call_block(ConfabAgentLoop *self, ToolCall *call, const gchar *server)
 {
@@ -473,11 +530,11 @@ accumulate_tool_calls(ConfabAgentLoop *self, JsonArray *fragments)
 void
 confab_agent_loop_merge_logprobs(JsonObject **into, JsonObject *more)
 {
-	static const gchar *const lists[] = {"content", "refusal"};
+	const gchar *const *lists = logprobs_lists;
 
 	if (*into == NULL)
 		*into = json_object_new();
-	for (guint i = 0; i < G_N_ELEMENTS(lists); i++) {
+	for (guint i = 0; i < G_N_ELEMENTS(logprobs_lists); i++) {
 		JsonNode *add = json_object_get_member(more, lists[i]);
 		JsonArray *target;
 		if (add == NULL || !JSON_NODE_HOLDS_ARRAY(add))
@@ -685,6 +742,7 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	add_step_blocks(self);
 	if (self->content->len > self->step_start)
 		add_text_block(self, self->content->str + self->step_start);
+	add_logprobs_block(self);
 	if (presult == NULL) {
 		finish(self, error);
 		return;

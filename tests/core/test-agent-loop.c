@@ -25,7 +25,9 @@ G_DECLARE_FINAL_TYPE(TestScript, test_script, TEST, SCRIPT, GObject)
 
 /*
  * Each step is either plain text, the answer, or "calls:" and calls parted
- * by '|', each "NAME ARGUMENTS"; the last step repeats once run out.
+ * by '|', each "NAME ARGUMENTS"; the last step repeats once run out. A step
+ * led by "lp:" first gives log probabilities: one content entry whose token
+ * is the rest of the step.
  */
 struct _TestScript {
 	GObject parent_instance;
@@ -128,6 +130,19 @@ script_complete_async(ConfabProvider *provider,
 	ConfabProviderResult *result;
 
 	record(self, request);
+	if (g_str_has_prefix(step, "lp:")) {
+		g_autoptr(JsonObject) logprobs = json_object_new();
+		JsonArray *content = json_array_new();
+		JsonObject *entry = json_object_new();
+
+		step += strlen("lp:");
+		json_object_set_string_member(entry, "token", step);
+		json_object_set_double_member(entry, "logprob", -0.5);
+		json_array_add_object_element(content, entry);
+		json_object_set_array_member(logprobs, "content", content);
+		json_object_set_null_member(logprobs, "refusal");
+		delta_func(&(ConfabDelta){.logprobs = logprobs}, delta_data);
+	}
 	if (g_str_has_prefix(step, "calls:")) {
 		g_autoptr(JsonArray) calls = script_calls(step, self->next);
 		delta_func(&(ConfabDelta){.tool_calls = calls}, delta_data);
@@ -386,6 +401,60 @@ test_steps(Fixture *f, gconstpointer data)
 	g_assert_true(g_str_has_prefix(g_ptr_array_index(f->events, 1), "{\"type\":\"result\""));
 }
 
+/* Each step's log probabilities are one logprobs block after its text (or
+ * before its calls), as its choice.logprobs; the answer's hold them all. */
+static void
+test_logprobs(Fixture *f, gconstpointer data)
+{
+	const gchar *steps[] = {"lp:calls:fake__echo {\"text\":\"x\"}", "lp:done", NULL};
+	g_autoptr(TestScript) script = test_script_new(steps);
+	g_autoptr(ConfabAgentLoop) loop = loop_new(f, script, NULL, 0);
+	g_autoptr(JsonArray) blocks = NULL;
+	JsonObject *block;
+	JsonArray *all;
+	Run run = {0};
+
+	run_loop(loop, NULL, &run);
+	g_assert_no_error(run.error);
+	blocks = blocks_of(loop);
+	g_assert_cmpuint(json_array_get_length(blocks), ==, 5);
+	g_assert_cmpstr(block_string(blocks, 0, "type"), ==, "logprobs");
+	g_assert_cmpstr(block_string(blocks, 1, "type"), ==, "tool_call");
+	g_assert_cmpstr(block_string(blocks, 2, "type"), ==, "tool_result");
+	g_assert_cmpstr(block_string(blocks, 3, "type"), ==, "text");
+	g_assert_cmpstr(block_string(blocks, 4, "type"), ==, "logprobs");
+	block = json_array_get_object_element(blocks, 0);
+	g_assert_cmpuint(json_array_get_length(json_object_get_array_member(block, "content")),
+			 ==,
+			 1);
+	g_assert_cmpstr(
+	    json_object_get_string_member(
+		json_array_get_object_element(json_object_get_array_member(block, "content"), 0),
+		"token"),
+	    ==,
+	    "calls:fake__echo {\"text\":\"x\"}");
+	g_assert_true(json_object_get_null_member(block, "refusal"));
+	block = json_array_get_object_element(blocks, 4);
+	g_assert_cmpuint(json_array_get_length(json_object_get_array_member(block, "content")),
+			 ==,
+			 1);
+	g_assert_cmpstr(
+	    json_object_get_string_member(
+		json_array_get_object_element(json_object_get_array_member(block, "content"), 0),
+		"token"),
+	    ==,
+	    "done");
+	g_assert_cmpfloat(
+	    json_object_get_double_member(
+		json_array_get_object_element(json_object_get_array_member(block, "content"), 0),
+		"logprob"),
+	    ==,
+	    -0.5);
+	/* the answer's, for a JSON client: both steps' entries */
+	all = json_object_get_array_member(confab_agent_loop_get_logprobs(loop), "content");
+	g_assert_cmpuint(json_array_get_length(all), ==, 2);
+}
+
 static void
 test_max_steps(Fixture *f, gconstpointer data)
 {
@@ -566,6 +635,7 @@ main(int argc, char **argv)
 #define ADD(name, func)                                                                            \
 	g_test_add("/confab/agent-loop/" name, Fixture, NULL, fixture_setup, func, fixture_teardown)
 	ADD("steps", test_steps);
+	ADD("logprobs", test_logprobs);
 	ADD("max-steps", test_max_steps);
 	ADD("unknown-and-bad-arguments", test_unknown_and_bad_arguments);
 	ADD("many-calls-in-order", test_many_calls_in_order);
