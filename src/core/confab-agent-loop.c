@@ -114,6 +114,7 @@ struct _ConfabAgentLoop {
 	guint step_logprobs[2];		/* where the step's entries start in its lists */
 	GPtrArray *step_calls;		/* owned: ToolCall by index */
 	GString *blocks;		/* owned: the transcript, JSON objects comma-joined */
+	gboolean blocks_are_content;	/* @blocks is one text block of all of @content */
 	JsonArray *client_calls;	/* owned, nullable: the client's, at the end */
 	GPtrArray *server_calls;	/* owned: ServerCall, the step's */
 	guint next_call;
@@ -338,6 +339,7 @@ block_begin(ConfabAgentLoop *self, const gchar *type)
 {
 	if (self->blocks->len > 0)
 		g_string_append_c(self->blocks, ',');
+	self->blocks_are_content = FALSE;
 	g_string_append(self->blocks, "{\"type\":");
 	confab_json_append_string(self->blocks, type);
 }
@@ -372,9 +374,12 @@ add_step_blocks(ConfabAgentLoop *self)
 static void
 add_text_block(ConfabAgentLoop *self, const gchar *text)
 {
+	gboolean whole = self->blocks->len == 0 && text == self->content->str;
+
 	block_begin(self, "text");
 	block_string(self, "text", text);
 	g_string_append_c(self->blocks, '}');
+	self->blocks_are_content = whole;
 }
 
 static guint
@@ -460,6 +465,10 @@ finish(ConfabAgentLoop *self, GError *error)
 	g_autoptr(GTask) task = g_steal_pointer(&self->task);
 
 	confab_source_clear(&self->deadline);
+	/* no step comes after: the model's context (a user's text may be
+	 * megabytes) is let go before the answer is stored and sent */
+	while (json_array_get_length(self->context) > 0)
+		json_array_remove_element(self->context, json_array_get_length(self->context) - 1);
 	if (task == NULL) {
 		g_clear_error(&error);
 		return;
@@ -1114,6 +1123,27 @@ const gchar *
 confab_agent_loop_get_blocks(ConfabAgentLoop *self)
 {
 	return self->blocks->str;
+}
+
+/**
+ * confab_agent_loop_steal_blocks:
+ * @is_content: (out): set to whether the transcript is one text block
+ *   holding the whole content, the answer's content part as it is stored
+ *
+ * The transcript as confab_agent_loop_get_blocks() gives it, handed over
+ * rather than copied (it holds the whole answer); the loop's is then empty.
+ *
+ * Returns: (transfer full): the transcript
+ */
+GString *
+confab_agent_loop_steal_blocks(ConfabAgentLoop *self, gboolean *is_content)
+{
+	GString *blocks = g_steal_pointer(&self->blocks);
+
+	*is_content = self->blocks_are_content;
+	self->blocks_are_content = FALSE;
+	self->blocks = g_string_new(NULL);
+	return blocks;
 }
 
 /**

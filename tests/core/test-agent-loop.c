@@ -401,6 +401,38 @@ test_steps(Fixture *f, gconstpointer data)
 	g_assert_true(g_str_has_prefix(g_ptr_array_index(f->events, 1), "{\"type\":\"result\""));
 }
 
+/* A plain answer's transcript is one text block of the whole content, and
+ * says so: the turn stores it as the content, once. Handed over, it is not
+ * the loop's any more. */
+static void
+test_blocks_are_content(Fixture *f, gconstpointer data)
+{
+	const gchar *plain[] = {"Hello \"there\"\n", NULL};
+	const gchar *steps[] = {"calls:fake__echo {\"text\":\"x\"}", "done", NULL};
+	g_autoptr(TestScript) script = test_script_new(plain);
+	g_autoptr(TestScript) script2 = test_script_new(steps);
+	g_autoptr(ConfabAgentLoop) loop = loop_new(f, script, NULL, 0);
+	g_autoptr(ConfabAgentLoop) loop2 = loop_new(f, script2, NULL, 0);
+	g_autoptr(GString) blocks = NULL;
+	g_autoptr(GString) blocks2 = NULL;
+	gboolean is_content = FALSE;
+	Run run = {0}, run2 = {0};
+
+	run_loop(loop, NULL, &run);
+	g_assert_no_error(run.error);
+	blocks = confab_agent_loop_steal_blocks(loop, &is_content);
+	g_assert_true(is_content);
+	g_assert_cmpstr(blocks->str, ==, "{\"type\":\"text\",\"text\":\"Hello \\\"there\\\"\\n\"}");
+	g_assert_cmpstr(confab_agent_loop_get_blocks(loop), ==, "");
+	g_assert_cmpstr(confab_agent_loop_get_content(loop), ==, "Hello \"there\"\n");
+
+	run_loop(loop2, NULL, &run2);
+	g_assert_no_error(run2.error);
+	blocks2 = confab_agent_loop_steal_blocks(loop2, &is_content);
+	g_assert_false(is_content);
+	g_assert_true(g_str_has_prefix(blocks2->str, "{\"type\":\"tool_call\""));
+}
+
 /* Each step's log probabilities are one logprobs block after its text (or
  * before its calls), as its choice.logprobs; the answer's hold them all. */
 static void
@@ -636,6 +668,7 @@ main(int argc, char **argv)
 	g_test_add("/confab/agent-loop/" name, Fixture, NULL, fixture_setup, func, fixture_teardown)
 	ADD("steps", test_steps);
 	ADD("logprobs", test_logprobs);
+	ADD("blocks-are-content", test_blocks_are_content);
 	ADD("max-steps", test_max_steps);
 	ADD("unknown-and-bad-arguments", test_unknown_and_bad_arguments);
 	ADD("many-calls-in-order", test_many_calls_in_order);
