@@ -30,9 +30,14 @@
  *
  * The loop keeps the transcript as content blocks, in order: text,
  * tool_call {id, name, arguments, server}, tool_result {tool_call_id,
- * content, is_error, elapsed_ms}, …, text. The text of every step goes to
- * the sink as it comes; steps' texts are parted by a blank line.
+ * content, is_error, elapsed_ms}, …, text. A step's log probabilities,
+ * when the upstream gave them, follow its text as one logprobs block
+ * {content, refusal}. The text of every step goes to the sink as it comes;
+ * steps' texts are parted by a blank line.
  */
+
+/* the lists of a choice's logprobs object */
+static const gchar *const logprobs_lists[] = {"content", "refusal"};
 
 typedef struct {
 	gchar *id;
@@ -108,8 +113,10 @@ struct _ConfabAgentLoop {
 	GString *reasoning;		/* owned: every step's */
 	GString *refusal;		/* owned: every step's */
 	JsonObject *logprobs;		/* owned, nullable: every step's, merged */
+	guint step_logprobs[2];		/* where the step's entries start in its lists */
 	GPtrArray *step_calls;		/* owned: ToolCall by index */
 	GString *blocks;		/* owned: the transcript, JSON objects comma-joined */
+	gboolean blocks_are_content;	/* @blocks is one text block of all of @content */
 	JsonArray *client_calls;	/* owned, nullable: the client's, at the end */
 	GPtrArray *server_calls;	/* owned: ServerCall, the step's */
 	guint next_call;
@@ -352,6 +359,7 @@ block_begin(ConfabAgentLoop *self, const gchar *type)
 {
 	if (self->blocks->len > 0)
 		g_string_append_c(self->blocks, ',');
+	self->blocks_are_content = FALSE;
 	g_string_append(self->blocks, "{\"type\":");
 	confab_json_append_string(self->blocks, type);
 }
@@ -386,8 +394,62 @@ add_step_blocks(ConfabAgentLoop *self)
 static void
 add_text_block(ConfabAgentLoop *self, const gchar *text)
 {
+	gboolean whole = self->blocks->len == 0 && text == self->content->str;
+
 	block_begin(self, "text");
 	block_string(self, "text", text);
+	g_string_append_c(self->blocks, '}');
+	self->blocks_are_content = whole;
+}
+
+static guint
+logprobs_length(ConfabAgentLoop *self, guint list)
+{
+	JsonNode *node = self->logprobs != NULL
+			     ? json_object_get_member(self->logprobs, logprobs_lists[list])
+			     : NULL;
+
+	return node != NULL && JSON_NODE_HOLDS_ARRAY(node)
+		   ? json_array_get_length(json_node_get_array(node))
+		   : 0;
+}
+
+/* The step's log probabilities, as its choice.logprobs would be whole:
+ * {"type":"logprobs","content":[…]|null,"refusal":[…]|null}. None given,
+ * no block. */
+static void
+add_logprobs_block(ConfabAgentLoop *self)
+{
+	guint ends[G_N_ELEMENTS(logprobs_lists)];
+	gboolean any = FALSE;
+
+	for (guint i = 0; i < G_N_ELEMENTS(logprobs_lists); i++) {
+		ends[i] = logprobs_length(self, i);
+		any = any || ends[i] > self->step_logprobs[i];
+	}
+	if (!any)
+		return;
+	block_begin(self, "logprobs");
+	for (guint i = 0; i < G_N_ELEMENTS(logprobs_lists); i++) {
+		JsonArray *entries;
+
+		g_string_append_printf(self->blocks, ",\"%s\":", logprobs_lists[i]);
+		if (ends[i] == self->step_logprobs[i]) {
+			g_string_append(self->blocks, "null");
+			continue;
+		}
+		entries = json_object_get_array_member(self->logprobs, logprobs_lists[i]);
+		g_string_append_c(self->blocks, '[');
+		for (guint j = self->step_logprobs[i]; j < ends[i]; j++) {
+			g_autofree gchar *entry =
+			    json_to_string(json_array_get_element(entries, j), FALSE);
+			if (j > self->step_logprobs[i])
+				g_string_append_c(self->blocks, ',');
+			g_string_append(self->blocks, entry);
+		}
+		g_string_append_c(self->blocks, ']');
+		self->step_logprobs[i] = ends[i];
+	}
 	g_string_append_c(self->blocks, '}');
 }
 
@@ -423,6 +485,10 @@ finish(ConfabAgentLoop *self, GError *error)
 	g_autoptr(GTask) task = g_steal_pointer(&self->task);
 
 	confab_source_clear(&self->deadline);
+	/* no step comes after: the model's context (a user's text may be
+	 * megabytes) is let go before the answer is stored and sent */
+	while (json_array_get_length(self->context) > 0)
+		json_array_remove_element(self->context, json_array_get_length(self->context) - 1);
 	if (task == NULL) {
 		g_clear_error(&error);
 		return;
@@ -493,11 +559,11 @@ accumulate_tool_calls(ConfabAgentLoop *self, JsonArray *fragments)
 void
 confab_agent_loop_merge_logprobs(JsonObject **into, JsonObject *more)
 {
-	static const gchar *const lists[] = {"content", "refusal"};
+	const gchar *const *lists = logprobs_lists;
 
 	if (*into == NULL)
 		*into = json_object_new();
-	for (guint i = 0; i < G_N_ELEMENTS(lists); i++) {
+	for (guint i = 0; i < G_N_ELEMENTS(logprobs_lists); i++) {
 		JsonNode *add = json_object_get_member(more, lists[i]);
 		JsonArray *target;
 		if (add == NULL || !JSON_NODE_HOLDS_ARRAY(add))
@@ -705,6 +771,7 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	add_step_blocks(self);
 	if (self->content->len > self->step_start)
 		add_text_block(self, self->content->str + self->step_start);
+	add_logprobs_block(self);
 	if (presult == NULL) {
 		finish(self, error);
 		return;
@@ -1128,6 +1195,27 @@ const gchar *
 confab_agent_loop_get_blocks(ConfabAgentLoop *self)
 {
 	return self->blocks->str;
+}
+
+/**
+ * confab_agent_loop_steal_blocks:
+ * @is_content: (out): set to whether the transcript is one text block
+ *   holding the whole content, the answer's content part as it is stored
+ *
+ * The transcript as confab_agent_loop_get_blocks() gives it, handed over
+ * rather than copied (it holds the whole answer); the loop's is then empty.
+ *
+ * Returns: (transfer full): the transcript
+ */
+GString *
+confab_agent_loop_steal_blocks(ConfabAgentLoop *self, gboolean *is_content)
+{
+	GString *blocks = g_steal_pointer(&self->blocks);
+
+	*is_content = self->blocks_are_content;
+	self->blocks_are_content = FALSE;
+	self->blocks = g_string_new(NULL);
+	return blocks;
 }
 
 /**

@@ -71,6 +71,8 @@ const gchar *
 confab_agent_loop_get_content(ConfabAgentLoop *self);
 const gchar *
 confab_agent_loop_get_blocks(ConfabAgentLoop *self);
+GString *
+confab_agent_loop_steal_blocks(ConfabAgentLoop *self, gboolean *is_content);
 gchar *
 confab_agent_loop_get_tool_calls_json(ConfabAgentLoop *self);
 const gchar *

@@ -738,18 +738,30 @@ build_assistant_message(ConfabTurn *self)
 {
 	ConfabMessage *msg = confab_message_new();
 	const gchar *text = confab_agent_loop_get_content(self->loop);
-	const gchar *transcript = confab_agent_loop_get_blocks(self->loop);
-	g_autoptr(GString) content = g_string_new("[");
-	g_autoptr(GString) blocks = g_string_new("[");
+	gboolean is_content = FALSE;
+	g_autoptr(GString) blocks = confab_agent_loop_steal_blocks(self->loop, &is_content);
+	g_autoptr(GString) content = NULL;
+	gboolean failed = self->run_error != NULL && self->status == CONFAB_MESSAGE_STATUS_FAILED;
 	gint64 prompt_tokens, completion_tokens;
 
-	if (*text != '\0') {
-		g_string_append(content, "{\"type\":\"text\",\"text\":");
-		confab_json_append_string(content, text);
-		g_string_append_c(content, '}');
+	if (is_content && !failed) {
+		/* one text block, the whole answer: it is the content part, and
+		 * the blocks are the content, held and stored once (an answer
+		 * may be megabytes) */
+		content = g_steal_pointer(&blocks);
+		g_string_prepend_c(content, '[');
+		g_string_append_c(content, ']');
+	} else {
+		content = g_string_new("[");
+		if (*text != '\0') {
+			g_string_append(content, "{\"type\":\"text\",\"text\":");
+			confab_json_append_string(content, text);
+			g_string_append_c(content, '}');
+		}
+		g_string_append_c(content, ']');
+		g_string_prepend_c(blocks, '[');
 	}
-	g_string_append(blocks, transcript);
-	if (self->run_error != NULL && self->status == CONFAB_MESSAGE_STATUS_FAILED) {
+	if (failed) {
 		const gchar *code = self->run_error->domain == CONFAB_ERROR &&
 					    self->run_error->code == CONFAB_ERROR_UPSTREAM_TIMEOUT
 					? "upstream_timeout"
@@ -762,8 +774,8 @@ build_assistant_message(ConfabTurn *self)
 		confab_json_append_string(blocks, self->run_error->message);
 		g_string_append_c(blocks, '}');
 	}
-	g_string_append_c(content, ']');
-	g_string_append_c(blocks, ']');
+	if (blocks != NULL)
+		g_string_append_c(blocks, ']');
 	confab_agent_loop_get_usage(self->loop, &prompt_tokens, &completion_tokens);
 
 	confab_message_set_id(msg, self->assistant_message_id);
@@ -771,7 +783,10 @@ build_assistant_message(ConfabTurn *self)
 	confab_message_set_role(msg, "assistant");
 	confab_message_set_model(msg, confab_agent_get_id(self->agent));
 	confab_message_take_content(msg, g_steal_pointer(&content));
-	confab_message_take_content_blocks(msg, g_steal_pointer(&blocks));
+	if (blocks != NULL)
+		confab_message_take_content_blocks(msg, g_steal_pointer(&blocks));
+	else
+		confab_message_share_content_blocks(msg);
 	confab_message_set_status(msg, self->status);
 	confab_message_set_finish_reason(msg, confab_agent_loop_get_finish_reason(self->loop));
 	confab_message_set_prompt_tokens(msg, prompt_tokens);

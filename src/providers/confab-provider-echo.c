@@ -99,7 +99,10 @@ confab_provider_echo_count_words(const gchar *text)
 }
 
 typedef struct {
-	gchar *reply;	       /* owned: the answer's text, sent piece by piece */
+	const gchar *reply;    /* the answer's text, sent piece by piece: in one of */
+	gchar *reply_owned;    /* owned, nullable: a text of its own, or */
+	JsonNode *reply_node;  /* owned, nullable: the user's string content, not
+				* copied (it may be megabytes) */
 	gsize next;	       /* where the next piece starts in @reply */
 	GString *piece;	       /* owned: the piece being sent */
 	JsonArray *tool_calls; /* owned, nullable: the answer is these calls */
@@ -116,7 +119,8 @@ echo_run_free(EchoRun *run)
 {
 	confab_flow_clear_wait(run->flow, &run->flow_wait);
 	g_clear_pointer(&run->flow, confab_flow_unref);
-	g_free(run->reply);
+	g_free(run->reply_owned);
+	g_clear_pointer(&run->reply_node, json_node_unref);
 	g_string_free(run->piece, TRUE);
 	g_clear_pointer(&run->tool_calls, json_array_unref);
 	g_free(run);
@@ -178,6 +182,11 @@ echo_step(gpointer user_data)
 		return G_SOURCE_REMOVE;
 	if (run->tool_calls != NULL)
 		run->delta_func(&(ConfabDelta){.tool_calls = run->tool_calls}, run->delta_data);
+	/* all sent: the text is let go before the caller hears (the user's,
+	 * which the loop drops at its end, would outlive it here) */
+	run->reply = "";
+	g_clear_pointer(&run->reply_owned, g_free);
+	g_clear_pointer(&run->reply_node, json_node_unref);
 	result = confab_provider_result_new(run->tool_calls != NULL ? "tool_calls" : "stop");
 	result->prompt_tokens = run->prompt_words;
 	result->completion_tokens = run->completion_words;
@@ -213,8 +222,14 @@ tool_offered(JsonObject *params, const gchar *name)
 static JsonArray *
 scripted_tool_calls(const gchar *text, JsonObject *params, guint step)
 {
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	g_autoptr(JsonArray) calls = json_array_new();
+	g_auto(GStrv) lines = NULL;
+	g_autoptr(JsonArray) calls = NULL;
+
+	/* no line can be one: the text is not split (it may be megabytes) */
+	if (strstr(text, "/tool ") == NULL)
+		return NULL;
+	lines = g_strsplit(text, "\n", -1);
+	calls = json_array_new();
 
 	for (guint i = 0; lines[i] != NULL; i++) {
 		g_auto(GStrv) words = NULL;
@@ -252,7 +267,9 @@ confab_provider_echo_complete_async(ConfabProvider *provider,
 				    gpointer user_data)
 {
 	g_autoptr(GTask) task = g_task_new(provider, cancellable, callback, user_data);
-	g_autofree gchar *reply = NULL;
+	g_autofree gchar *reply_owned = NULL;
+	g_autoptr(JsonNode) reply_node = NULL;
+	const gchar *reply = "";
 	g_autoptr(GString) results = g_string_new(NULL);
 	EchoRun *run = g_new0(EchoRun, 1);
 	guint n = json_array_get_length(request->messages);
@@ -261,29 +278,47 @@ confab_provider_echo_complete_async(ConfabProvider *provider,
 	g_task_set_source_tag(task, confab_provider_echo_complete_async);
 	for (guint i = 0; i < n; i++) {
 		JsonObject *msg = json_array_get_object_element(request->messages, i);
-		g_autofree gchar *text = confab_openai_message_get_text(msg);
+		JsonNode *content = json_object_get_member(msg, "content");
+		g_autofree gchar *owned = NULL;
+		const gchar *text;
+
+		/* a string content is read where it is; parts are joined */
+		if (content != NULL && JSON_NODE_HOLDS_VALUE(content) &&
+		    json_node_get_value_type(content) == G_TYPE_STRING)
+			text = json_node_get_string(content);
+		else
+			text = owned = confab_openai_message_get_text(msg);
 		run->prompt_words += confab_provider_echo_count_words(text);
 		last_role = json_object_get_string_member_with_default(msg, "role", "");
 		if (g_str_equal(last_role, "user")) {
-			g_free(reply);
-			reply = g_steal_pointer(&text);
+			g_clear_pointer(&reply_node, json_node_unref);
+			g_free(reply_owned);
+			reply_owned = g_steal_pointer(&owned);
+			if (reply_owned == NULL)
+				reply_node = json_node_ref(content);
+			reply = text;
 			g_string_truncate(results, 0);
 		} else if (g_str_equal(last_role, "tool")) {
 			g_string_append_printf(results, "%s%s", results->len > 0 ? "\n" : "", text);
 		}
 	}
-	if (reply == NULL)
-		reply = g_strdup("");
 	if (g_str_equal(last_role, "user")) {
 		run->tool_calls = scripted_tool_calls(reply, request->params, n);
 	} else if (g_str_equal(last_role, "tool") && strstr(reply, "/tool ") != NULL) {
 		/* the tools it called have answered: their words are its answer */
-		g_free(reply);
-		reply = g_string_free(g_steal_pointer(&results), FALSE);
+		g_clear_pointer(&reply_node, json_node_unref);
+		g_free(reply_owned);
+		reply = reply_owned = g_string_free(g_steal_pointer(&results), FALSE);
 	}
 	run->completion_words = run->tool_calls != NULL ? 0
 							: confab_provider_echo_count_words(reply);
-	run->reply = run->tool_calls != NULL ? g_strdup("") : g_steal_pointer(&reply);
+	if (run->tool_calls != NULL) {
+		run->reply = "";
+	} else {
+		run->reply = reply;
+		run->reply_owned = g_steal_pointer(&reply_owned);
+		run->reply_node = g_steal_pointer(&reply_node);
+	}
 	run->piece = g_string_new(NULL);
 	run->delta_func = delta_func;
 	run->delta_data = delta_data;

@@ -51,10 +51,7 @@
 #define ERROR_BODY_MAX 65536
 #define RETRY_BASE_MS  250
 #define RETRY_MAX_MS   20000
-/* One server-sent event: a chunk of a streamed answer is a few hundred
- * bytes; a megabyte is far beyond any real one, and bounds what a line that
- * never ends can make Confab hold. */
-#define MAX_UPSTREAM_EVENT	(1024 * 1024)
+
 #define UPSTREAM_JSON_MAX_DEPTH 128
 #define MAX_TOOL_CALL_INDEX	1024 /* as many as a turn stores */
 
@@ -1174,7 +1171,10 @@ on_upstream_done(GError *error, gpointer user_data)
 
 /* A non-streamed answer holds at most max_answer_bytes of text, escaped
  * (most characters in one byte, quotes and newlines in two), and its
- * envelope. */
+ * envelope. So may one server-sent event: a chunk is usually a few hundred
+ * bytes, but a base64 image or a long tool call's arguments come as one
+ * delta (16 MiB + 64 KiB with the default 8 MiB answer), and the cap bounds
+ * what a line that never ends can make Confab hold. */
 static gsize
 json_body_max(Call *call)
 {
@@ -1272,7 +1272,7 @@ on_upstream_head(guint status,
 		call->error_body = g_string_new(NULL);
 	} else if (confab_http_fields_media_type_is(content_type, "text/event-stream")) {
 		call->parser = confab_sse_parser_new(on_sse_event, call);
-		confab_sse_parser_set_max_event_size(call->parser, MAX_UPSTREAM_EVENT);
+		confab_sse_parser_set_max_event_size(call->parser, json_body_max(call));
 	} else {
 		/* an upstream that ignored "stream": one JSON answer */
 		call->json_body = g_string_new(NULL);

@@ -25,7 +25,9 @@ G_DECLARE_FINAL_TYPE(TestScript, test_script, TEST, SCRIPT, GObject)
 
 /*
  * Each step is either plain text, the answer, or "calls:" and calls parted
- * by '|', each "NAME ARGUMENTS"; the last step repeats once run out.
+ * by '|', each "NAME ARGUMENTS"; the last step repeats once run out. A step
+ * led by "lp:" first gives log probabilities: one content entry whose token
+ * is the rest of the step.
  */
 struct _TestScript {
 	GObject parent_instance;
@@ -130,6 +132,19 @@ script_complete_async(ConfabProvider *provider,
 	ConfabProviderResult *result;
 
 	record(self, request);
+	if (g_str_has_prefix(step, "lp:")) {
+		g_autoptr(JsonObject) logprobs = json_object_new();
+		JsonArray *content = json_array_new();
+		JsonObject *entry = json_object_new();
+
+		step += strlen("lp:");
+		json_object_set_string_member(entry, "token", step);
+		json_object_set_double_member(entry, "logprob", -0.5);
+		json_array_add_object_element(content, entry);
+		json_object_set_array_member(logprobs, "content", content);
+		json_object_set_null_member(logprobs, "refusal");
+		delta_func(&(ConfabDelta){.logprobs = logprobs}, delta_data);
+	}
 	if (g_str_has_prefix(step, "calls:")) {
 		g_autoptr(JsonArray) calls = script_calls(step, self->next);
 		delta_func(&(ConfabDelta){.tool_calls = calls}, delta_data);
@@ -388,6 +403,92 @@ test_steps(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(f->events->len, ==, 2);
 	g_assert_true(g_str_has_prefix(g_ptr_array_index(f->events, 0), "{\"type\":\"call\""));
 	g_assert_true(g_str_has_prefix(g_ptr_array_index(f->events, 1), "{\"type\":\"result\""));
+}
+
+/* A plain answer's transcript is one text block of the whole content, and
+ * says so: the turn stores it as the content, once. Handed over, it is not
+ * the loop's any more. */
+static void
+test_blocks_are_content(Fixture *f, gconstpointer data)
+{
+	const gchar *plain[] = {"Hello \"there\"\n", NULL};
+	const gchar *steps[] = {"calls:fake__echo {\"text\":\"x\"}", "done", NULL};
+	g_autoptr(TestScript) script = test_script_new(plain);
+	g_autoptr(TestScript) script2 = test_script_new(steps);
+	g_autoptr(ConfabAgentLoop) loop = loop_new(f, script, NULL, 0);
+	g_autoptr(ConfabAgentLoop) loop2 = loop_new(f, script2, NULL, 0);
+	g_autoptr(GString) blocks = NULL;
+	g_autoptr(GString) blocks2 = NULL;
+	gboolean is_content = FALSE;
+	Run run = {0}, run2 = {0};
+
+	run_loop(loop, NULL, &run);
+	g_assert_no_error(run.error);
+	blocks = confab_agent_loop_steal_blocks(loop, &is_content);
+	g_assert_true(is_content);
+	g_assert_cmpstr(blocks->str, ==, "{\"type\":\"text\",\"text\":\"Hello \\\"there\\\"\\n\"}");
+	g_assert_cmpstr(confab_agent_loop_get_blocks(loop), ==, "");
+	g_assert_cmpstr(confab_agent_loop_get_content(loop), ==, "Hello \"there\"\n");
+
+	run_loop(loop2, NULL, &run2);
+	g_assert_no_error(run2.error);
+	blocks2 = confab_agent_loop_steal_blocks(loop2, &is_content);
+	g_assert_false(is_content);
+	g_assert_true(g_str_has_prefix(blocks2->str, "{\"type\":\"tool_call\""));
+}
+
+/* Each step's log probabilities are one logprobs block after its text (or
+ * before its calls), as its choice.logprobs; the answer's hold them all. */
+static void
+test_logprobs(Fixture *f, gconstpointer data)
+{
+	const gchar *steps[] = {"lp:calls:fake__echo {\"text\":\"x\"}", "lp:done", NULL};
+	g_autoptr(TestScript) script = test_script_new(steps);
+	g_autoptr(ConfabAgentLoop) loop = loop_new(f, script, NULL, 0);
+	g_autoptr(JsonArray) blocks = NULL;
+	JsonObject *block;
+	JsonArray *all;
+	Run run = {0};
+
+	run_loop(loop, NULL, &run);
+	g_assert_no_error(run.error);
+	blocks = blocks_of(loop);
+	g_assert_cmpuint(json_array_get_length(blocks), ==, 5);
+	g_assert_cmpstr(block_string(blocks, 0, "type"), ==, "logprobs");
+	g_assert_cmpstr(block_string(blocks, 1, "type"), ==, "tool_call");
+	g_assert_cmpstr(block_string(blocks, 2, "type"), ==, "tool_result");
+	g_assert_cmpstr(block_string(blocks, 3, "type"), ==, "text");
+	g_assert_cmpstr(block_string(blocks, 4, "type"), ==, "logprobs");
+	block = json_array_get_object_element(blocks, 0);
+	g_assert_cmpuint(json_array_get_length(json_object_get_array_member(block, "content")),
+			 ==,
+			 1);
+	g_assert_cmpstr(
+	    json_object_get_string_member(
+		json_array_get_object_element(json_object_get_array_member(block, "content"), 0),
+		"token"),
+	    ==,
+	    "calls:fake__echo {\"text\":\"x\"}");
+	g_assert_true(json_object_get_null_member(block, "refusal"));
+	block = json_array_get_object_element(blocks, 4);
+	g_assert_cmpuint(json_array_get_length(json_object_get_array_member(block, "content")),
+			 ==,
+			 1);
+	g_assert_cmpstr(
+	    json_object_get_string_member(
+		json_array_get_object_element(json_object_get_array_member(block, "content"), 0),
+		"token"),
+	    ==,
+	    "done");
+	g_assert_cmpfloat(
+	    json_object_get_double_member(
+		json_array_get_object_element(json_object_get_array_member(block, "content"), 0),
+		"logprob"),
+	    ==,
+	    -0.5);
+	/* the answer's, for a JSON client: both steps' entries */
+	all = json_object_get_array_member(confab_agent_loop_get_logprobs(loop), "content");
+	g_assert_cmpuint(json_array_get_length(all), ==, 2);
 }
 
 static void
@@ -658,6 +759,8 @@ main(int argc, char **argv)
 #define ADD(name, func)                                                                            \
 	g_test_add("/confab/agent-loop/" name, Fixture, NULL, fixture_setup, func, fixture_teardown)
 	ADD("steps", test_steps);
+	ADD("logprobs", test_logprobs);
+	ADD("blocks-are-content", test_blocks_are_content);
 	ADD("max-steps", test_max_steps);
 	ADD("unknown-and-bad-arguments", test_unknown_and_bad_arguments);
 	ADD("many-calls-in-order", test_many_calls_in_order);

@@ -189,6 +189,12 @@ test_refusals(void)
 	    {"GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n", CONFAB_ERROR_MALFORMED_REQUEST},
 	    {"GET / HTTP/1.1\r\n\r\n", CONFAB_ERROR_MALFORMED_REQUEST},
 	    {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", CONFAB_ERROR_MALFORMED_REQUEST},
+	    {"GET / HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer a\r\n"
+	     "authorization: Bearer b\r\n\r\n",
+	     CONFAB_ERROR_MALFORMED_REQUEST},
+	    {"GET / HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer a\r\n"
+	     "Authorization: Bearer a\r\n\r\n",
+	     CONFAB_ERROR_MALFORMED_REQUEST},
 	    {"GET / HTTP/1.1\r\nHost: h\r\nX: a\x01b\r\n\r\n", CONFAB_ERROR_MALFORMED_REQUEST},
 	    {"GET  / HTTP/1.1\r\nHost: h\r\n\r\n", CONFAB_ERROR_MALFORMED_REQUEST},
 	    {"GET / http/1.1\r\nHost: h\r\n\r\n", CONFAB_ERROR_MALFORMED_REQUEST},

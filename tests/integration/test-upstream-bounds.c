@@ -12,8 +12,9 @@
 /*
  * No upstream can exhaust confabd or outlive its timeouts: a real confabd
  * whose agents point at tests/fake-upstream in its hostile modes (an endless
- * stream as fast as the socket goes, a 2 MiB SSE line, 100,000 tiny chunks,
- * text that is not UTF-8, 1e400, nesting 100,000 deep). For each: the
+ * stream as fast as the socket goes, SSE lines of 2 and 8 MiB (served whole)
+ * and over the event cap (refused), 100,000 tiny chunks, text that is not
+ * UTF-8, 1e400, nesting 100,000 deep). For each: the
  * client's status or in-stream error, the time it took, the transcript (the
  * user's message kept, the answer stored as failed with what came before),
  * and for the endless streams the daemon's peak RSS.
@@ -459,11 +460,126 @@ check_bad(Fixture *f, const Bad *bad)
 	g_assert_cmpstr(failed->text, ==, bad->text);
 }
 
-/* One SSE line of 2 MiB: refused at 1 MiB, never buffered whole. */
+/* ---------- one large delta ---------- */
+
+/* The fake's big-line text of @n bytes: a, b, c... */
+static gchar *
+big_line_text(gsize n)
+{
+	gchar *text = g_malloc(n + 1);
+
+	for (gsize i = 0; i < n; i++)
+		text[i] = (gchar)('a' + i % 26);
+	text[n] = '\0';
+	return text;
+}
+
+/* Compares without printing megabytes when it fails. */
+static void
+assert_big_text(const gchar *what, const gchar *got, const gchar *expected)
+{
+	gsize got_len = got != NULL ? strlen(got) : 0;
+
+	if (got == NULL || !g_str_equal(got, expected))
+		g_error("%s: %" G_GSIZE_FORMAT " bytes, not the %" G_GSIZE_FORMAT
+			" bytes of the upstream's delta",
+			what,
+			got_len,
+			strlen(expected));
+}
+
+/* The stored answer of the conversation @user_text started: completed,
+ * with exactly @expected as its text. */
+static void
+assert_stored_answer(Fixture *f, const gchar *user_text, const gchar *expected)
+{
+	g_autoptr(ConfabTestResponse) convs =
+	    confab_test_http(f->daemon, "GET", "/api/v1/conversations?limit=100", f->token, NULL);
+	g_autoptr(ConfabTestResponse) list = NULL;
+	g_autofree gchar *path = NULL;
+	const gchar *session_id = NULL;
+	JsonArray *data;
+
+	g_assert_cmpuint(convs->status, ==, 200);
+	data = json_node_get_array(confab_test_json_get(convs->json, "data"));
+	for (guint i = 0; i < json_array_get_length(data); i++) {
+		JsonNode *conv = json_array_get_element(data, i);
+		if (g_strcmp0(confab_test_json_string(conv, "title"), user_text) == 0)
+			session_id = confab_test_json_string(conv, "id");
+	}
+	g_assert_nonnull(session_id);
+	path = g_strdup_printf("/api/v1/conversations/%s/messages?order=asc", session_id);
+	list = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpuint(list->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(list->json, "data.1.role"), ==, "assistant");
+	g_assert_cmpstr(confab_test_json_string(list->json, "data.1.status"), ==, "completed");
+	assert_big_text("stored",
+			confab_test_json_string(list->json, "data.1.content.0.text"),
+			expected);
+}
+
+/* One SSE event of @n bytes of content, within [limits] max_answer_bytes:
+ * a JSON client and a streaming client that reads as fast as it can get it
+ * whole, and it is stored whole. */
+static void
+check_big_line(Fixture *f, gsize n)
+{
+	g_autofree gchar *model = g_strdup_printf("big-line:%" G_GSIZE_FORMAT, n);
+	g_autofree gchar *agent = create_agent(f, model, 0);
+	g_autofree gchar *expected = big_line_text(n);
+	g_autofree gchar *streamed = g_strconcat(model, ", streamed", NULL);
+	Run run = {0};
+	g_autoptr(ConfabTestResponse) json = timed_chat(f, agent, model, FALSE, &run);
+	g_autoptr(ConfabTestResponse) sse = NULL;
+	g_autoptr(Stream) s = NULL;
+
+	g_assert_cmpuint(json->status, ==, 200);
+	assert_big_text("JSON client",
+			confab_test_json_string(json->json, "choices.0.message.content"),
+			expected);
+	g_assert_cmpstr(confab_test_json_string(json->json, "choices.0.finish_reason"), ==, "stop");
+	assert_rss_bounded(&run, "one large delta, JSON client", ANSWER_COPIES_KIB);
+	assert_stored_answer(f, model, expected);
+
+	sse = timed_chat(f, agent, streamed, TRUE, &run);
+	s = parse_stream(sse);
+	g_assert_true(s->done);
+	g_assert_null(s->error_code);
+	assert_big_text("streaming client", s->text->str, expected);
+	assert_rss_bounded(&run, "one large delta, streaming client", ANSWER_COPIES_KIB);
+	assert_stored_answer(f, streamed, expected);
+}
+
+/* 2 MiB in one delta, refused by the old 1 MiB event cap */
 static void
 test_big_line(Fixture *f, gconstpointer data)
 {
-	const Bad bad = {"big-line", "larger than 1048576 bytes", ""};
+	check_big_line(f, 2 * MiB);
+}
+
+/* Just under the default max_answer_bytes (8 MiB) in one delta: a base64
+ * image, a long tool call's arguments. */
+static void
+test_big_line_8mib(Fixture *f, gconstpointer data)
+{
+	check_big_line(f, 8 * MiB - 4096);
+}
+
+/* With max_answer_bytes = 64 KiB, an event may hold twice that and 64 KiB
+ * of envelope (196,608 bytes): a line longer than that is refused while it
+ * arrives, never buffered whole. */
+static void
+test_big_line_over_event_cap(Fixture *f, gconstpointer data)
+{
+	const Bad bad = {"big-line:300000", "server-sent event larger than 196608 bytes", ""};
+	check_bad(f, &bad);
+}
+
+/* A delta that fits in an event but not in the answer: the answer's cap. */
+static void
+test_big_line_over_answer_cap(Fixture *f, gconstpointer data)
+{
+	const Bad bad = {"big-line:100000", "answer is larger than 65536 bytes", ""};
 	check_bad(f, &bad);
 }
 
@@ -505,6 +621,35 @@ test_error_flood(Fixture *f, gconstpointer data)
 	g_assert_cmpint(run.elapsed_ms, <, bound_ms(10000));
 	assert_rss_bounded(&run, "an endless 500 body", 64 * 1024);
 	failed = assert_failed_turn(f, "error flood", "upstream_error");
+}
+
+/* ---------- a large turn ---------- */
+
+/* A 10 MiB JSON turn to the echo agent, whose answer is as large: the
+ * daemon's peak RSS grows by less than five times the body (it grew by 9 to
+ * 11 times: the loop's transcript, the answer's blocks, the model's context
+ * and the echo's reply were copies of the text, and glibc's dynamic mmap
+ * threshold kept freed buffers resident). */
+static void
+test_large_echo_turn(Fixture *f, gconstpointer data)
+{
+	const gsize size = 10 * MiB;
+	g_autofree gchar *agent = confab_test_create_agent(f->daemon, "large", "echo");
+	g_autofree gchar *text = g_malloc(size + 1);
+	Run run = {0};
+	g_autoptr(ConfabTestResponse) json = NULL;
+
+	for (gsize i = 0; i < size; i++)
+		text[i] = "lorem ipsum dolor sit amet "[i % 27];
+	text[size] = '\0';
+	json = timed_chat(f, agent, text, FALSE, &run);
+	g_assert_cmpuint(json->status, ==, 200);
+	assert_big_text("the echo",
+			confab_test_json_string(json->json, "choices.0.message.content"),
+			text);
+	/* as a system service runs (the full-text index off: with it, the
+	 * writer reads the text back to index it while the answer is sent) */
+	assert_rss_bounded(&run, "a 10 MiB turn to the echo agent", 5 * size / 1024);
 }
 
 /* ---------- many small pieces ---------- */
@@ -575,11 +720,21 @@ main(int argc, char **argv)
 	    {"/confab/upstream-bounds/endless", test_endless, NULL},
 	    {"/confab/upstream-bounds/endless-text", test_endless_text, NULL},
 	    {"/confab/upstream-bounds/big-line", test_big_line, NULL},
+	    {"/confab/upstream-bounds/big-line-8mib", test_big_line_8mib, NULL},
+	    {"/confab/upstream-bounds/big-line-over-event-cap",
+	     test_big_line_over_event_cap,
+	     "[limits]\nmax_answer_bytes=65536\n"},
+	    {"/confab/upstream-bounds/big-line-over-answer-cap",
+	     test_big_line_over_answer_cap,
+	     "[limits]\nmax_answer_bytes=65536\n"},
 	    {"/confab/upstream-bounds/bad-utf8", test_bad_utf8, NULL},
 	    {"/confab/upstream-bounds/huge-number", test_huge_number, NULL},
 	    {"/confab/upstream-bounds/deep", test_deep, NULL},
 	    {"/confab/upstream-bounds/error-flood", test_error_flood, NULL},
 	    {"/confab/upstream-bounds/tiny", test_tiny, NULL},
+	    {"/confab/upstream-bounds/large-echo-turn",
+	     test_large_echo_turn,
+	     "[limits]\nmax_body_bytes=67108864\n[desktop]\nsearch_index=false\n"},
 	    {"/confab/upstream-bounds/tiny-over-cap",
 	     test_tiny_over_cap,
 	     "[limits]\nmax_answer_bytes=65536\n"},

@@ -1877,6 +1877,41 @@ test_relay_refusal(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_test_json_string(block, "text"), ==, "I can't help with that.");
 }
 
+/* The stored answer of @session_id: its text block, then a logprobs block
+ * with the two pieces' entries, as choice.logprobs was. */
+static void
+assert_stored_logprobs(Fixture *f, const gchar *session_id)
+{
+	g_autoptr(ConfabTestResponse) stored = get_messages(f, session_id);
+	JsonNode *blocks = confab_test_json_get(stored->json, "data.1.content_blocks");
+	JsonNode *block;
+
+	g_assert_nonnull(blocks);
+	g_assert_cmpuint(json_array_get_length(json_node_get_array(blocks)), ==, 2);
+	g_assert_cmpstr(confab_test_json_string(stored->json, "data.1.content_blocks.0.type"),
+			==,
+			"text");
+	g_assert_cmpstr(confab_test_json_string(stored->json, "data.1.content_blocks.0.text"),
+			==,
+			"Hi there");
+	block = find_block(stored->json, 1, "logprobs");
+	g_assert_nonnull(block);
+	g_assert_cmpuint(array_length(block, "content"), ==, 2);
+	g_assert_cmpstr(confab_test_json_string(block, "content.0.token"), ==, "Hi");
+	g_assert_cmpstr(confab_test_json_string(block, "content.1.token"), ==, " there");
+	g_assert_cmpfloat(json_node_get_double(confab_test_json_get(block, "content.0.logprob")),
+			  ==,
+			  -0.25);
+	g_assert_cmpfloat(json_node_get_double(confab_test_json_get(block, "content.1.logprob")),
+			  ==,
+			  -1.5);
+	g_assert_true(JSON_NODE_HOLDS_NULL(confab_test_json_get(block, "refusal")));
+	/* the content is still the text alone */
+	g_assert_cmpstr(confab_test_json_string(stored->json, "data.1.content.0.text"),
+			==,
+			"Hi there");
+}
+
 static void
 test_relay_logprobs(Fixture *f, gconstpointer data)
 {
@@ -1916,6 +1951,13 @@ test_relay_logprobs(Fixture *f, gconstpointer data)
 	}
 	g_assert_cmpuint(with_logprobs, ==, 2);
 	g_assert_cmpstr(s->content->str, ==, "Hi there");
+
+	/* kept in the transcript and replayed, for both: one logprobs block
+	 * after the text */
+	assert_stored_logprobs(f, confab_test_json_string(json->json, "metadata.session_id"));
+	assert_stored_logprobs(
+	    f,
+	    confab_test_json_string(g_ptr_array_index(s->events, 0), "metadata.session_id"));
 }
 
 /* What Confab does not use goes upstream as given; metadata stays Confab's. */

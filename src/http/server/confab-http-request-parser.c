@@ -20,14 +20,14 @@
  * Refused, each with the status the RFC asks for and the connection closed
  * after the answer: bare LF or CR line endings; whitespace before a colon;
  * obs-fold; control characters in a field value; a malformed request line
- * or target; a missing or repeated Host; Content-Length that is not plain
- * digits, or repeated; Content-Length together with Transfer-Encoding;
- * Transfer-Encoding in HTTP/1.0, repeated, or not ending in chunked (400),
- * or with codings other than chunked (501); chunk sizes that are not plain
- * hex, too long, or with junk after them; chunk lines over the cap; chunk
- * data not followed by CRLF; an Expect other than 100-continue (417);
- * versions other than 1.x (505). Messages never quote the request's bytes,
- * so an error body is always valid UTF-8.
+ * or target; a missing or repeated Host; a repeated Authorization;
+ * Content-Length that is not plain digits, or repeated; Content-Length
+ * together with Transfer-Encoding; Transfer-Encoding in HTTP/1.0, repeated,
+ * or not ending in chunked (400), or with codings other than chunked (501);
+ * chunk sizes that are not plain hex, too long, or with junk after them;
+ * chunk lines over the cap; chunk data not followed by CRLF; an Expect
+ * other than 100-continue (417); versions other than 1.x (505). Messages
+ * never quote the request's bytes, so an error body is always valid UTF-8.
  */
 
 #define MAX_LEADING_EMPTY_LINES	  8
@@ -361,6 +361,16 @@ check_semantics(ConfabHttpRequestHead *head, GError **error)
 				    n_host > 1	  ? "More than one Host header"
 				    : n_host == 0 ? "An HTTP/1.1 request needs a Host header"
 						  : "The Host header is not a host name");
+		return FALSE;
+	}
+	/* Authorization is a singleton field (RFC 9110 section 11.6.2): with two,
+	 * the router would authenticate one while a proxy in front may have
+	 * checked the other */
+	if (confab_http_fields_count(fields, "Authorization") > 1) {
+		g_set_error_literal(error,
+				    CONFAB_ERROR,
+				    CONFAB_ERROR_MALFORMED_REQUEST,
+				    "More than one Authorization header");
 		return FALSE;
 	}
 	if (!check_framing(head, error))

@@ -1054,6 +1054,11 @@ writer_complete(gpointer user_data)
 
 	for (guint i = 0; i < jobs->len; i++) {
 		WriteJob *job = g_ptr_array_index(jobs, i);
+		/* what was written is let go first: a caller that answers its
+		 * client from the callback (a JSON turn, its answer built from
+		 * the text the loop still holds) would otherwise hold it twice */
+		if (job->data_free != NULL)
+			g_clear_pointer(&job->data, job->data_free);
 		if (job->error != NULL)
 			g_task_return_error(job->task, g_steal_pointer(&job->error));
 		else

@@ -244,6 +244,12 @@ case("400-host-duplicate-different", get(HOST + b"Host: other.invalid\r\n" + AUT
 case("400-host-duplicate-same", get(HOST + HOST + AUTH) + SMUGGLED)
 case("400-host-invalid-value", get(b"Host: local host\r\n" + AUTH) + SMUGGLED)
 
+# ---- Authorization (RFC 9110 11.6.2): one field, never two ----
+# whichever one a proxy checked, the server must not authenticate the other
+case("400-authorization-duplicate-same", get(HOST + AUTH + AUTH) + SMUGGLED)
+case("400-authorization-duplicate-invalid-first", get(HOST + b"Authorization: Bearer nca_invalid\r\n" + AUTH) + SMUGGLED)
+case("400-authorization-duplicate-invalid-last", get(HOST + AUTH + b"authorization: Bearer nca_invalid\r\n") + SMUGGLED)
+
 # ---- Expect (RFC 9110 10.1.1) ----
 # the test sends the head, waits for the 100 and only then the body
 case("200-expect-100-continue", post(cl(N) + b"Expect: 100-continue\r\n" + CLOSE, BODY))
