@@ -24,6 +24,7 @@
 #include "store/postgres/confab-store-postgres.h" /* its types; the code is a module */
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
+#include "util/confab-sd-listen.h"
 #include "util/confab-sd-notify.h"
 
 /*
@@ -478,6 +479,30 @@ add_thread_providers(GMainContext *context, gpointer user_data)
  * Opens the store, loads the engine, starts serving HTTP and, unless the
  * bus is "none", exports the D-Bus interfaces and takes the bus name.
  */
+/* Socket activation (confabd.socket, or systemd-socket-activate): the HTTP
+ * listener is the socket systemd passed, and the listen address is unused. */
+static gboolean
+use_inherited_socket(ConfabDaemon *self, GError **error)
+{
+	gint n = confab_sd_listen_fds(error);
+
+	if (n < 0)
+		return FALSE;
+	if (n == 0)
+		return TRUE;
+	if (n > 1) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_INVALID_VALUE,
+			    "socket activation passed %d sockets; confabd listens on one",
+			    n);
+		return FALSE;
+	}
+	g_debug("serving HTTP on the socket systemd passed, not on %s", self->config->listen);
+	confab_http_threads_set_listen_fd(self->http, CONFAB_SD_LISTEN_FDS_START);
+	return TRUE;
+}
+
 gboolean
 confab_daemon_start(ConfabDaemon *self, GError **error)
 {
@@ -502,6 +527,8 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 	confab_engine_add_provider(self->engine, CONFAB_PROVIDER(openai));
 
 	self->http = confab_http_threads_new(self->engine, self->config->serving_threads);
+	if (!use_inherited_socket(self, error))
+		return FALSE;
 	if (!confab_http_threads_start(self->http,
 				       self->config->listen,
 				       add_thread_providers,

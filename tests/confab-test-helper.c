@@ -307,7 +307,8 @@ static ConfabTestDaemon *
 daemon_start(const gchar *state_dir,
 	     const gchar *config_text,
 	     const gchar *const *extra_args,
-	     gboolean private_bus);
+	     gboolean private_bus,
+	     gboolean activated);
 
 /**
  * confab_test_daemon_start_private_bus:
@@ -322,7 +323,7 @@ daemon_start(const gchar *state_dir,
 ConfabTestDaemon *
 confab_test_daemon_start_private_bus(const gchar *config_text, const gchar *const *extra_args)
 {
-	return daemon_start(NULL, config_text, extra_args, TRUE);
+	return daemon_start(NULL, config_text, extra_args, TRUE, FALSE);
 }
 
 /**
@@ -338,14 +339,135 @@ confab_test_daemon_start_full(const gchar *state_dir,
 			      const gchar *config_text,
 			      const gchar *const *extra_args)
 {
-	return daemon_start(state_dir, config_text, extra_args, FALSE);
+	return daemon_start(state_dir, config_text, extra_args, FALSE, FALSE);
+}
+
+/**
+ * confab_test_daemon_start_activated:
+ * @config_text: (nullable): a confab.conf to start with
+ * @extra_args: (nullable): more command-line arguments
+ *
+ * As confab_test_daemon_start(), through socket activation:
+ * `systemd-socket-activate` listens on a free loopback port and starts
+ * confabd, with the socket as $LISTEN_FDS, on the first connection. The
+ * helper makes that connection with a request, and fails unless it is
+ * answered. confabd's own --listen names a port that nothing listens on,
+ * so that a daemon that ignored the socket would not be found.
+ * Call only when confab_test_have_socket_activate().
+ *
+ * Returns: (transfer full): a running daemon, ready on HTTP and D-Bus
+ */
+ConfabTestDaemon *
+confab_test_daemon_start_activated(const gchar *config_text, const gchar *const *extra_args)
+{
+	return daemon_start(NULL, config_text, extra_args, FALSE, TRUE);
+}
+
+/**
+ * confab_test_have_socket_activate:
+ *
+ * Returns: (transfer full) (nullable): the path of `systemd-socket-activate`
+ *   (Debian: package systemd), or %NULL when it is not installed
+ */
+gchar *
+confab_test_have_socket_activate(void)
+{
+	return g_find_program_in_path("systemd-socket-activate");
+}
+
+/* A loopback port free a moment ago. */
+static guint16
+free_port(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GSocket) socket =
+	    g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+	g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+	g_autoptr(GSocketAddress) any = g_inet_socket_address_new(loopback, 0);
+	g_autoptr(GSocketAddress) bound = NULL;
+
+	g_assert_no_error(error);
+	g_socket_bind(socket, any, FALSE, &error);
+	g_assert_no_error(error);
+	bound = g_socket_get_local_address(socket, &error);
+	g_assert_no_error(error);
+	return g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
+}
+
+/* systemd-socket-activate hands its child TERM, PATH, USER and HOME alone;
+ * the rest of the test's environment goes through -E, with @overrides. */
+static void
+add_socket_activate_args(GPtrArray *argv, guint16 port, const gchar *const *overrides)
+{
+	g_auto(GStrv) env = g_get_environ();
+
+	g_ptr_array_add(argv, confab_test_have_socket_activate());
+	g_ptr_array_add(argv, g_strdup_printf("--listen=127.0.0.1:%u", port));
+	for (guint i = 0; overrides[i] != NULL; i += 2)
+		env = g_environ_setenv(env, overrides[i], overrides[i + 1], TRUE);
+	for (guint i = 0; env[i] != NULL; i++) {
+		const gchar *eq = strchr(env[i], '=');
+		g_autofree gchar *name = eq != NULL ? g_strndup(env[i], eq - env[i]) : NULL;
+		/* it refuses names that are not shell names */
+		if (name == NULL || !g_regex_match_simple("^[A-Za-z_][A-Za-z0-9_]*$", name, 0, 0))
+			continue;
+		g_ptr_array_add(argv, g_strdup_printf("--setenv=%s", env[i]));
+	}
+}
+
+static gboolean
+activator_listening(gpointer data)
+{
+	ConfabTestDaemon *daemon = data;
+	g_autofree gchar *output = confab_test_daemon_get_output(daemon);
+	return strstr(output, "Listening on ") != NULL ||
+	       g_subprocess_get_identifier(daemon->process) == NULL;
+}
+
+/* The first connection, made while only systemd-socket-activate listens:
+ * confabd starts, takes the socket and answers it. */
+static void
+wake_activated(ConfabTestDaemon *daemon, guint16 port)
+{
+	const gchar *request = "GET /api/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+			       "Connection: close\r\n\r\n";
+	g_autoptr(GSocketClient) client = g_socket_client_new();
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	gchar reply[64] = {0};
+	gsize got = 0;
+
+	if (!confab_test_wait_until(activator_listening, daemon, 30000))
+		g_error("systemd-socket-activate did not listen within 30 s");
+	g_socket_client_set_timeout(client, 60);
+	conn = g_socket_client_connect_to_host(client, "127.0.0.1", port, NULL, &error);
+	g_assert_no_error(error);
+	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+				  request,
+				  strlen(request),
+				  NULL,
+				  NULL,
+				  &error);
+	g_assert_no_error(error);
+	g_input_stream_read_all(g_io_stream_get_input_stream(G_IO_STREAM(conn)),
+				reply,
+				sizeof(reply) - 1,
+				&got,
+				NULL,
+				&error);
+	g_assert_no_error(error);
+	if (!g_str_has_prefix(reply, "HTTP/1.1 401 ")) {
+		g_autofree gchar *output = confab_test_daemon_get_output(daemon);
+		g_error("the first connection got '%s', not a 401; output:\n%s", reply, output);
+	}
 }
 
 static ConfabTestDaemon *
 daemon_start(const gchar *state_dir,
 	     const gchar *config_text,
 	     const gchar *const *extra_args,
-	     gboolean private_bus)
+	     gboolean private_bus,
+	     gboolean activated)
 {
 	g_autoptr(ConfabTestDaemon) daemon = g_new0(ConfabTestDaemon, 1);
 	g_autoptr(GSubprocessLauncher) launcher = NULL;
@@ -356,6 +478,11 @@ daemon_start(const gchar *state_dir,
 	g_autofree gchar *threads_config = NULL;
 	const gchar *threads = g_getenv("CONFAB_TEST_SERVING_THREADS");
 	const gchar *line;
+	guint16 activate_port = activated ? free_port() : 0;
+	g_autofree gchar *asan =
+	    g_getenv("ASAN_OPTIONS") != NULL
+		? g_strconcat(g_getenv("ASAN_OPTIONS"), ":fast_unwind_on_malloc=0", NULL)
+		: NULL;
 
 	g_mutex_init(&daemon->lock);
 	daemon->output = g_string_new(NULL);
@@ -366,6 +493,14 @@ daemon_start(const gchar *state_dir,
 		daemon->own_state_dir = TRUE;
 	}
 
+	if (activated) {
+		const gchar *overrides[] = {"G_DEBUG",
+					    "fatal-criticals",
+					    asan != NULL ? "ASAN_OPTIONS" : NULL,
+					    asan,
+					    NULL};
+		add_socket_activate_args(argv, activate_port, overrides);
+	}
 	/* CONFABD_WRAPPER: e.g. valgrind, from the valgrind test setup */
 	if (g_getenv("CONFABD_WRAPPER") != NULL && *g_getenv("CONFABD_WRAPPER") != '\0') {
 		g_auto(GStrv) wrapper = NULL;
@@ -375,7 +510,9 @@ daemon_start(const gchar *state_dir,
 			g_ptr_array_add(argv, g_strdup(wrapper[i]));
 	}
 	g_ptr_array_add(argv, g_strdup(g_getenv("CONFABD")));
-	g_ptr_array_add(argv, g_strdup("--listen=127.0.0.1:0"));
+	/* activated: a port nobody listens on, in case the daemon binds it */
+	g_ptr_array_add(argv,
+			g_strdup(activated ? "--listen=127.0.0.1:1" : "--listen=127.0.0.1:0"));
 	g_ptr_array_add(argv, g_strdup_printf("--state-dir=%s", daemon->state_dir));
 	g_ptr_array_add(argv,
 			g_strdup(test_bus != NULL || private_bus ? "--bus=session" : "--bus=none"));
@@ -426,17 +563,16 @@ daemon_start(const gchar *state_dir,
 	/* under ASan, full malloc stacks for the daemon: the leak suppressions
 	 * (tests/lsan.supp) name frames inside libsoup that the fast unwinder
 	 * cannot see */
-	if (g_getenv("ASAN_OPTIONS") != NULL) {
-		g_autofree gchar *asan =
-		    g_strconcat(g_getenv("ASAN_OPTIONS"), ":fast_unwind_on_malloc=0", NULL);
+	if (asan != NULL)
 		g_subprocess_launcher_setenv(launcher, "ASAN_OPTIONS", asan, TRUE);
-	}
 	daemon->process =
 	    g_subprocess_launcher_spawnv(launcher, (const gchar *const *)argv->pdata, &error);
 	g_assert_no_error(error);
 	daemon->stdout_stream =
 	    g_data_input_stream_new(g_subprocess_get_stdout_pipe(daemon->process));
 	daemon->reader = g_thread_new("confabd-output", reader_thread, daemon);
+	if (activated)
+		wake_activated(daemon, activate_port);
 
 	if (!confab_test_wait_until(daemon_listening, daemon, 60000))
 		g_error("confabd did not start listening within 60 s");

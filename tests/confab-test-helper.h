@@ -68,6 +68,10 @@ confab_test_daemon_start_full(const gchar *state_dir,
 			      const gchar *config_text,
 			      const gchar *const *extra_args);
 ConfabTestDaemon *
+confab_test_daemon_start_activated(const gchar *config_text, const gchar *const *extra_args);
+gchar *
+confab_test_have_socket_activate(void);
+ConfabTestDaemon *
 confab_test_daemon_start_private_bus(const gchar *config_text, const gchar *const *extra_args);
 gint
 confab_test_daemon_stop(ConfabTestDaemon *daemon);

@@ -484,6 +484,22 @@ confab_http_router_listen(ConfabHttpRouter *self, const gchar *address, GError *
 }
 
 /**
+ * confab_http_router_listen_fd:
+ * @self: a #ConfabHttpRouter
+ * @fd: a listening TCP socket, which the router owns from now on
+ * @error: return location for a #GError
+ */
+gboolean
+confab_http_router_listen_fd(ConfabHttpRouter *self, gint fd, GError **error)
+{
+	if (!confab_http_server_listen_fd(self->server, fd, error)) {
+		g_prefix_error_literal(error, "listening on an inherited socket: ");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/**
  * confab_http_router_get_url:
  *
  * Returns: (transfer full) (nullable): `http://HOST:PORT`, once listening

@@ -21,6 +21,8 @@ void
 confab_http_router_share(ConfabHttpRouter *self, ConfabHttpServerGroup *group, gboolean reuse_port);
 gboolean
 confab_http_router_listen(ConfabHttpRouter *self, const gchar *address, GError **error);
+gboolean
+confab_http_router_listen_fd(ConfabHttpRouter *self, gint fd, GError **error);
 gchar *
 confab_http_router_get_url(ConfabHttpRouter *self);
 guint

@@ -7,7 +7,10 @@
 
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http/confab-http-router.h"
 #include "http/confab-http-threads.h"
@@ -22,6 +25,11 @@
  * over them. A connection stays on the thread that accepted it, with all
  * its requests and their turns. The limits on connections and request
  * bodies are counted over every thread (ConfabHttpServerGroup).
+ *
+ * Started with a socket systemd passed (confab_http_threads_set_listen_fd()),
+ * there is no address to bind beside the others: each thread accepts from
+ * its own dup of that one socket instead, and whichever thread the kernel
+ * wakes first takes the connection.
  *
  * What the threads share is the engine (thread-safe: see its comment), the
  * store (its writer hands each completion back to the context that asked),
@@ -45,6 +53,7 @@ struct _ConfabHttpThreads {
 	ConfabHttpServerGroup *group;  /* owned, nullable: with N > 1 */
 	ConfabHttpRouter *main_router; /* owned, nullable: with N = 1 */
 	gchar *url;		       /* owned */
+	gint listen_fd;		       /* owned: -1 without an inherited socket */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabHttpThreads, confab_http_threads, G_TYPE_OBJECT)
@@ -78,6 +87,8 @@ confab_http_threads_finalize(GObject *object)
 	g_clear_object(&self->group);
 	g_clear_object(&self->engine);
 	g_free(self->url);
+	if (self->listen_fd >= 0)
+		close(self->listen_fd);
 	G_OBJECT_CLASS(confab_http_threads_parent_class)->finalize(object);
 }
 
@@ -93,6 +104,7 @@ static void
 confab_http_threads_init(ConfabHttpThreads *self)
 {
 	self->slots = g_ptr_array_new_with_free_func((GDestroyNotify)slot_free);
+	self->listen_fd = -1;
 }
 
 /**
@@ -111,6 +123,42 @@ confab_http_threads_new(ConfabEngine *engine, guint n_threads)
 	self->engine = g_object_ref(engine);
 	self->n_threads = n_threads > 0 ? n_threads : MAX(g_get_num_processors(), 1);
 	return self;
+}
+
+/**
+ * confab_http_threads_set_listen_fd:
+ * @self: a #ConfabHttpThreads, not started
+ * @fd: a listening TCP socket (from systemd's socket activation), which
+ *   @self owns from now on
+ *
+ * Serves on @fd instead of binding the address given to
+ * confab_http_threads_start().
+ */
+void
+confab_http_threads_set_listen_fd(ConfabHttpThreads *self, gint fd)
+{
+	g_return_if_fail(CONFAB_IS_HTTP_THREADS(self));
+	g_return_if_fail(self->url == NULL);
+	g_return_if_fail(fd >= 0);
+	if (self->listen_fd >= 0)
+		close(self->listen_fd);
+	self->listen_fd = fd;
+}
+
+/* @self's inherited socket for one more server: a dup, which that server owns */
+static gint
+dup_listen_fd(ConfabHttpThreads *self, GError **error)
+{
+	gint fd = fcntl(self->listen_fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0) {
+		gint saved = errno;
+		g_set_error(error,
+			    G_IO_ERROR,
+			    g_io_error_from_errno(saved),
+			    "duplicating the inherited socket: %s",
+			    g_strerror(saved));
+	}
+	return fd;
 }
 
 /**
@@ -149,8 +197,14 @@ slot_listen(ConfabHttpThreads *self, Slot *slot, const gchar *address, GError **
 
 	g_main_context_push_thread_default(slot->context);
 	slot->router = confab_http_router_new(self->engine);
-	confab_http_router_share(slot->router, self->group, TRUE);
-	ok = confab_http_router_listen(slot->router, address, error);
+	if (self->listen_fd >= 0) {
+		gint fd = dup_listen_fd(self, error);
+		confab_http_router_share(slot->router, self->group, FALSE);
+		ok = fd >= 0 && confab_http_router_listen_fd(slot->router, fd, error);
+	} else {
+		confab_http_router_share(slot->router, self->group, TRUE);
+		ok = confab_http_router_listen(slot->router, address, error);
+	}
 	g_main_context_pop_thread_default(slot->context);
 	return ok;
 }
@@ -184,6 +238,9 @@ start_threads(ConfabHttpThreads *self,
 			bound = g_strdup(self->url + strlen("http://"));
 		}
 	}
+	/* each server has its dup now */
+	if (self->listen_fd >= 0)
+		close(g_steal_fd(&self->listen_fd));
 	for (guint i = 0; i < self->slots->len; i++) {
 		Slot *slot = g_ptr_array_index(self->slots, i);
 		g_autofree gchar *name = g_strdup_printf("confab-http-%u", slot->index);
@@ -195,7 +252,8 @@ start_threads(ConfabHttpThreads *self,
 /**
  * confab_http_threads_start:
  * @self: a #ConfabHttpThreads
- * @address: `HOST:PORT`; port 0 picks a free one
+ * @address: `HOST:PORT`; port 0 picks a free one (unused with an inherited
+ *   socket)
  * @setup: (nullable): called for each serving thread's context before it
  *   runs (not with one thread: that one is the caller's)
  * @user_data: data for @setup
@@ -216,7 +274,10 @@ confab_http_threads_start(ConfabHttpThreads *self,
 	if (self->n_threads > 1)
 		return start_threads(self, address, setup, user_data, error);
 	self->main_router = confab_http_router_new(self->engine);
-	if (!confab_http_router_listen(self->main_router, address, error))
+	if (self->listen_fd >= 0 ? !confab_http_router_listen_fd(self->main_router,
+								 g_steal_fd(&self->listen_fd),
+								 error)
+				 : !confab_http_router_listen(self->main_router, address, error))
 		return FALSE;
 	self->url = confab_http_router_get_url(self->main_router);
 	return TRUE;

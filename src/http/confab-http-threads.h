@@ -33,6 +33,8 @@ confab_http_threads_start(ConfabHttpThreads *self,
 			  ConfabHttpThreadsSetupFunc setup,
 			  gpointer user_data,
 			  GError **error);
+void
+confab_http_threads_set_listen_fd(ConfabHttpThreads *self, gint fd);
 guint
 confab_http_threads_get_n_threads(ConfabHttpThreads *self);
 gchar *

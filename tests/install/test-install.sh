@@ -124,6 +124,8 @@ expect "$datadir/dbus-1/system.d/org.confab.Confab1.conf"
 expect "$datadir/dbus-1/system-services/org.confab.Confab1.service"
 expect "$datadir/dbus-1/interfaces/org.confab.Confab1.xml"
 expect "$prefix/lib/sysusers.d/confab.conf"
+expect "$prefix/lib/tmpfiles.d/confab.conf"
+expect "$(dirname "$unit")/confabd.socket"
 expect "$sysconfdir/confab/confab.conf"
 expect "$datadir/doc/confab/dbus/confab-dbus-org.confab.Confab1.Admin.xml"
 expect "$datadir/doc/confab/dbus/confab-dbus-org.confab.Confab1.Chat.xml"
@@ -548,14 +550,16 @@ if command -v systemd-analyze >/dev/null && [ -f "$unit_file" ]; then
 	# verify the unit as installed, its ExecStart pointing into the DESTDIR
 	mkdir -p "$tmp/units"
 	sed "s|^ExecStart=$confabd|ExecStart=$destdir$confabd|" "$unit_file" >"$tmp/units/confabd.service"
+	cp "$(dirname "$unit_file")/confabd.socket" "$tmp/units/"
 	if systemd-analyze verify --man=no --generators=no "$tmp/units/confabd.service" \
+		"$tmp/units/confabd.socket" \
 		>"$tmp/verify.log" 2>&1; then
 		ok "systemd-analyze verify"
 	else
 		# a container without systemd as PID 1 cannot load some dependencies;
 		# only complaints about the unit itself count
 		if grep -v -e 'dbus\.socket' -e 'dbus\.service' -e 'Failed to ' -e 'System has not been booted' \
-			"$tmp/verify.log" | grep -q 'confabd\.service'; then
+			"$tmp/verify.log" | grep -q 'confabd\.s\(ervice\|ocket\)'; then
 			cat "$tmp/verify.log" >&2
 			fail "systemd-analyze verify"
 		else
@@ -571,6 +575,18 @@ if command -v systemd-analyze >/dev/null && [ -f "$unit_file" ]; then
 			grep -q "^$user:" "$tmp/sysroot/etc/passwd" &&
 			grep -q "^$opt_group:" "$tmp/sysroot/etc/group"; then
 			ok "systemd-sysusers creates the user $user and the group $opt_group"
+			# then tmpfiles.d makes the state directory, the service user's alone
+			if systemd-tmpfiles --create --root="$tmp/sysroot" \
+				"$destdir$prefix/lib/tmpfiles.d/confab.conf" >"$tmp/tmpfiles.log" 2>&1 &&
+				[ "$(stat -c '%a %u' "$tmp/sysroot/var/lib/confab" 2>/dev/null)" = "700 $(
+					sed -n "s/^$user:[^:]*:\([0-9]*\):.*/\1/p" "$tmp/sysroot/etc/passwd"
+				)" ]; then
+				ok "systemd-tmpfiles makes /var/lib/confab, mode 0700, owned by $user"
+			else
+				cat "$tmp/tmpfiles.log" >&2
+				ls -ld "$tmp/sysroot/var/lib/confab" >&2
+				fail "systemd-tmpfiles does not make /var/lib/confab for $user"
+			fi
 		else
 			cat "$tmp/sysusers.log" >&2
 			fail "systemd-sysusers does not create $user and $opt_group"

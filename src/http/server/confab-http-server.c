@@ -1266,6 +1266,17 @@ bind_reuse_port(GSocket *socket, GSocketAddress *address, GError **error)
 	return TRUE;
 }
 
+static void
+start_accepting(ConfabHttpServer *self, GSocket *listener)
+{
+	self->listener = listener;
+	update_url(self);
+	self->accept_source = g_unix_fd_source_new(g_socket_get_fd(self->listener), G_IO_IN);
+	g_source_set_callback(self->accept_source, G_SOURCE_FUNC(on_incoming), self, NULL);
+	g_source_set_static_name(self->accept_source, "[confab] http accept");
+	g_source_attach(self->accept_source, self->context);
+}
+
 /**
  * confab_http_server_listen:
  * @self: a #ConfabHttpServer
@@ -1290,12 +1301,54 @@ confab_http_server_listen(ConfabHttpServer *self, GSocketAddress *address, GErro
 			       : g_socket_bind(socket, address, TRUE, error)) ||
 	    !g_socket_listen(socket, error))
 		return FALSE;
-	self->listener = g_steal_pointer(&socket);
-	update_url(self);
-	self->accept_source = g_unix_fd_source_new(g_socket_get_fd(self->listener), G_IO_IN);
-	g_source_set_callback(self->accept_source, G_SOURCE_FUNC(on_incoming), self, NULL);
-	g_source_set_static_name(self->accept_source, "[confab] http accept");
-	g_source_attach(self->accept_source, self->context);
+	start_accepting(self, g_steal_pointer(&socket));
+	return TRUE;
+}
+
+/**
+ * confab_http_server_listen_fd:
+ * @self: a #ConfabHttpServer
+ * @fd: a listening TCP socket (one systemd passed, or a dup of it); the
+ *   server owns it from now on, and closes it on error
+ * @error: return location for a #GError
+ *
+ * Accepts from a socket that is already listening. Servers of several
+ * threads may each accept from their own dup of one socket.
+ */
+gboolean
+confab_http_server_listen_fd(ConfabHttpServer *self, gint fd, GError **error)
+{
+	g_autoptr(GSocket) socket = NULL;
+	gint type = 0;
+	gint accepting = 0;
+	socklen_t len = sizeof(gint);
+
+	g_return_val_if_fail(self->listener == NULL, FALSE);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) < 0 || !accepting) {
+		g_set_error(error,
+			    G_IO_ERROR,
+			    G_IO_ERROR_INVALID_ARGUMENT,
+			    "descriptor %d is not a listening stream socket",
+			    fd);
+		close(fd);
+		return FALSE;
+	}
+	socket = g_socket_new_from_fd(fd, error);
+	if (socket == NULL)
+		return FALSE;
+	/* the peer's address counts connections per peer */
+	if (g_socket_get_family(socket) != G_SOCKET_FAMILY_IPV4 &&
+	    g_socket_get_family(socket) != G_SOCKET_FAMILY_IPV6) {
+		g_set_error(error,
+			    G_IO_ERROR,
+			    G_IO_ERROR_NOT_SUPPORTED,
+			    "descriptor %d is not a TCP socket",
+			    fd);
+		return FALSE;
+	}
+	g_socket_set_blocking(socket, FALSE);
+	start_accepting(self, g_steal_pointer(&socket));
 	return TRUE;
 }
 

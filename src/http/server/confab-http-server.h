@@ -66,6 +66,8 @@ void
 confab_http_server_share(ConfabHttpServer *self, ConfabHttpServerGroup *group, gboolean reuse_port);
 gboolean
 confab_http_server_listen(ConfabHttpServer *self, GSocketAddress *address, GError **error);
+gboolean
+confab_http_server_listen_fd(ConfabHttpServer *self, gint fd, GError **error);
 gchar *
 confab_http_server_get_url(ConfabHttpServer *self);
 guint
