@@ -73,6 +73,8 @@ struct _ConfabTurn {
 	gint64 commit_started;
 	ConfabMetricsSeries *time_to_first_token;
 	ConfabMetricsSeries *inter_token_latency;
+
+	gchar *instructions; /* owned, nullable: the door's, for this turn only */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabTurn, confab_turn, G_TYPE_OBJECT)
@@ -127,6 +129,7 @@ confab_turn_finalize(GObject *object)
 	g_clear_pointer(&self->server_tools, g_ptr_array_unref);
 	g_clear_object(&self->loop);
 	g_clear_error(&self->run_error);
+	g_free(self->instructions);
 	G_OBJECT_CLASS(confab_turn_parent_class)->finalize(object);
 }
 
@@ -723,6 +726,12 @@ build_context(ConfabTurn *self)
 		json_object_set_string_member(system, "content", instructions);
 		json_array_add_object_element(context, system);
 	}
+	if (self->instructions != NULL) {
+		JsonObject *system = json_object_new();
+		json_object_set_string_member(system, "role", "system");
+		json_object_set_string_member(system, "content", self->instructions);
+		json_array_add_object_element(context, system);
+	}
 	for (guint i = 0; i < self->history->len; i++)
 		confab_openai_message_append_stored(context, g_ptr_array_index(self->history, i));
 	for (guint i = 0; i < self->new_messages->len; i++)
@@ -1101,4 +1110,33 @@ const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self)
 {
 	return &self->quota;
+}
+
+/**
+ * confab_turn_set_instructions:
+ * @self: a #ConfabTurn, not yet running
+ * @instructions: (nullable): a system message after the agent's
+ *   instructions, for this turn only: neither stored nor given to later
+ *   turns (the Responses API's `instructions`)
+ */
+void
+confab_turn_set_instructions(ConfabTurn *self, const gchar *instructions)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_free(self->instructions);
+	self->instructions = g_strdup(instructions);
+}
+
+/**
+ * confab_turn_get_transcript:
+ * @self: a running #ConfabTurn
+ *
+ * Returns: (nullable): the answer's content blocks so far, JSON objects
+ *   joined by commas (no brackets); %NULL before the turn runs
+ */
+const gchar *
+confab_turn_get_transcript(ConfabTurn *self)
+{
+	g_return_val_if_fail(CONFAB_IS_TURN(self), NULL);
+	return self->loop != NULL ? confab_agent_loop_get_blocks(self->loop) : NULL;
 }

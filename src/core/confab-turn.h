@@ -81,4 +81,10 @@ confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completio
 const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self);
 
+/* for the Responses API door */
+void
+confab_turn_set_instructions(ConfabTurn *self, const gchar *instructions);
+const gchar *
+confab_turn_get_transcript(ConfabTurn *self);
+
 G_END_DECLS

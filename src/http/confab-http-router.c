@@ -17,6 +17,7 @@
 #include "http/confab-http-metrics.h"
 #include "http/confab-http-models.h"
 #include "http/confab-http-response.h"
+#include "http/confab-http-responses.h"
 #include "http/confab-http-router.h"
 #include "http/server/confab-http-server.h"
 #include "util/confab-error.h"
@@ -63,6 +64,11 @@ static const Route routes[] = {
      ROUTE_API_TOKEN | ROUTE_JSON_BODY,
      confab_http_chat_handle,
      "/api/v1/chat/completions"},
+    {"POST",
+     "/api/v1/responses",
+     ROUTE_API_TOKEN | ROUTE_JSON_BODY,
+     confab_http_responses_create,
+     "/api/v1/responses"},
     {"GET",
      "/api/v1/conversations",
      ROUTE_API_TOKEN,

@@ -1,0 +1,927 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabHttp"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "core/confab-turn.h"
+#include "http/confab-http-response.h"
+#include "http/confab-http-responses.h"
+#include "model/confab-id.h"
+#include "openai/confab-openai-error.h"
+#include "openai/confab-responses-request.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
+
+/*
+ * POST /api/v1/responses: the Responses API's door on a turn.
+ *
+ * The turn is the chat completions one (the request is translated to Chat
+ * Completions by ConfabResponsesRequest); this door turns what the turn
+ * says into output items. The same sink serves both modes: for a stream
+ * each item is also told as named Server-Sent Events, numbered from 0,
+ * as OpenAI sends them; the terminal event (response.completed,
+ * .incomplete or .failed) goes out once the answer is committed, and no
+ * [DONE] follows. Without streaming, the items make one JSON object.
+ */
+
+typedef struct {
+	gint index;	  /* output_index */
+	gchar *item_id;	  /* owned */
+	gchar *call_id;	  /* owned: the tool call's id */
+	gchar *server;	  /* owned */
+	gchar *name;	  /* owned: the tool's own name */
+	gchar *arguments; /* owned */
+	gboolean is_error;
+} McpItem;
+
+static void
+mcp_item_free(McpItem *item)
+{
+	g_free(item->item_id);
+	g_free(item->call_id);
+	g_free(item->server);
+	g_free(item->name);
+	g_free(item->arguments);
+	g_free(item);
+}
+
+typedef struct {
+	ConfabEngine *engine;		 /* owned */
+	ConfabHttpExchange *exchange;	 /* owned */
+	ConfabTurn *turn;		 /* owned */
+	ConfabResponsesRequest *request; /* owned (its chat request is the turn's) */
+	gchar *response_id;		 /* owned */
+	gboolean streaming;		 /* the head is sent */
+	gboolean closed;		 /* the items are all done */
+	guint64 sequence;		 /* the next sequence_number */
+	GPtrArray *items;		 /* owned: gchar*, the done items' JSON; NULL while open */
+	gint text_index;		 /* the open message item, or -1 */
+	gchar *text_id;			 /* owned */
+	GString *text;			 /* owned */
+	gint reasoning_index;		 /* the open reasoning item, or -1 */
+	gchar *reasoning_id;		 /* owned */
+	GString *reasoning;		 /* owned */
+	GPtrArray *mcp_open;		 /* owned: McpItem, called, not yet done */
+	GPtrArray *mcp_pending;		 /* unowned: McpItem of mcp_open with a result */
+	gboolean first_message_id_used;
+} RespCtx;
+
+static void
+resp_ctx_free(RespCtx *ctx)
+{
+	confab_http_exchange_set_gone_func(ctx->exchange, NULL, NULL);
+	confab_http_exchange_set_drained_func(ctx->exchange, NULL, NULL);
+	if (ctx->turn != NULL)
+		confab_turn_set_sink(ctx->turn, NULL, NULL);
+	g_clear_object(&ctx->turn);
+	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
+	g_clear_object(&ctx->engine);
+	g_clear_pointer(&ctx->request, confab_responses_request_free);
+	g_free(ctx->response_id);
+	g_ptr_array_unref(ctx->items);
+	g_free(ctx->text_id);
+	g_string_free(ctx->text, TRUE);
+	g_free(ctx->reasoning_id);
+	g_string_free(ctx->reasoning, TRUE);
+	g_ptr_array_unref(ctx->mcp_pending);
+	g_ptr_array_unref(ctx->mcp_open);
+	g_free(ctx);
+}
+
+static void
+on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_debug("the client left during its response");
+	confab_turn_cancel(ctx->turn);
+}
+
+static gchar *
+new_id(RespCtx *ctx, const gchar *prefix)
+{
+	return confab_id_generator_next(confab_engine_get_id_generator(ctx->engine), prefix);
+}
+
+/* ---------- events ---------- */
+
+/* `event: TYPE` and `data: {"type":TYPE,"sequence_number":N,FIELDS}`;
+ * @fields is consumed. Nothing is written without a stream. */
+static void
+emit(RespCtx *ctx, const gchar *type, GString *fields)
+{
+	GString *event;
+
+	if (!ctx->streaming || confab_http_exchange_is_gone(ctx->exchange)) {
+		g_string_free(fields, TRUE);
+		return;
+	}
+	event = g_string_new("event: ");
+	g_string_append(event, type);
+	g_string_append(event, "\ndata: {\"type\":");
+	confab_json_append_string(event, type);
+	g_string_append_printf(event, ",\"sequence_number\":%" G_GUINT64_FORMAT, ctx->sequence++);
+	if (fields->len > 0) {
+		g_string_append_c(event, ',');
+		g_string_append_len(event, fields->str, fields->len);
+	}
+	g_string_append(event, "}\n\n");
+	confab_http_exchange_write(ctx->exchange, event->str, event->len);
+	g_string_free(event, TRUE);
+	g_string_free(fields, TRUE);
+}
+
+/* `"item_id":…,"output_index":N` */
+static GString *
+item_fields(const gchar *item_id, gint index)
+{
+	GString *f = g_string_new("\"item_id\":");
+	confab_json_append_string(f, item_id);
+	g_string_append_printf(f, ",\"output_index\":%d", index);
+	return f;
+}
+
+static gint
+reserve_item(RespCtx *ctx)
+{
+	g_ptr_array_add(ctx->items, NULL);
+	return (gint)ctx->items->len - 1;
+}
+
+static void
+item_added(RespCtx *ctx, gint index, const gchar *item_json)
+{
+	GString *f = g_string_new(NULL);
+	g_string_append_printf(f, "\"output_index\":%d,\"item\":%s", index, item_json);
+	emit(ctx, "response.output_item.added", f);
+}
+
+static void
+item_done(RespCtx *ctx, gint index, gchar *item_json)
+{
+	GString *f = g_string_new(NULL);
+	g_string_append_printf(f, "\"output_index\":%d,\"item\":%s", index, item_json);
+	emit(ctx, "response.output_item.done", f);
+	g_free(g_ptr_array_index(ctx->items, index));
+	g_ptr_array_index(ctx->items, index) = item_json;
+}
+
+/* ---------- reasoning ---------- */
+
+static gchar *
+reasoning_item(const gchar *id, const gchar *text)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id);
+	g_string_append(out, ",\"type\":\"reasoning\",\"summary\":[");
+	if (text != NULL) {
+		g_string_append(out, "{\"type\":\"summary_text\",\"text\":");
+		confab_json_append_string(out, text);
+		g_string_append_c(out, '}');
+	}
+	g_string_append(out, "]}");
+	return g_string_free(out, FALSE);
+}
+
+static void
+close_reasoning(RespCtx *ctx)
+{
+	GString *f;
+
+	if (ctx->reasoning_index < 0)
+		return;
+	f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+	g_string_append(f, ",\"summary_index\":0,\"text\":");
+	confab_json_append_string(f, ctx->reasoning->str);
+	emit(ctx, "response.reasoning_summary_text.done", f);
+	f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+	g_string_append(f, ",\"summary_index\":0,\"part\":{\"type\":\"summary_text\",\"text\":");
+	confab_json_append_string(f, ctx->reasoning->str);
+	g_string_append_c(f, '}');
+	emit(ctx, "response.reasoning_summary_part.done", f);
+	item_done(ctx,
+		  ctx->reasoning_index,
+		  reasoning_item(ctx->reasoning_id, ctx->reasoning->str));
+	ctx->reasoning_index = -1;
+	g_clear_pointer(&ctx->reasoning_id, g_free);
+	g_string_truncate(ctx->reasoning, 0);
+}
+
+static void
+add_reasoning(RespCtx *ctx, const gchar *delta)
+{
+	GString *f;
+
+	if (ctx->reasoning_index < 0) {
+		g_autofree gchar *item = NULL;
+		ctx->reasoning_index = reserve_item(ctx);
+		ctx->reasoning_id = new_id(ctx, "rs_");
+		item = reasoning_item(ctx->reasoning_id, NULL);
+		item_added(ctx, ctx->reasoning_index, item);
+		f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+		g_string_append(f,
+				",\"summary_index\":0,\"part\":{\"type\":\"summary_text\","
+				"\"text\":\"\"}");
+		emit(ctx, "response.reasoning_summary_part.added", f);
+	}
+	g_string_append(ctx->reasoning, delta);
+	f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+	g_string_append(f, ",\"summary_index\":0,\"delta\":");
+	confab_json_append_string(f, delta);
+	emit(ctx, "response.reasoning_summary_text.delta", f);
+}
+
+/* ---------- text ---------- */
+
+static gchar *
+message_item(const gchar *id, const gchar *status, const gchar *text)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id);
+	g_string_append(out, ",\"type\":\"message\",\"status\":");
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"role\":\"assistant\",\"content\":[");
+	if (text != NULL) {
+		g_string_append(out,
+				"{\"type\":\"output_text\",\"annotations\":[],\"logprobs\":[],"
+				"\"text\":");
+		confab_json_append_string(out, text);
+		g_string_append_c(out, '}');
+	}
+	g_string_append(out, "]}");
+	return g_string_free(out, FALSE);
+}
+
+static void
+close_text(RespCtx *ctx)
+{
+	GString *f;
+
+	if (ctx->text_index < 0)
+		return;
+	f = item_fields(ctx->text_id, ctx->text_index);
+	g_string_append(f, ",\"content_index\":0,\"logprobs\":[],\"text\":");
+	confab_json_append_string(f, ctx->text->str);
+	emit(ctx, "response.output_text.done", f);
+	f = item_fields(ctx->text_id, ctx->text_index);
+	g_string_append(f,
+			",\"content_index\":0,\"part\":{\"type\":\"output_text\","
+			"\"annotations\":[],\"logprobs\":[],\"text\":");
+	confab_json_append_string(f, ctx->text->str);
+	g_string_append_c(f, '}');
+	emit(ctx, "response.content_part.done", f);
+	item_done(ctx, ctx->text_index, message_item(ctx->text_id, "completed", ctx->text->str));
+	ctx->text_index = -1;
+	g_clear_pointer(&ctx->text_id, g_free);
+	g_string_truncate(ctx->text, 0);
+}
+
+static void
+flush_mcp(RespCtx *ctx);
+
+static void
+add_text(RespCtx *ctx, const gchar *delta)
+{
+	GString *f;
+
+	if (ctx->text_index < 0) {
+		g_autofree gchar *item = NULL;
+		/* the loop's blank line between two steps' words: the items
+		 * already part them */
+		if (g_str_equal(delta, "\n\n"))
+			return;
+		close_reasoning(ctx);
+		ctx->text_index = reserve_item(ctx);
+		/* the answer's first message item is the stored assistant message */
+		if (!ctx->first_message_id_used) {
+			ctx->text_id = g_strdup(confab_turn_get_assistant_message_id(ctx->turn));
+			ctx->first_message_id_used = TRUE;
+		} else {
+			ctx->text_id = new_id(ctx, CONFAB_PREFIX_MESSAGE);
+		}
+		item = message_item(ctx->text_id, "in_progress", NULL);
+		item_added(ctx, ctx->text_index, item);
+		f = item_fields(ctx->text_id, ctx->text_index);
+		g_string_append(f,
+				",\"content_index\":0,\"part\":{\"type\":\"output_text\","
+				"\"annotations\":[],\"logprobs\":[],\"text\":\"\"}");
+		emit(ctx, "response.content_part.added", f);
+	}
+	g_string_append(ctx->text, delta);
+	f = item_fields(ctx->text_id, ctx->text_index);
+	g_string_append(f, ",\"content_index\":0,\"logprobs\":[],\"delta\":");
+	confab_json_append_string(f, delta);
+	emit(ctx, "response.output_text.delta", f);
+}
+
+/* ---------- the agent's own tools: mcp_call ---------- */
+
+static gchar *
+mcp_item_json(McpItem *item, const gchar *status, const gchar *output)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, item->item_id);
+	g_string_append(out, ",\"type\":\"mcp_call\",\"server_label\":");
+	confab_json_append_string(out, item->server);
+	g_string_append(out, ",\"name\":");
+	confab_json_append_string(out, item->name);
+	g_string_append(out, ",\"arguments\":");
+	confab_json_append_string(out, output != NULL || status[0] != 'i' ? item->arguments : "");
+	g_string_append(out, ",\"output\":");
+	if (output != NULL && !item->is_error)
+		confab_json_append_string(out, output);
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"error\":");
+	if (output != NULL && item->is_error)
+		confab_json_append_string(out, output);
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"status\":");
+	confab_json_append_string(out, status);
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+/* The result of @call_id in the transcript (its tool_result block). */
+static gchar *
+find_tool_result(RespCtx *ctx, const gchar *call_id)
+{
+	const gchar *transcript = confab_turn_get_transcript(ctx->turn);
+	g_autofree gchar *json = NULL;
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	if (transcript == NULL)
+		return NULL;
+	json = g_strconcat("[", transcript, "]", NULL);
+	node = confab_json_from_string(json);
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return NULL;
+	blocks = json_node_get_array(node);
+	for (guint i = json_array_get_length(blocks); i > 0; i--) {
+		JsonObject *block = json_array_get_object_element(blocks, i - 1);
+		if (block == NULL ||
+		    g_strcmp0(confab_json_get_string(block, "type"), "tool_result") != 0 ||
+		    g_strcmp0(confab_json_get_string(block, "tool_call_id"), call_id) != 0)
+			continue;
+		return g_strdup(confab_json_get_string(block, "content"));
+	}
+	return NULL;
+}
+
+/* Calls whose result came: their item is done once the transcript holds
+ * the result, which is after the step's last call returns. */
+static void
+flush_mcp(RespCtx *ctx)
+{
+	while (ctx->mcp_pending->len > 0) {
+		McpItem *item = g_ptr_array_index(ctx->mcp_pending, 0);
+		g_autofree gchar *output = find_tool_result(ctx, item->call_id);
+
+		if (output == NULL)
+			output = g_strdup("");
+		item_done(ctx,
+			  item->index,
+			  mcp_item_json(item, item->is_error ? "failed" : "completed", output));
+		g_ptr_array_remove_index(ctx->mcp_pending, 0);
+		g_ptr_array_remove(ctx->mcp_open, item);
+	}
+}
+
+static McpItem *
+find_mcp(RespCtx *ctx, const gchar *call_id)
+{
+	for (guint i = 0; call_id != NULL && i < ctx->mcp_open->len; i++) {
+		McpItem *item = g_ptr_array_index(ctx->mcp_open, i);
+		if (g_str_equal(item->call_id, call_id))
+			return item;
+	}
+	return NULL;
+}
+
+static void
+mcp_called(RespCtx *ctx, JsonObject *event)
+{
+	const gchar *name = confab_json_get_string(event, "name");
+	const gchar *sep = name != NULL ? strstr(name, "__") : NULL;
+	McpItem *item = g_new0(McpItem, 1);
+	g_autofree gchar *json = NULL;
+	GString *f;
+
+	close_reasoning(ctx);
+	close_text(ctx);
+	item->index = reserve_item(ctx);
+	item->item_id = new_id(ctx, "mcp_");
+	item->call_id = g_strdup(confab_json_get_string(event, "id"));
+	if (item->call_id == NULL)
+		item->call_id = g_strdup("");
+	/* the model sees SERVER__tool */
+	item->server = sep != NULL ? g_strndup(name, sep - name) : g_strdup("");
+	item->name = g_strdup(sep != NULL ? sep + 2 : (name != NULL ? name : ""));
+	item->arguments = g_strdup(confab_json_get_string(event, "arguments"));
+	if (item->arguments == NULL)
+		item->arguments = g_strdup("");
+	g_ptr_array_add(ctx->mcp_open, item);
+
+	json = mcp_item_json(item, "in_progress", NULL);
+	item_added(ctx, item->index, json);
+	emit(ctx, "response.mcp_call.in_progress", item_fields(item->item_id, item->index));
+	f = item_fields(item->item_id, item->index);
+	g_string_append(f, ",\"delta\":");
+	confab_json_append_string(f, item->arguments);
+	emit(ctx, "response.mcp_call_arguments.delta", f);
+	f = item_fields(item->item_id, item->index);
+	g_string_append(f, ",\"arguments\":");
+	confab_json_append_string(f, item->arguments);
+	emit(ctx, "response.mcp_call_arguments.done", f);
+}
+
+static void
+mcp_result(RespCtx *ctx, JsonObject *event)
+{
+	McpItem *item = find_mcp(ctx, confab_json_get_string(event, "id"));
+	JsonNode *is_error = json_object_get_member(event, "is_error");
+
+	if (item == NULL)
+		return;
+	item->is_error = is_error != NULL && JSON_NODE_HOLDS_VALUE(is_error) &&
+			 json_node_get_value_type(is_error) == G_TYPE_BOOLEAN &&
+			 json_node_get_boolean(is_error);
+	emit(ctx,
+	     item->is_error ? "response.mcp_call.failed" : "response.mcp_call.completed",
+	     item_fields(item->item_id, item->index));
+	g_ptr_array_add(ctx->mcp_pending, item);
+}
+
+/* ---------- the sink ---------- */
+
+static void
+on_turn_delta(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	flush_mcp(ctx);
+	if (delta->reasoning != NULL && *delta->reasoning != '\0')
+		add_reasoning(ctx, delta->reasoning);
+	if (delta->content != NULL && *delta->content != '\0')
+		add_text(ctx, delta->content);
+	/* function calls are told whole at the end, from the turn */
+}
+
+static void
+on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(JsonNode) node = confab_json_from_string(event_json);
+	JsonObject *event;
+	const gchar *type;
+
+	flush_mcp(ctx);
+	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		return;
+	event = json_node_get_object(node);
+	type = confab_json_get_string(event, "type");
+	if (g_strcmp0(type, "call") == 0)
+		mcp_called(ctx, event);
+	else if (g_strcmp0(type, "result") == 0)
+		mcp_result(ctx, event);
+	/* progress has no Responses event */
+}
+
+static gchar *
+function_call_item(const gchar *id,
+		   const gchar *call_id,
+		   const gchar *name,
+		   const gchar *arguments,
+		   const gchar *status)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id);
+	g_string_append(out, ",\"type\":\"function_call\",\"status\":");
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"call_id\":");
+	confab_json_append_string(out, call_id);
+	g_string_append(out, ",\"name\":");
+	confab_json_append_string(out, name);
+	g_string_append(out, ",\"arguments\":");
+	confab_json_append_string(out, arguments);
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+/* The client's function calls, each an item told whole. */
+static void
+add_function_calls(RespCtx *ctx)
+{
+	g_autofree gchar *json = confab_turn_get_tool_calls_json(ctx->turn);
+	g_autoptr(JsonNode) node = json != NULL ? confab_json_from_string(json) : NULL;
+	JsonArray *calls;
+
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return;
+	calls = json_node_get_array(node);
+	for (guint i = 0; i < json_array_get_length(calls); i++) {
+		JsonObject *call = json_array_get_object_element(calls, i);
+		JsonObject *fn = call != NULL ? confab_json_get_object(call, "function") : NULL;
+		const gchar *call_id = call != NULL ? confab_json_get_string(call, "id") : NULL;
+		const gchar *name = fn != NULL ? confab_json_get_string(fn, "name") : NULL;
+		const gchar *args = fn != NULL ? confab_json_get_string(fn, "arguments") : NULL;
+		g_autofree gchar *id = new_id(ctx, "fc_");
+		g_autofree gchar *added = NULL;
+		gint index;
+		GString *f;
+
+		if (call_id == NULL || name == NULL)
+			continue;
+		if (args == NULL)
+			args = "";
+		index = reserve_item(ctx);
+		added = function_call_item(id, call_id, name, "", "in_progress");
+		item_added(ctx, index, added);
+		f = item_fields(id, index);
+		g_string_append(f, ",\"delta\":");
+		confab_json_append_string(f, args);
+		emit(ctx, "response.function_call_arguments.delta", f);
+		f = item_fields(id, index);
+		g_string_append(f, ",\"name\":");
+		confab_json_append_string(f, name);
+		g_string_append(f, ",\"arguments\":");
+		confab_json_append_string(f, args);
+		emit(ctx, "response.function_call_arguments.done", f);
+		item_done(ctx, index, function_call_item(id, call_id, name, args, "completed"));
+	}
+}
+
+/* Every item done: at the end of an answer, however it ended. */
+static void
+close_items(RespCtx *ctx, gboolean with_calls)
+{
+	if (ctx->closed)
+		return;
+	ctx->closed = TRUE;
+	flush_mcp(ctx);
+	close_reasoning(ctx);
+	close_text(ctx);
+	/* calls without a result (a cancelled or failed turn) */
+	while (ctx->mcp_open->len > 0) {
+		McpItem *item = g_ptr_array_index(ctx->mcp_open, 0);
+		item->is_error = TRUE;
+		item_done(ctx,
+			  item->index,
+			  mcp_item_json(item, "failed", "The call did not finish"));
+		g_ptr_array_remove_index(ctx->mcp_open, 0);
+	}
+	if (with_calls)
+		add_function_calls(ctx);
+}
+
+static void
+on_exchange_drained(ConfabHttpExchange *exchange, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	confab_turn_sink_drained(ctx->turn, TRUE);
+}
+
+static void
+on_turn_drain(ConfabTurn *turn, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	close_items(ctx, TRUE);
+	if (confab_http_exchange_is_gone(ctx->exchange)) {
+		confab_turn_sink_drained(turn, FALSE);
+		return;
+	}
+	if (confab_http_exchange_get_unsent(ctx->exchange) == 0) {
+		confab_turn_sink_drained(turn, TRUE);
+		return;
+	}
+	confab_http_exchange_set_drained_func(ctx->exchange, on_exchange_drained, ctx);
+}
+
+static const ConfabTurnSink stream_sink = {
+    .delta = on_turn_delta,
+    .drain = on_turn_drain,
+    .tool_event = on_turn_tool_event,
+};
+
+static const ConfabTurnSink json_sink = {
+    .delta = on_turn_delta,
+    .tool_event = on_turn_tool_event,
+};
+
+/* ---------- the response object ---------- */
+
+static void
+append_echo(GString *out, RespCtx *ctx, const gchar *name, const gchar *fallback)
+{
+	JsonNode *node = json_object_get_member(ctx->request->echo, name);
+
+	g_string_append_printf(out, ",\"%s\":", name);
+	if (node != NULL)
+		confab_json_append_node(out, node);
+	else
+		g_string_append(out, fallback);
+}
+
+static void
+append_usage(GString *out, ConfabTurn *turn)
+{
+	gint64 input = 0, output = 0;
+
+	if (turn == NULL || !confab_turn_get_usage(turn, &input, &output)) {
+		g_string_append(out, "null");
+		return;
+	}
+	g_string_append_printf(out,
+			       "{\"input_tokens\":%" G_GINT64_FORMAT
+			       ",\"input_tokens_details\":{\"cached_tokens\":0}"
+			       ",\"output_tokens\":%" G_GINT64_FORMAT
+			       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
+			       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
+			       input,
+			       output,
+			       input + output);
+}
+
+static void
+append_metadata(GString *out, RespCtx *ctx, const gchar *session_id)
+{
+	JsonNode *client = json_object_get_member(ctx->request->echo, "metadata");
+	g_autoptr(JsonObject) metadata = json_object_new();
+	g_autoptr(JsonNode) node = NULL;
+
+	if (client != NULL && JSON_NODE_HOLDS_OBJECT(client)) {
+		JsonObject *obj = json_node_get_object(client);
+		g_autoptr(GList) names = json_object_get_members(obj);
+		for (GList *l = names; l != NULL; l = l->next)
+			json_object_set_member(
+			    metadata,
+			    l->data,
+			    json_node_copy(json_object_get_member(obj, l->data)));
+	}
+	if (session_id != NULL)
+		json_object_set_string_member(metadata, "session_id", session_id);
+	node = json_node_init_object(json_node_alloc(), metadata);
+	confab_json_append_node(out, node);
+}
+
+/*
+ * The response object. @status: in_progress, completed, incomplete,
+ * failed; @output: whether the items are listed (the closing events carry
+ * them, the opening ones not yet).
+ */
+static gchar *
+build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError *error)
+{
+	ConfabTurn *turn = ctx->turn;
+	const gchar *session_id = ctx->request->store ? confab_turn_get_session_id(turn) : NULL;
+	const gchar *finish =
+	    g_str_equal(status, "incomplete") ? confab_turn_get_finish_reason(turn) : NULL;
+	GString *out = g_string_new("{\"id\":");
+
+	confab_json_append_string(out, ctx->response_id);
+	g_string_append_printf(out,
+			       ",\"object\":\"response\",\"created_at\":%" G_GINT64_FORMAT
+			       ",\"status\":",
+			       confab_turn_get_created(turn));
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"background\":false,\"error\":");
+	if (error != NULL) {
+		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
+		g_string_append(out, "{\"code\":");
+		confab_json_append_string(out, info->code);
+		g_string_append(out, ",\"message\":");
+		confab_json_append_string(out, error->message);
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"incomplete_details\":");
+	if (finish != NULL || g_str_equal(status, "incomplete")) {
+		g_string_append(out, "{\"reason\":");
+		confab_json_append_string(
+		    out,
+		    g_strcmp0(finish, "content_filter") == 0
+			? "content_filter"
+			: (g_strcmp0(finish, "length") == 0 ? "max_output_tokens" : "interrupted"));
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"instructions\":");
+	confab_json_append_string(out, ctx->request->instructions);
+	append_echo(out, ctx, "max_output_tokens", "null");
+	g_string_append(out, ",\"model\":");
+	confab_json_append_string(out, confab_turn_get_model(turn));
+	g_string_append(out, ",\"output\":[");
+	for (guint i = 0; output && i < ctx->items->len; i++) {
+		const gchar *item = g_ptr_array_index(ctx->items, i);
+		if (item == NULL)
+			continue;
+		if (out->str[out->len - 1] != '[')
+			g_string_append_c(out, ',');
+		g_string_append(out, item);
+	}
+	g_string_append_c(out, ']');
+	append_echo(out, ctx, "parallel_tool_calls", "true");
+	g_string_append(out, ",\"previous_response_id\":");
+	confab_json_append_string(out, ctx->request->previous_response_id);
+	g_string_append(out, ",\"conversation\":");
+	if (session_id != NULL) {
+		g_string_append(out, "{\"id\":");
+		confab_json_append_string(out, session_id);
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	append_echo(out, ctx, "reasoning", "{\"effort\":null,\"summary\":null}");
+	g_string_append_printf(out, ",\"store\":%s", ctx->request->store ? "true" : "false");
+	append_echo(out, ctx, "temperature", "null");
+	append_echo(out, ctx, "text", "{\"format\":{\"type\":\"text\"}}");
+	append_echo(out, ctx, "tool_choice", "\"auto\"");
+	append_echo(out, ctx, "tools", "[]");
+	append_echo(out, ctx, "top_p", "null");
+	g_string_append(out, ",\"truncation\":\"disabled\",\"usage\":");
+	if (output)
+		append_usage(out, turn);
+	else
+		g_string_append(out, "null");
+	append_echo(out, ctx, "user", "null");
+	g_string_append(out, ",\"metadata\":");
+	append_metadata(out, ctx, confab_turn_get_session_id(turn));
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+static const gchar *
+final_status(RespCtx *ctx)
+{
+	const gchar *finish = confab_turn_get_finish_reason(ctx->turn);
+	if (g_strcmp0(finish, "length") == 0 || g_strcmp0(finish, "content_filter") == 0)
+		return "incomplete";
+	return "completed";
+}
+
+static void
+finish_stream(RespCtx *ctx, const GError *error)
+{
+	g_autofree gchar *response = NULL;
+	GString *f;
+
+	close_items(ctx, error == NULL);
+	if (error != NULL) {
+		/* the stream has begun: the error travels in it, then the
+		 * response that failed */
+		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
+		f = g_string_new("\"code\":");
+		confab_json_append_string(f, info->code);
+		g_string_append(f, ",\"message\":");
+		confab_json_append_string(f, error->message);
+		g_string_append(f, ",\"param\":null");
+		emit(ctx, "error", f);
+		response = build_response(ctx, "failed", TRUE, error);
+		f = g_string_new("\"response\":");
+		g_string_append(f, response);
+		emit(ctx, "response.failed", f);
+	} else {
+		const gchar *status = final_status(ctx);
+		response = build_response(ctx, status, TRUE, NULL);
+		f = g_string_new("\"response\":");
+		g_string_append(f, response);
+		emit(ctx,
+		     g_str_equal(status, "completed") ? "response.completed"
+						      : "response.incomplete",
+		     f);
+	}
+	confab_http_exchange_end_stream(ctx->exchange);
+}
+
+static void
+run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+	gboolean ok = confab_turn_run_finish(CONFAB_TURN(source), result, &error);
+
+	if (ctx->streaming) {
+		finish_stream(ctx, ok ? NULL : error);
+	} else if (ok) {
+		close_items(ctx, TRUE);
+		confab_http_response_json(ctx->exchange,
+					  200,
+					  build_response(ctx, final_status(ctx), TRUE, NULL));
+	} else {
+		confab_http_response_error(ctx->exchange, error);
+	}
+	resp_ctx_free(ctx);
+}
+
+static void
+begin_stream(RespCtx *ctx)
+{
+	g_autofree gchar *response = build_response(ctx, "in_progress", FALSE, NULL);
+	GString *f;
+
+	ctx->streaming = TRUE;
+	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
+	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
+	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
+	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
+	/* the first bytes: the user's messages are committed */
+	f = g_string_new("\"response\":");
+	g_string_append(f, response);
+	emit(ctx, "response.created", f);
+	f = g_string_new("\"response\":");
+	g_string_append(f, response);
+	emit(ctx, "response.in_progress", f);
+}
+
+static void
+start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+	ConfabTurn *turn = CONFAB_TURN(source);
+	gboolean ok = confab_turn_start_finish(turn, result, &error);
+
+	confab_http_response_add_quota_headers(ctx->exchange, confab_turn_get_quota_info(turn));
+	if (!ok) {
+		confab_http_response_error(ctx->exchange, error);
+		resp_ctx_free(ctx);
+		return;
+	}
+	confab_http_response_log_set(ctx->exchange,
+				     NULL,
+				     confab_turn_get_model(turn),
+				     confab_turn_get_session_id(turn));
+	confab_http_exchange_add_header(ctx->exchange,
+					"x-session-id",
+					confab_turn_get_session_id(turn));
+	if (confab_turn_get_request(turn)->stream)
+		begin_stream(ctx);
+	else
+		confab_turn_set_sink(ctx->turn, &json_sink, ctx);
+	confab_turn_run_async(turn, run_cb, ctx);
+}
+
+/**
+ * confab_http_responses_create:
+ * @engine: the engine
+ * @exchange: a POST /api/v1/responses whose head was checked
+ * @principal: (transfer full): who asks
+ * @param: unused
+ *
+ * Serves one response: a turn, told in the Responses API's shape.
+ */
+void
+confab_http_responses_create(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *param)
+{
+	g_autoptr(ConfabPrincipal) owned_principal = principal;
+	const ConfabConfig *config = confab_engine_get_config(engine);
+	ConfabChatLimits limits = {config->max_json_depth,
+				   config->max_files_per_message,
+				   config->max_file_bytes};
+	g_autoptr(ConfabResponsesRequest) request = NULL;
+	g_autoptr(GBytes) bytes = confab_http_exchange_steal_body(exchange);
+	g_autoptr(GError) error = NULL;
+	RespCtx *ctx;
+
+	request = confab_responses_request_parse(g_bytes_get_data(bytes, NULL),
+						 g_bytes_get_size(bytes),
+						 &limits,
+						 &error);
+	g_clear_pointer(&bytes, g_bytes_unref);
+	if (request == NULL) {
+		confab_http_response_error(exchange, error);
+		return;
+	}
+
+	ctx = g_new0(RespCtx, 1);
+	ctx->engine = g_object_ref(engine);
+	ctx->exchange = confab_http_exchange_ref(exchange);
+	ctx->items = g_ptr_array_new_with_free_func(g_free);
+	ctx->text = g_string_new(NULL);
+	ctx->reasoning = g_string_new(NULL);
+	ctx->text_index = -1;
+	ctx->reasoning_index = -1;
+	ctx->mcp_open = g_ptr_array_new_with_free_func((GDestroyNotify)mcp_item_free);
+	ctx->mcp_pending = g_ptr_array_new();
+	ctx->response_id = new_id(ctx, CONFAB_PREFIX_RESPONSE);
+	ctx->turn = confab_turn_new(engine,
+				    g_steal_pointer(&owned_principal),
+				    g_steal_pointer(&request->chat));
+	ctx->request = g_steal_pointer(&request);
+	confab_turn_set_instructions(ctx->turn, ctx->request->instructions);
+	confab_http_exchange_set_gone_func(exchange, on_client_gone, ctx);
+	confab_turn_start_async(ctx->turn, start_cb, ctx);
+}

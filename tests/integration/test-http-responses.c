@@ -1,0 +1,563 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "confab-test-helper.h"
+
+/* The Responses API (POST /api/v1/responses and its stored responses) end
+ * to end, against a real confabd, an echo agent, an agent with the fake MCP
+ * server and an agent on the fake upstream. */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	gchar *agent;
+	gchar *token;
+} Fixture;
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+	f->daemon = confab_test_daemon_start(NULL, NULL);
+	f->agent = confab_test_create_agent(f->daemon, "echo", "echo");
+	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	confab_test_daemon_free(f->daemon);
+	g_free(f->agent);
+	g_free(f->token);
+}
+
+/* ---------- helpers ---------- */
+
+static ConfabTestResponse *
+post(Fixture *f, const gchar *token, const gchar *body)
+{
+	return confab_test_http(f->daemon, "POST", "/api/v1/responses", token, body);
+}
+
+static gchar *
+quote(const gchar *text)
+{
+	g_autoptr(JsonNode) node = json_node_new(JSON_NODE_VALUE);
+	json_node_set_string(node, text);
+	return json_to_string(node, FALSE);
+}
+
+/* {"model":AGENT,"input":TEXT EXTRA} */
+static gchar *
+text_body(const gchar *agent, const gchar *text, const gchar *extra)
+{
+	g_autofree gchar *quoted = quote(text);
+	return g_strdup_printf("{\"model\":\"%s\",\"input\":%s%s}",
+			       agent,
+			       quoted,
+			       extra != NULL ? extra : "");
+}
+
+typedef struct {
+	gchar *name;
+	JsonNode *data;
+} Event;
+
+static void
+event_free(Event *event)
+{
+	g_free(event->name);
+	json_node_unref(event->data);
+	g_free(event);
+}
+
+/* The named events of a stream, each checked: `event:` is the data's
+ * `type`, sequence numbers run from 0 without gaps, one terminal event
+ * closes it, and no [DONE]. */
+static GPtrArray *
+stream_events(ConfabTestResponse *r)
+{
+	GPtrArray *events = g_ptr_array_new_with_free_func((GDestroyNotify)event_free);
+	gsize len = 0;
+	const gchar *data = g_bytes_get_data(r->body, &len);
+	g_autofree gchar *text = g_strndup(data, len);
+	g_auto(GStrv) blocks = g_strsplit(text, "\n\n", -1);
+	guint terminal = 0;
+
+	g_assert_cmpstr(soup_message_headers_get_content_type(r->headers, NULL),
+			==,
+			"text/event-stream");
+	for (guint i = 0; blocks[i] != NULL; i++) {
+		Event *event;
+		gchar *nl;
+		if (blocks[i][0] == '\0')
+			continue;
+		g_assert_true(g_str_has_prefix(blocks[i], "event: "));
+		nl = strchr(blocks[i], '\n');
+		g_assert_nonnull(nl);
+		g_assert_true(g_str_has_prefix(nl + 1, "data: "));
+		event = g_new0(Event, 1);
+		event->name = g_strndup(blocks[i] + 7, nl - blocks[i] - 7);
+		event->data = json_from_string(nl + 1 + 6, NULL);
+		g_assert_nonnull(event->data);
+		g_assert_cmpstr(confab_test_json_string(event->data, "type"), ==, event->name);
+		g_assert_cmpint(confab_test_json_int(event->data, "sequence_number"),
+				==,
+				events->len);
+		if (g_str_equal(event->name, "response.completed") ||
+		    g_str_equal(event->name, "response.incomplete") ||
+		    g_str_equal(event->name, "response.failed"))
+			terminal++;
+		g_ptr_array_add(events, event);
+	}
+	g_assert_cmpuint(events->len, >=, 3);
+	g_assert_cmpuint(terminal, ==, 1);
+	g_assert_cmpstr(((Event *)g_ptr_array_index(events, 0))->name, ==, "response.created");
+	g_assert_cmpstr(((Event *)g_ptr_array_index(events, 1))->name, ==, "response.in_progress");
+	g_assert_null(strstr(text, "[DONE]"));
+	return events;
+}
+
+static Event *
+last_event(GPtrArray *events)
+{
+	return g_ptr_array_index(events, events->len - 1);
+}
+
+static guint
+count_events(GPtrArray *events, const gchar *name)
+{
+	guint n = 0;
+	for (guint i = 0; i < events->len; i++)
+		n += g_str_equal(((Event *)g_ptr_array_index(events, i))->name, name);
+	return n;
+}
+
+/* the output item of @type, the @nth of that type */
+static JsonObject *
+output_item(JsonNode *response, const gchar *type, guint nth)
+{
+	JsonNode *output = confab_test_json_get(response, "output");
+	JsonArray *items;
+
+	g_assert_nonnull(output);
+	items = json_node_get_array(output);
+	for (guint i = 0; i < json_array_get_length(items); i++) {
+		JsonObject *item = json_array_get_object_element(items, i);
+		if (g_strcmp0(json_object_get_string_member(item, "type"), type) == 0 && nth-- == 0)
+			return item;
+	}
+	return NULL;
+}
+
+static const gchar *
+output_text(JsonNode *response)
+{
+	JsonObject *message = output_item(response, "message", 0);
+	JsonArray *content;
+
+	if (message == NULL)
+		return NULL;
+	content = json_object_get_array_member(message, "content");
+	return json_object_get_string_member(json_array_get_object_element(content, 0), "text");
+}
+
+static void
+assert_response_id(const gchar *id)
+{
+	g_assert_nonnull(id);
+	g_assert_true(g_str_has_prefix(id, "resp_"));
+	g_assert_cmpuint(strlen(id), ==, strlen("resp_") + 26);
+}
+
+/* ---------- POST, JSON and stream ---------- */
+
+static void
+test_json(Fixture *f, gconstpointer data)
+{
+	const gchar *text = "  Hello,\tworld!  héllo 🌍 \n";
+	g_autofree gchar *body = text_body(f->agent,
+					   text,
+					   ",\"instructions\":\"Answer kindly.\","
+					   "\"metadata\":{\"tag\":\"t1\"},\"temperature\":0.5");
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	const gchar *session_id;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	assert_response_id(confab_test_json_string(r->json, "id"));
+	g_assert_cmpstr(confab_test_json_string(r->json, "object"), ==, "response");
+	g_assert_cmpstr(confab_test_json_string(r->json, "status"), ==, "completed");
+	g_assert_cmpstr(confab_test_json_string(r->json, "model"), ==, f->agent);
+	g_assert_cmpstr(confab_test_json_string(r->json, "instructions"), ==, "Answer kindly.");
+	g_assert_cmpint(confab_test_json_int(r->json, "created_at"), >, 1700000000);
+	g_assert_cmpstr(output_text(r->json), ==, text);
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.0.role"), ==, "assistant");
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.0.status"), ==, "completed");
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.0.content.0.type"),
+			==,
+			"output_text");
+	g_assert_true(g_str_has_prefix(confab_test_json_string(r->json, "output.0.id"), "msg_"));
+	session_id = confab_test_json_string(r->json, "metadata.session_id");
+	g_assert_true(g_str_has_prefix(session_id, "cts_"));
+	g_assert_cmpstr(confab_test_json_string(r->json, "metadata.tag"), ==, "t1");
+	g_assert_cmpstr(confab_test_json_string(r->json, "conversation.id"), ==, session_id);
+	g_assert_cmpstr(soup_message_headers_get_one(r->headers, "x-session-id"), ==, session_id);
+	/* usage in the Responses shape */
+	g_assert_cmpint(confab_test_json_int(r->json, "usage.output_tokens"), ==, 4);
+	g_assert_cmpint(confab_test_json_int(r->json, "usage.total_tokens"),
+			==,
+			confab_test_json_int(r->json, "usage.input_tokens") + 4);
+	g_assert_nonnull(confab_test_json_get(r->json, "usage.input_tokens_details.cached_tokens"));
+	g_assert_nonnull(
+	    confab_test_json_get(r->json, "usage.output_tokens_details.reasoning_tokens"));
+	g_assert_true(JSON_NODE_HOLDS_NULL(confab_test_json_get(r->json, "previous_response_id")));
+	g_assert_true(confab_test_json_get(r->json, "store") != NULL);
+}
+
+static void
+test_stream(Fixture *f, gconstpointer data)
+{
+	const gchar *text = "one two  three";
+	g_autofree gchar *body = text_body(f->agent, text, ",\"stream\":true");
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autoptr(GPtrArray) events = NULL;
+	g_autoptr(GString) joined = g_string_new(NULL);
+	JsonNode *response;
+	const gchar *item_id = NULL;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(soup_message_headers_get_one(r->headers, "x-accel-buffering"), ==, "no");
+	events = stream_events(r);
+	for (guint i = 0; i < events->len; i++) {
+		Event *event = g_ptr_array_index(events, i);
+		if (g_str_equal(event->name, "response.output_item.added")) {
+			item_id = confab_test_json_string(event->data, "item.id");
+			g_assert_cmpstr(confab_test_json_string(event->data, "item.type"),
+					==,
+					"message");
+		}
+		if (g_str_equal(event->name, "response.output_text.delta")) {
+			g_assert_cmpstr(confab_test_json_string(event->data, "item_id"),
+					==,
+					item_id);
+			g_assert_cmpint(confab_test_json_int(event->data, "output_index"), ==, 0);
+			g_string_append(joined, confab_test_json_string(event->data, "delta"));
+		}
+	}
+	g_assert_cmpstr(joined->str, ==, text);
+	/* OpenAI's order around the text */
+	g_assert_cmpstr(((Event *)g_ptr_array_index(events, 2))->name,
+			==,
+			"response.output_item.added");
+	g_assert_cmpstr(((Event *)g_ptr_array_index(events, 3))->name,
+			==,
+			"response.content_part.added");
+	g_assert_cmpstr(((Event *)g_ptr_array_index(events, events->len - 4))->name,
+			==,
+			"response.output_text.done");
+	g_assert_cmpstr(((Event *)g_ptr_array_index(events, events->len - 3))->name,
+			==,
+			"response.content_part.done");
+	g_assert_cmpstr(((Event *)g_ptr_array_index(events, events->len - 2))->name,
+			==,
+			"response.output_item.done");
+	g_assert_cmpstr(last_event(events)->name, ==, "response.completed");
+	response = confab_test_json_get(last_event(events)->data, "response");
+	assert_response_id(confab_test_json_string(response, "id"));
+	g_assert_cmpstr(confab_test_json_string(response, "status"), ==, "completed");
+	g_assert_cmpstr(output_text(response), ==, text);
+	g_assert_cmpint(confab_test_json_int(response, "usage.output_tokens"), ==, 3);
+	g_assert_cmpstr(confab_test_json_string(response, "metadata.session_id"),
+			==,
+			soup_message_headers_get_one(r->headers, "x-session-id"));
+	/* the same response from the first event to the last */
+	g_assert_cmpstr(
+	    confab_test_json_string(((Event *)g_ptr_array_index(events, 0))->data, "response.id"),
+	    ==,
+	    confab_test_json_string(response, "id"));
+}
+
+/* message items with parts, a system message, and a conversation that chat
+ * completions continues */
+static void
+test_items(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":["
+	    "{\"type\":\"message\",\"role\":\"developer\",\"content\":\"Be brief.\"},"
+	    "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"look at\"},"
+	    "{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64,iVBORw0KGgo=\","
+	    "\"detail\":\"low\"},"
+	    "{\"type\":\"input_file\",\"filename\":\"a.txt\",\"file_data\":"
+	    "\"data:text/plain;base64,aGVsbG8=\"},"
+	    "{\"type\":\"input_text\",\"text\":\"this\"}]}]}",
+	    f->agent);
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autofree gchar *path = NULL;
+	g_autoptr(ConfabTestResponse) list = NULL;
+	g_autoptr(ConfabTestResponse) chat = NULL;
+	g_autoptr(ConfabTestResponse) list2 = NULL;
+	const gchar *session_id;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	/* echo answers with the last user message's text */
+	g_assert_cmpstr(output_text(r->json), ==, "look at\nthis");
+	session_id = confab_test_json_string(r->json, "conversation.id");
+	path = g_strdup_printf("/api/v1/conversations/%s/messages?order=asc", session_id);
+	list = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpuint(list->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(list->json, "data.0.role"), ==, "developer");
+	g_assert_cmpstr(confab_test_json_string(list->json, "data.1.role"), ==, "user");
+	g_assert_cmpstr(confab_test_json_string(list->json, "data.1.content.1.type"),
+			==,
+			"image_url");
+	g_assert_cmpstr(confab_test_json_string(list->json, "data.1.content.2.type"), ==, "file");
+	g_assert_cmpstr(confab_test_json_string(list->json, "data.2.role"), ==, "assistant");
+
+	/* chat completions continues the conversation a response started */
+	chat = confab_test_chat(f->daemon, f->token, f->agent, session_id, "and then", FALSE);
+	g_assert_cmpuint(chat->status, ==, 200);
+	list2 = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpstr(confab_test_json_string(list2->json, "data.4.role"), ==, "assistant");
+	g_assert_cmpstr(confab_test_json_string(list2->json, "data.4.content.0.text"),
+			==,
+			"and then");
+}
+
+/* the client's function tools: a function_call item, continued with a
+ * function_call_output */
+static void
+test_function_call(Fixture *f, gconstpointer data)
+{
+	const gchar *tools = ",\"tools\":[{\"type\":\"function\",\"name\":\"get_weather\","
+			     "\"description\":\"The weather\",\"parameters\":{\"type\":\"object\","
+			     "\"properties\":{\"city\":{\"type\":\"string\"}}}}]";
+	g_autofree gchar *body =
+	    text_body(f->agent, "/tool get_weather {\"city\":\"Paris\"}", tools);
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autoptr(ConfabTestResponse) s = NULL;
+	g_autoptr(ConfabTestResponse) r2 = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autofree gchar *stream_body = NULL;
+	g_autofree gchar *body2 = NULL;
+	JsonObject *call;
+	const gchar *call_id;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	call = output_item(r->json, "function_call", 0);
+	g_assert_nonnull(call);
+	g_assert_cmpstr(json_object_get_string_member(call, "name"), ==, "get_weather");
+	g_assert_cmpstr(json_object_get_string_member(call, "arguments"),
+			==,
+			"{\"city\":\"Paris\"}");
+	g_assert_cmpstr(json_object_get_string_member(call, "status"), ==, "completed");
+	g_assert_true(g_str_has_prefix(json_object_get_string_member(call, "id"), "fc_"));
+	call_id = json_object_get_string_member(call, "call_id");
+	g_assert_nonnull(call_id);
+	g_assert_cmpstr(confab_test_json_string(r->json, "tools.0.name"), ==, "get_weather");
+
+	/* the answer to the call, in the same conversation */
+	body2 = g_strdup_printf("{\"model\":\"%s\",\"conversation\":{\"id\":\"%s\"},\"input\":["
+				"{\"type\":\"function_call_output\",\"call_id\":\"%s\","
+				"\"output\":\"sunny\"}]%s}",
+				f->agent,
+				confab_test_json_string(r->json, "conversation.id"),
+				call_id,
+				tools);
+	r2 = post(f, f->token, body2);
+	g_assert_cmpuint(r2->status, ==, 200);
+	g_assert_cmpstr(output_text(r2->json), ==, "sunny");
+
+	/* streamed: the call told as its events */
+	stream_body = text_body(f->agent,
+				"/tool get_weather {\"city\":\"Oslo\"}",
+				",\"stream\":true,\"tools\":[{\"type\":\"function\",\"name\":"
+				"\"get_weather\",\"parameters\":{}}]");
+	s = post(f, f->token, stream_body);
+	g_assert_cmpuint(s->status, ==, 200);
+	events = stream_events(s);
+	g_assert_cmpuint(count_events(events, "response.function_call_arguments.delta"), ==, 1);
+	g_assert_cmpuint(count_events(events, "response.function_call_arguments.done"), ==, 1);
+	g_assert_cmpstr(last_event(events)->name, ==, "response.completed");
+	call = output_item(confab_test_json_get(last_event(events)->data, "response"),
+			   "function_call",
+			   0);
+	g_assert_nonnull(call);
+	g_assert_cmpstr(json_object_get_string_member(call, "arguments"),
+			==,
+			"{\"city\":\"Oslo\"}");
+}
+
+/* ---------- bad input ---------- */
+
+static void
+test_errors(Fixture *f, gconstpointer data)
+{
+	struct {
+		const gchar *extra;
+		const gchar *input;
+		guint status;
+		const gchar *code;
+		const gchar *param;
+	} cases[] = {
+	    {",\"tools\":[{\"type\":\"web_search\"}]",
+	     "\"hi\"",
+	     400,
+	     "invalid_value",
+	     "tools[0].type"},
+	    {",\"background\":true", "\"hi\"", 400, "invalid_value", "background"},
+	    {"", "[{\"type\":\"computer_call\"}]", 400, "invalid_value", "input[0].type"},
+	    {"",
+	     "[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\"}]}]",
+	     400,
+	     "invalid_value",
+	     "input[0].content[0].type"},
+	    {",\"previous_response_id\":\"resp_01m8debrft0gjd0c4akcrp6rxz\","
+	     "\"conversation\":\"cts_01m8debrft0gjd0c4akcrp6ry0\"",
+	     "\"hi\"",
+	     400,
+	     "invalid_value",
+	     "conversation"},
+	    {"",
+	     "[{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"mcpr_x\","
+	     "\"approve\":true}]",
+	     400,
+	     "invalid_value",
+	     "input"},
+	    {"", "42", 400, "invalid_value", "input"},
+	    {"", "[]", 400, "invalid_value", "input"},
+	    {",\"stream\":\"yes\"", "\"hi\"", 400, "invalid_value", "stream"},
+	    {",\"temperature\":9", "\"hi\"", 400, "invalid_value", "temperature"},
+	    {"",
+	     "[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\","
+	     "\"image_url\":\"data:image/png;base64,!!!\"}]}]",
+	     400,
+	     "invalid_file",
+	     "input[0].content[0].image_url.url"},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"input\":%s%s}",
+							 f->agent,
+							 cases[i].input,
+							 cases[i].extra);
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+		g_test_message("case %u: %s", i, body);
+		confab_test_assert_error(r, cases[i].status, cases[i].code);
+		g_assert_cmpstr(confab_test_json_string(r->json, "error.param"),
+				==,
+				cases[i].param);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    post(f, f->token, "{\"model\":\"agt_nope\",\"input\":\"hi\"}");
+		confab_test_assert_error(r, 404, "agent_not_found");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, "{\"input\":\"hi\"}");
+		confab_test_assert_error(r, 400, "missing_model");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, "{\"model\":");
+		confab_test_assert_error(r, 400, "invalid_json");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    post(f, NULL, "{\"model\":\"x\",\"input\":\"hi\"}");
+		confab_test_assert_error(r, 401, "missing_api_key");
+	}
+	{
+		/* a token bound to another agent */
+		g_autofree gchar *other = confab_test_create_agent(f->daemon, "other", "echo");
+		g_autofree gchar *bound =
+		    confab_test_create_token(f->daemon, "alice", "chat.completions", other, NULL);
+		g_autofree gchar *body = text_body(f->agent, "hi", NULL);
+		g_autoptr(ConfabTestResponse) r = post(f, bound, body);
+		confab_test_assert_error(r, 403, "permission_denied");
+	}
+	{
+		g_autofree gchar *metrics_token =
+		    confab_test_create_token(f->daemon, "alice", "metrics.read", NULL, NULL);
+		g_autofree gchar *body = text_body(f->agent, "hi", NULL);
+		g_autoptr(ConfabTestResponse) r = post(f, metrics_token, body);
+		confab_test_assert_error(r, 403, "insufficient_scope");
+	}
+}
+
+static void
+test_quota(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = text_body(f->agent, "hi", NULL);
+	g_autofree gchar *bad = text_body(f->agent, "hi", ",\"background\":true");
+
+	confab_test_set_quota(f->daemon, "alice", 2);
+	{
+		/* refused input does not count */
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, bad);
+		confab_test_assert_error(r, 400, "invalid_value");
+	}
+	for (guint i = 0; i < 2; i++) {
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(
+		    soup_message_headers_get_one(r->headers, "x-ratelimit-limit-requests"),
+		    ==,
+		    "2");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+		confab_test_assert_error(r, 429, "insufficient_quota");
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	gint ret;
+	confab_test_init(&argc, &argv, TRUE);
+
+	g_test_add("/confab/http-responses/json",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_json,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/stream",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_stream,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/items",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_items,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/function-call",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_function_call,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/errors",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_errors,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/quota",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_quota,
+		   fixture_teardown);
+	ret = g_test_run();
+	confab_test_finish();
+	return ret;
+}
