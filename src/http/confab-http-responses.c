@@ -13,6 +13,7 @@
 #include "http/confab-http-response.h"
 #include "http/confab-http-responses.h"
 #include "model/confab-id.h"
+#include "openai/confab-list-params.h"
 #include "openai/confab-openai-error.h"
 #include "openai/confab-responses-request.h"
 #include "util/confab-error.h"
@@ -69,7 +70,12 @@ typedef struct {
 	GString *reasoning;		 /* owned */
 	GPtrArray *mcp_open;		 /* owned: McpItem, called, not yet done */
 	GPtrArray *mcp_pending;		 /* unowned: McpItem of mcp_open with a result */
-	gboolean first_message_id_used;
+	guint n_messages;		 /* message items so far */
+	guint n_reasoning;		 /* reasoning items so far */
+	ConfabPrincipal *principal;	 /* owned, until the turn takes it */
+	gboolean session_is_new;	 /* the turn starts a conversation (or a fork) */
+	GError *run_error; /* owned: how the turn ended, while store: false cleans up */
+	gboolean run_ok;
 } RespCtx;
 
 static void
@@ -91,6 +97,8 @@ resp_ctx_free(RespCtx *ctx)
 	g_string_free(ctx->reasoning, TRUE);
 	g_ptr_array_unref(ctx->mcp_pending);
 	g_ptr_array_unref(ctx->mcp_open);
+	g_clear_pointer(&ctx->principal, confab_principal_free);
+	g_clear_error(&ctx->run_error);
 	g_free(ctx);
 }
 
@@ -99,13 +107,24 @@ on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 {
 	RespCtx *ctx = user_data;
 	g_debug("the client left during its response");
-	confab_turn_cancel(ctx->turn);
+	if (ctx->turn != NULL)
+		confab_turn_cancel(ctx->turn);
 }
 
+/*
+ * Output items' ids follow from the answer's and the calls' ids, so that
+ * the stored response (GET) names its items as the live one did: the first
+ * message item is the assistant message (msg_…), the next ones msg_…_N;
+ * reasoning rs_ + the message id's 26 characters (_N); calls mcp_ or fc_ +
+ * the call id.
+ */
 static gchar *
-new_id(RespCtx *ctx, const gchar *prefix)
+numbered_id(const gchar *prefix, const gchar *message_id, guint n)
 {
-	return confab_id_generator_next(confab_engine_get_id_generator(ctx->engine), prefix);
+	const gchar *body = message_id != NULL && strlen(message_id) > 4 ? message_id + 4 : "";
+	if (n == 0)
+		return g_strconcat(prefix, body, NULL);
+	return g_strdup_printf("%s%s_%u", prefix, body, n);
 }
 
 /* ---------- events ---------- */
@@ -220,7 +239,9 @@ add_reasoning(RespCtx *ctx, const gchar *delta)
 	if (ctx->reasoning_index < 0) {
 		g_autofree gchar *item = NULL;
 		ctx->reasoning_index = reserve_item(ctx);
-		ctx->reasoning_id = new_id(ctx, "rs_");
+		ctx->reasoning_id = numbered_id("rs_",
+						confab_turn_get_assistant_message_id(ctx->turn),
+						ctx->n_reasoning++);
 		item = reasoning_item(ctx->reasoning_id, NULL);
 		item_added(ctx, ctx->reasoning_index, item);
 		f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
@@ -297,13 +318,9 @@ add_text(RespCtx *ctx, const gchar *delta)
 			return;
 		close_reasoning(ctx);
 		ctx->text_index = reserve_item(ctx);
-		/* the answer's first message item is the stored assistant message */
-		if (!ctx->first_message_id_used) {
-			ctx->text_id = g_strdup(confab_turn_get_assistant_message_id(ctx->turn));
-			ctx->first_message_id_used = TRUE;
-		} else {
-			ctx->text_id = new_id(ctx, CONFAB_PREFIX_MESSAGE);
-		}
+		ctx->text_id = numbered_id(CONFAB_PREFIX_MESSAGE,
+					   confab_turn_get_assistant_message_id(ctx->turn),
+					   ctx->n_messages++);
 		item = message_item(ctx->text_id, "in_progress", NULL);
 		item_added(ctx, ctx->text_index, item);
 		f = item_fields(ctx->text_id, ctx->text_index);
@@ -417,10 +434,10 @@ mcp_called(RespCtx *ctx, JsonObject *event)
 	close_reasoning(ctx);
 	close_text(ctx);
 	item->index = reserve_item(ctx);
-	item->item_id = new_id(ctx, "mcp_");
 	item->call_id = g_strdup(confab_json_get_string(event, "id"));
 	if (item->call_id == NULL)
 		item->call_id = g_strdup("");
+	item->item_id = g_strconcat("mcp_", item->call_id, NULL);
 	/* the model sees SERVER__tool */
 	item->server = sep != NULL ? g_strndup(name, sep - name) : g_strdup("");
 	item->name = g_strdup(sep != NULL ? sep + 2 : (name != NULL ? name : ""));
@@ -532,13 +549,14 @@ add_function_calls(RespCtx *ctx)
 		const gchar *call_id = call != NULL ? confab_json_get_string(call, "id") : NULL;
 		const gchar *name = fn != NULL ? confab_json_get_string(fn, "name") : NULL;
 		const gchar *args = fn != NULL ? confab_json_get_string(fn, "arguments") : NULL;
-		g_autofree gchar *id = new_id(ctx, "fc_");
+		g_autofree gchar *id = NULL;
 		g_autofree gchar *added = NULL;
 		gint index;
 		GString *f;
 
 		if (call_id == NULL || name == NULL)
 			continue;
+		id = g_strconcat("fc_", call_id, NULL);
 		if (args == NULL)
 			args = "";
 		index = reserve_item(ctx);
@@ -755,7 +773,7 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 		g_string_append(out, "null");
 	append_echo(out, ctx, "user", "null");
 	g_string_append(out, ",\"metadata\":");
-	append_metadata(out, ctx, confab_turn_get_session_id(turn));
+	append_metadata(out, ctx, session_id);
 	g_string_append_c(out, '}');
 	return g_string_free(out, FALSE);
 }
@@ -803,24 +821,73 @@ finish_stream(RespCtx *ctx, const GError *error)
 	confab_http_exchange_end_stream(ctx->exchange);
 }
 
-static void
-run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-	RespCtx *ctx = user_data;
-	g_autoptr(GError) error = NULL;
-	gboolean ok = confab_turn_run_finish(CONFAB_TURN(source), result, &error);
+/* ---------- the end ---------- */
 
+static void
+answer(RespCtx *ctx)
+{
 	if (ctx->streaming) {
-		finish_stream(ctx, ok ? NULL : error);
-	} else if (ok) {
+		finish_stream(ctx, ctx->run_ok ? NULL : ctx->run_error);
+	} else if (ctx->run_ok) {
 		close_items(ctx, TRUE);
 		confab_http_response_json(ctx->exchange,
 					  200,
 					  build_response(ctx, final_status(ctx), TRUE, NULL));
 	} else {
-		confab_http_response_error(ctx->exchange, error);
+		confab_http_response_error(ctx->exchange, ctx->run_error);
 	}
 	resp_ctx_free(ctx);
+}
+
+static void
+forgotten_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+	gboolean ok =
+	    ctx->session_is_new
+		? confab_store_delete_session_finish(CONFAB_STORE(source), result, &error)
+		: confab_store_delete_response_finish(CONFAB_STORE(source), result, &error);
+
+	if (!ok)
+		g_warning("forgetting response %s (store: false): %s",
+			  ctx->response_id,
+			  error->message);
+	answer(ctx);
+}
+
+/* store: false: the turn's conversation (or, continuing one, its messages)
+ * is deleted before the client hears the end; the request has counted */
+static void
+forget(RespCtx *ctx)
+{
+	ConfabStore *store = confab_engine_get_store(ctx->engine);
+
+	if (ctx->session_is_new)
+		confab_store_delete_session_async(store,
+						  confab_turn_get_session_id(ctx->turn),
+						  NULL,
+						  forgotten_cb,
+						  ctx);
+	else
+		confab_store_delete_response_async(store,
+						   ctx->response_id,
+						   NULL,
+						   forgotten_cb,
+						   ctx);
+}
+
+static void
+run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	ctx->run_ok = confab_turn_run_finish(CONFAB_TURN(source), result, &ctx->run_error);
+	if (!ctx->request->store) {
+		forget(ctx);
+		return;
+	}
+	answer(ctx);
 }
 
 static void
@@ -861,14 +928,284 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				     NULL,
 				     confab_turn_get_model(turn),
 				     confab_turn_get_session_id(turn));
-	confab_http_exchange_add_header(ctx->exchange,
-					"x-session-id",
-					confab_turn_get_session_id(turn));
+	/* store: false keeps no conversation to name */
+	if (ctx->request->store)
+		confab_http_exchange_add_header(ctx->exchange,
+						"x-session-id",
+						confab_turn_get_session_id(turn));
 	if (confab_turn_get_request(turn)->stream)
 		begin_stream(ctx);
 	else
 		confab_turn_set_sink(ctx->turn, &json_sink, ctx);
 	confab_turn_run_async(turn, run_cb, ctx);
+}
+
+/* @fork: (nullable): the history of a new conversation forked from an
+ * earlier response's */
+static void
+start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
+{
+	ctx->session_is_new = fork != NULL || ctx->request->chat->session_id == NULL;
+	ctx->turn = confab_turn_new(ctx->engine,
+				    g_steal_pointer(&ctx->principal),
+				    g_steal_pointer(&ctx->request->chat));
+	if (fork != NULL)
+		confab_turn_set_fork(ctx->turn, fork, fork_title);
+	confab_turn_set_instructions(ctx->turn, ctx->request->instructions);
+	confab_turn_set_response_id(ctx->turn, ctx->response_id);
+	confab_turn_start_async(ctx->turn, start_cb, ctx);
+}
+
+static void
+refuse(RespCtx *ctx, GError *error)
+{
+	confab_http_response_error(ctx->exchange, error);
+	g_error_free(error);
+	resp_ctx_free(ctx);
+}
+
+/* ---------- continuing: previous_response_id, conversation ---------- */
+
+/* Whether @message (an answer) called the function @call_id. */
+static gboolean
+message_has_call(ConfabMessage *message, const gchar *call_id)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	if (message == NULL || confab_message_get_content_blocks(message) == NULL)
+		return FALSE;
+	node = confab_json_from_string(confab_message_get_content_blocks(message));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return FALSE;
+	blocks = json_node_get_array(node);
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		if (block != NULL &&
+		    g_strcmp0(confab_json_get_string(block, "type"), "tool_call") == 0 &&
+		    confab_json_get_string(block, "server") == NULL &&
+		    g_strcmp0(confab_json_get_string(block, "id"), call_id) == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* Every function_call_output answers a call: of the input, or of @answer
+ * (the answer the response continues). */
+static gboolean
+check_call_outputs(RespCtx *ctx, ConfabMessage *answer, GError **error)
+{
+	GPtrArray *outputs = ctx->request->call_ids;
+
+	for (guint i = 0; i < outputs->len; i++) {
+		const gchar *call_id = g_ptr_array_index(outputs, i);
+		gboolean found = message_has_call(answer, call_id);
+
+		for (guint j = 0; !found && j < ctx->request->input_calls->len; j++)
+			found =
+			    g_str_equal(g_ptr_array_index(ctx->request->input_calls, j), call_id);
+		if (!found) {
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_VALUE,
+						"input",
+						"No function call '%s' to answer: a "
+						"function_call_output answers a call of the "
+						"response it continues",
+						call_id);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+/* The last answer of @messages, or NULL. */
+static ConfabMessage *
+last_answer(GPtrArray *messages)
+{
+	for (guint i = messages->len; i > 0; i--) {
+		ConfabMessage *msg = g_ptr_array_index(messages, i - 1);
+		if (g_strcmp0(confab_message_get_role(msg), "assistant") == 0)
+			return msg;
+	}
+	return NULL;
+}
+
+/* Whether @session is one @principal may continue or read. */
+static gboolean
+session_is_callers(ConfabSession *session, ConfabPrincipal *principal)
+{
+	return g_strcmp0(confab_session_get_owner(session), principal->owner) == 0 &&
+	       confab_session_get_source(session) == CONFAB_SESSION_SOURCE_API &&
+	       (principal->agent_id == NULL ||
+		g_strcmp0(confab_session_get_agent_id(session), principal->agent_id) == 0);
+}
+
+static GError *
+response_not_found(const gchar *response_id)
+{
+	GError *error = NULL;
+	confab_error_set_printf(&error,
+				CONFAB_ERROR_RESPONSE_NOT_FOUND,
+				NULL,
+				"No response '%s'",
+				response_id);
+	return error;
+}
+
+typedef struct {
+	RespCtx *ctx;		/* owned until handed on */
+	GPtrArray *messages;	/* owned: the previous response's */
+	ConfabSession *session; /* owned */
+	ConfabMessage *answer;	/* unowned: in messages */
+} Continue;
+
+static void
+continue_free(Continue *c)
+{
+	if (c->ctx != NULL)
+		resp_ctx_free(c->ctx);
+	g_clear_pointer(&c->messages, g_ptr_array_unref);
+	g_clear_object(&c->session);
+	g_free(c);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Continue, continue_free)
+
+static void
+previous_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Continue) c = user_data;
+	RespCtx *ctx = c->ctx;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GPtrArray) until_then = NULL;
+	GError *error = NULL;
+	ConfabMessage *last = g_ptr_array_index(c->messages, c->messages->len - 1);
+	const gchar *last_id = confab_message_get_id(last);
+	gboolean latest = TRUE;
+
+	history = confab_store_get_history_finish(CONFAB_STORE(source), result, &error);
+	if (history == NULL) {
+		refuse(g_steal_pointer(&c->ctx), error);
+		return;
+	}
+	if (!check_call_outputs(ctx, c->answer, &error)) {
+		refuse(g_steal_pointer(&c->ctx), error);
+		return;
+	}
+	until_then = g_ptr_array_new_with_free_func(g_object_unref);
+	for (guint i = 0; i < history->len; i++) {
+		ConfabMessage *msg = g_ptr_array_index(history, i);
+		if (g_strcmp0(confab_message_get_id(msg), last_id) > 0) {
+			latest = FALSE;
+			continue;
+		}
+		g_ptr_array_add(until_then, g_object_ref(msg));
+	}
+	g_free(ctx->request->chat->session_id);
+	if (latest) {
+		/* the conversation goes on */
+		ctx->request->chat->session_id = g_strdup(confab_session_get_id(c->session));
+		start_turn(g_steal_pointer(&c->ctx), NULL, NULL);
+		return;
+	}
+	/* a fork: a new conversation holding the history up to that response;
+	 * the old one stays as it was */
+	ctx->request->chat->session_id = NULL;
+	start_turn(g_steal_pointer(&c->ctx), until_then, confab_session_get_title(c->session));
+}
+
+static void
+previous_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Continue) c = user_data;
+	RespCtx *ctx = c->ctx;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *session_id = NULL;
+
+	c->session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	/* someone else's, or another agent's than the one asked: not there */
+	if (c->session == NULL || !session_is_callers(c->session, ctx->principal) ||
+	    g_strcmp0(confab_session_get_agent_id(c->session), ctx->request->chat->model) != 0) {
+		if (error != NULL &&
+		    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+			refuse(g_steal_pointer(&c->ctx), g_steal_pointer(&error));
+			return;
+		}
+		refuse(g_steal_pointer(&c->ctx),
+		       response_not_found(ctx->request->previous_response_id));
+		return;
+	}
+	session_id = g_strdup(confab_session_get_id(c->session));
+	confab_store_get_history_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       previous_history_cb,
+				       g_steal_pointer(&c));
+}
+
+static void
+previous_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Continue) c = g_new0(Continue, 1);
+	g_autofree gchar *session_id = NULL;
+	GError *error = NULL;
+
+	c->ctx = user_data;
+	c->messages = confab_store_get_response_finish(CONFAB_STORE(source), result, &error);
+	if (c->messages == NULL) {
+		refuse(g_steal_pointer(&c->ctx), error);
+		return;
+	}
+	if (c->messages->len == 0) {
+		refuse(g_steal_pointer(&c->ctx),
+		       response_not_found(c->ctx->request->previous_response_id));
+		return;
+	}
+	c->answer = last_answer(c->messages);
+	session_id = g_strdup(confab_message_get_session_id(g_ptr_array_index(c->messages, 0)));
+	confab_store_get_session_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       previous_session_cb,
+				       g_steal_pointer(&c));
+}
+
+static void
+conversation_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GPtrArray) history = NULL;
+	GError *error = NULL;
+
+	history = confab_store_get_history_finish(CONFAB_STORE(source), result, &error);
+	if (history == NULL) {
+		refuse(ctx, error);
+		return;
+	}
+	if (!check_call_outputs(ctx, last_answer(history), &error)) {
+		refuse(ctx, error);
+		return;
+	}
+	start_turn(ctx, NULL, NULL);
+}
+
+static void
+conversation_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	/* not the caller's: the turn says 404, as for chat completions */
+	if (session == NULL || !session_is_callers(session, ctx->principal)) {
+		start_turn(ctx, NULL, NULL);
+		return;
+	}
+	confab_store_get_history_async(CONFAB_STORE(source),
+				       confab_session_get_id(session),
+				       NULL,
+				       conversation_history_cb,
+				       ctx);
 }
 
 /**
@@ -894,6 +1231,8 @@ confab_http_responses_create(ConfabEngine *engine,
 	g_autoptr(ConfabResponsesRequest) request = NULL;
 	g_autoptr(GBytes) bytes = confab_http_exchange_steal_body(exchange);
 	g_autoptr(GError) error = NULL;
+	ConfabStore *store = confab_engine_get_store(engine);
+	const gchar *conversation;
 	RespCtx *ctx;
 
 	request = confab_responses_request_parse(g_bytes_get_data(bytes, NULL),
@@ -916,12 +1255,554 @@ confab_http_responses_create(ConfabEngine *engine,
 	ctx->reasoning_index = -1;
 	ctx->mcp_open = g_ptr_array_new_with_free_func((GDestroyNotify)mcp_item_free);
 	ctx->mcp_pending = g_ptr_array_new();
-	ctx->response_id = new_id(ctx, CONFAB_PREFIX_RESPONSE);
-	ctx->turn = confab_turn_new(engine,
-				    g_steal_pointer(&owned_principal),
-				    g_steal_pointer(&request->chat));
+	ctx->response_id = confab_id_generator_next(confab_engine_get_id_generator(engine),
+						    CONFAB_PREFIX_RESPONSE);
+	ctx->principal = g_steal_pointer(&owned_principal);
 	ctx->request = g_steal_pointer(&request);
-	confab_turn_set_instructions(ctx->turn, ctx->request->instructions);
 	confab_http_exchange_set_gone_func(exchange, on_client_gone, ctx);
-	confab_turn_start_async(ctx->turn, start_cb, ctx);
+
+	if (ctx->request->previous_response_id != NULL) {
+		if (!confab_id_is_valid(ctx->request->previous_response_id,
+					CONFAB_PREFIX_RESPONSE)) {
+			refuse(ctx, response_not_found(ctx->request->previous_response_id));
+			return;
+		}
+		confab_store_get_response_async(store,
+						ctx->request->previous_response_id,
+						NULL,
+						previous_cb,
+						ctx);
+		return;
+	}
+	/* conversation (or metadata.session_id): the turn checks the session;
+	 * function call outputs must answer its last answer's calls */
+	conversation = ctx->request->chat->session_id;
+	if (conversation != NULL && ctx->request->call_ids->len > 0 &&
+	    confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
+		confab_store_get_session_async(store, conversation, NULL, conversation_cb, ctx);
+		return;
+	}
+	if (conversation == NULL && !check_call_outputs(ctx, NULL, &error)) {
+		confab_http_response_error(exchange, error);
+		resp_ctx_free(ctx);
+		return;
+	}
+	start_turn(ctx, NULL, NULL);
+}
+
+/* ---------- stored responses: GET, DELETE, input_items ---------- */
+
+typedef struct {
+	ConfabEngine *engine;	      /* owned */
+	ConfabHttpExchange *exchange; /* owned */
+	ConfabPrincipal *principal;   /* owned */
+	gchar *response_id;	      /* owned */
+	GPtrArray *messages;	      /* owned */
+	ConfabListParams params;
+	enum { STORED_GET, STORED_DELETE, STORED_INPUT_ITEMS } what;
+} Stored;
+
+static void
+stored_free(Stored *st)
+{
+	g_clear_object(&st->engine);
+	g_clear_pointer(&st->exchange, confab_http_exchange_unref);
+	g_clear_pointer(&st->principal, confab_principal_free);
+	g_free(st->response_id);
+	g_clear_pointer(&st->messages, g_ptr_array_unref);
+	confab_list_params_clear(&st->params);
+	g_free(st);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Stored, stored_free)
+
+static void
+stored_error(Stored *st, GError *error)
+{
+	confab_http_response_error(st->exchange, error);
+	g_error_free(error);
+}
+
+/* The output items of a stored answer, from its content blocks. */
+static void
+append_stored_output(GString *out, ConfabMessage *answer)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+	const gchar *id = confab_message_get_id(answer);
+	guint n_messages = 0, n_reasoning = 0;
+	gboolean first = TRUE;
+
+	node = confab_json_from_string(confab_message_get_content_blocks(answer));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return;
+	blocks = json_node_get_array(node);
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		const gchar *type = block != NULL ? confab_json_get_string(block, "type") : NULL;
+		g_autofree gchar *item = NULL;
+
+		if (g_strcmp0(type, "text") == 0) {
+			g_autofree gchar *item_id =
+			    numbered_id(CONFAB_PREFIX_MESSAGE, id, n_messages++);
+			item = message_item(item_id,
+					    "completed",
+					    confab_json_get_string(block, "text"));
+		} else if (g_strcmp0(type, "reasoning") == 0) {
+			g_autofree gchar *item_id = numbered_id("rs_", id, n_reasoning++);
+			item = reasoning_item(item_id, confab_json_get_string(block, "text"));
+		} else if (g_strcmp0(type, "tool_call") == 0 &&
+			   confab_json_get_string(block, "server") == NULL) {
+			const gchar *call_id = confab_json_get_string(block, "id");
+			g_autofree gchar *item_id = g_strconcat("fc_", call_id, NULL);
+			item = function_call_item(item_id,
+						  call_id,
+						  confab_json_get_string(block, "name"),
+						  confab_json_get_string(block, "arguments"),
+						  "completed");
+		} else if (g_strcmp0(type, "tool_call") == 0) {
+			McpItem mcp = {0};
+			const gchar *name = confab_json_get_string(block, "name");
+			const gchar *server = confab_json_get_string(block, "server");
+			const gchar *output = NULL;
+			g_autofree gchar *own = NULL;
+
+			mcp.call_id = (gchar *)confab_json_get_string(block, "id");
+			mcp.item_id = g_strconcat("mcp_", mcp.call_id, NULL);
+			mcp.server = (gchar *)server;
+			own = name != NULL && g_str_has_prefix(name, server) &&
+				      g_str_has_prefix(name + strlen(server), "__")
+				  ? g_strdup(name + strlen(server) + 2)
+				  : g_strdup(name);
+			mcp.name = own;
+			mcp.arguments = (gchar *)confab_json_get_string(block, "arguments");
+			for (guint j = i + 1; j < json_array_get_length(blocks); j++) {
+				JsonObject *r = json_array_get_object_element(blocks, j);
+				JsonNode *is_error;
+				if (r == NULL ||
+				    g_strcmp0(confab_json_get_string(r, "type"), "tool_result") !=
+					0 ||
+				    g_strcmp0(confab_json_get_string(r, "tool_call_id"),
+					      mcp.call_id) != 0)
+					continue;
+				output = confab_json_get_string(r, "content");
+				is_error = json_object_get_member(r, "is_error");
+				mcp.is_error = is_error != NULL &&
+					       JSON_NODE_HOLDS_VALUE(is_error) &&
+					       json_node_get_boolean(is_error);
+				break;
+			}
+			item =
+			    mcp_item_json(&mcp,
+					  output == NULL || mcp.is_error ? "failed" : "completed",
+					  output != NULL ? output : "The call did not finish");
+			g_free(mcp.item_id);
+		}
+		if (item == NULL)
+			continue;
+		if (!first)
+			g_string_append_c(out, ',');
+		g_string_append(out, item);
+		first = FALSE;
+	}
+}
+
+static gchar *
+stored_response_json(Stored *st)
+{
+	ConfabMessage *answer = last_answer(st->messages);
+	ConfabMessage *first = g_ptr_array_index(st->messages, 0);
+	const gchar *session_id = confab_message_get_session_id(first);
+	const gchar *status = "completed";
+	const gchar *reason = NULL;
+	g_autofree gchar *error_json = NULL;
+	GString *out = g_string_new("{\"id\":");
+	gint64 input = -1, output = -1;
+
+	if (answer == NULL ||
+	    confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_INCOMPLETE) {
+		status = "incomplete";
+		reason = "interrupted";
+	} else if (confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_FAILED) {
+		g_autoptr(JsonNode) node =
+		    confab_json_from_string(confab_message_get_content_blocks(answer));
+		JsonArray *blocks =
+		    node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+		status = "failed";
+		for (guint i = 0; blocks != NULL && i < json_array_get_length(blocks); i++) {
+			JsonObject *b = json_array_get_object_element(blocks, i);
+			if (b != NULL &&
+			    g_strcmp0(confab_json_get_string(b, "type"), "error") == 0) {
+				GString *e = g_string_new("{\"code\":");
+				confab_json_append_string(e, confab_json_get_string(b, "code"));
+				g_string_append(e, ",\"message\":");
+				confab_json_append_string(e, confab_json_get_string(b, "message"));
+				g_string_append_c(e, '}');
+				error_json = g_string_free(e, FALSE);
+			}
+		}
+	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "length") == 0) {
+		status = "incomplete";
+		reason = "max_output_tokens";
+	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "content_filter") == 0) {
+		status = "incomplete";
+		reason = "content_filter";
+	}
+
+	confab_json_append_string(out, st->response_id);
+	g_string_append_printf(out,
+			       ",\"object\":\"response\",\"created_at\":%" G_GINT64_FORMAT
+			       ",\"status\":",
+			       confab_message_get_created_at(first));
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"background\":false,\"error\":");
+	g_string_append(out, error_json != NULL ? error_json : "null");
+	g_string_append(out, ",\"incomplete_details\":");
+	if (reason != NULL) {
+		g_string_append(out, "{\"reason\":");
+		confab_json_append_string(out, reason);
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"instructions\":null,\"max_output_tokens\":null,\"model\":");
+	confab_json_append_string(out, confab_message_get_model(first));
+	g_string_append(out, ",\"output\":[");
+	if (answer != NULL)
+		append_stored_output(out, answer);
+	g_string_append(out,
+			"],\"parallel_tool_calls\":true,\"previous_response_id\":null,"
+			"\"conversation\":{\"id\":");
+	confab_json_append_string(out, session_id);
+	g_string_append(out,
+			"},\"reasoning\":{\"effort\":null,\"summary\":null},\"store\":true,"
+			"\"temperature\":null,\"text\":{\"format\":{\"type\":\"text\"}},"
+			"\"tool_choice\":\"auto\",\"tools\":[],\"top_p\":null,"
+			"\"truncation\":\"disabled\",\"usage\":");
+	if (answer != NULL) {
+		input = confab_message_get_prompt_tokens(answer);
+		output = confab_message_get_completion_tokens(answer);
+	}
+	if (input >= 0 || output >= 0) {
+		input = MAX(input, 0);
+		output = MAX(output, 0);
+		g_string_append_printf(out,
+				       "{\"input_tokens\":%" G_GINT64_FORMAT
+				       ",\"input_tokens_details\":{\"cached_tokens\":0}"
+				       ",\"output_tokens\":%" G_GINT64_FORMAT
+				       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
+				       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
+				       input,
+				       output,
+				       input + output);
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"user\":null,\"metadata\":{\"session_id\":");
+	confab_json_append_string(out, session_id);
+	g_string_append(out, "}}");
+	return g_string_free(out, FALSE);
+}
+
+/* A stored user, system or developer message as an input item. */
+static gchar *
+input_item_json(ConfabMessage *msg)
+{
+	const gchar *role = confab_message_get_role(msg);
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *parts;
+	GString *out = g_string_new("{\"id\":");
+	gboolean first = TRUE;
+
+	confab_json_append_string(out, confab_message_get_id(msg));
+	if (g_strcmp0(role, "tool") == 0) {
+		g_autoptr(JsonNode) blocks =
+		    confab_json_from_string(confab_message_get_content_blocks(msg));
+		JsonObject *result =
+		    blocks != NULL && JSON_NODE_HOLDS_ARRAY(blocks) &&
+			    json_array_get_length(json_node_get_array(blocks)) > 0
+			? json_array_get_object_element(json_node_get_array(blocks), 0)
+			: NULL;
+		g_string_append(out, ",\"type\":\"function_call_output\",\"call_id\":");
+		confab_json_append_string(
+		    out,
+		    result != NULL ? confab_json_get_string(result, "tool_call_id") : NULL);
+		g_string_append(out, ",\"output\":");
+		confab_json_append_string(out,
+					  result != NULL ? confab_json_get_string(result, "content")
+							 : "");
+		g_string_append(out, ",\"status\":\"completed\"}");
+		return g_string_free(out, FALSE);
+	}
+	g_string_append(out, ",\"type\":\"message\",\"role\":");
+	confab_json_append_string(out, role);
+	g_string_append(out, ",\"status\":\"completed\",\"content\":[");
+	node = confab_json_from_string(confab_message_get_content(msg));
+	parts = node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+	for (guint i = 0; parts != NULL && i < json_array_get_length(parts); i++) {
+		JsonObject *part = json_array_get_object_element(parts, i);
+		const gchar *type = part != NULL ? confab_json_get_string(part, "type") : NULL;
+		gboolean assistant = g_strcmp0(role, "assistant") == 0;
+
+		if (type == NULL)
+			continue;
+		if (!first)
+			g_string_append_c(out, ',');
+		first = FALSE;
+		if (g_str_equal(type, "text")) {
+			g_string_append(out,
+					assistant ? "{\"type\":\"output_text\",\"annotations\":[],"
+						    "\"text\":"
+						  : "{\"type\":\"input_text\",\"text\":");
+			confab_json_append_string(out, confab_json_get_string(part, "text"));
+			g_string_append_c(out, '}');
+		} else if (g_str_equal(type, "image_url")) {
+			JsonObject *img = confab_json_get_object(part, "image_url");
+			g_string_append(out, "{\"type\":\"input_image\",\"image_url\":");
+			confab_json_append_string(out,
+						  img != NULL ? confab_json_get_string(img, "url")
+							      : NULL);
+			g_string_append(out, ",\"detail\":");
+			confab_json_append_string(
+			    out,
+			    img != NULL && confab_json_get_string(img, "detail") != NULL
+				? confab_json_get_string(img, "detail")
+				: "auto");
+			g_string_append_c(out, '}');
+		} else if (g_str_equal(type, "file")) {
+			JsonObject *file = confab_json_get_object(part, "file");
+			g_string_append(out, "{\"type\":\"input_file\"");
+			if (file != NULL) {
+				static const gchar *const keys[] = {"filename",
+								    "file_data",
+								    "file_id",
+								    NULL};
+				for (guint k = 0; keys[k] != NULL; k++) {
+					if (confab_json_get_string(file, keys[k]) == NULL)
+						continue;
+					g_string_append_printf(out, ",\"%s\":", keys[k]);
+					confab_json_append_string(
+					    out,
+					    confab_json_get_string(file, keys[k]));
+				}
+			}
+			g_string_append_c(out, '}');
+		} else {
+			/* a refusal, as it was */
+			g_string_append(out, "{\"type\":\"refusal\",\"refusal\":");
+			confab_json_append_string(out, confab_json_get_string(part, type));
+			g_string_append_c(out, '}');
+		}
+	}
+	g_string_append(out, "]}");
+	return g_string_free(out, FALSE);
+}
+
+static gchar *
+input_items_json(Stored *st)
+{
+	ConfabMessage *answer = last_answer(st->messages);
+	g_autoptr(GPtrArray) items = g_ptr_array_new();
+	GString *out = g_string_new("{\"object\":\"list\",\"data\":[");
+	gboolean desc = st->params.order == CONFAB_ORDER_DESC;
+	gboolean has_more = FALSE;
+	guint n = st->messages->len;
+
+	for (guint k = 0; k < n; k++) {
+		ConfabMessage *msg = g_ptr_array_index(st->messages, desc ? n - 1 - k : k);
+		const gchar *id = confab_message_get_id(msg);
+		if (msg == answer)
+			continue;
+		if (st->params.after != NULL && (desc ? g_strcmp0(id, st->params.after) >= 0
+						      : g_strcmp0(id, st->params.after) <= 0))
+			continue;
+		if (items->len == st->params.limit) {
+			has_more = TRUE;
+			break;
+		}
+		g_ptr_array_add(items, msg);
+	}
+	for (guint i = 0; i < items->len; i++) {
+		g_autofree gchar *item = input_item_json(g_ptr_array_index(items, i));
+		if (i > 0)
+			g_string_append_c(out, ',');
+		g_string_append(out, item);
+	}
+	g_string_append(out, "],\"first_id\":");
+	confab_json_append_string(
+	    out,
+	    items->len > 0 ? confab_message_get_id(g_ptr_array_index(items, 0)) : NULL);
+	g_string_append(out, ",\"last_id\":");
+	confab_json_append_string(
+	    out,
+	    items->len > 0 ? confab_message_get_id(g_ptr_array_index(items, items->len - 1))
+			   : NULL);
+	g_string_append_printf(out, ",\"has_more\":%s}", has_more ? "true" : "false");
+	return g_string_free(out, FALSE);
+}
+
+static void
+deleted_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	GError *error = NULL;
+	GString *out;
+
+	if (!confab_store_delete_response_finish(CONFAB_STORE(source), result, &error)) {
+		stored_error(st, error);
+		return;
+	}
+	out = g_string_new("{\"id\":");
+	confab_json_append_string(out, st->response_id);
+	g_string_append(out, ",\"object\":\"response\",\"deleted\":true}");
+	confab_http_response_json(st->exchange, 200, g_string_free(out, FALSE));
+}
+
+static void
+stored_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	if (session == NULL || !session_is_callers(session, st->principal)) {
+		if (error != NULL &&
+		    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+			stored_error(st, g_steal_pointer(&error));
+			return;
+		}
+		stored_error(st, response_not_found(st->response_id));
+		return;
+	}
+	switch (st->what) {
+	case STORED_GET:
+		confab_http_response_json(st->exchange, 200, stored_response_json(st));
+		break;
+	case STORED_INPUT_ITEMS:
+		confab_http_response_json(st->exchange, 200, input_items_json(st));
+		break;
+	case STORED_DELETE: {
+		g_autofree gchar *response_id = g_strdup(st->response_id);
+		confab_store_delete_response_async(CONFAB_STORE(source),
+						   response_id,
+						   NULL,
+						   deleted_cb,
+						   g_steal_pointer(&st));
+		break;
+	}
+	default:
+		g_assert_not_reached();
+	}
+}
+
+static void
+stored_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	g_autofree gchar *session_id = NULL;
+	GError *error = NULL;
+
+	st->messages = confab_store_get_response_finish(CONFAB_STORE(source), result, &error);
+	if (st->messages == NULL) {
+		stored_error(st, error);
+		return;
+	}
+	if (st->messages->len == 0) {
+		stored_error(st, response_not_found(st->response_id));
+		return;
+	}
+	session_id = g_strdup(confab_message_get_session_id(g_ptr_array_index(st->messages, 0)));
+	confab_store_get_session_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       stored_session_cb,
+				       g_steal_pointer(&st));
+}
+
+static void
+stored_begin(ConfabEngine *engine,
+	     ConfabHttpExchange *exchange,
+	     ConfabPrincipal *principal,
+	     const gchar *response_id,
+	     gint what)
+{
+	g_autoptr(Stored) st = g_new0(Stored, 1);
+	GError *error = NULL;
+
+	st->engine = g_object_ref(engine);
+	st->exchange = confab_http_exchange_ref(exchange);
+	st->principal = principal;
+	st->response_id = g_strdup(response_id);
+	st->what = what;
+	if (what == STORED_INPUT_ITEMS &&
+	    !confab_list_params_parse(confab_http_exchange_get_query(exchange),
+				      CONFAB_PREFIX_MESSAGE,
+				      &st->params,
+				      &error)) {
+		stored_error(st, error);
+		return;
+	}
+	if (!confab_id_is_valid(response_id, CONFAB_PREFIX_RESPONSE)) {
+		stored_error(st, response_not_found(response_id));
+		return;
+	}
+	confab_store_get_response_async(confab_engine_get_store(engine),
+					response_id,
+					NULL,
+					stored_messages_cb,
+					g_steal_pointer(&st));
+}
+
+/**
+ * confab_http_responses_get:
+ * @engine: the engine
+ * @exchange: a GET /api/v1/responses/{id}
+ * @principal: (transfer full): who asks
+ * @response_id: the id from the path
+ *
+ * The stored response, rebuilt from its messages.
+ */
+void
+confab_http_responses_get(ConfabEngine *engine,
+			  ConfabHttpExchange *exchange,
+			  ConfabPrincipal *principal,
+			  const gchar *response_id)
+{
+	stored_begin(engine, exchange, principal, response_id, STORED_GET);
+}
+
+/**
+ * confab_http_responses_delete:
+ * @engine: the engine
+ * @exchange: a DELETE /api/v1/responses/{id}
+ * @principal: (transfer full): who asks
+ * @response_id: the id from the path
+ *
+ * Deletes the response's messages from their conversation.
+ */
+void
+confab_http_responses_delete(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *response_id)
+{
+	stored_begin(engine, exchange, principal, response_id, STORED_DELETE);
+}
+
+/**
+ * confab_http_responses_input_items:
+ * @engine: the engine
+ * @exchange: a GET /api/v1/responses/{id}/input_items
+ * @principal: (transfer full): who asks
+ * @response_id: the id from the path
+ *
+ * The response's input, as a list of items (`after`, `limit`, `order`).
+ */
+void
+confab_http_responses_input_items(ConfabEngine *engine,
+				  ConfabHttpExchange *exchange,
+				  ConfabPrincipal *principal,
+				  const gchar *response_id)
+{
+	stored_begin(engine, exchange, principal, response_id, STORED_INPUT_ITEMS);
 }

@@ -15,5 +15,20 @@ confab_http_responses_create(ConfabEngine *engine,
 			     ConfabHttpExchange *exchange,
 			     ConfabPrincipal *principal,
 			     const gchar *param);
+void
+confab_http_responses_get(ConfabEngine *engine,
+			  ConfabHttpExchange *exchange,
+			  ConfabPrincipal *principal,
+			  const gchar *response_id);
+void
+confab_http_responses_delete(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *response_id);
+void
+confab_http_responses_input_items(ConfabEngine *engine,
+				  ConfabHttpExchange *exchange,
+				  ConfabPrincipal *principal,
+				  const gchar *response_id);
 
 G_END_DECLS

@@ -53,6 +53,7 @@ static const ConfabOpenaiErrorInfo table[] = {
 					    "invalid_request_error",
 					    "http_version_not_supported"},
     [CONFAB_ERROR_STORE_UNAVAILABLE] = {503, "service_unavailable", "store_unavailable"},
+    [CONFAB_ERROR_RESPONSE_NOT_FOUND] = {404, "not_found_error", "response_not_found"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);

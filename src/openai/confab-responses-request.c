@@ -237,6 +237,7 @@ translate_function_call(Input *in, JsonObject *item, const gchar *param, GError 
 	json_object_set_string_member(call, "type", "function");
 	json_object_set_object_member(call, "function", fn);
 	json_array_add_object_element(json_node_get_array(calls), call);
+	g_ptr_array_add(in->request->input_calls, g_strdup(call_id));
 	return TRUE;
 }
 
@@ -663,6 +664,7 @@ confab_responses_request_new(void)
 	request->store = TRUE;
 	request->echo = json_object_new();
 	request->call_ids = g_ptr_array_new_with_free_func(g_free);
+	request->input_calls = g_ptr_array_new_with_free_func(g_free);
 	request->approval_ids = g_ptr_array_new_with_free_func(g_free);
 	return request;
 }
@@ -777,6 +779,7 @@ confab_responses_request_free(ConfabResponsesRequest *request)
 	g_free(request->instructions);
 	g_clear_pointer(&request->echo, json_object_unref);
 	g_ptr_array_unref(request->call_ids);
+	g_ptr_array_unref(request->input_calls);
 	g_ptr_array_unref(request->approval_ids);
 	g_free(request);
 }

@@ -26,6 +26,8 @@ G_BEGIN_DECLS
  * @call_ids: (element-type utf8): the `call_id` of each
  *   `function_call_output` item, which must answer a call of the response
  *   it continues
+ * @input_calls: (element-type utf8): the `call_id` of each `function_call`
+ *   item of the input
  * @approval_ids: (element-type utf8): the `approval_request_id` of each
  *   `mcp_approval_response` item
  *
@@ -39,6 +41,7 @@ typedef struct {
 	gboolean store;
 	JsonObject *echo;
 	GPtrArray *call_ids;
+	GPtrArray *input_calls;
 	GPtrArray *approval_ids;
 } ConfabResponsesRequest;
 

@@ -515,6 +515,360 @@ test_quota(Fixture *f, gconstpointer data)
 	}
 }
 
+/* ---------- conversations: previous_response_id, conversation, store ---------- */
+
+static gchar *
+create_response(Fixture *f, const gchar *text, const gchar *extra, gchar **conversation)
+{
+	g_autofree gchar *body = text_body(f->agent, text, extra);
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+
+	g_assert_cmpuint(r->status, ==, 200);
+	if (conversation != NULL)
+		*conversation = g_strdup(confab_test_json_string(r->json, "conversation.id"));
+	return g_strdup(confab_test_json_string(r->json, "id"));
+}
+
+static ConfabTestResponse *
+get_messages(Fixture *f, const gchar *conversation)
+{
+	g_autofree gchar *path =
+	    g_strdup_printf("/api/v1/conversations/%s/messages?order=asc", conversation);
+	return confab_test_http(f->daemon, "GET", path, f->token, NULL);
+}
+
+static void
+test_previous(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *c1 = NULL;
+	g_autofree gchar *c2 = NULL;
+	g_autofree gchar *c3 = NULL;
+	g_autofree gchar *r1 = create_response(f, "first", NULL, &c1);
+	g_autofree gchar *extra2 = g_strdup_printf(",\"previous_response_id\":\"%s\"", r1);
+	g_autofree gchar *r2 = create_response(f, "second", extra2, &c2);
+	/* continuing r1 again: r1 is no longer the latest, a fork */
+	g_autofree gchar *r3 = create_response(f, "fork", extra2, &c3);
+	g_autoptr(ConfabTestResponse) m1 = NULL;
+	g_autoptr(ConfabTestResponse) m3 = NULL;
+	g_autoptr(ConfabTestResponse) bad = NULL;
+	g_autofree gchar *bad_body = NULL;
+
+	assert_response_id(r2);
+	g_assert_cmpstr(c1, ==, c2);
+	g_assert_cmpstr(c3, !=, c1);
+	m1 = get_messages(f, c1);
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(m1->json, "data"))),
+	    ==,
+	    4);
+	g_assert_cmpstr(confab_test_json_string(m1->json, "data.0.response_id"), ==, r1);
+	g_assert_cmpstr(confab_test_json_string(m1->json, "data.1.response_id"), ==, r1);
+	g_assert_cmpstr(confab_test_json_string(m1->json, "data.2.response_id"), ==, r2);
+	g_assert_cmpstr(confab_test_json_string(m1->json, "data.3.content.0.text"), ==, "second");
+	/* the fork holds the history up to r1, then its own turn */
+	m3 = get_messages(f, c3);
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(m3->json, "data"))),
+	    ==,
+	    4);
+	g_assert_cmpstr(confab_test_json_string(m3->json, "data.0.content.0.text"), ==, "first");
+	g_assert_cmpstr(confab_test_json_string(m3->json, "data.1.role"), ==, "assistant");
+	g_assert_cmpstr(confab_test_json_string(m3->json, "data.2.content.0.text"), ==, "fork");
+	g_assert_cmpstr(confab_test_json_string(m3->json, "data.3.response_id"), ==, r3);
+
+	/* unknown, malformed */
+	bad_body = text_body(f->agent,
+			     "x",
+			     ",\"previous_response_id\":\"resp_01m8df43pa6bfhmrzdfp9dkfzd\"");
+	bad = post(f, f->token, bad_body);
+	confab_test_assert_error(bad, 404, "response_not_found");
+	{
+		g_autofree gchar *b =
+		    text_body(f->agent, "x", ",\"previous_response_id\":\"resp_nope\"");
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, b);
+		confab_test_assert_error(r, 404, "response_not_found");
+	}
+	{
+		/* another owner's response does not exist */
+		g_autofree gchar *bob =
+		    confab_test_create_token(f->daemon, "bob", "chat.completions", NULL, NULL);
+		g_autofree gchar *b = text_body(f->agent, "x", extra2);
+		g_autofree gchar *path = g_strdup_printf("/api/v1/responses/%s", r2);
+		g_autoptr(ConfabTestResponse) r4 = post(f, bob, b);
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->daemon, "GET", path, bob, NULL);
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->daemon, "DELETE", path, bob, NULL);
+		confab_test_assert_error(r4, 404, "response_not_found");
+		confab_test_assert_error(g, 404, "response_not_found");
+		confab_test_assert_error(d, 404, "response_not_found");
+	}
+}
+
+static void
+test_conversation(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *c1 = NULL;
+	g_autofree gchar *r1 = create_response(f, "first", NULL, &c1);
+	g_autofree gchar *extra = g_strdup_printf(",\"conversation\":\"%s\"", c1);
+	g_autofree gchar *extra_obj = g_strdup_printf(",\"conversation\":{\"id\":\"%s\"}", c1);
+	g_autofree gchar *c2 = NULL;
+	g_autofree gchar *c3 = NULL;
+	g_autofree gchar *r2 = create_response(f, "second", extra, &c2);
+	g_autofree gchar *r3 = create_response(f, "third", extra_obj, &c3);
+	g_autoptr(ConfabTestResponse) m = get_messages(f, c1);
+
+	g_assert_cmpstr(c2, ==, c1);
+	g_assert_cmpstr(c3, ==, c1);
+	g_assert_cmpstr(confab_test_json_string(m->json, "data.5.content.0.text"), ==, "third");
+	g_assert_cmpstr(confab_test_json_string(m->json, "data.5.response_id"), ==, r3);
+	{
+		/* another owner's conversation */
+		g_autofree gchar *bob =
+		    confab_test_create_token(f->daemon, "bob", "chat.completions", NULL, NULL);
+		g_autofree gchar *b = text_body(f->agent, "x", extra);
+		g_autoptr(ConfabTestResponse) r = post(f, bob, b);
+		confab_test_assert_error(r, 404, "conversation_not_found");
+	}
+	(void)r1;
+	(void)r2;
+}
+
+static void
+test_retrieve_delete(Fixture *f, gconstpointer data)
+{
+	const gchar *text = "look at this";
+	g_autofree gchar *body = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":[{\"role\":\"developer\",\"content\":\"Be brief.\"},"
+	    "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"%s\"},"
+	    "{\"type\":\"input_image\",\"image_url\":\"https://example.com/a.png\"}]}]}",
+	    f->agent,
+	    text);
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	const gchar *id = confab_test_json_string(r->json, "id");
+	g_autofree gchar *path = g_strdup_printf("/api/v1/responses/%s", id);
+	g_autofree gchar *items_path = g_strdup_printf("%s/input_items", path);
+	g_autofree gchar *asc_path = g_strdup_printf("%s/input_items?order=asc&limit=1", path);
+	g_autoptr(ConfabTestResponse) g = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_autoptr(ConfabTestResponse) items = NULL;
+	g_autoptr(ConfabTestResponse) page = NULL;
+	g_autoptr(ConfabTestResponse) page2 = NULL;
+	g_autoptr(ConfabTestResponse) bad = NULL;
+	g_autoptr(ConfabTestResponse) d = NULL;
+	g_autoptr(ConfabTestResponse) g2 = NULL;
+	g_autoptr(ConfabTestResponse) d2 = NULL;
+	g_autoptr(ConfabTestResponse) m = NULL;
+	g_autofree gchar *after = NULL;
+
+	g_assert_cmpuint(g->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(g->json, "id"), ==, id);
+	g_assert_cmpstr(confab_test_json_string(g->json, "object"), ==, "response");
+	g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "completed");
+	g_assert_cmpstr(output_text(g->json), ==, text);
+	/* the items keep their ids */
+	g_assert_cmpstr(confab_test_json_string(g->json, "output.0.id"),
+			==,
+			confab_test_json_string(r->json, "output.0.id"));
+	g_assert_cmpint(confab_test_json_int(g->json, "usage.output_tokens"),
+			==,
+			confab_test_json_int(r->json, "usage.output_tokens"));
+	g_assert_cmpstr(confab_test_json_string(g->json, "conversation.id"),
+			==,
+			confab_test_json_string(r->json, "conversation.id"));
+
+	/* input items: newest first by default */
+	items = confab_test_http(f->daemon, "GET", items_path, f->token, NULL);
+	g_assert_cmpuint(items->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(items->json, "object"), ==, "list");
+	g_assert_cmpstr(confab_test_json_string(items->json, "data.0.type"), ==, "message");
+	g_assert_cmpstr(confab_test_json_string(items->json, "data.0.role"), ==, "user");
+	g_assert_cmpstr(confab_test_json_string(items->json, "data.0.content.0.type"),
+			==,
+			"input_text");
+	g_assert_cmpstr(confab_test_json_string(items->json, "data.0.content.1.type"),
+			==,
+			"input_image");
+	g_assert_cmpstr(confab_test_json_string(items->json, "data.0.content.1.image_url"),
+			==,
+			"https://example.com/a.png");
+	g_assert_cmpstr(confab_test_json_string(items->json, "data.1.role"), ==, "developer");
+	g_assert_false(json_node_get_boolean(confab_test_json_get(items->json, "has_more")));
+	page = confab_test_http(f->daemon, "GET", asc_path, f->token, NULL);
+	g_assert_cmpstr(confab_test_json_string(page->json, "data.0.role"), ==, "developer");
+	g_assert_true(json_node_get_boolean(confab_test_json_get(page->json, "has_more")));
+	after = g_strdup_printf("%s/input_items?order=asc&after=%s",
+				path,
+				confab_test_json_string(page->json, "last_id"));
+	page2 = confab_test_http(f->daemon, "GET", after, f->token, NULL);
+	g_assert_cmpstr(confab_test_json_string(page2->json, "data.0.role"), ==, "user");
+	g_assert_false(json_node_get_boolean(confab_test_json_get(page2->json, "has_more")));
+	{
+		g_autofree gchar *p = g_strdup_printf("%s/input_items?limit=0", path);
+		bad = confab_test_http(f->daemon, "GET", p, f->token, NULL);
+		confab_test_assert_error(bad, 400, "invalid_limit");
+	}
+
+	/* delete: its messages leave the conversation */
+	d = confab_test_http(f->daemon, "DELETE", path, f->token, NULL);
+	g_assert_cmpuint(d->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(d->json, "id"), ==, id);
+	g_assert_cmpstr(confab_test_json_string(d->json, "object"), ==, "response");
+	g_assert_true(json_node_get_boolean(confab_test_json_get(d->json, "deleted")));
+	g2 = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	confab_test_assert_error(g2, 404, "response_not_found");
+	d2 = confab_test_http(f->daemon, "DELETE", path, f->token, NULL);
+	confab_test_assert_error(d2, 404, "response_not_found");
+	m = get_messages(f, confab_test_json_string(r->json, "conversation.id"));
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(m->json, "data"))),
+	    ==,
+	    0);
+}
+
+static void
+test_store_false(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *c1 = NULL;
+	g_autofree gchar *r1 = create_response(f, "kept", NULL, &c1);
+	g_autofree gchar *body = text_body(f->agent, "forgotten", ",\"store\":false");
+	g_autofree gchar *stream =
+	    text_body(f->agent, "forgotten", ",\"store\":false,\"stream\":true");
+	g_autofree gchar *cont =
+	    g_strdup_printf(",\"store\":false,\"previous_response_id\":\"%s\"", r1);
+	g_autofree gchar *cont_body = text_body(f->agent, "not kept either", cont);
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) s = NULL;
+	g_autoptr(ConfabTestResponse) rc = NULL;
+	g_autoptr(ConfabTestResponse) g = NULL;
+	g_autoptr(ConfabTestResponse) later = NULL;
+	g_autoptr(ConfabTestResponse) convs = NULL;
+	g_autoptr(ConfabTestResponse) m = NULL;
+	g_autoptr(ConfabTestResponse) over = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *later_extra = NULL;
+	g_autofree gchar *later_body = NULL;
+
+	confab_test_set_quota(f->daemon, "alice", 4);
+	r = post(f, f->token, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(output_text(r->json), ==, "forgotten");
+	g_assert_false(json_node_get_boolean(confab_test_json_get(r->json, "store")));
+	g_assert_null(soup_message_headers_get_one(r->headers, "x-session-id"));
+	s = post(f, f->token, stream);
+	g_assert_cmpuint(s->status, ==, 200);
+	events = stream_events(s);
+	g_assert_cmpstr(last_event(events)->name, ==, "response.completed");
+	rc = post(f, f->token, cont_body);
+	g_assert_cmpuint(rc->status, ==, 200);
+
+	/* nothing of them is kept: not the response, not a conversation */
+	path = g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(r->json, "id"));
+	g = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	confab_test_assert_error(g, 404, "response_not_found");
+	convs = confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->token, NULL);
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(convs->json, "data"))),
+	    ==,
+	    1);
+	m = get_messages(f, c1);
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(m->json, "data"))),
+	    ==,
+	    2);
+	later_extra = g_strdup_printf(",\"previous_response_id\":\"%s\"",
+				      confab_test_json_string(r->json, "id"));
+	later_body = text_body(f->agent, "x", later_extra);
+	later = post(f, f->token, later_body);
+	confab_test_assert_error(later, 404, "response_not_found");
+	/* but they counted: 4 of 4 */
+	over = post(f, f->token, body);
+	confab_test_assert_error(over, 429, "insufficient_quota");
+}
+
+static void
+test_call_output_unmatched(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *r1 = create_response(f, "no calls here", NULL, NULL);
+	g_autofree gchar *body = g_strdup_printf(
+	    "{\"model\":\"%s\",\"previous_response_id\":\"%s\",\"input\":[{\"type\":"
+	    "\"function_call_output\",\"call_id\":\"call_nope\",\"output\":\"x\"}]}",
+	    f->agent,
+	    r1);
+	g_autofree gchar *alone = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":[{\"type\":\"function_call_output\",\"call_id\":"
+	    "\"call_nope\",\"output\":\"x\"}]}",
+	    f->agent);
+	g_autofree gchar *paired = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":[{\"role\":\"user\",\"content\":\"/tool w {}\"},"
+	    "{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"w\",\"arguments\":\"{}"
+	    "\"},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"rain\"}],"
+	    "\"tools\":[{\"type\":\"function\",\"name\":\"w\",\"parameters\":{}}]}",
+	    f->agent);
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autoptr(ConfabTestResponse) a = post(f, f->token, alone);
+	g_autoptr(ConfabTestResponse) p = post(f, f->token, paired);
+
+	confab_test_assert_error(r, 400, "invalid_value");
+	confab_test_assert_error(a, 400, "invalid_value");
+	/* a client that sends the whole history (the AI SDK): the call is in it */
+	g_assert_cmpuint(p->status, ==, 200);
+	g_assert_cmpstr(output_text(p->json), ==, "rain");
+}
+
+static void
+test_function_call_previous(Fixture *f, gconstpointer data)
+{
+	const gchar *tools = ",\"tools\":[{\"type\":\"function\",\"name\":\"get_weather\","
+			     "\"parameters\":{\"type\":\"object\"}}]";
+	g_autofree gchar *body =
+	    text_body(f->agent, "/tool get_weather {\"city\":\"Paris\"}", tools);
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	JsonObject *call = output_item(r->json, "function_call", 0);
+	g_autofree gchar *body2 = NULL;
+	g_autoptr(ConfabTestResponse) r2 = NULL;
+	g_autoptr(ConfabTestResponse) g = NULL;
+	g_autofree gchar *path = NULL;
+
+	g_assert_nonnull(call);
+	body2 = g_strdup_printf("{\"model\":\"%s\",\"previous_response_id\":\"%s\",\"input\":["
+				"{\"type\":\"function_call_output\",\"call_id\":\"%s\","
+				"\"output\":\"cloudy\"}]%s}",
+				f->agent,
+				confab_test_json_string(r->json, "id"),
+				json_object_get_string_member(call, "call_id"),
+				tools);
+	r2 = post(f, f->token, body2);
+	g_assert_cmpuint(r2->status, ==, 200);
+	g_assert_cmpstr(output_text(r2->json), ==, "cloudy");
+	g_assert_cmpstr(confab_test_json_string(r2->json, "previous_response_id"),
+			==,
+			confab_test_json_string(r->json, "id"));
+	/* the stored first response has its function_call, with the same ids */
+	path = g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(r->json, "id"));
+	g = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	call = output_item(g->json, "function_call", 0);
+	g_assert_nonnull(call);
+	g_assert_cmpstr(
+	    json_object_get_string_member(call, "id"),
+	    ==,
+	    json_object_get_string_member(output_item(r->json, "function_call", 0), "id"));
+	{
+		/* its input items: the output of the call */
+		g_autofree gchar *ip = g_strdup_printf("/api/v1/responses/%s/input_items",
+						       confab_test_json_string(r2->json, "id"));
+		g_autoptr(ConfabTestResponse) items =
+		    confab_test_http(f->daemon, "GET", ip, f->token, NULL);
+		g_assert_cmpstr(confab_test_json_string(items->json, "data.0.type"),
+				==,
+				"function_call_output");
+		g_assert_cmpstr(confab_test_json_string(items->json, "data.0.output"),
+				==,
+				"cloudy");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -556,6 +910,42 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_quota,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/previous",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_previous,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/conversation",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_conversation,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/retrieve-delete",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_retrieve_delete,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/store-false",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_store_false,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/call-output-unmatched",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_call_output_unmatched,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/function-call-previous",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_function_call_previous,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();
