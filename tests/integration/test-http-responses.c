@@ -869,6 +869,329 @@ test_function_call_previous(Fixture *f, gconstpointer data)
 	}
 }
 
+/* ---------- the agent's own tools: mcp_call ---------- */
+
+static gchar *
+create_mcp_agent(Fixture *f)
+{
+	const gchar *fake = g_getenv("CONFAB_FAKE_MCP");
+	g_autofree gchar *servers = NULL;
+	GVariantDict dict;
+
+	g_assert_nonnull(fake);
+	servers = g_strdup_printf("{\"mcpServers\":{\"fake\":{\"command\":\"%s\"}}}", fake);
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "hands");
+	g_variant_dict_insert(&dict, "provider", "s", "echo");
+	g_variant_dict_insert(&dict, "mcp_servers", "s", servers);
+	return confab_test_create_agent_props(f->daemon, g_variant_dict_end(&dict));
+}
+
+static void
+assert_mcp_item(JsonObject *item)
+{
+	g_assert_nonnull(item);
+	g_assert_true(g_str_has_prefix(json_object_get_string_member(item, "id"), "mcp_"));
+	g_assert_cmpstr(json_object_get_string_member(item, "server_label"), ==, "fake");
+	g_assert_cmpstr(json_object_get_string_member(item, "name"), ==, "echo");
+	g_assert_cmpstr(json_object_get_string_member(item, "arguments"),
+			==,
+			"{\"text\":\"hello from a tool\"}");
+	g_assert_cmpstr(json_object_get_string_member(item, "output"), ==, "hello from a tool");
+	g_assert_true(json_object_get_null_member(item, "error"));
+	g_assert_cmpstr(json_object_get_string_member(item, "status"), ==, "completed");
+}
+
+static void
+test_mcp_call(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_mcp_agent(f);
+	g_autofree gchar *body =
+	    text_body(agent, "/tool fake__echo {\"text\":\"hello from a tool\"}", NULL);
+	g_autofree gchar *stream_body =
+	    text_body(agent,
+		      "/tool fake__echo {\"text\":\"hello from a tool\"}",
+		      ",\"stream\":true");
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autoptr(ConfabTestResponse) s = NULL;
+	g_autoptr(ConfabTestResponse) g = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autofree gchar *path = NULL;
+	JsonNode *response;
+	guint in_progress = 0, completed = 0, item_done = 0;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	/* the call, whole, then the answer */
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.0.type"), ==, "mcp_call");
+	assert_mcp_item(output_item(r->json, "mcp_call", 0));
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.1.type"), ==, "message");
+	g_assert_cmpstr(output_text(r->json), ==, "hello from a tool");
+
+	/* stored: the same items */
+	path = g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(r->json, "id"));
+	g = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpuint(g->status, ==, 200);
+	assert_mcp_item(output_item(g->json, "mcp_call", 0));
+	g_assert_cmpstr(confab_test_json_string(g->json, "output.0.id"),
+			==,
+			confab_test_json_string(r->json, "output.0.id"));
+	g_assert_cmpstr(output_text(g->json), ==, "hello from a tool");
+
+	/* streamed: its progress as OpenAI's mcp_call events */
+	s = post(f, f->token, stream_body);
+	g_assert_cmpuint(s->status, ==, 200);
+	events = stream_events(s);
+	for (guint i = 0; i < events->len; i++) {
+		Event *event = g_ptr_array_index(events, i);
+		if (g_str_equal(event->name, "response.mcp_call.in_progress"))
+			in_progress++;
+		if (g_str_equal(event->name, "response.mcp_call.completed")) {
+			g_assert_cmpuint(in_progress, ==, 1);
+			completed++;
+		}
+		if (g_str_equal(event->name, "response.output_item.done") &&
+		    g_strcmp0(confab_test_json_string(event->data, "item.type"), "mcp_call") == 0) {
+			g_assert_cmpuint(completed, ==, 1);
+			assert_mcp_item(
+			    json_node_get_object(confab_test_json_get(event->data, "item")));
+			item_done++;
+		}
+	}
+	g_assert_cmpuint(in_progress, ==, 1);
+	g_assert_cmpuint(completed, ==, 1);
+	g_assert_cmpuint(item_done, ==, 1);
+	g_assert_cmpuint(count_events(events, "response.mcp_call_arguments.delta"), ==, 1);
+	g_assert_cmpuint(count_events(events, "response.mcp_call_arguments.done"), ==, 1);
+	response = confab_test_json_get(last_event(events)->data, "response");
+	assert_mcp_item(output_item(response, "mcp_call", 0));
+	g_assert_cmpstr(output_text(response), ==, "hello from a tool");
+}
+
+/* ---------- an upstream: reasoning, length, failures ---------- */
+
+typedef struct {
+	GSubprocess *process;
+	gchar *base_url;
+} Upstream;
+
+static Upstream *
+upstream_start(void)
+{
+	const gchar *path = g_getenv("CONFAB_FAKE_UPSTREAM");
+	Upstream *up = g_new0(Upstream, 1);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GDataInputStream) out = NULL;
+	g_autofree gchar *line = NULL;
+	const gchar *prefix = "fake-upstream: listening on ";
+
+	g_assert_nonnull(path);
+	/* stdin is a pipe the fake watches: it dies with the test */
+	up->process =
+	    g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+			     &error,
+			     path,
+			     "--stdin-watch",
+			     NULL);
+	g_assert_no_error(error);
+	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(up->process));
+	line = g_data_input_stream_read_line_utf8(out, NULL, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_true(g_str_has_prefix(line, prefix));
+	up->base_url = g_strconcat(line + strlen(prefix), "/v1", NULL);
+	return up;
+}
+
+static void
+upstream_free(Upstream *up)
+{
+	g_subprocess_force_exit(up->process);
+	g_subprocess_wait(up->process, NULL, NULL);
+	g_object_unref(up->process);
+	g_free(up->base_url);
+	g_free(up);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Upstream, upstream_free)
+
+static gchar *
+create_upstream_agent(Fixture *f, Upstream *up, const gchar *mode)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", mode);
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", up->base_url);
+	g_variant_dict_insert(&dict, "upstream_model", "s", mode);
+	g_variant_dict_insert(&dict, "api_key", "s", "sk-fake-Zq8v3LkP0secret");
+	return confab_test_create_agent_props(f->daemon, g_variant_dict_end(&dict));
+}
+
+static void
+test_reasoning(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Upstream) up = upstream_start();
+	g_autofree gchar *agent = create_upstream_agent(f, up, "reasoning");
+	g_autofree gchar *body = text_body(agent, "Hi", NULL);
+	g_autofree gchar *stream_body = text_body(agent, "Hi", ",\"stream\":true");
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autoptr(ConfabTestResponse) s = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autoptr(GString) joined = g_string_new(NULL);
+	JsonObject *item;
+	JsonNode *response;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.0.type"), ==, "reasoning");
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.0.summary.0.type"),
+			==,
+			"summary_text");
+	g_assert_cmpstr(confab_test_json_string(r->json, "output.0.summary.0.text"),
+			==,
+			"The user greets me. I greet back.");
+	g_assert_true(g_str_has_prefix(confab_test_json_string(r->json, "output.0.id"), "rs_"));
+	g_assert_cmpstr(output_text(r->json), ==, "Hello!");
+
+	s = post(f, f->token, stream_body);
+	events = stream_events(s);
+	for (guint i = 0; i < events->len; i++) {
+		Event *event = g_ptr_array_index(events, i);
+		if (g_str_equal(event->name, "response.reasoning_summary_text.delta"))
+			g_string_append(joined, confab_test_json_string(event->data, "delta"));
+	}
+	g_assert_cmpstr(joined->str, ==, "The user greets me. I greet back.");
+	g_assert_cmpuint(count_events(events, "response.reasoning_summary_text.done"), ==, 1);
+	g_assert_cmpuint(count_events(events, "response.reasoning_summary_part.added"), ==, 1);
+	response = confab_test_json_get(last_event(events)->data, "response");
+	item = output_item(response, "reasoning", 0);
+	g_assert_nonnull(item);
+	g_assert_cmpstr(output_text(response), ==, "Hello!");
+}
+
+static void
+test_upstream_ends(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Upstream) up = upstream_start();
+	g_autofree gchar *length = create_upstream_agent(f, up, "length");
+	g_autofree gchar *failing = create_upstream_agent(f, up, "500");
+	g_autofree gchar *cut = create_upstream_agent(f, up, "error-event");
+	g_autofree gchar *length_body = text_body(length, "Hi", ",\"max_output_tokens\":5");
+	g_autofree gchar *length_stream = text_body(length, "Hi", ",\"stream\":true");
+	g_autofree gchar *failing_body = text_body(failing, "Hi", NULL);
+	g_autofree gchar *cut_stream = text_body(cut, "Hi", ",\"stream\":true");
+	g_autoptr(ConfabTestResponse) l = post(f, f->token, length_body);
+	g_autoptr(ConfabTestResponse) ls = post(f, f->token, length_stream);
+	g_autoptr(ConfabTestResponse) e = post(f, f->token, failing_body);
+	g_autoptr(ConfabTestResponse) c = post(f, f->token, cut_stream);
+	g_autoptr(GPtrArray) levents = NULL;
+	g_autoptr(GPtrArray) cevents = NULL;
+	g_autoptr(ConfabTestResponse) g = NULL;
+	g_autofree gchar *path = NULL;
+	JsonNode *response;
+
+	/* finish_reason length: incomplete, max_output_tokens */
+	g_assert_cmpuint(l->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(l->json, "status"), ==, "incomplete");
+	g_assert_cmpstr(confab_test_json_string(l->json, "incomplete_details.reason"),
+			==,
+			"max_output_tokens");
+	g_assert_cmpint(confab_test_json_int(l->json, "max_output_tokens"), ==, 5);
+	levents = stream_events(ls);
+	g_assert_cmpstr(last_event(levents)->name, ==, "response.incomplete");
+	path = g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(l->json, "id"));
+	g = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "incomplete");
+
+	/* an upstream failure before the first byte: the error, as for chat */
+	confab_test_assert_error(e, 502, "upstream_error");
+
+	/* after the first byte: an error event, then response.failed */
+	g_assert_cmpuint(c->status, ==, 200);
+	cevents = stream_events(c);
+	g_assert_cmpstr(last_event(cevents)->name, ==, "response.failed");
+	g_assert_cmpstr(((Event *)g_ptr_array_index(cevents, cevents->len - 2))->name, ==, "error");
+	response = confab_test_json_get(last_event(cevents)->data, "response");
+	g_assert_cmpstr(confab_test_json_string(response, "status"), ==, "failed");
+	g_assert_cmpstr(confab_test_json_string(response, "error.code"), ==, "upstream_error");
+}
+
+/* what the upstream is asked: Chat Completions, translated */
+static void
+test_translation(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Upstream) up = upstream_start();
+	g_autofree gchar *agent = create_upstream_agent(f, up, "plain");
+	g_autofree gchar *body = text_body(
+	    agent,
+	    "Hi",
+	    ",\"instructions\":\"Be terse.\",\"max_output_tokens\":50,\"temperature\":0.2,"
+	    "\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}"
+	    "],"
+	    "\"tool_choice\":{\"type\":\"function\",\"name\":\"f\"},"
+	    "\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"s\",\"schema\":{\"type\":"
+	    "\"object\"},\"strict\":true}},\"reasoning\":{\"effort\":\"low\"},"
+	    "\"store\":true,\"include\":[\"reasoning.encrypted_content\"],\"truncation\":\"auto\","
+	    "\"service_tier\":\"flex\"");
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autofree gchar *url = g_strndup(up->base_url, strlen(up->base_url) - 3);
+	g_autofree gchar *requests_url = g_strconcat(url, "/_requests", NULL);
+	g_autoptr(SoupSession) session = soup_session_new();
+	g_autoptr(SoupMessage) msg = soup_message_new("GET", requests_url);
+	g_autoptr(GBytes) bytes = soup_session_send_and_read(session, msg, NULL, NULL);
+	g_autoptr(JsonNode) all = NULL;
+	g_autoptr(JsonNode) sent = NULL;
+	g_autofree gchar *text = NULL;
+	JsonNode *request;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "tools.0.name"), ==, "f");
+	g_assert_cmpstr(confab_test_json_string(r->json, "text.format.type"), ==, "json_schema");
+	text = g_strndup(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+	all = json_from_string(text, NULL);
+	g_assert_nonnull(all);
+	request = json_array_get_element(json_node_get_array(all), 0);
+	g_assert_cmpstr(confab_test_json_string(request, "path"), ==, "/v1/chat/completions");
+	sent = json_node_copy(confab_test_json_get(request, "body"));
+	g_assert_nonnull(sent);
+	g_assert_cmpint(confab_test_json_int(sent, "max_tokens"), ==, 50);
+	g_assert_cmpstr(confab_test_json_string(sent, "tools.0.type"), ==, "function");
+	g_assert_cmpstr(confab_test_json_string(sent, "tools.0.function.name"), ==, "f");
+	g_assert_cmpstr(confab_test_json_string(sent, "tool_choice.function.name"), ==, "f");
+	g_assert_cmpstr(confab_test_json_string(sent, "response_format.type"), ==, "json_schema");
+	g_assert_cmpstr(confab_test_json_string(sent, "response_format.json_schema.name"), ==, "s");
+	g_assert_cmpstr(confab_test_json_string(sent, "reasoning_effort"), ==, "low");
+	g_assert_cmpstr(confab_test_json_string(sent, "service_tier"), ==, "flex");
+	/* the instructions: a system message for this response only */
+	g_assert_cmpstr(confab_test_json_string(sent, "messages.0.role"), ==, "system");
+	g_assert_cmpstr(confab_test_json_string(sent, "messages.0.content"), ==, "Be terse.");
+	g_assert_cmpstr(confab_test_json_string(sent, "messages.1.role"), ==, "user");
+	/* the Responses API's own members stay here */
+	g_assert_null(confab_test_json_get(sent, "input"));
+	g_assert_null(confab_test_json_get(sent, "instructions"));
+	g_assert_null(confab_test_json_get(sent, "include"));
+	g_assert_null(confab_test_json_get(sent, "truncation"));
+	g_assert_null(confab_test_json_get(sent, "text"));
+	g_assert_null(confab_test_json_get(sent, "max_output_tokens"));
+	{
+		/* a continuation: the instructions are not carried over */
+		g_autofree gchar *extra = g_strdup_printf(",\"previous_response_id\":\"%s\"",
+							  confab_test_json_string(r->json, "id"));
+		g_autofree gchar *next = text_body(agent, "Again", extra);
+		g_autoptr(ConfabTestResponse) r2 = post(f, f->token, next);
+		g_autoptr(SoupMessage) msg2 = soup_message_new("GET", requests_url);
+		g_autoptr(GBytes) bytes2 = soup_session_send_and_read(session, msg2, NULL, NULL);
+		g_autofree gchar *text2 =
+		    g_strndup(g_bytes_get_data(bytes2, NULL), g_bytes_get_size(bytes2));
+		g_autoptr(JsonNode) all2 = json_from_string(text2, NULL);
+		g_autoptr(JsonNode) sent2 = json_node_copy(
+		    confab_test_json_get(json_array_get_element(json_node_get_array(all2), 1),
+					 "body"));
+		g_assert_cmpuint(r2->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(sent2, "messages.0.role"), ==, "user");
+		g_assert_cmpstr(confab_test_json_string(sent2, "messages.1.role"), ==, "assistant");
+		g_assert_cmpstr(confab_test_json_string(sent2, "messages.2.content"), ==, "Again");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -946,6 +1269,30 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_function_call_previous,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/mcp-call",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_mcp_call,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/reasoning",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_reasoning,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/upstream-ends",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_upstream_ends,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/translation",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_translation,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();
