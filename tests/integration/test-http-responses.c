@@ -1192,6 +1192,88 @@ test_translation(Fixture *f, gconstpointer data)
 	}
 }
 
+typedef struct {
+	Fixture *f;
+	const gchar *path;
+} StatusWait;
+
+static gboolean
+response_incomplete(gpointer data)
+{
+	StatusWait *w = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_http(w->f->daemon, "GET", w->path, w->f->token, NULL);
+	return r->status == 200 &&
+	       g_strcmp0(confab_test_json_string(r->json, "status"), "incomplete") == 0;
+}
+
+/* The client leaves mid-stream: the turn is cancelled and the response is
+ * stored incomplete, with what was said, as for chat completions. */
+static void
+test_disconnect(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Upstream) up = upstream_start();
+	g_autofree gchar *agent = create_upstream_agent(f, up, "slow:100:100");
+	g_autofree gchar *body = text_body(agent, "take your time", ",\"stream\":true");
+	g_autoptr(GUri) uri = g_uri_parse(f->daemon->url, G_URI_FLAGS_NONE, NULL);
+	g_autoptr(GSocketClient) client = g_socket_client_new();
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GString) request = g_string_new(NULL);
+	g_autoptr(GString) received = g_string_new(NULL);
+	g_autoptr(ConfabTestResponse) g = NULL;
+	g_autofree gchar *response_id = NULL;
+	g_autofree gchar *path = NULL;
+	const gchar *id;
+	StatusWait w = {f, NULL};
+
+	conn = g_socket_client_connect_to_host(client,
+					       g_uri_get_host(uri),
+					       (guint16)g_uri_get_port(uri),
+					       NULL,
+					       &error);
+	g_assert_no_error(error);
+	g_string_append_printf(request,
+			       "POST /api/v1/responses HTTP/1.1\r\nHost: x\r\n"
+			       "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+			       "Content-Length: %zu\r\n\r\n%s",
+			       f->token,
+			       strlen(body),
+			       body);
+	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+				  request->str,
+				  request->len,
+				  NULL,
+				  NULL,
+				  &error);
+	g_assert_no_error(error);
+	while (strstr(received->str, "tick0") == NULL) {
+		gchar buf[4096];
+		gssize n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)),
+					       buf,
+					       sizeof(buf),
+					       NULL,
+					       &error);
+		g_assert_no_error(error);
+		g_assert_cmpint(n, >, 0);
+		g_string_append_len(received, buf, n);
+	}
+	id = strstr(received->str, "\"id\":\"resp_");
+	g_assert_nonnull(id);
+	response_id = g_strndup(id + 6, strlen("resp_") + 26);
+	g_io_stream_close(G_IO_STREAM(conn), NULL, &error);
+	g_assert_no_error(error);
+
+	path = g_strdup_printf("/api/v1/responses/%s", response_id);
+	w.path = path;
+	g_assert_true(confab_test_wait_until(response_incomplete, &w, 10000));
+	g = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpstr(confab_test_json_string(g->json, "incomplete_details.reason"),
+			==,
+			"interrupted");
+	g_assert_true(g_str_has_prefix(output_text(g->json), "tick0 "));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1293,6 +1375,12 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_translation,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/disconnect",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_disconnect,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();
