@@ -303,7 +303,7 @@ close_text(RespCtx *ctx)
 }
 
 static void
-flush_mcp(RespCtx *ctx);
+flush_mcp(RespCtx *ctx, gboolean force);
 
 static void
 add_text(RespCtx *ctx, const gchar *delta)
@@ -393,20 +393,25 @@ find_tool_result(RespCtx *ctx, const gchar *call_id)
 }
 
 /* Calls whose result came: their item is done once the transcript holds
- * the result, which is after the step's last call returns. */
+ * the result, which is after the step's last call returns; @force: at the
+ * end, whatever the transcript holds. */
 static void
-flush_mcp(RespCtx *ctx)
+flush_mcp(RespCtx *ctx, gboolean force)
 {
-	while (ctx->mcp_pending->len > 0) {
-		McpItem *item = g_ptr_array_index(ctx->mcp_pending, 0);
+	for (guint i = 0; i < ctx->mcp_pending->len;) {
+		McpItem *item = g_ptr_array_index(ctx->mcp_pending, i);
 		g_autofree gchar *output = find_tool_result(ctx, item->call_id);
 
+		if (output == NULL && !force) {
+			i++;
+			continue;
+		}
 		if (output == NULL)
 			output = g_strdup("");
 		item_done(ctx,
 			  item->index,
 			  mcp_item_json(item, item->is_error ? "failed" : "completed", output));
-		g_ptr_array_remove_index(ctx->mcp_pending, 0);
+		g_ptr_array_remove_index(ctx->mcp_pending, i);
 		g_ptr_array_remove(ctx->mcp_open, item);
 	}
 }
@@ -483,7 +488,7 @@ on_turn_delta(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data)
 {
 	RespCtx *ctx = user_data;
 
-	flush_mcp(ctx);
+	flush_mcp(ctx, FALSE);
 	if (delta->reasoning != NULL && *delta->reasoning != '\0')
 		add_reasoning(ctx, delta->reasoning);
 	if (delta->content != NULL && *delta->content != '\0')
@@ -499,7 +504,7 @@ on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data
 	JsonObject *event;
 	const gchar *type;
 
-	flush_mcp(ctx);
+	flush_mcp(ctx, FALSE);
 	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
 		return;
 	event = json_node_get_object(node);
@@ -583,7 +588,7 @@ close_items(RespCtx *ctx, gboolean with_calls)
 	if (ctx->closed)
 		return;
 	ctx->closed = TRUE;
-	flush_mcp(ctx);
+	flush_mcp(ctx, TRUE);
 	close_reasoning(ctx);
 	close_text(ctx);
 	/* calls without a result (a cancelled or failed turn) */

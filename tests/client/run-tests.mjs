@@ -22,7 +22,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
@@ -1221,6 +1221,76 @@ test('Vercel AI SDK: the default openai(...) provider speaks Responses', async (
   assert.equal(text, 'streamed words');
   assert.equal(await s.finishReason, 'stop');
   assert.deepEqual(paths, ['/api/v1/responses', '/api/v1/responses']);
+});
+
+test('OpenAI Agents SDK: run() on its Responses model, with a function tool', async (skip) => {
+  let agents, zod;
+  try {
+    agents = await import('@openai/agents');
+    zod = await import('zod');
+  } catch (e) {
+    if (e.code === 'ERR_MODULE_NOT_FOUND') skip('@openai/agents is not installed (npm ci)');
+    throw e;
+  }
+  const { Agent, run, tool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } = agents;
+  const paths = [];
+  const watching = (input, init) => {
+    paths.push(new URL(typeof input === 'string' ? input : input.url).pathname);
+    return fetch(input, init);
+  };
+  setTracingDisabled(true);
+  setDefaultOpenAIClient(client(ctx.token, { fetch: watching }));
+  setOpenAIAPI('responses');
+  const plain = new Agent({ name: 'Echo', model: ctx.agent, instructions: 'Repeat the user.' });
+  const result = await run(plain, 'Hello from the Agents SDK');
+  assert.equal(result.finalOutput, 'Hello from the Agents SDK');
+
+  const calls = [];
+  const getWeather = tool({
+    name: 'get_weather',
+    description: 'The weather in a city',
+    parameters: zod.z.object({ city: zod.z.string() }),
+    execute: async ({ city }) => {
+      calls.push(city);
+      return `sunny in ${city}`;
+    },
+  });
+  const withTool = new Agent({ name: 'Weather', model: ctx.agent, tools: [getWeather] });
+  const answered = await run(withTool, '/tool get_weather {"city":"Paris"}');
+  assert.deepEqual(calls, ['Paris']);
+  assert.equal(answered.finalOutput, 'sunny in Paris');
+  assert.ok(paths.length >= 3 && paths.every((p) => p === '/api/v1/responses'), paths.join(' '));
+});
+
+test('responses: a real MCP server (server-everything): mcp_call items come back whole', async (skip) => {
+  const script = join(import.meta.dirname, '..', 'mcp', 'node_modules', '@modelcontextprotocol',
+                      'server-everything', 'dist', 'index.js');
+  if (!existsSync(script)) skip('the MCP reference servers are not installed (cd tests/mcp && npm ci)');
+  const servers = JSON.stringify({ mcpServers: { everything: { command: 'node', args: [script, 'stdio'] } } });
+  const out = await gdbus(
+    `${BUS_NAME}.Admin.CreateAgent`,
+    `{'name': <'everything'>, 'provider': <'echo'>, 'mcp_servers': <${gstr(servers)}>}`,
+  );
+  const agent = out.match(/\('(agt_\w+)',\)/)[1];
+  const c = client(ctx.token);
+  const prompt = '/tool everything__echo {"message":"hi"}\n/tool everything__get-sum {"a":2,"b":40}';
+  const r = await c.responses.create({ model: agent, input: prompt });
+  const calls = r.output.filter((i) => i.type === 'mcp_call');
+  assert.equal(calls.length, 2);
+  assert.deepEqual(calls.map((i) => [i.server_label, i.name]),
+                   [['everything', 'echo'], ['everything', 'get-sum']]);
+  assert.deepEqual(JSON.parse(calls[0].arguments), { message: 'hi' });
+  assert.equal(calls[0].output, 'Echo: hi');
+  assert.ok(calls[1].output.includes('42'), calls[1].output);
+  assert.ok(calls.every((i) => i.error === null && i.status === 'completed'));
+  // streamed, the same items, whole in finalResponse()
+  const stream = c.responses.stream({ model: agent, input: prompt });
+  const final = await stream.finalResponse();
+  assert.deepEqual(final.output.filter((i) => i.type === 'mcp_call').map((i) => i.output),
+                   calls.map((i) => i.output));
+  // and stored so
+  const got = await c.responses.retrieve(r.id);
+  assert.deepEqual(got.output.filter((i) => i.type === 'mcp_call'), calls);
 });
 
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {

@@ -967,6 +967,32 @@ test_mcp_call(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(output_text(response), ==, "hello from a tool");
 }
 
+/* two calls in one step: each item done with its own output */
+static void
+test_mcp_parallel(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_mcp_agent(f);
+	const gchar *prompt =
+	    "/tool fake__echo {\"text\":\"one\"}\n/tool fake__echo {\"text\":\"two\"}";
+	g_autofree gchar *body = text_body(agent, prompt, NULL);
+	g_autofree gchar *stream_body = text_body(agent, prompt, ",\"stream\":true");
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	g_autoptr(ConfabTestResponse) s = post(f, f->token, stream_body);
+	g_autoptr(GPtrArray) events = stream_events(s);
+	JsonNode *response = confab_test_json_get(last_event(events)->data, "response");
+	JsonNode *both[] = {r->json, response};
+
+	for (guint i = 0; i < G_N_ELEMENTS(both); i++) {
+		JsonObject *a = output_item(both[i], "mcp_call", 0);
+		JsonObject *b = output_item(both[i], "mcp_call", 1);
+		g_assert_nonnull(a);
+		g_assert_nonnull(b);
+		g_assert_cmpstr(json_object_get_string_member(a, "output"), ==, "one");
+		g_assert_cmpstr(json_object_get_string_member(b, "output"), ==, "two");
+	}
+	g_assert_cmpuint(count_events(events, "response.mcp_call.completed"), ==, 2);
+}
+
 /* ---------- an upstream: reasoning, length, failures ---------- */
 
 typedef struct {
@@ -1381,6 +1407,12 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_disconnect,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/mcp-parallel",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_mcp_parallel,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();
