@@ -72,7 +72,16 @@ typedef struct {
 	ConfabResponsesRequest *request;
 	JsonArray *messages; /* unowned: the Chat Completions messages */
 	JsonObject *calls;   /* unowned: the assistant message taking function calls */
+	GArray *origin;	     /* owned: guint, the input item of each message */
+	guint item;	     /* the input item being translated; G_MAXUINT: a string */
 } Input;
+
+static void
+add_message(Input *in, JsonObject *msg)
+{
+	json_array_add_object_element(in->messages, msg);
+	g_array_append_val(in->origin, in->item);
+}
 
 /* A content part of a message item, as a Chat Completions part. */
 static JsonObject *
@@ -199,7 +208,7 @@ translate_message(Input *in, JsonObject *item, const gchar *param, GError **erro
 		json_object_unref(msg);
 		return fail(error, p, "content must be a string or an array of content parts");
 	}
-	json_array_add_object_element(in->messages, msg);
+	add_message(in, msg);
 	/* function calls right after an assistant's text join its message */
 	in->calls = g_str_equal(role, "assistant") ? msg : NULL;
 	return TRUE;
@@ -222,7 +231,7 @@ translate_function_call(Input *in, JsonObject *item, const gchar *param, GError 
 		in->calls = json_object_new();
 		json_object_set_string_member(in->calls, "role", "assistant");
 		json_object_set_null_member(in->calls, "content");
-		json_array_add_object_element(in->messages, in->calls);
+		add_message(in, in->calls);
 	}
 	calls = member(in->calls, "tool_calls");
 	if (calls == NULL) {
@@ -277,7 +286,7 @@ translate_function_call_output(Input *in, JsonObject *item, const gchar *param, 
 	json_object_set_string_member(msg, "role", "tool");
 	json_object_set_string_member(msg, "tool_call_id", call_id);
 	json_object_set_string_member(msg, "content", text->str);
-	json_array_add_object_element(in->messages, msg);
+	add_message(in, msg);
 	g_ptr_array_add(in->request->call_ids, g_strdup(call_id));
 	in->calls = NULL;
 	return TRUE;
@@ -292,7 +301,7 @@ translate_input(Input *in, JsonNode *input, GError **error)
 		JsonObject *msg = json_object_new();
 		json_object_set_string_member(msg, "role", "user");
 		json_object_set_member(msg, "content", json_node_copy(input));
-		json_array_add_object_element(in->messages, msg);
+		add_message(in, msg);
 		return TRUE;
 	}
 	if (input == NULL || !JSON_NODE_HOLDS_ARRAY(input))
@@ -306,6 +315,7 @@ translate_input(Input *in, JsonNode *input, GError **error)
 
 		if (!JSON_NODE_HOLDS_OBJECT(node))
 			return fail(error, param, "Each input item must be an object");
+		in->item = i;
 		item = json_node_get_object(node);
 		type = member_string(item, "type");
 		if (type == NULL && !node_is_null(member(item, "type"))) {
@@ -669,16 +679,37 @@ confab_responses_request_new(void)
 	return request;
 }
 
-/* the chat parser's params name messages: the client sent input */
+/* The chat parser's params name messages[N]: the client sent input items,
+ * and item N is not always message N. */
 static void
-rename_param(GError *error)
+rename_param(GError *error, GArray *origin)
 {
 	const gchar *param = confab_error_get_param(error);
 	g_autofree gchar *renamed = NULL;
+	const gchar *rest;
+	gchar *end = NULL;
+	guint64 n;
 
 	if (param == NULL || !g_str_has_prefix(param, "messages"))
 		return;
-	renamed = g_strconcat("input", param + strlen("messages"), NULL);
+	rest = param + strlen("messages");
+	if (rest[0] == '[') {
+		n = g_ascii_strtoull(rest + 1, &end, 10);
+		if (end != NULL && *end == ']' && n < origin->len) {
+			guint item = g_array_index(origin, guint, n);
+			rest = end + 1;
+			/* a string input: its one message is the input */
+			if (item == G_MAXUINT) {
+				if (g_str_has_prefix(rest, ".content"))
+					rest += strlen(".content");
+				renamed = g_strconcat("input", rest, NULL);
+			} else {
+				renamed = g_strdup_printf("input[%u]%s", item, rest);
+			}
+		}
+	}
+	if (renamed == NULL)
+		renamed = g_strconcat("input", rest, NULL);
 	confab_error_set_param(error, renamed);
 }
 
@@ -706,7 +737,8 @@ confab_responses_request_parse(const gchar *data,
 	JsonArray *messages = json_array_new();
 	JsonObject *root;
 	JsonNode *model;
-	Input in = {request, messages, NULL};
+	g_autoptr(GArray) origin = g_array_new(FALSE, FALSE, sizeof(guint));
+	Input in = {request, messages, NULL, origin, G_MAXUINT};
 
 	json_object_set_array_member(chat, "messages", messages);
 	root_node = confab_json_parse(data, len, limits->max_depth, error);
@@ -761,7 +793,7 @@ confab_responses_request_parse(const gchar *data,
 							  &chat_error);
 	}
 	if (request->chat == NULL) {
-		rename_param(chat_error);
+		rename_param(chat_error, origin);
 		g_propagate_error(error, g_steal_pointer(&chat_error));
 		return NULL;
 	}
