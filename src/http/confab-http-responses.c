@@ -72,6 +72,8 @@ typedef struct {
 	GPtrArray *mcp_pending;		 /* unowned: McpItem of mcp_open with a result */
 	guint n_messages;		 /* message items so far */
 	guint n_reasoning;		 /* reasoning items so far */
+	guint n_mcp;			 /* mcp_call items so far */
+	guint n_fc;			 /* function_call items so far */
 	ConfabPrincipal *principal;	 /* owned, until the turn takes it */
 	gboolean session_is_new;	 /* the turn starts a conversation (or a fork) */
 	GError *run_error; /* owned: how the turn ended, while store: false cleans up */
@@ -112,19 +114,15 @@ on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 }
 
 /*
- * Output items' ids follow from the answer's and the calls' ids, so that
- * the stored response (GET) names its items as the live one did: the first
- * message item is the assistant message (msg_…), the next ones msg_…_N;
- * reasoning rs_ + the message id's 26 characters (_N); calls mcp_ or fc_ +
- * the call id.
+ * An output item's id is its type's prefix, the response id's 26
+ * characters and its rank among the response's items of that type
+ * (msg_…_0, rs_…_0, mcp_…_1, fc_…_0): the stored response (GET) names its
+ * items as the live one did, and an `item_reference` names its response.
  */
 static gchar *
-numbered_id(const gchar *prefix, const gchar *message_id, guint n)
+item_id(const gchar *prefix, const gchar *response_id, guint n)
 {
-	const gchar *body = message_id != NULL && strlen(message_id) > 4 ? message_id + 4 : "";
-	if (n == 0)
-		return g_strconcat(prefix, body, NULL);
-	return g_strdup_printf("%s%s_%u", prefix, body, n);
+	return g_strdup_printf("%s%s_%u", prefix, response_id + strlen(CONFAB_PREFIX_RESPONSE), n);
 }
 
 /* ---------- events ---------- */
@@ -239,9 +237,7 @@ add_reasoning(RespCtx *ctx, const gchar *delta)
 	if (ctx->reasoning_index < 0) {
 		g_autofree gchar *item = NULL;
 		ctx->reasoning_index = reserve_item(ctx);
-		ctx->reasoning_id = numbered_id("rs_",
-						confab_turn_get_assistant_message_id(ctx->turn),
-						ctx->n_reasoning++);
+		ctx->reasoning_id = item_id("rs_", ctx->response_id, ctx->n_reasoning++);
 		item = reasoning_item(ctx->reasoning_id, NULL);
 		item_added(ctx, ctx->reasoning_index, item);
 		f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
@@ -318,9 +314,7 @@ add_text(RespCtx *ctx, const gchar *delta)
 			return;
 		close_reasoning(ctx);
 		ctx->text_index = reserve_item(ctx);
-		ctx->text_id = numbered_id(CONFAB_PREFIX_MESSAGE,
-					   confab_turn_get_assistant_message_id(ctx->turn),
-					   ctx->n_messages++);
+		ctx->text_id = item_id(CONFAB_PREFIX_MESSAGE, ctx->response_id, ctx->n_messages++);
 		item = message_item(ctx->text_id, "in_progress", NULL);
 		item_added(ctx, ctx->text_index, item);
 		f = item_fields(ctx->text_id, ctx->text_index);
@@ -442,7 +436,7 @@ mcp_called(RespCtx *ctx, JsonObject *event)
 	item->call_id = g_strdup(confab_json_get_string(event, "id"));
 	if (item->call_id == NULL)
 		item->call_id = g_strdup("");
-	item->item_id = g_strconcat("mcp_", item->call_id, NULL);
+	item->item_id = item_id("mcp_", ctx->response_id, ctx->n_mcp++);
 	/* the model sees SERVER__tool */
 	item->server = sep != NULL ? g_strndup(name, sep - name) : g_strdup("");
 	item->name = g_strdup(sep != NULL ? sep + 2 : (name != NULL ? name : ""));
@@ -561,7 +555,7 @@ add_function_calls(RespCtx *ctx)
 
 		if (call_id == NULL || name == NULL)
 			continue;
-		id = g_strconcat("fc_", call_id, NULL);
+		id = item_id("fc_", ctx->response_id, ctx->n_fc++);
 		if (args == NULL)
 			args = "";
 		index = reserve_item(ctx);
@@ -1213,6 +1207,45 @@ conversation_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				       ctx);
 }
 
+/* The request is whole: on to the conversation it continues, or a new one. */
+static void
+route(RespCtx *ctx)
+{
+	ConfabStore *store = confab_engine_get_store(ctx->engine);
+	const gchar *conversation;
+	GError *error = NULL;
+
+	if (ctx->request->previous_response_id != NULL) {
+		if (!confab_id_is_valid(ctx->request->previous_response_id,
+					CONFAB_PREFIX_RESPONSE)) {
+			refuse(ctx, response_not_found(ctx->request->previous_response_id));
+			return;
+		}
+		confab_store_get_response_async(store,
+						ctx->request->previous_response_id,
+						NULL,
+						previous_cb,
+						ctx);
+		return;
+	}
+	/* conversation (or metadata.session_id): the turn checks the session;
+	 * function call outputs must answer its last answer's calls */
+	conversation = ctx->request->chat->session_id;
+	if (conversation != NULL && ctx->request->call_ids->len > 0 &&
+	    confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
+		confab_store_get_session_async(store, conversation, NULL, conversation_cb, ctx);
+		return;
+	}
+	if (conversation == NULL && !check_call_outputs(ctx, NULL, &error)) {
+		refuse(ctx, error);
+		return;
+	}
+	start_turn(ctx, NULL, NULL);
+}
+
+static void
+resolve_references(RespCtx *ctx);
+
 /**
  * confab_http_responses_create:
  * @engine: the engine
@@ -1236,8 +1269,6 @@ confab_http_responses_create(ConfabEngine *engine,
 	g_autoptr(ConfabResponsesRequest) request = NULL;
 	g_autoptr(GBytes) bytes = confab_http_exchange_steal_body(exchange);
 	g_autoptr(GError) error = NULL;
-	ConfabStore *store = confab_engine_get_store(engine);
-	const gchar *conversation;
 	RespCtx *ctx;
 
 	request = confab_responses_request_parse(g_bytes_get_data(bytes, NULL),
@@ -1265,34 +1296,11 @@ confab_http_responses_create(ConfabEngine *engine,
 	ctx->principal = g_steal_pointer(&owned_principal);
 	ctx->request = g_steal_pointer(&request);
 	confab_http_exchange_set_gone_func(exchange, on_client_gone, ctx);
-
-	if (ctx->request->previous_response_id != NULL) {
-		if (!confab_id_is_valid(ctx->request->previous_response_id,
-					CONFAB_PREFIX_RESPONSE)) {
-			refuse(ctx, response_not_found(ctx->request->previous_response_id));
-			return;
-		}
-		confab_store_get_response_async(store,
-						ctx->request->previous_response_id,
-						NULL,
-						previous_cb,
-						ctx);
+	if (ctx->request->references->len > 0) {
+		resolve_references(ctx);
 		return;
 	}
-	/* conversation (or metadata.session_id): the turn checks the session;
-	 * function call outputs must answer its last answer's calls */
-	conversation = ctx->request->chat->session_id;
-	if (conversation != NULL && ctx->request->call_ids->len > 0 &&
-	    confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
-		confab_store_get_session_async(store, conversation, NULL, conversation_cb, ctx);
-		return;
-	}
-	if (conversation == NULL && !check_call_outputs(ctx, NULL, &error)) {
-		confab_http_response_error(exchange, error);
-		resp_ctx_free(ctx);
-		return;
-	}
-	start_turn(ctx, NULL, NULL);
+	route(ctx);
 }
 
 /* ---------- stored responses: GET, DELETE, input_items ---------- */
@@ -1329,12 +1337,11 @@ stored_error(Stored *st, GError *error)
 
 /* The output items of a stored answer, from its content blocks. */
 static void
-append_stored_output(GString *out, ConfabMessage *answer)
+append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 {
 	g_autoptr(JsonNode) node = NULL;
 	JsonArray *blocks;
-	const gchar *id = confab_message_get_id(answer);
-	guint n_messages = 0, n_reasoning = 0;
+	guint n_messages = 0, n_reasoning = 0, n_mcp = 0, n_fc = 0;
 	gboolean first = TRUE;
 
 	node = confab_json_from_string(confab_message_get_content_blocks(answer));
@@ -1347,19 +1354,17 @@ append_stored_output(GString *out, ConfabMessage *answer)
 		g_autofree gchar *item = NULL;
 
 		if (g_strcmp0(type, "text") == 0) {
-			g_autofree gchar *item_id =
-			    numbered_id(CONFAB_PREFIX_MESSAGE, id, n_messages++);
-			item = message_item(item_id,
-					    "completed",
-					    confab_json_get_string(block, "text"));
+			g_autofree gchar *iid = item_id(CONFAB_PREFIX_MESSAGE, id, n_messages++);
+			item =
+			    message_item(iid, "completed", confab_json_get_string(block, "text"));
 		} else if (g_strcmp0(type, "reasoning") == 0) {
-			g_autofree gchar *item_id = numbered_id("rs_", id, n_reasoning++);
-			item = reasoning_item(item_id, confab_json_get_string(block, "text"));
+			g_autofree gchar *iid = item_id("rs_", id, n_reasoning++);
+			item = reasoning_item(iid, confab_json_get_string(block, "text"));
 		} else if (g_strcmp0(type, "tool_call") == 0 &&
 			   confab_json_get_string(block, "server") == NULL) {
 			const gchar *call_id = confab_json_get_string(block, "id");
-			g_autofree gchar *item_id = g_strconcat("fc_", call_id, NULL);
-			item = function_call_item(item_id,
+			g_autofree gchar *iid = item_id("fc_", id, n_fc++);
+			item = function_call_item(iid,
 						  call_id,
 						  confab_json_get_string(block, "name"),
 						  confab_json_get_string(block, "arguments"),
@@ -1372,7 +1377,7 @@ append_stored_output(GString *out, ConfabMessage *answer)
 			g_autofree gchar *own = NULL;
 
 			mcp.call_id = (gchar *)confab_json_get_string(block, "id");
-			mcp.item_id = g_strconcat("mcp_", mcp.call_id, NULL);
+			mcp.item_id = item_id("mcp_", id, n_mcp++);
 			mcp.server = (gchar *)server;
 			own = name != NULL && g_str_has_prefix(name, server) &&
 				      g_str_has_prefix(name + strlen(server), "__")
@@ -1473,7 +1478,7 @@ stored_response_json(Stored *st)
 	confab_json_append_string(out, confab_message_get_model(first));
 	g_string_append(out, ",\"output\":[");
 	if (answer != NULL)
-		append_stored_output(out, answer);
+		append_stored_output(out, answer, st->response_id);
 	g_string_append(out,
 			"],\"parallel_tool_calls\":true,\"previous_response_id\":null,"
 			"\"conversation\":{\"id\":");
@@ -1810,4 +1815,148 @@ confab_http_responses_input_items(ConfabEngine *engine,
 				  const gchar *response_id)
 {
 	stored_begin(engine, exchange, principal, response_id, STORED_INPUT_ITEMS);
+}
+
+/* ---------- item_reference: the items of earlier responses ---------- */
+
+typedef struct {
+	RespCtx *ctx;	      /* owned until handed on */
+	GPtrArray *responses; /* owned: the response ids the references name */
+	guint next;	      /* the response being read */
+	GPtrArray *messages;  /* owned: its messages */
+	GHashTable *items;    /* owned: item id -> JsonObject */
+} Resolve;
+
+static void
+resolve_free(Resolve *r)
+{
+	if (r->ctx != NULL)
+		resp_ctx_free(r->ctx);
+	g_ptr_array_unref(r->responses);
+	g_clear_pointer(&r->messages, g_ptr_array_unref);
+	g_hash_table_unref(r->items);
+	g_free(r);
+}
+
+static void
+resolve_next(Resolve *r);
+
+/* The caller's response: its output items, by id. */
+static void
+resolve_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Resolve *r = user_data;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+	const gchar *response_id = g_ptr_array_index(r->responses, r->next);
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	if (session != NULL && session_is_callers(session, r->ctx->principal)) {
+		ConfabMessage *answer = last_answer(r->messages);
+		g_autoptr(GString) json = g_string_new("[");
+		g_autoptr(JsonNode) node = NULL;
+
+		if (answer != NULL)
+			append_stored_output(json, answer, response_id);
+		g_string_append_c(json, ']');
+		node = confab_json_from_string(json->str);
+		for (guint i = 0;
+		     node != NULL && i < json_array_get_length(json_node_get_array(node));
+		     i++) {
+			JsonObject *item =
+			    json_array_get_object_element(json_node_get_array(node), i);
+			g_hash_table_insert(r->items,
+					    g_strdup(confab_json_get_string(item, "id")),
+					    json_object_ref(item));
+		}
+	} else if (error != NULL &&
+		   !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+		RespCtx *ctx = g_steal_pointer(&r->ctx);
+		resolve_free(r);
+		refuse(ctx, g_steal_pointer(&error));
+		return;
+	}
+	r->next++;
+	resolve_next(r);
+}
+
+static void
+resolve_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Resolve *r = user_data;
+	GError *error = NULL;
+	g_autofree gchar *session_id = NULL;
+
+	g_clear_pointer(&r->messages, g_ptr_array_unref);
+	r->messages = confab_store_get_response_finish(CONFAB_STORE(source), result, &error);
+	if (r->messages == NULL) {
+		RespCtx *ctx = g_steal_pointer(&r->ctx);
+		resolve_free(r);
+		refuse(ctx, error);
+		return;
+	}
+	if (r->messages->len == 0) {
+		r->next++;
+		resolve_next(r);
+		return;
+	}
+	session_id = g_strdup(confab_message_get_session_id(g_ptr_array_index(r->messages, 0)));
+	confab_store_get_session_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       resolve_session_cb,
+				       r);
+}
+
+static void
+resolve_next(Resolve *r)
+{
+	RespCtx *ctx;
+	GError *error = NULL;
+
+	if (r->next < r->responses->len) {
+		confab_store_get_response_async(confab_engine_get_store(r->ctx->engine),
+						g_ptr_array_index(r->responses, r->next),
+						NULL,
+						resolve_messages_cb,
+						r);
+		return;
+	}
+	ctx = g_steal_pointer(&r->ctx);
+	if (!confab_responses_request_resolve(ctx->request, r->items, &error)) {
+		resolve_free(r);
+		refuse(ctx, error);
+		return;
+	}
+	resolve_free(r);
+	route(ctx);
+}
+
+/* `item_reference` items name output items of the caller's stored
+ * responses, whose ids hold their response's (item_id()). */
+static void
+resolve_references(RespCtx *ctx)
+{
+	Resolve *r = g_new0(Resolve, 1);
+
+	r->ctx = ctx;
+	r->responses = g_ptr_array_new_with_free_func(g_free);
+	r->items = g_hash_table_new_full(g_str_hash,
+					 g_str_equal,
+					 g_free,
+					 (GDestroyNotify)json_object_unref);
+	for (guint i = 0; i < ctx->request->references->len; i++) {
+		const gchar *ref = g_ptr_array_index(ctx->request->references, i);
+		const gchar *body = strchr(ref, '_');
+		g_autofree gchar *response_id = NULL;
+
+		if (body == NULL || strlen(body + 1) < 26)
+			continue;
+		response_id = g_strdup_printf("%s%.26s", CONFAB_PREFIX_RESPONSE, body + 1);
+		if (!confab_id_is_valid(response_id, CONFAB_PREFIX_RESPONSE) ||
+		    g_ptr_array_find_with_equal_func(r->responses, response_id, g_str_equal, NULL))
+			continue;
+		g_ptr_array_add(r->responses, g_steal_pointer(&response_id));
+	}
+	resolve_next(r);
 }

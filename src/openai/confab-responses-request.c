@@ -70,10 +70,11 @@ fail(GError **error, const gchar *param, const gchar *message)
 
 typedef struct {
 	ConfabResponsesRequest *request;
-	JsonArray *messages; /* unowned: the Chat Completions messages */
-	JsonObject *calls;   /* unowned: the assistant message taking function calls */
-	GArray *origin;	     /* owned: guint, the input item of each message */
-	guint item;	     /* the input item being translated; G_MAXUINT: a string */
+	JsonArray *messages;  /* unowned: the Chat Completions messages */
+	JsonObject *calls;    /* unowned: the assistant message taking function calls */
+	GArray *origin;	      /* owned: guint, the input item of each message */
+	guint item;	      /* the input item being translated; G_MAXUINT: a string */
+	GHashTable *resolved; /* unowned, nullable: item_reference id -> JsonObject item */
 } Input;
 
 static void
@@ -321,6 +322,40 @@ translate_input(Input *in, JsonNode *input, GError **error)
 		if (type == NULL && !node_is_null(member(item, "type"))) {
 			g_autofree gchar *p = g_strdup_printf("%s.type", param);
 			return fail(error, p, "type must be a string");
+		}
+		/* an earlier output item, by its id: translated as that item */
+		if (g_strcmp0(type, "item_reference") == 0) {
+			const gchar *id = member_string(item, "id");
+			JsonObject *target;
+			if (id == NULL) {
+				g_autofree gchar *p = g_strdup_printf("%s.id", param);
+				return fail(error, p, "An item_reference needs a string id");
+			}
+			if (in->resolved == NULL) {
+				if (!g_ptr_array_find_with_equal_func(in->request->references,
+								      id,
+								      g_str_equal,
+								      NULL))
+					g_ptr_array_add(in->request->references, g_strdup(id));
+				continue;
+			}
+			target = g_hash_table_lookup(in->resolved, id);
+			if (target == NULL) {
+				g_autofree gchar *p = g_strdup_printf("%s.id", param);
+				confab_error_set_printf(
+				    error,
+				    CONFAB_ERROR_INVALID_VALUE,
+				    p,
+				    "No item '%s' in a stored response of yours",
+				    id);
+				return FALSE;
+			}
+			item = target;
+			type = member_string(item, "type");
+			/* an agent's tool call ran inside its response: the model
+			 * is not given it again */
+			if (g_strcmp0(type, "mcp_call") == 0)
+				continue;
 		}
 		/* an item with a role and no type is a message */
 		if (type == NULL || g_str_equal(type, "message")) {
@@ -676,6 +711,7 @@ confab_responses_request_new(void)
 	request->call_ids = g_ptr_array_new_with_free_func(g_free);
 	request->input_calls = g_ptr_array_new_with_free_func(g_free);
 	request->approval_ids = g_ptr_array_new_with_free_func(g_free);
+	request->references = g_ptr_array_new_with_free_func(g_free);
 	return request;
 }
 
@@ -713,63 +749,30 @@ rename_param(GError *error, GArray *origin)
 	confab_error_set_param(error, renamed);
 }
 
-/**
- * confab_responses_request_parse:
- * @data: the request body
- * @len: its length
- * @limits: the limits to enforce, the same as for chat completions
- * @error: return location for a #GError; a CONFAB_ERROR with a param
- *
- * Returns: (transfer full): the validated request
- */
-ConfabResponsesRequest *
-confab_responses_request_parse(const gchar *data,
-			       gsize len,
-			       const ConfabChatLimits *limits,
-			       GError **error)
+/* Translates the input (with @resolved references, if any) and checks the
+ * Chat Completions request it makes. */
+static gboolean
+build_chat(ConfabResponsesRequest *request, GHashTable *resolved, GError **error)
 {
-	g_autoptr(ConfabResponsesRequest) request = confab_responses_request_new();
-	g_autoptr(JsonNode) root_node = NULL;
-	g_autoptr(JsonObject) chat = json_object_new();
+	g_autoptr(JsonObject) chat = json_object_ref(request->chat_params);
 	g_autoptr(JsonNode) chat_node = NULL;
 	g_autofree gchar *chat_json = NULL;
 	g_autoptr(GError) chat_error = NULL;
 	JsonArray *messages = json_array_new();
-	JsonObject *root;
-	JsonNode *model;
 	g_autoptr(GArray) origin = g_array_new(FALSE, FALSE, sizeof(guint));
-	Input in = {request, messages, NULL, origin, G_MAXUINT};
+	Input in = {request, messages, NULL, origin, G_MAXUINT, resolved};
+	ConfabChatLimits chat_limits = request->limits;
 
 	json_object_set_array_member(chat, "messages", messages);
-	root_node = confab_json_parse(data, len, limits->max_depth, error);
-	if (root_node == NULL)
-		return NULL;
-	if (!JSON_NODE_HOLDS_OBJECT(root_node)) {
-		confab_error_set(error,
-				 CONFAB_ERROR_INVALID_JSON,
-				 NULL,
-				 "The request body must be a JSON object");
-		return NULL;
-	}
-	root = json_node_get_object(root_node);
-	model = member(root, "model");
-	if (node_is_null(model)) {
-		confab_error_set(error,
-				 CONFAB_ERROR_MISSING_MODEL,
-				 "model",
-				 "You must provide a model parameter: the agent id");
-		return NULL;
-	}
-	json_object_set_member(chat, "model", json_node_copy(model));
-	copy_members(root, chat, request->echo);
-	if (!parse_conversation(request, root, error) || !parse_own(request, root, chat, error))
-		return NULL;
-	if (!translate_input(&in, member(root, "input"), error))
-		return NULL;
-	if (json_array_get_length(messages) == 0 && request->approval_ids->len == 0) {
-		fail(error, "input", "input must not be empty");
-		return NULL;
-	}
+	g_ptr_array_set_size(request->call_ids, 0);
+	g_ptr_array_set_size(request->input_calls, 0);
+	g_ptr_array_set_size(request->approval_ids, 0);
+	if (!translate_input(&in, member(json_node_get_object(request->root), "input"), error))
+		return FALSE;
+	if (resolved == NULL && request->references->len > 0)
+		return TRUE; /* the caller resolves them, then comes back */
+	if (json_array_get_length(messages) == 0 && request->approval_ids->len == 0)
+		return fail(error, "input", "input must not be empty");
 	/* approval requests come with the approvals of a later issue: none
 	 * exists yet */
 	if (request->approval_ids->len > 0) {
@@ -778,26 +781,96 @@ confab_responses_request_parse(const gchar *data,
 					"input",
 					"Unknown approval request '%s'",
 					(const gchar *)g_ptr_array_index(request->approval_ids, 0));
-		return NULL;
+		return FALSE;
 	}
 
 	chat_node = json_node_init_object(json_node_alloc(), chat);
 	chat_json = confab_json_to_string(chat_node);
 	/* the translation adds two levels at most (input → messages) */
-	{
-		ConfabChatLimits chat_limits = *limits;
-		chat_limits.max_depth += 2;
-		request->chat = confab_chat_request_parse(chat_json,
-							  strlen(chat_json),
-							  &chat_limits,
-							  &chat_error);
-	}
+	chat_limits.max_depth += 2;
+	request->chat =
+	    confab_chat_request_parse(chat_json, strlen(chat_json), &chat_limits, &chat_error);
 	if (request->chat == NULL) {
 		rename_param(chat_error, origin);
 		g_propagate_error(error, g_steal_pointer(&chat_error));
+		return FALSE;
+	}
+	g_clear_pointer(&request->root, json_node_unref);
+	g_clear_pointer(&request->chat_params, json_object_unref);
+	return TRUE;
+}
+
+/**
+ * confab_responses_request_parse:
+ * @data: the request body
+ * @len: its length
+ * @limits: the limits to enforce, the same as for chat completions
+ * @error: return location for a #GError; a CONFAB_ERROR with a param
+ *
+ * Returns: (transfer full): the validated request; when its input has
+ *   `item_reference` items (@references not empty), its @chat is %NULL
+ *   until confab_responses_request_resolve() gives the items they name
+ */
+ConfabResponsesRequest *
+confab_responses_request_parse(const gchar *data,
+			       gsize len,
+			       const ConfabChatLimits *limits,
+			       GError **error)
+{
+	g_autoptr(ConfabResponsesRequest) request = confab_responses_request_new();
+	JsonObject *root;
+	JsonNode *model;
+
+	request->limits = *limits;
+	request->root = confab_json_parse(data, len, limits->max_depth, error);
+	if (request->root == NULL)
+		return NULL;
+	if (!JSON_NODE_HOLDS_OBJECT(request->root)) {
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_JSON,
+				 NULL,
+				 "The request body must be a JSON object");
 		return NULL;
 	}
+	root = json_node_get_object(request->root);
+	model = member(root, "model");
+	if (node_is_null(model)) {
+		confab_error_set(error,
+				 CONFAB_ERROR_MISSING_MODEL,
+				 "model",
+				 "You must provide a model parameter: the agent id");
+		return NULL;
+	}
+	request->chat_params = json_object_new();
+	json_object_set_member(request->chat_params, "model", json_node_copy(model));
+	copy_members(root, request->chat_params, request->echo);
+	if (!parse_conversation(request, root, error) ||
+	    !parse_own(request, root, request->chat_params, error))
+		return NULL;
+	if (!build_chat(request, NULL, error))
+		return NULL;
 	return g_steal_pointer(&request);
+}
+
+/**
+ * confab_responses_request_resolve:
+ * @request: a request whose @references are not resolved yet
+ * @items: (element-type utf8 JsonObject): the output items of the caller's
+ *   stored responses, by id, that @references name (those not found are
+ *   missing)
+ * @error: return location for a #GError
+ *
+ * Translates the input with each `item_reference` replaced by the item it
+ * names (an unknown one is 400 `invalid_value`).
+ *
+ * Returns: %TRUE when @request->chat is ready
+ */
+gboolean
+confab_responses_request_resolve(ConfabResponsesRequest *request, GHashTable *items, GError **error)
+{
+	g_return_val_if_fail(request != NULL && request->chat == NULL, FALSE);
+	g_return_val_if_fail(items != NULL, FALSE);
+	return build_chat(request, items, error);
 }
 
 void
@@ -813,5 +886,8 @@ confab_responses_request_free(ConfabResponsesRequest *request)
 	g_ptr_array_unref(request->call_ids);
 	g_ptr_array_unref(request->input_calls);
 	g_ptr_array_unref(request->approval_ids);
+	g_ptr_array_unref(request->references);
+	g_clear_pointer(&request->root, json_node_unref);
+	g_clear_pointer(&request->chat_params, json_object_unref);
 	g_free(request);
 }

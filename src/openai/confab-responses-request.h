@@ -30,6 +30,12 @@ G_BEGIN_DECLS
  *   item of the input
  * @approval_ids: (element-type utf8): the `approval_request_id` of each
  *   `mcp_approval_response` item
+ * @references: (element-type utf8): the ids `item_reference` items name,
+ *   each once; while not resolved, @chat is %NULL
+ * @root: (nullable): the body, until @chat is made
+ * @chat_params: (nullable): the Chat Completions request but its messages,
+ *   until @chat is made
+ * @limits: the limits the body was parsed with
  *
  * A POST /api/v1/responses body, checked whole before anything is stored.
  */
@@ -43,6 +49,10 @@ typedef struct {
 	GPtrArray *call_ids;
 	GPtrArray *input_calls;
 	GPtrArray *approval_ids;
+	GPtrArray *references;
+	JsonNode *root;
+	JsonObject *chat_params;
+	ConfabChatLimits limits;
 } ConfabResponsesRequest;
 
 ConfabResponsesRequest *
@@ -50,6 +60,10 @@ confab_responses_request_parse(const gchar *data,
 			       gsize len,
 			       const ConfabChatLimits *limits,
 			       GError **error);
+gboolean
+confab_responses_request_resolve(ConfabResponsesRequest *request,
+				 GHashTable *items,
+				 GError **error);
 void
 confab_responses_request_free(ConfabResponsesRequest *request);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabResponsesRequest, confab_responses_request_free)

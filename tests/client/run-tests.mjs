@@ -1207,8 +1207,10 @@ test('Vercel AI SDK: the default openai(...) provider speaks Responses', async (
     throw e;
   }
   const paths = [];
+  const bodies = [];
   const watching = (input, init) => {
     paths.push(new URL(typeof input === 'string' ? input : input.url).pathname);
+    bodies.push(String(init?.body ?? ''));
     return fetch(input, init);
   };
   const openai = openaiProvider({ baseURL: `${ctx.url}/api/v1`, apiKey: ctx.token, fetch: watching });
@@ -1221,6 +1223,37 @@ test('Vercel AI SDK: the default openai(...) provider speaks Responses', async (
   assert.equal(text, 'streamed words');
   assert.equal(await s.finishReason, 'stop');
   assert.deepEqual(paths, ['/api/v1/responses', '/api/v1/responses']);
+
+  // a client tool over two steps: the second sends the call back as an
+  // item_reference (store: true), then its output
+  const { z } = await import('zod');
+  const calls = [];
+  const steps = await ai.generateText({
+    model: openai(ctx.agent),
+    prompt: '/tool get_weather {"city":"Oslo"}',
+    tools: {
+      get_weather: ai.tool({
+        description: 'The weather in a city',
+        inputSchema: z.object({ city: z.string() }),
+        execute: async ({ city }) => { calls.push(city); return `snow in ${city}`; },
+      }),
+    },
+    stopWhen: ai.stepCountIs(3),
+    maxRetries: 0,
+  });
+  assert.deepEqual(calls, ['Oslo']);
+  assert.equal(steps.steps.length, 2);
+  // the next turn with the history the SDK kept: its earlier output items
+  // go back as item_reference items (store: true)
+  const next = await ai.generateText({
+    model: openai(ctx.agent),
+    messages: [...steps.response.messages, { role: 'user', content: 'and tomorrow?' }],
+    maxRetries: 0,
+  });
+  assert.equal(next.text, 'and tomorrow?');
+  assert.ok(bodies[bodies.length - 1].includes('"item_reference"'),
+            `the history went back by reference: ${bodies[bodies.length - 1]}`);
+  assert.equal(steps.text, 'snow in Oslo');
 });
 
 test('OpenAI Agents SDK: run() on its Responses model, with a function tool', async (skip) => {

@@ -869,6 +869,71 @@ test_function_call_previous(Fixture *f, gconstpointer data)
 	}
 }
 
+/* item_reference: earlier output items by their ids, as the AI SDK sends
+ * them (store: true) instead of the items themselves */
+static void
+test_item_reference(Fixture *f, gconstpointer data)
+{
+	const gchar *tools = ",\"tools\":[{\"type\":\"function\",\"name\":\"get_weather\","
+			     "\"parameters\":{\"type\":\"object\"}}]";
+	g_autofree gchar *body =
+	    text_body(f->agent, "/tool get_weather {\"city\":\"Paris\"}", tools);
+	g_autoptr(ConfabTestResponse) r = post(f, f->token, body);
+	JsonObject *call = output_item(r->json, "function_call", 0);
+	g_autofree gchar *body2 = NULL;
+	g_autofree gchar *body3 = NULL;
+	g_autofree gchar *body4 = NULL;
+	g_autoptr(ConfabTestResponse) r2 = NULL;
+	g_autoptr(ConfabTestResponse) r3 = NULL;
+	g_autoptr(ConfabTestResponse) r4 = NULL;
+	g_autoptr(ConfabTestResponse) bob_r = NULL;
+	g_autofree gchar *bob = NULL;
+
+	g_assert_nonnull(call);
+	body2 = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":[{\"role\":\"user\",\"content\":\"/tool get_weather "
+	    "{\\\"city\\\":\\\"Paris\\\"}\"},{\"type\":\"item_reference\",\"id\":\"%s\"},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"%s\",\"output\":\"misty\"}]%s}",
+	    f->agent,
+	    json_object_get_string_member(call, "id"),
+	    json_object_get_string_member(call, "call_id"),
+	    tools);
+	r2 = post(f, f->token, body2);
+	g_assert_cmpuint(r2->status, ==, 200);
+	g_assert_cmpstr(output_text(r2->json), ==, "misty");
+
+	/* a message item: the assistant's earlier words */
+	body3 =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":[{\"role\":\"user\",\"content\":\"hi\"},"
+			    "{\"type\":\"item_reference\",\"id\":\"%s\"},"
+			    "{\"role\":\"user\",\"content\":\"again\"}]}",
+			    f->agent,
+			    confab_test_json_string(r2->json, "output.0.id"));
+	r3 = post(f, f->token, body3);
+	g_assert_cmpuint(r3->status, ==, 200);
+	g_assert_cmpstr(output_text(r3->json), ==, "again");
+	{
+		g_autoptr(ConfabTestResponse) m =
+		    get_messages(f, confab_test_json_string(r3->json, "conversation.id"));
+		g_assert_cmpstr(confab_test_json_string(m->json, "data.1.role"), ==, "assistant");
+		g_assert_cmpstr(confab_test_json_string(m->json, "data.1.content.0.text"),
+				==,
+				"misty");
+	}
+
+	/* unknown, malformed, or another owner's: 400 naming the item */
+	body4 =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":[{\"role\":\"user\",\"content\":\"x\"},"
+			    "{\"type\":\"item_reference\",\"id\":\"msg_nope\"}]}",
+			    f->agent);
+	r4 = post(f, f->token, body4);
+	confab_test_assert_error(r4, 400, "invalid_value");
+	g_assert_cmpstr(confab_test_json_string(r4->json, "error.param"), ==, "input[1].id");
+	bob = confab_test_create_token(f->daemon, "bob", "chat.completions", NULL, NULL);
+	bob_r = post(f, bob, body3);
+	confab_test_assert_error(bob_r, 400, "invalid_value");
+}
+
 /* ---------- the agent's own tools: mcp_call ---------- */
 
 static gchar *
@@ -1413,6 +1478,12 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_mcp_parallel,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/item-reference",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_item_reference,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();

@@ -177,9 +177,12 @@ test_refused(void)
 	    {"{\"model\":\"a\"}", CONFAB_ERROR_INVALID_VALUE, "input"},
 	    {"{\"model\":\"a\",\"input\":[]}", CONFAB_ERROR_INVALID_VALUE, "input"},
 	    {"{\"model\":\"a\",\"input\":[1]}", CONFAB_ERROR_INVALID_VALUE, "input[0]"},
-	    {"{\"model\":\"a\",\"input\":[{\"type\":\"item_reference\",\"id\":\"x\"}]}",
+	    {"{\"model\":\"a\",\"input\":[{\"type\":\"web_search_call\",\"id\":\"x\"}]}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "input[0].type"},
+	    {"{\"model\":\"a\",\"input\":[{\"type\":\"item_reference\"}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "input[0].id"},
 	    {"{\"model\":\"a\",\"input\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "input[0].role"},
@@ -278,6 +281,43 @@ test_depth(void)
 	assert_refused(body->str, CONFAB_ERROR_INVALID_JSON, NULL);
 }
 
+/* item_reference: the door finds the items, then the input is translated */
+static void
+test_references(void)
+{
+	const gchar *body =
+	    "{\"model\":\"agt_x\",\"input\":[{\"role\":\"user\",\"content\":\"/tool f {}\"},"
+	    "{\"type\":\"item_reference\",\"id\":\"fc_1\"},"
+	    "{\"type\":\"item_reference\",\"id\":\"fc_1\"},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"ok\"}]}";
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabResponsesRequest) r = parse_ok(body);
+	g_autoptr(ConfabResponsesRequest) r2 = parse_ok(body);
+	g_autoptr(GHashTable) items =
+	    g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)json_object_unref);
+	g_autoptr(GHashTable) none = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(JsonNode) call = json_from_string("{\"type\":\"function_call\",\"id\":\"fc_1\","
+						    "\"call_id\":\"call_1\",\"name\":\"f\","
+						    "\"arguments\":\"{}\"}",
+						    NULL);
+
+	g_assert_null(r->chat);
+	g_assert_cmpuint(r->references->len, ==, 1);
+	g_assert_cmpstr(g_ptr_array_index(r->references, 0), ==, "fc_1");
+	g_hash_table_insert(items, (gpointer) "fc_1", json_object_ref(json_node_get_object(call)));
+	g_assert_true(confab_responses_request_resolve(r, items, &error));
+	g_assert_no_error(error);
+	g_assert_nonnull(r->chat);
+	g_assert_cmpuint(r->chat->messages->len, ==, 3);
+	g_assert_cmpstr(message_role(r, 1), ==, "assistant");
+	g_assert_cmpstr(message_role(r, 2), ==, "tool");
+	g_assert_cmpstr(g_ptr_array_index(r->input_calls, 0), ==, "call_1");
+
+	g_assert_false(confab_responses_request_resolve(r2, none, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_VALUE);
+	g_assert_cmpstr(confab_error_get_param(error), ==, "input[1].id");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -288,5 +328,6 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/responses-request/conversation", test_conversation);
 	g_test_add_func("/confab/responses-request/refused", test_refused);
 	g_test_add_func("/confab/responses-request/depth", test_depth);
+	g_test_add_func("/confab/responses-request/references", test_references);
 	return g_test_run();
 }
