@@ -78,6 +78,7 @@ typedef struct {
 	gboolean session_is_new;	 /* the turn starts a conversation (or a fork) */
 	GError *run_error; /* owned: how the turn ended, while store: false cleans up */
 	gboolean run_ok;
+	gboolean gone; /* the client left before the turn began */
 } RespCtx;
 
 static void
@@ -111,6 +112,8 @@ on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 	g_debug("the client left during its response");
 	if (ctx->turn != NULL)
 		confab_turn_cancel(ctx->turn);
+	else
+		ctx->gone = TRUE;
 }
 
 /*
@@ -939,11 +942,22 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	confab_turn_run_async(turn, run_cb, ctx);
 }
 
+static void
+refuse(RespCtx *ctx, GError *error);
+
 /* @fork: (nullable): the history of a new conversation forked from an
  * earlier response's */
 static void
 start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 {
+	/* nobody to answer: no turn, nothing counted */
+	if (ctx->gone) {
+		refuse(ctx,
+		       g_error_new_literal(CONFAB_ERROR,
+					   CONFAB_ERROR_CANCELLED,
+					   "The client left before its response began"));
+		return;
+	}
 	ctx->session_is_new = fork != NULL || ctx->request->chat->session_id == NULL;
 	ctx->turn = confab_turn_new(ctx->engine,
 				    g_steal_pointer(&ctx->principal),
