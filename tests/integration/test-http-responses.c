@@ -1365,6 +1365,40 @@ test_disconnect(Fixture *f, gconstpointer data)
 	g_assert_true(g_str_has_prefix(output_text(g->json), "tick0 "));
 }
 
+/* the same metrics as chat completions: requests by route, turns by agent */
+static void
+test_metrics(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *metrics_token =
+	    confab_test_create_token(f->daemon, "prometheus", "metrics.read", NULL, NULL);
+	g_autofree gchar *body = text_body(f->agent, "counted", NULL);
+	g_autofree gchar *stream = text_body(f->agent, "counted", ",\"stream\":true");
+	g_autoptr(ConfabTestResponse) r1 = post(f, f->token, body);
+	g_autoptr(ConfabTestResponse) r2 = post(f, f->token, stream);
+	g_autofree gchar *path =
+	    g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(r1->json, "id"));
+	g_autoptr(ConfabTestResponse) g = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_autoptr(ConfabTestResponse) m =
+	    confab_test_http(f->daemon, "GET", "/metrics", metrics_token, NULL);
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *turns = NULL;
+
+	g_assert_cmpuint(r1->status, ==, 200);
+	g_assert_cmpuint(r2->status, ==, 200);
+	g_assert_cmpuint(g->status, ==, 200);
+	g_assert_cmpuint(m->status, ==, 200);
+	text = g_strndup(g_bytes_get_data(m->body, NULL), g_bytes_get_size(m->body));
+	g_assert_nonnull(
+	    strstr(text,
+		   "confab_http_requests_total{route=\"/api/v1/responses\",code=\"200\"} 2\n"));
+	g_assert_nonnull(strstr(
+	    text,
+	    "confab_http_requests_total{route=\"/api/v1/responses/{id}\",code=\"200\"} 1\n"));
+	turns =
+	    g_strdup_printf("confab_turns_total{agent=\"%s\",status=\"completed\"} 2\n", f->agent);
+	g_assert_nonnull(strstr(text, turns));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1484,6 +1518,12 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_item_reference,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/metrics",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_metrics,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();
