@@ -1399,6 +1399,61 @@ test_metrics(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(text, turns));
 }
 
+/* the chat completions limits: the body size from Content-Length before a
+ * byte is read, files per message and their size; nothing stored, nothing
+ * counted */
+static void
+test_limits(void)
+{
+	ConfabTestDaemon *daemon = confab_test_daemon_start("[limits]\n"
+							    "max_body_bytes=65536\n"
+							    "max_file_bytes=16\n"
+							    "max_files_per_message=2\n",
+							    NULL);
+	g_autofree gchar *agent = confab_test_create_agent(daemon, "echo", "echo");
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	g_autoptr(GString) big = g_string_new(NULL);
+	g_autofree gchar *big_body = NULL;
+	g_autofree gchar *file_body = NULL;
+	g_autofree gchar *files_body = NULL;
+	g_autoptr(ConfabTestResponse) r1 = NULL;
+	g_autoptr(ConfabTestResponse) r2 = NULL;
+	g_autoptr(ConfabTestResponse) r3 = NULL;
+	g_autoptr(ConfabTestResponse) convs = NULL;
+
+	for (guint i = 0; i < 70000; i++)
+		g_string_append_c(big, 'a');
+	big_body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"%s\"}", agent, big->str);
+	r1 = confab_test_http(daemon, "POST", "/api/v1/responses", token, big_body);
+	confab_test_assert_error(r1, 413, "request_too_large");
+	file_body = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":[{\"role\":\"user\",\"content\":[{\"type\":"
+	    "\"input_file\",\"filename\":\"a\",\"file_data\":\"%s\"}]}]}",
+	    agent,
+	    "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFh");
+	r2 = confab_test_http(daemon, "POST", "/api/v1/responses", token, file_body);
+	confab_test_assert_error(r2, 400, "invalid_file");
+	g_assert_cmpstr(confab_test_json_string(r2->json, "error.param"),
+			==,
+			"input[0].content[0].file.file_data");
+	files_body =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":[{\"role\":\"user\",\"content\":["
+			    "{\"type\":\"input_image\",\"image_url\":\"https://e.org/1.png\"},"
+			    "{\"type\":\"input_image\",\"image_url\":\"https://e.org/2.png\"},"
+			    "{\"type\":\"input_image\",\"image_url\":\"https://e.org/3.png\"}]}]}",
+			    agent);
+	r3 = confab_test_http(daemon, "POST", "/api/v1/responses", token, files_body);
+	confab_test_assert_error(r3, 400, "invalid_file");
+	convs = confab_test_http(daemon, "GET", "/api/v1/conversations", token, NULL);
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(convs->json, "data"))),
+	    ==,
+	    0);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	confab_test_daemon_free(daemon);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1525,6 +1580,7 @@ main(int argc, char **argv)
 		   fixture_setup,
 		   test_metrics,
 		   fixture_teardown);
+	g_test_add_func("/confab/http-responses/limits", test_limits);
 	ret = g_test_run();
 	confab_test_finish();
 	return ret;
