@@ -1925,18 +1925,68 @@ confab_store_sqlite_delete_session(ConfabStore *store,
 
 /* ---------- reads ---------- */
 
+/* The search index keeps a conversation's text by row number, not by
+ * message: when messages leave it, it is indexed anew (queued, as a new
+ * conversation's is), so that their text is no longer found. Nothing when
+ * the index is off. */
+static gboolean
+search_reindex_session(Conn *conn, const gchar *session_id, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) on =
+	    conn_prepare(conn,
+			 "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+			 "AND name = 'search_message_queued'",
+			 error);
+	const gchar *const steps[] = {
+	    "DELETE FROM search WHERE rowid BETWEEN"
+	    "  (SELECT doc << " SEARCH_ROW_BITS " FROM search_docs WHERE session_id = ?1)"
+	    "  AND (SELECT (doc << " SEARCH_ROW_BITS ") | (" SEARCH_MAX_ROWS " - 1)"
+	    "    FROM search_docs WHERE session_id = ?1)",
+	    "DELETE FROM search_docs WHERE session_id = ?1",
+	    "DELETE FROM search_pending WHERE session_id = ?1",
+	    "INSERT INTO search_pending (session_id) VALUES (?1)",
+	    "INSERT INTO search_pending (session_id, message_id) SELECT session_id, id "
+	    "  FROM messages WHERE session_id = ?1 AND role IN ('user', 'assistant') "
+	    "  ORDER BY id",
+	};
+
+	if (on == NULL)
+		return FALSE;
+	if (sqlite3_step(on) != SQLITE_ROW) {
+		set_sqlite_error(error, conn->db, "reading the schema");
+		return FALSE;
+	}
+	if (sqlite3_column_int(on, 0) == 0)
+		return TRUE;
+	for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+		g_autoptr(ConfabCachedStmt) stmt = conn_prepare(conn, steps[i], error);
+		if (stmt == NULL)
+			return FALSE;
+		bind_text(stmt, 1, session_id);
+		if (!stmt_step_done(conn, stmt, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean
 write_delete_response(Conn *conn, gpointer data, GError **error)
 {
 	const gchar *response_id = data;
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn, "DELETE FROM messages WHERE response_id = ?1", error);
-	if (stmt == NULL)
+	g_autoptr(ConfabCachedStmt) find =
+	    conn_prepare(conn,
+			 "SELECT session_id FROM messages WHERE response_id = ?1 LIMIT 1",
+			 error);
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+	g_autofree gchar *session_id = NULL;
+
+	if (find == NULL)
 		return FALSE;
-	bind_text(stmt, 1, response_id);
-	if (!stmt_step_done(conn, stmt, error))
-		return FALSE;
-	if (sqlite3_changes(conn->db) == 0) {
+	bind_text(find, 1, response_id);
+	if (sqlite3_step(find) == SQLITE_ROW)
+		session_id = g_strdup(column_text(find, 0));
+	g_clear_pointer(&find, confab_cached_stmt_reset);
+	if (session_id == NULL) {
 		g_set_error(error,
 			    CONFAB_ERROR,
 			    CONFAB_ERROR_RESPONSE_NOT_FOUND,
@@ -1944,7 +1994,13 @@ write_delete_response(Conn *conn, gpointer data, GError **error)
 			    response_id);
 		return FALSE;
 	}
-	return TRUE;
+	stmt = conn_prepare(conn, "DELETE FROM messages WHERE response_id = ?1", error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, response_id);
+	if (!stmt_step_done(conn, stmt, error))
+		return FALSE;
+	return search_reindex_session(conn, session_id, error);
 }
 
 static void
