@@ -87,6 +87,7 @@ typedef struct {
 	gboolean forget_session;
 	JsonNode *ping_answer; /* ask_client */
 	JsonNode *unknown_answer;
+	gchar *ping_key; /* the id of our ping: answers may come in any order */
 } Reply;
 
 struct _Session {
@@ -289,6 +290,7 @@ reply_free(Reply *reply)
 	if (reply->unknown_answer != NULL)
 		json_node_unref(reply->unknown_answer);
 	g_free(reply->key);
+	g_free(reply->ping_key);
 	if (reply->conn != NULL)
 		http_conn_unref(reply->conn);
 	g_free(reply);
@@ -626,6 +628,8 @@ tool_ask_client(Reply *reply)
 	g_autofree gchar *ping = own_request(server, "ping", &ping_key);
 	g_autofree gchar *other = own_request(server, "sampling/createMessage", &other_key);
 
+	g_free(reply->ping_key);
+	reply->ping_key = g_strdup(ping_key);
 	g_hash_table_insert(server->asking, g_steal_pointer(&ping_key), reply);
 	g_hash_table_insert(server->asking, g_steal_pointer(&other_key), reply);
 	reply_message(reply, ping);
@@ -643,8 +647,9 @@ client_answered(Server *server, const gchar *key, JsonObject *message)
 
 	if (reply == NULL)
 		return;
-	g_hash_table_remove(server->asking, key);
-	if (reply->ping_answer == NULL)
+	/* over HTTP each answer is a POST of its own: they may come in either
+	 * order */
+	if (g_strcmp0(key, reply->ping_key) == 0)
 		reply->ping_answer =
 		    json_node_copy(json_object_get_member(message, "result") != NULL
 				       ? json_object_get_member(message, "result")
@@ -654,6 +659,7 @@ client_answered(Server *server, const gchar *key, JsonObject *message)
 		    json_node_copy(json_object_get_member(message, "error") != NULL
 				       ? json_object_get_member(message, "error")
 				       : json_object_get_member(message, "result"));
+	g_hash_table_remove(server->asking, key);
 	if (reply->ping_answer == NULL || reply->unknown_answer == NULL)
 		return;
 	ping = node_to_string(reply->ping_answer);

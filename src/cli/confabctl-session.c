@@ -154,6 +154,7 @@ confabctl_session_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 	gint code = CONFABCTL_EXIT_OK;
 	GVariantIter iter;
 	GVariant *message;
+	g_autofree gchar *last_response = NULL;
 
 	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
 		return code;
@@ -180,6 +181,7 @@ confabctl_session_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 	}
 	g_variant_iter_init(&iter, messages);
 	while ((message = g_variant_iter_next_value(&iter)) != NULL) {
+		const gchar *response_id = NULL;
 		g_autofree gchar *when = confabctl_common_dict_string(message, "created_at");
 		g_autofree gchar *role = confabctl_common_dict_string(message, "role");
 		g_autofree gchar *status = confabctl_common_dict_string(message, "status");
@@ -187,6 +189,15 @@ confabctl_session_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 		g_autofree gchar *text = NULL;
 		g_autofree gchar *raw = NULL;
 		g_variant_lookup(message, "content", "&s", &content);
+		/* the turns of the Responses API: each response once, before its
+		 * messages */
+		if (g_variant_lookup(message, "response_id", "&s", &response_id) &&
+		    g_strcmp0(response_id, last_response) != 0) {
+			g_autofree gchar *clean = confabctl_common_sanitize(response_id, TRUE);
+			g_print(_("-- response %s --\n"), clean);
+			g_free(last_response);
+			last_response = g_strdup(response_id);
+		}
 		raw = content_text(content);
 		text = confabctl_common_sanitize(raw, TRUE);
 		if (g_strcmp0(status, "completed") == 0 || g_strcmp0(status, "-") == 0)

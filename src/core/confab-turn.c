@@ -74,6 +74,11 @@ struct _ConfabTurn {
 	gint64 commit_started;
 	ConfabMetricsSeries *time_to_first_token;
 	ConfabMetricsSeries *inter_token_latency;
+
+	gchar *instructions; /* owned, nullable: the door's, for this turn only */
+	gchar *response_id;  /* owned, nullable: stored with the turn's messages */
+	GPtrArray *fork;     /* owned, nullable: ConfabMessage, a new session's history */
+	gchar *fork_title;   /* owned, nullable */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabTurn, confab_turn, G_TYPE_OBJECT)
@@ -129,6 +134,10 @@ confab_turn_finalize(GObject *object)
 	g_clear_pointer(&self->server_tools, g_ptr_array_unref);
 	g_clear_object(&self->loop);
 	g_clear_error(&self->run_error);
+	g_free(self->instructions);
+	g_free(self->response_id);
+	g_clear_pointer(&self->fork, g_ptr_array_unref);
+	g_free(self->fork_title);
 	G_OBJECT_CLASS(confab_turn_parent_class)->finalize(object);
 }
 
@@ -276,7 +285,36 @@ build_unfinished_message(ConfabTurn *self)
 	confab_message_set_content_blocks(msg, "[]");
 	confab_message_set_status(msg, CONFAB_MESSAGE_STATUS_INCOMPLETE);
 	confab_message_set_created_at(msg, self->created);
+	confab_message_set_response_id(msg, self->response_id);
 	return msg;
+}
+
+/* A fork: the history it holds, copied into the new session, before the
+ * user's new messages. */
+static void
+add_fork(ConfabTurn *self, ConfabStoreTurn *record)
+{
+	ConfabIdGenerator *ids = confab_engine_get_id_generator(self->engine);
+
+	for (guint i = 0; i < self->fork->len; i++) {
+		ConfabMessage *old = g_ptr_array_index(self->fork, i);
+		g_autoptr(ConfabMessage) msg = confab_message_new();
+		g_autofree gchar *id = confab_id_generator_next(ids, CONFAB_PREFIX_MESSAGE);
+
+		confab_message_set_id(msg, id);
+		confab_message_set_session_id(msg, confab_session_get_id(self->session));
+		confab_message_set_role(msg, confab_message_get_role(old));
+		confab_message_set_model(msg, confab_message_get_model(old));
+		confab_message_set_content(msg, confab_message_get_content(old));
+		confab_message_set_content_blocks(msg, confab_message_get_content_blocks(old));
+		confab_message_set_status(msg, confab_message_get_status(old));
+		confab_message_set_finish_reason(msg, confab_message_get_finish_reason(old));
+		confab_message_set_prompt_tokens(msg, confab_message_get_prompt_tokens(old));
+		confab_message_set_completion_tokens(msg,
+						     confab_message_get_completion_tokens(old));
+		confab_message_set_created_at(msg, confab_message_get_created_at(old));
+		g_ptr_array_add(record->messages, g_steal_pointer(&msg));
+	}
 }
 
 /* The user's side, ready to commit: with a stream, now; without, with the
@@ -291,6 +329,8 @@ start_commit(ConfabTurn *self, GTask *task)
 	record->session = g_object_ref(self->session);
 	record->session_is_new = self->session_is_new;
 	confab_session_set_updated_at(self->session, now);
+	if (self->fork != NULL)
+		add_fork(self, record);
 	for (guint i = 0; i < self->new_messages->len; i++) {
 		ConfabMessage *msg = g_ptr_array_index(self->new_messages, i);
 		g_autofree gchar *id = confab_id_generator_next(ids, CONFAB_PREFIX_MESSAGE);
@@ -298,6 +338,7 @@ start_commit(ConfabTurn *self, GTask *task)
 		confab_message_set_session_id(msg, confab_session_get_id(self->session));
 		confab_message_set_model(msg, confab_agent_get_id(self->agent));
 		confab_message_set_created_at(msg, now);
+		confab_message_set_response_id(msg, self->response_id);
 		g_ptr_array_add(record->messages, g_object_ref(msg));
 	}
 	if (self->quota_taken) {
@@ -490,11 +531,16 @@ start_new_session(ConfabTurn *self, GTask *task)
 	confab_session_set_owner(self->session, self->principal->owner);
 	confab_session_set_agent_id(self->session, confab_agent_get_id(self->agent));
 	confab_session_set_source(self->session, self->principal->source);
+	if (self->fork != NULL) {
+		g_free(title);
+		title = g_strdup(self->fork_title);
+	}
 	confab_session_set_title(self->session, title);
 	confab_session_set_created_at(self->session, now);
 	confab_session_set_updated_at(self->session, now);
 	self->session_is_new = TRUE;
-	self->history = g_ptr_array_new_with_free_func(g_object_unref);
+	self->history = self->fork != NULL ? g_ptr_array_ref(self->fork)
+					   : g_ptr_array_new_with_free_func(g_object_unref);
 	acquire_session(self, task);
 }
 
@@ -725,6 +771,12 @@ build_context(ConfabTurn *self)
 		json_object_set_string_member(system, "content", instructions);
 		json_array_add_object_element(context, system);
 	}
+	if (self->instructions != NULL) {
+		JsonObject *system = json_object_new();
+		json_object_set_string_member(system, "role", "system");
+		json_object_set_string_member(system, "content", self->instructions);
+		json_array_add_object_element(context, system);
+	}
 	for (guint i = 0; i < self->history->len; i++)
 		confab_openai_message_append_stored(context, g_ptr_array_index(self->history, i));
 	for (guint i = 0; i < self->new_messages->len; i++)
@@ -792,6 +844,7 @@ build_assistant_message(ConfabTurn *self)
 	confab_message_set_prompt_tokens(msg, prompt_tokens);
 	confab_message_set_completion_tokens(msg, completion_tokens);
 	confab_message_set_created_at(msg, now_seconds());
+	confab_message_set_response_id(msg, self->response_id);
 	return msg;
 }
 
@@ -1134,4 +1187,67 @@ const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self)
 {
 	return &self->quota;
+}
+
+/**
+ * confab_turn_set_instructions:
+ * @self: a #ConfabTurn, not yet running
+ * @instructions: (nullable): a system message after the agent's
+ *   instructions, for this turn only: neither stored nor given to later
+ *   turns (the Responses API's `instructions`)
+ */
+void
+confab_turn_set_instructions(ConfabTurn *self, const gchar *instructions)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_free(self->instructions);
+	self->instructions = g_strdup(instructions);
+}
+
+/**
+ * confab_turn_get_transcript:
+ * @self: a running #ConfabTurn
+ *
+ * Returns: (nullable): the answer's content blocks so far, JSON objects
+ *   joined by commas (no brackets); %NULL before the turn runs
+ */
+const gchar *
+confab_turn_get_transcript(ConfabTurn *self)
+{
+	g_return_val_if_fail(CONFAB_IS_TURN(self), NULL);
+	return self->loop != NULL ? confab_agent_loop_get_blocks(self->loop) : NULL;
+}
+
+/**
+ * confab_turn_set_response_id:
+ * @self: a #ConfabTurn, not yet started
+ * @response_id: (nullable): the Responses API response this turn is: its
+ *   messages (the user's and the answer) are stored with it
+ */
+void
+confab_turn_set_response_id(ConfabTurn *self, const gchar *response_id)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_free(self->response_id);
+	self->response_id = g_strdup(response_id);
+}
+
+/**
+ * confab_turn_set_fork:
+ * @self: a #ConfabTurn, not yet started, of a request without a session
+ * @history: (element-type ConfabMessage): the messages the new session
+ *   starts with (copied into it, with new ids), and the model's context
+ * @title: (nullable): the new session's title
+ *
+ * Starts the turn in a new session that holds @history: the Responses
+ * API's continuation from a response that is not its conversation's latest.
+ */
+void
+confab_turn_set_fork(ConfabTurn *self, GPtrArray *history, const gchar *title)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_clear_pointer(&self->fork, g_ptr_array_unref);
+	self->fork = g_ptr_array_ref(history);
+	g_free(self->fork_title);
+	self->fork_title = g_strdup(title);
 }

@@ -83,4 +83,14 @@ confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completio
 const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self);
 
+/* for the Responses API door */
+void
+confab_turn_set_instructions(ConfabTurn *self, const gchar *instructions);
+const gchar *
+confab_turn_get_transcript(ConfabTurn *self);
+void
+confab_turn_set_response_id(ConfabTurn *self, const gchar *response_id);
+void
+confab_turn_set_fork(ConfabTurn *self, GPtrArray *history, const gchar *title);
+
 G_END_DECLS

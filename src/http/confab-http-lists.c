@@ -173,6 +173,9 @@ messages_json(ConfabStorePage *page)
 		confab_json_append_string(
 		    out,
 		    confab_message_status_to_string(confab_message_get_status(message)));
+		/* the Responses API response it belongs to, if any */
+		g_string_append(out, ",\"response_id\":");
+		confab_json_append_string(out, confab_message_get_response_id(message));
 		/* stored as JSON this program wrote: spliced in as it is */
 		g_string_append(out, ",\"content\":");
 		g_string_append(out, confab_message_get_content(message));

@@ -17,6 +17,7 @@
 #include "http/confab-http-metrics.h"
 #include "http/confab-http-models.h"
 #include "http/confab-http-response.h"
+#include "http/confab-http-responses.h"
 #include "http/confab-http-router.h"
 #include "http/server/confab-http-server.h"
 #include "util/confab-error.h"
@@ -63,6 +64,26 @@ static const Route routes[] = {
      ROUTE_API_TOKEN | ROUTE_JSON_BODY,
      confab_http_chat_handle,
      "/api/v1/chat/completions"},
+    {"POST",
+     "/api/v1/responses",
+     ROUTE_API_TOKEN | ROUTE_JSON_BODY,
+     confab_http_responses_create,
+     "/api/v1/responses"},
+    {"GET",
+     "/api/v1/responses/{}",
+     ROUTE_API_TOKEN,
+     confab_http_responses_get,
+     "/api/v1/responses/{id}"},
+    {"DELETE",
+     "/api/v1/responses/{}",
+     ROUTE_API_TOKEN,
+     confab_http_responses_delete,
+     "/api/v1/responses/{id}"},
+    {"GET",
+     "/api/v1/responses/{}/input_items",
+     ROUTE_API_TOKEN,
+     confab_http_responses_input_items,
+     "/api/v1/responses/{id}/input_items"},
     {"GET",
      "/api/v1/conversations",
      ROUTE_API_TOKEN,

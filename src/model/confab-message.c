@@ -26,6 +26,7 @@ struct _ConfabMessage {
 	gint64 prompt_tokens;
 	gint64 completion_tokens;
 	gint64 created_at;
+	gchar *response_id; /* owned, nullable: the Responses API response it belongs to */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabMessage, confab_message, G_TYPE_OBJECT)
@@ -42,6 +43,7 @@ confab_message_finalize(GObject *object)
 	g_free(self->content);
 	g_free(self->content_blocks);
 	g_free(self->finish_reason);
+	g_free(self->response_id);
 
 	G_OBJECT_CLASS(confab_message_parent_class)->finalize(object);
 }
@@ -333,4 +335,26 @@ confab_message_status_to_string(ConfabMessageStatus status)
 	default:
 		return "completed";
 	}
+}
+
+/**
+ * confab_message_get_response_id:
+ * @self: a #ConfabMessage
+ *
+ * Returns: (nullable): the id (`resp_…`) of the response whose input or
+ *   answer this message is; %NULL for a chat completion's or a channel's
+ */
+const gchar *
+confab_message_get_response_id(ConfabMessage *self)
+{
+	g_return_val_if_fail(CONFAB_IS_MESSAGE(self), NULL);
+	return self->response_id;
+}
+
+void
+confab_message_set_response_id(ConfabMessage *self, const gchar *response_id)
+{
+	g_return_if_fail(CONFAB_IS_MESSAGE(self));
+	g_free(self->response_id);
+	self->response_id = g_strdup(response_id);
 }

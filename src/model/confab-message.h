@@ -68,6 +68,11 @@ void
 confab_message_set_created_at(ConfabMessage *self, gint64 created_at);
 
 const gchar *
+confab_message_get_response_id(ConfabMessage *self);
+void
+confab_message_set_response_id(ConfabMessage *self, const gchar *response_id);
+
+const gchar *
 confab_message_status_to_string(ConfabMessageStatus status);
 
 G_END_DECLS

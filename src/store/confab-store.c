@@ -816,3 +816,65 @@ confab_store_close(ConfabStore *self)
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->close(self);
 }
+
+/**
+ * confab_store_get_response_async:
+ * @self: a #ConfabStore
+ * @response_id: a response id (`resp_…`)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the messages
+ * @user_data: data for @callback
+ *
+ * Reads the messages stored with @response_id: the response's input and
+ * its answer.
+ */
+void
+confab_store_get_response_async(ConfabStore *self,
+				const gchar *response_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->get_response(self, response_id, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_get_response_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabMessage): the messages of
+ *   the response, oldest first; empty when there is no such response
+ */
+GPtrArray *
+confab_store_get_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_delete_response_async:
+ * @self: a #ConfabStore
+ * @response_id: a response id (`resp_…`)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the messages are deleted
+ * @user_data: data for @callback
+ *
+ * Deletes the messages stored with @response_id from their conversation;
+ * CONFAB_ERROR_RESPONSE_NOT_FOUND if there were none.
+ */
+void
+confab_store_delete_response_async(ConfabStore *self,
+				   const gchar *response_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->delete_response(self, response_id, cancellable, callback, user_data);
+}
+
+gboolean
+confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}

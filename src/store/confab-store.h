@@ -305,6 +305,17 @@ struct _ConfabStoreInterface {
 
 	/* lifecycle */
 	void (*close)(ConfabStore *self);
+	/* the Responses API: the messages stored with a response id */
+	void (*get_response)(ConfabStore *self,
+			     const gchar *response_id,
+			     GCancellable *cancellable,
+			     GAsyncReadyCallback callback,
+			     gpointer user_data);
+	void (*delete_response)(ConfabStore *self,
+				const gchar *response_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
 };
 
 void
@@ -465,5 +476,22 @@ void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);
 void
 confab_store_close(ConfabStore *self);
+
+void
+confab_store_get_response_async(ConfabStore *self,
+				const gchar *response_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
+GPtrArray *
+confab_store_get_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_delete_response_async(ConfabStore *self,
+				   const gchar *response_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+gboolean
+confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 G_END_DECLS

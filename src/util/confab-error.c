@@ -60,6 +60,7 @@ static const GDBusErrorEntry dbus_error_entries[] = {
     {CONFAB_ERROR_AGENT_NOT_FOUND, "org.confab.Confab1.Error.AgentNotFound"},
     {CONFAB_ERROR_CONVERSATION_NOT_FOUND, "org.confab.Confab1.Error.SessionNotFound"},
     {CONFAB_ERROR_NOT_FOUND, "org.confab.Confab1.Error.NotFound"},
+    {CONFAB_ERROR_RESPONSE_NOT_FOUND, "org.confab.Confab1.Error.ResponseNotFound"},
     {CONFAB_ERROR_METHOD_NOT_ALLOWED, "org.confab.Confab1.Error.MethodNotAllowed"},
     {CONFAB_ERROR_CONVERSATION_BUSY, "org.confab.Confab1.Error.Busy"},
     {CONFAB_ERROR_REQUEST_TOO_LARGE, "org.confab.Confab1.Error.TooLarge"},

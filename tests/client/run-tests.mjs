@@ -2,7 +2,8 @@
 // Copyright 2026 The Confab authors
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// The official `openai` npm SDK against a real confabd.
+// The official `openai` npm SDK (Chat Completions and Responses), the Vercel
+// AI SDK and LangChain against a real confabd.
 //
 // Starts its own private D-Bus session bus (dbus-daemon) and a confabd
 // --dev on it, with a throw-away state directory and an ephemeral port;
@@ -21,7 +22,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
@@ -1077,6 +1078,280 @@ test("LangChain's ChatOpenAI: invoke and stream with tool_event chunks", async (
   let text = '';
   for await (const chunk of await llm.stream(TOOL_PROMPT)) text += chunk.content;
   assert.equal(text, 'from the tool');
+});
+
+/* ---- the Responses API ---- */
+
+const isResponseId = (id) => /^resp_[0-9a-z]{26}$/.test(id);
+
+test('responses.create: string input, then previous_response_id', async () => {
+  const c = client(ctx.token);
+  const first = await c.responses.create({ model: ctx.agent, input: TEXT });
+  assert.ok(isResponseId(first.id), `id ${first.id}`);
+  assert.equal(first.object, 'response');
+  assert.equal(first.status, 'completed');
+  assert.equal(first.model, ctx.agent);
+  assert.equal(first.output_text, TEXT);
+  assert.ok(isUnixSeconds(first.created_at));
+  assert.equal(first.output[0].type, 'message');
+  assert.equal(first.output[0].content[0].type, 'output_text');
+  assert.ok(first.usage.output_tokens > 0);
+  assert.equal(first.usage.total_tokens, first.usage.input_tokens + first.usage.output_tokens);
+  assert.ok(first.metadata.session_id.startsWith('cts_'));
+  assert.equal(first.conversation.id, first.metadata.session_id);
+
+  const { data: second, response } = await c.responses
+    .create({ model: ctx.agent, input: 'and a second turn', previous_response_id: first.id,
+              instructions: 'Be brief.' })
+    .withResponse();
+  assert.equal(second.output_text, 'and a second turn');
+  assert.equal(second.previous_response_id, first.id);
+  assert.equal(second.conversation.id, first.conversation.id);
+  assert.equal(response.headers.get('x-session-id'), first.conversation.id);
+  // the conversation holds both responses
+  const messages = await listMessages(c, first.conversation.id, { order: 'asc' });
+  assert.deepEqual(messages.data.map((m) => m.response_id),
+                   [first.id, first.id, second.id, second.id]);
+});
+
+test('responses.stream: events, finalResponse() and output_text', async () => {
+  const c = client(ctx.token);
+  const stream = c.responses.stream({ model: ctx.agent, input: 'one two three' });
+  let deltas = '';
+  const types = [];
+  stream.on('response.output_text.delta', (e) => { deltas += e.delta; });
+  for await (const event of stream) types.push(event.type);
+  const final = await stream.finalResponse();
+  assert.equal(final.status, 'completed');
+  assert.equal(final.output_text, 'one two three');
+  assert.equal(deltas, 'one two three');
+  assert.equal(types[0], 'response.created');
+  assert.equal(types[types.length - 1], 'response.completed');
+  // create({stream: true}): the raw events, numbered
+  const raw = await c.responses.create({ model: ctx.agent, input: 'raw events', stream: true });
+  let seq = 0;
+  let text = '';
+  for await (const event of raw) {
+    assert.equal(event.sequence_number, seq++);
+    if (event.type === 'response.output_text.delta') text += event.delta;
+  }
+  assert.equal(text, 'raw events');
+});
+
+test('responses.retrieve, inputItems.list and delete', async () => {
+  const c = client(ctx.token);
+  const created = await c.responses.create({
+    model: ctx.agent,
+    input: [
+      { role: 'developer', content: 'Answer in one word.' },
+      { role: 'user', content: [{ type: 'input_text', text: 'what now?' }] },
+    ],
+  });
+  const got = await c.responses.retrieve(created.id);
+  assert.equal(got.id, created.id);
+  assert.equal(got.output_text, 'what now?');
+  assert.deepEqual(got.output.map((i) => i.id), created.output.map((i) => i.id));
+
+  const items = [];
+  for await (const item of c.responses.inputItems.list(created.id, { order: 'asc', limit: 1 })) {
+    items.push(item);
+  }
+  assert.deepEqual(items.map((i) => i.role), ['developer', 'user']);
+  assert.equal(items[1].content[0].type, 'input_text');
+  assert.equal(items[1].content[0].text, 'what now?');
+
+  const deleted = await c.responses.delete(created.id);
+  assert.deepEqual(deleted, { id: created.id, object: 'response', deleted: true });
+  await expectApiError(() => c.responses.retrieve(created.id), OpenAI.NotFoundError, 404,
+                       'response_not_found');
+  // another owner's response does not exist for bob
+  const kept = await c.responses.create({ model: ctx.agent, input: 'mine' });
+  await expectApiError(() => client(ctx.bobToken).responses.retrieve(kept.id),
+                       OpenAI.NotFoundError, 404, 'response_not_found');
+});
+
+test('responses: a function tool call, answered with function_call_output', async () => {
+  const c = client(ctx.token);
+  const tools = [{ type: 'function', name: 'get_weather', description: 'The weather',
+                   parameters: { type: 'object', properties: { city: { type: 'string' } } },
+                   strict: false }];
+  const first = await c.responses.create({
+    model: ctx.agent, input: '/tool get_weather {"city":"Paris"}', tools,
+  });
+  const call = first.output.find((i) => i.type === 'function_call');
+  assert.ok(call, 'a function_call item');
+  assert.equal(call.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.arguments), { city: 'Paris' });
+  const second = await c.responses.create({
+    model: ctx.agent, previous_response_id: first.id, tools,
+    input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21 °C' }],
+  });
+  assert.equal(second.output_text, 'sunny, 21 °C');
+});
+
+test('responses: refusals in the OpenAI error shape', async () => {
+  const c = client(ctx.token);
+  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x',
+                                                  tools: [{ type: 'web_search' }] }),
+                       OpenAI.BadRequestError, 400, 'invalid_value');
+  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x', background: true }),
+                       OpenAI.BadRequestError, 400, 'invalid_value');
+  await expectApiError(() => c.responses.create({ model: 'agt_00000000000000000000000000',
+                                                  input: 'x' }),
+                       OpenAI.NotFoundError, 404, 'agent_not_found');
+  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x',
+                                                  previous_response_id: 'resp_00000000000000000000000000' }),
+                       OpenAI.NotFoundError, 404, 'response_not_found');
+});
+
+test('responses: the agent\'s own tools come back as whole mcp_call items', async (skip) => {
+  const agent = await toolAgent(skip);
+  const c = client(ctx.token);
+  const r = await c.responses.create({ model: agent, input: TOOL_PROMPT });
+  const call = r.output.find((i) => i.type === 'mcp_call');
+  assert.ok(call, 'an mcp_call item');
+  assert.equal(call.server_label, 'fake');
+  assert.equal(call.name, 'echo');
+  assert.deepEqual(JSON.parse(call.arguments), { text: 'from the tool' });
+  assert.equal(call.output, 'from the tool');
+  assert.equal(r.output_text, 'from the tool');
+  const stream = c.responses.stream({ model: agent, input: TOOL_PROMPT });
+  const types = [];
+  for await (const event of stream) types.push(event.type);
+  const final = await stream.finalResponse();
+  assert.ok(types.includes('response.mcp_call.in_progress'));
+  assert.ok(types.includes('response.mcp_call.completed'));
+  assert.equal(final.output.find((i) => i.type === 'mcp_call').output, 'from the tool');
+  assert.equal(final.output_text, 'from the tool');
+});
+
+test('Vercel AI SDK: the default openai(...) provider speaks Responses', async (skip) => {
+  let ai, openaiProvider;
+  try {
+    ai = await import('ai');
+    ({ createOpenAI: openaiProvider } = await import('@ai-sdk/openai'));
+  } catch (e) {
+    if (e.code === 'ERR_MODULE_NOT_FOUND') skip('the AI SDK is not installed (npm ci)');
+    throw e;
+  }
+  const paths = [];
+  const bodies = [];
+  const watching = (input, init) => {
+    paths.push(new URL(typeof input === 'string' ? input : input.url).pathname);
+    bodies.push(String(init?.body ?? ''));
+    return fetch(input, init);
+  };
+  const openai = openaiProvider({ baseURL: `${ctx.url}/api/v1`, apiKey: ctx.token, fetch: watching });
+  const g = await ai.generateText({ model: openai(ctx.agent), prompt: TEXT, maxRetries: 0 });
+  assert.equal(g.text, TEXT);
+  const s = ai.streamText({ model: openai(ctx.agent), prompt: 'streamed words', maxRetries: 0,
+                            onError: ({ error }) => { throw error; } });
+  let text = '';
+  for await (const piece of s.textStream) text += piece;
+  assert.equal(text, 'streamed words');
+  assert.equal(await s.finishReason, 'stop');
+  assert.deepEqual(paths, ['/api/v1/responses', '/api/v1/responses']);
+
+  // a client tool over two steps: the second sends the call back as an
+  // item_reference (store: true), then its output
+  const { z } = await import('zod');
+  const calls = [];
+  const steps = await ai.generateText({
+    model: openai(ctx.agent),
+    prompt: '/tool get_weather {"city":"Oslo"}',
+    tools: {
+      get_weather: ai.tool({
+        description: 'The weather in a city',
+        inputSchema: z.object({ city: z.string() }),
+        execute: async ({ city }) => { calls.push(city); return `snow in ${city}`; },
+      }),
+    },
+    stopWhen: ai.stepCountIs(3),
+    maxRetries: 0,
+  });
+  assert.deepEqual(calls, ['Oslo']);
+  assert.equal(steps.steps.length, 2);
+  // the next turn with the history the SDK kept: its earlier output items
+  // go back as item_reference items (store: true)
+  const next = await ai.generateText({
+    model: openai(ctx.agent),
+    messages: [...steps.response.messages, { role: 'user', content: 'and tomorrow?' }],
+    maxRetries: 0,
+  });
+  assert.equal(next.text, 'and tomorrow?');
+  assert.ok(bodies[bodies.length - 1].includes('"item_reference"'),
+            `the history went back by reference: ${bodies[bodies.length - 1]}`);
+  assert.equal(steps.text, 'snow in Oslo');
+});
+
+test('OpenAI Agents SDK: run() on its Responses model, with a function tool', async (skip) => {
+  let agents, zod;
+  try {
+    agents = await import('@openai/agents');
+    zod = await import('zod');
+  } catch (e) {
+    if (e.code === 'ERR_MODULE_NOT_FOUND') skip('@openai/agents is not installed (npm ci)');
+    throw e;
+  }
+  const { Agent, run, tool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } = agents;
+  const paths = [];
+  const watching = (input, init) => {
+    paths.push(new URL(typeof input === 'string' ? input : input.url).pathname);
+    return fetch(input, init);
+  };
+  setTracingDisabled(true);
+  setDefaultOpenAIClient(client(ctx.token, { fetch: watching }));
+  setOpenAIAPI('responses');
+  const plain = new Agent({ name: 'Echo', model: ctx.agent, instructions: 'Repeat the user.' });
+  const result = await run(plain, 'Hello from the Agents SDK');
+  assert.equal(result.finalOutput, 'Hello from the Agents SDK');
+
+  const calls = [];
+  const getWeather = tool({
+    name: 'get_weather',
+    description: 'The weather in a city',
+    parameters: zod.z.object({ city: zod.z.string() }),
+    execute: async ({ city }) => {
+      calls.push(city);
+      return `sunny in ${city}`;
+    },
+  });
+  const withTool = new Agent({ name: 'Weather', model: ctx.agent, tools: [getWeather] });
+  const answered = await run(withTool, '/tool get_weather {"city":"Paris"}');
+  assert.deepEqual(calls, ['Paris']);
+  assert.equal(answered.finalOutput, 'sunny in Paris');
+  assert.ok(paths.length >= 3 && paths.every((p) => p === '/api/v1/responses'), paths.join(' '));
+});
+
+test('responses: a real MCP server (server-everything): mcp_call items come back whole', async (skip) => {
+  const script = join(import.meta.dirname, '..', 'mcp', 'node_modules', '@modelcontextprotocol',
+                      'server-everything', 'dist', 'index.js');
+  if (!existsSync(script)) skip('the MCP reference servers are not installed (cd tests/mcp && npm ci)');
+  const servers = JSON.stringify({ mcpServers: { everything: { command: 'node', args: [script, 'stdio'] } } });
+  const out = await gdbus(
+    `${BUS_NAME}.Admin.CreateAgent`,
+    `{'name': <'everything'>, 'provider': <'echo'>, 'mcp_servers': <${gstr(servers)}>}`,
+  );
+  const agent = out.match(/\('(agt_\w+)',\)/)[1];
+  const c = client(ctx.token);
+  const prompt = '/tool everything__echo {"message":"hi"}\n/tool everything__get-sum {"a":2,"b":40}';
+  const r = await c.responses.create({ model: agent, input: prompt });
+  const calls = r.output.filter((i) => i.type === 'mcp_call');
+  assert.equal(calls.length, 2);
+  assert.deepEqual(calls.map((i) => [i.server_label, i.name]),
+                   [['everything', 'echo'], ['everything', 'get-sum']]);
+  assert.deepEqual(JSON.parse(calls[0].arguments), { message: 'hi' });
+  assert.equal(calls[0].output, 'Echo: hi');
+  assert.ok(calls[1].output.includes('42'), calls[1].output);
+  assert.ok(calls.every((i) => i.error === null && i.status === 'completed'));
+  // streamed, the same items, whole in finalResponse()
+  const stream = c.responses.stream({ model: agent, input: prompt });
+  const final = await stream.finalResponse();
+  assert.deepEqual(final.output.filter((i) => i.type === 'mcp_call').map((i) => i.output),
+                   calls.map((i) => i.output));
+  // and stored so
+  const got = await c.responses.retrieve(r.id);
+  assert.deepEqual(got.output.filter((i) => i.type === 'mcp_call'), calls);
 });
 
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {

@@ -945,6 +945,68 @@ test_hostile_text(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+/* session show names the Responses API responses of a conversation's
+ * turns; GetMessages carries them as response_id */
+static void
+test_session_responses(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(NULL, NULL);
+	g_autofree gchar *agent = confab_test_create_agent(daemon, "echo", "echo");
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"first\"}", agent);
+	g_autoptr(ConfabTestResponse) r1 =
+	    confab_test_http(daemon, "POST", "/api/v1/responses", token, body);
+	g_autofree gchar *body2 = NULL;
+	g_autoptr(ConfabTestResponse) r2 = NULL;
+	g_autoptr(ConfabTestResponse) chat = NULL;
+	g_autoptr(Run) shown = NULL;
+	g_autoptr(Run) shown_json = NULL;
+	g_autofree gchar *line1 = NULL;
+	g_autofree gchar *line2 = NULL;
+	const gchar *session;
+	const gchar *first, *second;
+
+	g_assert_cmpuint(r1->status, ==, 200);
+	session = confab_test_json_string(r1->json, "conversation.id");
+	body2 = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":\"second\",\"previous_response_id\":\"%s\"}",
+	    agent,
+	    confab_test_json_string(r1->json, "id"));
+	r2 = confab_test_http(daemon, "POST", "/api/v1/responses", token, body2);
+	g_assert_cmpuint(r2->status, ==, 200);
+	chat = confab_test_chat(daemon, token, agent, session, "a chat turn", FALSE);
+	g_assert_cmpuint(chat->status, ==, 200);
+
+	shown = ctl("session", "show", session, NULL);
+	assert_ok(shown);
+	line1 = g_strdup_printf("-- response %s --\n", confab_test_json_string(r1->json, "id"));
+	line2 = g_strdup_printf("-- response %s --\n", confab_test_json_string(r2->json, "id"));
+	first = strstr(shown->out, line1);
+	second = strstr(shown->out, line2);
+	g_assert_nonnull(first);
+	g_assert_nonnull(second);
+	g_assert_true(first < second);
+	g_assert_nonnull(strstr(second, "a chat turn"));
+	/* each response named once */
+	g_assert_null(strstr(first + 1, line1));
+
+	shown_json = ctl("session", "show", session, "--json", NULL);
+	assert_ok(shown_json);
+	g_assert_cmpstr(member(json_array_get_element(array(shown_json), 0), "response_id"),
+			==,
+			confab_test_json_string(r1->json, "id"));
+	g_assert_cmpstr(member(json_array_get_element(array(shown_json), 3), "response_id"),
+			==,
+			confab_test_json_string(r2->json, "id"));
+	/* a chat completion's messages have none */
+	g_assert_false(json_object_has_member(
+	    json_node_get_object(json_array_get_element(array(shown_json), 4)),
+	    "response_id"));
+
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
 static void
 test_usage_errors(void)
 {
@@ -1070,6 +1132,7 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/confabctl/quota-usage", test_quota_usage);
 	g_test_add_func("/confab/confabctl/sessions", test_sessions);
 	g_test_add_func("/confab/confabctl/hostile-text", test_hostile_text);
+	g_test_add_func("/confab/confabctl/session-responses", test_session_responses);
 	g_test_add_func("/confab/confabctl/usage-errors", test_usage_errors);
 	g_test_add_func("/confab/confabctl/unreachable", test_unreachable);
 	g_test_add_func("/confab/confabctl/default-bus", test_default_bus);

@@ -316,6 +316,47 @@ test_launch(Fixture *f, gconstpointer data)
 
 /* [desktop] default_agent names the agent to ask, by name or id; a name
  * that is no agent's offers none. */
+/* A deleted Responses API response is no longer found: its text leaves the
+ * index with it, the rest of its conversation stays findable. */
+static void
+test_deleted_response(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *first_body =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":\"Tomatoes are red\"}", f->agent);
+	g_autoptr(ConfabTestResponse) first =
+	    confab_test_http(f->daemon, "POST", "/api/v1/responses", f->me, first_body);
+	g_autofree gchar *second_body = NULL;
+	g_autoptr(ConfabTestResponse) second = NULL;
+	g_autoptr(ConfabTestResponse) deleted = NULL;
+	g_autofree gchar *path = NULL;
+	const gchar *session;
+
+	g_assert_cmpuint(first->status, ==, 200);
+	session = confab_test_json_string(first->json, "conversation.id");
+	second_body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"A gazpacho secret\","
+				      "\"previous_response_id\":\"%s\"}",
+				      f->agent,
+				      confab_test_json_string(first->json, "id"));
+	second = confab_test_http(f->daemon, "POST", "/api/v1/responses", f->me, second_body);
+	g_assert_cmpuint(second->status, ==, 200);
+	{
+		g_auto(GStrv) found = initial("gazpacho");
+		g_assert_cmpuint(g_strv_length(found), ==, 2);
+		g_assert_cmpstr(found[1], ==, session);
+	}
+	path = g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(second->json, "id"));
+	deleted = confab_test_http(f->daemon, "DELETE", path, f->me, NULL);
+	g_assert_cmpuint(deleted->status, ==, 200);
+	{
+		g_auto(GStrv) gone = initial("gazpacho");
+		g_auto(GStrv) kept = initial("tomatoes red");
+		g_assert_cmpuint(g_strv_length(gone), ==, 1);
+		g_assert_true(g_str_has_prefix(gone[0], "ask:"));
+		g_assert_cmpuint(g_strv_length(kept), ==, 2);
+		g_assert_cmpstr(kept[1], ==, session);
+	}
+}
+
 static void
 test_default_agent(void)
 {
@@ -407,6 +448,12 @@ main(gint argc, gchar **argv)
 		   NULL,
 		   fixture_setup,
 		   test_launch,
+		   fixture_teardown);
+	g_test_add("/confab/dbus-search/deleted-response",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_deleted_response,
 		   fixture_teardown);
 	g_test_add_func("/confab/dbus-search/default-agent", test_default_agent);
 	g_test_add_func("/confab/dbus-search/no-agent", test_no_agent);

@@ -7,12 +7,14 @@
 
 #include <glib/gstdio.h>
 #include <sqlite3.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "confab-test-helper.h"
 #include "confab-test-pg.h"
 #include "model/confab-id.h"
+#include "store/postgres/confab-pg-schema.h"
 #include "store/postgres/confab-store-postgres.h"
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
@@ -2261,13 +2263,49 @@ test_pg_migrate_together(void)
 	for (guint i = 0; i < G_N_ELEMENTS(threads); i++)
 		g_thread_join(threads[i]);
 	version = confab_test_pg_query(url, "SELECT version FROM schema_version");
-	g_assert_cmpstr(version, ==, "1");
+	g_assert_cmpint(atoi(version), ==, CONFAB_PG_SCHEMA_VERSION);
 	rows = confab_test_pg_query(url, "SELECT count(*) FROM schema_version");
 	g_assert_cmpstr(rows, ==, "1");
 	/* every instance left cleanly: none is registered any more */
 	g_free(rows);
 	rows = confab_test_pg_query(url, "SELECT count(*) FROM instances");
 	g_assert_cmpstr(rows, ==, "0");
+}
+
+/* a database of schema v1 (before the Responses API) with a conversation:
+ * migrated to the current schema, its messages kept, response ids added */
+static void
+test_pg_migrate_v1(void)
+{
+	g_autofree gchar *url = confab_test_pg_new_database(pg_cluster);
+	g_autoptr(ConfabStore) store = open_postgres(url);
+	g_autoptr(ConfabStore) again = NULL;
+	g_autofree gchar *out = NULL;
+	g_autofree gchar *version = NULL;
+	g_autofree gchar *kept = NULL;
+	g_autofree gchar *column = NULL;
+
+	confab_store_close(store);
+	/* back to v1: no response_id column */
+	out = confab_test_pg_query(
+	    url,
+	    "ALTER TABLE messages DROP COLUMN response_id;"
+	    "UPDATE schema_version SET version = 1;"
+	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
+	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
+	    "'t', 1, 1);"
+	    "INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "
+	    "created_at) VALUES ('msg_01jmigrate000000000000001', 'cts_01jmigrate000000000000001', "
+	    "'user', 'agt_01jmigrate000000000000001', '[]', '[]', 0, 1);"
+	    "SELECT 1");
+	again = open_postgres(url);
+	version = confab_test_pg_query(url, "SELECT version FROM schema_version");
+	g_assert_cmpint(atoi(version), ==, CONFAB_PG_SCHEMA_VERSION);
+	kept = confab_test_pg_query(url, "SELECT id FROM messages");
+	g_assert_cmpstr(kept, ==, "msg_01jmigrate000000000000001");
+	column = confab_test_pg_query(url, "SELECT count(response_id) FROM messages");
+	g_assert_cmpstr(column, ==, "0");
+	confab_store_close(again);
 }
 
 static void
@@ -2642,6 +2680,7 @@ add_postgres_tests(gboolean available)
 	} tests[] = {
 	    {"migrate-together", NULL, test_pg_migrate_together},
 	    {"future-version-refused", NULL, test_pg_future_version_refused},
+	    {"migrate-v1", NULL, test_pg_migrate_v1},
 	    {"password-file", NULL, test_pg_password_file},
 	    {"password-over-tcp", NULL, test_pg_password_over_tcp},
 	    {"changes-announced", test_pg_changes_announced, NULL},

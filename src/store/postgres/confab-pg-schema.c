@@ -189,6 +189,70 @@
 	"  END IF; "                                                                               \
 	"END $$;"
 
+/* v2: the Responses API: a response's messages (its input and its answer)
+ * carry its id; the commit stores it */
+#define MESSAGE_RECORD_V2                                                                          \
+	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
+	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
+	"created_at bigint, response_id text)"
+
+#define MESSAGE_INSERT_V2                                                                          \
+	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
+	"finish_reason, prompt_tokens, completion_tokens, created_at, response_id) "               \
+	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
+	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id "
+
+#define COMMIT_TURN_V2                                                                             \
+	"CREATE OR REPLACE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS " \
+	"$$ "                                                                                      \
+	"DECLARE "                                                                                 \
+	"  sid text := t #>> '{session,id}'; "                                                     \
+	"  n integer; "                                                                            \
+	"BEGIN "                                                                                   \
+	"  IF (t ->> 'session_is_new')::boolean THEN "                                             \
+	"    INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "   \
+	"      SELECT s.id, s.owner, s.agent_id, s.source, s.title, s.created_at, "                \
+	"             (t ->> 'updated_at')::bigint "                                               \
+	"      FROM jsonb_to_record(t -> 'session') AS s (id text, owner text, agent_id text, "    \
+	"           source integer, title text, created_at bigint); "                              \
+	"  ELSE "                                                                                  \
+	"    UPDATE sessions SET updated_at = GREATEST(updated_at, (t ->> 'updated_at')::bigint) " \
+	"      WHERE id = sid; "                                                                   \
+	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
+	"    IF n = 0 THEN "                                                                       \
+	"      RAISE EXCEPTION 'no session %', sid USING ERRCODE = 'CF404'; "                      \
+	"    END IF; "                                                                             \
+	"  END IF; " MESSAGE_INSERT_V2                                                             \
+	"FROM jsonb_to_recordset(t -> 'messages') AS m " MESSAGE_RECORD_V2 "; "                    \
+	"  IF t -> 'assistant' IS NOT NULL THEN " MESSAGE_INSERT_V2                                \
+	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " MESSAGE_RECORD_V2     \
+	"; "                                                                                       \
+	"    DELETE FROM session_leases WHERE session_id = sid AND lease_id = t ->> 'lease'; "     \
+	"    UPDATE session_leases SET answer_id = NULL "                                          \
+	"      WHERE session_id = sid AND answer_id = t #>> '{assistant,id}'; "                    \
+	"  END IF; "                                                                               \
+	"  IF t -> 'unfinished' IS NOT NULL THEN "                                                 \
+	"    UPDATE session_leases SET answer_id = t #>> '{unfinished,id}', "                      \
+	"      answer_model = t #>> '{unfinished,model}', "                                        \
+	"      answer_created_at = (t #>> '{unfinished,created_at}')::bigint "                     \
+	"      WHERE session_id = sid AND instance_id = t ->> 'instance'; "                        \
+	"  END IF; "                                                                               \
+	"  /* last: the owner's row is every turn's, its lock held until COMMIT */ "               \
+	"  IF t ->> 'usage_owner' IS NOT NULL THEN "                                               \
+	"    DELETE FROM usage_holds WHERE id = t ->> 'hold'; "                                    \
+	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
+	"    INSERT INTO usage AS u (owner, month, requests, pending) "                            \
+	"      VALUES (t ->> 'usage_owner', t ->> 'usage_month', 1, 0) "                           \
+	"      ON CONFLICT (owner, month) DO UPDATE "                                              \
+	"      SET requests = u.requests + 1, pending = GREATEST(u.pending - n, 0); "              \
+	"  END IF; "                                                                               \
+	"END $$;"
+
+#define MIGRATE_V2                                                                                 \
+	"ALTER TABLE messages ADD COLUMN response_id text COLLATE \"C\";"                          \
+	"CREATE INDEX messages_by_response ON messages (response_id) "                             \
+	"  WHERE response_id IS NOT NULL;" COMMIT_TURN_V2
+
 /* Ends instances: @only_instance, or every one whose row expired (another instance
  * reaping the same ones skips them). Their pending requests are given
  * back, their streams' unfinished answers stored incomplete, their leases
@@ -231,6 +295,7 @@
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
+    MIGRATE_V2,
 };
 
 typedef enum {

@@ -469,7 +469,7 @@ session_from_row(PGresult *res, gint i)
 
 #define MESSAGE_COLUMNS                                                                            \
 	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
-	"prompt_tokens, completion_tokens, created_at"
+	"prompt_tokens, completion_tokens, created_at, response_id"
 
 static ConfabMessage *
 message_from_row(PGresult *res, gint i)
@@ -486,6 +486,7 @@ message_from_row(PGresult *res, gint i)
 	confab_message_set_prompt_tokens(msg, column_int_or(res, i, 8, -1));
 	confab_message_set_completion_tokens(msg, column_int_or(res, i, 9, -1));
 	confab_message_set_created_at(msg, column_int(res, i, 10));
+	confab_message_set_response_id(msg, column_text(res, i, 11));
 	return msg;
 }
 
@@ -1367,6 +1368,7 @@ append_message(GString *json, ConfabMessage *msg)
 				  "completion_tokens",
 				  confab_message_get_completion_tokens(msg));
 	append_int_member(json, "created_at", confab_message_get_created_at(msg));
+	append_string_member(json, "response_id", confab_message_get_response_id(msg));
 	g_string_append_c(json, '}');
 }
 
@@ -1556,6 +1558,55 @@ confab_store_postgres_delete_session(ConfabStore *store,
 		 user_data);
 }
 
+static void
+response_deleted(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "deleting a response");
+
+	if (res == NULL)
+		return;
+	if (PQntuples(res) == 0) {
+		op_return_error(op,
+				g_error_new(CONFAB_ERROR,
+					    CONFAB_ERROR_RESPONSE_NOT_FOUND,
+					    "no response %s",
+					    (const gchar *)op->data));
+		return;
+	}
+	op_return_boolean(op);
+}
+
+static void
+run_delete_response(ConfabStorePostgres *self, Op *op)
+{
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, op->data);
+	op_query(op,
+		 "DELETE FROM messages WHERE response_id = $1 RETURNING 1",
+		 p,
+		 response_deleted);
+}
+
+static void
+confab_store_postgres_delete_response(ConfabStore *store,
+				      const gchar *response_id,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_delete_response,
+		 g_strdup(response_id),
+		 g_free,
+		 FALSE,
+		 confab_store_postgres_delete_response,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
 /* ---------- reads ---------- */
 
 static void
@@ -1615,6 +1666,37 @@ run_get_history(ConfabStorePostgres *self, Op *op)
 		 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = $1 ORDER BY id",
 		 p,
 		 rows_loaded);
+}
+
+static void
+run_get_response(ConfabStorePostgres *self, Op *op)
+{
+	g_autoptr(GPtrArray) p = params_new();
+
+	op->extra = (gpointer)message_from_row;
+	params_add(p, op->data);
+	op_query(op,
+		 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE response_id = $1 ORDER BY id",
+		 p,
+		 rows_loaded);
+}
+
+static void
+confab_store_postgres_get_response(ConfabStore *store,
+				   const gchar *response_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_get_response,
+		 g_strdup(response_id),
+		 g_free,
+		 TRUE,
+		 confab_store_postgres_get_response,
+		 cancellable,
+		 callback,
+		 user_data);
 }
 
 static void
@@ -2381,6 +2463,8 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->delete_session = confab_store_postgres_delete_session;
 	iface->get_session = confab_store_postgres_get_session;
 	iface->get_history = confab_store_postgres_get_history;
+	iface->get_response = confab_store_postgres_get_response;
+	iface->delete_response = confab_store_postgres_delete_response;
 	iface->list_sessions = confab_store_postgres_list_sessions;
 	iface->list_messages = confab_store_postgres_list_messages;
 	iface->close = confab_store_postgres_close;

@@ -495,6 +495,18 @@ migrate_v4(Conn *conn, GError **error)
 			 error);
 }
 
+/* v6: the Responses API: a response's messages (its input and its answer)
+ * carry its id */
+static gboolean
+migrate_v6(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "ALTER TABLE messages ADD COLUMN response_id TEXT;"
+			 "CREATE INDEX messages_by_response ON messages (response_id) "
+			 "  WHERE response_id IS NOT NULL;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -551,7 +563,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 4:
 		/* v5: content_blocks '' means "the content": the same table, a
 		 * value older versions would misread, hence the version */
-		/* fall through: the next schema adds case 5: migrate_v6() here */
+		/* fall through */
+	case 5:
+		if (!migrate_v6(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 6: migrate_v7() here */
 	default:
 		break;
 	}
@@ -648,7 +664,7 @@ session_from_row(sqlite3_stmt *stmt)
 
 #define MESSAGE_COLUMNS                                                                            \
 	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
-	"prompt_tokens, completion_tokens, created_at"
+	"prompt_tokens, completion_tokens, created_at, response_id"
 
 static ConfabMessage *
 message_from_row(sqlite3_stmt *stmt)
@@ -673,6 +689,7 @@ message_from_row(sqlite3_stmt *stmt)
 	    msg,
 	    sqlite3_column_type(stmt, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, 9));
 	confab_message_set_created_at(msg, sqlite3_column_int64(stmt, 10));
+	confab_message_set_response_id(msg, column_text(stmt, 11));
 	return msg;
 }
 
@@ -1837,7 +1854,7 @@ insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare_static(conn,
 				"INSERT INTO messages (" MESSAGE_COLUMNS ") "
-				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 				error);
 	if (stmt == NULL)
 		return FALSE;
@@ -1854,6 +1871,7 @@ insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 	if (confab_message_get_completion_tokens(msg) >= 0)
 		sqlite3_bind_int64(stmt, 10, confab_message_get_completion_tokens(msg));
 	sqlite3_bind_int64(stmt, 11, confab_message_get_created_at(msg));
+	bind_text(stmt, 12, confab_message_get_response_id(msg));
 	if (!stmt_step_done(conn, stmt, error)) {
 		if (error != NULL && *error != NULL && (*error)->code == CONFAB_ERROR_NOT_FOUND)
 			(*error)->code = CONFAB_ERROR_CONVERSATION_NOT_FOUND;
@@ -2003,6 +2021,143 @@ confab_store_sqlite_delete_session(ConfabStore *store,
 }
 
 /* ---------- reads ---------- */
+
+/* The search index keeps a conversation's text by row number, not by
+ * message: when messages leave it, it is indexed anew (queued, as a new
+ * conversation's is), so that their text is no longer found. Nothing when
+ * the index is off. */
+static gboolean
+search_reindex_session(Conn *conn, const gchar *session_id, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) on =
+	    conn_prepare(conn,
+			 "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+			 "AND name = 'search_message_queued'",
+			 error);
+	const gchar *const steps[] = {
+	    "DELETE FROM search WHERE rowid BETWEEN"
+	    "  (SELECT doc << " SEARCH_ROW_BITS " FROM search_docs WHERE session_id = ?1)"
+	    "  AND (SELECT (doc << " SEARCH_ROW_BITS ") | (" SEARCH_MAX_ROWS " - 1)"
+	    "    FROM search_docs WHERE session_id = ?1)",
+	    "DELETE FROM search_docs WHERE session_id = ?1",
+	    "DELETE FROM search_pending WHERE session_id = ?1",
+	    "INSERT INTO search_pending (session_id) VALUES (?1)",
+	    "INSERT INTO search_pending (session_id, message_id) SELECT session_id, id "
+	    "  FROM messages WHERE session_id = ?1 AND role IN ('user', 'assistant') "
+	    "  ORDER BY id",
+	};
+
+	if (on == NULL)
+		return FALSE;
+	if (sqlite3_step(on) != SQLITE_ROW) {
+		set_sqlite_error(error, conn->db, "reading the schema");
+		return FALSE;
+	}
+	if (sqlite3_column_int(on, 0) == 0)
+		return TRUE;
+	for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+		g_autoptr(ConfabCachedStmt) stmt = conn_prepare(conn, steps[i], error);
+		if (stmt == NULL)
+			return FALSE;
+		bind_text(stmt, 1, session_id);
+		if (!stmt_step_done(conn, stmt, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+write_delete_response(Conn *conn, gpointer data, GError **error)
+{
+	const gchar *response_id = data;
+	g_autoptr(ConfabCachedStmt) find =
+	    conn_prepare(conn,
+			 "SELECT session_id FROM messages WHERE response_id = ?1 LIMIT 1",
+			 error);
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+	g_autofree gchar *session_id = NULL;
+
+	if (find == NULL)
+		return FALSE;
+	bind_text(find, 1, response_id);
+	if (sqlite3_step(find) == SQLITE_ROW)
+		session_id = g_strdup(column_text(find, 0));
+	g_clear_pointer(&find, confab_cached_stmt_reset);
+	if (session_id == NULL) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_RESPONSE_NOT_FOUND,
+			    "no response %s",
+			    response_id);
+		return FALSE;
+	}
+	stmt = conn_prepare(conn, "DELETE FROM messages WHERE response_id = ?1", error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, response_id);
+	if (!stmt_step_done(conn, stmt, error))
+		return FALSE;
+	return search_reindex_session(conn, session_id, error);
+}
+
+static void
+confab_store_sqlite_delete_response(ConfabStore *store,
+				    const gchar *response_id,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_delete_response,
+		    g_strdup(response_id),
+		    g_free,
+		    confab_store_sqlite_delete_response,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+static gpointer
+read_get_response(Conn *conn, gpointer data, GError **error)
+{
+	const gchar *response_id = data;
+	g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE response_id = ?1 "
+			 "ORDER BY id",
+			 error);
+	gint rc;
+
+	if (stmt == NULL)
+		return NULL;
+	bind_text(stmt, 1, response_id);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		g_ptr_array_add(messages, message_from_row(stmt));
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "reading a response");
+		return NULL;
+	}
+	return g_steal_pointer(&messages);
+}
+
+static void
+confab_store_sqlite_get_response(ConfabStore *store,
+				 const gchar *response_id,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_get_response,
+		   g_strdup(response_id),
+		   g_free,
+		   (GDestroyNotify)g_ptr_array_unref,
+		   confab_store_sqlite_get_response,
+		   cancellable,
+		   callback,
+		   user_data);
+}
 
 static gpointer
 read_get_session(Conn *conn, gpointer data, GError **error)
@@ -2611,6 +2766,8 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->get_history = confab_store_sqlite_get_history;
 	iface->list_sessions = confab_store_sqlite_list_sessions;
 	iface->list_messages = confab_store_sqlite_list_messages;
+	iface->get_response = confab_store_sqlite_get_response;
+	iface->delete_response = confab_store_sqlite_delete_response;
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
 }

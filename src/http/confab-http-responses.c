@@ -1,0 +1,1976 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#define G_LOG_DOMAIN "ConfabHttp"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "core/confab-turn.h"
+#include "http/confab-http-response.h"
+#include "http/confab-http-responses.h"
+#include "model/confab-id.h"
+#include "openai/confab-list-params.h"
+#include "openai/confab-openai-error.h"
+#include "openai/confab-responses-request.h"
+#include "util/confab-error.h"
+#include "util/confab-json.h"
+
+/*
+ * POST /api/v1/responses: the Responses API's door on a turn.
+ *
+ * The turn is the chat completions one (the request is translated to Chat
+ * Completions by ConfabResponsesRequest); this door turns what the turn
+ * says into output items. The same sink serves both modes: for a stream
+ * each item is also told as named Server-Sent Events, numbered from 0,
+ * as OpenAI sends them; the terminal event (response.completed,
+ * .incomplete or .failed) goes out once the answer is committed, and no
+ * [DONE] follows. Without streaming, the items make one JSON object.
+ */
+
+typedef struct {
+	gint index;	  /* output_index */
+	gchar *item_id;	  /* owned */
+	gchar *call_id;	  /* owned: the tool call's id */
+	gchar *server;	  /* owned */
+	gchar *name;	  /* owned: the tool's own name */
+	gchar *arguments; /* owned */
+	gboolean is_error;
+} McpItem;
+
+static void
+mcp_item_free(McpItem *item)
+{
+	g_free(item->item_id);
+	g_free(item->call_id);
+	g_free(item->server);
+	g_free(item->name);
+	g_free(item->arguments);
+	g_free(item);
+}
+
+typedef struct {
+	ConfabEngine *engine;		 /* owned */
+	ConfabHttpExchange *exchange;	 /* owned */
+	ConfabTurn *turn;		 /* owned */
+	ConfabResponsesRequest *request; /* owned (its chat request is the turn's) */
+	gchar *response_id;		 /* owned */
+	gboolean streaming;		 /* the head is sent */
+	gboolean closed;		 /* the items are all done */
+	guint64 sequence;		 /* the next sequence_number */
+	GPtrArray *items;		 /* owned: gchar*, the done items' JSON; NULL while open */
+	gint text_index;		 /* the open message item, or -1 */
+	gchar *text_id;			 /* owned */
+	GString *text;			 /* owned */
+	gint reasoning_index;		 /* the open reasoning item, or -1 */
+	gchar *reasoning_id;		 /* owned */
+	GString *reasoning;		 /* owned */
+	GPtrArray *mcp_open;		 /* owned: McpItem, called, not yet done */
+	GPtrArray *mcp_pending;		 /* unowned: McpItem of mcp_open with a result */
+	guint n_messages;		 /* message items so far */
+	guint n_reasoning;		 /* reasoning items so far */
+	guint n_mcp;			 /* mcp_call items so far */
+	guint n_fc;			 /* function_call items so far */
+	ConfabPrincipal *principal;	 /* owned, until the turn takes it */
+	gboolean session_is_new;	 /* the turn starts a conversation (or a fork) */
+	GError *run_error; /* owned: how the turn ended, while store: false cleans up */
+	gboolean run_ok;
+	gboolean gone; /* the client left before the turn began */
+} RespCtx;
+
+static void
+resp_ctx_free(RespCtx *ctx)
+{
+	confab_http_exchange_set_gone_func(ctx->exchange, NULL, NULL);
+	confab_http_exchange_set_drained_func(ctx->exchange, NULL, NULL);
+	if (ctx->turn != NULL)
+		confab_turn_set_sink(ctx->turn, NULL, NULL);
+	g_clear_object(&ctx->turn);
+	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
+	g_clear_object(&ctx->engine);
+	g_clear_pointer(&ctx->request, confab_responses_request_free);
+	g_free(ctx->response_id);
+	g_ptr_array_unref(ctx->items);
+	g_free(ctx->text_id);
+	g_string_free(ctx->text, TRUE);
+	g_free(ctx->reasoning_id);
+	g_string_free(ctx->reasoning, TRUE);
+	g_ptr_array_unref(ctx->mcp_pending);
+	g_ptr_array_unref(ctx->mcp_open);
+	g_clear_pointer(&ctx->principal, confab_principal_free);
+	g_clear_error(&ctx->run_error);
+	g_free(ctx);
+}
+
+static void
+on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_debug("the client left during its response");
+	if (ctx->turn != NULL)
+		confab_turn_cancel(ctx->turn);
+	else
+		ctx->gone = TRUE;
+}
+
+/*
+ * An output item's id is its type's prefix, the response id's 26
+ * characters and its rank among the response's items of that type
+ * (msg_…_0, rs_…_0, mcp_…_1, fc_…_0): the stored response (GET) names its
+ * items as the live one did, and an `item_reference` names its response.
+ */
+static gchar *
+item_id(const gchar *prefix, const gchar *response_id, guint n)
+{
+	return g_strdup_printf("%s%s_%u", prefix, response_id + strlen(CONFAB_PREFIX_RESPONSE), n);
+}
+
+/* ---------- events ---------- */
+
+/* `event: TYPE` and `data: {"type":TYPE,"sequence_number":N,FIELDS}`;
+ * @fields is consumed. Nothing is written without a stream. */
+static void
+emit(RespCtx *ctx, const gchar *type, GString *fields)
+{
+	GString *event;
+
+	if (!ctx->streaming || confab_http_exchange_is_gone(ctx->exchange)) {
+		g_string_free(fields, TRUE);
+		return;
+	}
+	event = g_string_new("event: ");
+	g_string_append(event, type);
+	g_string_append(event, "\ndata: {\"type\":");
+	confab_json_append_string(event, type);
+	g_string_append_printf(event, ",\"sequence_number\":%" G_GUINT64_FORMAT, ctx->sequence++);
+	if (fields->len > 0) {
+		g_string_append_c(event, ',');
+		g_string_append_len(event, fields->str, fields->len);
+	}
+	g_string_append(event, "}\n\n");
+	confab_http_exchange_write(ctx->exchange, event->str, event->len);
+	g_string_free(event, TRUE);
+	g_string_free(fields, TRUE);
+}
+
+/* `"item_id":…,"output_index":N` */
+static GString *
+item_fields(const gchar *item_id, gint index)
+{
+	GString *f = g_string_new("\"item_id\":");
+	confab_json_append_string(f, item_id);
+	g_string_append_printf(f, ",\"output_index\":%d", index);
+	return f;
+}
+
+static gint
+reserve_item(RespCtx *ctx)
+{
+	g_ptr_array_add(ctx->items, NULL);
+	return (gint)ctx->items->len - 1;
+}
+
+static void
+item_added(RespCtx *ctx, gint index, const gchar *item_json)
+{
+	GString *f = g_string_new(NULL);
+	g_string_append_printf(f, "\"output_index\":%d,\"item\":%s", index, item_json);
+	emit(ctx, "response.output_item.added", f);
+}
+
+static void
+item_done(RespCtx *ctx, gint index, gchar *item_json)
+{
+	GString *f = g_string_new(NULL);
+	g_string_append_printf(f, "\"output_index\":%d,\"item\":%s", index, item_json);
+	emit(ctx, "response.output_item.done", f);
+	g_free(g_ptr_array_index(ctx->items, index));
+	g_ptr_array_index(ctx->items, index) = item_json;
+}
+
+/* ---------- reasoning ---------- */
+
+static gchar *
+reasoning_item(const gchar *id, const gchar *text)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id);
+	g_string_append(out, ",\"type\":\"reasoning\",\"summary\":[");
+	if (text != NULL) {
+		g_string_append(out, "{\"type\":\"summary_text\",\"text\":");
+		confab_json_append_string(out, text);
+		g_string_append_c(out, '}');
+	}
+	g_string_append(out, "]}");
+	return g_string_free(out, FALSE);
+}
+
+static void
+close_reasoning(RespCtx *ctx)
+{
+	GString *f;
+
+	if (ctx->reasoning_index < 0)
+		return;
+	f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+	g_string_append(f, ",\"summary_index\":0,\"text\":");
+	confab_json_append_string(f, ctx->reasoning->str);
+	emit(ctx, "response.reasoning_summary_text.done", f);
+	f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+	g_string_append(f, ",\"summary_index\":0,\"part\":{\"type\":\"summary_text\",\"text\":");
+	confab_json_append_string(f, ctx->reasoning->str);
+	g_string_append_c(f, '}');
+	emit(ctx, "response.reasoning_summary_part.done", f);
+	item_done(ctx,
+		  ctx->reasoning_index,
+		  reasoning_item(ctx->reasoning_id, ctx->reasoning->str));
+	ctx->reasoning_index = -1;
+	g_clear_pointer(&ctx->reasoning_id, g_free);
+	g_string_truncate(ctx->reasoning, 0);
+}
+
+static void
+add_reasoning(RespCtx *ctx, const gchar *delta)
+{
+	GString *f;
+
+	if (ctx->reasoning_index < 0) {
+		g_autofree gchar *item = NULL;
+		ctx->reasoning_index = reserve_item(ctx);
+		ctx->reasoning_id = item_id("rs_", ctx->response_id, ctx->n_reasoning++);
+		item = reasoning_item(ctx->reasoning_id, NULL);
+		item_added(ctx, ctx->reasoning_index, item);
+		f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+		g_string_append(f,
+				",\"summary_index\":0,\"part\":{\"type\":\"summary_text\","
+				"\"text\":\"\"}");
+		emit(ctx, "response.reasoning_summary_part.added", f);
+	}
+	g_string_append(ctx->reasoning, delta);
+	f = item_fields(ctx->reasoning_id, ctx->reasoning_index);
+	g_string_append(f, ",\"summary_index\":0,\"delta\":");
+	confab_json_append_string(f, delta);
+	emit(ctx, "response.reasoning_summary_text.delta", f);
+}
+
+/* ---------- text ---------- */
+
+static gchar *
+message_item(const gchar *id, const gchar *status, const gchar *text)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id);
+	g_string_append(out, ",\"type\":\"message\",\"status\":");
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"role\":\"assistant\",\"content\":[");
+	if (text != NULL) {
+		g_string_append(out,
+				"{\"type\":\"output_text\",\"annotations\":[],\"logprobs\":[],"
+				"\"text\":");
+		confab_json_append_string(out, text);
+		g_string_append_c(out, '}');
+	}
+	g_string_append(out, "]}");
+	return g_string_free(out, FALSE);
+}
+
+static void
+close_text(RespCtx *ctx)
+{
+	GString *f;
+
+	if (ctx->text_index < 0)
+		return;
+	f = item_fields(ctx->text_id, ctx->text_index);
+	g_string_append(f, ",\"content_index\":0,\"logprobs\":[],\"text\":");
+	confab_json_append_string(f, ctx->text->str);
+	emit(ctx, "response.output_text.done", f);
+	f = item_fields(ctx->text_id, ctx->text_index);
+	g_string_append(f,
+			",\"content_index\":0,\"part\":{\"type\":\"output_text\","
+			"\"annotations\":[],\"logprobs\":[],\"text\":");
+	confab_json_append_string(f, ctx->text->str);
+	g_string_append_c(f, '}');
+	emit(ctx, "response.content_part.done", f);
+	item_done(ctx, ctx->text_index, message_item(ctx->text_id, "completed", ctx->text->str));
+	ctx->text_index = -1;
+	g_clear_pointer(&ctx->text_id, g_free);
+	g_string_truncate(ctx->text, 0);
+}
+
+static void
+flush_mcp(RespCtx *ctx, gboolean force);
+
+static void
+add_text(RespCtx *ctx, const gchar *delta)
+{
+	GString *f;
+
+	if (ctx->text_index < 0) {
+		g_autofree gchar *item = NULL;
+		/* the loop's blank line between two steps' words: the items
+		 * already part them */
+		if (g_str_equal(delta, "\n\n"))
+			return;
+		close_reasoning(ctx);
+		ctx->text_index = reserve_item(ctx);
+		ctx->text_id = item_id(CONFAB_PREFIX_MESSAGE, ctx->response_id, ctx->n_messages++);
+		item = message_item(ctx->text_id, "in_progress", NULL);
+		item_added(ctx, ctx->text_index, item);
+		f = item_fields(ctx->text_id, ctx->text_index);
+		g_string_append(f,
+				",\"content_index\":0,\"part\":{\"type\":\"output_text\","
+				"\"annotations\":[],\"logprobs\":[],\"text\":\"\"}");
+		emit(ctx, "response.content_part.added", f);
+	}
+	g_string_append(ctx->text, delta);
+	f = item_fields(ctx->text_id, ctx->text_index);
+	g_string_append(f, ",\"content_index\":0,\"logprobs\":[],\"delta\":");
+	confab_json_append_string(f, delta);
+	emit(ctx, "response.output_text.delta", f);
+}
+
+/* ---------- the agent's own tools: mcp_call ---------- */
+
+static gchar *
+mcp_item_json(McpItem *item, const gchar *status, const gchar *output)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, item->item_id);
+	g_string_append(out, ",\"type\":\"mcp_call\",\"server_label\":");
+	confab_json_append_string(out, item->server);
+	g_string_append(out, ",\"name\":");
+	confab_json_append_string(out, item->name);
+	g_string_append(out, ",\"arguments\":");
+	confab_json_append_string(out, output != NULL || status[0] != 'i' ? item->arguments : "");
+	g_string_append(out, ",\"output\":");
+	if (output != NULL && !item->is_error)
+		confab_json_append_string(out, output);
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"error\":");
+	if (output != NULL && item->is_error)
+		confab_json_append_string(out, output);
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"status\":");
+	confab_json_append_string(out, status);
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+/* The result of @call_id in the transcript (its tool_result block). */
+static gchar *
+find_tool_result(RespCtx *ctx, const gchar *call_id)
+{
+	const gchar *transcript = confab_turn_get_transcript(ctx->turn);
+	g_autofree gchar *json = NULL;
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	if (transcript == NULL)
+		return NULL;
+	json = g_strconcat("[", transcript, "]", NULL);
+	node = confab_json_from_string(json);
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return NULL;
+	blocks = json_node_get_array(node);
+	for (guint i = json_array_get_length(blocks); i > 0; i--) {
+		JsonObject *block = json_array_get_object_element(blocks, i - 1);
+		if (block == NULL ||
+		    g_strcmp0(confab_json_get_string(block, "type"), "tool_result") != 0 ||
+		    g_strcmp0(confab_json_get_string(block, "tool_call_id"), call_id) != 0)
+			continue;
+		return g_strdup(confab_json_get_string(block, "content"));
+	}
+	return NULL;
+}
+
+/* Calls whose result came: their item is done once the transcript holds
+ * the result, which is after the step's last call returns; @force: at the
+ * end, whatever the transcript holds. */
+static void
+flush_mcp(RespCtx *ctx, gboolean force)
+{
+	for (guint i = 0; i < ctx->mcp_pending->len;) {
+		McpItem *item = g_ptr_array_index(ctx->mcp_pending, i);
+		g_autofree gchar *output = find_tool_result(ctx, item->call_id);
+
+		if (output == NULL && !force) {
+			i++;
+			continue;
+		}
+		if (output == NULL)
+			output = g_strdup("");
+		item_done(ctx,
+			  item->index,
+			  mcp_item_json(item, item->is_error ? "failed" : "completed", output));
+		g_ptr_array_remove_index(ctx->mcp_pending, i);
+		g_ptr_array_remove(ctx->mcp_open, item);
+	}
+}
+
+static McpItem *
+find_mcp(RespCtx *ctx, const gchar *call_id)
+{
+	for (guint i = 0; call_id != NULL && i < ctx->mcp_open->len; i++) {
+		McpItem *item = g_ptr_array_index(ctx->mcp_open, i);
+		if (g_str_equal(item->call_id, call_id))
+			return item;
+	}
+	return NULL;
+}
+
+static void
+mcp_called(RespCtx *ctx, JsonObject *event)
+{
+	const gchar *name = confab_json_get_string(event, "name");
+	const gchar *sep = name != NULL ? strstr(name, "__") : NULL;
+	McpItem *item = g_new0(McpItem, 1);
+	g_autofree gchar *json = NULL;
+	GString *f;
+
+	close_reasoning(ctx);
+	close_text(ctx);
+	item->index = reserve_item(ctx);
+	item->call_id = g_strdup(confab_json_get_string(event, "id"));
+	if (item->call_id == NULL)
+		item->call_id = g_strdup("");
+	item->item_id = item_id("mcp_", ctx->response_id, ctx->n_mcp++);
+	/* the model sees SERVER__tool */
+	item->server = sep != NULL ? g_strndup(name, sep - name) : g_strdup("");
+	item->name = g_strdup(sep != NULL ? sep + 2 : (name != NULL ? name : ""));
+	item->arguments = g_strdup(confab_json_get_string(event, "arguments"));
+	if (item->arguments == NULL)
+		item->arguments = g_strdup("");
+	g_ptr_array_add(ctx->mcp_open, item);
+
+	json = mcp_item_json(item, "in_progress", NULL);
+	item_added(ctx, item->index, json);
+	emit(ctx, "response.mcp_call.in_progress", item_fields(item->item_id, item->index));
+	f = item_fields(item->item_id, item->index);
+	g_string_append(f, ",\"delta\":");
+	confab_json_append_string(f, item->arguments);
+	emit(ctx, "response.mcp_call_arguments.delta", f);
+	f = item_fields(item->item_id, item->index);
+	g_string_append(f, ",\"arguments\":");
+	confab_json_append_string(f, item->arguments);
+	emit(ctx, "response.mcp_call_arguments.done", f);
+}
+
+static void
+mcp_result(RespCtx *ctx, JsonObject *event)
+{
+	McpItem *item = find_mcp(ctx, confab_json_get_string(event, "id"));
+	JsonNode *is_error = json_object_get_member(event, "is_error");
+
+	if (item == NULL)
+		return;
+	item->is_error = is_error != NULL && JSON_NODE_HOLDS_VALUE(is_error) &&
+			 json_node_get_value_type(is_error) == G_TYPE_BOOLEAN &&
+			 json_node_get_boolean(is_error);
+	emit(ctx,
+	     item->is_error ? "response.mcp_call.failed" : "response.mcp_call.completed",
+	     item_fields(item->item_id, item->index));
+	g_ptr_array_add(ctx->mcp_pending, item);
+}
+
+/* ---------- the sink ---------- */
+
+static void
+on_turn_delta(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	flush_mcp(ctx, FALSE);
+	if (delta->reasoning != NULL && *delta->reasoning != '\0')
+		add_reasoning(ctx, delta->reasoning);
+	if (delta->content != NULL && *delta->content != '\0')
+		add_text(ctx, delta->content);
+	/* function calls are told whole at the end, from the turn */
+}
+
+static void
+on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(JsonNode) node = confab_json_from_string(event_json);
+	JsonObject *event;
+	const gchar *type;
+
+	flush_mcp(ctx, FALSE);
+	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		return;
+	event = json_node_get_object(node);
+	type = confab_json_get_string(event, "type");
+	if (g_strcmp0(type, "call") == 0)
+		mcp_called(ctx, event);
+	else if (g_strcmp0(type, "result") == 0)
+		mcp_result(ctx, event);
+	/* progress has no Responses event */
+}
+
+static gchar *
+function_call_item(const gchar *id,
+		   const gchar *call_id,
+		   const gchar *name,
+		   const gchar *arguments,
+		   const gchar *status)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id);
+	g_string_append(out, ",\"type\":\"function_call\",\"status\":");
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"call_id\":");
+	confab_json_append_string(out, call_id);
+	g_string_append(out, ",\"name\":");
+	confab_json_append_string(out, name);
+	g_string_append(out, ",\"arguments\":");
+	confab_json_append_string(out, arguments);
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+/* The client's function calls, each an item told whole. */
+static void
+add_function_calls(RespCtx *ctx)
+{
+	g_autofree gchar *json = confab_turn_get_tool_calls_json(ctx->turn);
+	g_autoptr(JsonNode) node = json != NULL ? confab_json_from_string(json) : NULL;
+	JsonArray *calls;
+
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return;
+	calls = json_node_get_array(node);
+	for (guint i = 0; i < json_array_get_length(calls); i++) {
+		JsonObject *call = json_array_get_object_element(calls, i);
+		JsonObject *fn = call != NULL ? confab_json_get_object(call, "function") : NULL;
+		const gchar *call_id = call != NULL ? confab_json_get_string(call, "id") : NULL;
+		const gchar *name = fn != NULL ? confab_json_get_string(fn, "name") : NULL;
+		const gchar *args = fn != NULL ? confab_json_get_string(fn, "arguments") : NULL;
+		g_autofree gchar *id = NULL;
+		g_autofree gchar *added = NULL;
+		gint index;
+		GString *f;
+
+		if (call_id == NULL || name == NULL)
+			continue;
+		id = item_id("fc_", ctx->response_id, ctx->n_fc++);
+		if (args == NULL)
+			args = "";
+		index = reserve_item(ctx);
+		added = function_call_item(id, call_id, name, "", "in_progress");
+		item_added(ctx, index, added);
+		f = item_fields(id, index);
+		g_string_append(f, ",\"delta\":");
+		confab_json_append_string(f, args);
+		emit(ctx, "response.function_call_arguments.delta", f);
+		f = item_fields(id, index);
+		g_string_append(f, ",\"name\":");
+		confab_json_append_string(f, name);
+		g_string_append(f, ",\"arguments\":");
+		confab_json_append_string(f, args);
+		emit(ctx, "response.function_call_arguments.done", f);
+		item_done(ctx, index, function_call_item(id, call_id, name, args, "completed"));
+	}
+}
+
+/* Every item done: at the end of an answer, however it ended. */
+static void
+close_items(RespCtx *ctx, gboolean with_calls)
+{
+	if (ctx->closed)
+		return;
+	ctx->closed = TRUE;
+	flush_mcp(ctx, TRUE);
+	close_reasoning(ctx);
+	close_text(ctx);
+	/* calls without a result (a cancelled or failed turn) */
+	while (ctx->mcp_open->len > 0) {
+		McpItem *item = g_ptr_array_index(ctx->mcp_open, 0);
+		item->is_error = TRUE;
+		item_done(ctx,
+			  item->index,
+			  mcp_item_json(item, "failed", "The call did not finish"));
+		g_ptr_array_remove_index(ctx->mcp_open, 0);
+	}
+	if (with_calls)
+		add_function_calls(ctx);
+}
+
+static void
+on_exchange_drained(ConfabHttpExchange *exchange, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	confab_turn_sink_drained(ctx->turn, TRUE);
+}
+
+static void
+on_turn_drain(ConfabTurn *turn, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	close_items(ctx, TRUE);
+	if (confab_http_exchange_is_gone(ctx->exchange)) {
+		confab_turn_sink_drained(turn, FALSE);
+		return;
+	}
+	if (confab_http_exchange_get_unsent(ctx->exchange) == 0) {
+		confab_turn_sink_drained(turn, TRUE);
+		return;
+	}
+	confab_http_exchange_set_drained_func(ctx->exchange, on_exchange_drained, ctx);
+}
+
+static const ConfabTurnSink stream_sink = {
+    .delta = on_turn_delta,
+    .drain = on_turn_drain,
+    .tool_event = on_turn_tool_event,
+};
+
+static const ConfabTurnSink json_sink = {
+    .delta = on_turn_delta,
+    .tool_event = on_turn_tool_event,
+};
+
+/* ---------- the response object ---------- */
+
+static void
+append_echo(GString *out, RespCtx *ctx, const gchar *name, const gchar *fallback)
+{
+	JsonNode *node = json_object_get_member(ctx->request->echo, name);
+
+	g_string_append_printf(out, ",\"%s\":", name);
+	if (node != NULL)
+		confab_json_append_node(out, node);
+	else
+		g_string_append(out, fallback);
+}
+
+static void
+append_usage(GString *out, ConfabTurn *turn)
+{
+	gint64 input = 0, output = 0;
+
+	if (turn == NULL || !confab_turn_get_usage(turn, &input, &output)) {
+		g_string_append(out, "null");
+		return;
+	}
+	g_string_append_printf(out,
+			       "{\"input_tokens\":%" G_GINT64_FORMAT
+			       ",\"input_tokens_details\":{\"cached_tokens\":0}"
+			       ",\"output_tokens\":%" G_GINT64_FORMAT
+			       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
+			       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
+			       input,
+			       output,
+			       input + output);
+}
+
+static void
+append_metadata(GString *out, RespCtx *ctx, const gchar *session_id)
+{
+	JsonNode *client = json_object_get_member(ctx->request->echo, "metadata");
+	g_autoptr(JsonObject) metadata = json_object_new();
+	g_autoptr(JsonNode) node = NULL;
+
+	if (client != NULL && JSON_NODE_HOLDS_OBJECT(client)) {
+		JsonObject *obj = json_node_get_object(client);
+		g_autoptr(GList) names = json_object_get_members(obj);
+		for (GList *l = names; l != NULL; l = l->next)
+			json_object_set_member(
+			    metadata,
+			    l->data,
+			    json_node_copy(json_object_get_member(obj, l->data)));
+	}
+	if (session_id != NULL)
+		json_object_set_string_member(metadata, "session_id", session_id);
+	node = json_node_init_object(json_node_alloc(), metadata);
+	confab_json_append_node(out, node);
+}
+
+/*
+ * The response object. @status: in_progress, completed, incomplete,
+ * failed; @output: whether the items are listed (the closing events carry
+ * them, the opening ones not yet).
+ */
+static gchar *
+build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError *error)
+{
+	ConfabTurn *turn = ctx->turn;
+	const gchar *session_id = ctx->request->store ? confab_turn_get_session_id(turn) : NULL;
+	const gchar *finish =
+	    g_str_equal(status, "incomplete") ? confab_turn_get_finish_reason(turn) : NULL;
+	GString *out = g_string_new("{\"id\":");
+
+	confab_json_append_string(out, ctx->response_id);
+	g_string_append_printf(out,
+			       ",\"object\":\"response\",\"created_at\":%" G_GINT64_FORMAT
+			       ",\"status\":",
+			       confab_turn_get_created(turn));
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"background\":false,\"error\":");
+	if (error != NULL) {
+		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
+		g_string_append(out, "{\"code\":");
+		confab_json_append_string(out, info->code);
+		g_string_append(out, ",\"message\":");
+		confab_json_append_string(out, error->message);
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"incomplete_details\":");
+	if (finish != NULL || g_str_equal(status, "incomplete")) {
+		g_string_append(out, "{\"reason\":");
+		confab_json_append_string(
+		    out,
+		    g_strcmp0(finish, "content_filter") == 0
+			? "content_filter"
+			: (g_strcmp0(finish, "length") == 0 ? "max_output_tokens" : "interrupted"));
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"instructions\":");
+	confab_json_append_string(out, ctx->request->instructions);
+	append_echo(out, ctx, "max_output_tokens", "null");
+	g_string_append(out, ",\"model\":");
+	confab_json_append_string(out, confab_turn_get_model(turn));
+	g_string_append(out, ",\"output\":[");
+	for (guint i = 0; output && i < ctx->items->len; i++) {
+		const gchar *item = g_ptr_array_index(ctx->items, i);
+		if (item == NULL)
+			continue;
+		if (out->str[out->len - 1] != '[')
+			g_string_append_c(out, ',');
+		g_string_append(out, item);
+	}
+	g_string_append_c(out, ']');
+	append_echo(out, ctx, "parallel_tool_calls", "true");
+	g_string_append(out, ",\"previous_response_id\":");
+	confab_json_append_string(out, ctx->request->previous_response_id);
+	g_string_append(out, ",\"conversation\":");
+	if (session_id != NULL) {
+		g_string_append(out, "{\"id\":");
+		confab_json_append_string(out, session_id);
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	append_echo(out, ctx, "reasoning", "{\"effort\":null,\"summary\":null}");
+	g_string_append_printf(out, ",\"store\":%s", ctx->request->store ? "true" : "false");
+	append_echo(out, ctx, "temperature", "null");
+	append_echo(out, ctx, "text", "{\"format\":{\"type\":\"text\"}}");
+	append_echo(out, ctx, "tool_choice", "\"auto\"");
+	append_echo(out, ctx, "tools", "[]");
+	append_echo(out, ctx, "top_p", "null");
+	g_string_append(out, ",\"truncation\":\"disabled\",\"usage\":");
+	if (output)
+		append_usage(out, turn);
+	else
+		g_string_append(out, "null");
+	append_echo(out, ctx, "user", "null");
+	g_string_append(out, ",\"metadata\":");
+	append_metadata(out, ctx, session_id);
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+static const gchar *
+final_status(RespCtx *ctx)
+{
+	const gchar *finish = confab_turn_get_finish_reason(ctx->turn);
+	if (g_strcmp0(finish, "length") == 0 || g_strcmp0(finish, "content_filter") == 0)
+		return "incomplete";
+	return "completed";
+}
+
+static void
+finish_stream(RespCtx *ctx, const GError *error)
+{
+	g_autofree gchar *response = NULL;
+	GString *f;
+
+	close_items(ctx, error == NULL);
+	if (error != NULL) {
+		/* the stream has begun: the error travels in it, then the
+		 * response that failed */
+		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
+		f = g_string_new("\"code\":");
+		confab_json_append_string(f, info->code);
+		g_string_append(f, ",\"message\":");
+		confab_json_append_string(f, error->message);
+		g_string_append(f, ",\"param\":null");
+		emit(ctx, "error", f);
+		response = build_response(ctx, "failed", TRUE, error);
+		f = g_string_new("\"response\":");
+		g_string_append(f, response);
+		emit(ctx, "response.failed", f);
+	} else {
+		const gchar *status = final_status(ctx);
+		response = build_response(ctx, status, TRUE, NULL);
+		f = g_string_new("\"response\":");
+		g_string_append(f, response);
+		emit(ctx,
+		     g_str_equal(status, "completed") ? "response.completed"
+						      : "response.incomplete",
+		     f);
+	}
+	confab_http_exchange_end_stream(ctx->exchange);
+}
+
+/* ---------- the end ---------- */
+
+static void
+answer(RespCtx *ctx)
+{
+	if (ctx->streaming) {
+		finish_stream(ctx, ctx->run_ok ? NULL : ctx->run_error);
+	} else if (ctx->run_ok) {
+		close_items(ctx, TRUE);
+		confab_http_response_json(ctx->exchange,
+					  200,
+					  build_response(ctx, final_status(ctx), TRUE, NULL));
+	} else {
+		confab_http_response_error(ctx->exchange, ctx->run_error);
+	}
+	resp_ctx_free(ctx);
+}
+
+static void
+forgotten_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+	gboolean ok =
+	    ctx->session_is_new
+		? confab_store_delete_session_finish(CONFAB_STORE(source), result, &error)
+		: confab_store_delete_response_finish(CONFAB_STORE(source), result, &error);
+
+	if (!ok)
+		g_warning("forgetting response %s (store: false): %s",
+			  ctx->response_id,
+			  error->message);
+	answer(ctx);
+}
+
+/* store: false: the turn's conversation (or, continuing one, its messages)
+ * is deleted before the client hears the end; the request has counted */
+static void
+forget(RespCtx *ctx)
+{
+	ConfabStore *store = confab_engine_get_store(ctx->engine);
+
+	if (ctx->session_is_new)
+		confab_store_delete_session_async(store,
+						  confab_turn_get_session_id(ctx->turn),
+						  NULL,
+						  forgotten_cb,
+						  ctx);
+	else
+		confab_store_delete_response_async(store,
+						   ctx->response_id,
+						   NULL,
+						   forgotten_cb,
+						   ctx);
+}
+
+static void
+run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	ctx->run_ok = confab_turn_run_finish(CONFAB_TURN(source), result, &ctx->run_error);
+	if (!ctx->request->store) {
+		forget(ctx);
+		return;
+	}
+	answer(ctx);
+}
+
+static void
+begin_stream(RespCtx *ctx)
+{
+	g_autofree gchar *response = build_response(ctx, "in_progress", FALSE, NULL);
+	GString *f;
+
+	ctx->streaming = TRUE;
+	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
+	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
+	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
+	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
+	/* the first bytes: the user's messages are committed */
+	f = g_string_new("\"response\":");
+	g_string_append(f, response);
+	emit(ctx, "response.created", f);
+	f = g_string_new("\"response\":");
+	g_string_append(f, response);
+	emit(ctx, "response.in_progress", f);
+}
+
+static void
+start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+	ConfabTurn *turn = CONFAB_TURN(source);
+	gboolean ok = confab_turn_start_finish(turn, result, &error);
+
+	confab_http_response_add_quota_headers(ctx->exchange, confab_turn_get_quota_info(turn));
+	if (!ok) {
+		confab_http_response_error(ctx->exchange, error);
+		resp_ctx_free(ctx);
+		return;
+	}
+	confab_http_response_log_set(ctx->exchange,
+				     NULL,
+				     confab_turn_get_model(turn),
+				     confab_turn_get_session_id(turn));
+	/* store: false keeps no conversation to name */
+	if (ctx->request->store)
+		confab_http_exchange_add_header(ctx->exchange,
+						"x-session-id",
+						confab_turn_get_session_id(turn));
+	if (confab_turn_get_request(turn)->stream)
+		begin_stream(ctx);
+	else
+		confab_turn_set_sink(ctx->turn, &json_sink, ctx);
+	confab_turn_run_async(turn, run_cb, ctx);
+}
+
+static void
+refuse(RespCtx *ctx, GError *error);
+
+/* @fork: (nullable): the history of a new conversation forked from an
+ * earlier response's */
+static void
+start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
+{
+	/* nobody to answer: no turn, nothing counted */
+	if (ctx->gone) {
+		refuse(ctx,
+		       g_error_new_literal(CONFAB_ERROR,
+					   CONFAB_ERROR_CANCELLED,
+					   "The client left before its response began"));
+		return;
+	}
+	ctx->session_is_new = fork != NULL || ctx->request->chat->session_id == NULL;
+	ctx->turn = confab_turn_new(ctx->engine,
+				    g_steal_pointer(&ctx->principal),
+				    g_steal_pointer(&ctx->request->chat));
+	if (fork != NULL)
+		confab_turn_set_fork(ctx->turn, fork, fork_title);
+	confab_turn_set_instructions(ctx->turn, ctx->request->instructions);
+	confab_turn_set_response_id(ctx->turn, ctx->response_id);
+	confab_turn_start_async(ctx->turn, start_cb, ctx);
+}
+
+static void
+refuse(RespCtx *ctx, GError *error)
+{
+	confab_http_response_error(ctx->exchange, error);
+	g_error_free(error);
+	resp_ctx_free(ctx);
+}
+
+/* ---------- continuing: previous_response_id, conversation ---------- */
+
+/* Whether @message (an answer) called the function @call_id. */
+static gboolean
+message_has_call(ConfabMessage *message, const gchar *call_id)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	if (message == NULL || confab_message_get_content_blocks(message) == NULL)
+		return FALSE;
+	node = confab_json_from_string(confab_message_get_content_blocks(message));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return FALSE;
+	blocks = json_node_get_array(node);
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		if (block != NULL &&
+		    g_strcmp0(confab_json_get_string(block, "type"), "tool_call") == 0 &&
+		    confab_json_get_string(block, "server") == NULL &&
+		    g_strcmp0(confab_json_get_string(block, "id"), call_id) == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* Every function_call_output answers a call: of the input, or of @answer
+ * (the answer the response continues). */
+static gboolean
+check_call_outputs(RespCtx *ctx, ConfabMessage *answer, GError **error)
+{
+	GPtrArray *outputs = ctx->request->call_ids;
+
+	for (guint i = 0; i < outputs->len; i++) {
+		const gchar *call_id = g_ptr_array_index(outputs, i);
+		gboolean found = message_has_call(answer, call_id);
+
+		for (guint j = 0; !found && j < ctx->request->input_calls->len; j++)
+			found =
+			    g_str_equal(g_ptr_array_index(ctx->request->input_calls, j), call_id);
+		if (!found) {
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_VALUE,
+						"input",
+						"No function call '%s' to answer: a "
+						"function_call_output answers a call of the "
+						"response it continues",
+						call_id);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+/* The last answer of @messages, or NULL. */
+static ConfabMessage *
+last_answer(GPtrArray *messages)
+{
+	for (guint i = messages->len; i > 0; i--) {
+		ConfabMessage *msg = g_ptr_array_index(messages, i - 1);
+		if (g_strcmp0(confab_message_get_role(msg), "assistant") == 0)
+			return msg;
+	}
+	return NULL;
+}
+
+/* Whether @session is one @principal may continue or read. */
+static gboolean
+session_is_callers(ConfabSession *session, ConfabPrincipal *principal)
+{
+	return g_strcmp0(confab_session_get_owner(session), principal->owner) == 0 &&
+	       confab_session_get_source(session) == CONFAB_SESSION_SOURCE_API &&
+	       (principal->agent_id == NULL ||
+		g_strcmp0(confab_session_get_agent_id(session), principal->agent_id) == 0);
+}
+
+static GError *
+response_not_found(const gchar *response_id)
+{
+	GError *error = NULL;
+	confab_error_set_printf(&error,
+				CONFAB_ERROR_RESPONSE_NOT_FOUND,
+				NULL,
+				"No response '%s'",
+				response_id);
+	return error;
+}
+
+typedef struct {
+	RespCtx *ctx;		/* owned until handed on */
+	GPtrArray *messages;	/* owned: the previous response's */
+	ConfabSession *session; /* owned */
+	ConfabMessage *answer;	/* unowned: in messages */
+} Continue;
+
+static void
+continue_free(Continue *c)
+{
+	if (c->ctx != NULL)
+		resp_ctx_free(c->ctx);
+	g_clear_pointer(&c->messages, g_ptr_array_unref);
+	g_clear_object(&c->session);
+	g_free(c);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Continue, continue_free)
+
+static void
+previous_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Continue) c = user_data;
+	RespCtx *ctx = c->ctx;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(GPtrArray) until_then = NULL;
+	GError *error = NULL;
+	ConfabMessage *last = g_ptr_array_index(c->messages, c->messages->len - 1);
+	const gchar *last_id = confab_message_get_id(last);
+	gboolean latest = TRUE;
+
+	history = confab_store_get_history_finish(CONFAB_STORE(source), result, &error);
+	if (history == NULL) {
+		refuse(g_steal_pointer(&c->ctx), error);
+		return;
+	}
+	if (!check_call_outputs(ctx, c->answer, &error)) {
+		refuse(g_steal_pointer(&c->ctx), error);
+		return;
+	}
+	until_then = g_ptr_array_new_with_free_func(g_object_unref);
+	for (guint i = 0; i < history->len; i++) {
+		ConfabMessage *msg = g_ptr_array_index(history, i);
+		if (g_strcmp0(confab_message_get_id(msg), last_id) > 0) {
+			latest = FALSE;
+			continue;
+		}
+		g_ptr_array_add(until_then, g_object_ref(msg));
+	}
+	g_free(ctx->request->chat->session_id);
+	if (latest) {
+		/* the conversation goes on */
+		ctx->request->chat->session_id = g_strdup(confab_session_get_id(c->session));
+		start_turn(g_steal_pointer(&c->ctx), NULL, NULL);
+		return;
+	}
+	/* a fork: a new conversation holding the history up to that response;
+	 * the old one stays as it was */
+	ctx->request->chat->session_id = NULL;
+	start_turn(g_steal_pointer(&c->ctx), until_then, confab_session_get_title(c->session));
+}
+
+static void
+previous_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Continue) c = user_data;
+	RespCtx *ctx = c->ctx;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *session_id = NULL;
+
+	c->session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	/* someone else's, or another agent's than the one asked: not there */
+	if (c->session == NULL || !session_is_callers(c->session, ctx->principal) ||
+	    g_strcmp0(confab_session_get_agent_id(c->session), ctx->request->chat->model) != 0) {
+		if (error != NULL &&
+		    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+			refuse(g_steal_pointer(&c->ctx), g_steal_pointer(&error));
+			return;
+		}
+		refuse(g_steal_pointer(&c->ctx),
+		       response_not_found(ctx->request->previous_response_id));
+		return;
+	}
+	session_id = g_strdup(confab_session_get_id(c->session));
+	confab_store_get_history_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       previous_history_cb,
+				       g_steal_pointer(&c));
+}
+
+static void
+previous_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Continue) c = g_new0(Continue, 1);
+	g_autofree gchar *session_id = NULL;
+	GError *error = NULL;
+
+	c->ctx = user_data;
+	c->messages = confab_store_get_response_finish(CONFAB_STORE(source), result, &error);
+	if (c->messages == NULL) {
+		refuse(g_steal_pointer(&c->ctx), error);
+		return;
+	}
+	if (c->messages->len == 0) {
+		refuse(g_steal_pointer(&c->ctx),
+		       response_not_found(c->ctx->request->previous_response_id));
+		return;
+	}
+	c->answer = last_answer(c->messages);
+	session_id = g_strdup(confab_message_get_session_id(g_ptr_array_index(c->messages, 0)));
+	confab_store_get_session_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       previous_session_cb,
+				       g_steal_pointer(&c));
+}
+
+static void
+conversation_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GPtrArray) history = NULL;
+	GError *error = NULL;
+
+	history = confab_store_get_history_finish(CONFAB_STORE(source), result, &error);
+	if (history == NULL) {
+		refuse(ctx, error);
+		return;
+	}
+	if (!check_call_outputs(ctx, last_answer(history), &error)) {
+		refuse(ctx, error);
+		return;
+	}
+	start_turn(ctx, NULL, NULL);
+}
+
+static void
+conversation_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	/* not the caller's: the turn says 404, as for chat completions */
+	if (session == NULL || !session_is_callers(session, ctx->principal)) {
+		start_turn(ctx, NULL, NULL);
+		return;
+	}
+	confab_store_get_history_async(CONFAB_STORE(source),
+				       confab_session_get_id(session),
+				       NULL,
+				       conversation_history_cb,
+				       ctx);
+}
+
+/* The request is whole: on to the conversation it continues, or a new one. */
+static void
+route(RespCtx *ctx)
+{
+	ConfabStore *store = confab_engine_get_store(ctx->engine);
+	const gchar *conversation;
+	GError *error = NULL;
+
+	if (ctx->request->previous_response_id != NULL) {
+		if (!confab_id_is_valid(ctx->request->previous_response_id,
+					CONFAB_PREFIX_RESPONSE)) {
+			refuse(ctx, response_not_found(ctx->request->previous_response_id));
+			return;
+		}
+		confab_store_get_response_async(store,
+						ctx->request->previous_response_id,
+						NULL,
+						previous_cb,
+						ctx);
+		return;
+	}
+	/* conversation (or metadata.session_id): the turn checks the session;
+	 * function call outputs must answer its last answer's calls */
+	conversation = ctx->request->chat->session_id;
+	if (conversation != NULL && ctx->request->call_ids->len > 0 &&
+	    confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
+		confab_store_get_session_async(store, conversation, NULL, conversation_cb, ctx);
+		return;
+	}
+	if (conversation == NULL && !check_call_outputs(ctx, NULL, &error)) {
+		refuse(ctx, error);
+		return;
+	}
+	start_turn(ctx, NULL, NULL);
+}
+
+static void
+resolve_references(RespCtx *ctx);
+
+/**
+ * confab_http_responses_create:
+ * @engine: the engine
+ * @exchange: a POST /api/v1/responses whose head was checked
+ * @principal: (transfer full): who asks
+ * @param: unused
+ *
+ * Serves one response: a turn, told in the Responses API's shape.
+ */
+void
+confab_http_responses_create(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *param)
+{
+	g_autoptr(ConfabPrincipal) owned_principal = principal;
+	const ConfabConfig *config = confab_engine_get_config(engine);
+	ConfabChatLimits limits = {config->max_json_depth,
+				   config->max_files_per_message,
+				   config->max_file_bytes};
+	g_autoptr(ConfabResponsesRequest) request = NULL;
+	g_autoptr(GBytes) bytes = confab_http_exchange_steal_body(exchange);
+	g_autoptr(GError) error = NULL;
+	RespCtx *ctx;
+
+	request = confab_responses_request_parse(g_bytes_get_data(bytes, NULL),
+						 g_bytes_get_size(bytes),
+						 &limits,
+						 &error);
+	g_clear_pointer(&bytes, g_bytes_unref);
+	if (request == NULL) {
+		confab_http_response_error(exchange, error);
+		return;
+	}
+
+	ctx = g_new0(RespCtx, 1);
+	ctx->engine = g_object_ref(engine);
+	ctx->exchange = confab_http_exchange_ref(exchange);
+	ctx->items = g_ptr_array_new_with_free_func(g_free);
+	ctx->text = g_string_new(NULL);
+	ctx->reasoning = g_string_new(NULL);
+	ctx->text_index = -1;
+	ctx->reasoning_index = -1;
+	ctx->mcp_open = g_ptr_array_new_with_free_func((GDestroyNotify)mcp_item_free);
+	ctx->mcp_pending = g_ptr_array_new();
+	ctx->response_id = confab_id_generator_next(confab_engine_get_id_generator(engine),
+						    CONFAB_PREFIX_RESPONSE);
+	ctx->principal = g_steal_pointer(&owned_principal);
+	ctx->request = g_steal_pointer(&request);
+	confab_http_exchange_set_gone_func(exchange, on_client_gone, ctx);
+	if (ctx->request->references->len > 0) {
+		resolve_references(ctx);
+		return;
+	}
+	route(ctx);
+}
+
+/* ---------- stored responses: GET, DELETE, input_items ---------- */
+
+typedef struct {
+	ConfabEngine *engine;	      /* owned */
+	ConfabHttpExchange *exchange; /* owned */
+	ConfabPrincipal *principal;   /* owned */
+	gchar *response_id;	      /* owned */
+	GPtrArray *messages;	      /* owned */
+	ConfabListParams params;
+	enum { STORED_GET, STORED_DELETE, STORED_INPUT_ITEMS } what;
+} Stored;
+
+static void
+stored_free(Stored *st)
+{
+	g_clear_object(&st->engine);
+	g_clear_pointer(&st->exchange, confab_http_exchange_unref);
+	g_clear_pointer(&st->principal, confab_principal_free);
+	g_free(st->response_id);
+	g_clear_pointer(&st->messages, g_ptr_array_unref);
+	confab_list_params_clear(&st->params);
+	g_free(st);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Stored, stored_free)
+
+static void
+stored_error(Stored *st, GError *error)
+{
+	confab_http_response_error(st->exchange, error);
+	g_error_free(error);
+}
+
+/* The output items of a stored answer, from its content blocks. */
+static void
+append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+	guint n_messages = 0, n_reasoning = 0, n_mcp = 0, n_fc = 0;
+	gboolean first = TRUE;
+
+	node = confab_json_from_string(confab_message_get_content_blocks(answer));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return;
+	blocks = json_node_get_array(node);
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		const gchar *type = block != NULL ? confab_json_get_string(block, "type") : NULL;
+		g_autofree gchar *item = NULL;
+
+		if (g_strcmp0(type, "text") == 0) {
+			g_autofree gchar *iid = item_id(CONFAB_PREFIX_MESSAGE, id, n_messages++);
+			item =
+			    message_item(iid, "completed", confab_json_get_string(block, "text"));
+		} else if (g_strcmp0(type, "reasoning") == 0) {
+			g_autofree gchar *iid = item_id("rs_", id, n_reasoning++);
+			item = reasoning_item(iid, confab_json_get_string(block, "text"));
+		} else if (g_strcmp0(type, "tool_call") == 0 &&
+			   confab_json_get_string(block, "server") == NULL) {
+			const gchar *call_id = confab_json_get_string(block, "id");
+			g_autofree gchar *iid = item_id("fc_", id, n_fc++);
+			item = function_call_item(iid,
+						  call_id,
+						  confab_json_get_string(block, "name"),
+						  confab_json_get_string(block, "arguments"),
+						  "completed");
+		} else if (g_strcmp0(type, "tool_call") == 0) {
+			McpItem mcp = {0};
+			const gchar *name = confab_json_get_string(block, "name");
+			const gchar *server = confab_json_get_string(block, "server");
+			const gchar *output = NULL;
+			g_autofree gchar *own = NULL;
+
+			mcp.call_id = (gchar *)confab_json_get_string(block, "id");
+			mcp.item_id = item_id("mcp_", id, n_mcp++);
+			mcp.server = (gchar *)server;
+			own = name != NULL && g_str_has_prefix(name, server) &&
+				      g_str_has_prefix(name + strlen(server), "__")
+				  ? g_strdup(name + strlen(server) + 2)
+				  : g_strdup(name);
+			mcp.name = own;
+			mcp.arguments = (gchar *)confab_json_get_string(block, "arguments");
+			for (guint j = i + 1; j < json_array_get_length(blocks); j++) {
+				JsonObject *r = json_array_get_object_element(blocks, j);
+				JsonNode *is_error;
+				if (r == NULL ||
+				    g_strcmp0(confab_json_get_string(r, "type"), "tool_result") !=
+					0 ||
+				    g_strcmp0(confab_json_get_string(r, "tool_call_id"),
+					      mcp.call_id) != 0)
+					continue;
+				output = confab_json_get_string(r, "content");
+				is_error = json_object_get_member(r, "is_error");
+				mcp.is_error = is_error != NULL &&
+					       JSON_NODE_HOLDS_VALUE(is_error) &&
+					       json_node_get_boolean(is_error);
+				break;
+			}
+			item =
+			    mcp_item_json(&mcp,
+					  output == NULL || mcp.is_error ? "failed" : "completed",
+					  output != NULL ? output : "The call did not finish");
+			g_free(mcp.item_id);
+		}
+		if (item == NULL)
+			continue;
+		if (!first)
+			g_string_append_c(out, ',');
+		g_string_append(out, item);
+		first = FALSE;
+	}
+}
+
+static gchar *
+stored_response_json(Stored *st)
+{
+	ConfabMessage *answer = last_answer(st->messages);
+	ConfabMessage *first = g_ptr_array_index(st->messages, 0);
+	const gchar *session_id = confab_message_get_session_id(first);
+	const gchar *status = "completed";
+	const gchar *reason = NULL;
+	g_autofree gchar *error_json = NULL;
+	GString *out = g_string_new("{\"id\":");
+	gint64 input = -1, output = -1;
+
+	if (answer == NULL ||
+	    confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_INCOMPLETE) {
+		status = "incomplete";
+		reason = "interrupted";
+	} else if (confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_FAILED) {
+		g_autoptr(JsonNode) node =
+		    confab_json_from_string(confab_message_get_content_blocks(answer));
+		JsonArray *blocks =
+		    node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+		status = "failed";
+		for (guint i = 0; blocks != NULL && i < json_array_get_length(blocks); i++) {
+			JsonObject *b = json_array_get_object_element(blocks, i);
+			if (b != NULL &&
+			    g_strcmp0(confab_json_get_string(b, "type"), "error") == 0) {
+				GString *e = g_string_new("{\"code\":");
+				confab_json_append_string(e, confab_json_get_string(b, "code"));
+				g_string_append(e, ",\"message\":");
+				confab_json_append_string(e, confab_json_get_string(b, "message"));
+				g_string_append_c(e, '}');
+				error_json = g_string_free(e, FALSE);
+			}
+		}
+	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "length") == 0) {
+		status = "incomplete";
+		reason = "max_output_tokens";
+	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "content_filter") == 0) {
+		status = "incomplete";
+		reason = "content_filter";
+	}
+
+	confab_json_append_string(out, st->response_id);
+	g_string_append_printf(out,
+			       ",\"object\":\"response\",\"created_at\":%" G_GINT64_FORMAT
+			       ",\"status\":",
+			       confab_message_get_created_at(first));
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"background\":false,\"error\":");
+	g_string_append(out, error_json != NULL ? error_json : "null");
+	g_string_append(out, ",\"incomplete_details\":");
+	if (reason != NULL) {
+		g_string_append(out, "{\"reason\":");
+		confab_json_append_string(out, reason);
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"instructions\":null,\"max_output_tokens\":null,\"model\":");
+	confab_json_append_string(out, confab_message_get_model(first));
+	g_string_append(out, ",\"output\":[");
+	if (answer != NULL)
+		append_stored_output(out, answer, st->response_id);
+	g_string_append(out,
+			"],\"parallel_tool_calls\":true,\"previous_response_id\":null,"
+			"\"conversation\":{\"id\":");
+	confab_json_append_string(out, session_id);
+	g_string_append(out,
+			"},\"reasoning\":{\"effort\":null,\"summary\":null},\"store\":true,"
+			"\"temperature\":null,\"text\":{\"format\":{\"type\":\"text\"}},"
+			"\"tool_choice\":\"auto\",\"tools\":[],\"top_p\":null,"
+			"\"truncation\":\"disabled\",\"usage\":");
+	if (answer != NULL) {
+		input = confab_message_get_prompt_tokens(answer);
+		output = confab_message_get_completion_tokens(answer);
+	}
+	if (input >= 0 || output >= 0) {
+		input = MAX(input, 0);
+		output = MAX(output, 0);
+		g_string_append_printf(out,
+				       "{\"input_tokens\":%" G_GINT64_FORMAT
+				       ",\"input_tokens_details\":{\"cached_tokens\":0}"
+				       ",\"output_tokens\":%" G_GINT64_FORMAT
+				       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
+				       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
+				       input,
+				       output,
+				       input + output);
+	} else {
+		g_string_append(out, "null");
+	}
+	g_string_append(out, ",\"user\":null,\"metadata\":{\"session_id\":");
+	confab_json_append_string(out, session_id);
+	g_string_append(out, "}}");
+	return g_string_free(out, FALSE);
+}
+
+/* A stored user, system or developer message as an input item. */
+static gchar *
+input_item_json(ConfabMessage *msg)
+{
+	const gchar *role = confab_message_get_role(msg);
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *parts;
+	GString *out = g_string_new("{\"id\":");
+	gboolean first = TRUE;
+
+	confab_json_append_string(out, confab_message_get_id(msg));
+	if (g_strcmp0(role, "tool") == 0) {
+		g_autoptr(JsonNode) blocks =
+		    confab_json_from_string(confab_message_get_content_blocks(msg));
+		JsonObject *result =
+		    blocks != NULL && JSON_NODE_HOLDS_ARRAY(blocks) &&
+			    json_array_get_length(json_node_get_array(blocks)) > 0
+			? json_array_get_object_element(json_node_get_array(blocks), 0)
+			: NULL;
+		g_string_append(out, ",\"type\":\"function_call_output\",\"call_id\":");
+		confab_json_append_string(
+		    out,
+		    result != NULL ? confab_json_get_string(result, "tool_call_id") : NULL);
+		g_string_append(out, ",\"output\":");
+		confab_json_append_string(out,
+					  result != NULL ? confab_json_get_string(result, "content")
+							 : "");
+		g_string_append(out, ",\"status\":\"completed\"}");
+		return g_string_free(out, FALSE);
+	}
+	g_string_append(out, ",\"type\":\"message\",\"role\":");
+	confab_json_append_string(out, role);
+	g_string_append(out, ",\"status\":\"completed\",\"content\":[");
+	node = confab_json_from_string(confab_message_get_content(msg));
+	parts = node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+	for (guint i = 0; parts != NULL && i < json_array_get_length(parts); i++) {
+		JsonObject *part = json_array_get_object_element(parts, i);
+		const gchar *type = part != NULL ? confab_json_get_string(part, "type") : NULL;
+		gboolean assistant = g_strcmp0(role, "assistant") == 0;
+
+		if (type == NULL)
+			continue;
+		if (!first)
+			g_string_append_c(out, ',');
+		first = FALSE;
+		if (g_str_equal(type, "text")) {
+			g_string_append(out,
+					assistant ? "{\"type\":\"output_text\",\"annotations\":[],"
+						    "\"text\":"
+						  : "{\"type\":\"input_text\",\"text\":");
+			confab_json_append_string(out, confab_json_get_string(part, "text"));
+			g_string_append_c(out, '}');
+		} else if (g_str_equal(type, "image_url")) {
+			JsonObject *img = confab_json_get_object(part, "image_url");
+			g_string_append(out, "{\"type\":\"input_image\",\"image_url\":");
+			confab_json_append_string(out,
+						  img != NULL ? confab_json_get_string(img, "url")
+							      : NULL);
+			g_string_append(out, ",\"detail\":");
+			confab_json_append_string(
+			    out,
+			    img != NULL && confab_json_get_string(img, "detail") != NULL
+				? confab_json_get_string(img, "detail")
+				: "auto");
+			g_string_append_c(out, '}');
+		} else if (g_str_equal(type, "file")) {
+			JsonObject *file = confab_json_get_object(part, "file");
+			g_string_append(out, "{\"type\":\"input_file\"");
+			if (file != NULL) {
+				static const gchar *const keys[] = {"filename",
+								    "file_data",
+								    "file_id",
+								    NULL};
+				for (guint k = 0; keys[k] != NULL; k++) {
+					if (confab_json_get_string(file, keys[k]) == NULL)
+						continue;
+					g_string_append_printf(out, ",\"%s\":", keys[k]);
+					confab_json_append_string(
+					    out,
+					    confab_json_get_string(file, keys[k]));
+				}
+			}
+			g_string_append_c(out, '}');
+		} else {
+			/* a refusal, as it was */
+			g_string_append(out, "{\"type\":\"refusal\",\"refusal\":");
+			confab_json_append_string(out, confab_json_get_string(part, type));
+			g_string_append_c(out, '}');
+		}
+	}
+	g_string_append(out, "]}");
+	return g_string_free(out, FALSE);
+}
+
+static gchar *
+input_items_json(Stored *st)
+{
+	ConfabMessage *answer = last_answer(st->messages);
+	g_autoptr(GPtrArray) items = g_ptr_array_new();
+	GString *out = g_string_new("{\"object\":\"list\",\"data\":[");
+	gboolean desc = st->params.order == CONFAB_ORDER_DESC;
+	gboolean has_more = FALSE;
+	guint n = st->messages->len;
+
+	for (guint k = 0; k < n; k++) {
+		ConfabMessage *msg = g_ptr_array_index(st->messages, desc ? n - 1 - k : k);
+		const gchar *id = confab_message_get_id(msg);
+		if (msg == answer)
+			continue;
+		if (st->params.after != NULL && (desc ? g_strcmp0(id, st->params.after) >= 0
+						      : g_strcmp0(id, st->params.after) <= 0))
+			continue;
+		if (items->len == st->params.limit) {
+			has_more = TRUE;
+			break;
+		}
+		g_ptr_array_add(items, msg);
+	}
+	for (guint i = 0; i < items->len; i++) {
+		g_autofree gchar *item = input_item_json(g_ptr_array_index(items, i));
+		if (i > 0)
+			g_string_append_c(out, ',');
+		g_string_append(out, item);
+	}
+	g_string_append(out, "],\"first_id\":");
+	confab_json_append_string(
+	    out,
+	    items->len > 0 ? confab_message_get_id(g_ptr_array_index(items, 0)) : NULL);
+	g_string_append(out, ",\"last_id\":");
+	confab_json_append_string(
+	    out,
+	    items->len > 0 ? confab_message_get_id(g_ptr_array_index(items, items->len - 1))
+			   : NULL);
+	g_string_append_printf(out, ",\"has_more\":%s}", has_more ? "true" : "false");
+	return g_string_free(out, FALSE);
+}
+
+static void
+deleted_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	GError *error = NULL;
+	GString *out;
+
+	if (!confab_store_delete_response_finish(CONFAB_STORE(source), result, &error)) {
+		stored_error(st, error);
+		return;
+	}
+	out = g_string_new("{\"id\":");
+	confab_json_append_string(out, st->response_id);
+	g_string_append(out, ",\"object\":\"response\",\"deleted\":true}");
+	confab_http_response_json(st->exchange, 200, g_string_free(out, FALSE));
+}
+
+static void
+stored_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	if (session == NULL || !session_is_callers(session, st->principal)) {
+		if (error != NULL &&
+		    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+			stored_error(st, g_steal_pointer(&error));
+			return;
+		}
+		stored_error(st, response_not_found(st->response_id));
+		return;
+	}
+	switch (st->what) {
+	case STORED_GET:
+		confab_http_response_json(st->exchange, 200, stored_response_json(st));
+		break;
+	case STORED_INPUT_ITEMS:
+		confab_http_response_json(st->exchange, 200, input_items_json(st));
+		break;
+	case STORED_DELETE: {
+		g_autofree gchar *response_id = g_strdup(st->response_id);
+		confab_store_delete_response_async(CONFAB_STORE(source),
+						   response_id,
+						   NULL,
+						   deleted_cb,
+						   g_steal_pointer(&st));
+		break;
+	}
+	default:
+		g_assert_not_reached();
+	}
+}
+
+static void
+stored_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	g_autofree gchar *session_id = NULL;
+	GError *error = NULL;
+
+	st->messages = confab_store_get_response_finish(CONFAB_STORE(source), result, &error);
+	if (st->messages == NULL) {
+		stored_error(st, error);
+		return;
+	}
+	if (st->messages->len == 0) {
+		stored_error(st, response_not_found(st->response_id));
+		return;
+	}
+	session_id = g_strdup(confab_message_get_session_id(g_ptr_array_index(st->messages, 0)));
+	confab_store_get_session_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       stored_session_cb,
+				       g_steal_pointer(&st));
+}
+
+static void
+stored_begin(ConfabEngine *engine,
+	     ConfabHttpExchange *exchange,
+	     ConfabPrincipal *principal,
+	     const gchar *response_id,
+	     gint what)
+{
+	g_autoptr(Stored) st = g_new0(Stored, 1);
+	GError *error = NULL;
+
+	st->engine = g_object_ref(engine);
+	st->exchange = confab_http_exchange_ref(exchange);
+	st->principal = principal;
+	st->response_id = g_strdup(response_id);
+	st->what = what;
+	if (what == STORED_INPUT_ITEMS &&
+	    !confab_list_params_parse(confab_http_exchange_get_query(exchange),
+				      CONFAB_PREFIX_MESSAGE,
+				      &st->params,
+				      &error)) {
+		stored_error(st, error);
+		return;
+	}
+	if (!confab_id_is_valid(response_id, CONFAB_PREFIX_RESPONSE)) {
+		stored_error(st, response_not_found(response_id));
+		return;
+	}
+	confab_store_get_response_async(confab_engine_get_store(engine),
+					response_id,
+					NULL,
+					stored_messages_cb,
+					g_steal_pointer(&st));
+}
+
+/**
+ * confab_http_responses_get:
+ * @engine: the engine
+ * @exchange: a GET /api/v1/responses/{id}
+ * @principal: (transfer full): who asks
+ * @response_id: the id from the path
+ *
+ * The stored response, rebuilt from its messages.
+ */
+void
+confab_http_responses_get(ConfabEngine *engine,
+			  ConfabHttpExchange *exchange,
+			  ConfabPrincipal *principal,
+			  const gchar *response_id)
+{
+	stored_begin(engine, exchange, principal, response_id, STORED_GET);
+}
+
+/**
+ * confab_http_responses_delete:
+ * @engine: the engine
+ * @exchange: a DELETE /api/v1/responses/{id}
+ * @principal: (transfer full): who asks
+ * @response_id: the id from the path
+ *
+ * Deletes the response's messages from their conversation.
+ */
+void
+confab_http_responses_delete(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *response_id)
+{
+	stored_begin(engine, exchange, principal, response_id, STORED_DELETE);
+}
+
+/**
+ * confab_http_responses_input_items:
+ * @engine: the engine
+ * @exchange: a GET /api/v1/responses/{id}/input_items
+ * @principal: (transfer full): who asks
+ * @response_id: the id from the path
+ *
+ * The response's input, as a list of items (`after`, `limit`, `order`).
+ */
+void
+confab_http_responses_input_items(ConfabEngine *engine,
+				  ConfabHttpExchange *exchange,
+				  ConfabPrincipal *principal,
+				  const gchar *response_id)
+{
+	stored_begin(engine, exchange, principal, response_id, STORED_INPUT_ITEMS);
+}
+
+/* ---------- item_reference: the items of earlier responses ---------- */
+
+typedef struct {
+	RespCtx *ctx;	      /* owned until handed on */
+	GPtrArray *responses; /* owned: the response ids the references name */
+	guint next;	      /* the response being read */
+	GPtrArray *messages;  /* owned: its messages */
+	GHashTable *items;    /* owned: item id -> JsonObject */
+} Resolve;
+
+static void
+resolve_free(Resolve *r)
+{
+	if (r->ctx != NULL)
+		resp_ctx_free(r->ctx);
+	g_ptr_array_unref(r->responses);
+	g_clear_pointer(&r->messages, g_ptr_array_unref);
+	g_hash_table_unref(r->items);
+	g_free(r);
+}
+
+static void
+resolve_next(Resolve *r);
+
+/* The caller's response: its output items, by id. */
+static void
+resolve_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Resolve *r = user_data;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+	const gchar *response_id = g_ptr_array_index(r->responses, r->next);
+
+	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
+	if (session != NULL && session_is_callers(session, r->ctx->principal)) {
+		ConfabMessage *answer = last_answer(r->messages);
+		g_autoptr(GString) json = g_string_new("[");
+		g_autoptr(JsonNode) node = NULL;
+
+		if (answer != NULL)
+			append_stored_output(json, answer, response_id);
+		g_string_append_c(json, ']');
+		node = confab_json_from_string(json->str);
+		for (guint i = 0;
+		     node != NULL && i < json_array_get_length(json_node_get_array(node));
+		     i++) {
+			JsonObject *item =
+			    json_array_get_object_element(json_node_get_array(node), i);
+			g_hash_table_insert(r->items,
+					    g_strdup(confab_json_get_string(item, "id")),
+					    json_object_ref(item));
+		}
+	} else if (error != NULL &&
+		   !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND)) {
+		RespCtx *ctx = g_steal_pointer(&r->ctx);
+		resolve_free(r);
+		refuse(ctx, g_steal_pointer(&error));
+		return;
+	}
+	r->next++;
+	resolve_next(r);
+}
+
+static void
+resolve_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Resolve *r = user_data;
+	GError *error = NULL;
+	g_autofree gchar *session_id = NULL;
+
+	g_clear_pointer(&r->messages, g_ptr_array_unref);
+	r->messages = confab_store_get_response_finish(CONFAB_STORE(source), result, &error);
+	if (r->messages == NULL) {
+		RespCtx *ctx = g_steal_pointer(&r->ctx);
+		resolve_free(r);
+		refuse(ctx, error);
+		return;
+	}
+	if (r->messages->len == 0) {
+		r->next++;
+		resolve_next(r);
+		return;
+	}
+	session_id = g_strdup(confab_message_get_session_id(g_ptr_array_index(r->messages, 0)));
+	confab_store_get_session_async(CONFAB_STORE(source),
+				       session_id,
+				       NULL,
+				       resolve_session_cb,
+				       r);
+}
+
+static void
+resolve_next(Resolve *r)
+{
+	RespCtx *ctx;
+	GError *error = NULL;
+
+	if (r->next < r->responses->len) {
+		confab_store_get_response_async(confab_engine_get_store(r->ctx->engine),
+						g_ptr_array_index(r->responses, r->next),
+						NULL,
+						resolve_messages_cb,
+						r);
+		return;
+	}
+	ctx = g_steal_pointer(&r->ctx);
+	if (!confab_responses_request_resolve(ctx->request, r->items, &error)) {
+		resolve_free(r);
+		refuse(ctx, error);
+		return;
+	}
+	resolve_free(r);
+	route(ctx);
+}
+
+/* `item_reference` items name output items of the caller's stored
+ * responses, whose ids hold their response's (item_id()). */
+static void
+resolve_references(RespCtx *ctx)
+{
+	Resolve *r = g_new0(Resolve, 1);
+
+	r->ctx = ctx;
+	r->responses = g_ptr_array_new_with_free_func(g_free);
+	r->items = g_hash_table_new_full(g_str_hash,
+					 g_str_equal,
+					 g_free,
+					 (GDestroyNotify)json_object_unref);
+	for (guint i = 0; i < ctx->request->references->len; i++) {
+		const gchar *ref = g_ptr_array_index(ctx->request->references, i);
+		const gchar *body = strchr(ref, '_');
+		g_autofree gchar *response_id = NULL;
+
+		if (body == NULL || strlen(body + 1) < 26)
+			continue;
+		response_id = g_strdup_printf("%s%.26s", CONFAB_PREFIX_RESPONSE, body + 1);
+		if (!confab_id_is_valid(response_id, CONFAB_PREFIX_RESPONSE) ||
+		    g_ptr_array_find_with_equal_func(r->responses, response_id, g_str_equal, NULL))
+			continue;
+		g_ptr_array_add(r->responses, g_steal_pointer(&response_id));
+	}
+	resolve_next(r);
+}

@@ -1,0 +1,34 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#pragma once
+
+#include "core/confab-engine.h"
+#include "http/server/confab-http-exchange.h"
+
+G_BEGIN_DECLS
+
+void
+confab_http_responses_create(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *param);
+void
+confab_http_responses_get(ConfabEngine *engine,
+			  ConfabHttpExchange *exchange,
+			  ConfabPrincipal *principal,
+			  const gchar *response_id);
+void
+confab_http_responses_delete(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *response_id);
+void
+confab_http_responses_input_items(ConfabEngine *engine,
+				  ConfabHttpExchange *exchange,
+				  ConfabPrincipal *principal,
+				  const gchar *response_id);
+
+G_END_DECLS
