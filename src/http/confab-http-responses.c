@@ -79,6 +79,7 @@ typedef struct {
 	GError *run_error; /* owned: how the turn ended, while store: false cleans up */
 	gboolean run_ok;
 	gboolean gone; /* the client left before the turn began */
+	gboolean cut;  /* the server is cutting the stream: its client took nothing */
 } RespCtx;
 
 static void
@@ -86,6 +87,7 @@ resp_ctx_free(RespCtx *ctx)
 {
 	confab_http_exchange_set_gone_func(ctx->exchange, NULL, NULL);
 	confab_http_exchange_set_drained_func(ctx->exchange, NULL, NULL);
+	confab_http_exchange_set_cut_func(ctx->exchange, NULL, NULL);
 	if (ctx->turn != NULL)
 		confab_turn_set_sink(ctx->turn, NULL, NULL);
 	g_clear_object(&ctx->turn);
@@ -114,6 +116,17 @@ on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 		confab_turn_cancel(ctx->turn);
 	else
 		ctx->gone = TRUE;
+}
+
+/* The client took nothing of its stream for idle_timeout: the turn stops
+ * (stored as incomplete) and the stream ends with a stream_cut error. */
+static void
+on_stream_cut(ConfabHttpExchange *exchange, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_debug("the client took nothing of its response stream: cut");
+	ctx->cut = TRUE;
+	confab_turn_cancel(ctx->turn);
 }
 
 /*
@@ -828,6 +841,15 @@ finish_stream(RespCtx *ctx, const GError *error)
 static void
 answer(RespCtx *ctx)
 {
+	if (ctx->streaming && ctx->cut && !ctx->run_ok) {
+		const ConfabConfig *config = confab_engine_get_config(ctx->engine);
+		g_clear_error(&ctx->run_error);
+		ctx->run_error = g_error_new(CONFAB_ERROR,
+					     CONFAB_ERROR_STREAM_CUT,
+					     "The client took nothing of the stream for %u s; the "
+					     "response was stopped and stored as incomplete",
+					     config->idle_timeout);
+	}
 	if (ctx->streaming) {
 		finish_stream(ctx, ctx->run_ok ? NULL : ctx->run_error);
 	} else if (ctx->run_ok) {
@@ -902,6 +924,9 @@ begin_stream(RespCtx *ctx)
 	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
 	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
 	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
+	/* as fast as its reader: the turn waits while the client is behind */
+	confab_http_exchange_set_cut_func(ctx->exchange, on_stream_cut, ctx);
+	confab_turn_set_flow(ctx->turn, confab_http_exchange_get_flow(ctx->exchange));
 	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
 	/* the first bytes: the user's messages are committed */
 	f = g_string_new("\"response\":");

@@ -201,16 +201,26 @@ connect_daemon(Fixture *f)
 }
 
 static void
+reader_post(Fixture *f, Reader *r, const gchar *path, const gchar *body);
+
+static void
 reader_start(Fixture *f, Reader *r, const gchar *agent, const gchar *text)
 {
 	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"stream\":true,\"messages\":"
 						 "[{\"role\":\"user\",\"content\":\"%s\"}]}",
 						 agent,
 						 text);
+	reader_post(f, r, "/api/v1/chat/completions", body);
+}
+
+static void
+reader_post(Fixture *f, Reader *r, const gchar *path, const gchar *body)
+{
 	g_autofree gchar *request =
-	    g_strdup_printf("POST /api/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	    g_strdup_printf("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 			    "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
 			    "Content-Length: %zu\r\n\r\n%s",
+			    path,
 			    f->token,
 			    strlen(body),
 			    body);
@@ -827,6 +837,148 @@ test_echo_reader(Fixture *f, gconstpointer data)
 	reader_clear(&r);
 }
 
+/* ---------- the Responses API ---------- */
+
+typedef struct {
+	gboolean ended;	   /* the chunked body ended with its zero chunk */
+	gchar *terminal;   /* the last event's type */
+	guint terminals;   /* response.completed, .incomplete, .failed */
+	GString *text;	   /* the output_text deltas, joined */
+	gchar *error_code; /* an error event's code */
+	gboolean gaps;	   /* a sequence_number out of order */
+} GotResponse;
+
+static void
+got_response_free(GotResponse *got)
+{
+	g_free(got->terminal);
+	g_string_free(got->text, TRUE);
+	g_free(got->error_code);
+	g_free(got);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GotResponse, got_response_free)
+
+static GotResponse *
+parse_responses_stream(GString *raw)
+{
+	GotResponse *got = g_new0(GotResponse, 1);
+	g_autoptr(GString) body = g_string_new(NULL);
+	const gchar *p = strstr(raw->str, "\r\n\r\n");
+	const gchar *end = raw->str + raw->len;
+	gint64 next = 0;
+
+	got->text = g_string_new(NULL);
+	g_assert_true(g_str_has_prefix(raw->str, "HTTP/1.1 200"));
+	g_assert_nonnull(p);
+	for (p += 4; p < end;) {
+		gchar *line_end = NULL;
+		guint64 size = g_ascii_strtoull(p, &line_end, 16);
+		if (line_end == p || line_end + 2 > end || strncmp(line_end, "\r\n", 2) != 0)
+			break;
+		p = line_end + 2;
+		if (size == 0) {
+			got->ended = TRUE;
+			break;
+		}
+		if ((guint64)(end - p) < size + 2)
+			break;
+		g_string_append_len(body, p, (gssize)size);
+		p += size + 2;
+	}
+	for (const gchar *e = body->str; e < body->str + body->len;) {
+		const gchar *sep = memmem(e, body->str + body->len - e, "\n\n", 2);
+		const gchar *data;
+		g_autofree gchar *json = NULL;
+		g_autoptr(JsonNode) node = NULL;
+		const gchar *type;
+
+		if (sep == NULL)
+			break;
+		data = memmem(e, sep - e, "\ndata: ", 7);
+		g_assert_nonnull(data);
+		json = g_strndup(data + 7, sep - data - 7);
+		e = sep + 2;
+		node = json_from_string(json, NULL);
+		g_assert_nonnull(node);
+		type = confab_test_json_string(node, "type");
+		if (confab_test_json_int(node, "sequence_number") != next++)
+			got->gaps = TRUE;
+		g_free(got->terminal);
+		got->terminal = g_strdup(type);
+		if (g_str_equal(type, "response.output_text.delta"))
+			g_string_append(got->text, confab_test_json_string(node, "delta"));
+		else if (g_str_equal(type, "error"))
+			got->error_code = g_strdup(confab_test_json_string(node, "code"));
+		else if (g_str_equal(type, "response.completed") ||
+			 g_str_equal(type, "response.incomplete") ||
+			 g_str_equal(type, "response.failed"))
+			got->terminals++;
+	}
+	return got;
+}
+
+static void
+responses_start(Fixture *f, Reader *r, const gchar *agent, const gchar *input)
+{
+	g_autofree gchar *body =
+	    g_strdup_printf("{\"model\":\"%s\",\"stream\":true,\"input\":\"%s\"}", agent, input);
+	reader_post(f, r, "/api/v1/responses", body);
+}
+
+/* A streamed response to a client at 4 MB/s: all of it, one terminal. */
+static void
+test_responses_reader(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *model = g_strdup_printf("tiny:%u", scaled(30000));
+	g_autofree gchar *agent = create_agent(f, model, 0, 0);
+	g_autofree gchar *want = tiny_text(scaled(30000));
+	Reader r = {.label = "responses at 4 MB/s", .rate = 4 * MB, .fd = -1};
+	g_autoptr(GotResponse) got = NULL;
+
+	responses_start(f, &r, agent, "responses at 4 MB/s");
+	run_readers(&r, 1, 120);
+	got = parse_responses_stream(r.raw);
+	g_test_message("responses at 4 MB/s: %zu bytes in %.2f s", r.raw->len, r.elapsed_us / 1e6);
+	g_assert_true(got->ended);
+	g_assert_false(got->gaps);
+	g_assert_cmpuint(got->terminals, ==, 1);
+	g_assert_cmpstr(got->terminal, ==, "response.completed");
+	g_assert_cmpstr(got->text->str, ==, want);
+	assert_stored(f, "responses at 4 MB/s", "completed", want);
+	reader_clear(&r);
+}
+
+/* A response stream cut for taking nothing ends with a stream_cut error and
+ * one terminal event, for a client that reads again. */
+static void
+test_responses_cut(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_agent(f, "tiny:60000", 0, 0);
+	StatusWait w = {f, "responses cut", "incomplete"};
+	Reader r = {.label = "responses cut",
+		    .pause_at = 256 * 1024,
+		    .pause_us = 0,
+		    .resume = cut_stored,
+		    .resume_data = &w,
+		    .fd = -1};
+	g_autoptr(GotResponse) got = NULL;
+	g_autoptr(Stored) stored = NULL;
+
+	responses_start(f, &r, agent, "responses cut");
+	run_readers(&r, 1, 120);
+	got = parse_responses_stream(r.raw);
+	g_assert_true(got->ended);
+	g_assert_false(got->gaps);
+	g_assert_cmpstr(got->error_code, ==, "stream_cut");
+	g_assert_cmpuint(got->terminals, ==, 1);
+	g_assert_cmpstr(got->terminal, ==, "response.failed");
+	stored = stored_answer(f, "responses cut");
+	g_assert_cmpstr(stored->status, ==, "incomplete");
+	g_assert_cmpstr(stored->text, ==, got->text->str);
+	reader_clear(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -845,6 +997,8 @@ main(int argc, char **argv)
 	    {"/confab/flow-control/cut-then-read", test_cut_then_read},
 	    {"/confab/flow-control/curl-limit-rate", test_curl_limit_rate},
 	    {"/confab/flow-control/echo-reader", test_echo_reader},
+	    {"/confab/flow-control/responses-reader", test_responses_reader},
+	    {"/confab/flow-control/responses-cut", test_responses_cut},
 	};
 
 	confab_test_init(&argc, &argv, TRUE);
