@@ -5,9 +5,11 @@
 
 #include "config.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "confab-test-helper.h"
+#include "confab-test-pg.h"
 
 /*
  * Approvals (issue 22), against a real confabd and the MCP project's own
@@ -17,7 +19,8 @@
  * Chat.Approve) lets the call run or not; nobody deciding declines after
  * [tools] approval_timeout; a client that hangs up does not void the
  * decision. Every refusal of a bad decision is a clear error, and nothing
- * runs because of it.
+ * runs because of it. With two daemons on one PostgreSQL database, an
+ * approval asked on one is decided on the other.
  */
 
 typedef struct {
@@ -25,8 +28,12 @@ typedef struct {
 	gchar *agent;
 	gchar *token;
 	gchar *tmpdir;
-	gchar *file; /* what write_file is asked to write */
+	gchar *file;		 /* what write_file is asked to write */
+	ConfabTestDaemon *other; /* nullable: a second instance (PostgreSQL) */
+	gchar *pg_url;		 /* owned, nullable */
 } Fixture;
+
+static ConfabTestPg *cluster; /* started by the first PostgreSQL test */
 
 static gchar *
 npm_server(const gchar *package)
@@ -94,9 +101,66 @@ fixture_setup(Fixture *f, gconstpointer data)
 	setup_with(f, data);
 }
 
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *path;
+	const gchar *token;
+} Probe;
+
+static gboolean
+knows_agent(gpointer data)
+{
+	Probe *p = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_http(p->daemon, "GET", p->path, p->token, NULL);
+	return r->status == 200;
+}
+
+/* Two daemons on one PostgreSQL database, each on a bus of its own: the
+ * fixture's daemon (A) and other (B). */
+static void
+pg_setup(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *script = npm_server("server-filesystem");
+	g_autofree gchar *servers = NULL;
+	g_autofree gchar *arg = NULL;
+	g_autofree gchar *path = NULL;
+	const gchar *args[2] = {NULL, NULL};
+	Probe probe;
+
+	if (script == NULL) {
+		g_test_skip("the MCP reference servers are not installed (cd tests/mcp && npm ci)");
+		return;
+	}
+	if (!confab_test_pg_available()) {
+		g_test_skip("PostgreSQL's server binaries are not installed");
+		return;
+	}
+	if (cluster == NULL)
+		cluster = confab_test_pg_start();
+	f->pg_url = confab_test_pg_new_database(cluster);
+	arg = g_strdup_printf("--store-url=%s", f->pg_url);
+	args[0] = arg;
+	f->tmpdir = confab_test_make_tmpdir("approvals-pg");
+	f->file = g_build_filename(f->tmpdir, "out.txt", NULL);
+	f->daemon = confab_test_daemon_start_private_bus(NULL, args);
+	f->other = confab_test_daemon_start_private_bus(NULL, args);
+	servers = filesystem_servers(script, f->tmpdir);
+	f->agent = create_agent(f->daemon, servers);
+	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+	path = g_strdup_printf("/api/v1/models/%s", f->agent);
+	probe = (Probe){f->other, path, f->token};
+	g_assert_true(confab_test_wait_until(knows_agent, &probe, 5000));
+}
+
 static void
 fixture_teardown(Fixture *f, gconstpointer data)
 {
+	if (f->other != NULL) {
+		g_assert_cmpint(confab_test_daemon_stop(f->other), ==, 0);
+		confab_test_daemon_free(f->other);
+	}
+	g_free(f->pg_url);
 	if (f->daemon != NULL) {
 		g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
 		confab_test_daemon_free(f->daemon);
@@ -736,6 +800,68 @@ test_policy_refused(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(error->message, "server “files”: “require_approval” must be"));
 }
 
+/* Two instances on PostgreSQL: the turn waits on A, the decision is made
+ * on B (over HTTP, then over B's D-Bus), and A's turn hears it. */
+static void
+test_across_instances(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *text2 = NULL;
+	g_autofree gchar *written = NULL;
+	gint64 decided;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "decided on B");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	r = confab_test_http(f->other,
+			     "POST",
+			     "/api/v1/approvals/x",
+			     f->token,
+			     "{\"approve\":true}");
+	confab_test_assert_error(r, 404, "approval_not_found");
+	g_clear_pointer(&r, confab_test_response_free);
+	{
+		g_autofree gchar *path =
+		    g_strdup_printf("/api/v1/approvals/%s",
+				    json_object_get_string_member(request, "id"));
+		r = confab_test_http(f->other, "POST", path, f->token, "{\"approve\":true}");
+	}
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "state"), ==, "approved");
+	decided = g_get_monotonic_time();
+	text = stream_rest(s, NULL);
+	/* A polls its approvals every 250 ms */
+	g_assert_cmpint(g_get_monotonic_time() - decided, <, 5 * G_USEC_PER_SEC);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "decided on B");
+
+	/* and over B's D-Bus, a denial */
+	g_clear_pointer(&s, stream_free);
+	g_clear_pointer(&request, json_object_unref);
+	g_free(body);
+	g_assert_cmpint(g_unlink(f->file), ==, 0);
+	body = write_body(f, TRUE, "denied on B");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	g_assert_true(
+	    confab_dbus_chat_call_approve_sync(f->other->chat,
+					       json_object_get_string_member(request, "id"),
+					       FALSE,
+					       NULL,
+					       &error));
+	g_assert_no_error(error);
+	text2 = stream_rest(s, NULL);
+	g_assert_nonnull(strstr(text2, "declined"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -757,7 +883,15 @@ main(int argc, char **argv)
 	ADD("dbus-approve", test_dbus_approve, NULL);
 	ADD("policy-refused", test_policy_refused, NULL);
 #undef ADD
+	g_test_add("/confab/approvals/postgres-across-instances",
+		   Fixture,
+		   NULL,
+		   pg_setup,
+		   test_across_instances,
+		   fixture_teardown);
 	ret = g_test_run();
+	if (cluster != NULL)
+		confab_test_pg_stop(cluster);
 	confab_test_finish();
 	return ret;
 }
