@@ -1145,12 +1145,13 @@ emit_approval_events(ConfabAgentLoop *self, const ConfabApproval *approval, gboo
 }
 
 static gchar *
-declined_text(const ConfabApproval *approval, guint timeout)
+declined_text(const ConfabApproval *approval)
 {
 	if (approval->state == CONFAB_APPROVAL_STATE_TIMED_OUT)
-		return g_strdup_printf("The user did not approve this tool call within %u s, so "
-				       "it was not run.",
-				       timeout);
+		return g_strdup_printf(
+		    "The user did not approve this tool call in time (%s), so it "
+		    "was not run.",
+		    approval->reason != NULL ? approval->reason : "no decision");
 	if (approval->reason != NULL && *approval->reason != '\0')
 		return g_strdup_printf("The user declined to run this tool call. Their reason: %s",
 				       approval->reason);
@@ -1181,8 +1182,7 @@ approval_decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
 		return;
 	}
-	declined =
-	    declined_text(call->approval, confab_approvals_get_timeout(CONFAB_APPROVALS(source)));
+	declined = declined_text(call->approval);
 	call_done(self, call, "declined", TRUE, declined);
 }
 

@@ -1704,6 +1704,9 @@ confab_engine_begin_shutdown(ConfabEngine *self)
 		g_atomic_int_set(&self->shutting_down, TRUE);
 		none = g_hash_table_size(self->turns) == 0;
 	}
+	/* nobody is expected to decide within the grace: the turns that wait
+	 * for a person go on at once, their calls declined */
+	confab_approvals_expire_all(self->approvals, "confabd is stopping");
 	if (none)
 		drained(self);
 }

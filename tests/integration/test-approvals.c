@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <signal.h>
 #include <string.h>
 
 #include "confab-test-helper.h"
@@ -770,6 +771,35 @@ test_dbus_approve(Fixture *f, gconstpointer data)
 	}
 }
 
+/* The daemon stops while a call waits: nobody is expected to decide within
+ * the grace, so the call is declined at once, the model answers, the
+ * client gets the whole answer and the daemon exits cleanly. */
+static void
+test_stop_while_waiting(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autofree gchar *text = NULL;
+	gint64 start;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "never written");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	start = g_get_monotonic_time();
+	g_subprocess_send_signal(f->daemon->process, SIGTERM);
+	text = stream_rest(s, NULL);
+	g_assert_nonnull(strstr(text, "confabd is stopping"));
+	g_assert_true(g_subprocess_wait(f->daemon->process, NULL, NULL));
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	/* well within the shutdown grace (10 s) */
+	g_assert_cmpint(g_get_monotonic_time() - start, <, 8 * G_USEC_PER_SEC);
+	g_clear_pointer(&f->daemon, confab_test_daemon_free);
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
 /* require_approval is checked with the agent: a bad one is refused by
  * CreateAgent with a message naming the server and the key. */
 static void
@@ -882,6 +912,7 @@ main(int argc, char **argv)
 	ADD("bad-input", test_bad_input, NULL);
 	ADD("dbus-approve", test_dbus_approve, NULL);
 	ADD("policy-refused", test_policy_refused, NULL);
+	ADD("stop-while-waiting", test_stop_while_waiting, NULL);
 #undef ADD
 	g_test_add("/confab/approvals/postgres-across-instances",
 		   Fixture,
