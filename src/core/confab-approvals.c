@@ -503,6 +503,32 @@ decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 			      (GDestroyNotify)confab_approval_free);
 }
 
+/* Seconds past its timeout after which a pending approval has nobody
+ * waiting for it (its daemon died or restarted): a decision then finds it
+ * timed out rather than approving a call that nobody will run. */
+#define STALE_AFTER_S 5
+
+static void
+stale_expired_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	Decision *d = g_task_get_task_data(task);
+	g_autoptr(ConfabApproval) expired = NULL;
+	g_autoptr(GError) error = NULL;
+
+	expired = confab_store_decide_approval_finish(CONFAB_STORE(source), result, &error);
+	if (expired == NULL &&
+	    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_DECIDED)) {
+		g_task_return_error(task, g_steal_pointer(&error));
+		return;
+	}
+	g_task_return_new_error(task,
+				CONFAB_ERROR,
+				CONFAB_ERROR_APPROVAL_DECIDED,
+				"The approval '%s' is no longer pending: it timed out",
+				d->id);
+}
+
 static void
 decide_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -537,6 +563,20 @@ decide_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	decision = confab_approval_new();
 	decision->id = g_strdup(d->id);
+	if (g_get_real_time() / G_USEC_PER_SEC >
+	    now->created_at + (gint64)CONFAB_APPROVALS(g_task_get_source_object(task))->timeout +
+		STALE_AFTER_S) {
+		decision->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
+		decision->decided_by = g_strdup("timeout");
+		decision->reason = g_strdup("Nobody waited for it any more");
+		decision->decided_at = g_get_real_time() / G_USEC_PER_SEC;
+		confab_store_decide_approval_async(CONFAB_STORE(source),
+						   decision,
+						   NULL,
+						   stale_expired_cb,
+						   g_steal_pointer(&task));
+		return;
+	}
 	decision->state = d->approve ? CONFAB_APPROVAL_STATE_APPROVED
 				     : CONFAB_APPROVAL_STATE_DENIED;
 	decision->decided_by = g_strdup(d->by);

@@ -800,6 +800,37 @@ test_stop_while_waiting(Fixture *f, gconstpointer data)
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
 }
 
+/* The daemon whose turn waited dies (kill -9): nobody waits for the
+ * approval any more. Once its timeout has passed, a decision finds it
+ * timed out (409) rather than approving a call nobody will run. */
+static void
+test_orphaned(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	ConfabTestDaemon *dead;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "orphan");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	dead = f->daemon;
+	confab_test_daemon_kill(dead);
+	g_clear_pointer(&s, stream_free);
+	f->daemon = confab_test_daemon_start_full(dead->state_dir, data, NULL);
+	/* the timeout (1 s) and its slack (5 s) */
+	g_usleep(7 * G_USEC_PER_SEC);
+	r = decide(f, f->token, json_object_get_string_member(request, "id"), "{\"approve\":true}");
+	confab_test_assert_error(r, 409, "approval_already_decided");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	g_clear_pointer(&f->daemon, confab_test_daemon_free);
+	confab_test_daemon_free(dead);
+}
+
 /* require_approval is checked with the agent: a bad one is refused by
  * CreateAgent with a message naming the server and the key. */
 static void
@@ -913,6 +944,7 @@ main(int argc, char **argv)
 	ADD("dbus-approve", test_dbus_approve, NULL);
 	ADD("policy-refused", test_policy_refused, NULL);
 	ADD("stop-while-waiting", test_stop_while_waiting, NULL);
+	ADD("orphaned", test_orphaned, "[tools]\napproval_timeout = 1\n");
 #undef ADD
 	g_test_add("/confab/approvals/postgres-across-instances",
 		   Fixture,
