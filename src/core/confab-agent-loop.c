@@ -1240,8 +1240,14 @@ start_call(ConfabAgentLoop *self, ServerCall *call)
 		call_done(self, call, "unknown", TRUE, reason);
 		return;
 	}
+	/* the client left while other calls waited for a person: what did
+	 * not start does not start */
+	if (self->detached) {
+		call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
+		return;
+	}
 	if (call_needs_approval(self, call)) {
-		if (g_cancellable_is_cancelled(self->cancellable) || self->detached) {
+		if (g_cancellable_is_cancelled(self->cancellable)) {
 			call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
 			return;
 		}
@@ -1299,6 +1305,11 @@ on_parent_cancelled(GCancellable *parent, gpointer user_data)
 	/* a person's decision outlives its client: see the top of the file */
 	if (self->waiting > 0) {
 		self->detached = TRUE;
+		/* no client to wait for any more: the calls not started yet are
+		 * refused now rather than held by its flow */
+		confab_flow_clear_wait(self->flow, &self->flow_wait);
+		g_clear_pointer(&self->flow, confab_flow_unref);
+		start_tools(self);
 		return;
 	}
 	g_cancellable_cancel(self->cancellable);

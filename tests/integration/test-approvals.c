@@ -861,6 +861,34 @@ test_policy_refused(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(error->message, "server “files”: “require_approval” must be"));
 }
 
+/* Waiting for a person is not idleness: a JSON turn and a stream that
+ * send nothing for longer than [limits] idle_timeout while a call waits
+ * are not cut, and answer once it is decided (here: timed out). */
+static void
+test_wait_longer_than_idle(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *json_body = NULL;
+	g_autofree gchar *stream_body = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autofree gchar *text = NULL;
+
+	if (f->daemon == NULL)
+		return;
+	stream_body = write_body(f, TRUE, "stream");
+	s = stream_open(f, stream_body);
+	request = stream_until_event(s, "approval_request");
+	json_body = write_body(f, FALSE, "json");
+	r = confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, json_body);
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_nonnull(strstr(confab_test_json_string(r->json, "choices.0.message.content"),
+				"did not approve"));
+	text = stream_rest(s, NULL);
+	g_assert_nonnull(strstr(text, "did not approve"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
 /* Two instances on PostgreSQL: the turn waits on A, the decision is made
  * on B (over HTTP, then over B's D-Bus), and A's turn hears it. */
 static void
@@ -945,6 +973,9 @@ main(int argc, char **argv)
 	ADD("policy-refused", test_policy_refused, NULL);
 	ADD("stop-while-waiting", test_stop_while_waiting, NULL);
 	ADD("orphaned", test_orphaned, "[tools]\napproval_timeout = 1\n");
+	ADD("wait-longer-than-idle",
+	    test_wait_longer_than_idle,
+	    "[limits]\nidle_timeout = 1\n[tools]\napproval_timeout = 3\n");
 #undef ADD
 	g_test_add("/confab/approvals/postgres-across-instances",
 		   Fixture,
