@@ -1203,11 +1203,12 @@ approval_created_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		call_done(self, call, "failed", TRUE, reason);
 		return;
 	}
+	/* waiting first: whoever hears of the request can decide it at once */
+	confab_approvals_wait_async(CONFAB_APPROVALS(source), approval, approval_decided_cb, call);
 	add_approval_request_block(self, approval);
 	emit_approval_events(self, approval, FALSE);
 	if (self->sink != NULL && self->sink->approval_request != NULL)
 		self->sink->approval_request(approval, self->sink_data);
-	confab_approvals_wait_async(CONFAB_APPROVALS(source), approval, approval_decided_cb, call);
 }
 
 /* The call waits for a person; the step's other calls go on. */

@@ -43,6 +43,7 @@ struct _ConfabApprovals {
 
 	GMutex lock;
 	GHashTable *waiters; /* owned: id -> Waiter (unowned: its task owns it) */
+	gchar *expired;	     /* owned, nullable: expire_all()'s reason; later waits end at once */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabApprovals, confab_approvals, G_TYPE_OBJECT)
@@ -56,6 +57,7 @@ confab_approvals_finalize(GObject *object)
 	g_clear_object(&self->ids);
 	g_clear_object(&self->metrics);
 	g_hash_table_unref(self->waiters);
+	g_free(self->expired);
 	g_mutex_clear(&self->lock);
 	G_OBJECT_CLASS(confab_approvals_parent_class)->finalize(object);
 }
@@ -345,6 +347,9 @@ on_poll(gpointer user_data)
 	return G_SOURCE_CONTINUE;
 }
 
+static void
+wake_waiter(ConfabApprovals *self, const ConfabApproval *decided, const gchar *expire_reason);
+
 /**
  * confab_approvals_wait_async:
  * @self: a #ConfabApprovals
@@ -365,6 +370,7 @@ confab_approvals_wait_async(ConfabApprovals *self,
 {
 	GTask *task = g_task_new(self, NULL, callback, user_data);
 	Waiter *waiter = g_new0(Waiter, 1);
+	g_autofree gchar *expired = NULL;
 
 	g_return_if_fail(CONFAB_IS_APPROVALS(self));
 	g_task_set_source_tag(task, confab_approvals_wait_async);
@@ -376,9 +382,13 @@ confab_approvals_wait_async(ConfabApprovals *self,
 	{
 		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 		g_hash_table_insert(self->waiters, g_strdup(approval->id), waiter);
+		expired = g_strdup(self->expired);
 	}
 	waiter->poll = confab_source_add_timeout(CONFAB_APPROVALS_POLL_MS, on_poll, waiter);
-	waiter->timeout = confab_source_add_timeout_seconds(self->timeout, on_wait_timeout, waiter);
+	waiter->timeout = confab_source_add_timeout(self->timeout * 1000, on_wait_timeout, waiter);
+	/* asked while the daemon stops: it ends at once, as the others did */
+	if (expired != NULL)
+		wake_waiter(self, approval, expired);
 }
 
 /**
@@ -659,7 +669,8 @@ confab_approvals_decide_finish(ConfabApprovals *self, GAsyncResult *result, GErr
  * @reason: why, for the record
  *
  * Times out every wait of this process now (the daemon stops): their calls
- * do not run, and their turns end.
+ * do not run, and their turns end. Waits that begin later (their approval
+ * was being stored meanwhile) end at once too.
  */
 void
 confab_approvals_expire_all(ConfabApprovals *self, const gchar *reason)
@@ -673,6 +684,8 @@ confab_approvals_expire_all(ConfabApprovals *self, const gchar *reason)
 		GHashTableIter iter;
 		gpointer value;
 
+		if (self->expired == NULL)
+			self->expired = g_strdup(reason);
 		g_hash_table_iter_init(&iter, self->waiters);
 		while (g_hash_table_iter_next(&iter, NULL, &value))
 			g_ptr_array_add(pending, confab_approval_copy(((Waiter *)value)->approval));

@@ -234,6 +234,19 @@ test_expire_all(Fixture *f, gconstpointer data)
 	g_assert_cmpint(wa->state, ==, CONFAB_APPROVAL_STATE_TIMED_OUT);
 	g_assert_cmpstr(wa->reason, ==, "stopping");
 	g_assert_cmpint(wb->state, ==, CONFAB_APPROVAL_STATE_TIMED_OUT);
+	/* one that was being stored meanwhile ends at once too */
+	{
+		g_autoptr(ConfabApproval) late = create(f, "carol");
+		g_autoptr(GAsyncResult) rl = NULL;
+		g_autoptr(ConfabApproval) wl = NULL;
+		GAsyncResult *sl = NULL;
+
+		confab_approvals_wait_async(f->approvals, late, on_result, &sl);
+		rl = wait_for(&sl, 2000);
+		wl = confab_approvals_wait_finish(f->approvals, rl, NULL);
+		g_assert_cmpint(wl->state, ==, CONFAB_APPROVAL_STATE_TIMED_OUT);
+		g_assert_cmpstr(wl->reason, ==, "stopping");
+	}
 }
 
 /* A decision made on another thread (a serving thread) wakes the waiter

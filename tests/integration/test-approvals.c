@@ -292,12 +292,18 @@ stream_rest(Stream *s, GPtrArray *events)
 	JsonObject *chunk;
 
 	while ((chunk = stream_next(s)) != NULL) {
-		JsonArray *choices = json_object_get_array_member(chunk, "choices");
+		JsonArray *choices = NULL;
+
+		if (json_object_has_member(chunk, "error")) {
+			g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), chunk);
+			g_autofree gchar *json = json_to_string(node, FALSE);
+			g_error("an error in the stream: %s", json);
+		}
+		choices = json_object_get_array_member(chunk, "choices");
 		if (json_object_has_member(chunk, "tool_event") && events != NULL)
 			g_ptr_array_add(
 			    events,
 			    json_object_ref(json_object_get_object_member(chunk, "tool_event")));
-		g_assert_false(json_object_has_member(chunk, "error"));
 		for (guint i = 0; choices != NULL && i < json_array_get_length(choices); i++) {
 			JsonObject *delta =
 			    json_object_get_object_member(json_array_get_object_element(choices, i),
