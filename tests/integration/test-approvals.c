@@ -320,6 +320,16 @@ stream_rest(Stream *s, GPtrArray *events)
 
 /* ---------- helpers ---------- */
 
+static void
+assert_remote_error(const GError *error, const gchar *name)
+{
+	g_autofree gchar *remote = NULL;
+
+	g_assert_nonnull(error);
+	remote = g_dbus_error_get_remote_error(error);
+	g_assert_cmpstr(remote, ==, name);
+}
+
 static ConfabTestResponse *
 decide(Fixture *f, const gchar *token, const gchar *id, const gchar *body)
 {
@@ -743,9 +753,7 @@ test_dbus_approve(Fixture *f, gconstpointer data)
 							  NULL,
 							  &error));
 	g_assert_nonnull(error);
-	g_assert_cmpstr(g_dbus_error_get_remote_error(error),
-			==,
-			"org.confab.Confab1.Error.ApprovalNotFound");
+	assert_remote_error(error, "org.confab.Confab1.Error.ApprovalNotFound");
 	g_clear_error(&error);
 
 	body = write_body(f, TRUE, "by dbus");
@@ -759,9 +767,7 @@ test_dbus_approve(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(written, ==, "by dbus");
 	g_assert_false(
 	    confab_dbus_chat_call_approve_sync(f->daemon->chat, id, FALSE, NULL, &error));
-	g_assert_cmpstr(g_dbus_error_get_remote_error(error),
-			==,
-			"org.confab.Confab1.Error.AlreadyDecided");
+	assert_remote_error(error, "org.confab.Confab1.Error.AlreadyDecided");
 	{
 		g_autoptr(JsonArray) blocks = NULL;
 		g_autofree gchar *path = NULL;
@@ -861,9 +867,7 @@ test_policy_refused(Fixture *f, gconstpointer data)
 								&id,
 								NULL,
 								&error));
-	g_assert_cmpstr(g_dbus_error_get_remote_error(error),
-			==,
-			"org.confab.Confab1.Error.InvalidArgument");
+	assert_remote_error(error, "org.confab.Confab1.Error.InvalidArgument");
 	g_assert_nonnull(strstr(error->message, "server “files”: “require_approval” must be"));
 }
 
