@@ -869,6 +869,45 @@ test_policy_refused(Fixture *f, gconstpointer data)
 								&error));
 	assert_remote_error(error, "org.confab.Confab1.Error.InvalidArgument");
 	g_assert_nonnull(strstr(error->message, "server “files”: “require_approval” must be"));
+
+	/* a good one is shown back by GetAgent and confabctl agent show */
+	{
+		g_autoptr(GVariant) agent = NULL;
+		g_autoptr(GError) get_error = NULL;
+		const gchar *servers = NULL;
+		g_autofree gchar *out = NULL;
+		g_autofree gchar *err = NULL;
+		gint status = -1;
+		const gchar *argv[] =
+		    {g_getenv("CONFABCTL"), "--session", "agent", "show", f->agent, NULL};
+
+		g_assert_true(confab_dbus_admin_call_get_agent_sync(f->daemon->admin,
+								    f->agent,
+								    &agent,
+								    NULL,
+								    &get_error));
+		g_assert_no_error(get_error);
+		g_assert_true(g_variant_lookup(agent, "mcp_servers", "&s", &servers));
+		g_assert_nonnull(
+		    strstr(servers,
+			   "\"require_approval\":{\"always\":{\"tool_names\":[\"write_file\"]}}"));
+		if (argv[0] == NULL)
+			return;
+		g_assert_true(g_spawn_sync(NULL,
+					   (gchar **)argv,
+					   NULL,
+					   G_SPAWN_DEFAULT,
+					   NULL,
+					   NULL,
+					   &out,
+					   &err,
+					   &status,
+					   &get_error));
+		g_assert_no_error(get_error);
+		g_assert_cmpint(status, ==, 0);
+		g_assert_nonnull(strstr(out, "require_approval"));
+		g_assert_nonnull(strstr(out, "write_file"));
+	}
 }
 
 /* Waiting for a person is not idleness: a JSON turn and a stream that
