@@ -655,6 +655,8 @@ test_bad_input(Fixture *f, gconstpointer data)
 	g_autoptr(Stream) s = NULL;
 	g_autoptr(JsonObject) request = NULL;
 	g_autofree gchar *bob = NULL;
+	g_autofree gchar *other_agent = NULL;
+	g_autofree gchar *bound = NULL;
 	g_autofree gchar *metrics_only = NULL;
 	g_autofree gchar *text = NULL;
 	const gchar *id;
@@ -677,6 +679,7 @@ test_bad_input(Fixture *f, gconstpointer data)
 	     404,
 	     "approval_not_found"},
 	    {NULL, "bob", "{\"approve\":true}", 404, "approval_not_found"},
+	    {NULL, "bound", "{\"approve\":true}", 404, "approval_not_found"},
 	    {NULL, "metrics", "{\"approve\":true}", 403, "insufficient_scope"},
 	    {NULL, "none", "{\"approve\":true}", 401, "missing_api_key"},
 	    {NULL, NULL, "{}", 400, "invalid_value"},
@@ -690,6 +693,8 @@ test_bad_input(Fixture *f, gconstpointer data)
 	if (f->daemon == NULL)
 		return;
 	bob = confab_test_create_token(f->daemon, "bob", "api.full", NULL, NULL);
+	other_agent = confab_test_create_agent(f->daemon, "other", "echo");
+	bound = confab_test_create_token(f->daemon, "alice", "chat.completions", other_agent, NULL);
 	metrics_only = confab_test_create_token(f->daemon, "alice", "metrics.read", NULL, NULL);
 	body = write_body(f, TRUE, "never");
 	s = stream_open(f, body);
@@ -698,6 +703,7 @@ test_bad_input(Fixture *f, gconstpointer data)
 	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
 		const gchar *token = cases[i].token == NULL		      ? f->token
 				     : g_str_equal(cases[i].token, "bob")     ? bob
+				     : g_str_equal(cases[i].token, "bound")   ? bound
 				     : g_str_equal(cases[i].token, "metrics") ? metrics_only
 									      : NULL;
 		g_autoptr(ConfabTestResponse) r =
