@@ -251,6 +251,10 @@ export_dbus(ConfabDaemon *self, GError **error)
 		return FALSE;
 	if (!export_search_provider(self, error))
 		return FALSE;
+	/* Send turns ask for approvals on the desktop: the session bus's */
+	confab_dbus_chat_impl_set_notifier(self->chat,
+					   system_bus ? NULL : self->notifier,
+					   CONFAB_ADMIN_GROUP);
 	self->name_id = g_bus_own_name_on_connection(self->bus,
 						     CONFAB_BUS_NAME,
 						     G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,

@@ -54,7 +54,7 @@ method_call(GDBusConnection *connection,
 		g_dbus_method_invocation_return_value(invocation,
 						      g_variant_new("(u)", self->calls->len));
 	} else if (g_str_equal(method_name, "GetCapabilities")) {
-		const gchar *const caps[] = {"body", NULL};
+		const gchar *const caps[] = {"body", "actions", NULL};
 		g_dbus_method_invocation_return_value(invocation, g_variant_new("(^as)", caps));
 	} else {
 		g_dbus_method_invocation_return_value(
@@ -134,6 +134,34 @@ guint
 confab_fake_notifications_count(ConfabFakeNotifications *self)
 {
 	return self->calls->len;
+}
+
+/**
+ * confab_fake_notifications_invoke_action:
+ * @index: which Notify, from 0 (its id is @index + 1)
+ * @action: the action's key
+ *
+ * Emits ActionInvoked for that notification, as a notification server
+ * does when the person clicks one of its buttons.
+ */
+void
+confab_fake_notifications_invoke_action(ConfabFakeNotifications *self,
+					guint index,
+					const gchar *action)
+{
+	g_autoptr(GError) error = NULL;
+
+	g_assert_cmpuint(index, <, self->calls->len);
+	g_dbus_connection_emit_signal(self->bus,
+				      NULL,
+				      "/org/freedesktop/Notifications",
+				      "org.freedesktop.Notifications",
+				      "ActionInvoked",
+				      g_variant_new("(us)", index + 1, action),
+				      &error);
+	g_assert_no_error(error);
+	g_dbus_connection_flush_sync(self->bus, NULL, &error);
+	g_assert_no_error(error);
 }
 
 /**

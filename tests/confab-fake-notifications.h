@@ -20,6 +20,10 @@ confab_fake_notifications_get(ConfabFakeNotifications *self, guint index);
 gboolean
 confab_fake_notifications_wait(ConfabFakeNotifications *self, guint n, guint timeout_ms);
 void
+confab_fake_notifications_invoke_action(ConfabFakeNotifications *self,
+					guint index,
+					const gchar *action);
+void
 confab_fake_notifications_free(ConfabFakeNotifications *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabFakeNotifications, confab_fake_notifications_free)
 

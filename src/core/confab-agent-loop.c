@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/confab-agent-loop.h"
+#include "tools/confab-tool-config.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
 #include "util/confab-source.h"
@@ -27,6 +28,17 @@
  * A tool that fails — an error result, a JSON-RPC error, a timeout, a server
  * that dies or cannot start, a tool nobody offered — gives the model an
  * is_error result and a short reason; the loop goes on.
+ *
+ * A call of a tool whose server's `require_approval` asks for a person
+ * (confab_agent_loop_set_approvals()) first becomes a pending approval in
+ * the store: the sink hears of it (a tool_event `approval_request`, and
+ * approval_request() for doors that notify a person), and the call waits
+ * while the other calls of the step go on. Approved, it runs; denied or
+ * timed out, the model gets an is_error result saying the user declined.
+ * A client that leaves while a call waits does not void the decision: the
+ * loop waits on (the approval's timeout still applies), runs what was
+ * approved, and then ends as cancelled without calling the model again.
+ * Waiting for a person does not count against the loop's total timeout.
  *
  * The loop keeps the transcript as content blocks, in order: text,
  * tool_call {id, name, arguments, server}, tool_result {tool_call_id,
@@ -62,7 +74,9 @@ typedef struct {
 	gchar *id;
 	gchar *name;
 	gchar *arguments;
-	const gchar *server; /* unowned: the tool's, nullable */
+	const gchar *server;	  /* unowned: the tool's, nullable */
+	const gchar *tool;	  /* unowned: the tool's own name, nullable */
+	ConfabApproval *approval; /* owned, nullable: asked of a person */
 	gint64 start;
 	gboolean done;
 	gboolean is_error;
@@ -77,6 +91,7 @@ server_call_free(ServerCall *call)
 	g_free(call->name);
 	g_free(call->arguments);
 	g_free(call->content);
+	confab_approval_free(call->approval);
 	g_free(call);
 }
 
@@ -94,9 +109,16 @@ struct _ConfabAgentLoop {
 	guint total_timeout;	  /* seconds for the whole loop; 0 for none */
 	const ConfabAgentLoopSink *sink;
 	gpointer sink_data;
-	ConfabMetrics *metrics; /* owned, nullable */
-	ConfabFlow *flow;	/* owned, nullable: the client's backpressure */
-	guint flow_wait;	/* the next model or tool call waits for the client */
+	ConfabMetrics *metrics;	       /* owned, nullable */
+	ConfabFlow *flow;	       /* owned, nullable: the client's backpressure */
+	guint flow_wait;	       /* the next model or tool call waits for the client */
+	ConfabApprovals *approvals;    /* owned, nullable: no approvals asked */
+	gchar *approvals_owner;	       /* owned */
+	gchar *approvals_session;      /* owned */
+	ConfabToolConfig *tool_config; /* owned, nullable: the agent's servers */
+	guint waiting;		       /* calls waiting for a person */
+	gboolean detached;	       /* the caller left while calls waited */
+	gint64 deadline_left_ms;       /* the total timeout left, while waiting */
 
 	GTask *task;		   /* owned, while running */
 	GCancellable *cancellable; /* owned: the caller's, or the timeout's */
@@ -140,6 +162,10 @@ confab_agent_loop_finalize(GObject *object)
 	confab_source_clear(&self->deadline);
 	confab_flow_clear_wait(self->flow, &self->flow_wait);
 	g_clear_pointer(&self->flow, confab_flow_unref);
+	g_clear_object(&self->approvals);
+	g_free(self->approvals_owner);
+	g_free(self->approvals_session);
+	g_clear_object(&self->tool_config);
 	if (self->parent != NULL)
 		g_cancellable_disconnect(self->parent, self->parent_id);
 	g_clear_object(&self->parent);
@@ -333,6 +359,40 @@ confab_agent_loop_set_flow(ConfabAgentLoop *self, ConfabFlow *flow)
 	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
 	g_clear_pointer(&self->flow, confab_flow_unref);
 	self->flow = flow != NULL ? confab_flow_ref(flow) : NULL;
+}
+
+/**
+ * confab_agent_loop_set_approvals:
+ * @self: a #ConfabAgentLoop, not running
+ * @approvals: where calls that need a person's approval wait
+ * @owner: the turn's owner, who may decide
+ * @session_id: the turn's conversation
+ *
+ * Asks a person before each call of a tool whose server's
+ * `require_approval` says so; without this, every call runs.
+ */
+void
+confab_agent_loop_set_approvals(ConfabAgentLoop *self,
+				ConfabApprovals *approvals,
+				const gchar *owner,
+				const gchar *session_id)
+{
+	g_autoptr(GError) error = NULL;
+
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_set_object(&self->approvals, approvals);
+	g_free(self->approvals_owner);
+	self->approvals_owner = g_strdup(owner);
+	g_free(self->approvals_session);
+	self->approvals_session = g_strdup(session_id);
+	g_clear_object(&self->tool_config);
+	if (confab_agent_get_mcp_servers(self->agent) != NULL)
+		self->tool_config =
+		    confab_tool_config_parse(confab_agent_get_mcp_servers(self->agent), &error);
+	if (error != NULL)
+		g_warning("the tool servers of %s: %s",
+			  confab_agent_get_id(self->agent),
+			  error->message);
 }
 
 static gboolean
@@ -674,6 +734,7 @@ server_call_new(ConfabAgentLoop *self, ToolCall *call, ConfabToolboxTool *tool)
 	sc->name = g_strdup(call->name->str);
 	sc->arguments = g_strdup(call->arguments->str);
 	sc->server = tool != NULL ? tool->server : NULL;
+	sc->tool = tool != NULL ? tool->tool : NULL;
 	return sc;
 }
 
@@ -957,7 +1018,7 @@ after_tools(ConfabAgentLoop *self)
 	}
 	g_ptr_array_set_size(self->server_calls, 0);
 	self->next_call = 0;
-	if (g_cancellable_is_cancelled(self->cancellable)) {
+	if (g_cancellable_is_cancelled(self->cancellable) || self->detached) {
 		finish(self, g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "Cancelled"));
 		return;
 	}
@@ -1033,19 +1094,12 @@ tool_call_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		  tool_result->text);
 }
 
+/* Runs a call on its server (approved, or needing no approval). */
 static void
-start_call(ConfabAgentLoop *self, ServerCall *call)
+run_call(ConfabAgentLoop *self, ServerCall *call)
 {
 	g_autoptr(JsonNode) args = NULL;
 
-	call->start = g_get_monotonic_time();
-	emit_call_event(self, call);
-	self->running++;
-	if (call->server == NULL) {
-		g_autofree gchar *reason = g_strdup_printf("No tool is called '%s'", call->name);
-		call_done(self, call, "unknown", TRUE, reason);
-		return;
-	}
 	args = confab_json_from_string(*call->arguments != '\0' ? call->arguments : "{}");
 	if (args == NULL || !JSON_NODE_HOLDS_OBJECT(args)) {
 		call_done(self, call, "failed", TRUE, "The arguments are not a JSON object");
@@ -1063,6 +1117,216 @@ start_call(ConfabAgentLoop *self, ServerCall *call)
 				  tool_call_cb,
 				  call);
 	g_object_ref(self); /* until tool_call_cb */
+}
+
+/* ---------- approvals ---------- */
+
+static gboolean
+call_needs_approval(ConfabAgentLoop *self, ServerCall *call)
+{
+	const ConfabToolConfigServer *server;
+
+	if (self->approvals == NULL || self->tool_config == NULL || call->server == NULL ||
+	    call->tool == NULL)
+		return FALSE;
+	server = confab_tool_config_lookup_server(self->tool_config, call->server);
+	return server != NULL && confab_tool_config_server_requires_approval(server, call->tool);
+}
+
+/* The total timeout stops while a person decides, and goes on after. */
+static void
+waiting_begins(ConfabAgentLoop *self)
+{
+	if (self->waiting++ > 0 || self->deadline == NULL)
+		return;
+	self->deadline_left_ms =
+	    MAX((g_source_get_ready_time(self->deadline) - g_get_monotonic_time()) / 1000, 1);
+	confab_source_clear(&self->deadline);
+}
+
+static gboolean
+on_deadline(gpointer user_data);
+
+static void
+waiting_ends(ConfabAgentLoop *self)
+{
+	g_assert(self->waiting > 0);
+	if (--self->waiting > 0 || self->deadline_left_ms == 0)
+		return;
+	self->deadline = confab_source_add_timeout(self->deadline_left_ms, on_deadline, self);
+	self->deadline_left_ms = 0;
+}
+
+static void
+add_approval_request_block(ConfabAgentLoop *self, const ConfabApproval *approval)
+{
+	block_begin(self, "approval_request");
+	block_string(self, "id", approval->id);
+	block_string(self, "tool_call_id", approval->tool_call_id);
+	block_string(self, "name", approval->name);
+	block_string(self, "arguments", approval->arguments);
+	block_string(self, "server", approval->server);
+	g_string_append_c(self->blocks, '}');
+}
+
+static void
+add_approval_block(ConfabAgentLoop *self, const ConfabApproval *approval)
+{
+	block_begin(self, "approval");
+	block_string(self, "id", approval->id);
+	g_string_append_printf(self->blocks,
+			       ",\"approve\":%s",
+			       approval->state == CONFAB_APPROVAL_STATE_APPROVED ? "true"
+										 : "false");
+	g_string_append(self->blocks, ",\"reason\":");
+	confab_json_append_string(self->blocks, approval->reason);
+	block_string(self, "by", approval->decided_by != NULL ? approval->decided_by : "timeout");
+	g_string_append_c(self->blocks, '}');
+}
+
+static void
+emit_approval_events(ConfabAgentLoop *self, const ConfabApproval *approval, gboolean decided)
+{
+	g_autoptr(GString) event = g_string_new(NULL);
+
+	if (!decided) {
+		g_string_append(event, "{\"type\":\"approval_request\",\"id\":");
+		confab_json_append_string(event, approval->id);
+		g_string_append(event, ",\"tool_call_id\":");
+		confab_json_append_string(event, approval->tool_call_id);
+		g_string_append(event, ",\"server\":");
+		confab_json_append_string(event, approval->server);
+		g_string_append(event, ",\"name\":");
+		confab_json_append_string(event, approval->name);
+		g_string_append(event, ",\"arguments\":");
+		confab_json_append_string(event, approval->arguments);
+	} else {
+		g_string_append(event, "{\"type\":\"approval\",\"id\":");
+		confab_json_append_string(event, approval->id);
+		g_string_append_printf(event,
+				       ",\"approve\":%s,\"by\":",
+				       approval->state == CONFAB_APPROVAL_STATE_APPROVED ? "true"
+											 : "false");
+		confab_json_append_string(event,
+					  approval->decided_by != NULL ? approval->decided_by
+								       : "timeout");
+	}
+	g_string_append_c(event, '}');
+	emit_event(self, event);
+}
+
+static gchar *
+declined_text(const ConfabApproval *approval)
+{
+	if (approval->state == CONFAB_APPROVAL_STATE_TIMED_OUT)
+		return g_strdup_printf(
+		    "The user did not approve this tool call in time (%s), so it "
+		    "was not run.",
+		    approval->reason != NULL ? approval->reason : "no decision");
+	if (approval->reason != NULL && *approval->reason != '\0')
+		return g_strdup_printf("The user declined to run this tool call. Their reason: %s",
+				       approval->reason);
+	return g_strdup("The user declined to run this tool call.");
+}
+
+static void
+approval_decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	g_autoptr(ConfabAgentLoop) self = call->loop; /* the wait's reference */
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *declined = NULL;
+
+	call->approval = confab_approvals_wait_finish(CONFAB_APPROVALS(source), result, &error);
+	waiting_ends(self);
+	g_assert(call->approval != NULL);
+	add_approval_block(self, call->approval);
+	emit_approval_events(self, call->approval, TRUE);
+	if (call->approval->state == CONFAB_APPROVAL_STATE_APPROVED &&
+	    !g_cancellable_is_cancelled(self->cancellable)) {
+		/* the wait was not the call's: it starts now */
+		call->start = g_get_monotonic_time();
+		run_call(self, call);
+		return;
+	}
+	if (call->approval->state == CONFAB_APPROVAL_STATE_APPROVED) {
+		call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
+		return;
+	}
+	declined = declined_text(call->approval);
+	call_done(self, call, "declined", TRUE, declined);
+}
+
+static void
+approval_created_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	ConfabAgentLoop *self = call->loop;
+	g_autoptr(ConfabApproval) approval = NULL;
+	g_autoptr(GError) error = NULL;
+
+	approval = confab_approvals_create_finish(CONFAB_APPROVALS(source), result, &error);
+	if (approval == NULL) {
+		g_autofree gchar *reason =
+		    g_strdup_printf("Not run: its approval could not be asked: %s", error->message);
+		g_autoptr(ConfabAgentLoop) owned = self; /* the wait's reference */
+		waiting_ends(self);
+		call_done(self, call, "failed", TRUE, reason);
+		return;
+	}
+	/* waiting first: whoever hears of the request can decide it at once */
+	confab_approvals_wait_async(CONFAB_APPROVALS(source), approval, approval_decided_cb, call);
+	add_approval_request_block(self, approval);
+	emit_approval_events(self, approval, FALSE);
+	if (self->sink != NULL && self->sink->approval_request != NULL)
+		self->sink->approval_request(approval, self->sink_data);
+}
+
+/* The call waits for a person; the step's other calls go on. */
+static void
+ask_approval(ConfabAgentLoop *self, ServerCall *call)
+{
+	g_autoptr(ConfabApproval) request = confab_approval_new();
+
+	request->owner = g_strdup(self->approvals_owner);
+	request->agent_id = g_strdup(confab_agent_get_id(self->agent));
+	request->session_id = g_strdup(self->approvals_session);
+	request->server = g_strdup(call->server);
+	request->tool = g_strdup(call->tool);
+	request->name = g_strdup(call->name);
+	request->arguments = g_strdup(call->arguments);
+	request->tool_call_id = g_strdup(call->id);
+	waiting_begins(self);
+	g_object_ref(self); /* until approval_decided_cb */
+	confab_approvals_create_async(self->approvals, request, approval_created_cb, call);
+}
+
+static void
+start_call(ConfabAgentLoop *self, ServerCall *call)
+{
+	call->start = g_get_monotonic_time();
+	emit_call_event(self, call);
+	self->running++;
+	if (call->server == NULL) {
+		g_autofree gchar *reason = g_strdup_printf("No tool is called '%s'", call->name);
+		call_done(self, call, "unknown", TRUE, reason);
+		return;
+	}
+	/* the client left while other calls waited for a person: what did
+	 * not start does not start */
+	if (self->detached) {
+		call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
+		return;
+	}
+	if (call_needs_approval(self, call)) {
+		if (g_cancellable_is_cancelled(self->cancellable)) {
+			call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
+			return;
+		}
+		ask_approval(self, call);
+		return;
+	}
+	run_call(self, call);
 }
 
 /* Starts calls until CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS run; once all are
@@ -1118,6 +1382,17 @@ static void
 on_parent_cancelled(GCancellable *parent, gpointer user_data)
 {
 	ConfabAgentLoop *self = user_data;
+
+	/* a person's decision outlives its client: see the top of the file */
+	if (self->waiting > 0) {
+		self->detached = TRUE;
+		/* no client to wait for any more: the calls not started yet are
+		 * refused now rather than held by its flow */
+		confab_flow_clear_wait(self->flow, &self->flow_wait);
+		g_clear_pointer(&self->flow, confab_flow_unref);
+		start_tools(self);
+		return;
+	}
 	g_cancellable_cancel(self->cancellable);
 }
 

@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "core/confab-approvals.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
 #include "providers/confab-provider.h"
@@ -25,6 +26,9 @@ G_BEGIN_DECLS
  *   of a `tool_event` (`call`, `progress` or `result`)
  * @extra: (nullable): a refusal, reasoning or log probabilities, as they
  *   come (the delta's other members are %NULL)
+ * @approval_request: (nullable): a call of the agent's own tools waits for
+ *   a person's decision (the approval is stored, pending): a door that can
+ *   ask a person (a desktop notification) does so
  *
  * What a loop tells its turn as it runs.
  */
@@ -33,6 +37,7 @@ typedef struct {
 	void (*tool_calls)(JsonArray *tool_calls, gpointer user_data);
 	void (*tool_event)(const gchar *event_json, gpointer user_data);
 	void (*extra)(const ConfabDelta *delta, gpointer user_data);
+	void (*approval_request)(const ConfabApproval *approval, gpointer user_data);
 } ConfabAgentLoopSink;
 
 #define CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS 8
@@ -55,6 +60,11 @@ void
 confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics);
 void
 confab_agent_loop_set_flow(ConfabAgentLoop *self, ConfabFlow *flow);
+void
+confab_agent_loop_set_approvals(ConfabAgentLoop *self,
+				ConfabApprovals *approvals,
+				const gchar *owner,
+				const gchar *session_id);
 void
 confab_agent_loop_set_sink(ConfabAgentLoop *self,
 			   const ConfabAgentLoopSink *sink,

@@ -49,6 +49,7 @@ typedef struct {
 	gchar *credentials_dir; /* the only place api_key_file may point */
 	/* [tools] */
 	gsize tool_max_output_bytes; /* tool output handed to a model */
+	guint tool_approval_timeout; /* seconds a call waits for a person */
 	/* [storage] */
 	guint read_connections;
 	/* [store] */

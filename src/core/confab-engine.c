@@ -45,6 +45,7 @@ struct _ConfabEngine {
 	ConfabToolbox *toolbox;	    /* owned: the agents' own tool servers */
 	ConfabMetrics *metrics;	    /* owned */
 	ConfabSecretStore *secrets; /* owned, nullable: confabd --user's keyring */
+	ConfabApprovals *approvals; /* owned: tool calls waiting for a person */
 
 	GMainContext *context;	       /* owned: where ::drained is emitted */
 	GHashTable *context_providers; /* owned: GMainContext -> (name -> ConfabProvider) */
@@ -185,6 +186,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_object(&self->store);
 	g_clear_object(&self->ids);
 	g_clear_object(&self->toolbox);
+	g_clear_object(&self->approvals);
 	g_clear_object(&self->metrics);
 	g_clear_object(&self->secrets);
 	g_clear_pointer(&self->providers, g_hash_table_unref);
@@ -455,8 +457,22 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 				 "Chat turns running now",
 				 active_turns_gauge,
 				 self);
+	self->approvals =
+	    confab_approvals_new(store, self->ids, self->metrics, config->tool_approval_timeout);
 	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
 	return self;
+}
+
+/**
+ * confab_engine_get_approvals:
+ *
+ * Returns: (transfer none): the tool calls waiting for a person's decision
+ */
+ConfabApprovals *
+confab_engine_get_approvals(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->approvals;
 }
 
 /**
@@ -1688,6 +1704,9 @@ confab_engine_begin_shutdown(ConfabEngine *self)
 		g_atomic_int_set(&self->shutting_down, TRUE);
 		none = g_hash_table_size(self->turns) == 0;
 	}
+	/* nobody is expected to decide within the grace: the turns that wait
+	 * for a person go on at once, their calls declined */
+	confab_approvals_expire_all(self->approvals, "confabd is stopping");
 	if (none)
 		drained(self);
 }
@@ -1742,4 +1761,7 @@ confab_engine_cancel_turns(ConfabEngine *self)
 		g_source_set_static_name(source, "[confab] cancel a turn");
 		g_source_attach(source, g_ptr_array_index(contexts, i));
 	}
+	/* a turn waiting for a person would wait on through a cancel (its
+	 * client's leaving does not void the decision): stopping ends it */
+	confab_approvals_expire_all(self->approvals, "confabd stopped before anybody decided");
 }

@@ -7,6 +7,7 @@
 
 #include <gio/gio.h>
 
+#include "core/confab-approvals.h"
 #include "core/confab-config.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
@@ -62,6 +63,8 @@ ConfabIdGenerator *
 confab_engine_get_id_generator(ConfabEngine *self);
 ConfabToolbox *
 confab_engine_get_toolbox(ConfabEngine *self);
+ConfabApprovals *
+confab_engine_get_approvals(ConfabEngine *self);
 ConfabMetrics *
 confab_engine_get_metrics(ConfabEngine *self);
 void

@@ -752,11 +752,20 @@ on_loop_tool_event(const gchar *event_json, gpointer user_data)
 		self->sink->tool_event(self, event_json, self->sink_data);
 }
 
+static void
+on_loop_approval_request(const ConfabApproval *approval, gpointer user_data)
+{
+	ConfabTurn *self = user_data;
+	if (self->sink != NULL && self->sink->approval_request != NULL)
+		self->sink->approval_request(self, approval, self->sink_data);
+}
+
 static const ConfabAgentLoopSink loop_sink = {
     .text = on_loop_text,
     .tool_calls = on_loop_tool_calls,
     .tool_event = on_loop_tool_event,
     .extra = on_loop_extra,
+    .approval_request = on_loop_approval_request,
 };
 
 static JsonArray *
@@ -1030,6 +1039,12 @@ confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer u
 	self->inter_token_latency = confab_metrics_series(metrics,
 							  CONFAB_METRIC_INTER_TOKEN_LATENCY,
 							  confab_agent_get_id(self->agent));
+	/* calls that need a person wait in place (the door's client may
+	 * leave: the decision still applies) */
+	confab_agent_loop_set_approvals(self->loop,
+					confab_engine_get_approvals(self->engine),
+					self->principal->owner,
+					confab_session_get_id(self->session));
 	if (self->server_tools != NULL)
 		confab_agent_loop_set_tools(self->loop,
 					    confab_engine_get_toolbox(self->engine),
@@ -1250,4 +1265,16 @@ confab_turn_set_fork(ConfabTurn *self, GPtrArray *history, const gchar *title)
 	self->fork = g_ptr_array_ref(history);
 	g_free(self->fork_title);
 	self->fork_title = g_strdup(title);
+}
+
+/**
+ * confab_turn_get_agent:
+ *
+ * Returns: (transfer none) (nullable): the turn's agent, once started
+ */
+ConfabAgent *
+confab_turn_get_agent(ConfabTurn *self)
+{
+	g_return_val_if_fail(CONFAB_IS_TURN(self), NULL);
+	return self->agent;
 }

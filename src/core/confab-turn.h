@@ -25,7 +25,10 @@ G_DECLARE_FINAL_TYPE(ConfabTurn, confab_turn, CONFAB, TURN, GObject)
  *   is committed only then, so that its stored status tells what the
  *   client got. Not called for a turn that was cancelled.
  * @tool_event: (nullable): the agent's own tool activity, as the JSON object
- *   of a `tool_event` (a call, its progress, its result)
+ *   of a `tool_event` (a call, its progress, its result, an approval asked
+ *   and decided)
+ * @approval_request: (nullable): a call waits for a person's approval
+ *   (stored, pending): a door that can ask a person does so
  *
  * What a door does with an answer as it comes.
  */
@@ -33,6 +36,9 @@ typedef struct {
 	void (*delta)(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data);
 	void (*drain)(ConfabTurn *turn, gpointer user_data);
 	void (*tool_event)(ConfabTurn *turn, const gchar *event_json, gpointer user_data);
+	void (*approval_request)(ConfabTurn *turn,
+				 const ConfabApproval *approval,
+				 gpointer user_data);
 } ConfabTurnSink;
 
 ConfabTurn *
@@ -82,6 +88,8 @@ gboolean
 confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completion_tokens);
 const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self);
+ConfabAgent *
+confab_turn_get_agent(ConfabTurn *self);
 
 /* for the Responses API door */
 void

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/confab-turn.h"
+#include "dbus/confab-dbus-approval-prompt.h"
 #include "dbus/confab-dbus-caller.h"
 #include "dbus/confab-dbus-chat-impl.h"
 #include "util/confab-error.h"
@@ -19,11 +20,18 @@
  * is the caller's Unix user, asked of the bus; the session is a channel
  * session, which the v1 API never shows. The same ConfabTurn as HTTP runs
  * it, with a sink that waits for the whole answer.
+ *
+ * Approve decides a tool call a turn waits for (issue 22): the approval's
+ * owner, or an administrator. On the session bus, a Send turn whose agent
+ * asks for approval also shows a desktop notification that can decide it
+ * (confab-dbus-approval-prompt.c).
  */
 
 struct _ConfabDbusChatImpl {
 	ConfabDbusChatSkeleton parent_instance;
-	ConfabEngine *engine; /* owned */
+	ConfabEngine *engine;	      /* owned */
+	ConfabDbusNotifier *notifier; /* owned, nullable: no desktop to ask */
+	gchar *admin_group;	      /* owned, nullable */
 };
 
 static void
@@ -98,6 +106,23 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
+on_approval_request(ConfabTurn *turn, const ConfabApproval *approval, gpointer user_data)
+{
+	SendCall *call = user_data;
+
+	if (call->self->notifier != NULL)
+		confab_dbus_approval_prompt_show(call->self->notifier,
+						 call->self->engine,
+						 approval);
+}
+
+/* A Send turn's answer comes whole at the end; only a request for approval
+ * is shown as it comes, on the desktop. */
+static const ConfabTurnSink send_sink = {
+    .approval_request = on_approval_request,
+};
+
+static void
 caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(SendCall) call = user_data;
@@ -118,6 +143,8 @@ caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	    g_steal_pointer(&principal),
 	    confab_chat_request_new_text(call->agent_id, call->session_id, call->text));
 	turn = call->turn;
+	if (call->self->notifier != NULL)
+		confab_turn_set_sink(turn, &send_sink, call);
 	confab_turn_start_async(turn, start_cb, g_steal_pointer(&call));
 }
 
@@ -154,10 +181,95 @@ handle_send(ConfabDbusChat *object,
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* ---------- Approve ---------- */
+
+typedef struct {
+	ConfabDbusChatImpl *self;	   /* owned */
+	GDBusMethodInvocation *invocation; /* owned */
+	gchar *approval_id;		   /* owned */
+	gboolean approve;
+} ApproveCall;
+
+static void
+approve_call_free(ApproveCall *call)
+{
+	g_clear_object(&call->self);
+	g_clear_object(&call->invocation);
+	g_free(call->approval_id);
+	g_free(call);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ApproveCall, approve_call_free)
+
+static void
+approved_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ApproveCall) call = user_data;
+	g_autoptr(ConfabApproval) approval = NULL;
+	GError *error = NULL;
+
+	approval = confab_approvals_decide_finish(CONFAB_APPROVALS(source), result, &error);
+	if (approval == NULL) {
+		confab_error_register_dbus();
+		g_dbus_method_invocation_return_gerror(call->invocation, error);
+		g_error_free(error);
+		return;
+	}
+	confab_dbus_chat_complete_approve(CONFAB_DBUS_CHAT(call->self), call->invocation);
+}
+
+static void
+approve_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ApproveCall) call = user_data;
+	g_autofree gchar *owner = NULL;
+	GError *error = NULL;
+	guint32 uid = 0;
+
+	if (!confab_dbus_caller_get_uid_finish(result, &uid, &error)) {
+		confab_error_register_dbus();
+		g_dbus_method_invocation_return_gerror(call->invocation, error);
+		g_error_free(error);
+		return;
+	}
+	/* an administrator decides anyone's; another user only their own */
+	if (!confab_dbus_caller_uid_is_admin(uid, call->self->admin_group))
+		owner = confab_dbus_caller_user_name_for_uid(uid);
+	confab_approvals_decide_async(confab_engine_get_approvals(call->self->engine),
+				      call->approval_id,
+				      owner,
+				      NULL,
+				      call->approve,
+				      NULL,
+				      "dbus",
+				      approved_cb,
+				      call);
+	call = NULL;
+}
+
+static gboolean
+handle_approve(ConfabDbusChat *object,
+	       GDBusMethodInvocation *invocation,
+	       const gchar *approval_id,
+	       gboolean approve)
+{
+	ConfabDbusChatImpl *self = CONFAB_DBUS_CHAT_IMPL(object);
+	ApproveCall *call = g_new0(ApproveCall, 1);
+
+	call->self = g_object_ref(self);
+	call->invocation = g_object_ref(invocation);
+	call->approval_id = g_strdup(approval_id);
+	call->approve = approve;
+	/* the owner comes from the bus, never from an argument */
+	confab_dbus_caller_get_uid_async(invocation, NULL, approve_caller_cb, call);
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static void
 confab_dbus_chat_impl_iface_init(ConfabDbusChatIface *iface)
 {
 	iface->handle_send = handle_send;
+	iface->handle_approve = handle_approve;
 }
 
 static void
@@ -165,6 +277,8 @@ confab_dbus_chat_impl_finalize(GObject *object)
 {
 	ConfabDbusChatImpl *self = CONFAB_DBUS_CHAT_IMPL(object);
 	g_clear_object(&self->engine);
+	g_clear_object(&self->notifier);
+	g_free(self->admin_group);
 	G_OBJECT_CLASS(confab_dbus_chat_impl_parent_class)->finalize(object);
 }
 
@@ -192,4 +306,23 @@ confab_dbus_chat_impl_new(ConfabEngine *engine)
 	ConfabDbusChatImpl *self = g_object_new(CONFAB_TYPE_DBUS_CHAT_IMPL, NULL);
 	self->engine = g_object_ref(engine);
 	return self;
+}
+
+/**
+ * confab_dbus_chat_impl_set_notifier:
+ * @self: a #ConfabDbusChatImpl
+ * @notifier: (nullable): the desktop's notifications (the session bus),
+ *   where Send turns ask for approvals; %NULL for none
+ * @admin_group: (nullable): the group whose members may decide anyone's
+ *   approvals (Approve), beside root and the daemon's own user
+ */
+void
+confab_dbus_chat_impl_set_notifier(ConfabDbusChatImpl *self,
+				   ConfabDbusNotifier *notifier,
+				   const gchar *admin_group)
+{
+	g_return_if_fail(CONFAB_IS_DBUS_CHAT_IMPL(self));
+	g_set_object(&self->notifier, notifier);
+	g_free(self->admin_group);
+	self->admin_group = g_strdup(admin_group);
 }

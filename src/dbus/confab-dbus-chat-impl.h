@@ -7,6 +7,7 @@
 
 #include "core/confab-engine.h"
 #include "dbus/confab-dbus-generated.h"
+#include "dbus/confab-dbus-notifier.h"
 
 G_BEGIN_DECLS
 
@@ -19,5 +20,9 @@ G_DECLARE_FINAL_TYPE(ConfabDbusChatImpl,
 
 ConfabDbusChatImpl *
 confab_dbus_chat_impl_new(ConfabEngine *engine);
+void
+confab_dbus_chat_impl_set_notifier(ConfabDbusChatImpl *self,
+				   ConfabDbusNotifier *notifier,
+				   const gchar *admin_group);
 
 G_END_DECLS

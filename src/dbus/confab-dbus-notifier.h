@@ -20,4 +20,22 @@ confab_dbus_notifier_new(GDBusConnection *bus);
 void
 confab_dbus_notifier_notify(ConfabDbusNotifier *self, const gchar *summary, const gchar *body);
 
+/**
+ * ConfabDbusNotifierActionFunc:
+ * @action: the key of the action the person chose
+ * @user_data: data given with the function
+ *
+ * A person chose an action of a notification (`ActionInvoked`).
+ */
+typedef void (*ConfabDbusNotifierActionFunc)(const gchar *action, gpointer user_data);
+
+void
+confab_dbus_notifier_ask(ConfabDbusNotifier *self,
+			 const gchar *summary,
+			 const gchar *body,
+			 const gchar *const *actions,
+			 ConfabDbusNotifierActionFunc func,
+			 gpointer user_data,
+			 GDestroyNotify destroy);
+
 G_END_DECLS

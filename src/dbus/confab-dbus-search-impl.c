@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/confab-turn.h"
+#include "dbus/confab-dbus-approval-prompt.h"
 #include "dbus/confab-dbus-caller.h"
 #include "dbus/confab-dbus-search-impl.h"
 #include "openai/confab-openai-message.h"
@@ -385,6 +386,22 @@ ask_start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	confab_turn_run_async(turn, ask_run_cb, g_steal_pointer(&call));
 }
 
+/* A tool call of the "Ask" turn needs the person's approval: ask them. */
+static void
+on_ask_approval_request(ConfabTurn *turn, const ConfabApproval *approval, gpointer user_data)
+{
+	Call *call = user_data;
+
+	if (call->self->notifier != NULL)
+		confab_dbus_approval_prompt_show(call->self->notifier,
+						 call->self->engine,
+						 approval);
+}
+
+static const ConfabTurnSink ask_sink = {
+    .approval_request = on_ask_approval_request,
+};
+
 /* "Ask": a turn as Chat.Send runs it, on a new channel session of the
  * caller, then the answer as a notification. */
 static void
@@ -407,6 +424,7 @@ ask(Call *call)
 				     principal,
 				     confab_chat_request_new_text(agent_id, NULL, text));
 	turn = call->turn;
+	confab_turn_set_sink(turn, &ask_sink, call);
 	confab_turn_start_async(turn, ask_start_cb, call);
 }
 

@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 
+#include "http/confab-http-approvals.h"
 #include "http/confab-http-chat.h"
 #include "http/confab-http-lists.h"
 #include "http/confab-http-metrics.h"
@@ -97,6 +98,11 @@ static const Route routes[] = {
     {"GET", "/api/v1/models", ROUTE_API_TOKEN, confab_http_models_list, "/api/v1/models"},
     {"GET", "/api/v1/models/{}", ROUTE_API_TOKEN, confab_http_models_get, "/api/v1/models/{id}"},
     {"GET", "/metrics", ROUTE_METRICS_TOKEN, confab_http_metrics_handle, "/metrics"},
+    {"POST",
+     "/api/v1/approvals/{}",
+     ROUTE_API_TOKEN | ROUTE_JSON_BODY,
+     confab_http_approvals_decide,
+     "/api/v1/approvals/{id}"},
 };
 
 /* the route label of requests that matched none: no path from a client

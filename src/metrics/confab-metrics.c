@@ -104,6 +104,10 @@ static const Family families[CONFAB_METRIC_N_FAMILIES] = {
 				    "Time from handing a turn's rows to the store to their commit",
 				    TRUE,
 				    {NULL}},
+    [CONFAB_METRIC_TOOL_APPROVALS] = {"confab_tool_approvals_total",
+				      "Tool calls a person was asked to approve, by decision",
+				      FALSE,
+				      {"decision"}},
 };
 
 struct _ConfabMetricsSeries {

@@ -55,6 +55,8 @@ static const ConfabOpenaiErrorInfo table[] = {
     [CONFAB_ERROR_STORE_UNAVAILABLE] = {503, "service_unavailable", "store_unavailable"},
     /* only ever in a stream that has begun: its client took nothing */
     [CONFAB_ERROR_STREAM_CUT] = {408, "timeout_error", "stream_cut"},
+    [CONFAB_ERROR_APPROVAL_NOT_FOUND] = {404, "not_found_error", "approval_not_found"},
+    [CONFAB_ERROR_APPROVAL_DECIDED] = {409, "conflict_error", "approval_already_decided"},
     [CONFAB_ERROR_RESPONSE_NOT_FOUND] = {404, "not_found_error", "response_not_found"},
 };
 

@@ -878,3 +878,102 @@ confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GEr
 {
 	return finish_boolean(self, result, error);
 }
+
+/* ---------- approvals ---------- */
+
+/**
+ * confab_store_save_approval_async:
+ * @self: a #ConfabStore
+ * @approval: a new pending approval
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is committed
+ * @user_data: data for @callback
+ *
+ * Stores a tool call that waits for a person's decision.
+ */
+void
+confab_store_save_approval_async(ConfabStore *self,
+				 const ConfabApproval *approval,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(approval != NULL && approval->id != NULL);
+	STORE_IFACE(self)->save_approval(self, approval, cancellable, callback, user_data);
+}
+
+gboolean
+confab_store_save_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_get_approval_async:
+ * @self: a #ConfabStore
+ * @approval_id: an approval's id
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the approval as stored now
+ * @user_data: data for @callback
+ */
+void
+confab_store_get_approval_async(ConfabStore *self,
+				const gchar *approval_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->get_approval(self, approval_id, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_get_approval_finish:
+ *
+ * Returns: (transfer full): the approval; CONFAB_ERROR_APPROVAL_NOT_FOUND
+ *   if there is none
+ */
+ConfabApproval *
+confab_store_get_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_decide_approval_async:
+ * @self: a #ConfabStore
+ * @decision: the approval's @id, and its new @state (not pending),
+ *   @decided_by, @reason and @decided_at; the other fields are ignored
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the decision is committed, or refused
+ * @user_data: data for @callback
+ *
+ * Decides a pending approval, atomically: of two decisions of one
+ * approval (on any instances sharing the store), exactly one wins.
+ */
+void
+confab_store_decide_approval_async(ConfabStore *self,
+				   const ConfabApproval *decision,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(decision != NULL && decision->id != NULL);
+	g_return_if_fail(decision->state != CONFAB_APPROVAL_STATE_PENDING);
+	STORE_IFACE(self)->decide_approval(self, decision, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_decide_approval_finish:
+ *
+ * Returns: (transfer full): the approval as decided;
+ *   CONFAB_ERROR_APPROVAL_NOT_FOUND if there is none,
+ *   CONFAB_ERROR_APPROVAL_DECIDED if it was no longer pending
+ */
+ConfabApproval *
+confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}

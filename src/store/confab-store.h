@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "model/confab-agent.h"
+#include "model/confab-approval.h"
 #include "model/confab-enums.h"
 #include "model/confab-message.h"
 #include "model/confab-session.h"
@@ -305,6 +306,23 @@ struct _ConfabStoreInterface {
 
 	/* lifecycle */
 	void (*close)(ConfabStore *self);
+
+	/* approvals: tool calls waiting for a person (any instance decides) */
+	void (*save_approval)(ConfabStore *self,
+			      const ConfabApproval *approval,
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
+	void (*get_approval)(ConfabStore *self,
+			     const gchar *approval_id,
+			     GCancellable *cancellable,
+			     GAsyncReadyCallback callback,
+			     gpointer user_data);
+	void (*decide_approval)(ConfabStore *self,
+				const ConfabApproval *decision,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
 	/* the Responses API: the messages stored with a response id */
 	void (*get_response)(ConfabStore *self,
 			     const gchar *response_id,
@@ -471,6 +489,31 @@ GPtrArray *
 confab_store_search_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 gchar *
 confab_store_search_snippet(const gchar *text, const gchar *const *terms, guint *n_matched);
+
+void
+confab_store_save_approval_async(ConfabStore *self,
+				 const ConfabApproval *approval,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+gboolean
+confab_store_save_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_get_approval_async(ConfabStore *self,
+				const gchar *approval_id,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
+ConfabApproval *
+confab_store_get_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_decide_approval_async(ConfabStore *self,
+				   const ConfabApproval *decision,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+ConfabApproval *
+confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);

@@ -28,9 +28,13 @@
  *             "bearer_token_file": "/etc/confab/docs.token"}}}
  * ]|
  *
- * plus two keys of Confab's own per server: `allow` (the tool names offered
- * to the model; absent = all) and `timeout` (seconds per call, more than 0
- * and at most 3600, fractions allowed; 60 by default).
+ * plus keys of Confab's own per server: `allow` (the tool names offered
+ * to the model; absent = all), `timeout` (seconds per call, more than 0
+ * and at most 3600, fractions allowed; 60 by default) and
+ * `require_approval` (OpenAI's shape: "never", the default, "always", or
+ * {"always":{"tool_names":[…]},"never":{"tool_names":[…]}}, each list
+ * optional; a tool named in neither list needs approval unless the object
+ * has only an `always` list; a tool named in both is refused).
  *
  * The parser is strict, so that a typo is an error and not a server quietly
  * started without its setting:
@@ -77,7 +81,10 @@ struct _ConfabToolConfigServer {
 	gchar *bearer_token_file; /* owned, nullable */
 	gchar **allow;		  /* owned, nullable: all */
 	guint timeout_ms;
-	gchar *fingerprint; /* owned: SHA-256 of its object */
+	gboolean approval_default; /* require_approval for a tool in neither list */
+	gchar **approval_always;   /* owned, nullable: tool names */
+	gchar **approval_never;	   /* owned, nullable: tool names */
+	gchar *fingerprint;	   /* owned: SHA-256 of its object */
 	gboolean has_command;
 	gboolean has_args;
 };
@@ -102,6 +109,8 @@ server_free(ConfabToolConfigServer *server)
 	g_strfreev(server->header_values);
 	g_free(server->bearer_token_file);
 	g_strfreev(server->allow);
+	g_strfreev(server->approval_always);
+	g_strfreev(server->approval_never);
 	g_free(server->fingerprint);
 	g_free(server);
 }
@@ -328,6 +337,95 @@ take_timeout(Parse *p, JsonNode *node, ConfabToolConfigServer *server)
 	return TRUE;
 }
 
+#define APPROVAL_SHAPE                                                                               \
+	"must be “never”, “always” or {\"always\":{\"tool_names\":[…]},\"never\":{\"tool_" \
+	"names\":[…]}}"
+
+/* One list of require_approval's object form: {"tool_names":[…]}. */
+static gboolean
+take_approval_list(Parse *p, JsonNode *node, gchar ***out)
+{
+	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+	JsonObject *object;
+	g_autoptr(GList) members = NULL;
+
+	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		return refuse(p, "require_approval", APPROVAL_SHAPE);
+	object = json_node_get_object(node);
+	members = json_object_get_members(object);
+	for (GList *l = members; l != NULL; l = l->next) {
+		if (strcmp(l->data, "tool_names") != 0)
+			return refuse(p,
+				      "require_approval",
+				      "has “%s”; a list holds only “tool_names”",
+				      (const gchar *)l->data);
+	}
+	if (!json_object_has_member(object, "tool_names"))
+		return refuse(p, "require_approval", "has a list without “tool_names”");
+	if (!take_string_array(p,
+			       "require_approval",
+			       json_object_get_member(object, "tool_names"),
+			       MAX_TOOL_NAME,
+			       names))
+		return FALSE;
+	g_strfreev(*out);
+	*out = steal_strv(g_steal_pointer(&names));
+	return TRUE;
+}
+
+static gboolean
+take_require_approval(Parse *p, JsonNode *node, ConfabToolConfigServer *server)
+{
+	const gchar *mode = string_value(node);
+	JsonObject *object;
+	g_autoptr(GList) members = NULL;
+
+	g_clear_pointer(&server->approval_always, g_strfreev);
+	g_clear_pointer(&server->approval_never, g_strfreev);
+	if (mode != NULL) {
+		if (strcmp(mode, "never") != 0 && strcmp(mode, "always") != 0)
+			return refuse(p, "require_approval", APPROVAL_SHAPE);
+		server->approval_default = strcmp(mode, "always") == 0;
+		return TRUE;
+	}
+	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		return refuse(p, "require_approval", APPROVAL_SHAPE);
+	object = json_node_get_object(node);
+	members = json_object_get_members(object);
+	if (members == NULL)
+		return refuse(p, "require_approval", APPROVAL_SHAPE);
+	for (GList *l = members; l != NULL; l = l->next) {
+		const gchar *key = l->data;
+		JsonNode *list = json_object_get_member(object, key);
+		if (strcmp(key, "always") == 0) {
+			if (!take_approval_list(p, list, &server->approval_always))
+				return FALSE;
+		} else if (strcmp(key, "never") == 0) {
+			if (!take_approval_list(p, list, &server->approval_never))
+				return FALSE;
+		} else {
+			return refuse(p,
+				      "require_approval",
+				      "has “%s”; it holds only “always” and “never”",
+				      key);
+		}
+	}
+	for (guint i = 0; server->approval_always != NULL && server->approval_always[i] != NULL;
+	     i++) {
+		if (server->approval_never != NULL &&
+		    g_strv_contains((const gchar *const *)server->approval_never,
+				    server->approval_always[i]))
+			return refuse(p,
+				      "require_approval",
+				      "names “%s” in both “always” and “never”",
+				      server->approval_always[i]);
+	}
+	/* the lists are the exceptions: only "always" named means the rest
+	 * need none; otherwise a tool named nowhere needs approval */
+	server->approval_default = server->approval_never != NULL;
+	return TRUE;
+}
+
 static gboolean
 take_type(Parse *p, JsonNode *node, ConfabToolConfigServer *server)
 {
@@ -398,6 +496,8 @@ take_member(Parse *p,
 	}
 	if (strcmp(key, "timeout") == 0)
 		return take_timeout(p, node, server);
+	if (strcmp(key, "require_approval") == 0)
+		return take_require_approval(p, node, server);
 	if (strcmp(key, "type") == 0)
 		return take_type(p, node, server);
 	return refuse(p, key, "is not a key Confab knows");
@@ -1067,6 +1167,28 @@ confab_tool_config_server_allows(const ConfabToolConfigServer *server, const gch
 	g_return_val_if_fail(server != NULL, FALSE);
 	g_return_val_if_fail(tool != NULL, FALSE);
 	return server->allow == NULL || g_strv_contains((const gchar *const *)server->allow, tool);
+}
+
+/**
+ * confab_tool_config_server_requires_approval:
+ * @server: a server
+ * @tool: a tool's own name on @server
+ *
+ * Returns: whether a person must approve each call of @tool first
+ *   (`require_approval`)
+ */
+gboolean
+confab_tool_config_server_requires_approval(const ConfabToolConfigServer *server, const gchar *tool)
+{
+	g_return_val_if_fail(server != NULL, TRUE);
+	g_return_val_if_fail(tool != NULL, TRUE);
+	if (server->approval_always != NULL &&
+	    g_strv_contains((const gchar *const *)server->approval_always, tool))
+		return TRUE;
+	if (server->approval_never != NULL &&
+	    g_strv_contains((const gchar *const *)server->approval_never, tool))
+		return FALSE;
+	return server->approval_default;
 }
 
 /**

@@ -80,6 +80,9 @@ const gchar *const *
 confab_tool_config_server_get_allow(const ConfabToolConfigServer *server);
 gboolean
 confab_tool_config_server_allows(const ConfabToolConfigServer *server, const gchar *tool);
+gboolean
+confab_tool_config_server_requires_approval(const ConfabToolConfigServer *server,
+					    const gchar *tool);
 guint
 confab_tool_config_server_get_timeout_ms(const ConfabToolConfigServer *server);
 const gchar *

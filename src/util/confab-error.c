@@ -79,6 +79,8 @@ static const GDBusErrorEntry dbus_error_entries[] = {
     {CONFAB_ERROR_VERSION_NOT_SUPPORTED, "org.confab.Confab1.Error.VersionNotSupported"},
     {CONFAB_ERROR_STORE_UNAVAILABLE, "org.confab.Confab1.Error.StoreUnavailable"},
     {CONFAB_ERROR_STREAM_CUT, "org.confab.Confab1.Error.StreamCut"},
+    {CONFAB_ERROR_APPROVAL_NOT_FOUND, "org.confab.Confab1.Error.ApprovalNotFound"},
+    {CONFAB_ERROR_APPROVAL_DECIDED, "org.confab.Confab1.Error.AlreadyDecided"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(dbus_error_entries) == CONFAB_ERROR_LAST);

@@ -53,6 +53,8 @@ typedef enum {
 	CONFAB_ERROR_VERSION_NOT_SUPPORTED,  /* 505 */
 	CONFAB_ERROR_STORE_UNAVAILABLE,	     /* 503 */
 	CONFAB_ERROR_STREAM_CUT,	     /* a stream whose reader took nothing */
+	CONFAB_ERROR_APPROVAL_NOT_FOUND,     /* 404 */
+	CONFAB_ERROR_APPROVAL_DECIDED,	     /* 409: decided or timed out already */
 	CONFAB_ERROR_RESPONSE_NOT_FOUND,     /* 404 */
 	CONFAB_ERROR_LAST
 } ConfabErrorCode;

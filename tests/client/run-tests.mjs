@@ -1354,6 +1354,63 @@ test('responses: a real MCP server (server-everything): mcp_call items come back
   assert.deepEqual(got.output.filter((i) => i.type === 'mcp_call'), calls);
 });
 
+/* ---- approvals: the turn waits, the SDK reads on, a decision by POST ---- */
+
+async function approvalAgent(skip) {
+  const fake = process.env.CONFAB_FAKE_MCP;
+  if (!fake) skip('CONFAB_FAKE_MCP is not set (run through meson test)');
+  if (!ctx.approvalAgent) {
+    const servers = JSON.stringify({
+      mcpServers: { fake: { command: fake, require_approval: 'always' } },
+    });
+    const out = await gdbus(
+      `${BUS_NAME}.Admin.CreateAgent`,
+      `{'name': <'careful'>, 'provider': <'echo'>, 'mcp_servers': <${gstr(servers)}>}`,
+    );
+    ctx.approvalAgent = out.match(/\('(agt_\w+)',\)/)[1];
+  }
+  return ctx.approvalAgent;
+}
+
+test('openai SDK: a stream that waits for an approval, decided with client.post()', async (skip) => {
+  const agent = await approvalAgent(skip);
+  const c = client(ctx.token);
+  for (const approve of [false, true]) {
+    const stream = await c.chat.completions.create({
+      model: agent, messages: userMsg(TOOL_PROMPT), stream: true,
+    });
+    const events = [];
+    let text = '';
+    for await (const chunk of stream) {
+      const ev = chunk.tool_event;
+      if (ev) {
+        assert.deepEqual(chunk.choices, []);
+        events.push(ev.type);
+        if (ev.type === 'approval_request') {
+          assert.match(ev.id, /^mcpr_[0-9a-z]{26}$/);
+          assert.equal(ev.server, 'fake');
+          assert.equal(ev.name, 'fake__echo');
+          const decided = await c.post(`/approvals/${ev.id}`, {
+            body: approve ? { approve } : { approve, reason: 'not now' },
+          });
+          assert.equal(decided.state, approve ? 'approved' : 'denied');
+        }
+      }
+      text += chunk.choices[0]?.delta?.content ?? '';
+    }
+    assert.deepEqual(events, ['call', 'approval_request', 'approval', 'result']);
+    if (approve) assert.equal(text, 'from the tool');
+    else assert.match(text, /declined.*not now/);
+  }
+  // an unknown approval: NotFoundError 404 approval_not_found
+  await expectApiError(
+    () => c.post('/approvals/mcpr_00000000000000000000000000', { body: { approve: true } }),
+    OpenAI.NotFoundError,
+    404,
+    'approval_not_found',
+  );
+});
+
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {
   const owner = 'carol';
   await setQuota(owner, 2);

@@ -38,6 +38,8 @@ test_defaults(void)
 	g_assert_cmpuint(config->upstream_total_timeout, >=, config->upstream_first_byte_timeout);
 	g_assert_cmpuint(config->read_connections, >=, 1);
 	g_assert_cmpstr(config->credentials_dir, ==, "/etc/confab/keys");
+	/* the contract's approval timeout */
+	g_assert_cmpuint(config->tool_approval_timeout, ==, 120);
 }
 
 /* Under systemd, LoadCredential= says where the keys are. */
@@ -382,7 +384,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 34);
+	g_assert_cmpuint(keys, ==, 35);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -411,6 +413,7 @@ test_documented_defaults(void)
 			 defaults->max_inflight_body_bytes);
 	g_assert_cmpuint(documented->max_answer_bytes, ==, defaults->max_answer_bytes);
 	g_assert_cmpuint(documented->tool_max_output_bytes, ==, defaults->tool_max_output_bytes);
+	g_assert_cmpuint(documented->tool_approval_timeout, ==, defaults->tool_approval_timeout);
 	g_assert_cmpint(documented->metrics_local_unauthenticated,
 			==,
 			defaults->metrics_local_unauthenticated);

@@ -2708,6 +2708,102 @@ add_postgres_tests(gboolean available)
 }
 
 /* The promises every backend keeps. */
+/* ---------- approvals ---------- */
+
+static ConfabApproval *
+decide(Fixture *f, const gchar *id, ConfabApprovalState state, const gchar *by, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(ConfabApproval) decision = confab_approval_new();
+
+	decision->id = g_strdup(id);
+	decision->state = state;
+	decision->decided_by = g_strdup(by);
+	decision->reason = g_strdup("because");
+	decision->decided_at = 1700000200;
+	confab_store_decide_approval_async(f->store, decision, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_decide_approval_finish(f->store, res, error);
+}
+
+static ConfabApproval *
+get_approval(Fixture *f, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+
+	confab_store_get_approval_async(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_get_approval_finish(f->store, res, error);
+}
+
+/* An approval is stored pending, read back whole, decided exactly once;
+ * a second decision (or the timeout's) is refused and changes nothing. */
+static void
+test_approvals(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabApproval) approval = confab_approval_new();
+	g_autoptr(ConfabApproval) read = NULL;
+	g_autoptr(ConfabApproval) decided = NULL;
+	g_autoptr(ConfabApproval) again = NULL;
+	g_autoptr(ConfabApproval) missing = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+
+	approval->id = confab_id_generator_next(f->ids, CONFAB_PREFIX_APPROVAL);
+	approval->owner = g_strdup("alice");
+	approval->agent_id = g_strdup("agt_x");
+	approval->session_id = g_strdup("cts_x");
+	approval->server = g_strdup("files");
+	approval->tool = g_strdup("write_file");
+	approval->name = g_strdup("files__write_file");
+	approval->arguments = g_strdup("{\"path\":\"/tmp/é\"}");
+	approval->tool_call_id = g_strdup("call_1");
+	approval->created_at = 1700000100;
+	confab_store_save_approval_async(f->store, approval, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_save_approval_finish(f->store, res, &error));
+	g_assert_no_error(error);
+
+	read = get_approval(f, approval->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(read->owner, ==, "alice");
+	g_assert_cmpstr(read->name, ==, "files__write_file");
+	g_assert_cmpstr(read->tool, ==, "write_file");
+	g_assert_cmpstr(read->arguments, ==, approval->arguments);
+	g_assert_cmpint(read->state, ==, CONFAB_APPROVAL_STATE_PENDING);
+	g_assert_null(read->decided_by);
+
+	decided = decide(f, approval->id, CONFAB_APPROVAL_STATE_DENIED, "api", &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(decided->state, ==, CONFAB_APPROVAL_STATE_DENIED);
+	g_assert_cmpstr(decided->decided_by, ==, "api");
+	g_assert_cmpstr(decided->reason, ==, "because");
+
+	again = decide(f, approval->id, CONFAB_APPROVAL_STATE_TIMED_OUT, "timeout", &error);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_DECIDED);
+	g_assert_null(again);
+	g_clear_error(&error);
+	g_clear_pointer(&read, confab_approval_free);
+	reopen(f);
+	read = get_approval(f, approval->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(read->state, ==, CONFAB_APPROVAL_STATE_DENIED);
+	g_assert_cmpstr(read->decided_by, ==, "api");
+
+	missing = decide(f,
+			 "mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz",
+			 CONFAB_APPROVAL_STATE_APPROVED,
+			 "api",
+			 &error);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND);
+	g_clear_error(&error);
+	g_assert_null(get_approval(f, "mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz", &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND);
+}
+
 static void
 add_tests(const Backend *backend, gboolean available)
 {
@@ -2744,6 +2840,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"search-message-text", test_search_message_text},
 	    {"search-hostile-terms", test_search_hostile_terms},
 	    {"search-limit-and-snippet", test_search_limit_and_snippet},
+	    {"approvals", test_approvals},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {

@@ -409,6 +409,74 @@ test_merge_masked(void)
 	assert_merge_refused(FULL, "{\"mcpServers\":{\"a\":{}}}", "needs “command”");
 }
 
+/* require_approval: OpenAI's shape, and what each form means */
+static gboolean
+needs_approval(const gchar *policy, const gchar *tool)
+{
+	g_autofree gchar *json =
+	    g_strdup_printf("{\"mcpServers\":{\"fs\":{\"command\":\"x\"%s%s}}}",
+			    policy != NULL ? ",\"require_approval\":" : "",
+			    policy != NULL ? policy : "");
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabToolConfig) config = confab_tool_config_parse(json, &error);
+
+	g_assert_no_error(error);
+	return confab_tool_config_server_requires_approval(
+	    confab_tool_config_lookup_server(config, "fs"),
+	    tool);
+}
+
+static void
+test_require_approval(void)
+{
+	g_assert_false(needs_approval(NULL, "write_file"));
+	g_assert_false(needs_approval("\"never\"", "write_file"));
+	g_assert_true(needs_approval("\"always\"", "read_file"));
+	/* only "always": the rest need none */
+	g_assert_true(
+	    needs_approval("{\"always\":{\"tool_names\":[\"write_file\"]}}", "write_file"));
+	g_assert_false(
+	    needs_approval("{\"always\":{\"tool_names\":[\"write_file\"]}}", "read_file"));
+	/* "never" names the exceptions: the rest need approval */
+	g_assert_false(needs_approval("{\"never\":{\"tool_names\":[\"read_file\"]}}", "read_file"));
+	g_assert_true(needs_approval("{\"never\":{\"tool_names\":[\"read_file\"]}}", "write_file"));
+	g_assert_true(
+	    needs_approval("{\"always\":{\"tool_names\":[\"a\"]},\"never\":{\"tool_names\":["
+			   "\"b\"]}}",
+			   "c"));
+	g_assert_false(
+	    needs_approval("{\"always\":{\"tool_names\":[\"a\"]},\"never\":{\"tool_names\":["
+			   "\"b\"]}}",
+			   "b"));
+}
+
+static void
+test_require_approval_refused(void)
+{
+	const struct {
+		const gchar *policy;
+		const gchar *message;
+	} cases[] = {
+	    {"\"sometimes\"", "server “fs”: “require_approval” must be “never”, “always” or"},
+	    {"true", "“require_approval” must be “never”, “always” or"},
+	    {"{}", "“require_approval” must be “never”, “always” or"},
+	    {"{\"always\":[\"a\"]}", "“require_approval” must be"},
+	    {"{\"maybe\":{\"tool_names\":[]}}", "“require_approval” has “maybe”"},
+	    {"{\"always\":{\"names\":[]}}", "has “names”; a list holds only “tool_names”"},
+	    {"{\"always\":{}}", "has a list without “tool_names”"},
+	    {"{\"always\":{\"tool_names\":[1]}}", "“require_approval” must be an array of strings"},
+	    {"{\"always\":{\"tool_names\":[\"a\"]},\"never\":{\"tool_names\":[\"a\"]}}",
+	     "names “a” in both “always” and “never”"},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree gchar *json = g_strdup_printf(
+		    "{\"mcpServers\":{\"fs\":{\"command\":\"x\",\"require_approval\":%s}}}",
+		    cases[i].policy);
+		assert_refused(json, cases[i].message);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -420,5 +488,8 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/tool-config/size-cap", test_size_cap);
 	g_test_add_func("/confab/tool-config/mask", test_mask);
 	g_test_add_func("/confab/tool-config/merge-masked", test_merge_masked);
+	g_test_add_func("/confab/tool-config/require-approval", test_require_approval);
+	g_test_add_func("/confab/tool-config/require-approval-refused",
+			test_require_approval_refused);
 	return g_test_run();
 }

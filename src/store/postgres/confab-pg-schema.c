@@ -292,10 +292,37 @@
 	"  RETURN cardinality(dead); "                                                             \
 	"END $$;"
 
+/*
+ * v3 (approvals, issue 22): tool calls that wait for a person's decision.
+ * A migration of its own, apart from the others, so that it can be
+ * renumbered at a merge. Any instance decides a row with one conditional
+ * UPDATE (state = 'pending'); the instance whose turn waits polls its own
+ * pending rows (confab-approvals.c).
+ */
+#define MIGRATE_V3_APPROVALS                                                                       \
+	"CREATE TABLE approvals ("                                                                 \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  session_id text COLLATE \"C\" NOT NULL,"                                                \
+	"  server text NOT NULL,"                                                                  \
+	"  tool text NOT NULL,"                                                                    \
+	"  name text NOT NULL,"                                                                    \
+	"  arguments text NOT NULL,"                                                               \
+	"  tool_call_id text NOT NULL,"                                                            \
+	"  state text NOT NULL DEFAULT 'pending',"                                                 \
+	"  decided_by text,"                                                                       \
+	"  reason text,"                                                                           \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  decided_at bigint NOT NULL DEFAULT 0"                                                   \
+	");"                                                                                       \
+	"CREATE INDEX approvals_by_session ON approvals (session_id);"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
     MIGRATE_V2,
+    MIGRATE_V3_APPROVALS,
 };
 
 typedef enum {

@@ -2443,6 +2443,212 @@ store_thread(gpointer data)
 
 /* ---------- the object ---------- */
 
+/* ---------- approvals ---------- */
+
+#define APPROVAL_COLUMNS                                                                           \
+	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
+	"decided_by, reason, created_at, decided_at"
+
+static ConfabApproval *
+approval_from_row(PGresult *res, gint i)
+{
+	ConfabApproval *approval = confab_approval_new();
+
+	approval->id = g_strdup(column_text(res, i, 0));
+	approval->owner = g_strdup(column_text(res, i, 1));
+	approval->agent_id = g_strdup(column_text(res, i, 2));
+	approval->session_id = g_strdup(column_text(res, i, 3));
+	approval->server = g_strdup(column_text(res, i, 4));
+	approval->tool = g_strdup(column_text(res, i, 5));
+	approval->name = g_strdup(column_text(res, i, 6));
+	approval->arguments = g_strdup(column_text(res, i, 7));
+	approval->tool_call_id = g_strdup(column_text(res, i, 8));
+	if (!confab_approval_state_from_string(column_text(res, i, 9), &approval->state))
+		approval->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
+	approval->decided_by = g_strdup(column_text(res, i, 10));
+	approval->reason = g_strdup(column_text(res, i, 11));
+	approval->created_at = column_int(res, i, 12);
+	approval->decided_at = column_int(res, i, 13);
+	return approval;
+}
+
+static void
+approval_saved(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "storing an approval");
+
+	if (res != NULL)
+		op_return_boolean(op);
+}
+
+static void
+run_save_approval(ConfabStorePostgres *self, Op *op)
+{
+	ConfabApproval *a = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, a->id);
+	params_add(p, a->owner);
+	params_add(p, a->agent_id);
+	params_add(p, a->session_id);
+	params_add(p, a->server);
+	params_add(p, a->tool);
+	params_add(p, a->name);
+	params_add(p, a->arguments);
+	params_add(p, a->tool_call_id);
+	params_add(p, confab_approval_state_to_string(a->state));
+	params_add(p, a->decided_by);
+	params_add(p, a->reason);
+	params_add_int(p, a->created_at);
+	params_add_int(p, a->decided_at);
+	op_query(op,
+		 "INSERT INTO approvals (" APPROVAL_COLUMNS ") VALUES "
+		 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+		 p,
+		 approval_saved);
+}
+
+static void
+confab_store_postgres_save_approval(ConfabStore *store,
+				    const ConfabApproval *approval,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_save_approval,
+		 confab_approval_copy(approval),
+		 (GDestroyNotify)confab_approval_free,
+		 FALSE,
+		 confab_store_postgres_save_approval,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+static void
+approval_read(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "reading an approval");
+
+	if (res == NULL)
+		return;
+	if (PQntuples(res) == 0) {
+		op_return_error(op,
+				g_error_new(CONFAB_ERROR,
+					    CONFAB_ERROR_APPROVAL_NOT_FOUND,
+					    "No approval '%s'",
+					    (const gchar *)op->data));
+		return;
+	}
+	op_return_pointer(op, approval_from_row(res, 0), (GDestroyNotify)confab_approval_free);
+}
+
+static void
+run_get_approval(ConfabStorePostgres *self, Op *op)
+{
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, op->data);
+	op_query(op, "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE id = $1", p, approval_read);
+}
+
+static void
+confab_store_postgres_get_approval(ConfabStore *store,
+				   const gchar *approval_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_get_approval,
+		 g_strdup(approval_id),
+		 g_free,
+		 TRUE,
+		 confab_store_postgres_get_approval,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* One statement: the decision wins only over a pending row (the row lock
+ * orders two instances deciding at once); the row as it stands comes back
+ * either way, with whether this statement decided it. */
+static void
+approval_decided(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	ConfabApproval *d = op->data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "deciding an approval");
+	g_autoptr(ConfabApproval) now = NULL;
+
+	if (res == NULL)
+		return;
+	if (PQntuples(res) == 0) {
+		op_return_error(op,
+				g_error_new(CONFAB_ERROR,
+					    CONFAB_ERROR_APPROVAL_NOT_FOUND,
+					    "No approval '%s'",
+					    d->id));
+		return;
+	}
+	now = approval_from_row(res, 0);
+	if (!column_bool(res, 0, 14)) {
+		op_return_error(
+		    op,
+		    g_error_new(CONFAB_ERROR,
+				CONFAB_ERROR_APPROVAL_DECIDED,
+				"The approval '%s' is no longer pending: it was %s",
+				d->id,
+				now->state == CONFAB_APPROVAL_STATE_TIMED_OUT  ? "timed out"
+				: now->state == CONFAB_APPROVAL_STATE_APPROVED ? "approved"
+									       : "denied"));
+		return;
+	}
+	op_return_pointer(op, g_steal_pointer(&now), (GDestroyNotify)confab_approval_free);
+}
+
+static void
+run_decide_approval(ConfabStorePostgres *self, Op *op)
+{
+	ConfabApproval *d = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, d->id);
+	params_add(p, confab_approval_state_to_string(d->state));
+	params_add(p, d->decided_by);
+	params_add(p, d->reason);
+	params_add_int(p, d->decided_at);
+	op_query(op,
+		 "WITH u AS (UPDATE approvals SET state = $2, decided_by = $3, reason = $4, "
+		 "decided_at = $5::bigint WHERE id = $1 AND state = 'pending' "
+		 "RETURNING " APPROVAL_COLUMNS ") SELECT " APPROVAL_COLUMNS
+		 ", true FROM u UNION ALL SELECT " APPROVAL_COLUMNS
+		 ", false FROM approvals WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)",
+		 p,
+		 approval_decided);
+}
+
+static void
+confab_store_postgres_decide_approval(ConfabStore *store,
+				      const ConfabApproval *decision,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_decide_approval,
+		 confab_approval_copy(decision),
+		 (GDestroyNotify)confab_approval_free,
+		 FALSE,
+		 confab_store_postgres_decide_approval,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
 static void
 confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 {
@@ -2468,6 +2674,9 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->list_sessions = confab_store_postgres_list_sessions;
 	iface->list_messages = confab_store_postgres_list_messages;
 	iface->close = confab_store_postgres_close;
+	iface->save_approval = confab_store_postgres_save_approval;
+	iface->get_approval = confab_store_postgres_get_approval;
+	iface->decide_approval = confab_store_postgres_decide_approval;
 }
 
 static void

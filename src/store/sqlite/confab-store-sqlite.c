@@ -507,6 +507,39 @@ migrate_v6(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v7 (approvals, issue 22): tool calls that wait for a person's decision.
+ * A migration of its own, apart from the others, so that it can be
+ * renumbered at a merge; nothing else reads or writes the table.
+ */
+#define APPROVAL_COLUMNS                                                                           \
+	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
+	"decided_by, reason, created_at, decided_at"
+
+static gboolean
+migrate_v7_approvals(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE approvals ("
+			 "  id TEXT PRIMARY KEY NOT NULL,"
+			 "  owner TEXT NOT NULL,"
+			 "  agent_id TEXT NOT NULL,"
+			 "  session_id TEXT NOT NULL,"
+			 "  server TEXT NOT NULL,"
+			 "  tool TEXT NOT NULL,"
+			 "  name TEXT NOT NULL,"
+			 "  arguments TEXT NOT NULL,"
+			 "  tool_call_id TEXT NOT NULL,"
+			 "  state TEXT NOT NULL DEFAULT 'pending',"
+			 "  decided_by TEXT,"
+			 "  reason TEXT,"
+			 "  created_at INTEGER NOT NULL,"
+			 "  decided_at INTEGER NOT NULL DEFAULT 0"
+			 ") STRICT;"
+			 "CREATE INDEX approvals_by_session ON approvals (session_id);",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -567,7 +600,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 5:
 		if (!migrate_v6(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 6: migrate_v7() here */
+		/* fall through */
+	case 6:
+		if (!migrate_v7_approvals(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 7: migrate_v8() here */
 	default:
 		break;
 	}
@@ -2745,6 +2782,222 @@ confab_store_sqlite_close(ConfabStore *store)
 	g_ptr_array_set_size(self->reader_threads, 0);
 }
 
+/* ---------- approvals ---------- */
+
+static ConfabApproval *
+approval_from_row(sqlite3_stmt *stmt)
+{
+	ConfabApproval *approval = confab_approval_new();
+
+	approval->id = g_strdup(column_text(stmt, 0));
+	approval->owner = g_strdup(column_text(stmt, 1));
+	approval->agent_id = g_strdup(column_text(stmt, 2));
+	approval->session_id = g_strdup(column_text(stmt, 3));
+	approval->server = g_strdup(column_text(stmt, 4));
+	approval->tool = g_strdup(column_text(stmt, 5));
+	approval->name = g_strdup(column_text(stmt, 6));
+	approval->arguments = g_strdup(column_text(stmt, 7));
+	approval->tool_call_id = g_strdup(column_text(stmt, 8));
+	if (!confab_approval_state_from_string(column_text(stmt, 9), &approval->state))
+		approval->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
+	approval->decided_by = g_strdup(column_text(stmt, 10));
+	approval->reason = g_strdup(column_text(stmt, 11));
+	approval->created_at = sqlite3_column_int64(stmt, 12);
+	approval->decided_at = sqlite3_column_int64(stmt, 13);
+	return approval;
+}
+
+static ConfabApproval *
+approval_read(Conn *conn, const gchar *id, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn, "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE id = ?1", error);
+	gint rc;
+
+	if (stmt == NULL)
+		return NULL;
+	bind_text(stmt, 1, id);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		return approval_from_row(stmt);
+	if (rc == SQLITE_DONE)
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_APPROVAL_NOT_FOUND,
+			    "No approval '%s'",
+			    id);
+	else
+		set_sqlite_error(error, conn->db, "reading an approval");
+	return NULL;
+}
+
+static gboolean
+write_save_approval(Conn *conn, gpointer data, GError **error)
+{
+	ConfabApproval *approval = data;
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "INSERT INTO approvals (" APPROVAL_COLUMNS ") VALUES "
+			 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+			 error);
+
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, approval->id);
+	bind_text(stmt, 2, approval->owner);
+	bind_text(stmt, 3, approval->agent_id);
+	bind_text(stmt, 4, approval->session_id);
+	bind_text(stmt, 5, approval->server);
+	bind_text(stmt, 6, approval->tool);
+	bind_text(stmt, 7, approval->name);
+	bind_text(stmt, 8, approval->arguments);
+	bind_text(stmt, 9, approval->tool_call_id);
+	bind_text(stmt, 10, confab_approval_state_to_string(approval->state));
+	bind_text(stmt, 11, approval->decided_by);
+	bind_text(stmt, 12, approval->reason);
+	sqlite3_bind_int64(stmt, 13, approval->created_at);
+	sqlite3_bind_int64(stmt, 14, approval->decided_at);
+	return stmt_step_done(conn, stmt, error);
+}
+
+static void
+confab_store_sqlite_save_approval(ConfabStore *store,
+				  const ConfabApproval *approval,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_save_approval,
+		    confab_approval_copy(approval),
+		    (GDestroyNotify)confab_approval_free,
+		    confab_store_sqlite_save_approval,
+		    cancellable,
+		    callback,
+		    user_data);
+}
+
+static gpointer
+read_get_approval(Conn *conn, gpointer data, GError **error)
+{
+	return approval_read(conn, data, error);
+}
+
+static void
+confab_store_sqlite_get_approval(ConfabStore *store,
+				 const gchar *approval_id,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_get_approval,
+		   g_strdup(approval_id),
+		   g_free,
+		   (GDestroyNotify)confab_approval_free,
+		   confab_store_sqlite_get_approval,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
+/* A decision, in the writer: it wins only over a pending row. The row as
+ * it stands afterwards is left in @result for the caller's context (the
+ * struct is the outer task's data, which outlives the job). */
+typedef struct {
+	ConfabApproval *decision; /* owned */
+	ConfabApproval *result;	  /* owned, nullable: set by the writer */
+} Decide;
+
+static void
+decide_free(Decide *decide)
+{
+	confab_approval_free(decide->decision);
+	confab_approval_free(decide->result);
+	g_free(decide);
+}
+
+static gboolean
+write_decide_approval(Conn *conn, gpointer data, GError **error)
+{
+	Decide *decide = data;
+	ConfabApproval *d = decide->decision;
+	g_autoptr(ConfabApproval) now = NULL;
+	gboolean changed;
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "UPDATE approvals SET state = ?2, decided_by = ?3, reason = ?4, "
+			 "decided_at = ?5 WHERE id = ?1 AND state = 'pending'",
+			 error);
+
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, d->id);
+	bind_text(stmt, 2, confab_approval_state_to_string(d->state));
+	bind_text(stmt, 3, d->decided_by);
+	bind_text(stmt, 4, d->reason);
+	sqlite3_bind_int64(stmt, 5, d->decided_at);
+	if (!stmt_step_done(conn, stmt, error))
+		return FALSE;
+	changed = sqlite3_changes(conn->db) > 0;
+	now = approval_read(conn, d->id, error);
+	if (now == NULL)
+		return FALSE;
+	if (!changed) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_APPROVAL_DECIDED,
+			    "The approval '%s' is no longer pending: it was %s",
+			    d->id,
+			    now->state == CONFAB_APPROVAL_STATE_TIMED_OUT  ? "timed out"
+			    : now->state == CONFAB_APPROVAL_STATE_APPROVED ? "approved"
+									   : "denied");
+		return FALSE;
+	}
+	decide->result = g_steal_pointer(&now);
+	return TRUE;
+}
+
+static void
+decide_written(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	Decide *decide = g_task_get_task_data(task);
+	GError *error = NULL;
+
+	if (!g_task_propagate_boolean(G_TASK(result), &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	g_task_return_pointer(task,
+			      g_steal_pointer(&decide->result),
+			      (GDestroyNotify)confab_approval_free);
+}
+
+static void
+confab_store_sqlite_decide_approval(ConfabStore *store,
+				    const ConfabApproval *decision,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	GTask *task = g_task_new(store, cancellable, callback, user_data);
+	Decide *decide = g_new0(Decide, 1);
+
+	g_task_set_source_tag(task, confab_store_sqlite_decide_approval);
+	g_task_set_check_cancellable(task, FALSE);
+	decide->decision = confab_approval_copy(decision);
+	g_task_set_task_data(task, decide, (GDestroyNotify)decide_free);
+	writer_push(CONFAB_STORE_SQLITE(store),
+		    write_decide_approval,
+		    decide,
+		    NULL,
+		    confab_store_sqlite_decide_approval,
+		    NULL,
+		    decide_written,
+		    task);
+}
+
 static void
 confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 {
@@ -2770,6 +3023,9 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->delete_response = confab_store_sqlite_delete_response;
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
+	iface->save_approval = confab_store_sqlite_save_approval;
+	iface->get_approval = confab_store_sqlite_get_approval;
+	iface->decide_approval = confab_store_sqlite_decide_approval;
 }
 
 static void

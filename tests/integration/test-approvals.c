@@ -1,0 +1,1046 @@
+/*
+ * Copyright 2026 The Confab authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+
+#include "confab-test-helper.h"
+#include "confab-test-pg.h"
+
+/*
+ * Approvals (issue 22), against a real confabd and the MCP project's own
+ * filesystem server from npm (tests/mcp): an agent whose `write_file`
+ * needs a person's approval. The turn waits with a `tool_event`
+ * approval_request in its stream; a decision over HTTP (or D-Bus
+ * Chat.Approve) lets the call run or not; nobody deciding declines after
+ * [tools] approval_timeout; a client that hangs up does not void the
+ * decision. Every refusal of a bad decision is a clear error, and nothing
+ * runs because of it. With two daemons on one PostgreSQL database, an
+ * approval asked on one is decided on the other.
+ */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	gchar *agent;
+	gchar *token;
+	gchar *tmpdir;
+	gchar *file;		 /* what write_file is asked to write */
+	ConfabTestDaemon *other; /* nullable: a second instance (PostgreSQL) */
+	gchar *pg_url;		 /* owned, nullable */
+} Fixture;
+
+static ConfabTestPg *cluster; /* started by the first PostgreSQL test */
+
+static gchar *
+npm_server(const gchar *package)
+{
+	const gchar *root = g_getenv("MESON_SOURCE_ROOT");
+	g_autofree gchar *node = g_find_program_in_path("node");
+	g_autofree gchar *script = g_build_filename(root != NULL ? root : ".",
+						    "tests",
+						    "mcp",
+						    "node_modules",
+						    "@modelcontextprotocol",
+						    package,
+						    "dist",
+						    "index.js",
+						    NULL);
+
+	if (node == NULL || !g_file_test(script, G_FILE_TEST_EXISTS))
+		return NULL;
+	return g_steal_pointer(&script);
+}
+
+static gchar *
+create_agent(ConfabTestDaemon *daemon, const gchar *servers_json)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "careful");
+	g_variant_dict_insert(&dict, "provider", "s", "echo");
+	g_variant_dict_insert(&dict, "mcp_servers", "s", servers_json);
+	return confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+}
+
+static gchar *
+filesystem_servers(const gchar *script, const gchar *root)
+{
+	return g_strdup_printf("{\"mcpServers\":{\"files\":{\"command\":\"node\","
+			       "\"args\":[\"%s\",\"%s\"],\"require_approval\":{\"always\":"
+			       "{\"tool_names\":[\"write_file\"]}}}}}",
+			       script,
+			       root);
+}
+
+static void
+setup_with(Fixture *f, const gchar *config)
+{
+	g_autofree gchar *script = npm_server("server-filesystem");
+	g_autofree gchar *servers = NULL;
+
+	if (script == NULL) {
+		g_test_skip("the MCP reference servers are not installed (cd tests/mcp && npm ci)");
+		return;
+	}
+	f->tmpdir = confab_test_make_tmpdir("approvals");
+	f->file = g_build_filename(f->tmpdir, "out.txt", NULL);
+	f->daemon = confab_test_daemon_start(config, NULL);
+	servers = filesystem_servers(script, f->tmpdir);
+	f->agent = create_agent(f->daemon, servers);
+	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+}
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+	setup_with(f, data);
+}
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *path;
+	const gchar *token;
+} Probe;
+
+static gboolean
+knows_agent(gpointer data)
+{
+	Probe *p = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_http(p->daemon, "GET", p->path, p->token, NULL);
+	return r->status == 200;
+}
+
+/* Two daemons on one PostgreSQL database, each on a bus of its own: the
+ * fixture's daemon (A) and other (B). */
+static void
+pg_setup(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *script = npm_server("server-filesystem");
+	g_autofree gchar *servers = NULL;
+	g_autofree gchar *arg = NULL;
+	g_autofree gchar *path = NULL;
+	const gchar *args[2] = {NULL, NULL};
+	Probe probe;
+
+	if (script == NULL) {
+		g_test_skip("the MCP reference servers are not installed (cd tests/mcp && npm ci)");
+		return;
+	}
+	if (!confab_test_pg_available()) {
+		g_test_skip("PostgreSQL's server binaries are not installed");
+		return;
+	}
+	if (cluster == NULL)
+		cluster = confab_test_pg_start();
+	f->pg_url = confab_test_pg_new_database(cluster);
+	arg = g_strdup_printf("--store-url=%s", f->pg_url);
+	args[0] = arg;
+	f->tmpdir = confab_test_make_tmpdir("approvals-pg");
+	f->file = g_build_filename(f->tmpdir, "out.txt", NULL);
+	f->daemon = confab_test_daemon_start_private_bus(NULL, args);
+	f->other = confab_test_daemon_start_private_bus(NULL, args);
+	servers = filesystem_servers(script, f->tmpdir);
+	f->agent = create_agent(f->daemon, servers);
+	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+	path = g_strdup_printf("/api/v1/models/%s", f->agent);
+	probe = (Probe){f->other, path, f->token};
+	g_assert_true(confab_test_wait_until(knows_agent, &probe, 5000));
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+	if (f->other != NULL) {
+		g_assert_cmpint(confab_test_daemon_stop(f->other), ==, 0);
+		confab_test_daemon_free(f->other);
+	}
+	g_free(f->pg_url);
+	if (f->daemon != NULL) {
+		g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+		confab_test_daemon_free(f->daemon);
+	}
+	if (f->tmpdir != NULL)
+		confab_test_rm_rf(f->tmpdir);
+	g_free(f->tmpdir);
+	g_free(f->file);
+	g_free(f->agent);
+	g_free(f->token);
+}
+
+/* ---------- a streaming client that reads as events come ---------- */
+
+typedef struct {
+	GSocketConnection *connection;
+	GDataInputStream *in;
+} Stream;
+
+static void
+stream_free(Stream *s)
+{
+	g_clear_object(&s->in);
+	if (s->connection != NULL)
+		g_io_stream_close(G_IO_STREAM(s->connection), NULL, NULL);
+	g_clear_object(&s->connection);
+	g_free(s);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Stream, stream_free)
+
+static gchar *
+write_body(Fixture *f, gboolean stream, const gchar *content)
+{
+	g_autoptr(JsonNode) node = json_node_new(JSON_NODE_VALUE);
+	g_autofree gchar *text =
+	    g_strdup_printf("/tool files__write_file {\"path\":\"%s\",\"content\":\"%s\"}",
+			    f->file,
+			    content);
+	g_autofree gchar *quoted = NULL;
+
+	json_node_set_string(node, text);
+	quoted = json_to_string(node, FALSE);
+	return g_strdup_printf(
+	    "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":%s}]%s}",
+	    f->agent,
+	    quoted,
+	    stream ? ",\"stream\":true" : "");
+}
+
+static Stream *
+stream_open(Fixture *f, const gchar *body)
+{
+	Stream *s = g_new0(Stream, 1);
+	g_autoptr(GSocketClient) client = g_socket_client_new();
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *request = NULL;
+	const gchar *port = strrchr(f->daemon->url, ':') + 1;
+	gsize written = 0;
+
+	s->connection =
+	    g_socket_client_connect_to_host(client, "127.0.0.1", atoi(port), NULL, &error);
+	g_assert_no_error(error);
+	g_socket_set_timeout(g_socket_connection_get_socket(s->connection), 60);
+	request = g_strdup_printf("POST /api/v1/chat/completions HTTP/1.1\r\nHost: test\r\n"
+				  "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+				  "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+				  f->token,
+				  strlen(body),
+				  body);
+	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(s->connection)),
+				  request,
+				  strlen(request),
+				  &written,
+				  NULL,
+				  &error);
+	g_assert_no_error(error);
+	s->in = g_data_input_stream_new(g_io_stream_get_input_stream(G_IO_STREAM(s->connection)));
+	g_data_input_stream_set_newline_type(s->in, G_DATA_STREAM_NEWLINE_TYPE_ANY);
+	return s;
+}
+
+/* The next `data:` JSON object of the stream (chunked framing lines and
+ * headers are skipped); NULL at [DONE] or the end. */
+static JsonObject *
+stream_next(Stream *s)
+{
+	for (;;) {
+		g_autoptr(GError) error = NULL;
+		g_autofree gchar *line = g_data_input_stream_read_line(s->in, NULL, NULL, &error);
+		g_autoptr(JsonParser) parser = NULL;
+
+		g_assert_no_error(error);
+		if (line == NULL)
+			return NULL;
+		if (!g_str_has_prefix(line, "data: "))
+			continue;
+		if (g_str_equal(line + 6, "[DONE]"))
+			return NULL;
+		parser = json_parser_new();
+		g_assert_true(json_parser_load_from_data(parser, line + 6, -1, NULL));
+		return json_object_ref(json_node_get_object(json_parser_get_root(parser)));
+	}
+}
+
+/* Reads until a tool_event of @type; returns that event. */
+static JsonObject *
+stream_until_event(Stream *s, const gchar *type)
+{
+	for (;;) {
+		g_autoptr(JsonObject) chunk = stream_next(s);
+		JsonObject *event;
+
+		g_assert_nonnull(chunk);
+		if (!json_object_has_member(chunk, "tool_event"))
+			continue;
+		event = json_object_get_object_member(chunk, "tool_event");
+		if (g_str_equal(json_object_get_string_member(event, "type"), type))
+			return json_object_ref(event);
+	}
+}
+
+/* The rest of the stream: its text, and its tool events in @events. */
+static gchar *
+stream_rest(Stream *s, GPtrArray *events)
+{
+	GString *text = g_string_new(NULL);
+	JsonObject *chunk;
+
+	while ((chunk = stream_next(s)) != NULL) {
+		JsonArray *choices = NULL;
+
+		if (json_object_has_member(chunk, "error")) {
+			g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), chunk);
+			g_autofree gchar *json = json_to_string(node, FALSE);
+			g_error("an error in the stream: %s", json);
+		}
+		choices = json_object_get_array_member(chunk, "choices");
+		if (json_object_has_member(chunk, "tool_event") && events != NULL)
+			g_ptr_array_add(
+			    events,
+			    json_object_ref(json_object_get_object_member(chunk, "tool_event")));
+		for (guint i = 0; choices != NULL && i < json_array_get_length(choices); i++) {
+			JsonObject *delta =
+			    json_object_get_object_member(json_array_get_object_element(choices, i),
+							  "delta");
+			if (json_object_has_member(delta, "content") &&
+			    !json_object_get_null_member(delta, "content"))
+				g_string_append(text,
+						json_object_get_string_member(delta, "content"));
+		}
+		json_object_unref(chunk);
+	}
+	return g_string_free(text, FALSE);
+}
+
+/* ---------- helpers ---------- */
+
+static void
+assert_remote_error(const GError *error, const gchar *name)
+{
+	g_autofree gchar *remote = NULL;
+
+	g_assert_nonnull(error);
+	remote = g_dbus_error_get_remote_error(error);
+	g_assert_cmpstr(remote, ==, name);
+}
+
+static ConfabTestResponse *
+decide(Fixture *f, const gchar *token, const gchar *id, const gchar *body)
+{
+	g_autofree gchar *path = g_strdup_printf("/api/v1/approvals/%s", id);
+	return confab_test_http(f->daemon, "POST", path, token, body);
+}
+
+static JsonArray *
+assistant_blocks(Fixture *f, const gchar *session_id, const gchar **status)
+{
+	g_autofree gchar *path =
+	    g_strdup_printf("/api/v1/conversations/%s/messages?order=asc", session_id);
+	g_autoptr(ConfabTestResponse) r = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	JsonArray *data;
+	JsonObject *assistant;
+	static gchar status_buf[32];
+
+	g_assert_cmpuint(r->status, ==, 200);
+	data = json_node_get_array(confab_test_json_get(r->json, "data"));
+	if (json_array_get_length(data) < 2)
+		return NULL;
+	assistant = json_array_get_object_element(data, 1);
+	g_assert_cmpstr(json_object_get_string_member(assistant, "role"), ==, "assistant");
+	if (status != NULL) {
+		g_strlcpy(status_buf,
+			  json_object_get_string_member(assistant, "status"),
+			  sizeof(status_buf));
+		*status = status_buf;
+	}
+	return json_array_ref(json_object_get_array_member(assistant, "content_blocks"));
+}
+
+static JsonObject *
+find_block(JsonArray *blocks, const gchar *type)
+{
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *b = json_array_get_object_element(blocks, i);
+		if (g_str_equal(json_object_get_string_member(b, "type"), type))
+			return b;
+	}
+	g_error("no %s block", type);
+	return NULL;
+}
+
+static gint
+block_index(JsonArray *blocks, const gchar *type)
+{
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *b = json_array_get_object_element(blocks, i);
+		if (g_str_equal(json_object_get_string_member(b, "type"), type))
+			return i;
+	}
+	return -1;
+}
+
+static gchar *
+metrics(Fixture *f)
+{
+	g_autofree gchar *token =
+	    confab_test_create_token(f->daemon, "ops", "metrics.read", NULL, NULL);
+	g_autoptr(ConfabTestResponse) m =
+	    confab_test_http(f->daemon, "GET", "/metrics", token, NULL);
+
+	g_assert_cmpuint(m->status, ==, 200);
+	return g_strndup(g_bytes_get_data(m->body, NULL), g_bytes_get_size(m->body));
+}
+
+/* ---------- the tests ---------- */
+
+/* Denied: the file is left untouched, the model is told the user declined
+ * and answers; the request, the decision and the declined result are in
+ * the transcript; the turn counted in flight while it waited; a second
+ * decision is 409. */
+static void
+test_deny(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) again = NULL;
+	g_autoptr(GPtrArray) events =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)json_object_unref);
+	g_autoptr(JsonArray) blocks = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *m = NULL;
+	g_autofree gchar *m2 = NULL;
+	g_autofree gchar *expected_args = NULL;
+	g_autofree gchar *session = NULL;
+	JsonObject *b;
+	const gchar *status = NULL;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "secret plans");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	g_assert_true(g_str_has_prefix(json_object_get_string_member(request, "id"), "mcpr_"));
+	g_assert_cmpstr(json_object_get_string_member(request, "server"), ==, "files");
+	g_assert_cmpstr(json_object_get_string_member(request, "name"), ==, "files__write_file");
+	expected_args = g_strdup_printf("{\"path\":\"%s\",\"content\":\"secret plans\"}", f->file);
+	g_assert_cmpstr(json_object_get_string_member(request, "arguments"), ==, expected_args);
+
+	/* waiting: nothing written, the turn is in flight */
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	m = metrics(f);
+	g_assert_nonnull(strstr(m, "\nconfab_active_turns 1\n"));
+
+	r = decide(f,
+		   f->token,
+		   json_object_get_string_member(request, "id"),
+		   "{\"approve\":false,\"reason\":\"not today\"}");
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "state"), ==, "denied");
+	g_assert_cmpstr(confab_test_json_string(r->json, "decided_by"), ==, "api");
+	g_assert_cmpstr(confab_test_json_string(r->json, "reason"), ==, "not today");
+	session = g_strdup(confab_test_json_string(r->json, "session_id"));
+
+	text = stream_rest(s, events);
+	g_assert_nonnull(strstr(text, "declined"));
+	g_assert_nonnull(strstr(text, "not today"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+
+	/* the same decision again: the first stands */
+	again =
+	    decide(f, f->token, json_object_get_string_member(request, "id"), "{\"approve\":true}");
+	confab_test_assert_error(again, 409, "approval_already_decided");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+
+	blocks = assistant_blocks(f, session, &status);
+	g_assert_cmpstr(status, ==, "completed");
+	g_assert_cmpint(block_index(blocks, "tool_call"),
+			<,
+			block_index(blocks, "approval_request"));
+	g_assert_cmpint(block_index(blocks, "approval_request"),
+			<,
+			block_index(blocks, "approval"));
+	g_assert_cmpint(block_index(blocks, "approval"), <, block_index(blocks, "tool_result"));
+	b = find_block(blocks, "approval_request");
+	g_assert_cmpstr(json_object_get_string_member(b, "id"),
+			==,
+			json_object_get_string_member(request, "id"));
+	g_assert_cmpstr(json_object_get_string_member(b, "tool_call_id"),
+			==,
+			json_object_get_string_member(find_block(blocks, "tool_call"), "id"));
+	g_assert_cmpstr(json_object_get_string_member(b, "name"), ==, "files__write_file");
+	g_assert_cmpstr(json_object_get_string_member(b, "server"), ==, "files");
+	g_assert_cmpstr(json_object_get_string_member(b, "arguments"), ==, expected_args);
+	b = find_block(blocks, "approval");
+	g_assert_false(json_object_get_boolean_member(b, "approve"));
+	g_assert_cmpstr(json_object_get_string_member(b, "by"), ==, "api");
+	g_assert_cmpstr(json_object_get_string_member(b, "reason"), ==, "not today");
+	g_assert_true(
+	    json_object_get_boolean_member(find_block(blocks, "tool_result"), "is_error"));
+
+	m2 = metrics(f);
+	g_assert_nonnull(strstr(m2, "confab_tool_approvals_total{decision=\"denied\"} 1\n"));
+	g_assert_nonnull(strstr(m2, "\nconfab_active_turns 0\n"));
+}
+
+/* Approved: the call runs (the file is written) and the loop goes on. */
+static void
+test_approve(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(GPtrArray) events =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)json_object_unref);
+	g_autoptr(JsonArray) blocks = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *written = NULL;
+	g_autofree gchar *m = NULL;
+	gboolean approval_event = FALSE;
+	const gchar *status = NULL;
+	JsonObject *b;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "hello");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	r = decide(f, f->token, json_object_get_string_member(request, "id"), "{\"approve\":true}");
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "state"), ==, "approved");
+	text = stream_rest(s, events);
+	for (guint i = 0; i < events->len; i++) {
+		JsonObject *e = g_ptr_array_index(events, i);
+		if (g_str_equal(json_object_get_string_member(e, "type"), "approval")) {
+			approval_event = TRUE;
+			g_assert_true(json_object_get_boolean_member(e, "approve"));
+			g_assert_cmpstr(json_object_get_string_member(e, "by"), ==, "api");
+		}
+		if (g_str_equal(json_object_get_string_member(e, "type"), "result"))
+			g_assert_false(json_object_get_boolean_member(e, "is_error"));
+	}
+	g_assert_true(approval_event);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "hello");
+	g_assert_null(strstr(text, "declined"));
+	blocks = assistant_blocks(f, confab_test_json_string(r->json, "session_id"), &status);
+	g_assert_cmpstr(status, ==, "completed");
+	b = find_block(blocks, "approval");
+	g_assert_true(json_object_get_boolean_member(b, "approve"));
+	g_assert_true(json_object_get_null_member(b, "reason"));
+	g_assert_false(
+	    json_object_get_boolean_member(find_block(blocks, "tool_result"), "is_error"));
+	m = metrics(f);
+	g_assert_nonnull(strstr(m, "confab_tool_approvals_total{decision=\"approved\"} 1\n"));
+}
+
+/* Nobody decides: after [tools] approval_timeout the call is declined,
+ * the model answers, and a late decision is 409. */
+static void
+test_timeout(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) late = NULL;
+	g_autoptr(JsonArray) blocks = NULL;
+	g_autofree gchar *m = NULL;
+	const gchar *status = NULL;
+	JsonObject *b;
+	gint64 start = g_get_monotonic_time();
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, FALSE, "too late");
+	r = confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpint(g_get_monotonic_time() - start, >=, G_USEC_PER_SEC);
+	g_assert_nonnull(strstr(confab_test_json_string(r->json, "choices.0.message.content"),
+				"did not approve"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	blocks =
+	    assistant_blocks(f, confab_test_json_string(r->json, "metadata.session_id"), &status);
+	b = find_block(blocks, "approval");
+	g_assert_false(json_object_get_boolean_member(b, "approve"));
+	g_assert_cmpstr(json_object_get_string_member(b, "by"), ==, "timeout");
+	late = decide(f,
+		      f->token,
+		      json_object_get_string_member(find_block(blocks, "approval_request"), "id"),
+		      "{\"approve\":true}");
+	confab_test_assert_error(late, 409, "approval_already_decided");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	m = metrics(f);
+	g_assert_nonnull(strstr(m, "confab_tool_approvals_total{decision=\"timed_out\"} 1\n"));
+}
+
+typedef struct {
+	Fixture *f;
+	gchar *session;
+} Stored;
+
+static gboolean
+answer_stored(gpointer data)
+{
+	Stored *st = data;
+	g_autoptr(JsonArray) blocks = assistant_blocks(st->f, st->session, NULL);
+	return blocks != NULL;
+}
+
+static gboolean
+file_written(gpointer data)
+{
+	g_autofree gchar *contents = NULL;
+
+	/* the server may create it before it writes it */
+	return g_file_get_contents(data, &contents, NULL, NULL) && *contents != '\0';
+}
+
+/* The client hangs up while the turn waits: the decision still applies
+ * (the file is written), and the answer is stored incomplete with the
+ * call, the request, the decision and the result; the model is not
+ * called again. */
+static void
+test_hang_up_then_decide(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(JsonArray) blocks = NULL;
+	g_autofree gchar *written = NULL;
+	g_autofree gchar *m = NULL;
+	const gchar *status = NULL;
+	Stored st = {f, NULL};
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "after you left");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	g_clear_pointer(&s, stream_free); /* hang up */
+	g_usleep(300 * 1000);
+	r = decide(f, f->token, json_object_get_string_member(request, "id"), "{\"approve\":true}");
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_true(confab_test_wait_until(file_written, f->file, 30000));
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "after you left");
+	st.session = g_strdup(confab_test_json_string(r->json, "session_id"));
+	g_assert_true(confab_test_wait_until(answer_stored, &st, 30000));
+	blocks = assistant_blocks(f, st.session, &status);
+	g_assert_cmpstr(status, ==, "incomplete");
+	g_assert_true(json_object_get_boolean_member(find_block(blocks, "approval"), "approve"));
+	g_assert_false(
+	    json_object_get_boolean_member(find_block(blocks, "tool_result"), "is_error"));
+	/* no model call after the client left: no text after the result */
+	g_assert_cmpint(block_index(blocks, "text"), ==, -1);
+	m = metrics(f);
+	g_assert_nonnull(strstr(m, "\nconfab_active_turns 0\n"));
+	g_free(st.session);
+}
+
+/* Bad decisions: each a clear OpenAI-shaped error, and none runs the
+ * call; at the end the waiting call is still pending, and is denied. */
+static void
+test_bad_input(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autofree gchar *bob = NULL;
+	g_autofree gchar *other_agent = NULL;
+	g_autofree gchar *bound = NULL;
+	g_autofree gchar *metrics_only = NULL;
+	g_autofree gchar *text = NULL;
+	const gchar *id;
+	struct {
+		const gchar *id;
+		const gchar *token; /* NULL: alice's */
+		const gchar *body;
+		guint status;
+		const gchar *code;
+	} cases[] = {
+	    {"mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz",
+	     NULL,
+	     "{\"approve\":true}",
+	     404,
+	     "approval_not_found"},
+	    {"not-an-id", NULL, "{\"approve\":true}", 404, "approval_not_found"},
+	    {"cts_01jzzzzzzzzzzzzzzzzzzzzzzz",
+	     NULL,
+	     "{\"approve\":true}",
+	     404,
+	     "approval_not_found"},
+	    {NULL, "bob", "{\"approve\":true}", 404, "approval_not_found"},
+	    {NULL, "bound", "{\"approve\":true}", 404, "approval_not_found"},
+	    {NULL, "metrics", "{\"approve\":true}", 403, "insufficient_scope"},
+	    {NULL, "none", "{\"approve\":true}", 401, "missing_api_key"},
+	    {NULL, NULL, "{}", 400, "invalid_value"},
+	    {NULL, NULL, "{\"approve\":\"yes\"}", 400, "invalid_value"},
+	    {NULL, NULL, "{\"approve\":1}", 400, "invalid_value"},
+	    {NULL, NULL, "{\"approve\":true,\"reason\":42}", 400, "invalid_value"},
+	    {NULL, NULL, "[true]", 400, "invalid_value"},
+	    {NULL, NULL, "{\"approve\":tru", 400, "invalid_json"},
+	};
+
+	if (f->daemon == NULL)
+		return;
+	bob = confab_test_create_token(f->daemon, "bob", "api.full", NULL, NULL);
+	other_agent = confab_test_create_agent(f->daemon, "other", "echo");
+	bound = confab_test_create_token(f->daemon, "alice", "chat.completions", other_agent, NULL);
+	metrics_only = confab_test_create_token(f->daemon, "alice", "metrics.read", NULL, NULL);
+	body = write_body(f, TRUE, "never");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	id = json_object_get_string_member(request, "id");
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		const gchar *token = cases[i].token == NULL		      ? f->token
+				     : g_str_equal(cases[i].token, "bob")     ? bob
+				     : g_str_equal(cases[i].token, "bound")   ? bound
+				     : g_str_equal(cases[i].token, "metrics") ? metrics_only
+									      : NULL;
+		g_autoptr(ConfabTestResponse) r =
+		    decide(f, token, cases[i].id != NULL ? cases[i].id : id, cases[i].body);
+		g_test_message("case %u: %s", i, cases[i].body);
+		confab_test_assert_error(r, cases[i].status, cases[i].code);
+		g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	}
+	{
+		/* not JSON at all: 415; and GET is not a decision */
+		g_autofree gchar *path = g_strdup_printf("/api/v1/approvals/%s", id);
+		g_autofree gchar *auth = g_strdup_printf("Authorization: Bearer %s", f->token);
+		const gchar *headers[] = {auth, "Content-Type: text/plain", NULL};
+		g_autoptr(GBytes) plain = g_bytes_new_static("approve", 7);
+		g_autoptr(ConfabTestResponse) r415 = NULL;
+		g_autoptr(ConfabTestResponse) r405 =
+		    confab_test_http(f->daemon, "GET", path, f->token, NULL);
+
+		confab_test_assert_error(r405, 405, "method_not_allowed");
+		r415 = confab_test_http_full(f->daemon, "POST", path, headers, plain);
+		confab_test_assert_error(r415, 415, "unsupported_media_type");
+	}
+	/* still pending: the owner decides now */
+	{
+		g_autoptr(ConfabTestResponse) r = decide(f, f->token, id, "{\"approve\":false}");
+		g_assert_cmpuint(r->status, ==, 200);
+	}
+	text = stream_rest(s, NULL);
+	g_assert_nonnull(strstr(text, "declined"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
+/* D-Bus Chat.Approve: an administrator (the test runs as root or as the
+ * daemon's own user) decides alice's approval; unknown and decided ids
+ * are Error.ApprovalNotFound and Error.AlreadyDecided. */
+static void
+test_dbus_approve(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *written = NULL;
+	const gchar *id;
+
+	if (f->daemon == NULL)
+		return;
+	g_assert_nonnull(f->daemon->chat);
+	g_assert_false(confab_dbus_chat_call_approve_sync(f->daemon->chat,
+							  "mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz",
+							  TRUE,
+							  NULL,
+							  &error));
+	g_assert_nonnull(error);
+	assert_remote_error(error, "org.confab.Confab1.Error.ApprovalNotFound");
+	g_clear_error(&error);
+
+	body = write_body(f, TRUE, "by dbus");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	id = json_object_get_string_member(request, "id");
+	g_assert_true(confab_dbus_chat_call_approve_sync(f->daemon->chat, id, TRUE, NULL, &error));
+	g_assert_no_error(error);
+	text = stream_rest(s, NULL);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "by dbus");
+	g_assert_false(
+	    confab_dbus_chat_call_approve_sync(f->daemon->chat, id, FALSE, NULL, &error));
+	assert_remote_error(error, "org.confab.Confab1.Error.AlreadyDecided");
+	{
+		g_autoptr(JsonArray) blocks = NULL;
+		g_autofree gchar *path = NULL;
+		g_autoptr(ConfabTestResponse) r = NULL;
+
+		/* the decision is recorded as the D-Bus door's */
+		path = g_strdup_printf("/api/v1/conversations?limit=1");
+		r = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+		blocks = assistant_blocks(f, confab_test_json_string(r->json, "data.0.id"), NULL);
+		g_assert_cmpstr(json_object_get_string_member(find_block(blocks, "approval"), "by"),
+				==,
+				"dbus");
+	}
+}
+
+/* The daemon stops while a call waits: nobody is expected to decide within
+ * the grace, so the call is declined at once, the model answers, the
+ * client gets the whole answer and the daemon exits cleanly. */
+static void
+test_stop_while_waiting(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autofree gchar *text = NULL;
+	gint64 start;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "never written");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	start = g_get_monotonic_time();
+	g_subprocess_send_signal(f->daemon->process, SIGTERM);
+	text = stream_rest(s, NULL);
+	g_assert_nonnull(strstr(text, "confabd is stopping"));
+	g_assert_true(g_subprocess_wait(f->daemon->process, NULL, NULL));
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	/* well within the shutdown grace (10 s) */
+	g_assert_cmpint(g_get_monotonic_time() - start, <, 8 * G_USEC_PER_SEC);
+	g_clear_pointer(&f->daemon, confab_test_daemon_free);
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
+/* The daemon whose turn waited dies (kill -9): nobody waits for the
+ * approval any more. Once its timeout has passed, a decision finds it
+ * timed out (409) rather than approving a call nobody will run. */
+static void
+test_orphaned(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	ConfabTestDaemon *dead;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "orphan");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	dead = f->daemon;
+	confab_test_daemon_kill(dead);
+	g_clear_pointer(&s, stream_free);
+	f->daemon = confab_test_daemon_start_full(dead->state_dir, data, NULL);
+	/* the timeout (1 s) and its slack (5 s) */
+	g_usleep(7 * G_USEC_PER_SEC);
+	r = decide(f, f->token, json_object_get_string_member(request, "id"), "{\"approve\":true}");
+	confab_test_assert_error(r, 409, "approval_already_decided");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	g_clear_pointer(&f->daemon, confab_test_daemon_free);
+	confab_test_daemon_free(dead);
+}
+
+/* require_approval is checked with the agent: a bad one is refused by
+ * CreateAgent with a message naming the server and the key. */
+static void
+test_policy_refused(Fixture *f, gconstpointer data)
+{
+	GVariantDict dict;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *id = NULL;
+
+	if (f->daemon == NULL)
+		return;
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "sloppy");
+	g_variant_dict_insert(&dict, "provider", "s", "echo");
+	g_variant_dict_insert(&dict,
+			      "mcp_servers",
+			      "s",
+			      "{\"mcpServers\":{\"files\":{\"command\":\"x\","
+			      "\"require_approval\":\"sometimes\"}}}");
+	g_assert_false(confab_dbus_admin_call_create_agent_sync(f->daemon->admin,
+								g_variant_dict_end(&dict),
+								&id,
+								NULL,
+								&error));
+	assert_remote_error(error, "org.confab.Confab1.Error.InvalidArgument");
+	g_assert_nonnull(strstr(error->message, "server “files”: “require_approval” must be"));
+
+	/* a good one is shown back by GetAgent and confabctl agent show */
+	{
+		g_autoptr(GVariant) agent = NULL;
+		g_autoptr(GError) get_error = NULL;
+		const gchar *servers = NULL;
+		g_autofree gchar *out = NULL;
+		g_autofree gchar *err = NULL;
+		gint status = -1;
+		const gchar *argv[] =
+		    {g_getenv("CONFABCTL"), "--session", "agent", "show", f->agent, NULL};
+
+		g_assert_true(confab_dbus_admin_call_get_agent_sync(f->daemon->admin,
+								    f->agent,
+								    &agent,
+								    NULL,
+								    &get_error));
+		g_assert_no_error(get_error);
+		g_assert_true(g_variant_lookup(agent, "mcp_servers", "&s", &servers));
+		g_assert_nonnull(
+		    strstr(servers,
+			   "\"require_approval\":{\"always\":{\"tool_names\":[\"write_file\"]}}"));
+		if (argv[0] == NULL)
+			return;
+		g_assert_true(g_spawn_sync(NULL,
+					   (gchar **)argv,
+					   NULL,
+					   G_SPAWN_DEFAULT,
+					   NULL,
+					   NULL,
+					   &out,
+					   &err,
+					   &status,
+					   &get_error));
+		g_assert_no_error(get_error);
+		g_assert_cmpint(status, ==, 0);
+		g_assert_nonnull(strstr(out, "require_approval"));
+		g_assert_nonnull(strstr(out, "write_file"));
+	}
+}
+
+/* Waiting for a person is not idleness: a JSON turn and a stream that
+ * send nothing for longer than [limits] idle_timeout while a call waits
+ * are not cut, and answer once it is decided (here: timed out). */
+static void
+test_wait_longer_than_idle(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *json_body = NULL;
+	g_autofree gchar *stream_body = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autofree gchar *text = NULL;
+
+	if (f->daemon == NULL)
+		return;
+	stream_body = write_body(f, TRUE, "stream");
+	s = stream_open(f, stream_body);
+	request = stream_until_event(s, "approval_request");
+	json_body = write_body(f, FALSE, "json");
+	r = confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, json_body);
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_nonnull(strstr(confab_test_json_string(r->json, "choices.0.message.content"),
+				"did not approve"));
+	text = stream_rest(s, NULL);
+	g_assert_nonnull(strstr(text, "did not approve"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
+/* Two instances on PostgreSQL: the turn waits on A, the decision is made
+ * on B (over HTTP, then over B's D-Bus), and A's turn hears it. */
+static void
+test_across_instances(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *text2 = NULL;
+	g_autofree gchar *written = NULL;
+	gint64 decided;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "decided on B");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	r = confab_test_http(f->other,
+			     "POST",
+			     "/api/v1/approvals/x",
+			     f->token,
+			     "{\"approve\":true}");
+	confab_test_assert_error(r, 404, "approval_not_found");
+	g_clear_pointer(&r, confab_test_response_free);
+	{
+		g_autofree gchar *path =
+		    g_strdup_printf("/api/v1/approvals/%s",
+				    json_object_get_string_member(request, "id"));
+		r = confab_test_http(f->other, "POST", path, f->token, "{\"approve\":true}");
+	}
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "state"), ==, "approved");
+	decided = g_get_monotonic_time();
+	text = stream_rest(s, NULL);
+	/* A polls its approvals every 250 ms */
+	g_assert_cmpint(g_get_monotonic_time() - decided, <, 5 * G_USEC_PER_SEC);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "decided on B");
+
+	/* and over B's D-Bus, a denial */
+	g_clear_pointer(&s, stream_free);
+	g_clear_pointer(&request, json_object_unref);
+	g_free(body);
+	g_assert_cmpint(g_unlink(f->file), ==, 0);
+	body = write_body(f, TRUE, "denied on B");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	g_assert_true(
+	    confab_dbus_chat_call_approve_sync(f->other->chat,
+					       json_object_get_string_member(request, "id"),
+					       FALSE,
+					       NULL,
+					       &error));
+	g_assert_no_error(error);
+	text2 = stream_rest(s, NULL);
+	g_assert_nonnull(strstr(text2, "declined"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
+int
+main(int argc, char **argv)
+{
+	gint ret;
+
+	confab_test_init(&argc, &argv, TRUE);
+#define ADD(name, func, config)                                                                    \
+	g_test_add("/confab/approvals/" name,                                                      \
+		   Fixture,                                                                        \
+		   config,                                                                         \
+		   fixture_setup,                                                                  \
+		   func,                                                                           \
+		   fixture_teardown)
+	ADD("deny", test_deny, NULL);
+	ADD("approve", test_approve, NULL);
+	ADD("timeout", test_timeout, "[tools]\napproval_timeout = 1\n");
+	ADD("hang-up-then-decide", test_hang_up_then_decide, NULL);
+	ADD("bad-input", test_bad_input, NULL);
+	ADD("dbus-approve", test_dbus_approve, NULL);
+	ADD("policy-refused", test_policy_refused, NULL);
+	ADD("stop-while-waiting", test_stop_while_waiting, NULL);
+	ADD("orphaned", test_orphaned, "[tools]\napproval_timeout = 1\n");
+	ADD("wait-longer-than-idle",
+	    test_wait_longer_than_idle,
+	    "[limits]\nidle_timeout = 1\n[tools]\napproval_timeout = 3\n");
+#undef ADD
+	g_test_add("/confab/approvals/postgres-across-instances",
+		   Fixture,
+		   NULL,
+		   pg_setup,
+		   test_across_instances,
+		   fixture_teardown);
+	ret = g_test_run();
+	if (cluster != NULL)
+		confab_test_pg_stop(cluster);
+	confab_test_finish();
+	return ret;
+}
