@@ -2286,10 +2286,11 @@ test_pg_migrate_v1(void)
 	g_autofree gchar *column = NULL;
 
 	confab_store_close(store);
-	/* back to v1: no response_id column */
+	/* back to v1: no response_id column, no approvals */
 	out = confab_test_pg_query(
 	    url,
 	    "ALTER TABLE messages DROP COLUMN response_id;"
+	    "DROP TABLE approvals;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
 	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
