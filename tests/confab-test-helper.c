@@ -1255,3 +1255,50 @@ confab_test_variant_string(GVariant *dict, const gchar *key)
 		return NULL;
 	return value;
 }
+
+/**
+ * confab_test_fake_upstream_start:
+ *
+ * Starts tests/fake-upstream ($CONFAB_FAKE_UPSTREAM) with --stdin-watch, so
+ * that it never outlives a test that dies, and reads the address it prints.
+ *
+ * Returns: (transfer full): the running fake
+ */
+ConfabTestFakeUpstream *
+confab_test_fake_upstream_start(void)
+{
+	ConfabTestFakeUpstream *up = g_new0(ConfabTestFakeUpstream, 1);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GDataInputStream) out = NULL;
+	g_autofree gchar *line = NULL;
+	const gchar *prefix = "fake-upstream: listening on ";
+
+	up->process =
+	    g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+			     &error,
+			     g_getenv("CONFAB_FAKE_UPSTREAM"),
+			     "--stdin-watch",
+			     NULL);
+	g_assert_no_error(error);
+	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(up->process));
+	line = g_data_input_stream_read_line_utf8(out, NULL, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(line);
+	g_assert_true(g_str_has_prefix(line, prefix));
+	up->url = g_strdup(line + strlen(prefix));
+	up->base_url = g_strconcat(up->url, "/v1", NULL);
+	return up;
+}
+
+void
+confab_test_fake_upstream_free(ConfabTestFakeUpstream *up)
+{
+	if (up == NULL)
+		return;
+	g_subprocess_force_exit(up->process);
+	g_subprocess_wait(up->process, NULL, NULL);
+	g_object_unref(up->process);
+	g_free(up->url);
+	g_free(up->base_url);
+	g_free(up);
+}

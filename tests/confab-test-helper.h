@@ -161,4 +161,17 @@ confab_test_upstream_wait_waiting(ConfabTestUpstream *up, guint n, guint timeout
 void
 confab_test_upstream_stop(ConfabTestUpstream *up);
 
+/* tests/fake-upstream, in a process of its own ($CONFAB_FAKE_UPSTREAM) */
+typedef struct {
+	GSubprocess *process;
+	gchar *url;	 /* http://127.0.0.1:PORT */
+	gchar *base_url; /* url + /v1 */
+} ConfabTestFakeUpstream;
+
+ConfabTestFakeUpstream *
+confab_test_fake_upstream_start(void);
+void
+confab_test_fake_upstream_free(ConfabTestFakeUpstream *up);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestFakeUpstream, confab_test_fake_upstream_free)
+
 G_END_DECLS

@@ -59,52 +59,10 @@ scaled(guint n)
 	return under_wrapper() || g_getenv("ASAN_OPTIONS") != NULL ? n / 10 : n;
 }
 
-/* ---------- the fake upstream ---------- */
-
-typedef struct {
-	GSubprocess *process;
-	gchar *base_url; /* http://127.0.0.1:PORT/v1 */
-} Upstream;
-
-static Upstream *
-upstream_start(void)
-{
-	Upstream *up = g_new0(Upstream, 1);
-	g_autoptr(GError) error = NULL;
-	g_autoptr(GDataInputStream) out = NULL;
-	g_autofree gchar *line = NULL;
-	const gchar *prefix = "fake-upstream: listening on ";
-
-	up->process =
-	    g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
-			     &error,
-			     g_getenv("CONFAB_FAKE_UPSTREAM"),
-			     "--stdin-watch",
-			     NULL);
-	g_assert_no_error(error);
-	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(up->process));
-	line = g_data_input_stream_read_line_utf8(out, NULL, NULL, &error);
-	g_assert_no_error(error);
-	g_assert_nonnull(line);
-	g_assert_true(g_str_has_prefix(line, prefix));
-	up->base_url = g_strconcat(line + strlen(prefix), "/v1", NULL);
-	return up;
-}
-
-static void
-upstream_free(Upstream *up)
-{
-	g_subprocess_force_exit(up->process);
-	g_subprocess_wait(up->process, NULL, NULL);
-	g_object_unref(up->process);
-	g_free(up->base_url);
-	g_free(up);
-}
-
 /* ---------- the fixture ---------- */
 
 typedef struct {
-	Upstream *up;
+	ConfabTestFakeUpstream *up;
 	ConfabTestDaemon *daemon;
 	gchar *token;
 	guint64 rss_start_kib;
@@ -113,7 +71,7 @@ typedef struct {
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
-	f->up = upstream_start();
+	f->up = confab_test_fake_upstream_start();
 	f->daemon = confab_test_daemon_start(data != NULL ? data : CONFIG, NULL);
 	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
 }
@@ -123,7 +81,7 @@ fixture_teardown(Fixture *f, gconstpointer data)
 {
 	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
 	confab_test_daemon_free(f->daemon);
-	upstream_free(f->up);
+	confab_test_fake_upstream_free(f->up);
 	g_free(f->token);
 }
 

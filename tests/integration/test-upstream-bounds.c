@@ -45,55 +45,10 @@ bound_ms(guint ms)
 	return g_getenv("ASAN_OPTIONS") != NULL ? ms * 2 : ms;
 }
 
-/* ---------- the fake upstream ---------- */
-
-typedef struct {
-	GSubprocess *process;
-	gchar *url;	 /* http://127.0.0.1:PORT */
-	gchar *base_url; /* url + /v1 */
-} Upstream;
-
-static Upstream *
-upstream_start(void)
-{
-	Upstream *up = g_new0(Upstream, 1);
-	g_autoptr(GError) error = NULL;
-	g_autoptr(GDataInputStream) out = NULL;
-	g_autofree gchar *line = NULL;
-	const gchar *prefix = "fake-upstream: listening on ";
-
-	up->process =
-	    g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
-			     &error,
-			     g_getenv("CONFAB_FAKE_UPSTREAM"),
-			     "--stdin-watch",
-			     NULL);
-	g_assert_no_error(error);
-	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(up->process));
-	line = g_data_input_stream_read_line_utf8(out, NULL, NULL, &error);
-	g_assert_no_error(error);
-	g_assert_nonnull(line);
-	g_assert_true(g_str_has_prefix(line, prefix));
-	up->url = g_strdup(line + strlen(prefix));
-	up->base_url = g_strconcat(up->url, "/v1", NULL);
-	return up;
-}
-
-static void
-upstream_free(Upstream *up)
-{
-	g_subprocess_force_exit(up->process);
-	g_subprocess_wait(up->process, NULL, NULL);
-	g_object_unref(up->process);
-	g_free(up->url);
-	g_free(up->base_url);
-	g_free(up);
-}
-
 /* ---------- the fixture ---------- */
 
 typedef struct {
-	Upstream *up;
+	ConfabTestFakeUpstream *up;
 	ConfabTestDaemon *daemon;
 	gchar *token;
 } Fixture;
@@ -102,7 +57,7 @@ typedef struct {
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
-	f->up = upstream_start();
+	f->up = confab_test_fake_upstream_start();
 	f->daemon = confab_test_daemon_start(data, NULL);
 	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
 }
@@ -116,7 +71,7 @@ fixture_teardown(Fixture *f, gconstpointer data)
 	output = confab_test_daemon_get_output(f->daemon);
 	g_assert_null(strstr(output, API_KEY));
 	confab_test_daemon_free(f->daemon);
-	upstream_free(f->up);
+	confab_test_fake_upstream_free(f->up);
 	g_free(f->token);
 }
 
@@ -653,7 +608,9 @@ test_large_echo_turn(Fixture *f, gconstpointer data)
 	 * the answer is built; the PostgreSQL store (libpq's copies of the
 	 * parameters) does not yet: printed, not bounded there */
 	if (confab_test_store_is_postgres())
-		assert_rss_bounded(&run, "a 10 MiB turn to the echo agent (PostgreSQL)", G_MAXUINT64);
+		assert_rss_bounded(&run,
+				   "a 10 MiB turn to the echo agent (PostgreSQL)",
+				   G_MAXUINT64);
 	else
 		assert_rss_bounded(&run, "a 10 MiB turn to the echo agent", 5 * size / 1024);
 }
