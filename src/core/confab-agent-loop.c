@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/confab-agent-loop.h"
+#include "openai/confab-openai-message.h"
 #include "tools/confab-tool-config.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -39,6 +40,19 @@
  * loop waits on (the approval's timeout still applies), runs what was
  * approved, and then ends as cancelled without calling the model again.
  * Waiting for a person does not count against the loop's total timeout.
+ *
+ * A loop told to defer approvals (the Responses API,
+ * confab_agent_loop_defer_approvals()) does not wait: such a call is
+ * stored as a pending approval asked by its response, with an
+ * approval_request block and event and no result; the step's other calls
+ * run, and the loop then ends without calling the model again. The
+ * response that continues it hands the person's answers back
+ * (confab_agent_loop_resume_call()): the new loop first decides each
+ * approval, runs the approved calls and gives the declined ones a result
+ * saying so, and then calls the model. Before its first model call a loop
+ * settles its context: each tool result follows the call it answers (a
+ * result given by a later turn is moved up), and a call that has none
+ * (never approved, or its turn stopped) is given one saying it did not run.
  *
  * The loop keeps the transcript as content blocks, in order: text,
  * tool_call {id, name, arguments, server}, tool_result {tool_call_id,
@@ -77,6 +91,10 @@ typedef struct {
 	const gchar *server;	  /* unowned: the tool's, nullable */
 	const gchar *tool;	  /* unowned: the tool's own name, nullable */
 	ConfabApproval *approval; /* owned, nullable: asked of a person */
+	gboolean resumed;	  /* a continuation's: @approval is answered here */
+	gboolean approve;	  /* resumed: the person's answer */
+	gchar *reason;		  /* owned, nullable: resumed: what they said */
+	gboolean parked;	  /* deferred: asked, not run; the loop ends */
 	gint64 start;
 	gboolean done;
 	gboolean is_error;
@@ -91,6 +109,7 @@ server_call_free(ServerCall *call)
 	g_free(call->name);
 	g_free(call->arguments);
 	g_free(call->content);
+	g_free(call->reason);
 	confab_approval_free(call->approval);
 	g_free(call);
 }
@@ -119,6 +138,10 @@ struct _ConfabAgentLoop {
 	guint waiting;		       /* calls waiting for a person */
 	gboolean detached;	       /* the caller left while calls waited */
 	gint64 deadline_left_ms;       /* the total timeout left, while waiting */
+	gchar *defer_response;	       /* owned, nullable: calls needing a person end the loop */
+	guint parked;		       /* deferred calls of the step */
+	GPtrArray *resumed;	       /* owned: ServerCall, answered before the first step */
+	gboolean settled;	       /* the context's calls and results are in order */
 
 	GTask *task;		   /* owned, while running */
 	GCancellable *cancellable; /* owned: the caller's, or the timeout's */
@@ -165,6 +188,8 @@ confab_agent_loop_finalize(GObject *object)
 	g_clear_object(&self->approvals);
 	g_free(self->approvals_owner);
 	g_free(self->approvals_session);
+	g_free(self->defer_response);
+	g_ptr_array_unref(self->resumed);
 	g_clear_object(&self->tool_config);
 	if (self->parent != NULL)
 		g_cancellable_disconnect(self->parent, self->parent_id);
@@ -213,6 +238,7 @@ confab_agent_loop_init(ConfabAgentLoop *self)
 	self->step_calls = g_ptr_array_new_with_free_func((GDestroyNotify)tool_call_free);
 	self->blocks = g_string_new(NULL);
 	self->server_calls = g_ptr_array_new_with_free_func((GDestroyNotify)server_call_free);
+	self->resumed = g_ptr_array_new_with_free_func((GDestroyNotify)server_call_free);
 	self->client_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->prompt_tokens = -1;
 	self->completion_tokens = -1;
@@ -393,6 +419,55 @@ confab_agent_loop_set_approvals(ConfabAgentLoop *self,
 		g_warning("the tool servers of %s: %s",
 			  confab_agent_get_id(self->agent),
 			  error->message);
+}
+
+/**
+ * confab_agent_loop_defer_approvals:
+ * @self: a #ConfabAgentLoop, not yet running, with its approvals set
+ * @response_id: the response the loop's answer is
+ *
+ * A call that needs a person's approval does not wait: it is asked as
+ * @response_id's request and the loop ends after the step's other calls
+ * (the Responses API's `mcp_approval_request`).
+ */
+void
+confab_agent_loop_defer_approvals(ConfabAgentLoop *self, const gchar *response_id)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_free(self->defer_response);
+	self->defer_response = g_strdup(response_id);
+}
+
+/**
+ * confab_agent_loop_resume_call:
+ * @self: a #ConfabAgentLoop, not yet running, with its tools and approvals set
+ * @approval: a pending approval an earlier response asked
+ * @approve: the person's answer
+ * @reason: (nullable): what they said
+ *
+ * Before its first model call, the loop decides @approval (by "api") and
+ * runs its call, or gives the model a result saying the user declined.
+ */
+void
+confab_agent_loop_resume_call(ConfabAgentLoop *self,
+			      const ConfabApproval *approval,
+			      gboolean approve,
+			      const gchar *reason)
+{
+	ServerCall *call;
+
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_return_if_fail(self->task == NULL && approval != NULL);
+	call = g_new0(ServerCall, 1);
+	call->loop = self;
+	call->id = g_strdup(approval->tool_call_id);
+	call->name = g_strdup(approval->name);
+	call->arguments = g_strdup(approval->arguments);
+	call->approval = confab_approval_copy(approval);
+	call->resumed = TRUE;
+	call->approve = approve;
+	call->reason = g_strdup(reason);
+	g_ptr_array_add(self->resumed, call);
 }
 
 static gboolean
@@ -936,6 +1011,13 @@ run_step(ConfabAgentLoop *self)
 		    confab_flow_wait(self->flow, self->cancellable, on_flow_open_step, self);
 		return;
 	}
+	if (!self->settled) {
+		confab_openai_context_settle_calls(
+		    self->context,
+		    "Not run: this call got no result (it was not approved, or its turn "
+		    "stopped first)");
+		self->settled = TRUE;
+	}
 	request = g_new0(ConfabProviderRequest, 1);
 
 	g_clear_pointer(&self->request, confab_provider_request_free);
@@ -1008,8 +1090,12 @@ after_tools(ConfabAgentLoop *self)
 	 * model */
 	for (guint i = 0; i < self->server_calls->len; i++) {
 		ServerCall *call = g_ptr_array_index(self->server_calls, i);
-		JsonObject *msg = json_object_new();
+		JsonObject *msg;
 
+		/* asked, not run: its result comes with the continuation */
+		if (call->parked)
+			continue;
+		msg = json_object_new();
 		add_result_block(self, call);
 		json_object_set_string_member(msg, "role", "tool");
 		json_object_set_string_member(msg, "tool_call_id", call->id);
@@ -1024,6 +1110,11 @@ after_tools(ConfabAgentLoop *self)
 	}
 	if (self->client_calls != NULL) {
 		end_with_client_calls(self);
+		return;
+	}
+	/* a person decides before the model is called again */
+	if (self->parked > 0) {
+		finish(self, NULL);
 		return;
 	}
 	self->final_step = self->steps >= confab_agent_get_max_steps(self->agent);
@@ -1181,6 +1272,14 @@ add_approval_block(ConfabAgentLoop *self, const ConfabApproval *approval)
 	g_string_append(self->blocks, ",\"reason\":");
 	confab_json_append_string(self->blocks, approval->reason);
 	block_string(self, "by", approval->decided_by != NULL ? approval->decided_by : "timeout");
+	/* answering an earlier response's request: the call is not in this
+	 * answer's transcript, so the block says which it was */
+	if (approval->response_id != NULL) {
+		block_string(self, "tool_call_id", approval->tool_call_id);
+		block_string(self, "server", approval->server);
+		block_string(self, "name", approval->name);
+		block_string(self, "arguments", approval->arguments);
+	}
 	g_string_append_c(self->blocks, '}');
 }
 
@@ -1301,12 +1400,130 @@ ask_approval(ConfabAgentLoop *self, ServerCall *call)
 	confab_approvals_create_async(self->approvals, request, approval_created_cb, call);
 }
 
+/* A deferred call is asked; it is done without a result, and the loop
+ * ends once the step's other calls are. */
+static void
+parked_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	g_autoptr(ConfabAgentLoop) self = call->loop; /* the request's reference */
+	g_autoptr(GError) error = NULL;
+
+	call->approval = confab_approvals_create_finish(CONFAB_APPROVALS(source), result, &error);
+	if (call->approval == NULL) {
+		g_autofree gchar *reason =
+		    g_strdup_printf("Not run: its approval could not be asked: %s", error->message);
+		call_done(self, call, "failed", TRUE, reason);
+		return;
+	}
+	add_approval_request_block(self, call->approval);
+	emit_approval_events(self, call->approval, FALSE);
+	call->parked = TRUE;
+	call->done = TRUE;
+	self->parked++;
+	self->running--;
+	start_tools(self);
+}
+
+static void
+park_call(ConfabAgentLoop *self, ServerCall *call)
+{
+	g_autoptr(ConfabApproval) request = confab_approval_new();
+
+	request->owner = g_strdup(self->approvals_owner);
+	request->agent_id = g_strdup(confab_agent_get_id(self->agent));
+	request->session_id = g_strdup(self->approvals_session);
+	request->server = g_strdup(call->server);
+	request->tool = g_strdup(call->tool);
+	request->name = g_strdup(call->name);
+	request->arguments = g_strdup(call->arguments);
+	request->tool_call_id = g_strdup(call->id);
+	request->response_id = g_strdup(self->defer_response);
+	g_object_ref(self); /* until parked_cb */
+	confab_approvals_create_async(self->approvals, request, parked_cb, call);
+}
+
+/* A continuation's answer is decided; the call runs, or is declined. */
+static void
+answered_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	g_autoptr(ConfabAgentLoop) self = call->loop; /* the answer's reference */
+	g_autoptr(ConfabApproval) decided = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *declined = NULL;
+
+	decided = confab_approvals_decide_finish(CONFAB_APPROVALS(source), result, &error);
+	if (decided == NULL) {
+		/* answered meanwhile by another continuation: that one runs it */
+		g_autofree gchar *reason = g_strdup_printf("Not run: %s", error->message);
+		call_done(self, call, "failed", TRUE, reason);
+		return;
+	}
+	confab_approval_free(call->approval);
+	call->approval = g_steal_pointer(&decided);
+	call->server = call->approval->server;
+	call->tool = call->approval->tool;
+	add_approval_block(self, call->approval);
+	emit_approval_events(self, call->approval, TRUE);
+	if (call->approval->state == CONFAB_APPROVAL_STATE_APPROVED &&
+	    !g_cancellable_is_cancelled(self->cancellable)) {
+		call->start = g_get_monotonic_time();
+		emit_call_event(self, call);
+		/* the agent's tools changed since it was asked */
+		if (self->toolbox == NULL || find_server_tool(self, call->name) == NULL) {
+			g_autofree gchar *reason =
+			    g_strdup_printf("No tool is called '%s' any more", call->name);
+			call_done(self, call, "unknown", TRUE, reason);
+			return;
+		}
+		run_call(self, call);
+		return;
+	}
+	if (call->approval->state == CONFAB_APPROVAL_STATE_APPROVED) {
+		call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
+		return;
+	}
+	declined = declined_text(call->approval);
+	call_done(self, call, "declined", TRUE, declined);
+}
+
+static void
+answer_call(ConfabAgentLoop *self, ServerCall *call)
+{
+	ConfabApproval *approval = call->approval;
+
+	g_object_ref(self); /* until answered_cb */
+	confab_approvals_answer_async(self->approvals,
+				      approval->id,
+				      approval->owner,
+				      approval->response_id,
+				      call->approve,
+				      call->reason,
+				      answered_cb,
+				      call);
+}
+
 static void
 start_call(ConfabAgentLoop *self, ServerCall *call)
 {
 	call->start = g_get_monotonic_time();
-	emit_call_event(self, call);
 	self->running++;
+	if (call->resumed) {
+		if (self->approvals == NULL || g_cancellable_is_cancelled(self->cancellable)) {
+			call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
+			return;
+		}
+		answer_call(self, call);
+		return;
+	}
+	/* a call asked of a person in a later response does not start here */
+	if (self->defer_response != NULL && !g_cancellable_is_cancelled(self->cancellable) &&
+	    call_needs_approval(self, call)) {
+		park_call(self, call);
+		return;
+	}
+	emit_call_event(self, call);
 	if (call->server == NULL) {
 		g_autofree gchar *reason = g_strdup_printf("No tool is called '%s'", call->name);
 		call_done(self, call, "unknown", TRUE, reason);
@@ -1439,6 +1656,14 @@ confab_agent_loop_run_async(ConfabAgentLoop *self,
 	if (has_server_tools(self) && self->total_timeout > 0)
 		self->deadline =
 		    confab_source_add_timeout_seconds(self->total_timeout, on_deadline, self);
+	/* an earlier response's calls, answered now, before the model */
+	if (self->resumed->len > 0) {
+		while (self->resumed->len > 0)
+			g_ptr_array_add(self->server_calls,
+					g_ptr_array_steal_index(self->resumed, 0));
+		start_tools(self);
+		return;
+	}
 	run_step(self);
 }
 

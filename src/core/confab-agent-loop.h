@@ -66,6 +66,13 @@ confab_agent_loop_set_approvals(ConfabAgentLoop *self,
 				const gchar *owner,
 				const gchar *session_id);
 void
+confab_agent_loop_defer_approvals(ConfabAgentLoop *self, const gchar *response_id);
+void
+confab_agent_loop_resume_call(ConfabAgentLoop *self,
+			      const ConfabApproval *approval,
+			      gboolean approve,
+			      const gchar *reason);
+void
 confab_agent_loop_set_sink(ConfabAgentLoop *self,
 			   const ConfabAgentLoopSink *sink,
 			   gpointer user_data);

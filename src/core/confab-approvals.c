@@ -24,9 +24,10 @@
  *   reads its row every CONFAB_APPROVALS_POLL_MS (a decision made on
  *   another instance arrives so), is woken at once by a decision made in
  *   this process, and decides "timed out" itself when the timeout passes.
- * - end the turn and continue later (the Responses API): create only; the
- *   continuation decides (confab_approvals_decide_async()) and runs the
- *   call or not.
+ * - end the turn and continue later (the Responses API): create only, with
+ *   the response that asks (@response_id); its continuation decides
+ *   (confab_approvals_answer_async()) and runs the call or not. Nothing
+ *   else decides such a request, and it does not time out: nobody waits.
  *
  * Waiters live on the context of the thread that waits (a serving thread,
  * or the main context); a decision made on another thread wakes them with
@@ -470,8 +471,9 @@ wake_waiter(ConfabApprovals *self, const ConfabApproval *decided, const gchar *e
 
 typedef struct {
 	gchar *id;
-	gchar *owner;	 /* nullable: an administrator */
-	gchar *agent_id; /* nullable: a token bound to an agent */
+	gchar *owner;	    /* nullable: an administrator */
+	gchar *agent_id;    /* nullable: a token bound to an agent */
+	gchar *response_id; /* nullable: the response a continuation continues */
 	gboolean approve;
 	gchar *reason;
 	gchar *by;
@@ -483,6 +485,7 @@ decision_free(Decision *d)
 	g_free(d->id);
 	g_free(d->owner);
 	g_free(d->agent_id);
+	g_free(d->response_id);
 	g_free(d->reason);
 	g_free(d->by);
 	g_free(d);
@@ -507,7 +510,15 @@ decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_error(task, error);
 		return;
 	}
-	wake_waiter(self, decided, NULL);
+	/* a waiting turn counts its decision when it hears it; nobody waits
+	 * for a response's request */
+	if (decided->response_id != NULL)
+		confab_metrics_add(self->metrics,
+				   CONFAB_METRIC_TOOL_APPROVALS,
+				   1,
+				   decision_label(decided->state));
+	else
+		wake_waiter(self, decided, NULL);
 	g_task_return_pointer(task,
 			      g_steal_pointer(&decided),
 			      (GDestroyNotify)confab_approval_free);
@@ -560,6 +571,23 @@ decide_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_error(task, not_found(d->id));
 		return;
 	}
+	/* a response's request is answered by continuing that response; a
+	 * continuation answers only its own response's requests */
+	if (d->response_id != NULL && g_strcmp0(d->response_id, now->response_id) != 0) {
+		g_task_return_error(task, not_found(d->id));
+		return;
+	}
+	if (d->response_id == NULL && now->response_id != NULL) {
+		g_task_return_new_error(task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE,
+					"The approval '%s' was asked by the response '%s': it is "
+					"answered by an mcp_approval_response item in a response "
+					"that continues it (previous_response_id)",
+					d->id,
+					now->response_id);
+		return;
+	}
 	if (now->state != CONFAB_APPROVAL_STATE_PENDING) {
 		g_task_return_new_error(task,
 					CONFAB_ERROR,
@@ -573,9 +601,12 @@ decide_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	decision = confab_approval_new();
 	decision->id = g_strdup(d->id);
-	if (g_get_real_time() / G_USEC_PER_SEC >
-	    now->created_at + (gint64)CONFAB_APPROVALS(g_task_get_source_object(task))->timeout +
-		STALE_AFTER_S) {
+	/* nobody waits for a response's request: it has no timeout */
+	if (now->response_id == NULL &&
+	    g_get_real_time() / G_USEC_PER_SEC >
+		now->created_at +
+		    (gint64)CONFAB_APPROVALS(g_task_get_source_object(task))->timeout +
+		    STALE_AFTER_S) {
 		decision->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
 		decision->decided_by = g_strdup("timeout");
 		decision->reason = g_strdup("Nobody waited for it any more");
@@ -599,6 +630,24 @@ decide_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 					   g_steal_pointer(&task));
 }
 
+static void
+decide_start(ConfabApprovals *self, Decision *d, GAsyncReadyCallback callback, gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
+
+	g_task_set_source_tag(task, confab_approvals_decide_async);
+	g_task_set_task_data(task, d, (GDestroyNotify)decision_free);
+	if (!confab_id_is_valid(d->id, CONFAB_PREFIX_APPROVAL)) {
+		g_task_return_error(task, not_found(d->id));
+		return;
+	}
+	confab_store_get_approval_async(self->store,
+					d->id,
+					NULL,
+					decide_read_cb,
+					g_steal_pointer(&task));
+}
+
 /**
  * confab_approvals_decide_async:
  * @self: a #ConfabApprovals
@@ -614,8 +663,10 @@ decide_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
  *
  * Decides a pending approval; the turn that waits for it (on this
  * instance or another) goes on. Refused with CONFAB_ERROR_APPROVAL_NOT_FOUND
- * for an id that does not exist or is another owner's, and
- * CONFAB_ERROR_APPROVAL_DECIDED for one decided (or timed out) already.
+ * for an id that does not exist or is another owner's,
+ * CONFAB_ERROR_APPROVAL_DECIDED for one decided (or timed out) already, and
+ * CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE for one a response asked
+ * (confab_approvals_answer_async() decides those).
  */
 void
 confab_approvals_decide_async(ConfabApprovals *self,
@@ -628,27 +679,56 @@ confab_approvals_decide_async(ConfabApprovals *self,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
 	Decision *d = g_new0(Decision, 1);
 
 	g_return_if_fail(CONFAB_IS_APPROVALS(self));
-	g_task_set_source_tag(task, confab_approvals_decide_async);
-	d->id = g_strdup(approval_id);
+	d->id = g_strdup(approval_id != NULL ? approval_id : "");
 	d->owner = g_strdup(owner);
 	d->agent_id = g_strdup(agent_id);
 	d->approve = approve;
 	d->reason = g_strdup(reason);
 	d->by = g_strdup(by);
-	g_task_set_task_data(task, d, (GDestroyNotify)decision_free);
-	if (!confab_id_is_valid(approval_id, CONFAB_PREFIX_APPROVAL)) {
-		g_task_return_error(task, not_found(approval_id != NULL ? approval_id : ""));
-		return;
-	}
-	confab_store_get_approval_async(self->store,
-					approval_id,
-					NULL,
-					decide_read_cb,
-					g_steal_pointer(&task));
+	decide_start(self, d, callback, user_data);
+}
+
+/**
+ * confab_approvals_answer_async:
+ * @self: a #ConfabApprovals
+ * @approval_id: an approval a response asked (`mcpr_…`)
+ * @owner: the caller's owner name
+ * @response_id: the response the caller continues: the one that asked
+ * @approve: whether the call may run
+ * @reason: (nullable): what the person says
+ * @callback: called once the decision is stored, or refused
+ * @user_data: data for @callback
+ *
+ * Decides an approval that the Responses API's @response_id ended with, as
+ * its continuation's `mcp_approval_response` item says (by "api"). Refused
+ * as confab_approvals_decide_async() refuses, and with
+ * CONFAB_ERROR_APPROVAL_NOT_FOUND for an approval @response_id did not ask.
+ * Finished with confab_approvals_decide_finish().
+ */
+void
+confab_approvals_answer_async(ConfabApprovals *self,
+			      const gchar *approval_id,
+			      const gchar *owner,
+			      const gchar *response_id,
+			      gboolean approve,
+			      const gchar *reason,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	Decision *d = g_new0(Decision, 1);
+
+	g_return_if_fail(CONFAB_IS_APPROVALS(self));
+	g_return_if_fail(owner != NULL && response_id != NULL);
+	d->id = g_strdup(approval_id != NULL ? approval_id : "");
+	d->owner = g_strdup(owner);
+	d->response_id = g_strdup(response_id);
+	d->approve = approve;
+	d->reason = g_strdup(reason);
+	d->by = g_strdup("api");
+	decide_start(self, d, callback, user_data);
 }
 
 /**

@@ -55,6 +55,15 @@ confab_approvals_decide_async(ConfabApprovals *self,
 			      const gchar *by,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data);
+void
+confab_approvals_answer_async(ConfabApprovals *self,
+			      const gchar *approval_id,
+			      const gchar *owner,
+			      const gchar *response_id,
+			      gboolean approve,
+			      const gchar *reason,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
 ConfabApproval *
 confab_approvals_decide_finish(ConfabApprovals *self, GAsyncResult *result, GError **error);
 

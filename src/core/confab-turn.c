@@ -79,7 +79,22 @@ struct _ConfabTurn {
 	gchar *response_id;  /* owned, nullable: stored with the turn's messages */
 	GPtrArray *fork;     /* owned, nullable: ConfabMessage, a new session's history */
 	gchar *fork_title;   /* owned, nullable */
+	GPtrArray *answers;  /* owned: Answer, approvals an earlier response asked */
 };
+
+typedef struct {
+	ConfabApproval *approval; /* owned */
+	gboolean approve;
+	gchar *reason; /* owned, nullable */
+} Answer;
+
+static void
+answer_free(Answer *answer)
+{
+	confab_approval_free(answer->approval);
+	g_free(answer->reason);
+	g_free(answer);
+}
 
 G_DEFINE_FINAL_TYPE(ConfabTurn, confab_turn, G_TYPE_OBJECT)
 
@@ -138,6 +153,7 @@ confab_turn_finalize(GObject *object)
 	g_free(self->response_id);
 	g_clear_pointer(&self->fork, g_ptr_array_unref);
 	g_free(self->fork_title);
+	g_ptr_array_unref(self->answers);
 	G_OBJECT_CLASS(confab_turn_parent_class)->finalize(object);
 }
 
@@ -154,6 +170,7 @@ confab_turn_init(ConfabTurn *self)
 {
 	self->cancellable = g_cancellable_new();
 	self->new_messages = g_ptr_array_new_with_free_func(g_object_unref);
+	self->answers = g_ptr_array_new_with_free_func((GDestroyNotify)answer_free);
 	self->status = CONFAB_MESSAGE_STATUS_COMPLETED;
 }
 
@@ -498,7 +515,9 @@ select_new_messages(ConfabTurn *self, GError **error)
 				break;
 			}
 		}
-		if (first == messages->len) {
+		/* answering an earlier response's approval requests is new
+		 * enough */
+		if (first == messages->len && self->answers->len == 0) {
 			confab_error_set(error,
 					 CONFAB_ERROR_INVALID_MESSAGES,
 					 "messages",
@@ -1045,6 +1064,17 @@ confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer u
 					confab_engine_get_approvals(self->engine),
 					self->principal->owner,
 					confab_session_get_id(self->session));
+	/* a response does not wait: its calls that need a person end it, and
+	 * its continuation answers them */
+	if (self->response_id != NULL)
+		confab_agent_loop_defer_approvals(self->loop, self->response_id);
+	for (guint i = 0; i < self->answers->len; i++) {
+		Answer *answer = g_ptr_array_index(self->answers, i);
+		confab_agent_loop_resume_call(self->loop,
+					      answer->approval,
+					      answer->approve,
+					      answer->reason);
+	}
 	if (self->server_tools != NULL)
 		confab_agent_loop_set_tools(self->loop,
 					    confab_engine_get_toolbox(self->engine),
@@ -1265,6 +1295,34 @@ confab_turn_set_fork(ConfabTurn *self, GPtrArray *history, const gchar *title)
 	self->fork = g_ptr_array_ref(history);
 	g_free(self->fork_title);
 	self->fork_title = g_strdup(title);
+}
+
+/**
+ * confab_turn_add_approval_answer:
+ * @self: a #ConfabTurn of a response, not yet started
+ * @approval: a pending approval that the response it continues asked
+ * @approve: the person's answer
+ * @reason: (nullable): what they said
+ *
+ * The turn decides @approval as it begins to run, then runs the call or
+ * tells the model the user declined, before the model is called. A turn
+ * with answers needs no new message.
+ */
+void
+confab_turn_add_approval_answer(ConfabTurn *self,
+				const ConfabApproval *approval,
+				gboolean approve,
+				const gchar *reason)
+{
+	Answer *answer;
+
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_return_if_fail(approval != NULL && approval->response_id != NULL);
+	answer = g_new0(Answer, 1);
+	answer->approval = confab_approval_copy(approval);
+	answer->approve = approve;
+	answer->reason = g_strdup(reason);
+	g_ptr_array_add(self->answers, answer);
 }
 
 /**

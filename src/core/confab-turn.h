@@ -101,4 +101,10 @@ confab_turn_set_response_id(ConfabTurn *self, const gchar *response_id);
 void
 confab_turn_set_fork(ConfabTurn *self, GPtrArray *history, const gchar *title);
 
+void
+confab_turn_add_approval_answer(ConfabTurn *self,
+				const ConfabApproval *approval,
+				gboolean approve,
+				const gchar *reason);
+
 G_END_DECLS

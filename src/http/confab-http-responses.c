@@ -78,8 +78,9 @@ typedef struct {
 	gboolean session_is_new;	 /* the turn starts a conversation (or a fork) */
 	GError *run_error; /* owned: how the turn ended, while store: false cleans up */
 	gboolean run_ok;
-	gboolean gone; /* the client left before the turn began */
-	gboolean cut;  /* the server is cutting the stream: its client took nothing */
+	GPtrArray *answers; /* owned: ConfabApproval, pending, that the input answers (in order) */
+	gboolean gone;	    /* the client left before the turn began */
+	gboolean cut;	    /* the server is cutting the stream: its client took nothing */
 } RespCtx;
 
 static void
@@ -104,6 +105,7 @@ resp_ctx_free(RespCtx *ctx)
 	g_ptr_array_unref(ctx->mcp_open);
 	g_clear_pointer(&ctx->principal, confab_principal_free);
 	g_clear_error(&ctx->run_error);
+	g_ptr_array_unref(ctx->answers);
 	g_free(ctx);
 }
 
@@ -491,6 +493,54 @@ mcp_result(RespCtx *ctx, JsonObject *event)
 	g_ptr_array_add(ctx->mcp_pending, item);
 }
 
+/* ---------- approvals: mcp_approval_request ---------- */
+
+/* The model sees SERVER__tool; an item names the tool's own name. */
+static const gchar *
+own_tool_name(const gchar *name, const gchar *server)
+{
+	if (name != NULL && server != NULL && g_str_has_prefix(name, server) &&
+	    g_str_has_prefix(name + strlen(server), "__"))
+		return name + strlen(server) + 2;
+	return name != NULL ? name : "";
+}
+
+static gchar *
+approval_request_item(const gchar *id,
+		      const gchar *server,
+		      const gchar *name,
+		      const gchar *arguments)
+{
+	GString *out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id);
+	g_string_append(out, ",\"type\":\"mcp_approval_request\",\"server_label\":");
+	confab_json_append_string(out, server != NULL ? server : "");
+	g_string_append(out, ",\"name\":");
+	confab_json_append_string(out, own_tool_name(name, server));
+	g_string_append(out, ",\"arguments\":");
+	confab_json_append_string(out, arguments != NULL ? arguments : "");
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+/* A call waits for a person: the response ends with its request, which
+ * the continuation answers (an mcp_approval_response item). */
+static void
+approval_asked(RespCtx *ctx, JsonObject *event)
+{
+	gchar *item = approval_request_item(confab_json_get_string(event, "id"),
+					    confab_json_get_string(event, "server"),
+					    confab_json_get_string(event, "name"),
+					    confab_json_get_string(event, "arguments"));
+	gint index;
+
+	close_reasoning(ctx);
+	close_text(ctx);
+	index = reserve_item(ctx);
+	item_added(ctx, index, item);
+	item_done(ctx, index, item);
+}
+
 /* ---------- the sink ---------- */
 
 static void
@@ -523,6 +573,8 @@ on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data
 		mcp_called(ctx, event);
 	else if (g_strcmp0(type, "result") == 0)
 		mcp_result(ctx, event);
+	else if (g_strcmp0(type, "approval_request") == 0)
+		approval_asked(ctx, event);
 	/* progress has no Responses event */
 }
 
@@ -989,6 +1041,14 @@ start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 				    g_steal_pointer(&ctx->request->chat));
 	if (fork != NULL)
 		confab_turn_set_fork(ctx->turn, fork, fork_title);
+	for (guint i = 0; i < ctx->answers->len; i++) {
+		ConfabApprovalResponse *response =
+		    g_ptr_array_index(ctx->request->approval_responses, i);
+		confab_turn_add_approval_answer(ctx->turn,
+						g_ptr_array_index(ctx->answers, i),
+						response->approve,
+						response->reason);
+	}
 	confab_turn_set_instructions(ctx->turn, ctx->request->instructions);
 	confab_turn_set_response_id(ctx->turn, ctx->response_id);
 	confab_turn_start_async(ctx->turn, start_cb, ctx);
@@ -1054,6 +1114,153 @@ check_call_outputs(RespCtx *ctx, ConfabMessage *answer, GError **error)
 		}
 	}
 	return TRUE;
+}
+
+/* ---------- answering approval requests: mcp_approval_response ---------- */
+
+/* Whether @answer ended with the approval request @id. */
+static gboolean
+message_asked(ConfabMessage *answer, const gchar *id)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	if (answer == NULL || confab_message_get_content_blocks(answer) == NULL)
+		return FALSE;
+	node = confab_json_from_string(confab_message_get_content_blocks(answer));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return FALSE;
+	blocks = json_node_get_array(node);
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		if (block != NULL &&
+		    g_strcmp0(confab_json_get_string(block, "type"), "approval_request") == 0 &&
+		    g_strcmp0(confab_json_get_string(block, "id"), id) == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static GError *
+unknown_request(const gchar *id)
+{
+	GError *error = NULL;
+	confab_error_set_printf(&error,
+				CONFAB_ERROR_INVALID_VALUE,
+				"input",
+				"Unknown approval request '%s': an mcp_approval_response answers "
+				"a request of the response it continues",
+				id);
+	return error;
+}
+
+typedef struct {
+	RespCtx *ctx;	    /* owned until handed on */
+	GPtrArray *fork;    /* owned, nullable */
+	gchar *fork_title;  /* owned, nullable */
+	gchar *response_id; /* owned: the response whose requests are answered */
+} Answering;
+
+static void
+answering_free(Answering *a)
+{
+	if (a->ctx != NULL)
+		resp_ctx_free(a->ctx);
+	g_clear_pointer(&a->fork, g_ptr_array_unref);
+	g_free(a->fork_title);
+	g_free(a->response_id);
+	g_free(a);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Answering, answering_free)
+
+static void
+read_next_answer(Answering *a);
+
+static void
+answer_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Answering) a = user_data;
+	RespCtx *ctx = a->ctx;
+	ConfabApprovalResponse *response =
+	    g_ptr_array_index(ctx->request->approval_responses, ctx->answers->len);
+	g_autoptr(ConfabApproval) approval = NULL;
+	g_autoptr(GError) error = NULL;
+
+	approval = confab_store_get_approval_finish(CONFAB_STORE(source), result, &error);
+	if (approval == NULL &&
+	    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND)) {
+		refuse(g_steal_pointer(&a->ctx), g_steal_pointer(&error));
+		return;
+	}
+	/* not the caller's, or not that response's: unknown to this caller */
+	if (approval == NULL || g_strcmp0(approval->owner, ctx->principal->owner) != 0 ||
+	    g_strcmp0(approval->response_id, a->response_id) != 0) {
+		refuse(g_steal_pointer(&a->ctx), unknown_request(response->approval_request_id));
+		return;
+	}
+	if (approval->state != CONFAB_APPROVAL_STATE_PENDING) {
+		refuse(g_steal_pointer(&a->ctx),
+		       g_error_new(CONFAB_ERROR,
+				   CONFAB_ERROR_APPROVAL_DECIDED,
+				   "The approval request '%s' is no longer pending: it was %s",
+				   approval->id,
+				   approval->state == CONFAB_APPROVAL_STATE_APPROVED ? "approved"
+				   : approval->state == CONFAB_APPROVAL_STATE_DENIED
+				       ? "denied"
+				       : "timed out"));
+		return;
+	}
+	g_ptr_array_add(ctx->answers, g_steal_pointer(&approval));
+	read_next_answer(g_steal_pointer(&a));
+}
+
+/* Each answered request is read from the store, one after another; once
+ * all are the caller's and pending, the turn starts (and decides them). */
+static void
+read_next_answer(Answering *a)
+{
+	RespCtx *ctx = a->ctx;
+	ConfabApprovalResponse *response;
+
+	if (ctx->answers->len == ctx->request->approval_responses->len) {
+		start_turn(g_steal_pointer(&a->ctx), a->fork, a->fork_title);
+		answering_free(a);
+		return;
+	}
+	response = g_ptr_array_index(ctx->request->approval_responses, ctx->answers->len);
+	confab_store_get_approval_async(confab_engine_get_store(ctx->engine),
+					response->approval_request_id,
+					NULL,
+					answer_read_cb,
+					a);
+}
+
+/* The input's mcp_approval_response items answer requests of @answer (the
+ * answer of the response continued, nullable): checked, then the turn. */
+static void
+check_answers(RespCtx *ctx, ConfabMessage *answer, GPtrArray *fork, const gchar *fork_title)
+{
+	GPtrArray *responses = ctx->request->approval_responses;
+	Answering *a;
+
+	for (guint i = 0; i < responses->len; i++) {
+		ConfabApprovalResponse *response = g_ptr_array_index(responses, i);
+		if (answer == NULL || confab_message_get_response_id(answer) == NULL ||
+		    !message_asked(answer, response->approval_request_id)) {
+			refuse(ctx, unknown_request(response->approval_request_id));
+			return;
+		}
+	}
+	if (responses->len == 0) {
+		start_turn(ctx, fork, fork_title);
+		return;
+	}
+	a = g_new0(Answering, 1);
+	a->ctx = ctx;
+	a->fork = fork != NULL ? g_ptr_array_ref(fork) : NULL;
+	a->fork_title = g_strdup(fork_title);
+	a->response_id = g_strdup(confab_message_get_response_id(answer));
+	read_next_answer(a);
 }
 
 /* The last answer of @messages, or NULL. */
@@ -1142,13 +1349,16 @@ previous_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	if (latest) {
 		/* the conversation goes on */
 		ctx->request->chat->session_id = g_strdup(confab_session_get_id(c->session));
-		start_turn(g_steal_pointer(&c->ctx), NULL, NULL);
+		check_answers(g_steal_pointer(&c->ctx), c->answer, NULL, NULL);
 		return;
 	}
 	/* a fork: a new conversation holding the history up to that response;
 	 * the old one stays as it was */
 	ctx->request->chat->session_id = NULL;
-	start_turn(g_steal_pointer(&c->ctx), until_then, confab_session_get_title(c->session));
+	check_answers(g_steal_pointer(&c->ctx),
+		      c->answer,
+		      until_then,
+		      confab_session_get_title(c->session));
 }
 
 static void
@@ -1223,7 +1433,7 @@ conversation_history_cb(GObject *source, GAsyncResult *result, gpointer user_dat
 		refuse(ctx, error);
 		return;
 	}
-	start_turn(ctx, NULL, NULL);
+	check_answers(ctx, last_answer(history), NULL, NULL);
 }
 
 static void
@@ -1270,7 +1480,8 @@ route(RespCtx *ctx)
 	/* conversation (or metadata.session_id): the turn checks the session;
 	 * function call outputs must answer its last answer's calls */
 	conversation = ctx->request->chat->session_id;
-	if (conversation != NULL && ctx->request->call_ids->len > 0 &&
+	if (conversation != NULL &&
+	    (ctx->request->call_ids->len > 0 || ctx->request->approval_responses->len > 0) &&
 	    confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
 		confab_store_get_session_async(store, conversation, NULL, conversation_cb, ctx);
 		return;
@@ -1279,7 +1490,8 @@ route(RespCtx *ctx)
 		refuse(ctx, error);
 		return;
 	}
-	start_turn(ctx, NULL, NULL);
+	/* nothing continued: no request to answer */
+	check_answers(ctx, NULL, NULL, NULL);
 }
 
 static void
@@ -1330,6 +1542,7 @@ confab_http_responses_create(ConfabEngine *engine,
 	ctx->reasoning_index = -1;
 	ctx->mcp_open = g_ptr_array_new_with_free_func((GDestroyNotify)mcp_item_free);
 	ctx->mcp_pending = g_ptr_array_new();
+	ctx->answers = g_ptr_array_new_with_free_func((GDestroyNotify)confab_approval_free);
 	ctx->response_id = confab_id_generator_next(confab_engine_get_id_generator(engine),
 						    CONFAB_PREFIX_RESPONSE);
 	ctx->principal = g_steal_pointer(&owned_principal);
@@ -1374,6 +1587,37 @@ stored_error(Stored *st, GError *error)
 	g_error_free(error);
 }
 
+/* The mcp_call item of @call (a tool_call block, or its like) at @at,
+ * with the result a later block of @blocks gives it. */
+static gchar *
+stored_mcp_item(JsonArray *blocks, guint at, JsonObject *call, const gchar *iid)
+{
+	McpItem mcp = {0};
+	const gchar *server = confab_json_get_string(call, "server");
+	const gchar *output = NULL;
+
+	mcp.call_id = (gchar *)confab_json_get_string(call, "id");
+	mcp.item_id = (gchar *)iid;
+	mcp.server = (gchar *)server;
+	mcp.name = (gchar *)own_tool_name(confab_json_get_string(call, "name"), server);
+	mcp.arguments = (gchar *)confab_json_get_string(call, "arguments");
+	for (guint j = at + 1; j < json_array_get_length(blocks); j++) {
+		JsonObject *r = json_array_get_object_element(blocks, j);
+		JsonNode *is_error;
+		if (r == NULL || g_strcmp0(confab_json_get_string(r, "type"), "tool_result") != 0 ||
+		    g_strcmp0(confab_json_get_string(r, "tool_call_id"), mcp.call_id) != 0)
+			continue;
+		output = confab_json_get_string(r, "content");
+		is_error = json_object_get_member(r, "is_error");
+		mcp.is_error = is_error != NULL && JSON_NODE_HOLDS_VALUE(is_error) &&
+			       json_node_get_boolean(is_error);
+		break;
+	}
+	return mcp_item_json(&mcp,
+			     output == NULL || mcp.is_error ? "failed" : "completed",
+			     output != NULL ? output : "The call did not finish");
+}
+
 /* The output items of a stored answer, from its content blocks. */
 static void
 append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
@@ -1409,42 +1653,36 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 						  confab_json_get_string(block, "arguments"),
 						  "completed");
 		} else if (g_strcmp0(type, "tool_call") == 0) {
-			McpItem mcp = {0};
-			const gchar *name = confab_json_get_string(block, "name");
-			const gchar *server = confab_json_get_string(block, "server");
-			const gchar *output = NULL;
-			g_autofree gchar *own = NULL;
-
-			mcp.call_id = (gchar *)confab_json_get_string(block, "id");
-			mcp.item_id = item_id("mcp_", id, n_mcp++);
-			mcp.server = (gchar *)server;
-			own = name != NULL && g_str_has_prefix(name, server) &&
-				      g_str_has_prefix(name + strlen(server), "__")
-				  ? g_strdup(name + strlen(server) + 2)
-				  : g_strdup(name);
-			mcp.name = own;
-			mcp.arguments = (gchar *)confab_json_get_string(block, "arguments");
-			for (guint j = i + 1; j < json_array_get_length(blocks); j++) {
-				JsonObject *r = json_array_get_object_element(blocks, j);
-				JsonNode *is_error;
-				if (r == NULL ||
-				    g_strcmp0(confab_json_get_string(r, "type"), "tool_result") !=
-					0 ||
-				    g_strcmp0(confab_json_get_string(r, "tool_call_id"),
-					      mcp.call_id) != 0)
-					continue;
-				output = confab_json_get_string(r, "content");
-				is_error = json_object_get_member(r, "is_error");
-				mcp.is_error = is_error != NULL &&
-					       JSON_NODE_HOLDS_VALUE(is_error) &&
-					       json_node_get_boolean(is_error);
-				break;
-			}
-			item =
-			    mcp_item_json(&mcp,
-					  output == NULL || mcp.is_error ? "failed" : "completed",
-					  output != NULL ? output : "The call did not finish");
-			g_free(mcp.item_id);
+			g_autofree gchar *iid = item_id("mcp_", id, n_mcp++);
+			item = stored_mcp_item(blocks, i, block, iid);
+		} else if (g_strcmp0(type, "approval_request") == 0) {
+			item = approval_request_item(confab_json_get_string(block, "id"),
+						     confab_json_get_string(block, "server"),
+						     confab_json_get_string(block, "name"),
+						     confab_json_get_string(block, "arguments"));
+		} else if (g_strcmp0(type, "approval") == 0 &&
+			   confab_json_get_string(block, "tool_call_id") != NULL &&
+			   json_object_get_boolean_member_with_default(block, "approve", FALSE)) {
+			/* an earlier response's request, approved: its call ran
+			 * in this response */
+			g_autoptr(JsonObject) call = json_object_new();
+			g_autofree gchar *iid = item_id("mcp_", id, n_mcp++);
+			json_object_set_string_member(
+			    call,
+			    "id",
+			    confab_json_get_string(block, "tool_call_id"));
+			json_object_set_string_member(call,
+						      "server",
+						      confab_json_get_string(block, "server")
+							  ?: "");
+			json_object_set_string_member(call,
+						      "name",
+						      confab_json_get_string(block, "name") ?: "");
+			json_object_set_string_member(call,
+						      "arguments",
+						      confab_json_get_string(block, "arguments")
+							  ?: "");
+			item = stored_mcp_item(blocks, i, call, iid);
 		}
 		if (item == NULL)
 			continue;

@@ -86,6 +86,7 @@ confab_approval_copy(const ConfabApproval *approval)
 	copy->tool_call_id = g_strdup(approval->tool_call_id);
 	copy->decided_by = g_strdup(approval->decided_by);
 	copy->reason = g_strdup(approval->reason);
+	copy->response_id = g_strdup(approval->response_id);
 	return copy;
 }
 
@@ -105,5 +106,6 @@ confab_approval_free(ConfabApproval *approval)
 	g_free(approval->tool_call_id);
 	g_free(approval->decided_by);
 	g_free(approval->reason);
+	g_free(approval->response_id);
 	g_free(approval);
 }

@@ -47,6 +47,10 @@ confab_approval_state_from_string(const gchar *text, ConfabApprovalState *state)
  * @reason: (nullable): what the person said, or why it timed out
  * @created_at: Unix seconds
  * @decided_at: Unix seconds, 0 while pending
+ * @response_id: (nullable): the Responses API response that ended with
+ *   this request: only a continuation of it decides it (an
+ *   `mcp_approval_response` item), and no timeout does; %NULL for a call
+ *   its turn waits for
  *
  * One tool call waiting for (or given) a person's decision. A plain record
  * the store keeps, so that any instance on a shared database can decide it.
@@ -66,6 +70,7 @@ typedef struct {
 	gchar *reason;
 	gint64 created_at;
 	gint64 decided_at;
+	gchar *response_id;
 } ConfabApproval;
 
 #define CONFAB_TYPE_APPROVAL (confab_approval_get_type())

@@ -962,7 +962,7 @@ confab_chat_request_parse(const gchar *data,
 		return NULL;
 	}
 	arr = json_node_get_array(messages);
-	if (json_array_get_length(arr) == 0) {
+	if (json_array_get_length(arr) == 0 && !limits->no_messages_ok) {
 		confab_error_set(error,
 				 CONFAB_ERROR_INVALID_MESSAGES,
 				 "messages",

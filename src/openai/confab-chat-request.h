@@ -21,6 +21,7 @@ typedef struct {
 	guint max_depth;
 	guint max_files;
 	gsize max_file_bytes;
+	gboolean no_messages_ok; /* a Responses continuation that only answers approvals */
 } ConfabChatLimits;
 
 #define CONFAB_CHAT_LIMITS_DEFAULT                                                                 \

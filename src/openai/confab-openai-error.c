@@ -58,6 +58,9 @@ static const ConfabOpenaiErrorInfo table[] = {
     [CONFAB_ERROR_APPROVAL_NOT_FOUND] = {404, "not_found_error", "approval_not_found"},
     [CONFAB_ERROR_APPROVAL_DECIDED] = {409, "conflict_error", "approval_already_decided"},
     [CONFAB_ERROR_RESPONSE_NOT_FOUND] = {404, "not_found_error", "response_not_found"},
+    [CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE] = {409,
+						 "conflict_error",
+						 "approval_asked_by_response"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);

@@ -212,6 +212,122 @@ confab_openai_message_append_stored(JsonArray *context, ConfabMessage *message)
 		json_array_add_object_element(context, msg);
 }
 
+static const gchar *
+role_of(JsonNode *node)
+{
+	return JSON_NODE_HOLDS_OBJECT(node)
+		   ? json_object_get_string_member_with_default(json_node_get_object(node),
+								"role",
+								"")
+		   : "";
+}
+
+static const gchar *
+answered_call(JsonNode *node)
+{
+	if (g_strcmp0(role_of(node), "tool") != 0)
+		return NULL;
+	return json_object_get_string_member_with_default(json_node_get_object(node),
+							  "tool_call_id",
+							  NULL);
+}
+
+/* The ids of an assistant message's tool calls, or NULL for none. */
+static GPtrArray *
+call_ids(JsonNode *node)
+{
+	JsonNode *calls;
+	GPtrArray *ids;
+
+	if (g_strcmp0(role_of(node), "assistant") != 0)
+		return NULL;
+	calls = json_object_get_member(json_node_get_object(node), "tool_calls");
+	if (calls == NULL || !JSON_NODE_HOLDS_ARRAY(calls) ||
+	    json_array_get_length(json_node_get_array(calls)) == 0)
+		return NULL;
+	ids = g_ptr_array_new();
+	for (guint i = 0; i < json_array_get_length(json_node_get_array(calls)); i++) {
+		JsonObject *call = json_array_get_object_element(json_node_get_array(calls), i);
+		const gchar *id = call != NULL
+				      ? json_object_get_string_member_with_default(call, "id", NULL)
+				      : NULL;
+		if (id != NULL)
+			g_ptr_array_add(ids, (gpointer)id);
+	}
+	return ids;
+}
+
+/**
+ * confab_openai_context_settle_calls:
+ * @context: the OpenAI-shaped messages a provider is sent
+ * @unanswered: the content given to a call that has no result
+ *
+ * Puts every tool call's result right after the assistant message that
+ * made it, as the Chat Completions API requires: a result that comes later
+ * (a Responses continuation ran the call after the person approved it,
+ * and the client's new messages came first) is moved up, and a call with
+ * no result anywhere (it was never approved, or its turn stopped) is given
+ * one saying so. A context in order is left as it is.
+ */
+void
+confab_openai_context_settle_calls(JsonArray *context, const gchar *unanswered)
+{
+	g_autoptr(GPtrArray) nodes =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)json_node_unref);
+	gboolean changed = FALSE;
+
+	for (guint i = 0; i < json_array_get_length(context); i++)
+		g_ptr_array_add(nodes, json_node_ref(json_array_get_element(context, i)));
+	for (guint i = 0; i < nodes->len; i++) {
+		g_autoptr(GPtrArray) ids = call_ids(g_ptr_array_index(nodes, i));
+		guint end = i + 1;
+
+		if (ids == NULL)
+			continue;
+		/* the results that follow at once */
+		while (end < nodes->len && answered_call(g_ptr_array_index(nodes, end)) != NULL)
+			end++;
+		for (guint c = 0; c < ids->len; c++) {
+			const gchar *id = g_ptr_array_index(ids, c);
+			gboolean found = FALSE;
+			JsonObject *result;
+
+			for (guint j = i + 1; j < end && !found; j++)
+				found =
+				    g_strcmp0(answered_call(g_ptr_array_index(nodes, j)), id) == 0;
+			if (found)
+				continue;
+			changed = TRUE;
+			for (guint j = end; j < nodes->len && !found; j++) {
+				if (g_strcmp0(answered_call(g_ptr_array_index(nodes, j)), id) != 0)
+					continue;
+				/* a later result: up to its call */
+				g_ptr_array_insert(nodes, end, g_ptr_array_steal_index(nodes, j));
+				found = TRUE;
+			}
+			if (!found) {
+				result = json_object_new();
+				json_object_set_string_member(result, "role", "tool");
+				json_object_set_string_member(result, "tool_call_id", id);
+				json_object_set_string_member(result, "content", unanswered);
+				g_ptr_array_insert(
+				    nodes,
+				    end,
+				    json_node_init_object(json_node_alloc(), result));
+				json_object_unref(result);
+			}
+			end++;
+		}
+		i = end - 1;
+	}
+	if (!changed)
+		return;
+	while (json_array_get_length(context) > 0)
+		json_array_remove_element(context, json_array_get_length(context) - 1);
+	for (guint i = 0; i < nodes->len; i++)
+		json_array_add_element(context, json_node_ref(g_ptr_array_index(nodes, i)));
+}
+
 /**
  * confab_openai_message_get_text:
  * @message: an OpenAI-shaped message

@@ -17,4 +17,7 @@ confab_openai_message_append_stored(JsonArray *context, ConfabMessage *message);
 gchar *
 confab_openai_message_get_text(JsonObject *message);
 
+void
+confab_openai_context_settle_calls(JsonArray *context, const gchar *unanswered);
+
 G_END_DECLS

@@ -293,6 +293,59 @@ translate_function_call_output(Input *in, JsonObject *item, const gchar *param, 
 	return TRUE;
 }
 
+static void
+approval_response_free(ConfabApprovalResponse *response)
+{
+	g_free(response->approval_request_id);
+	g_free(response->reason);
+	g_free(response);
+}
+
+/* A person's answer to an approval request of the response this one
+ * continues: kept for the door, which checks it against that response. */
+static gboolean
+translate_approval_response(Input *in, JsonObject *item, const gchar *param, GError **error)
+{
+	const gchar *id = member_string(item, "approval_request_id");
+	JsonNode *approve = member(item, "approve");
+	JsonNode *reason = member(item, "reason");
+	ConfabApprovalResponse *response;
+
+	if (id == NULL) {
+		g_autofree gchar *p = g_strdup_printf("%s.approval_request_id", param);
+		return fail(error,
+			    p,
+			    "An mcp_approval_response item needs a string approval_request_id");
+	}
+	if (!node_holds(approve, G_TYPE_BOOLEAN)) {
+		g_autofree gchar *p = g_strdup_printf("%s.approve", param);
+		return fail(error, p, "An mcp_approval_response item needs a boolean approve");
+	}
+	if (!node_is_null(reason) && !node_is_string(reason)) {
+		g_autofree gchar *p = g_strdup_printf("%s.reason", param);
+		return fail(error, p, "reason must be a string");
+	}
+	for (guint i = 0; i < in->request->approval_responses->len; i++) {
+		ConfabApprovalResponse *other =
+		    g_ptr_array_index(in->request->approval_responses, i);
+		if (g_str_equal(other->approval_request_id, id)) {
+			g_autofree gchar *p = g_strdup_printf("%s.approval_request_id", param);
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_VALUE,
+						p,
+						"The approval request '%s' is answered twice",
+						id);
+			return FALSE;
+		}
+	}
+	response = g_new0(ConfabApprovalResponse, 1);
+	response->approval_request_id = g_strdup(id);
+	response->approve = json_node_get_boolean(approve);
+	response->reason = node_is_string(reason) ? g_strdup(json_node_get_string(reason)) : NULL;
+	g_ptr_array_add(in->request->approval_responses, response);
+	return TRUE;
+}
+
 static gboolean
 translate_input(Input *in, JsonNode *input, GError **error)
 {
@@ -368,14 +421,8 @@ translate_input(Input *in, JsonNode *input, GError **error)
 			if (!translate_function_call_output(in, item, param, error))
 				return FALSE;
 		} else if (g_str_equal(type, "mcp_approval_response")) {
-			const gchar *id = member_string(item, "approval_request_id");
-			JsonNode *approve = member(item, "approve");
-			if (id == NULL || !node_holds(approve, G_TYPE_BOOLEAN))
-				return fail(error,
-					    param,
-					    "An mcp_approval_response item needs a string "
-					    "approval_request_id and a boolean approve");
-			g_ptr_array_add(in->request->approval_ids, g_strdup(id));
+			if (!translate_approval_response(in, item, param, error))
+				return FALSE;
 		} else if (g_str_equal(type, "reasoning")) {
 			/* a client's copy of an earlier answer's reasoning: the
 			 * upstream is not given reasoning back */
@@ -710,7 +757,8 @@ confab_responses_request_new(void)
 	request->echo = json_object_new();
 	request->call_ids = g_ptr_array_new_with_free_func(g_free);
 	request->input_calls = g_ptr_array_new_with_free_func(g_free);
-	request->approval_ids = g_ptr_array_new_with_free_func(g_free);
+	request->approval_responses =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)approval_response_free);
 	request->references = g_ptr_array_new_with_free_func(g_free);
 	return request;
 }
@@ -766,23 +814,16 @@ build_chat(ConfabResponsesRequest *request, GHashTable *resolved, GError **error
 	json_object_set_array_member(chat, "messages", messages);
 	g_ptr_array_set_size(request->call_ids, 0);
 	g_ptr_array_set_size(request->input_calls, 0);
-	g_ptr_array_set_size(request->approval_ids, 0);
+	g_ptr_array_set_size(request->approval_responses, 0);
 	if (!translate_input(&in, member(json_node_get_object(request->root), "input"), error))
 		return FALSE;
 	if (resolved == NULL && request->references->len > 0)
 		return TRUE; /* the caller resolves them, then comes back */
-	if (json_array_get_length(messages) == 0 && request->approval_ids->len == 0)
+	if (json_array_get_length(messages) == 0 && request->approval_responses->len == 0)
 		return fail(error, "input", "input must not be empty");
-	/* approval requests come with the approvals of a later issue: none
-	 * exists yet */
-	if (request->approval_ids->len > 0) {
-		confab_error_set_printf(error,
-					CONFAB_ERROR_INVALID_VALUE,
-					"input",
-					"Unknown approval request '%s'",
-					(const gchar *)g_ptr_array_index(request->approval_ids, 0));
-		return FALSE;
-	}
+	/* answering approvals alone is a whole input: the answers are the
+	 * door's to check against the response continued */
+	chat_limits.no_messages_ok = request->approval_responses->len > 0;
 
 	chat_node = json_node_init_object(json_node_alloc(), chat);
 	chat_json = confab_json_to_string(chat_node);
@@ -885,7 +926,7 @@ confab_responses_request_free(ConfabResponsesRequest *request)
 	g_clear_pointer(&request->echo, json_object_unref);
 	g_ptr_array_unref(request->call_ids);
 	g_ptr_array_unref(request->input_calls);
-	g_ptr_array_unref(request->approval_ids);
+	g_ptr_array_unref(request->approval_responses);
 	g_ptr_array_unref(request->references);
 	g_clear_pointer(&request->root, json_node_unref);
 	g_clear_pointer(&request->chat_params, json_object_unref);

@@ -28,8 +28,8 @@ G_BEGIN_DECLS
  *   it continues
  * @input_calls: (element-type utf8): the `call_id` of each `function_call`
  *   item of the input
- * @approval_ids: (element-type utf8): the `approval_request_id` of each
- *   `mcp_approval_response` item
+ * @approval_responses: (element-type ConfabApprovalResponse): the input's
+ *   `mcp_approval_response` items, in order (each request once)
  * @references: (element-type utf8): the ids `item_reference` items name,
  *   each once; while not resolved, @chat is %NULL
  * @root: (nullable): the body, until @chat is made
@@ -39,6 +39,20 @@ G_BEGIN_DECLS
  *
  * A POST /api/v1/responses body, checked whole before anything is stored.
  */
+/**
+ * ConfabApprovalResponse:
+ * @approval_request_id: the `mcpr_…` id of the request it answers
+ * @approve: whether the call may run
+ * @reason: (nullable): what the person said
+ *
+ * An `mcp_approval_response` input item.
+ */
+typedef struct {
+	gchar *approval_request_id;
+	gboolean approve;
+	gchar *reason;
+} ConfabApprovalResponse;
+
 typedef struct {
 	ConfabChatRequest *chat;
 	gchar *previous_response_id;
@@ -48,7 +62,7 @@ typedef struct {
 	JsonObject *echo;
 	GPtrArray *call_ids;
 	GPtrArray *input_calls;
-	GPtrArray *approval_ids;
+	GPtrArray *approval_responses;
 	GPtrArray *references;
 	JsonNode *root;
 	JsonObject *chat_params;

@@ -81,6 +81,7 @@ static const GDBusErrorEntry dbus_error_entries[] = {
     {CONFAB_ERROR_STREAM_CUT, "org.confab.Confab1.Error.StreamCut"},
     {CONFAB_ERROR_APPROVAL_NOT_FOUND, "org.confab.Confab1.Error.ApprovalNotFound"},
     {CONFAB_ERROR_APPROVAL_DECIDED, "org.confab.Confab1.Error.AlreadyDecided"},
+    {CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE, "org.confab.Confab1.Error.AskedByResponse"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(dbus_error_entries) == CONFAB_ERROR_LAST);

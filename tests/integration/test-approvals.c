@@ -1006,6 +1006,424 @@ test_across_instances(Fixture *f, gconstpointer data)
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
 }
 
+/* ---------- the Responses API: mcp_approval_request, mcp_approval_response ---------- */
+
+static gchar *
+responses_body(Fixture *f, const gchar *content, const gchar *extra)
+{
+	g_autoptr(JsonNode) node = json_node_new(JSON_NODE_VALUE);
+	g_autofree gchar *text =
+	    g_strdup_printf("/tool files__write_file {\"path\":\"%s\",\"content\":\"%s\"}",
+			    f->file,
+			    content);
+	g_autofree gchar *quoted = NULL;
+
+	json_node_set_string(node, text);
+	quoted = json_to_string(node, FALSE);
+	return g_strdup_printf("{\"model\":\"%s\",\"input\":%s%s}",
+			       f->agent,
+			       quoted,
+			       extra != NULL ? extra : "");
+}
+
+static gchar *
+answer_body(Fixture *f, const gchar *previous, const gchar *items)
+{
+	return g_strdup_printf("{\"model\":\"%s\",\"previous_response_id\":\"%s\",\"input\":[%s]}",
+			       f->agent,
+			       previous,
+			       items);
+}
+
+static ConfabTestResponse *
+respond(ConfabTestDaemon *daemon, const gchar *token, const gchar *body)
+{
+	return confab_test_http(daemon, "POST", "/api/v1/responses", token, body);
+}
+
+/* The response's output items of @type, in order. */
+static GPtrArray *
+items_of(JsonNode *response, const gchar *type)
+{
+	GPtrArray *items = g_ptr_array_new_with_free_func((GDestroyNotify)json_object_unref);
+	JsonArray *output = json_node_get_array(confab_test_json_get(response, "output"));
+
+	for (guint i = 0; i < json_array_get_length(output); i++) {
+		JsonObject *item = json_array_get_object_element(output, i);
+		if (g_str_equal(json_object_get_string_member(item, "type"), type))
+			g_ptr_array_add(items, json_object_ref(item));
+	}
+	return items;
+}
+
+/* A response asks; nothing runs until its continuation answers. */
+static JsonObject *
+ask(Fixture *f, ConfabTestDaemon *daemon, const gchar *content, gchar **response_id)
+{
+	g_autofree gchar *body = responses_body(f, content, NULL);
+	g_autoptr(ConfabTestResponse) r = respond(daemon, f->token, body);
+	g_autoptr(GPtrArray) requests = NULL;
+	g_autofree gchar *expected_args = NULL;
+	JsonObject *request;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "status"), ==, "completed");
+	requests = items_of(r->json, "mcp_approval_request");
+	g_assert_cmpuint(requests->len, ==, 1);
+	g_assert_cmpuint(items_of(r->json, "mcp_call")->len, ==, 0);
+	request = g_ptr_array_index(requests, 0);
+	g_assert_true(g_str_has_prefix(json_object_get_string_member(request, "id"), "mcpr_"));
+	g_assert_cmpstr(json_object_get_string_member(request, "server_label"), ==, "files");
+	g_assert_cmpstr(json_object_get_string_member(request, "name"), ==, "write_file");
+	expected_args = g_strdup_printf("{\"path\":\"%s\",\"content\":\"%s\"}", f->file, content);
+	g_assert_cmpstr(json_object_get_string_member(request, "arguments"), ==, expected_args);
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	*response_id = g_strdup(confab_test_json_string(r->json, "id"));
+	return json_object_ref(request);
+}
+
+/* Approved: the continuation runs the call (an mcp_call item) and the
+ * model answers; the stored responses say the same; the request cannot
+ * be answered twice, nor over POST /api/v1/approvals. */
+static void
+test_responses_approve(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *first = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *item = NULL;
+	g_autofree gchar *written = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *m = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) again = NULL;
+	g_autoptr(ConfabTestResponse) stored = NULL;
+	g_autoptr(ConfabTestResponse) asked = NULL;
+	g_autoptr(ConfabTestResponse) direct = NULL;
+	g_autoptr(GPtrArray) calls = NULL;
+	g_autoptr(GPtrArray) stored_calls = NULL;
+	g_autoptr(GPtrArray) stored_requests = NULL;
+	g_autoptr(JsonObject) other = NULL;
+	g_autofree gchar *second_id = NULL;
+	JsonObject *call;
+
+	if (f->daemon == NULL)
+		return;
+	request = ask(f, f->daemon, "approved", &first);
+	/* nobody waits for it: past approval_timeout (and the 5 s after which a
+	 * waiting turn's request is taken as orphaned), it is still pending */
+	g_usleep(7 * G_USEC_PER_SEC);
+	item = g_strdup_printf("{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\","
+			       "\"approve\":true}",
+			       json_object_get_string_member(request, "id"));
+	body = answer_body(f, first, item);
+	r = respond(f->daemon, f->token, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "status"), ==, "completed");
+	g_assert_cmpstr(confab_test_json_string(r->json, "previous_response_id"), ==, first);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "approved");
+	calls = items_of(r->json, "mcp_call");
+	g_assert_cmpuint(calls->len, ==, 1);
+	call = g_ptr_array_index(calls, 0);
+	g_assert_cmpstr(json_object_get_string_member(call, "server_label"), ==, "files");
+	g_assert_cmpstr(json_object_get_string_member(call, "name"), ==, "write_file");
+	g_assert_true(json_object_get_null_member(call, "error"));
+	g_assert_nonnull(json_object_get_string_member(call, "output"));
+	g_assert_cmpuint(items_of(r->json, "message")->len, ==, 1);
+
+	/* stored as served */
+	path = g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(r->json, "id"));
+	stored = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpuint(stored->status, ==, 200);
+	stored_calls = items_of(stored->json, "mcp_call");
+	g_assert_cmpuint(stored_calls->len, ==, 1);
+	g_assert_cmpstr(json_object_get_string_member(g_ptr_array_index(stored_calls, 0), "id"),
+			==,
+			json_object_get_string_member(call, "id"));
+	g_assert_cmpstr(json_object_get_string_member(g_ptr_array_index(stored_calls, 0), "output"),
+			==,
+			json_object_get_string_member(call, "output"));
+	g_free(path);
+	path = g_strdup_printf("/api/v1/responses/%s", first);
+	asked = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpuint(asked->status, ==, 200);
+	stored_requests = items_of(asked->json, "mcp_approval_request");
+	g_assert_cmpuint(stored_requests->len, ==, 1);
+	g_assert_cmpstr(json_object_get_string_member(g_ptr_array_index(stored_requests, 0), "id"),
+			==,
+			json_object_get_string_member(request, "id"));
+
+	/* answered: a second answer is refused, and nothing runs again */
+	g_assert_cmpint(g_unlink(f->file), ==, 0);
+	again = respond(f->daemon, f->token, body);
+	confab_test_assert_error(again, 409, "approval_already_decided");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+
+	/* a response's request is its continuation's to answer */
+	other = ask(f, f->daemon, "not over the approvals endpoint", &second_id);
+	direct =
+	    decide(f, f->token, json_object_get_string_member(other, "id"), "{\"approve\":true}");
+	confab_test_assert_error(direct, 409, "approval_asked_by_response");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+
+	m = metrics(f);
+	g_assert_nonnull(strstr(m, "confab_tool_approvals_total{decision=\"approved\"} 1\n"));
+	g_assert_nonnull(strstr(m, "\nconfab_active_turns 0\n"));
+}
+
+/* Events of a Responses stream, by their `event:` lines, each with its
+ * data object. */
+static GPtrArray *
+responses_stream(Fixture *f, const gchar *body)
+{
+	g_autoptr(ConfabTestResponse) r = respond(f->daemon, f->token, body);
+	GPtrArray *events = g_ptr_array_new_with_free_func((GDestroyNotify)json_object_unref);
+	g_autofree gchar *text = NULL;
+	g_auto(GStrv) lines = NULL;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	text = g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+	lines = g_strsplit(text, "\n", -1);
+	for (guint i = 0; lines[i] != NULL; i++) {
+		g_autoptr(JsonParser) parser = NULL;
+		if (!g_str_has_prefix(lines[i], "data: "))
+			continue;
+		parser = json_parser_new();
+		g_assert_true(json_parser_load_from_data(parser, lines[i] + 6, -1, NULL));
+		g_ptr_array_add(
+		    events,
+		    json_object_ref(json_node_get_object(json_parser_get_root(parser))));
+	}
+	return events;
+}
+
+static JsonObject *
+find_event(GPtrArray *events, const gchar *type, const gchar *item_type)
+{
+	for (guint i = 0; i < events->len; i++) {
+		JsonObject *e = g_ptr_array_index(events, i);
+		if (!g_str_equal(json_object_get_string_member(e, "type"), type))
+			continue;
+		if (item_type == NULL || (json_object_has_member(e, "item") &&
+					  g_str_equal(json_object_get_string_member(
+							  json_object_get_object_member(e, "item"),
+							  "type"),
+						      item_type)))
+			return e;
+	}
+	return NULL;
+}
+
+/* Streamed, and declined with a reason: the request is an output item of
+ * the stream; the continuation runs nothing, and the model is told. */
+static void
+test_responses_deny_stream(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autoptr(GPtrArray) events2 = NULL;
+	g_autofree gchar *item = NULL;
+	g_autofree gchar *answer = NULL;
+	g_autofree gchar *m = NULL;
+	JsonObject *done, *request, *completed, *response;
+	GString *text = g_string_new(NULL);
+	g_autofree gchar *all_text = NULL;
+
+	if (f->daemon == NULL) {
+		g_string_free(text, TRUE);
+		return;
+	}
+	body = responses_body(f, "never", ",\"stream\":true");
+	events = responses_stream(f, body);
+	done = find_event(events, "response.output_item.done", "mcp_approval_request");
+	g_assert_nonnull(done);
+	g_assert_nonnull(find_event(events, "response.output_item.added", "mcp_approval_request"));
+	g_assert_null(find_event(events, "response.mcp_call.in_progress", NULL));
+	request = json_object_get_object_member(done, "item");
+	completed = find_event(events, "response.completed", NULL);
+	g_assert_nonnull(completed);
+	response = json_object_get_object_member(completed, "response");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+
+	item = g_strdup_printf("{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\","
+			       "\"approve\":false,\"reason\":\"not today\"}",
+			       json_object_get_string_member(request, "id"));
+	answer =
+	    g_strdup_printf("{\"model\":\"%s\",\"previous_response_id\":\"%s\",\"stream\":true,"
+			    "\"input\":[%s]}",
+			    f->agent,
+			    json_object_get_string_member(response, "id"),
+			    item);
+	events2 = responses_stream(f, answer);
+	g_assert_nonnull(find_event(events2, "response.completed", NULL));
+	g_assert_null(find_event(events2, "response.mcp_call.in_progress", NULL));
+	for (guint i = 0; i < events2->len; i++) {
+		JsonObject *e = g_ptr_array_index(events2, i);
+		if (g_str_equal(json_object_get_string_member(e, "type"),
+				"response.output_text.delta"))
+			g_string_append(text, json_object_get_string_member(e, "delta"));
+	}
+	all_text = g_string_free(text, FALSE);
+	/* the echo model answers with the declined call's result */
+	g_assert_nonnull(strstr(all_text, "declined"));
+	g_assert_nonnull(strstr(all_text, "not today"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	m = metrics(f);
+	g_assert_nonnull(strstr(m, "confab_tool_approvals_total{decision=\"denied\"} 1\n"));
+}
+
+/* Each bad answer is a clear error, and runs nothing; the request is still
+ * pending after them all, and a new message that ignores it is answered
+ * (the call it asked never runs). */
+static void
+test_responses_bad_input(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *first = NULL;
+	g_autofree gchar *second = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(JsonObject) request2 = NULL;
+	g_autofree gchar *bob = NULL;
+	const gchar *id;
+	struct {
+		const gchar *previous; /* NULL: the first response; "": none */
+		const gchar *token;    /* NULL: alice's */
+		const gchar *items;    /* %s: the request's id */
+		guint status;
+		const gchar *code;
+	} cases[] = {
+	    {NULL,
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":"
+	     "\"mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz\",\"approve\":true}",
+	     400,
+	     "invalid_value"},
+	    {NULL,
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"nope\",\"approve\":"
+	     "true}",
+	     400,
+	     "invalid_value"},
+	    /* the request of another response */
+	    {"second",
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\",\"approve\":true}",
+	     400,
+	     "invalid_value"},
+	    /* nothing continued */
+	    {"",
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\",\"approve\":true}",
+	     400,
+	     "invalid_value"},
+	    /* another owner's response */
+	    {NULL,
+	     "bob",
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\",\"approve\":true}",
+	     404,
+	     "response_not_found"},
+	    {NULL,
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\",\"approve\":"
+	     "\"yes\"}",
+	     400,
+	     "invalid_value"},
+	    {NULL,
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approve\":true}",
+	     400,
+	     "invalid_value"},
+	    {NULL,
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\",\"approve\":true,"
+	     "\"reason\":7}",
+	     400,
+	     "invalid_value"},
+	    {NULL,
+	     NULL,
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\",\"approve\":true},"
+	     "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\",\"approve\":"
+	     "false}",
+	     400,
+	     "invalid_value"},
+	};
+
+	if (f->daemon == NULL)
+		return;
+	bob = confab_test_create_token(f->daemon, "bob", "api.full", NULL, NULL);
+	request = ask(f, f->daemon, "first", &first);
+	id = json_object_get_string_member(request, "id");
+	request2 = ask(f, f->daemon, "second", &second);
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_auto(GStrv) parts = g_strsplit(cases[i].items, "%s", -1);
+		g_autofree gchar *items = g_strjoinv(id, parts);
+		const gchar *previous = cases[i].previous == NULL		   ? first
+					: g_str_equal(cases[i].previous, "second") ? second
+										   : NULL;
+		g_autofree gchar *body =
+		    previous != NULL
+			? answer_body(f, previous, items)
+			: g_strdup_printf("{\"model\":\"%s\",\"input\":[%s]}", f->agent, items);
+		g_autoptr(ConfabTestResponse) r =
+		    respond(f->daemon, cases[i].token != NULL ? bob : f->token, body);
+
+		g_test_message("case %u: %s", i, body);
+		confab_test_assert_error(r, cases[i].status, cases[i].code);
+		g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	}
+	/* ignored: a new message instead; the model is answered, nothing runs */
+	{
+		g_autofree gchar *body =
+		    g_strdup_printf("{\"model\":\"%s\",\"previous_response_id\":\"%s\","
+				    "\"input\":\"never mind\"}",
+				    f->agent,
+				    second);
+		g_autoptr(ConfabTestResponse) r = respond(f->daemon, f->token, body);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(r->json, "status"), ==, "completed");
+		g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	}
+	/* still pending: the first request is answered now */
+	{
+		g_autofree gchar *item = g_strdup_printf("{\"type\":\"mcp_approval_response\","
+							 "\"approval_request_id\":\"%s\","
+							 "\"approve\":true}",
+							 id);
+		g_autofree gchar *body = answer_body(f, first, item);
+		g_autoptr(ConfabTestResponse) r = respond(f->daemon, f->token, body);
+		g_autofree gchar *written = NULL;
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+		g_assert_cmpstr(written, ==, "first");
+	}
+}
+
+/* Two instances on PostgreSQL: the response asks on A, its continuation
+ * is served by B, which runs the call. */
+static void
+test_responses_across_instances(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *first = NULL;
+	g_autofree gchar *item = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *written = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+
+	if (f->daemon == NULL)
+		return;
+	request = ask(f, f->daemon, "asked on A", &first);
+	item = g_strdup_printf("{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\","
+			       "\"approve\":true}",
+			       json_object_get_string_member(request, "id"));
+	body = answer_body(f, first, item);
+	r = respond(f->other, f->token, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpuint(items_of(r->json, "mcp_call")->len, ==, 1);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "asked on A");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1031,12 +1449,22 @@ main(int argc, char **argv)
 	ADD("wait-longer-than-idle",
 	    test_wait_longer_than_idle,
 	    "[limits]\nidle_timeout = 1\n[tools]\napproval_timeout = 3\n");
+	/* a response's request does not time out: approval_timeout 1 s */
+	ADD("responses-approve", test_responses_approve, "[tools]\napproval_timeout = 1\n");
+	ADD("responses-deny-stream", test_responses_deny_stream, NULL);
+	ADD("responses-bad-input", test_responses_bad_input, NULL);
 #undef ADD
 	g_test_add("/confab/approvals/postgres-across-instances",
 		   Fixture,
 		   NULL,
 		   pg_setup,
 		   test_across_instances,
+		   fixture_teardown);
+	g_test_add("/confab/approvals/postgres-responses-across-instances",
+		   Fixture,
+		   NULL,
+		   pg_setup,
+		   test_responses_across_instances,
 		   fixture_teardown);
 	ret = g_test_run();
 	if (cluster != NULL)

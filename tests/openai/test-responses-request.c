@@ -205,13 +205,22 @@ test_refused(void)
 	    {"{\"model\":\"a\",\"input\":[{\"type\":\"function_call_output\",\"output\":\"x\"}]}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "input[0].call_id"},
-	    {"{\"model\":\"a\",\"input\":[{\"type\":\"mcp_approval_response\","
-	     "\"approval_request_id\":\"mcpr_1\",\"approve\":true}]}",
-	     CONFAB_ERROR_INVALID_VALUE,
-	     "input"},
 	    {"{\"model\":\"a\",\"input\":[{\"type\":\"mcp_approval_response\"}]}",
 	     CONFAB_ERROR_INVALID_VALUE,
-	     "input[0]"},
+	     "input[0].approval_request_id"},
+	    {"{\"model\":\"a\",\"input\":[{\"type\":\"mcp_approval_response\","
+	     "\"approval_request_id\":\"mcpr_1\",\"approve\":1}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "input[0].approve"},
+	    {"{\"model\":\"a\",\"input\":[{\"type\":\"mcp_approval_response\","
+	     "\"approval_request_id\":\"mcpr_1\",\"approve\":true,\"reason\":[]}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "input[0].reason"},
+	    {"{\"model\":\"a\",\"input\":[{\"type\":\"mcp_approval_response\","
+	     "\"approval_request_id\":\"mcpr_1\",\"approve\":true},{\"type\":"
+	     "\"mcp_approval_response\",\"approval_request_id\":\"mcpr_1\",\"approve\":false}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "input[1].approval_request_id"},
 	    {"{\"model\":\"a\",\"input\":\"x\",\"tools\":[{\"type\":\"file_search\"}]}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "tools[0].type"},
@@ -266,6 +275,36 @@ test_refused(void)
 		g_test_message("case %u: %s", i, cases[i].body);
 		assert_refused(cases[i].body, cases[i].code, cases[i].param);
 	}
+}
+
+/* Answers to approval requests are a whole input; the door checks them
+ * against the response continued. */
+static void
+test_approval_responses(void)
+{
+	static const gchar body[] =
+	    "{\"model\":\"a\",\"previous_response_id\":\"resp_1\",\"input\":["
+	    "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"mcpr_1\","
+	    "\"approve\":true},{\"type\":\"mcp_approval_response\",\"approval_request_id\":"
+	    "\"mcpr_2\",\"approve\":false,\"reason\":\"no\"}]}";
+	ConfabChatLimits limits = CONFAB_CHAT_LIMITS_DEFAULT;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabResponsesRequest) request =
+	    confab_responses_request_parse(body, strlen(body), &limits, &error);
+	ConfabApprovalResponse *a, *b;
+
+	g_assert_no_error(error);
+	g_assert_nonnull(request->chat);
+	g_assert_cmpuint(request->chat->messages->len, ==, 0);
+	g_assert_cmpuint(request->approval_responses->len, ==, 2);
+	a = g_ptr_array_index(request->approval_responses, 0);
+	b = g_ptr_array_index(request->approval_responses, 1);
+	g_assert_cmpstr(a->approval_request_id, ==, "mcpr_1");
+	g_assert_true(a->approve);
+	g_assert_null(a->reason);
+	g_assert_cmpstr(b->approval_request_id, ==, "mcpr_2");
+	g_assert_false(b->approve);
+	g_assert_cmpstr(b->reason, ==, "no");
 }
 
 static void
@@ -327,6 +366,7 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/responses-request/params", test_params);
 	g_test_add_func("/confab/responses-request/conversation", test_conversation);
 	g_test_add_func("/confab/responses-request/refused", test_refused);
+	g_test_add_func("/confab/responses-request/approval-responses", test_approval_responses);
 	g_test_add_func("/confab/responses-request/depth", test_depth);
 	g_test_add_func("/confab/responses-request/references", test_references);
 	return g_test_run();

@@ -318,11 +318,20 @@
 	");"                                                                                       \
 	"CREATE INDEX approvals_by_session ON approvals (session_id);"
 
+/*
+ * v4 (approvals asked by a response, issue 22): the Responses API's
+ * approval requests end their response; the response that asked is kept,
+ * so that only its continuation decides them, and no timeout does.
+ */
+#define MIGRATE_V4_APPROVAL_RESPONSE                                                               \
+	"ALTER TABLE approvals ADD COLUMN response_id text COLLATE \"C\";"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
     MIGRATE_V2,
     MIGRATE_V3_APPROVALS,
+    MIGRATE_V4_APPROVAL_RESPONSE,
 };
 
 typedef enum {

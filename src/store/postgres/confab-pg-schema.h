@@ -16,7 +16,7 @@ G_BEGIN_DECLS
  *     counts), usage_holds, instances, session_leases; confab_commit_turn()
  *     and confab_reap()
  */
-#define CONFAB_PG_SCHEMA_VERSION 3
+#define CONFAB_PG_SCHEMA_VERSION 4
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

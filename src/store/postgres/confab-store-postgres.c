@@ -2447,7 +2447,7 @@ store_thread(gpointer data)
 
 #define APPROVAL_COLUMNS                                                                           \
 	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
-	"decided_by, reason, created_at, decided_at"
+	"decided_by, reason, created_at, decided_at, response_id"
 
 static ConfabApproval *
 approval_from_row(PGresult *res, gint i)
@@ -2469,6 +2469,7 @@ approval_from_row(PGresult *res, gint i)
 	approval->reason = g_strdup(column_text(res, i, 11));
 	approval->created_at = column_int(res, i, 12);
 	approval->decided_at = column_int(res, i, 13);
+	approval->response_id = g_strdup(column_text(res, i, 14));
 	return approval;
 }
 
@@ -2502,9 +2503,10 @@ run_save_approval(ConfabStorePostgres *self, Op *op)
 	params_add(p, a->reason);
 	params_add_int(p, a->created_at);
 	params_add_int(p, a->decided_at);
+	params_add(p, a->response_id);
 	op_query(op,
 		 "INSERT INTO approvals (" APPROVAL_COLUMNS ") VALUES "
-		 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+		 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
 		 p,
 		 approval_saved);
 }
@@ -2595,7 +2597,7 @@ approval_decided(GObject *source, GAsyncResult *result, gpointer data)
 		return;
 	}
 	now = approval_from_row(res, 0);
-	if (!column_bool(res, 0, 14)) {
+	if (!column_bool(res, 0, 15)) {
 		op_return_error(
 		    op,
 		    g_error_new(CONFAB_ERROR,

@@ -514,7 +514,7 @@ migrate_v6(Conn *conn, GError **error)
  */
 #define APPROVAL_COLUMNS                                                                           \
 	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
-	"decided_by, reason, created_at, decided_at"
+	"decided_by, reason, created_at, decided_at, response_id"
 
 static gboolean
 migrate_v7_approvals(Conn *conn, GError **error)
@@ -538,6 +538,17 @@ migrate_v7_approvals(Conn *conn, GError **error)
 			 ") STRICT;"
 			 "CREATE INDEX approvals_by_session ON approvals (session_id);",
 			 error);
+}
+
+/*
+ * v8 (approvals asked by a response, issue 22): the Responses API's
+ * approval requests end their response; the response that asked is kept,
+ * so that only its continuation decides them, and no timeout does.
+ */
+static gboolean
+migrate_v8_approval_response(Conn *conn, GError **error)
+{
+	return conn_exec(conn, "ALTER TABLE approvals ADD COLUMN response_id TEXT;", error);
 }
 
 static gboolean
@@ -604,7 +615,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 6:
 		if (!migrate_v7_approvals(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 7: migrate_v8() here */
+		/* fall through */
+	case 7:
+		if (!migrate_v8_approval_response(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 8: migrate_v9() here */
 	default:
 		break;
 	}
@@ -2804,6 +2819,7 @@ approval_from_row(sqlite3_stmt *stmt)
 	approval->reason = g_strdup(column_text(stmt, 11));
 	approval->created_at = sqlite3_column_int64(stmt, 12);
 	approval->decided_at = sqlite3_column_int64(stmt, 13);
+	approval->response_id = g_strdup(column_text(stmt, 14));
 	return approval;
 }
 
@@ -2838,7 +2854,7 @@ write_save_approval(Conn *conn, gpointer data, GError **error)
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare(conn,
 			 "INSERT INTO approvals (" APPROVAL_COLUMNS ") VALUES "
-			 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+			 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 			 error);
 
 	if (stmt == NULL)
@@ -2857,6 +2873,7 @@ write_save_approval(Conn *conn, gpointer data, GError **error)
 	bind_text(stmt, 12, approval->reason);
 	sqlite3_bind_int64(stmt, 13, approval->created_at);
 	sqlite3_bind_int64(stmt, 14, approval->decided_at);
+	bind_text(stmt, 15, approval->response_id);
 	return stmt_step_done(conn, stmt, error);
 }
 
