@@ -409,11 +409,22 @@ confabctl_common_call(ConfabctlContext *ctx,
 		      GVariant *args,
 		      const gchar *reply_type)
 {
+	return confabctl_common_call_iface(ctx, ADMIN_IFACE, method, args, reply_type);
+}
+
+/* The same on another of the daemon's interfaces (Chat). */
+GVariant *
+confabctl_common_call_iface(ConfabctlContext *ctx,
+			    const gchar *iface,
+			    const gchar *method,
+			    GVariant *args,
+			    const gchar *reply_type)
+{
 	g_autoptr(GError) error = NULL;
 	GVariant *reply = g_dbus_connection_call_sync(ctx->bus,
 						      BUS_NAME,
 						      OBJECT_PATH,
-						      ADMIN_IFACE,
+						      iface,
 						      method,
 						      args,
 						      G_VARIANT_TYPE(reply_type),

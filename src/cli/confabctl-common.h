@@ -44,6 +44,12 @@ confabctl_common_call(ConfabctlContext *ctx,
 		      GVariant *args,
 		      const gchar *reply_type);
 GVariant *
+confabctl_common_call_iface(ConfabctlContext *ctx,
+			    const gchar *iface,
+			    const gchar *method,
+			    GVariant *args,
+			    const gchar *reply_type);
+GVariant *
 confabctl_common_get_property(ConfabctlContext *ctx, const gchar *name);
 gint
 confabctl_common_simple_id_call(ConfabctlContext *ctx,

@@ -23,6 +23,7 @@
 
 #include "cli/confabctl-agent.h"
 #include "cli/confabctl-common.h"
+#include "cli/confabctl-approval.h"
 #include "cli/confabctl-quota.h"
 #include "cli/confabctl-session.h"
 #include "cli/confabctl-status.h"
@@ -68,6 +69,9 @@ static const Command commands[] = {
      confabctl_session_show,
      N_("session show SESSION_ID [--limit N] [--after MESSAGE_ID]")},
     {"session", "delete", confabctl_session_delete, N_("session delete SESSION_ID")},
+    {"approval", "list", confabctl_approval_list, N_("approval list")},
+    {"approval", "allow", confabctl_approval_allow, N_("approval allow APPROVAL_ID")},
+    {"approval", "deny", confabctl_approval_deny, N_("approval deny APPROVAL_ID")},
     {"status", NULL, confabctl_status_show, N_("status")},
 };
 

@@ -265,11 +265,102 @@ handle_approve(ConfabDbusChat *object,
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* ---------- ListApprovals ---------- */
+
+#define LIST_APPROVALS_MAX 100
+
+static void
+approvals_listed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ApproveCall) call = user_data;
+	g_autoptr(GPtrArray) approvals = NULL;
+	GVariantBuilder builder;
+	GError *error = NULL;
+
+	approvals = confab_store_list_approvals_finish(CONFAB_STORE(source), result, &error);
+	if (approvals == NULL) {
+		confab_error_register_dbus();
+		g_dbus_method_invocation_return_gerror(call->invocation, error);
+		g_error_free(error);
+		return;
+	}
+	g_variant_builder_init(&builder, G_VARIANT_TYPE("aa{sv}"));
+	for (guint i = 0; i < approvals->len; i++) {
+		ConfabApproval *a = g_ptr_array_index(approvals, i);
+		g_variant_builder_open(&builder, G_VARIANT_TYPE("a{sv}"));
+		g_variant_builder_add(&builder, "{sv}", "id", g_variant_new_string(a->id));
+		g_variant_builder_add(&builder, "{sv}", "owner", g_variant_new_string(a->owner));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "agent_id",
+				      g_variant_new_string(a->agent_id));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "session_id",
+				      g_variant_new_string(a->session_id));
+		g_variant_builder_add(&builder, "{sv}", "server", g_variant_new_string(a->server));
+		g_variant_builder_add(&builder, "{sv}", "tool", g_variant_new_string(a->tool));
+		g_variant_builder_add(&builder, "{sv}", "name", g_variant_new_string(a->name));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "arguments",
+				      g_variant_new_string(a->arguments));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "created_at",
+				      g_variant_new_int64(a->created_at));
+		g_variant_builder_close(&builder);
+	}
+	confab_dbus_chat_complete_list_approvals(CONFAB_DBUS_CHAT(call->self),
+						 call->invocation,
+						 g_variant_builder_end(&builder));
+}
+
+static void
+list_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ApproveCall) call = user_data;
+	ConfabStore *store = confab_engine_get_store(call->self->engine);
+	g_autofree gchar *owner = NULL;
+	GError *error = NULL;
+	guint32 uid = 0;
+
+	if (!confab_dbus_caller_get_uid_finish(result, &uid, &error)) {
+		confab_error_register_dbus();
+		g_dbus_method_invocation_return_gerror(call->invocation, error);
+		g_error_free(error);
+		return;
+	}
+	/* an administrator sees everyone's; another user only their own */
+
+	if (!confab_dbus_caller_uid_is_admin(uid, call->self->admin_group))
+		owner = confab_dbus_caller_user_name_for_uid(uid);
+	confab_store_list_approvals_async(store,
+					  owner,
+					  LIST_APPROVALS_MAX,
+					  NULL,
+					  approvals_listed_cb,
+					  g_steal_pointer(&call));
+}
+
+static gboolean
+handle_list_approvals(ConfabDbusChat *object, GDBusMethodInvocation *invocation)
+{
+	ConfabDbusChatImpl *self = CONFAB_DBUS_CHAT_IMPL(object);
+	ApproveCall *call = g_new0(ApproveCall, 1);
+
+	call->self = g_object_ref(self);
+	call->invocation = g_object_ref(invocation);
+	confab_dbus_caller_get_uid_async(invocation, NULL, list_caller_cb, call);
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static void
 confab_dbus_chat_impl_iface_init(ConfabDbusChatIface *iface)
 {
 	iface->handle_send = handle_send;
 	iface->handle_approve = handle_approve;
+	iface->handle_list_approvals = handle_list_approvals;
 }
 
 static void

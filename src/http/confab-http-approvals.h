@@ -16,4 +16,10 @@ confab_http_approvals_decide(ConfabEngine *engine,
 			     ConfabPrincipal *principal,
 			     const gchar *param);
 
+void
+confab_http_approvals_list(ConfabEngine *engine,
+			   ConfabHttpExchange *exchange,
+			   ConfabPrincipal *principal,
+			   const gchar *param);
+
 G_END_DECLS

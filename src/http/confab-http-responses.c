@@ -1618,6 +1618,27 @@ stored_mcp_item(JsonArray *blocks, guint at, JsonObject *call, const gchar *iid)
 			     output != NULL ? output : "The call did not finish");
 }
 
+/* Whether the call @call_id of @blocks asked a person and ended its
+ * response there (an approval_request and no result): its item is the
+ * mcp_approval_request, as it was served, and not an mcp_call. */
+static gboolean
+call_was_deferred(JsonArray *blocks, const gchar *call_id)
+{
+	gboolean asked = FALSE;
+
+	for (guint i = 0; call_id != NULL && i < json_array_get_length(blocks); i++) {
+		JsonObject *b = json_array_get_object_element(blocks, i);
+		const gchar *type = b != NULL ? confab_json_get_string(b, "type") : NULL;
+		if (g_strcmp0(confab_json_get_string(b, "tool_call_id"), call_id) != 0)
+			continue;
+		if (g_strcmp0(type, "tool_result") == 0)
+			return FALSE;
+		if (g_strcmp0(type, "approval_request") == 0)
+			asked = TRUE;
+	}
+	return asked;
+}
+
 /* The output items of a stored answer, from its content blocks. */
 static void
 append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
@@ -1652,7 +1673,8 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 						  confab_json_get_string(block, "name"),
 						  confab_json_get_string(block, "arguments"),
 						  "completed");
-		} else if (g_strcmp0(type, "tool_call") == 0) {
+		} else if (g_strcmp0(type, "tool_call") == 0 &&
+			   !call_was_deferred(blocks, confab_json_get_string(block, "id"))) {
 			g_autofree gchar *iid = item_id("mcp_", id, n_mcp++);
 			item = stored_mcp_item(blocks, i, block, iid);
 		} else if (g_strcmp0(type, "approval_request") == 0) {

@@ -98,6 +98,7 @@ static const Route routes[] = {
     {"GET", "/api/v1/models", ROUTE_API_TOKEN, confab_http_models_list, "/api/v1/models"},
     {"GET", "/api/v1/models/{}", ROUTE_API_TOKEN, confab_http_models_get, "/api/v1/models/{id}"},
     {"GET", "/metrics", ROUTE_METRICS_TOKEN, confab_http_metrics_handle, "/metrics"},
+    {"GET", "/api/v1/approvals", ROUTE_API_TOKEN, confab_http_approvals_list, "/api/v1/approvals"},
     {"POST",
      "/api/v1/approvals/{}",
      ROUTE_API_TOKEN | ROUTE_JSON_BODY,

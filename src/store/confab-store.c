@@ -977,3 +977,38 @@ confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GEr
 {
 	return finish_pointer(self, result, error);
 }
+
+/**
+ * confab_store_list_approvals_async:
+ * @self: a #ConfabStore
+ * @owner: (nullable): only this owner's; %NULL for everyone's
+ * @limit: at most this many
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the approvals
+ * @user_data: data for @callback
+ *
+ * Lists the pending approvals that a person can decide (the turn that
+ * asked waits for them: not a Responses API request), oldest first.
+ */
+void
+confab_store_list_approvals_async(ConfabStore *self,
+				  const gchar *owner,
+				  guint limit,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->list_approvals(self, owner, limit, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_list_approvals_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabApproval): the approvals
+ */
+GPtrArray *
+confab_store_list_approvals_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}

@@ -323,6 +323,12 @@ struct _ConfabStoreInterface {
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data);
+	void (*list_approvals)(ConfabStore *self,
+			       const gchar *owner,
+			       guint limit,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
 	/* the Responses API: the messages stored with a response id */
 	void (*get_response)(ConfabStore *self,
 			     const gchar *response_id,
@@ -514,6 +520,15 @@ confab_store_decide_approval_async(ConfabStore *self,
 				   gpointer user_data);
 ConfabApproval *
 confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_list_approvals_async(ConfabStore *self,
+				  const gchar *owner,
+				  guint limit,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data);
+GPtrArray *
+confab_store_list_approvals_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);

@@ -22,7 +22,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
@@ -1409,6 +1409,160 @@ test('openai SDK: a stream that waits for an approval, decided with client.post(
     404,
     'approval_not_found',
   );
+});
+
+/* ---- approvals asked by a response: its continuation answers them ---- */
+
+const FILESYSTEM_SERVER = join(import.meta.dirname, '..', 'mcp', 'node_modules',
+                               '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
+
+// An agent with the real filesystem server rooted at a fresh directory;
+// write_file needs an approval, reading does not.
+async function filesAgent(skip) {
+  if (!existsSync(FILESYSTEM_SERVER))
+    skip('the MCP reference servers are not installed (cd tests/mcp && npm ci)');
+  if (!ctx.filesAgent) {
+    // the server resolves its root: give it (and the paths we ask for) the real one
+    const root = realpathSync(mkdtempSync(join(stateDir, 'files-')));
+    const servers = JSON.stringify({
+      mcpServers: {
+        files: {
+          command: 'node',
+          args: [FILESYSTEM_SERVER, root],
+          require_approval: { always: { tool_names: ['write_file'] } },
+        },
+      },
+    });
+    const out = await gdbus(
+      `${BUS_NAME}.Admin.CreateAgent`,
+      `{'name': <'filer'>, 'provider': <'echo'>, 'mcp_servers': <${gstr(servers)}>}`,
+    );
+    ctx.filesAgent = { agent: out.match(/\('(agt_\w+)',\)/)[1], root };
+  }
+  return ctx.filesAgent;
+}
+
+// the echo model takes this as a call of the server's write_file
+const writePrompt = (path, content) =>
+  `/tool files__write_file ${JSON.stringify({ path, content })}`;
+
+const itemsOf = (response, type) => response.output.filter((i) => i.type === type);
+
+// The response that asks: one mcp_approval_request for the write, nothing run.
+function checkAsked(response, path, content) {
+  assert.equal(response.status, 'completed');
+  const requests = itemsOf(response, 'mcp_approval_request');
+  assert.equal(requests.length, 1, `one mcp_approval_request: ${JSON.stringify(response.output)}`);
+  const [request] = requests;
+  assert.match(request.id, /^mcpr_[0-9a-z]{26}$/);
+  assert.equal(request.server_label, 'files');
+  assert.equal(request.name, 'write_file');
+  assert.deepEqual(JSON.parse(request.arguments), { path, content });
+  assert.deepEqual(itemsOf(response, 'mcp_call'), []);
+  assert.ok(!existsSync(path), `${path} is not written before the approval`);
+  return request;
+}
+
+const approvalAnswer = (request, approve, reason) => ({
+  type: 'mcp_approval_response',
+  approval_request_id: request.id,
+  approve,
+  ...(reason === undefined ? {} : { reason }),
+});
+
+test("openai SDK: responses.create continues an approval chain (approved; answered twice is 409)", async (skip) => {
+  const { agent, root } = await filesAgent(skip);
+  const c = client(ctx.token);
+  const file = join(root, 'approved.txt');
+  const first = await c.responses.create({ model: agent, input: writePrompt(file, 'approved') });
+  const request = checkAsked(first, file, 'approved');
+
+  // an answer to a request nobody asked is refused, and runs nothing
+  await expectApiError(
+    () => c.responses.create({
+      model: agent, previous_response_id: first.id,
+      input: [approvalAnswer({ id: 'mcpr_00000000000000000000000000' }, true)],
+    }),
+    OpenAI.BadRequestError, 400, 'invalid_value',
+  );
+  assert.ok(!existsSync(file));
+
+  const answer = { model: agent, previous_response_id: first.id,
+                   input: [approvalAnswer(request, true)] };
+  const second = await c.responses.create(answer);
+  assert.equal(second.status, 'completed');
+  assert.equal(second.previous_response_id, first.id);
+  assert.equal(second.conversation.id, first.conversation.id);
+  const calls = itemsOf(second, 'mcp_call');
+  assert.equal(calls.length, 1, `one mcp_call: ${JSON.stringify(second.output)}`);
+  const [call] = calls;
+  assert.equal(call.server_label, 'files');
+  assert.equal(call.name, 'write_file');
+  assert.deepEqual(JSON.parse(call.arguments), { path: file, content: 'approved' });
+  assert.equal(call.error, null);
+  assert.equal(typeof call.output, 'string');
+  assert.ok(call.output.length > 0, 'the call has an output');
+  // the call, then the model's answer
+  const kinds = second.output.map((i) => i.type);
+  assert.ok(kinds.lastIndexOf('message') > kinds.indexOf('mcp_call'), kinds.join(' '));
+  assert.ok(second.output_text.length > 0, 'output_text');
+  assert.equal(readFileSync(file, 'utf8'), 'approved');
+
+  // stored as served
+  assert.deepEqual((await c.responses.retrieve(first.id)).output, first.output,
+                   'the asking response, retrieved, has the items it was served with');
+  const got = await c.responses.retrieve(second.id);
+  assert.deepEqual(got.output, second.output);
+  assert.equal(got.output_text, second.output_text);
+
+  // answered: the same answer again is refused, and nothing runs again
+  rmSync(file);
+  await expectApiError(() => c.responses.create(answer), OpenAI.ConflictError, 409,
+                       'approval_already_decided');
+  assert.ok(!existsSync(file), 'the second answer ran nothing');
+});
+
+test('openai SDK: responses.stream continues an approval chain (declined with a reason)', async (skip) => {
+  const { agent, root } = await filesAgent(skip);
+  const c = client(ctx.token);
+  const file = join(root, 'declined.txt');
+  const asking = c.responses.stream({ model: agent, input: writePrompt(file, 'never') });
+  const done = [];
+  const types = [];
+  asking.on('response.output_item.done', (e) => { done.push(e.item); });
+  for await (const event of asking) types.push(event.type);
+  const asked = await asking.finalResponse();
+  const request = checkAsked(asked, file, 'never');
+  assert.ok(types.includes('response.output_item.added'), types.join(' '));
+  assert.deepEqual(done.filter((i) => i.type === 'mcp_approval_request'), [request],
+                   'the request is streamed whole as an output item');
+  assert.ok(!types.some((t) => t.startsWith('response.mcp_call.')), types.join(' '));
+  assert.equal(types[types.length - 1], 'response.completed');
+
+  // a response's request is answered by its continuation, not by POST /approvals
+  await expectApiError(() => c.post(`/approvals/${request.id}`, { body: { approve: true } }),
+                       OpenAI.ConflictError, 409, 'approval_asked_by_response');
+  assert.ok(!existsSync(file));
+
+  const answering = c.responses.stream({
+    model: agent, previous_response_id: asked.id,
+    input: [approvalAnswer(request, false, 'not today')],
+  });
+  const types2 = [];
+  let deltas = '';
+  answering.on('response.output_text.delta', (e) => { deltas += e.delta; });
+  for await (const event of answering) types2.push(event.type);
+  const final = await answering.finalResponse();
+  assert.equal(final.status, 'completed');
+  assert.equal(final.previous_response_id, asked.id);
+  assert.deepEqual(itemsOf(final, 'mcp_call'), []);
+  assert.ok(!types2.some((t) => t.startsWith('response.mcp_call.')), types2.join(' '));
+  // the echo model answers with what the declined call gave it
+  assert.ok(final.output_text.includes('declined'), final.output_text);
+  assert.ok(final.output_text.includes('not today'), final.output_text);
+  assert.equal(deltas, final.output_text);
+  assert.ok(!existsSync(file), 'a declined write does not happen');
+  assert.equal((await c.responses.retrieve(final.id)).output_text, final.output_text);
 });
 
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {

@@ -296,6 +296,98 @@ test_ask_allow(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(written, ==, "asked from the shell");
 }
 
+/* confabctl ARGS… on the test's session bus: its exit status, and its
+ * standard output in @out */
+static gint
+ctl(gchar **out, const gchar *const *args)
+{
+	g_autoptr(GPtrArray) argv = g_ptr_array_new();
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *err = NULL;
+	gint status = 0;
+
+	g_ptr_array_add(argv, (gpointer)g_getenv("CONFABCTL"));
+	g_ptr_array_add(argv, "--session");
+	for (guint i = 0; args[i] != NULL; i++)
+		g_ptr_array_add(argv, (gpointer)args[i]);
+	g_ptr_array_add(argv, NULL);
+	g_assert_true(g_spawn_sync(NULL,
+				   (gchar **)argv->pdata,
+				   NULL,
+				   G_SPAWN_DEFAULT,
+				   NULL,
+				   NULL,
+				   out,
+				   &err,
+				   &status,
+				   &error));
+	g_assert_no_error(error);
+	if (err != NULL && *err != '\0')
+		g_test_message("confabctl said: %s", err);
+	return g_spawn_check_wait_status(status, NULL) ? 0 : 1;
+}
+
+/* From the terminal: confabctl approval list shows the waiting call,
+ * approval deny declines it (by "dbus"), and a second decision fails. */
+static void
+test_terminal_deny(Fixture *f, gconstpointer data)
+{
+	Pending p = {NULL};
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *listed = NULL;
+	g_autofree gchar *denied = NULL;
+	g_autofree gchar *again = NULL;
+	g_autofree gchar *empty = NULL;
+	g_autofree gchar *session_id = NULL;
+	g_autofree gchar *reply = NULL;
+	g_autoptr(JsonNode) list = NULL;
+	JsonObject *item;
+	gchar id[64];
+	gboolean approve = TRUE;
+
+	if (f->daemon == NULL)
+		return;
+	if (g_getenv("CONFABCTL") == NULL) {
+		g_test_skip("CONFABCTL is not set; run the tests with meson test");
+		return;
+	}
+	text = write_text(f, "from the terminal");
+	confab_dbus_chat_call_send(f->daemon->chat, f->agent, "", text, NULL, on_done, &p);
+	check_prompt(f, 0, "from the terminal");
+	g_assert_cmpint(ctl(&listed, (const gchar *[]){"--json", "approval", "list", NULL}), ==, 0);
+	list = json_from_string(listed, NULL);
+	g_assert_nonnull(list);
+	g_assert_cmpuint(json_array_get_length(json_node_get_array(list)), ==, 1);
+	item = json_array_get_object_element(json_node_get_array(list), 0);
+	g_assert_cmpstr(json_object_get_string_member(item, "server"), ==, "files");
+	g_assert_cmpstr(json_object_get_string_member(item, "tool"), ==, "write_file");
+	g_assert_cmpstr(json_object_get_string_member(item, "agent_id"), ==, f->agent);
+	g_assert_nonnull(strstr(json_object_get_string_member(item, "arguments"), "terminal"));
+	g_strlcpy(id, json_object_get_string_member(item, "id"), sizeof(id));
+
+	g_assert_cmpint(ctl(&denied, (const gchar *[]){"approval", "deny", id, NULL}), ==, 0);
+	g_assert_nonnull(strstr(denied, id));
+	g_assert_true(confab_test_wait_until(pending_done, &p, 30000));
+	g_assert_true(confab_dbus_chat_call_send_finish(f->daemon->chat,
+							&session_id,
+							&reply,
+							p.result,
+							&error));
+	g_assert_no_error(error);
+	g_object_unref(p.result);
+	g_assert_nonnull(strstr(reply, "declined"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	g_assert_cmpstr(approval_by(f, session_id, &approve), ==, "dbus");
+	g_assert_false(approve);
+
+	/* decided: not listed, and not decided twice */
+	g_assert_cmpint(ctl(&again, (const gchar *[]){"approval", "allow", id, NULL}), !=, 0);
+	g_assert_cmpint(ctl(&empty, (const gchar *[]){"--json", "approval", "list", NULL}), ==, 0);
+	g_assert_cmpstr(g_strstrip(empty), ==, "[]");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -312,6 +404,7 @@ main(int argc, char **argv)
 	ADD("send-allow", test_send_allow);
 	ADD("send-deny", test_send_deny);
 	ADD("ask-allow", test_ask_allow);
+	ADD("terminal-deny", test_terminal_deny);
 #undef ADD
 	ret = g_test_run();
 	confab_test_finish();

@@ -726,6 +726,44 @@ test_bad_input(Fixture *f, gconstpointer data)
 		r415 = confab_test_http_full(f->daemon, "POST", path, headers, plain);
 		confab_test_assert_error(r415, 415, "unsupported_media_type");
 	}
+	/* listed for its owner alone: a client that does not read the
+	 * stream's events finds what waits */
+	{
+		g_autoptr(ConfabTestResponse) mine =
+		    confab_test_http(f->daemon, "GET", "/api/v1/approvals", f->token, NULL);
+		g_autoptr(ConfabTestResponse) bobs =
+		    confab_test_http(f->daemon, "GET", "/api/v1/approvals", bob, NULL);
+		g_autoptr(ConfabTestResponse) bounds =
+		    confab_test_http(f->daemon, "GET", "/api/v1/approvals", bound, NULL);
+		g_autoptr(ConfabTestResponse) refused =
+		    confab_test_http(f->daemon, "GET", "/api/v1/approvals", metrics_only, NULL);
+		JsonArray *listed;
+
+		g_assert_cmpuint(mine->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(mine->json, "object"), ==, "list");
+		listed = json_node_get_array(confab_test_json_get(mine->json, "data"));
+		g_assert_cmpuint(json_array_get_length(listed), ==, 1);
+		g_assert_cmpstr(
+		    json_object_get_string_member(json_array_get_object_element(listed, 0), "id"),
+		    ==,
+		    id);
+		g_assert_cmpstr(
+		    json_object_get_string_member(json_array_get_object_element(listed, 0),
+						  "state"),
+		    ==,
+		    "pending");
+		g_assert_cmpuint(bobs->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(
+				     json_node_get_array(confab_test_json_get(bobs->json, "data"))),
+				 ==,
+				 0);
+		g_assert_cmpuint(bounds->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(json_node_get_array(
+				     confab_test_json_get(bounds->json, "data"))),
+				 ==,
+				 0);
+		confab_test_assert_error(refused, 403, "insufficient_scope");
+	}
 	/* still pending: the owner decides now */
 	{
 		g_autoptr(ConfabTestResponse) r = decide(f, f->token, id, "{\"approve\":false}");
@@ -1150,6 +1188,11 @@ test_responses_approve(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(asked->status, ==, 200);
 	stored_requests = items_of(asked->json, "mcp_approval_request");
 	g_assert_cmpuint(stored_requests->len, ==, 1);
+	/* as it was served: the call that asked is not an mcp_call item */
+	g_assert_cmpuint(json_array_get_length(
+			     json_node_get_array(confab_test_json_get(asked->json, "output"))),
+			 ==,
+			 1);
 	g_assert_cmpstr(json_object_get_string_member(g_ptr_array_index(stored_requests, 0), "id"),
 			==,
 			json_object_get_string_member(request, "id"));
@@ -1165,6 +1208,16 @@ test_responses_approve(Fixture *f, gconstpointer data)
 	direct =
 	    decide(f, f->token, json_object_get_string_member(other, "id"), "{\"approve\":true}");
 	confab_test_assert_error(direct, 409, "approval_asked_by_response");
+	{
+		/* nor is it listed among the calls that wait for a decision */
+		g_autoptr(ConfabTestResponse) listed =
+		    confab_test_http(f->daemon, "GET", "/api/v1/approvals", f->token, NULL);
+		g_assert_cmpuint(listed->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(json_node_get_array(
+				     confab_test_json_get(listed->json, "data"))),
+				 ==,
+				 0);
+	}
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
 
 	m = metrics(f);

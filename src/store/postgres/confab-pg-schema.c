@@ -324,7 +324,9 @@
  * so that only its continuation decides them, and no timeout does.
  */
 #define MIGRATE_V4_APPROVAL_RESPONSE                                                               \
-	"ALTER TABLE approvals ADD COLUMN response_id text COLLATE \"C\";"
+	"ALTER TABLE approvals ADD COLUMN response_id text COLLATE \"C\";"                         \
+	"CREATE INDEX approvals_pending ON approvals (owner, id) "                                 \
+	"  WHERE state = 'pending' AND response_id IS NULL;"
 
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {

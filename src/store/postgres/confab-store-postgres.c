@@ -2651,6 +2651,72 @@ confab_store_postgres_decide_approval(ConfabStore *store,
 		 user_data);
 }
 
+typedef struct {
+	gchar *owner; /* owned, nullable */
+	guint limit;
+} ListApprovals;
+
+static void
+list_approvals_free(ListApprovals *list)
+{
+	g_free(list->owner);
+	g_free(list);
+}
+
+static void
+approvals_listed(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "listing approvals");
+	GPtrArray *list;
+
+	if (res == NULL)
+		return;
+	list = g_ptr_array_new_full(PQntuples(res), (GDestroyNotify)confab_approval_free);
+	for (gint i = 0; i < PQntuples(res); i++)
+		g_ptr_array_add(list, approval_from_row(res, i));
+	op_return_pointer(op, list, (GDestroyNotify)g_ptr_array_unref);
+}
+
+static void
+run_list_approvals(ConfabStorePostgres *self, Op *op)
+{
+	ListApprovals *list = op->data;
+	g_autoptr(GPtrArray) p = params_new();
+
+	params_add(p, list->owner);
+	params_add_int(p, list->limit);
+	op_query(op,
+		 "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE state = 'pending' "
+		 "AND response_id IS NULL AND ($1::text IS NULL OR owner = $1) "
+		 "ORDER BY id LIMIT $2::bigint",
+		 p,
+		 approvals_listed);
+}
+
+static void
+confab_store_postgres_list_approvals(ConfabStore *store,
+				     const gchar *owner,
+				     guint limit,
+				     GCancellable *cancellable,
+				     GAsyncReadyCallback callback,
+				     gpointer user_data)
+{
+	ListApprovals *list = g_new0(ListApprovals, 1);
+
+	list->owner = g_strdup(owner);
+	list->limit = limit;
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_list_approvals,
+		 list,
+		 (GDestroyNotify)list_approvals_free,
+		 TRUE,
+		 confab_store_postgres_list_approvals,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
 static void
 confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 {
@@ -2679,6 +2745,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->save_approval = confab_store_postgres_save_approval;
 	iface->get_approval = confab_store_postgres_get_approval;
 	iface->decide_approval = confab_store_postgres_decide_approval;
+	iface->list_approvals = confab_store_postgres_list_approvals;
 }
 
 static void

@@ -548,7 +548,11 @@ migrate_v7_approvals(Conn *conn, GError **error)
 static gboolean
 migrate_v8_approval_response(Conn *conn, GError **error)
 {
-	return conn_exec(conn, "ALTER TABLE approvals ADD COLUMN response_id TEXT;", error);
+	return conn_exec(conn,
+			 "ALTER TABLE approvals ADD COLUMN response_id TEXT;"
+			 "CREATE INDEX approvals_pending ON approvals (owner, id) "
+			 "  WHERE state = 'pending' AND response_id IS NULL;",
+			 error);
 }
 
 static gboolean
@@ -2918,6 +2922,68 @@ confab_store_sqlite_get_approval(ConfabStore *store,
 		   user_data);
 }
 
+typedef struct {
+	gchar *owner; /* owned, nullable */
+	guint limit;
+} ListApprovals;
+
+static void
+list_approvals_free(ListApprovals *list)
+{
+	g_free(list->owner);
+	g_free(list);
+}
+
+static gpointer
+read_list_approvals(Conn *conn, gpointer data, GError **error)
+{
+	ListApprovals *list = data;
+	g_autoptr(GPtrArray) approvals =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)confab_approval_free);
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE state = 'pending' "
+			 "AND response_id IS NULL AND (?1 IS NULL OR owner = ?1) "
+			 "ORDER BY id LIMIT ?2",
+			 error);
+	gint rc;
+
+	if (stmt == NULL)
+		return NULL;
+	bind_text(stmt, 1, list->owner);
+	sqlite3_bind_int64(stmt, 2, list->limit);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		g_ptr_array_add(approvals, approval_from_row(stmt));
+	if (rc != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, "listing approvals");
+		return NULL;
+	}
+	return g_steal_pointer(&approvals);
+}
+
+static void
+confab_store_sqlite_list_approvals(ConfabStore *store,
+				   const gchar *owner,
+				   guint limit,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	ListApprovals *list = g_new0(ListApprovals, 1);
+
+	list->owner = g_strdup(owner);
+	list->limit = limit;
+	reader_run(CONFAB_STORE_SQLITE(store),
+		   read_list_approvals,
+		   list,
+		   (GDestroyNotify)list_approvals_free,
+		   (GDestroyNotify)g_ptr_array_unref,
+		   confab_store_sqlite_list_approvals,
+		   cancellable,
+		   callback,
+		   user_data);
+}
+
 /* A decision, in the writer: it wins only over a pending row. The row as
  * it stands afterwards is left in @result for the caller's context (the
  * struct is the outer task's data, which outlives the job). */
@@ -3042,6 +3108,7 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->close = confab_store_sqlite_close;
 	iface->save_approval = confab_store_sqlite_save_approval;
 	iface->get_approval = confab_store_sqlite_get_approval;
+	iface->list_approvals = confab_store_sqlite_list_approvals;
 	iface->decide_approval = confab_store_sqlite_decide_approval;
 }
 
