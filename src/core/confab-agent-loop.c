@@ -1012,7 +1012,7 @@ run_step(ConfabAgentLoop *self)
 		return;
 	}
 	if (!self->settled) {
-		confab_openai_context_settle_calls(
+		confab_openai_message_settle_calls(
 		    self->context,
 		    "Not run: this call got no result (it was not approved, or its turn "
 		    "stopped first)");

@@ -258,7 +258,7 @@ call_ids(JsonNode *node)
 }
 
 /**
- * confab_openai_context_settle_calls:
+ * confab_openai_message_settle_calls:
  * @context: the OpenAI-shaped messages a provider is sent
  * @unanswered: the content given to a call that has no result
  *
@@ -270,7 +270,7 @@ call_ids(JsonNode *node)
  * one saying so. A context in order is left as it is.
  */
 void
-confab_openai_context_settle_calls(JsonArray *context, const gchar *unanswered)
+confab_openai_message_settle_calls(JsonArray *context, const gchar *unanswered)
 {
 	g_autoptr(GPtrArray) nodes =
 	    g_ptr_array_new_with_free_func((GDestroyNotify)json_node_unref);

@@ -18,6 +18,6 @@ gchar *
 confab_openai_message_get_text(JsonObject *message);
 
 void
-confab_openai_context_settle_calls(JsonArray *context, const gchar *unanswered);
+confab_openai_message_settle_calls(JsonArray *context, const gchar *unanswered);
 
 G_END_DECLS

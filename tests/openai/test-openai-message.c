@@ -13,7 +13,7 @@
 
 /*
  * The model's context, settled: every tool call answered right after the
- * assistant message that made it (confab_openai_context_settle_calls()).
+ * assistant message that made it (confab_openai_message_settle_calls()).
  */
 
 #define NOT_RUN "not run"
@@ -24,7 +24,7 @@ settle(const gchar *json)
 	g_autoptr(JsonNode) node = confab_json_from_string(json);
 
 	g_assert_nonnull(node);
-	confab_openai_context_settle_calls(json_node_get_array(node), NOT_RUN);
+	confab_openai_message_settle_calls(json_node_get_array(node), NOT_RUN);
 	return confab_json_to_string(node);
 }
 
