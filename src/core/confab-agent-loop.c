@@ -49,7 +49,8 @@
  * response that continues it hands the person's answers back
  * (confab_agent_loop_resume_call()): the new loop first decides each
  * approval, runs the approved calls and gives the declined ones a result
- * saying so, and then calls the model. Before its first model call a loop
+ * saying so (a client that leaves meanwhile does not void them, as for a
+ * wait), and then calls the model. Before its first model call a loop
  * settles its context: each tool result follows the call it answers (a
  * result given by a later turn is moved up), and a call that has none
  * (never approved, or its turn stopped) is given one saying it did not run.
@@ -1454,6 +1455,7 @@ answered_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autofree gchar *declined = NULL;
 
 	decided = confab_approvals_decide_finish(CONFAB_APPROVALS(source), result, &error);
+	waiting_ends(self);
 	if (decided == NULL) {
 		/* answered meanwhile by another continuation: that one runs it */
 		g_autofree gchar *reason = g_strdup_printf("Not run: %s", error->message);
@@ -1493,6 +1495,8 @@ answer_call(ConfabAgentLoop *self, ServerCall *call)
 {
 	ConfabApproval *approval = call->approval;
 
+	/* a person's answer outlives a client that leaves now, as a wait does */
+	waiting_begins(self);
 	g_object_ref(self); /* until answered_cb */
 	confab_approvals_answer_async(self->approvals,
 				      approval->id,
