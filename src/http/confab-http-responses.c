@@ -696,8 +696,22 @@ static const ConfabTurnSink stream_sink = {
     .tool_event = on_turn_tool_event,
 };
 
+/* Without a stream the items are closed before the answer is committed
+ * too: a call's result is read from the transcript, which the commit
+ * takes (an answer may end on a result, when a person's approval ends
+ * it). */
+static void
+on_json_drain(ConfabTurn *turn, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	close_items(ctx, TRUE);
+	confab_turn_sink_drained(turn, TRUE);
+}
+
 static const ConfabTurnSink json_sink = {
     .delta = on_turn_delta,
+    .drain = on_json_drain,
     .tool_event = on_turn_tool_event,
 };
 

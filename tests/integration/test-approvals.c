@@ -1189,10 +1189,10 @@ test_responses_approve(Fixture *f, gconstpointer data)
 	stored_requests = items_of(asked->json, "mcp_approval_request");
 	g_assert_cmpuint(stored_requests->len, ==, 1);
 	/* as it was served: the call that asked is not an mcp_call item */
-	g_assert_cmpuint(json_array_get_length(
-			     json_node_get_array(confab_test_json_get(asked->json, "output"))),
-			 ==,
-			 1);
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(asked->json, "output"))),
+	    ==,
+	    1);
 	g_assert_cmpstr(json_object_get_string_member(g_ptr_array_index(stored_requests, 0), "id"),
 			==,
 			json_object_get_string_member(request, "id"));
@@ -1451,6 +1451,69 @@ test_responses_bad_input(Fixture *f, gconstpointer data)
 	}
 }
 
+/* The MCP project's server-everything, with OpenAI's object policy: every
+ * tool but echo needs a person. One response calls both: echo runs inside
+ * it, get-sum ends it with a request; approved, the sum runs in the next. */
+static void
+test_responses_everything(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *script = npm_server("server-everything");
+	g_autofree gchar *servers = NULL;
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *item = NULL;
+	g_autofree gchar *answer = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) r2 = NULL;
+	g_autoptr(GPtrArray) calls = NULL;
+	g_autoptr(GPtrArray) requests = NULL;
+	g_autoptr(GPtrArray) calls2 = NULL;
+	JsonObject *request, *call;
+
+	if (f->daemon == NULL || script == NULL)
+		return;
+	servers = g_strdup_printf("{\"mcpServers\":{\"everything\":{\"command\":\"node\","
+				  "\"args\":[\"%s\",\"stdio\"],\"require_approval\":{\"never\":"
+				  "{\"tool_names\":[\"echo\"]}}}}}",
+				  script);
+	agent = create_agent(f->daemon, servers);
+	body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"/tool everything__echo "
+			       "{\\\"message\\\":\\\"hi\\\"}\\n/tool everything__get-sum "
+			       "{\\\"a\\\":2,\\\"b\\\":40}\"}",
+			       agent);
+	r = respond(f->daemon, f->token, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	calls = items_of(r->json, "mcp_call");
+	g_assert_cmpuint(calls->len, ==, 1);
+	call = g_ptr_array_index(calls, 0);
+	g_assert_cmpstr(json_object_get_string_member(call, "name"), ==, "echo");
+	g_assert_cmpstr(json_object_get_string_member(call, "output"), ==, "Echo: hi");
+	requests = items_of(r->json, "mcp_approval_request");
+	g_assert_cmpuint(requests->len, ==, 1);
+	request = g_ptr_array_index(requests, 0);
+	g_assert_cmpstr(json_object_get_string_member(request, "server_label"), ==, "everything");
+	g_assert_cmpstr(json_object_get_string_member(request, "name"), ==, "get-sum");
+
+	item = g_strdup_printf("{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\","
+			       "\"approve\":true}",
+			       json_object_get_string_member(request, "id"));
+	answer =
+	    g_strdup_printf("{\"model\":\"%s\",\"previous_response_id\":\"%s\",\"input\":[%s]}",
+			    agent,
+			    confab_test_json_string(r->json, "id"),
+			    item);
+	r2 = respond(f->daemon, f->token, answer);
+	g_assert_cmpuint(r2->status, ==, 200);
+	calls2 = items_of(r2->json, "mcp_call");
+	g_assert_cmpuint(calls2->len, ==, 1);
+	call = g_ptr_array_index(calls2, 0);
+	g_assert_cmpstr(json_object_get_string_member(call, "name"), ==, "get-sum");
+	g_assert_true(json_object_get_null_member(call, "error"));
+	g_assert_nonnull(strstr(json_object_get_string_member(call, "output"), "42"));
+	g_assert_nonnull(
+	    strstr(confab_test_json_string(r2->json, "output.1.content.0.text"), "42"));
+}
+
 /* Two instances on PostgreSQL: the response asks on A, its continuation
  * is served by B, which runs the call. */
 static void
@@ -1506,6 +1569,7 @@ main(int argc, char **argv)
 	ADD("responses-approve", test_responses_approve, "[tools]\napproval_timeout = 1\n");
 	ADD("responses-deny-stream", test_responses_deny_stream, NULL);
 	ADD("responses-bad-input", test_responses_bad_input, NULL);
+	ADD("responses-everything", test_responses_everything, NULL);
 #undef ADD
 	g_test_add("/confab/approvals/postgres-across-instances",
 		   Fixture,
