@@ -1329,23 +1329,32 @@ declined_text(const ConfabApproval *approval)
 	return g_strdup("The user declined to run this tool call.");
 }
 
+/* @call's approval is decided: the call runs, or gets a result saying it
+ * did not. A resumed call (a Responses continuation) was not in this
+ * answer's events yet: it is told now, when it runs. */
 static void
-approval_decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+apply_decision(ConfabAgentLoop *self, ServerCall *call)
 {
-	ServerCall *call = user_data;
-	g_autoptr(ConfabAgentLoop) self = call->loop; /* the wait's reference */
-	g_autoptr(GError) error = NULL;
 	g_autofree gchar *declined = NULL;
 
-	call->approval = confab_approvals_wait_finish(CONFAB_APPROVALS(source), result, &error);
-	waiting_ends(self);
-	g_assert(call->approval != NULL);
 	add_approval_block(self, call->approval);
 	emit_approval_events(self, call->approval, TRUE);
 	if (call->approval->state == CONFAB_APPROVAL_STATE_APPROVED &&
 	    !g_cancellable_is_cancelled(self->cancellable)) {
 		/* the wait was not the call's: it starts now */
 		call->start = g_get_monotonic_time();
+		if (!call->resumed) {
+			run_call(self, call);
+			return;
+		}
+		emit_call_event(self, call);
+		/* the agent's tools changed since it was asked */
+		if (self->toolbox == NULL || find_server_tool(self, call->name) == NULL) {
+			g_autofree gchar *reason =
+			    g_strdup_printf("No tool is called '%s' any more", call->name);
+			call_done(self, call, "unknown", TRUE, reason);
+			return;
+		}
 		run_call(self, call);
 		return;
 	}
@@ -1355,6 +1364,19 @@ approval_decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	declined = declined_text(call->approval);
 	call_done(self, call, "declined", TRUE, declined);
+}
+
+static void
+approval_decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	g_autoptr(ConfabAgentLoop) self = call->loop; /* the wait's reference */
+	g_autoptr(GError) error = NULL;
+
+	call->approval = confab_approvals_wait_finish(CONFAB_APPROVALS(source), result, &error);
+	waiting_ends(self);
+	g_assert(call->approval != NULL);
+	apply_decision(self, call);
 }
 
 static void
@@ -1382,11 +1404,11 @@ approval_created_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		self->sink->approval_request(approval, self->sink_data);
 }
 
-/* The call waits for a person; the step's other calls go on. */
-static void
-ask_approval(ConfabAgentLoop *self, ServerCall *call)
+/* What a person is asked about @call: the approval to store. */
+static ConfabApproval *
+approval_request_new(ConfabAgentLoop *self, ServerCall *call)
 {
-	g_autoptr(ConfabApproval) request = confab_approval_new();
+	ConfabApproval *request = confab_approval_new();
 
 	request->owner = g_strdup(self->approvals_owner);
 	request->agent_id = g_strdup(confab_agent_get_id(self->agent));
@@ -1396,6 +1418,16 @@ ask_approval(ConfabAgentLoop *self, ServerCall *call)
 	request->name = g_strdup(call->name);
 	request->arguments = g_strdup(call->arguments);
 	request->tool_call_id = g_strdup(call->id);
+	request->response_id = g_strdup(self->defer_response);
+	return request;
+}
+
+/* The call waits for a person; the step's other calls go on. */
+static void
+ask_approval(ConfabAgentLoop *self, ServerCall *call)
+{
+	g_autoptr(ConfabApproval) request = approval_request_new(self, call);
+
 	waiting_begins(self);
 	g_object_ref(self); /* until approval_decided_cb */
 	confab_approvals_create_async(self->approvals, request, approval_created_cb, call);
@@ -1429,17 +1461,8 @@ parked_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 static void
 park_call(ConfabAgentLoop *self, ServerCall *call)
 {
-	g_autoptr(ConfabApproval) request = confab_approval_new();
+	g_autoptr(ConfabApproval) request = approval_request_new(self, call);
 
-	request->owner = g_strdup(self->approvals_owner);
-	request->agent_id = g_strdup(confab_agent_get_id(self->agent));
-	request->session_id = g_strdup(self->approvals_session);
-	request->server = g_strdup(call->server);
-	request->tool = g_strdup(call->tool);
-	request->name = g_strdup(call->name);
-	request->arguments = g_strdup(call->arguments);
-	request->tool_call_id = g_strdup(call->id);
-	request->response_id = g_strdup(self->defer_response);
 	g_object_ref(self); /* until parked_cb */
 	confab_approvals_create_async(self->approvals, request, parked_cb, call);
 }
@@ -1452,7 +1475,6 @@ answered_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(ConfabAgentLoop) self = call->loop; /* the answer's reference */
 	g_autoptr(ConfabApproval) decided = NULL;
 	g_autoptr(GError) error = NULL;
-	g_autofree gchar *declined = NULL;
 
 	decided = confab_approvals_decide_finish(CONFAB_APPROVALS(source), result, &error);
 	waiting_ends(self);
@@ -1466,28 +1488,7 @@ answered_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	call->approval = g_steal_pointer(&decided);
 	call->server = call->approval->server;
 	call->tool = call->approval->tool;
-	add_approval_block(self, call->approval);
-	emit_approval_events(self, call->approval, TRUE);
-	if (call->approval->state == CONFAB_APPROVAL_STATE_APPROVED &&
-	    !g_cancellable_is_cancelled(self->cancellable)) {
-		call->start = g_get_monotonic_time();
-		emit_call_event(self, call);
-		/* the agent's tools changed since it was asked */
-		if (self->toolbox == NULL || find_server_tool(self, call->name) == NULL) {
-			g_autofree gchar *reason =
-			    g_strdup_printf("No tool is called '%s' any more", call->name);
-			call_done(self, call, "unknown", TRUE, reason);
-			return;
-		}
-		run_call(self, call);
-		return;
-	}
-	if (call->approval->state == CONFAB_APPROVAL_STATE_APPROVED) {
-		call_done(self, call, "failed", TRUE, "Not run: the turn was stopped");
-		return;
-	}
-	declined = declined_text(call->approval);
-	call_done(self, call, "declined", TRUE, declined);
+	apply_decision(self, call);
 }
 
 static void

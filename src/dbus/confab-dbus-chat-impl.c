@@ -218,53 +218,6 @@ approved_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	confab_dbus_chat_complete_approve(CONFAB_DBUS_CHAT(call->self), call->invocation);
 }
 
-static void
-approve_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-	g_autoptr(ApproveCall) call = user_data;
-	g_autofree gchar *owner = NULL;
-	GError *error = NULL;
-	guint32 uid = 0;
-
-	if (!confab_dbus_caller_get_uid_finish(result, &uid, &error)) {
-		confab_error_register_dbus();
-		g_dbus_method_invocation_return_gerror(call->invocation, error);
-		g_error_free(error);
-		return;
-	}
-	/* an administrator decides anyone's; another user only their own */
-	if (!confab_dbus_caller_uid_is_admin(uid, call->self->admin_group))
-		owner = confab_dbus_caller_user_name_for_uid(uid);
-	confab_approvals_decide_async(confab_engine_get_approvals(call->self->engine),
-				      call->approval_id,
-				      owner,
-				      NULL,
-				      call->approve,
-				      NULL,
-				      "dbus",
-				      approved_cb,
-				      call);
-	call = NULL;
-}
-
-static gboolean
-handle_approve(ConfabDbusChat *object,
-	       GDBusMethodInvocation *invocation,
-	       const gchar *approval_id,
-	       gboolean approve)
-{
-	ConfabDbusChatImpl *self = CONFAB_DBUS_CHAT_IMPL(object);
-	ApproveCall *call = g_new0(ApproveCall, 1);
-
-	call->self = g_object_ref(self);
-	call->invocation = g_object_ref(invocation);
-	call->approval_id = g_strdup(approval_id);
-	call->approve = approve;
-	/* the owner comes from the bus, never from an argument */
-	confab_dbus_caller_get_uid_async(invocation, NULL, approve_caller_cb, call);
-	return G_DBUS_METHOD_INVOCATION_HANDLED;
-}
-
 /* ---------- ListApprovals ---------- */
 
 #define LIST_APPROVALS_MAX 100
@@ -316,11 +269,13 @@ approvals_listed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 						 g_variant_builder_end(&builder));
 }
 
+/* The caller's owner name, or NULL for an administrator (anyone's): then
+ * Approve decides, or ListApprovals lists (no approval id). */
 static void
-list_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+approvals_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ApproveCall) call = user_data;
-	ConfabStore *store = confab_engine_get_store(call->self->engine);
+	ConfabEngine *engine = call->self->engine;
 	g_autofree gchar *owner = NULL;
 	GError *error = NULL;
 	guint32 uid = 0;
@@ -331,16 +286,50 @@ list_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_error_free(error);
 		return;
 	}
-	/* an administrator sees everyone's; another user only their own */
-
+	/* an administrator decides and sees anyone's; another user only
+	 * their own */
 	if (!confab_dbus_caller_uid_is_admin(uid, call->self->admin_group))
 		owner = confab_dbus_caller_user_name_for_uid(uid);
-	confab_store_list_approvals_async(store,
-					  owner,
-					  LIST_APPROVALS_MAX,
-					  NULL,
-					  approvals_listed_cb,
-					  g_steal_pointer(&call));
+	if (call->approval_id == NULL) {
+		confab_store_list_approvals_async(confab_engine_get_store(engine),
+						  owner,
+						  LIST_APPROVALS_MAX,
+						  NULL,
+						  approvals_listed_cb,
+						  g_steal_pointer(&call));
+		return;
+	}
+	/* the call goes to the callback: read it before it is handed over */
+	{
+		ApproveCall *pending = g_steal_pointer(&call);
+		confab_approvals_decide_async(confab_engine_get_approvals(engine),
+					      pending->approval_id,
+					      owner,
+					      NULL,
+					      pending->approve,
+					      NULL,
+					      "dbus",
+					      approved_cb,
+					      pending);
+	}
+}
+
+static gboolean
+handle_approve(ConfabDbusChat *object,
+	       GDBusMethodInvocation *invocation,
+	       const gchar *approval_id,
+	       gboolean approve)
+{
+	ConfabDbusChatImpl *self = CONFAB_DBUS_CHAT_IMPL(object);
+	ApproveCall *call = g_new0(ApproveCall, 1);
+
+	call->self = g_object_ref(self);
+	call->invocation = g_object_ref(invocation);
+	call->approval_id = g_strdup(approval_id);
+	call->approve = approve;
+	/* the owner comes from the bus, never from an argument */
+	confab_dbus_caller_get_uid_async(invocation, NULL, approvals_caller_cb, call);
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
 static gboolean
@@ -351,7 +340,7 @@ handle_list_approvals(ConfabDbusChat *object, GDBusMethodInvocation *invocation)
 
 	call->self = g_object_ref(self);
 	call->invocation = g_object_ref(invocation);
-	confab_dbus_caller_get_uid_async(invocation, NULL, list_caller_cb, call);
+	confab_dbus_caller_get_uid_async(invocation, NULL, approvals_caller_cb, call);
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 

@@ -1078,9 +1078,14 @@ refuse(RespCtx *ctx, GError *error)
 
 /* ---------- continuing: previous_response_id, conversation ---------- */
 
-/* Whether @message (an answer) called the function @call_id. */
+/* Whether @message holds a block of @type whose @key is @value (and, for
+ * @no_server, that has no server: a client's call). */
 static gboolean
-message_has_call(ConfabMessage *message, const gchar *call_id)
+message_has_block(ConfabMessage *message,
+		  const gchar *type,
+		  const gchar *key,
+		  const gchar *value,
+		  gboolean no_server)
 {
 	g_autoptr(JsonNode) node = NULL;
 	JsonArray *blocks;
@@ -1093,13 +1098,19 @@ message_has_call(ConfabMessage *message, const gchar *call_id)
 	blocks = json_node_get_array(node);
 	for (guint i = 0; i < json_array_get_length(blocks); i++) {
 		JsonObject *block = json_array_get_object_element(blocks, i);
-		if (block != NULL &&
-		    g_strcmp0(confab_json_get_string(block, "type"), "tool_call") == 0 &&
-		    confab_json_get_string(block, "server") == NULL &&
-		    g_strcmp0(confab_json_get_string(block, "id"), call_id) == 0)
+		if (block != NULL && g_strcmp0(confab_json_get_string(block, "type"), type) == 0 &&
+		    (!no_server || confab_json_get_string(block, "server") == NULL) &&
+		    g_strcmp0(confab_json_get_string(block, key), value) == 0)
 			return TRUE;
 	}
 	return FALSE;
+}
+
+/* Whether @message (an answer) called the function @call_id. */
+static gboolean
+message_has_call(ConfabMessage *message, const gchar *call_id)
+{
+	return message_has_block(message, "tool_call", "id", call_id, TRUE);
 }
 
 /* Every function_call_output answers a call: of the input, or of @answer
@@ -1136,23 +1147,7 @@ check_call_outputs(RespCtx *ctx, ConfabMessage *answer, GError **error)
 static gboolean
 message_asked(ConfabMessage *answer, const gchar *id)
 {
-	g_autoptr(JsonNode) node = NULL;
-	JsonArray *blocks;
-
-	if (answer == NULL || confab_message_get_content_blocks(answer) == NULL)
-		return FALSE;
-	node = confab_json_from_string(confab_message_get_content_blocks(answer));
-	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
-		return FALSE;
-	blocks = json_node_get_array(node);
-	for (guint i = 0; i < json_array_get_length(blocks); i++) {
-		JsonObject *block = json_array_get_object_element(blocks, i);
-		if (block != NULL &&
-		    g_strcmp0(confab_json_get_string(block, "type"), "approval_request") == 0 &&
-		    g_strcmp0(confab_json_get_string(block, "id"), id) == 0)
-			return TRUE;
-	}
-	return FALSE;
+	return message_has_block(answer, "approval_request", "id", id, FALSE);
 }
 
 static GError *
