@@ -1100,6 +1100,11 @@ add_connection(ConfabHttpServer *self, gint fd, const struct sockaddr_storage *s
 	((ConnSource *)conn->source)->conn = conn;
 	g_source_set_static_name(conn->source, "[confab] http connection");
 	conn->fd_tag = g_source_add_unix_fd(conn->source, fd, G_IO_IN);
+	/* GLib takes a source that may not recurse out of the poll set for
+	 * each dispatch and puts it back after, waking its own context up
+	 * both times (two eventfd writes and an extra loop iteration per
+	 * dispatch); nothing iterates this context from a callback */
+	g_source_set_can_recurse(conn->source, TRUE);
 	g_source_attach(conn->source, self->context);
 	g_queue_push_tail_link(&self->conns, &conn->link);
 	g_atomic_int_set(&self->n_conns, self->conns.length);
@@ -1274,6 +1279,7 @@ start_accepting(ConfabHttpServer *self, GSocket *listener)
 	self->accept_source = g_unix_fd_source_new(g_socket_get_fd(self->listener), G_IO_IN);
 	g_source_set_callback(self->accept_source, G_SOURCE_FUNC(on_incoming), self, NULL);
 	g_source_set_static_name(self->accept_source, "[confab] http accept");
+	g_source_set_can_recurse(self->accept_source, TRUE); /* see add_connection */
 	g_source_attach(self->accept_source, self->context);
 }
 
