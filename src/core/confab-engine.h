@@ -85,6 +85,19 @@ confab_engine_authenticate(ConfabEngine *self,
 			   const gchar *const *scopes,
 			   GError **error);
 
+typedef struct _ConfabAuthCache ConfabAuthCache;
+ConfabAuthCache *
+confab_auth_cache_new(void);
+void
+confab_auth_cache_free(ConfabAuthCache *cache);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabAuthCache, confab_auth_cache_free)
+ConfabPrincipal *
+confab_engine_authenticate_cached(ConfabEngine *self,
+				  ConfabAuthCache *cache,
+				  const gchar *authorization,
+				  const gchar *const *scopes,
+				  GError **error);
+
 /* agents */
 ConfabAgent *
 confab_engine_lookup_agent(ConfabEngine *self, const gchar *agent_id);

@@ -108,6 +108,8 @@ struct _ConfabHttpConnection {
 	gboolean in_process;
 	gboolean resume; /* the response ended while process() ran */
 	gsize body_accounted;
+	gpointer data; /* owned: the handler's, for the connection's life */
+	GDestroyNotify data_destroy;
 };
 
 struct _ConfabHttpServer {
@@ -336,6 +338,8 @@ conn_unref(ConfabHttpConnection *conn)
 		return;
 	g_assert(conn->fd < 0);
 	queue_clear(conn);
+	if (conn->data_destroy != NULL)
+		conn->data_destroy(conn->data);
 	g_clear_pointer(&conn->pending, g_byte_array_unref);
 	confab_http_request_parser_free(conn->parser);
 	g_free(conn->peer);
@@ -364,6 +368,23 @@ static gint64
 now_plus(guint seconds)
 {
 	return g_get_monotonic_time() + (gint64)seconds * G_USEC_PER_SEC;
+}
+
+void
+confab_http_server_connection_set_data(ConfabHttpConnection *conn,
+				       gpointer data,
+				       GDestroyNotify destroy)
+{
+	if (conn->data_destroy != NULL)
+		conn->data_destroy(conn->data);
+	conn->data = data;
+	conn->data_destroy = destroy;
+}
+
+gpointer
+confab_http_server_connection_get_data(ConfabHttpConnection *conn)
+{
+	return conn->data;
 }
 
 const gchar *
