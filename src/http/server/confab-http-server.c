@@ -204,6 +204,19 @@ server_date(ConfabHttpServer *self)
 	return self->date;
 }
 
+static void
+append_uint(GString *out, guint64 value)
+{
+	gchar digits[24];
+	guint n = 0;
+
+	do {
+		digits[sizeof(digits) - 1 - n++] = (gchar)('0' + value % 10);
+		value /= 10;
+	} while (value > 0);
+	g_string_append_len(out, digits + sizeof(digits) - n, n);
+}
+
 /*
  * Every response head Confab sends, refusals included. @length is the
  * body's length, or -1 for a chunked body, or -2 for a body that ends when
@@ -218,17 +231,21 @@ append_head(GString *out,
 	    gboolean close,
 	    gboolean http10_keep_alive)
 {
-	g_string_append_printf(out,
-			       "HTTP/1.1 %u %s\r\nDate: %s\r\nServer: confab/" PACKAGE_VERSION
-			       "\r\n",
-			       status,
-			       reason_phrase(status),
-			       server_date(server));
+	/* no format: this runs for every response */
+	g_string_append(out, "HTTP/1.1 ");
+	append_uint(out, status);
+	g_string_append_c(out, ' ');
+	g_string_append(out, reason_phrase(status));
+	g_string_append(out, "\r\nDate: ");
+	g_string_append(out, server_date(server));
+	g_string_append(out, "\r\nServer: confab/" PACKAGE_VERSION "\r\n");
 	if (fields != NULL)
 		g_string_append(out, fields);
-	if (length >= 0)
-		g_string_append_printf(out, "Content-Length: %" G_GINT64_FORMAT "\r\n", length);
-	else if (length == -1)
+	if (length >= 0) {
+		g_string_append(out, "Content-Length: ");
+		append_uint(out, (guint64)length);
+		g_string_append(out, "\r\n");
+	} else if (length == -1)
 		g_string_append(out, "Transfer-Encoding: chunked\r\n");
 	if (close)
 		g_string_append(out, "Connection: close\r\n");
@@ -260,18 +277,28 @@ segment_data(Segment *seg, gsize *len)
 	return seg->buf->data + seg->off;
 }
 
-static void
-queue_copy(ConfabHttpConnection *conn, const gchar *data, gsize len)
+/* Room for @len bytes in the last segment: a new one when it has none. */
+static Segment *
+queue_reserve(ConfabHttpConnection *conn, gsize len)
 {
 	Segment *tail = g_queue_peek_tail(&conn->out);
 
-	if (len == 0)
-		return;
 	if (tail == NULL || tail->buf == NULL || tail->buf->len + len > SEGMENT_BUFFER) {
 		tail = g_new0(Segment, 1);
 		tail->buf = g_byte_array_sized_new((guint)MAX(len, 512));
 		g_queue_push_tail(&conn->out, tail);
 	}
+	return tail;
+}
+
+static void
+queue_copy(ConfabHttpConnection *conn, const gchar *data, gsize len)
+{
+	Segment *tail;
+
+	if (len == 0)
+		return;
+	tail = queue_reserve(conn, len);
 	g_byte_array_append(tail->buf, (const guint8 *)data, (guint)len);
 	conn->out_bytes += len;
 }
@@ -639,6 +666,9 @@ confab_http_server_connection_send_response(ConfabHttpConnection *conn,
 		    close,
 		    exchange->head.version_minor == 0);
 	conn->state = CONN_BUSY;
+	/* a small body goes out in one buffer with the head, sized once */
+	if (body != NULL && !is_head_request(exchange) && g_bytes_get_size(body) <= SMALL_PIECE)
+		queue_reserve(conn, head->len + g_bytes_get_size(body));
 	queue_copy(conn, head->str, head->len);
 	if (body != NULL && !is_head_request(exchange))
 		queue_bytes(conn, body);
