@@ -460,6 +460,36 @@ build_string(const guchar **pp)
 	return g_string_free(out, FALSE);
 }
 
+/**
+ * confab_json_read_string:
+ * @data: text that starts with a JSON string's opening quote
+ * @len: the bytes of @data
+ * @consumed: (out): the bytes the string took, its quotes included
+ *
+ * Reads one JSON string, held to the rules of confab_json_check().
+ *
+ * Returns: (transfer full) (nullable): the string, unescaped; %NULL when
+ *   @data does not start with a valid one
+ */
+gchar *
+confab_json_read_string(const gchar *data, gsize len, gsize *consumed)
+{
+	Scan s = {0};
+	const guchar *p = (const guchar *)data;
+	gchar *out;
+
+	g_return_val_if_fail(consumed != NULL, NULL);
+	if (data == NULL || len == 0 || data[0] != '"')
+		return NULL;
+	s.p = p;
+	s.end = p + len;
+	if (!scan_string(&s, FALSE))
+		return NULL;
+	out = build_string(&p);
+	*consumed = (gsize)(p - (const guchar *)data);
+	return out;
+}
+
 static JsonNode *
 build_number(const guchar **pp, const guchar *end)
 {
