@@ -394,7 +394,8 @@ confab_http_exchange_begin_stream(ConfabHttpExchange *self, guint status, const 
  * @data: a piece of the body
  * @len: its length
  *
- * Sends a piece at once (as one chunk). Nothing is dropped: past the
+ * Sends a piece (as one chunk) by the next main-loop iteration, in one
+ * write with the other pieces written before then. Nothing is dropped: past the
  * stream buffer, the exchange's flow is held until the client catches up,
  * and whoever writes should wait for it (confab_http_exchange_get_flow()).
  */

@@ -110,6 +110,7 @@ struct _ConfabHttpConnection {
 	gsize body_accounted;
 	gpointer data; /* owned: the handler's, for the connection's life */
 	GDestroyNotify data_destroy;
+	gboolean flush_queued; /* in server->to_flush */
 };
 
 struct _ConfabHttpServer {
@@ -131,6 +132,8 @@ struct _ConfabHttpServer {
 	gchar *read_buffer; /* owned: one for every connection */
 	gchar date[40];
 	gint64 date_second;
+	GSource *flusher; /* owned, nullable: writes what the pieces queued */
+	GQueue to_flush;  /* ConfabHttpConnection, a reference each */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabHttpServer, confab_http_server, G_TYPE_OBJECT)
@@ -624,6 +627,84 @@ confab_http_server_connection_flush(ConfabHttpConnection *conn)
 	conn_unref(conn);
 }
 
+/*
+ * A stream's pieces go out together: each piece written in one main-loop
+ * iteration (the deltas of one upstream read, say) is queued, and the
+ * connection is written once, at the next iteration, in one sendmsg,
+ * instead of once per piece.
+ */
+static gboolean
+flusher_ready(GSource *source, gint *timeout)
+{
+	ConfabHttpServer *self = *(ConfabHttpServer **)(source + 1);
+
+	if (timeout != NULL)
+		*timeout = -1;
+	return self->to_flush.length > 0;
+}
+
+static gboolean
+flusher_check(GSource *source)
+{
+	return flusher_ready(source, NULL);
+}
+
+static gboolean
+flusher_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
+{
+	ConfabHttpServer *self = *(ConfabHttpServer **)(source + 1);
+	ConfabHttpConnection *conn;
+
+	while ((conn = g_queue_pop_head(&self->to_flush)) != NULL) {
+		conn->flush_queued = FALSE;
+		confab_http_server_connection_flush(conn);
+		conn_unref(conn);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs flusher_funcs = {
+    .prepare = flusher_ready,
+    .check = flusher_check,
+    .dispatch = flusher_dispatch,
+};
+
+static void
+queue_flush(ConfabHttpConnection *conn)
+{
+	ConfabHttpServer *self = conn->server;
+
+	if (self == NULL || conn->fd < 0) {
+		confab_http_server_connection_flush(conn);
+		return;
+	}
+	if (conn->flush_queued)
+		return;
+	if (self->flusher == NULL) {
+		self->flusher = g_source_new(&flusher_funcs, sizeof(GSource) + sizeof(gpointer));
+		*(ConfabHttpServer **)(self->flusher + 1) = self;
+		g_source_set_static_name(self->flusher, "[confab] http flush");
+		g_source_attach(self->flusher, self->context);
+	}
+	conn->flush_queued = TRUE;
+	g_queue_push_tail(&self->to_flush, conn_ref(conn));
+}
+
+static void
+flusher_clear(ConfabHttpServer *self)
+{
+	ConfabHttpConnection *conn;
+
+	while ((conn = g_queue_pop_head(&self->to_flush)) != NULL) {
+		conn->flush_queued = FALSE;
+		conn_unref(conn);
+	}
+	if (self->flusher != NULL) {
+		g_source_destroy(self->flusher);
+		g_clear_pointer(&self->flusher, g_source_unref);
+	}
+}
+
 void
 confab_http_server_connection_cut(ConfabHttpConnection *conn)
 {
@@ -723,7 +804,7 @@ confab_http_server_connection_send_piece(ConfabHttpConnection *conn,
 			queue_copy(conn, "\r\n", 2);
 	}
 	if (flush)
-		confab_http_server_connection_flush(conn);
+		queue_flush(conn);
 	if (conn->fd >= 0)
 		conn_update_flow(conn);
 }
@@ -1223,6 +1304,7 @@ static void
 confab_http_server_init(ConfabHttpServer *self)
 {
 	g_queue_init(&self->conns);
+	g_queue_init(&self->to_flush);
 }
 
 /**
@@ -1471,6 +1553,7 @@ confab_http_server_disconnect(ConfabHttpServer *self)
 	confab_http_server_stop_listening(self);
 	while (self->conns.head != NULL)
 		conn_close(self->conns.head->data);
+	flusher_clear(self);
 	if (self->sweep != NULL) {
 		g_source_destroy(self->sweep);
 		g_clear_pointer(&self->sweep, g_source_unref);
