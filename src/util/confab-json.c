@@ -522,9 +522,33 @@ build_number(const guchar **pp, const guchar *end)
 	return json_node_init_double(json_node_alloc(), g_ascii_strtod(text, NULL));
 }
 
+/* The string at *pp, unescaped, as build_string(); in @buf when it is
+ * short and has no escape (most names and values: json-glib copies them
+ * again anyway), else in *@heap, which the caller frees. */
+static const gchar *
+build_string_tmp(const guchar **pp, gchar *buf, gsize size, gchar **heap)
+{
+	const guchar *p = *pp + 1;
+	const guchar *q = p;
+
+	while (*q != '"' && *q != '\\')
+		q++;
+	if (*q == '"' && (gsize)(q - p) < size) {
+		memcpy(buf, p, q - p);
+		buf[q - p] = '\0';
+		*pp = q + 1;
+		return buf;
+	}
+	*heap = build_string(pp);
+	return *heap;
+}
+
+#define BUILD_SMALL_STRING 256
+
 typedef struct {
-	JsonNode *node; /* the container */
-	gchar *key;	/* an object's member waiting for its value */
+	JsonNode *node;	  /* the container */
+	const gchar *key; /* an object's member waiting for its value */
+	gchar *key_heap;  /* owned, nullable: where @key is when not on the stack */
 } BuildFrame;
 
 static void
@@ -536,23 +560,26 @@ build_attach(BuildFrame *top, JsonNode *child)
 	} else {
 		/* a repeated name: the last value wins, as with json-glib */
 		json_object_set_member(json_node_get_object(top->node), top->key, child);
-		g_clear_pointer(&top->key, g_free);
+		top->key = NULL;
+		g_clear_pointer(&top->key_heap, g_free);
 	}
 }
 
-/* The name of the next member, and its ':'; *pp moves to its value. */
-static gchar *
-build_member_name(const guchar **pp)
+/* The name of the next member (in @buf or @top's key_heap), and its ':';
+ * *pp moves to its value. */
+static void
+build_member_name(const guchar **pp, BuildFrame *top, gchar *buf, gsize size)
 {
-	gchar *key = build_string(pp);
-	const guchar *p = *pp;
+	const guchar *p;
+
+	top->key = build_string_tmp(pp, buf, size, &top->key_heap);
+	p = *pp;
 	while (*p != ':')
 		p++;
 	p++;
 	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
 		p++;
 	*pp = p;
-	return key;
 }
 
 /* Builds the tree of a text confab_json_check() accepted, without
@@ -567,6 +594,10 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 	BuildFrame *stack = stack_small;
 	guint depth = 0;
 	JsonNode *root = NULL;
+	/* one name waits for its value at a time: the value is attached
+	 * before anything inside it is read */
+	gchar key_buf[BUILD_SMALL_STRING];
+	gchar text_buf[BUILD_SMALL_STRING];
 
 	if (max_depth > SMALL_DEPTH)
 		stack = stack_heap = g_new(BuildFrame, max_depth + 1);
@@ -599,9 +630,9 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 			break;
 		}
 		case '"': {
-			gchar *text = build_string(&p);
+			g_autofree gchar *heap = NULL;
+			const gchar *text = build_string_tmp(&p, text_buf, sizeof(text_buf), &heap);
 			node = json_node_init_string(json_node_alloc(), text);
-			g_free(text);
 			break;
 		}
 		case 't':
@@ -627,6 +658,7 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 		if (opened) {
 			stack[depth].node = node;
 			stack[depth].key = NULL;
+			stack[depth].key_heap = NULL;
 			depth++;
 			SKIP_WS();
 			if (*p == '}' || *p == ']') {
@@ -634,7 +666,10 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 				depth--;
 			} else {
 				if (JSON_NODE_HOLDS_OBJECT(node))
-					stack[depth - 1].key = build_member_name(&p);
+					build_member_name(&p,
+							  &stack[depth - 1],
+							  key_buf,
+							  sizeof(key_buf));
 				continue;
 			}
 		}
@@ -647,7 +682,10 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 				p++;
 				SKIP_WS();
 				if (JSON_NODE_HOLDS_OBJECT(stack[depth - 1].node))
-					stack[depth - 1].key = build_member_name(&p);
+					build_member_name(&p,
+							  &stack[depth - 1],
+							  key_buf,
+							  sizeof(key_buf));
 				break;
 			}
 			/* '}' or ']' */
