@@ -1642,6 +1642,25 @@ confab_engine_get_usage_finish(ConfabEngine *self, GAsyncResult *result, GError 
 	return g_task_propagate_pointer(G_TASK(result), error);
 }
 
+/* The quota after @usage's request in @info; whether it was admitted. */
+static gboolean
+quota_verdict(ConfabStoreUsage *usage, ConfabQuotaInfo *info, GError **error)
+{
+	info->limit = usage->limit;
+	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
+	info->reset_seconds = seconds_to_month_end();
+	if (!usage->admitted) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_QUOTA_EXCEEDED,
+					NULL,
+					"You exceeded your monthly quota of %" G_GUINT64_FORMAT
+					" requests; it resets at the start of next month (UTC)",
+					usage->limit);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static void
 admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -1655,20 +1674,54 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_error(task, error);
 		return;
 	}
-	info->limit = usage->limit;
-	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
-	info->reset_seconds = seconds_to_month_end();
-	if (!usage->admitted) {
-		confab_error_set_printf(&error,
-					CONFAB_ERROR_QUOTA_EXCEEDED,
-					NULL,
-					"You exceeded your monthly quota of %" G_GUINT64_FORMAT
-					" requests; it resets at the start of next month (UTC)",
-					usage->limit);
+	if (!quota_verdict(usage, info, &error)) {
 		g_task_return_error(task, error);
 		return;
 	}
 	g_task_return_boolean(task, TRUE);
+}
+
+/**
+ * confab_engine_admit_quota_now:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ * @month: the month to count in, from confab_engine_current_month()
+ * @info: (out): the quota after this request (also when it was refused)
+ * @error: return location for a #GError
+ *
+ * confab_engine_admit_quota_async(), answered at once: only where
+ * confab_engine_answers_now().
+ *
+ * Returns: whether the request is admitted
+ */
+gboolean
+confab_engine_admit_quota_now(ConfabEngine *self,
+			      const gchar *owner,
+			      const gchar *month,
+			      ConfabQuotaInfo *info,
+			      GError **error)
+{
+	g_autoptr(ConfabStoreUsage) usage = NULL;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
+	usage = confab_store_admit_quota_now(self->store,
+					     owner,
+					     month,
+					     self->config->default_monthly_requests);
+	return quota_verdict(usage, info, error);
+}
+
+/**
+ * confab_engine_answers_now:
+ *
+ * Returns: whether the store answers quotas and sessions at once
+ *   (confab_store_answers_now())
+ */
+gboolean
+confab_engine_answers_now(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
+	return confab_store_answers_now(self->store);
 }
 
 /**

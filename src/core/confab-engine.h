@@ -186,6 +186,14 @@ confab_engine_admit_quota_finish(ConfabEngine *self,
 				 GAsyncResult *result,
 				 ConfabQuotaInfo *info,
 				 GError **error);
+gboolean
+confab_engine_answers_now(ConfabEngine *self);
+gboolean
+confab_engine_admit_quota_now(ConfabEngine *self,
+			      const gchar *owner,
+			      const gchar *month,
+			      ConfabQuotaInfo *info,
+			      GError **error);
 gchar *
 confab_engine_current_month(ConfabEngine *self);
 
