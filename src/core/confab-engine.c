@@ -797,7 +797,7 @@ confab_engine_authenticate(ConfabEngine *self,
  * checked again each time. A connection lives on one thread, so nothing
  * here is shared.
  */
-struct _ConfabAuthCache {
+struct _ConfabEngineAuthCache {
 	gchar *authorization; /* owned, wiped when freed */
 	gsize len;
 	ConfabToken *token; /* owned, nullable */
@@ -805,18 +805,18 @@ struct _ConfabAuthCache {
 };
 
 /**
- * confab_auth_cache_new:
+ * confab_engine_auth_cache_new:
  *
  * Returns: (transfer full): an empty cache, for one connection
  */
-ConfabAuthCache *
-confab_auth_cache_new(void)
+ConfabEngineAuthCache *
+confab_engine_auth_cache_new(void)
 {
-	return g_new0(ConfabAuthCache, 1);
+	return g_new0(ConfabEngineAuthCache, 1);
 }
 
 static void
-auth_cache_clear(ConfabAuthCache *cache)
+auth_cache_clear(ConfabEngineAuthCache *cache)
 {
 	if (cache->authorization != NULL) {
 		memset(cache->authorization, 0, cache->len);
@@ -827,11 +827,11 @@ auth_cache_clear(ConfabAuthCache *cache)
 }
 
 /**
- * confab_auth_cache_free:
+ * confab_engine_auth_cache_free:
  * @cache: (transfer full) (nullable): a cache
  */
 void
-confab_auth_cache_free(ConfabAuthCache *cache)
+confab_engine_auth_cache_free(ConfabEngineAuthCache *cache)
 {
 	if (cache == NULL)
 		return;
@@ -853,7 +853,7 @@ bytes_equal_ct(const gchar *a, const gchar *b, gsize len)
 /**
  * confab_engine_authenticate_cached:
  * @self: a #ConfabEngine
- * @cache: the connection's #ConfabAuthCache
+ * @cache: the connection's #ConfabEngineAuthCache
  * @authorization: (nullable): the Authorization header
  * @scopes: the scopes the endpoint accepts, any one of them will do
  * @error: return location for a #GError
@@ -867,7 +867,7 @@ bytes_equal_ct(const gchar *a, const gchar *b, gsize len)
  */
 ConfabPrincipal *
 confab_engine_authenticate_cached(ConfabEngine *self,
-				  ConfabAuthCache *cache,
+				  ConfabEngineAuthCache *cache,
 				  const gchar *authorization,
 				  const gchar *const *scopes,
 				  GError **error)

@@ -85,15 +85,15 @@ confab_engine_authenticate(ConfabEngine *self,
 			   const gchar *const *scopes,
 			   GError **error);
 
-typedef struct _ConfabAuthCache ConfabAuthCache;
-ConfabAuthCache *
-confab_auth_cache_new(void);
+typedef struct _ConfabEngineAuthCache ConfabEngineAuthCache;
+ConfabEngineAuthCache *
+confab_engine_auth_cache_new(void);
 void
-confab_auth_cache_free(ConfabAuthCache *cache);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabAuthCache, confab_auth_cache_free)
+confab_engine_auth_cache_free(ConfabEngineAuthCache *cache);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabEngineAuthCache, confab_engine_auth_cache_free)
 ConfabPrincipal *
 confab_engine_authenticate_cached(ConfabEngine *self,
-				  ConfabAuthCache *cache,
+				  ConfabEngineAuthCache *cache,
 				  const gchar *authorization,
 				  const gchar *const *scopes,
 				  GError **error);

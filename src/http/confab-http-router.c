@@ -282,11 +282,11 @@ check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, G
 	}
 	if (match->route->flags & (ROUTE_API_TOKEN | ROUTE_METRICS_TOKEN) &&
 	    !metrics_without_token(self, exchange, match->route)) {
-		ConfabAuthCache *cache = confab_http_exchange_get_connection_data(exchange);
-		g_autoptr(ConfabAuthCache) fresh = NULL;
+		ConfabEngineAuthCache *cache = confab_http_exchange_get_connection_data(exchange);
+		g_autoptr(ConfabEngineAuthCache) fresh = NULL;
 
 		if (cache == NULL)
-			cache = fresh = confab_auth_cache_new();
+			cache = fresh = confab_engine_auth_cache_new();
 		/* the connection's last token, while nothing changed in the
 		 * token cache: no SHA-256 or lookup for each request */
 		match->principal = confab_engine_authenticate_cached(
@@ -300,7 +300,7 @@ check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, G
 			confab_http_exchange_set_connection_data(
 			    exchange,
 			    g_steal_pointer(&fresh),
-			    (GDestroyNotify)confab_auth_cache_free);
+			    (GDestroyNotify)confab_engine_auth_cache_free);
 		if (match->principal == NULL)
 			return FALSE;
 	}

@@ -545,6 +545,30 @@ build_string_tmp(const guchar **pp, gchar *buf, gsize size, gchar **heap)
 
 #define BUILD_SMALL_STRING 256
 
+/* A string, literal or number at *pp; *pp moves past it. */
+static JsonNode *
+build_scalar(const guchar **pp, const guchar *end, gchar *buf, gsize size)
+{
+	switch (**pp) {
+	case '"': {
+		g_autofree gchar *heap = NULL;
+		const gchar *text = build_string_tmp(pp, buf, size, &heap);
+		return json_node_init_string(json_node_alloc(), text);
+	}
+	case 't':
+		*pp += 4;
+		return json_node_init_boolean(json_node_alloc(), TRUE);
+	case 'f':
+		*pp += 5;
+		return json_node_init_boolean(json_node_alloc(), FALSE);
+	case 'n':
+		*pp += 4;
+		return json_node_init_null(json_node_alloc());
+	default:
+		return build_number(pp, end);
+	}
+}
+
 typedef struct {
 	JsonNode *node;	  /* the container */
 	const gchar *key; /* an object's member waiting for its value */
@@ -629,26 +653,8 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 			p++;
 			break;
 		}
-		case '"': {
-			g_autofree gchar *heap = NULL;
-			const gchar *text = build_string_tmp(&p, text_buf, sizeof(text_buf), &heap);
-			node = json_node_init_string(json_node_alloc(), text);
-			break;
-		}
-		case 't':
-			node = json_node_init_boolean(json_node_alloc(), TRUE);
-			p += 4;
-			break;
-		case 'f':
-			node = json_node_init_boolean(json_node_alloc(), FALSE);
-			p += 5;
-			break;
-		case 'n':
-			node = json_node_init_null(json_node_alloc());
-			p += 4;
-			break;
 		default:
-			node = build_number(&p, end);
+			node = build_scalar(&p, end, text_buf, sizeof(text_buf));
 			break;
 		}
 		if (depth > 0)

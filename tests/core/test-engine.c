@@ -269,7 +269,7 @@ test_authenticate_cached(Fixture *f, gconstpointer data)
 	g_autofree gchar *good_header = g_strconcat("Bearer ", good, NULL);
 	g_autofree gchar *other_header = g_strconcat("Bearer ", other, NULL);
 	g_autofree gchar *tampered = g_strdup(good_header);
-	g_autoptr(ConfabAuthCache) cache = confab_auth_cache_new();
+	g_autoptr(ConfabEngineAuthCache) cache = confab_engine_auth_cache_new();
 	const gchar *headers[] = {good_header, good_header, other_header, good_header};
 	const gchar *owners[] = {"bob", "bob", "eve", "bob"};
 
