@@ -54,6 +54,7 @@ struct _ConfabEngine {
 	GHashTable *agents;	 /* owned: id -> ConfabAgent (never mutated once here) */
 	GHashTable *tokens;	 /* owned: id -> ConfabToken (never mutated once here) */
 	GHashTable *token_index; /* owned: guint64 hash prefix -> GPtrArray of ConfabToken */
+	guint tokens_generation; /* atomic: bumped, under the lock, when a token changes */
 
 	GMutex turns_lock;    /* turns */
 	GHashTable *turns;    /* owned: GCancellable of each turn in flight */
@@ -170,6 +171,9 @@ token_index_add(ConfabEngine *self, ConfabToken *token)
 static void
 cache_token(ConfabEngine *self, ConfabToken *token)
 {
+	/* what a connection remembers of the token it authenticated is no
+	 * longer used (confab_engine_authenticate_cached) */
+	g_atomic_int_inc(&self->tokens_generation);
 	g_hash_table_replace(self->tokens,
 			     g_strdup(confab_token_get_id(token)),
 			     g_object_ref(token));
@@ -293,6 +297,7 @@ set_tokens(ConfabEngine *self, GPtrArray *tokens)
 {
 	g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&self->cache_lock);
 
+	g_atomic_int_inc(&self->tokens_generation);
 	g_hash_table_remove_all(self->tokens);
 	g_hash_table_remove_all(self->token_index);
 	for (guint i = 0; i < tokens->len; i++)
@@ -641,34 +646,61 @@ token_has_scope(ConfabToken *token, const gchar *const *accepted)
 	return FALSE;
 }
 
-/**
- * confab_engine_authenticate:
- * @self: a #ConfabEngine
- * @authorization: (nullable): the Authorization header
- * @scopes: the scopes the endpoint accepts, any one of them will do
- * @error: return location for a #GError
- *
- * Finds the token by the SHA-256 of the bearer secret, compares the whole
- * digest in constant time, and checks that it is live and carries one of
- * @scopes (%CONFAB_SCOPES_API for the v1 API).
- *
- * Returns: (transfer full): the principal
- */
-ConfabPrincipal *
-confab_engine_authenticate(ConfabEngine *self,
-			   const gchar *authorization,
-			   const gchar *const *scopes,
-			   GError **error)
+/* Whether @token may be used now: not revoked, not expired, with one of
+ * @scopes. */
+static gboolean
+token_admits(ConfabToken *token, const gchar *const *scopes, GError **error)
+{
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+
+	if (confab_token_get_revoked_at(token) != 0 ||
+	    (confab_token_get_expires_at(token) != 0 &&
+	     confab_token_get_expires_at(token) <= now)) {
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_API_KEY,
+				 NULL,
+				 "Incorrect API token provided, or it was revoked or has "
+				 "expired");
+		return FALSE;
+	}
+	if (!token_has_scope(token, scopes)) {
+		g_autofree gchar *accepted = g_strjoinv(", ", (gchar **)scopes);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INSUFFICIENT_SCOPE,
+					NULL,
+					"This API token has none of the scopes this endpoint "
+					"accepts (%s)",
+					accepted);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static ConfabPrincipal *
+principal_of(ConfabToken *token)
+{
+	ConfabPrincipal *principal =
+	    confab_principal_new(confab_token_get_owner(token), CONFAB_SESSION_SOURCE_API);
+
+	principal->token_id = g_strdup(confab_token_get_id(token));
+	principal->agent_id = g_strdup(confab_token_get_agent_id(token));
+	return principal;
+}
+
+/* The token whose secret @authorization carries, checked; its generation
+ * of the token cache in @generation, read before the lookup. */
+static ConfabToken *
+authenticate_token(ConfabEngine *self,
+		   const gchar *authorization,
+		   const gchar *const *scopes,
+		   guint *generation,
+		   GError **error)
 {
 	g_autoptr(ConfabToken) token = NULL;
-	ConfabPrincipal *principal;
 	const gchar *secret;
 	guint8 digest[32];
 	guint64 prefix;
 	GPtrArray *bucket;
-	gint64 now;
-
-	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 
 	if (authorization == NULL || *authorization == '\0') {
 		confab_error_set(error,
@@ -702,6 +734,7 @@ confab_engine_authenticate(ConfabEngine *self,
 	{
 		g_autoptr(GRWLockReaderLocker) locker =
 		    g_rw_lock_reader_locker_new(&self->cache_lock);
+		*generation = (guint)g_atomic_int_get(&self->tokens_generation);
 		bucket = g_hash_table_lookup(self->token_index, &prefix);
 		for (guint i = 0; bucket != NULL && i < bucket->len; i++) {
 			ConfabToken *candidate = g_ptr_array_index(bucket, i);
@@ -712,10 +745,7 @@ confab_engine_authenticate(ConfabEngine *self,
 	}
 	memset(digest, 0, sizeof(digest));
 
-	now = g_get_real_time() / G_USEC_PER_SEC;
-	if (token == NULL || confab_token_get_revoked_at(token) != 0 ||
-	    (confab_token_get_expires_at(token) != 0 &&
-	     confab_token_get_expires_at(token) <= now)) {
+	if (token == NULL) {
 		confab_error_set(error,
 				 CONFAB_ERROR_INVALID_API_KEY,
 				 NULL,
@@ -723,20 +753,149 @@ confab_engine_authenticate(ConfabEngine *self,
 				 "expired");
 		return NULL;
 	}
-	if (!token_has_scope(token, scopes)) {
-		g_autofree gchar *accepted = g_strjoinv(", ", (gchar **)scopes);
-		confab_error_set_printf(error,
-					CONFAB_ERROR_INSUFFICIENT_SCOPE,
-					NULL,
-					"This API token has none of the scopes this endpoint "
-					"accepts (%s)",
-					accepted);
+	if (!token_admits(token, scopes, error))
 		return NULL;
+	return g_steal_pointer(&token);
+}
+
+/**
+ * confab_engine_authenticate:
+ * @self: a #ConfabEngine
+ * @authorization: (nullable): the Authorization header
+ * @scopes: the scopes the endpoint accepts, any one of them will do
+ * @error: return location for a #GError
+ *
+ * Finds the token by the SHA-256 of the bearer secret, compares the whole
+ * digest in constant time, and checks that it is live and carries one of
+ * @scopes (%CONFAB_SCOPES_API for the v1 API).
+ *
+ * Returns: (transfer full): the principal
+ */
+ConfabPrincipal *
+confab_engine_authenticate(ConfabEngine *self,
+			   const gchar *authorization,
+			   const gchar *const *scopes,
+			   GError **error)
+{
+	g_autoptr(ConfabToken) token = NULL;
+	guint generation;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+
+	token = authenticate_token(self, authorization, scopes, &generation, error);
+	return token != NULL ? principal_of(token) : NULL;
+}
+
+/*
+ * What one connection remembers of the last token it authenticated: the
+ * header it came in, and the token as the cache held it then. The next
+ * request on the connection with the very same header skips the SHA-256
+ * and the lookup while the token cache has not changed since (its
+ * generation is bumped by every change: a revocation, a new token, a
+ * reload because the store said tokens changed, which is how other
+ * instances on one PostgreSQL database are heard). Expiry and scopes are
+ * checked again each time. A connection lives on one thread, so nothing
+ * here is shared.
+ */
+struct _ConfabEngineAuthCache {
+	gchar *authorization; /* owned, wiped when freed */
+	gsize len;
+	ConfabToken *token; /* owned, nullable */
+	guint generation;
+};
+
+/**
+ * confab_engine_auth_cache_new:
+ *
+ * Returns: (transfer full): an empty cache, for one connection
+ */
+ConfabEngineAuthCache *
+confab_engine_auth_cache_new(void)
+{
+	return g_new0(ConfabEngineAuthCache, 1);
+}
+
+static void
+auth_cache_clear(ConfabEngineAuthCache *cache)
+{
+	if (cache->authorization != NULL) {
+		memset(cache->authorization, 0, cache->len);
+		g_clear_pointer(&cache->authorization, g_free);
 	}
-	principal = confab_principal_new(confab_token_get_owner(token), CONFAB_SESSION_SOURCE_API);
-	principal->token_id = g_strdup(confab_token_get_id(token));
-	principal->agent_id = g_strdup(confab_token_get_agent_id(token));
-	return principal;
+	cache->len = 0;
+	g_clear_object(&cache->token);
+}
+
+/**
+ * confab_engine_auth_cache_free:
+ * @cache: (transfer full) (nullable): a cache
+ */
+void
+confab_engine_auth_cache_free(ConfabEngineAuthCache *cache)
+{
+	if (cache == NULL)
+		return;
+	auth_cache_clear(cache);
+	g_free(cache);
+}
+
+/* constant time in the length of @b, which is as long as @a */
+static gboolean
+bytes_equal_ct(const gchar *a, const gchar *b, gsize len)
+{
+	guint8 diff = 0;
+
+	for (gsize i = 0; i < len; i++)
+		diff |= (guint8)(a[i] ^ b[i]);
+	return diff == 0;
+}
+
+/**
+ * confab_engine_authenticate_cached:
+ * @self: a #ConfabEngine
+ * @cache: the connection's #ConfabEngineAuthCache
+ * @authorization: (nullable): the Authorization header
+ * @scopes: the scopes the endpoint accepts, any one of them will do
+ * @error: return location for a #GError
+ *
+ * As confab_engine_authenticate(), with what @cache remembers of the
+ * connection's last token: the same header as last time, while no token
+ * changed in the cache, is the same token (whose expiry and scopes are
+ * checked again).
+ *
+ * Returns: (transfer full): the principal
+ */
+ConfabPrincipal *
+confab_engine_authenticate_cached(ConfabEngine *self,
+				  ConfabEngineAuthCache *cache,
+				  const gchar *authorization,
+				  const gchar *const *scopes,
+				  GError **error)
+{
+	g_autoptr(ConfabToken) token = NULL;
+	guint generation;
+	gsize len;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	g_return_val_if_fail(cache != NULL, NULL);
+
+	len = authorization != NULL ? strlen(authorization) : 0;
+	if (cache->token != NULL && len > 0 && len == cache->len &&
+	    cache->generation == (guint)g_atomic_int_get(&self->tokens_generation) &&
+	    bytes_equal_ct(authorization, cache->authorization, len)) {
+		if (!token_admits(cache->token, scopes, error))
+			return NULL;
+		return principal_of(cache->token);
+	}
+	auth_cache_clear(cache);
+	token = authenticate_token(self, authorization, scopes, &generation, error);
+	if (token == NULL)
+		return NULL;
+	cache->authorization = g_strndup(authorization, len);
+	cache->len = len;
+	cache->token = g_object_ref(token);
+	cache->generation = generation;
+	return principal_of(token);
 }
 
 /* ---------- agents ---------- */
@@ -1483,6 +1642,25 @@ confab_engine_get_usage_finish(ConfabEngine *self, GAsyncResult *result, GError 
 	return g_task_propagate_pointer(G_TASK(result), error);
 }
 
+/* The quota after @usage's request in @info; whether it was admitted. */
+static gboolean
+quota_verdict(ConfabStoreUsage *usage, ConfabQuotaInfo *info, GError **error)
+{
+	info->limit = usage->limit;
+	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
+	info->reset_seconds = seconds_to_month_end();
+	if (!usage->admitted) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_QUOTA_EXCEEDED,
+					NULL,
+					"You exceeded your monthly quota of %" G_GUINT64_FORMAT
+					" requests; it resets at the start of next month (UTC)",
+					usage->limit);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static void
 admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -1496,20 +1674,54 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_error(task, error);
 		return;
 	}
-	info->limit = usage->limit;
-	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
-	info->reset_seconds = seconds_to_month_end();
-	if (!usage->admitted) {
-		confab_error_set_printf(&error,
-					CONFAB_ERROR_QUOTA_EXCEEDED,
-					NULL,
-					"You exceeded your monthly quota of %" G_GUINT64_FORMAT
-					" requests; it resets at the start of next month (UTC)",
-					usage->limit);
+	if (!quota_verdict(usage, info, &error)) {
 		g_task_return_error(task, error);
 		return;
 	}
 	g_task_return_boolean(task, TRUE);
+}
+
+/**
+ * confab_engine_admit_quota_now:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ * @month: the month to count in, from confab_engine_current_month()
+ * @info: (out): the quota after this request (also when it was refused)
+ * @error: return location for a #GError
+ *
+ * confab_engine_admit_quota_async(), answered at once: only where
+ * confab_engine_answers_now().
+ *
+ * Returns: whether the request is admitted
+ */
+gboolean
+confab_engine_admit_quota_now(ConfabEngine *self,
+			      const gchar *owner,
+			      const gchar *month,
+			      ConfabQuotaInfo *info,
+			      GError **error)
+{
+	g_autoptr(ConfabStoreUsage) usage = NULL;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
+	usage = confab_store_admit_quota_now(self->store,
+					     owner,
+					     month,
+					     self->config->default_monthly_requests);
+	return quota_verdict(usage, info, error);
+}
+
+/**
+ * confab_engine_answers_now:
+ *
+ * Returns: whether the store answers quotas and sessions at once
+ *   (confab_store_answers_now())
+ */
+gboolean
+confab_engine_answers_now(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
+	return confab_store_answers_now(self->store);
 }
 
 /**

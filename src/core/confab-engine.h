@@ -85,6 +85,19 @@ confab_engine_authenticate(ConfabEngine *self,
 			   const gchar *const *scopes,
 			   GError **error);
 
+typedef struct _ConfabEngineAuthCache ConfabEngineAuthCache;
+ConfabEngineAuthCache *
+confab_engine_auth_cache_new(void);
+void
+confab_engine_auth_cache_free(ConfabEngineAuthCache *cache);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabEngineAuthCache, confab_engine_auth_cache_free)
+ConfabPrincipal *
+confab_engine_authenticate_cached(ConfabEngine *self,
+				  ConfabEngineAuthCache *cache,
+				  const gchar *authorization,
+				  const gchar *const *scopes,
+				  GError **error);
+
 /* agents */
 ConfabAgent *
 confab_engine_lookup_agent(ConfabEngine *self, const gchar *agent_id);
@@ -173,6 +186,14 @@ confab_engine_admit_quota_finish(ConfabEngine *self,
 				 GAsyncResult *result,
 				 ConfabQuotaInfo *info,
 				 GError **error);
+gboolean
+confab_engine_answers_now(ConfabEngine *self);
+gboolean
+confab_engine_admit_quota_now(ConfabEngine *self,
+			      const gchar *owner,
+			      const gchar *month,
+			      ConfabQuotaInfo *info,
+			      GError **error);
 gchar *
 confab_engine_current_month(ConfabEngine *self);
 

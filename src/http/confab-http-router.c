@@ -283,12 +283,25 @@ check_head(ConfabHttpRouter *self, ConfabHttpExchange *exchange, Match *match, G
 	}
 	if (match->route->flags & (ROUTE_API_TOKEN | ROUTE_METRICS_TOKEN) &&
 	    !metrics_without_token(self, exchange, match->route)) {
-		match->principal = confab_engine_authenticate(
+		ConfabEngineAuthCache *cache = confab_http_exchange_get_connection_data(exchange);
+		g_autoptr(ConfabEngineAuthCache) fresh = NULL;
+
+		if (cache == NULL)
+			cache = fresh = confab_engine_auth_cache_new();
+		/* the connection's last token, while nothing changed in the
+		 * token cache: no SHA-256 or lookup for each request */
+		match->principal = confab_engine_authenticate_cached(
 		    self->engine,
+		    cache,
 		    confab_http_exchange_get_header(exchange, "Authorization"),
 		    (match->route->flags & ROUTE_METRICS_TOKEN) ? CONFAB_SCOPES_METRICS
 								: CONFAB_SCOPES_API,
 		    error);
+		if (fresh != NULL)
+			confab_http_exchange_set_connection_data(
+			    exchange,
+			    g_steal_pointer(&fresh),
+			    (GDestroyNotify)confab_engine_auth_cache_free);
 		if (match->principal == NULL)
 			return FALSE;
 	}

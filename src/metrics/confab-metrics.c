@@ -154,40 +154,80 @@ family_n_labels(ConfabMetric metric)
 	return n;
 }
 
+G_STATIC_ASSERT(CONFAB_METRIC_N_FAMILIES < 100); /* two digits in a key */
+
+/* The series' key, "METRIC\x1fVALUE\x1fVALUE", in @buf when it fits (the
+ * common case: counting is done on every request, so builds it without a
+ * format or an allocation), else in @heap. */
+static const gchar *
+series_key(ConfabMetric metric,
+	   const gchar **values,
+	   guint n,
+	   gchar *buf,
+	   gsize size,
+	   GString **heap)
+{
+	gsize len = 0;
+	gsize need = 3;
+
+	for (guint i = 0; i < n; i++)
+		need += 1 + strlen(values[i]);
+	if (need >= size) {
+		*heap = g_string_new(NULL);
+		g_string_append_printf(*heap, "%d", metric);
+		for (guint i = 0; i < n; i++) {
+			g_string_append_c(*heap, '\x1f');
+			g_string_append(*heap, values[i]);
+		}
+		return (*heap)->str;
+	}
+	if (metric >= 10)
+		buf[len++] = (gchar)('0' + metric / 10);
+	buf[len++] = (gchar)('0' + metric % 10);
+	for (guint i = 0; i < n; i++) {
+		gsize l = strlen(values[i]);
+		buf[len++] = '\x1f';
+		memcpy(buf + len, values[i], l);
+		len += l;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
 static ConfabMetricsSeries *
 lookup(ConfabMetrics *self, ConfabMetric metric, va_list args)
 {
 	g_autoptr(GRWLockWriterLocker) locker = NULL;
 	const gchar *values[MAX_LABELS] = {NULL};
 	guint n = family_n_labels(metric);
-	g_autoptr(GString) key = g_string_new(NULL);
+	gchar buf[256];
+	g_autoptr(GString) heap = NULL;
+	const gchar *key;
 	ConfabMetricsSeries *series;
 
-	g_string_append_printf(key, "%d", metric);
 	for (guint i = 0; i < n; i++) {
 		values[i] = va_arg(args, const gchar *);
 		if (values[i] == NULL)
 			values[i] = "";
-		g_string_append_c(key, '\x1f');
-		g_string_append(key, values[i]);
 	}
+	key = series_key(metric, values, n, buf, sizeof(buf), &heap);
 	{
 		/* found: the common case, which threads do side by side */
 		g_autoptr(GRWLockReaderLocker) reader =
 		    g_rw_lock_reader_locker_new(&self->series_lock);
-		series = g_hash_table_lookup(self->series, key->str);
+		series = g_hash_table_lookup(self->series, key);
 		if (series != NULL)
 			return series;
 	}
 	locker = g_rw_lock_writer_locker_new(&self->series_lock);
-	series = g_hash_table_lookup(self->series, key->str);
+	series = g_hash_table_lookup(self->series, key);
 	if (series != NULL)
 		return series;
 	series = g_new0(ConfabMetricsSeries, 1);
 	series->metric = metric;
 	for (guint i = 0; i < n; i++)
 		series->values[i] = g_strdup(values[i]);
-	series->key = g_string_free(g_steal_pointer(&key), FALSE);
+	series->key = g_strdup(key);
 	g_hash_table_insert(self->series, series->key, series);
 	return series;
 }

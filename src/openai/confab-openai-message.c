@@ -5,6 +5,8 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include "openai/confab-openai-message.h"
 #include "util/confab-json.h"
 
@@ -61,6 +63,39 @@ parts_of(GPtrArray *kept)
 		json_array_add_object_element(parts, part);
 	}
 	return parts;
+}
+
+#define ONE_TEXT_HEAD "[{\"type\":\"text\",\"text\":"
+
+/* The text of blocks that are one text block as Confab writes it (most
+ * messages); %NULL for any other blocks, which are parsed whole. */
+static gchar *
+one_text_block(const gchar *blocks)
+{
+	gsize head = strlen(ONE_TEXT_HEAD);
+	gsize len;
+	gsize used = 0;
+	g_autofree gchar *text = NULL;
+
+	if (blocks == NULL || strncmp(blocks, ONE_TEXT_HEAD, head) != 0)
+		return NULL;
+	len = strlen(blocks);
+	text = confab_json_read_string(blocks + head, len - head, &used);
+	if (text == NULL || len - head - used != 2 || strcmp(blocks + head + used, "}]") != 0)
+		return NULL;
+	return g_steal_pointer(&text);
+}
+
+/* @role's message whose content is @text (transfer full) */
+static JsonObject *
+text_message(const gchar *role, gchar *text)
+{
+	JsonObject *out = json_object_new();
+
+	json_object_set_string_member(out, "role", role);
+	json_object_set_string_member(out, "content", text);
+	g_free(text);
+	return out;
 }
 
 /* One stored message (not an answer) as one OpenAI message, rebuilt from
@@ -200,7 +235,18 @@ confab_openai_message_append_stored(JsonArray *context, ConfabMessage *message)
 {
 	g_autoptr(JsonNode) blocks = NULL;
 	JsonObject *msg;
+	gchar *text = one_text_block(confab_message_get_content_blocks(message));
 
+	/* one text needs no tree: the same message as the one built below */
+	if (text != NULL) {
+		if (*text != '\0' || !g_str_equal(confab_message_get_role(message), "assistant"))
+			json_array_add_object_element(
+			    context,
+			    text_message(confab_message_get_role(message), text));
+		else
+			g_free(text);
+		return;
+	}
 	if (g_str_equal(confab_message_get_role(message), "assistant")) {
 		blocks = json_node_from_text(confab_message_get_content_blocks(message));
 		if (blocks != NULL && JSON_NODE_HOLDS_ARRAY(blocks))

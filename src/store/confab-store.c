@@ -411,6 +411,52 @@ confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *m
 }
 
 /**
+ * confab_store_answers_now:
+ *
+ * Returns: whether confab_store_admit_quota_now() and
+ *   confab_store_acquire_session_now() may be called: the store keeps
+ *   their answers in memory (SQLite: one daemon per database)
+ */
+gboolean
+confab_store_answers_now(ConfabStore *self)
+{
+	g_return_val_if_fail(CONFAB_IS_STORE(self), FALSE);
+	return STORE_IFACE(self)->admit_quota_now != NULL &&
+	       STORE_IFACE(self)->acquire_session_now != NULL;
+}
+
+/**
+ * confab_store_admit_quota_now:
+ *
+ * confab_store_admit_quota_async(), answered at once; only where
+ * confab_store_answers_now().
+ *
+ * Returns: (transfer full): the usage, with whether it was admitted
+ */
+ConfabStoreUsage *
+confab_store_admit_quota_now(ConfabStore *self,
+			     const gchar *owner,
+			     const gchar *month,
+			     guint64 default_limit)
+{
+	g_return_val_if_fail(confab_store_answers_now(self), NULL);
+	return STORE_IFACE(self)->admit_quota_now(self, owner, month, default_limit);
+}
+
+/**
+ * confab_store_acquire_session_now:
+ *
+ * confab_store_acquire_session_async(), answered at once; only where
+ * confab_store_answers_now().
+ */
+gboolean
+confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GError **error)
+{
+	g_return_val_if_fail(confab_store_answers_now(self), FALSE);
+	return STORE_IFACE(self)->acquire_session_now(self, session_id, error);
+}
+
+/**
  * confab_store_acquire_session_async:
  *
  * Marks a turn running in @session_id, or fails with

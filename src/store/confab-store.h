@@ -340,6 +340,15 @@ struct _ConfabStoreInterface {
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data);
+
+	/* optional, both or neither: admit_quota and acquire_session answered
+	 * at once, by a store that keeps their answers in memory (a turn
+	 * saves a task and a main-loop round each) */
+	ConfabStoreUsage *(*admit_quota_now)(ConfabStore *self,
+					     const gchar *owner,
+					     const gchar *month,
+					     guint64 default_limit);
+	gboolean (*acquire_session_now)(ConfabStore *self, const gchar *session_id, GError **error);
 };
 
 void
@@ -423,6 +432,15 @@ ConfabStoreUsage *
 confab_store_admit_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *month);
+gboolean
+confab_store_answers_now(ConfabStore *self);
+ConfabStoreUsage *
+confab_store_admit_quota_now(ConfabStore *self,
+			     const gchar *owner,
+			     const gchar *month,
+			     guint64 default_limit);
+gboolean
+confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GError **error);
 void
 confab_store_acquire_session_async(ConfabStore *self,
 				   const gchar *session_id,

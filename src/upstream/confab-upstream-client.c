@@ -220,6 +220,10 @@ conn_watch(Conn *conn)
 	conn->watch = g_socket_create_source(conn->socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
 	g_source_set_callback(conn->watch, G_SOURCE_FUNC(on_conn_readable), conn, NULL);
 	g_source_set_static_name(conn->watch, "[confab] upstream connection");
+	/* not taken out of the poll set and put back, with a wake-up of the
+	 * context each time, for each dispatch: nothing iterates the context
+	 * from a callback */
+	g_source_set_can_recurse(conn->watch, TRUE);
 	g_source_attach(conn->watch, g_main_context_get_thread_default());
 }
 
@@ -547,6 +551,7 @@ exchange_write(ConfabUpstreamExchange *ex)
 					      G_SOURCE_FUNC(on_writable),
 					      ex,
 					      NULL);
+			g_source_set_can_recurse(conn->write_source, TRUE); /* as the watch */
 			g_source_attach(conn->write_source, g_main_context_get_thread_default());
 			return;
 		}

@@ -460,6 +460,36 @@ build_string(const guchar **pp)
 	return g_string_free(out, FALSE);
 }
 
+/**
+ * confab_json_read_string:
+ * @data: text that starts with a JSON string's opening quote
+ * @len: the bytes of @data
+ * @consumed: (out): the bytes the string took, its quotes included
+ *
+ * Reads one JSON string, held to the rules of confab_json_check().
+ *
+ * Returns: (transfer full) (nullable): the string, unescaped; %NULL when
+ *   @data does not start with a valid one
+ */
+gchar *
+confab_json_read_string(const gchar *data, gsize len, gsize *consumed)
+{
+	Scan s = {0};
+	const guchar *p = (const guchar *)data;
+	gchar *out;
+
+	g_return_val_if_fail(consumed != NULL, NULL);
+	if (data == NULL || len == 0 || data[0] != '"')
+		return NULL;
+	s.p = p;
+	s.end = p + len;
+	if (!scan_string(&s, FALSE))
+		return NULL;
+	out = build_string(&p);
+	*consumed = (gsize)(p - (const guchar *)data);
+	return out;
+}
+
 static JsonNode *
 build_number(const guchar **pp, const guchar *end)
 {
@@ -492,9 +522,57 @@ build_number(const guchar **pp, const guchar *end)
 	return json_node_init_double(json_node_alloc(), g_ascii_strtod(text, NULL));
 }
 
+/* The string at *pp, unescaped, as build_string(); in @buf when it is
+ * short and has no escape (most names and values: json-glib copies them
+ * again anyway), else in *@heap, which the caller frees. */
+static const gchar *
+build_string_tmp(const guchar **pp, gchar *buf, gsize size, gchar **heap)
+{
+	const guchar *p = *pp + 1;
+	const guchar *q = p;
+
+	while (*q != '"' && *q != '\\')
+		q++;
+	if (*q == '"' && (gsize)(q - p) < size) {
+		memcpy(buf, p, q - p);
+		buf[q - p] = '\0';
+		*pp = q + 1;
+		return buf;
+	}
+	*heap = build_string(pp);
+	return *heap;
+}
+
+#define BUILD_SMALL_STRING 256
+
+/* A string, literal or number at *pp; *pp moves past it. */
+static JsonNode *
+build_scalar(const guchar **pp, const guchar *end, gchar *buf, gsize size)
+{
+	switch (**pp) {
+	case '"': {
+		g_autofree gchar *heap = NULL;
+		const gchar *text = build_string_tmp(pp, buf, size, &heap);
+		return json_node_init_string(json_node_alloc(), text);
+	}
+	case 't':
+		*pp += 4;
+		return json_node_init_boolean(json_node_alloc(), TRUE);
+	case 'f':
+		*pp += 5;
+		return json_node_init_boolean(json_node_alloc(), FALSE);
+	case 'n':
+		*pp += 4;
+		return json_node_init_null(json_node_alloc());
+	default:
+		return build_number(pp, end);
+	}
+}
+
 typedef struct {
-	JsonNode *node; /* the container */
-	gchar *key;	/* an object's member waiting for its value */
+	JsonNode *node;	  /* the container */
+	const gchar *key; /* an object's member waiting for its value */
+	gchar *key_heap;  /* owned, nullable: where @key is when not on the stack */
 } BuildFrame;
 
 static void
@@ -506,23 +584,26 @@ build_attach(BuildFrame *top, JsonNode *child)
 	} else {
 		/* a repeated name: the last value wins, as with json-glib */
 		json_object_set_member(json_node_get_object(top->node), top->key, child);
-		g_clear_pointer(&top->key, g_free);
+		top->key = NULL;
+		g_clear_pointer(&top->key_heap, g_free);
 	}
 }
 
-/* The name of the next member, and its ':'; *pp moves to its value. */
-static gchar *
-build_member_name(const guchar **pp)
+/* The name of the next member (in @buf or @top's key_heap), and its ':';
+ * *pp moves to its value. */
+static void
+build_member_name(const guchar **pp, BuildFrame *top, gchar *buf, gsize size)
 {
-	gchar *key = build_string(pp);
-	const guchar *p = *pp;
+	const guchar *p;
+
+	top->key = build_string_tmp(pp, buf, size, &top->key_heap);
+	p = *pp;
 	while (*p != ':')
 		p++;
 	p++;
 	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
 		p++;
 	*pp = p;
-	return key;
 }
 
 /* Builds the tree of a text confab_json_check() accepted, without
@@ -537,6 +618,10 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 	BuildFrame *stack = stack_small;
 	guint depth = 0;
 	JsonNode *root = NULL;
+	/* one name waits for its value at a time: the value is attached
+	 * before anything inside it is read */
+	gchar key_buf[BUILD_SMALL_STRING];
+	gchar text_buf[BUILD_SMALL_STRING];
 
 	if (max_depth > SMALL_DEPTH)
 		stack = stack_heap = g_new(BuildFrame, max_depth + 1);
@@ -568,26 +653,8 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 			p++;
 			break;
 		}
-		case '"': {
-			gchar *text = build_string(&p);
-			node = json_node_init_string(json_node_alloc(), text);
-			g_free(text);
-			break;
-		}
-		case 't':
-			node = json_node_init_boolean(json_node_alloc(), TRUE);
-			p += 4;
-			break;
-		case 'f':
-			node = json_node_init_boolean(json_node_alloc(), FALSE);
-			p += 5;
-			break;
-		case 'n':
-			node = json_node_init_null(json_node_alloc());
-			p += 4;
-			break;
 		default:
-			node = build_number(&p, end);
+			node = build_scalar(&p, end, text_buf, sizeof(text_buf));
 			break;
 		}
 		if (depth > 0)
@@ -597,6 +664,7 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 		if (opened) {
 			stack[depth].node = node;
 			stack[depth].key = NULL;
+			stack[depth].key_heap = NULL;
 			depth++;
 			SKIP_WS();
 			if (*p == '}' || *p == ']') {
@@ -604,7 +672,10 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 				depth--;
 			} else {
 				if (JSON_NODE_HOLDS_OBJECT(node))
-					stack[depth - 1].key = build_member_name(&p);
+					build_member_name(&p,
+							  &stack[depth - 1],
+							  key_buf,
+							  sizeof(key_buf));
 				continue;
 			}
 		}
@@ -617,7 +688,10 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 				p++;
 				SKIP_WS();
 				if (JSON_NODE_HOLDS_OBJECT(stack[depth - 1].node))
-					stack[depth - 1].key = build_member_name(&p);
+					build_member_name(&p,
+							  &stack[depth - 1],
+							  key_buf,
+							  sizeof(key_buf));
 				break;
 			}
 			/* '}' or ']' */

@@ -29,4 +29,7 @@ confab_json_get_string(JsonObject *object, const gchar *name);
 JsonObject *
 confab_json_get_object(JsonObject *object, const gchar *name);
 
+gchar *
+confab_json_read_string(const gchar *data, gsize len, gsize *consumed);
+
 G_END_DECLS

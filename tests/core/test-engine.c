@@ -245,6 +245,129 @@ test_authenticate(Fixture *f, gconstpointer data)
 	}
 }
 
+static gboolean
+cached_is_refused(gpointer data)
+{
+	gpointer *args = data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabPrincipal) p =
+	    confab_engine_authenticate_cached(args[0], args[1], args[2], CONFAB_SCOPES_API, &error);
+	return p == NULL && g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_API_KEY);
+}
+
+/* a connection's cache skips the hash of a header it saw last, but never
+ * outlives a change: another token, a narrower scope, a revocation here
+ * or elsewhere (another daemon on the same database) */
+static void
+test_authenticate_cached(Fixture *f, gconstpointer data)
+{
+	const gchar *chat[] = {"chat.completions", NULL};
+	g_autoptr(ConfabToken) token = NULL;
+	g_autoptr(ConfabToken) other_token = NULL;
+	g_autofree gchar *good = create_token(f, "bob", chat, NULL, &token);
+	g_autofree gchar *other = create_token(f, "eve", chat, NULL, &other_token);
+	g_autofree gchar *good_header = g_strconcat("Bearer ", good, NULL);
+	g_autofree gchar *other_header = g_strconcat("Bearer ", other, NULL);
+	g_autofree gchar *tampered = g_strdup(good_header);
+	g_autoptr(ConfabEngineAuthCache) cache = confab_engine_auth_cache_new();
+	const gchar *headers[] = {good_header, good_header, other_header, good_header};
+	const gchar *owners[] = {"bob", "bob", "eve", "bob"};
+
+	for (guint i = 0; i < G_N_ELEMENTS(headers); i++) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabPrincipal) p = confab_engine_authenticate_cached(f->engine,
+										 cache,
+										 headers[i],
+										 CONFAB_SCOPES_API,
+										 &error);
+		g_assert_no_error(error);
+		g_assert_cmpstr(p->owner, ==, owners[i]);
+	}
+	/* the same length, another secret */
+	tampered[strlen(tampered) - 1] = tampered[strlen(tampered) - 1] == 'a' ? 'b' : 'a';
+	{
+		g_autoptr(GError) error = NULL;
+		g_assert_null(confab_engine_authenticate_cached(f->engine,
+								cache,
+								tampered,
+								CONFAB_SCOPES_API,
+								&error));
+		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_API_KEY);
+	}
+	/* the scopes are checked each time */
+	{
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabPrincipal) p = confab_engine_authenticate_cached(f->engine,
+										 cache,
+										 good_header,
+										 CONFAB_SCOPES_API,
+										 &error);
+		g_assert_no_error(error);
+		g_assert_null(confab_engine_authenticate_cached(f->engine,
+								cache,
+								good_header,
+								CONFAB_SCOPES_METRICS,
+								&error));
+		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INSUFFICIENT_SCOPE);
+	}
+	/* revoked here: refused on the next request */
+	{
+		GAsyncResult *slot = NULL;
+		g_autoptr(GAsyncResult) res = NULL;
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabPrincipal) p = confab_engine_authenticate_cached(f->engine,
+										 cache,
+										 good_header,
+										 CONFAB_SCOPES_API,
+										 &error);
+		g_assert_no_error(error);
+		confab_engine_revoke_token_async(f->engine,
+						 confab_token_get_id(token),
+						 NULL,
+						 on_result,
+						 &slot);
+		res = wait_for(&slot);
+		g_assert_true(confab_engine_revoke_token_finish(f->engine, res, &error));
+		g_assert_null(confab_engine_authenticate_cached(f->engine,
+								cache,
+								good_header,
+								CONFAB_SCOPES_API,
+								&error));
+		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_API_KEY);
+	}
+	/* revoked elsewhere: refused once the store says tokens changed */
+	{
+		GAsyncResult *slot = NULL;
+		g_autoptr(GAsyncResult) res = NULL;
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabPrincipal) p = confab_engine_authenticate_cached(f->engine,
+										 cache,
+										 other_header,
+										 CONFAB_SCOPES_API,
+										 &error);
+		gpointer args[3] = {f->engine, cache, other_header};
+		/* another daemon's copy: the engine's own is never changed */
+		g_autoptr(ConfabToken) copy = confab_token_new();
+
+		g_assert_no_error(error);
+
+		confab_token_set_id(copy, confab_token_get_id(other_token));
+		confab_token_set_owner(copy, confab_token_get_owner(other_token));
+		confab_token_set_name(copy, confab_token_get_name(other_token));
+		confab_token_set_scopes(copy, confab_token_get_scopes(other_token));
+		confab_token_set_agent_id(copy, confab_token_get_agent_id(other_token));
+		confab_token_set_hash(copy, confab_token_get_hash(other_token));
+		confab_token_set_created_at(copy, confab_token_get_created_at(other_token));
+		confab_token_set_expires_at(copy, confab_token_get_expires_at(other_token));
+		confab_token_set_revoked_at(copy, g_get_real_time() / G_USEC_PER_SEC);
+		confab_store_save_token_async(f->store, copy, NULL, on_result, &slot);
+		res = wait_for(&slot);
+		g_assert_true(confab_store_save_token_finish(f->store, res, NULL));
+		confab_store_emit_changed(f->store, CONFAB_STORE_CHANGE_TOKENS);
+		g_assert_true(confab_test_wait_until(cached_is_refused, args, 10000));
+	}
+}
+
 static void
 test_agent_checks(Fixture *f, gconstpointer data)
 {
@@ -446,6 +569,7 @@ main(int argc, char **argv)
 #define ADD(name, func) g_test_add(name, Fixture, NULL, fixture_setup, func, fixture_teardown)
 	ADD("/confab/engine/caches-loaded", test_caches_loaded);
 	ADD("/confab/engine/authenticate", test_authenticate);
+	ADD("/confab/engine/authenticate-cached", test_authenticate_cached);
 	ADD("/confab/engine/agent-checks", test_agent_checks);
 	ADD("/confab/engine/store-invalidates", test_store_invalidates);
 	ADD("/confab/engine/admit-quota", test_admit_quota);

@@ -9,6 +9,7 @@
 
 #include "confab-test-helper.h"
 #include "openai/confab-chat-request.h"
+#include "openai/confab-openai-message.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
 
@@ -1095,6 +1096,54 @@ test_new_text(void)
 	}
 }
 
+/* what a provider is sent for a stored message is the same whether its
+ * blocks are one text (read without a tree) or not */
+static void
+test_stored_one_text(void)
+{
+	const struct {
+		const gchar *role;
+		const gchar *blocks;
+		const gchar *expected; /* the context, as JSON */
+	} cases[] = {
+	    {"user",
+	     "[{\"type\":\"text\",\"text\":\"Say \\\"hi\\\"\\n\\u00e9\"}]",
+	     "[{\"role\":\"user\",\"content\":\"Say \\\"hi\\\"\\n\u00e9\"}]"},
+	    {"user",
+	     "[{\"type\":\"text\",\"text\":\"\"}]",
+	     "[{\"role\":\"user\",\"content\":\"\"}]"},
+	    {"assistant",
+	     "[{\"type\":\"text\",\"text\":\"Hello\"}]",
+	     "[{\"role\":\"assistant\",\"content\":\"Hello\"}]"},
+	    {"assistant", "[{\"type\":\"text\",\"text\":\"\"}]", "[]"},
+	    /* not one text: the tree, as before */
+	    {"user",
+	     "[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]",
+	     "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+	     "{\"type\":\"text\",\"text\":\"b\"}]}]"},
+	    {"user",
+	     "[{\"type\":\"text\",\"text\":\"a\",\"x\":1}]",
+	     "[{\"role\":\"user\",\"content\":\"a\"}]"},
+	    {"system",
+	     "[{\"type\":\"text\",\"text\":\"a\"}] ",
+	     "[{\"role\":\"system\",\"content\":\"a\"}]"},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(ConfabMessage) msg = confab_message_new();
+		g_autoptr(JsonArray) context = json_array_new();
+		g_autoptr(JsonNode) node = json_node_alloc();
+		g_autofree gchar *got = NULL;
+
+		confab_message_set_role(msg, cases[i].role);
+		confab_message_set_content_blocks(msg, cases[i].blocks);
+		confab_openai_message_append_stored(context, msg);
+		json_node_init_array(node, context);
+		got = confab_json_to_string(node);
+		g_assert_cmpstr(got, ==, cases[i].expected);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1127,5 +1176,6 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/chat-request/numbers-out-of-range", test_numbers_out_of_range);
 	g_test_add_func("/confab/chat-request/stored-parts-are-json", test_stored_parts_are_json);
 	g_test_add_func("/confab/chat-request/new-text", test_new_text);
+	g_test_add_func("/confab/chat-request/stored-one-text", test_stored_one_text);
 	return g_test_run();
 }

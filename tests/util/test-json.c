@@ -700,6 +700,37 @@ test_tree_like_json_glib(void)
 	g_assert_cmpuint(files, >, 100);
 }
 
+/* one string read alone, as the stored text blocks are read without a
+ * tree: the checker's rules, and what follows is left alone */
+static void
+test_read_string(void)
+{
+	const struct {
+		const gchar *in;
+		const gchar *out; /* NULL: refused */
+		gsize used;
+	} cases[] = {
+	    {"\"plain\"}]", "plain", 7},
+	    {"\"a\\\"b\\n\\u00e9\\ud83d\\ude00\"", "a\"b\n\xc3\xa9\xf0\x9f\x98\x80", 26},
+	    {"\"\"", "", 2},
+	    {"\"unterminated", NULL, 0},
+	    {"plain", NULL, 0},
+	    {"\"\\u0000\"", NULL, 0},
+	    {"\"\\ud800\"", NULL, 0},
+	    {"\"\xff\"", NULL, 0},
+	    {"\"ctl\n\"", NULL, 0},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		gsize used = 0;
+		g_autofree gchar *out =
+		    confab_json_read_string(cases[i].in, strlen(cases[i].in), &used);
+		g_assert_cmpstr(out, ==, cases[i].out);
+		if (cases[i].out != NULL)
+			g_assert_cmpuint(used, ==, cases[i].used);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -726,5 +757,6 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/json/append-node", test_append_node);
 	g_test_add_func("/confab/json/bad-text-names-the-field", test_bad_text_names_the_field);
 	g_test_add_func("/confab/json/tree-like-json-glib", test_tree_like_json_glib);
+	g_test_add_func("/confab/json/read-string", test_read_string);
 	return g_test_run();
 }

@@ -222,6 +222,42 @@ confab_http_exchange_get_data(ConfabHttpExchange *self)
 	return self->data;
 }
 
+/**
+ * confab_http_exchange_set_connection_data:
+ * @self: a #ConfabHttpExchange
+ * @data: (transfer full) (nullable): the handler's data for the connection
+ *   the request came on, kept for the requests after it on that connection
+ * @destroy: (nullable): frees @data with the connection, or when replaced
+ *
+ * Once the exchange is over (its connection may be gone), @data is freed
+ * at once.
+ */
+void
+confab_http_exchange_set_connection_data(ConfabHttpExchange *self,
+					 gpointer data,
+					 GDestroyNotify destroy)
+{
+	if (self->conn == NULL) {
+		if (destroy != NULL)
+			destroy(data);
+		return;
+	}
+	confab_http_server_connection_set_data(self->conn, data, destroy);
+}
+
+/**
+ * confab_http_exchange_get_connection_data:
+ *
+ * Returns: (transfer none) (nullable): what
+ *   confab_http_exchange_set_connection_data() set on this request's
+ *   connection; %NULL once the exchange is over
+ */
+gpointer
+confab_http_exchange_get_connection_data(ConfabHttpExchange *self)
+{
+	return self->conn != NULL ? confab_http_server_connection_get_data(self->conn) : NULL;
+}
+
 /* ---------- notes ---------- */
 
 /**
@@ -358,7 +394,8 @@ confab_http_exchange_begin_stream(ConfabHttpExchange *self, guint status, const 
  * @data: a piece of the body
  * @len: its length
  *
- * Sends a piece at once (as one chunk). Nothing is dropped: past the
+ * Sends a piece (as one chunk) by the next main-loop iteration, in one
+ * write with the other pieces written before then. Nothing is dropped: past the
  * stream buffer, the exchange's flow is held until the client catches up,
  * and whoever writes should wait for it (confab_http_exchange_get_flow()).
  */

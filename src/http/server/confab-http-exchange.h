@@ -65,6 +65,12 @@ void
 confab_http_exchange_set_data(ConfabHttpExchange *self, gpointer data, GDestroyNotify destroy);
 gpointer
 confab_http_exchange_get_data(ConfabHttpExchange *self);
+void
+confab_http_exchange_set_connection_data(ConfabHttpExchange *self,
+					 gpointer data,
+					 GDestroyNotify destroy);
+gpointer
+confab_http_exchange_get_connection_data(ConfabHttpExchange *self);
 
 /* notes for the access log */
 void

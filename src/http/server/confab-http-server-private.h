@@ -70,6 +70,12 @@ gsize
 confab_http_server_connection_get_unsent(ConfabHttpConnection *conn);
 void
 confab_http_server_connection_cut(ConfabHttpConnection *conn);
+void
+confab_http_server_connection_set_data(ConfabHttpConnection *conn,
+				       gpointer data,
+				       GDestroyNotify destroy);
+gpointer
+confab_http_server_connection_get_data(ConfabHttpConnection *conn);
 const gchar *
 confab_http_server_connection_get_peer(ConfabHttpConnection *conn);
 gboolean

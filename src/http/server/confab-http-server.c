@@ -108,6 +108,9 @@ struct _ConfabHttpConnection {
 	gboolean in_process;
 	gboolean resume; /* the response ended while process() ran */
 	gsize body_accounted;
+	gpointer data; /* owned: the handler's, for the connection's life */
+	GDestroyNotify data_destroy;
+	gboolean flush_queued; /* in server->to_flush */
 };
 
 struct _ConfabHttpServer {
@@ -129,6 +132,8 @@ struct _ConfabHttpServer {
 	gchar *read_buffer; /* owned: one for every connection */
 	gchar date[40];
 	gint64 date_second;
+	GSource *flusher; /* owned, nullable: writes what the pieces queued */
+	GQueue to_flush;  /* ConfabHttpConnection, a reference each */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabHttpServer, confab_http_server, G_TYPE_OBJECT)
@@ -202,6 +207,19 @@ server_date(ConfabHttpServer *self)
 	return self->date;
 }
 
+static void
+append_uint(GString *out, guint64 value)
+{
+	gchar digits[24];
+	guint n = 0;
+
+	do {
+		digits[sizeof(digits) - 1 - n++] = (gchar)('0' + value % 10);
+		value /= 10;
+	} while (value > 0);
+	g_string_append_len(out, digits + sizeof(digits) - n, n);
+}
+
 /*
  * Every response head Confab sends, refusals included. @length is the
  * body's length, or -1 for a chunked body, or -2 for a body that ends when
@@ -216,17 +234,21 @@ append_head(GString *out,
 	    gboolean close,
 	    gboolean http10_keep_alive)
 {
-	g_string_append_printf(out,
-			       "HTTP/1.1 %u %s\r\nDate: %s\r\nServer: confab/" PACKAGE_VERSION
-			       "\r\n",
-			       status,
-			       reason_phrase(status),
-			       server_date(server));
+	/* no format: this runs for every response */
+	g_string_append(out, "HTTP/1.1 ");
+	append_uint(out, status);
+	g_string_append_c(out, ' ');
+	g_string_append(out, reason_phrase(status));
+	g_string_append(out, "\r\nDate: ");
+	g_string_append(out, server_date(server));
+	g_string_append(out, "\r\nServer: confab/" PACKAGE_VERSION "\r\n");
 	if (fields != NULL)
 		g_string_append(out, fields);
-	if (length >= 0)
-		g_string_append_printf(out, "Content-Length: %" G_GINT64_FORMAT "\r\n", length);
-	else if (length == -1)
+	if (length >= 0) {
+		g_string_append(out, "Content-Length: ");
+		append_uint(out, (guint64)length);
+		g_string_append(out, "\r\n");
+	} else if (length == -1)
 		g_string_append(out, "Transfer-Encoding: chunked\r\n");
 	if (close)
 		g_string_append(out, "Connection: close\r\n");
@@ -258,18 +280,28 @@ segment_data(Segment *seg, gsize *len)
 	return seg->buf->data + seg->off;
 }
 
-static void
-queue_copy(ConfabHttpConnection *conn, const gchar *data, gsize len)
+/* Room for @len bytes in the last segment: a new one when it has none. */
+static Segment *
+queue_reserve(ConfabHttpConnection *conn, gsize len)
 {
 	Segment *tail = g_queue_peek_tail(&conn->out);
 
-	if (len == 0)
-		return;
 	if (tail == NULL || tail->buf == NULL || tail->buf->len + len > SEGMENT_BUFFER) {
 		tail = g_new0(Segment, 1);
 		tail->buf = g_byte_array_sized_new((guint)MAX(len, 512));
 		g_queue_push_tail(&conn->out, tail);
 	}
+	return tail;
+}
+
+static void
+queue_copy(ConfabHttpConnection *conn, const gchar *data, gsize len)
+{
+	Segment *tail;
+
+	if (len == 0)
+		return;
+	tail = queue_reserve(conn, len);
 	g_byte_array_append(tail->buf, (const guint8 *)data, (guint)len);
 	conn->out_bytes += len;
 }
@@ -336,6 +368,8 @@ conn_unref(ConfabHttpConnection *conn)
 		return;
 	g_assert(conn->fd < 0);
 	queue_clear(conn);
+	if (conn->data_destroy != NULL)
+		conn->data_destroy(conn->data);
 	g_clear_pointer(&conn->pending, g_byte_array_unref);
 	confab_http_request_parser_free(conn->parser);
 	g_free(conn->peer);
@@ -364,6 +398,23 @@ static gint64
 now_plus(guint seconds)
 {
 	return g_get_monotonic_time() + (gint64)seconds * G_USEC_PER_SEC;
+}
+
+void
+confab_http_server_connection_set_data(ConfabHttpConnection *conn,
+				       gpointer data,
+				       GDestroyNotify destroy)
+{
+	if (conn->data_destroy != NULL)
+		conn->data_destroy(conn->data);
+	conn->data = data;
+	conn->data_destroy = destroy;
+}
+
+gpointer
+confab_http_server_connection_get_data(ConfabHttpConnection *conn)
+{
+	return conn->data;
 }
 
 const gchar *
@@ -576,6 +627,84 @@ confab_http_server_connection_flush(ConfabHttpConnection *conn)
 	conn_unref(conn);
 }
 
+/*
+ * A stream's pieces go out together: each piece written in one main-loop
+ * iteration (the deltas of one upstream read, say) is queued, and the
+ * connection is written once, at the next iteration, in one sendmsg,
+ * instead of once per piece.
+ */
+static gboolean
+flusher_ready(GSource *source, gint *timeout)
+{
+	ConfabHttpServer *self = *(ConfabHttpServer **)(source + 1);
+
+	if (timeout != NULL)
+		*timeout = -1;
+	return self->to_flush.length > 0;
+}
+
+static gboolean
+flusher_check(GSource *source)
+{
+	return flusher_ready(source, NULL);
+}
+
+static gboolean
+flusher_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
+{
+	ConfabHttpServer *self = *(ConfabHttpServer **)(source + 1);
+	ConfabHttpConnection *conn;
+
+	while ((conn = g_queue_pop_head(&self->to_flush)) != NULL) {
+		conn->flush_queued = FALSE;
+		confab_http_server_connection_flush(conn);
+		conn_unref(conn);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs flusher_funcs = {
+    .prepare = flusher_ready,
+    .check = flusher_check,
+    .dispatch = flusher_dispatch,
+};
+
+static void
+queue_flush(ConfabHttpConnection *conn)
+{
+	ConfabHttpServer *self = conn->server;
+
+	if (self == NULL || conn->fd < 0) {
+		confab_http_server_connection_flush(conn);
+		return;
+	}
+	if (conn->flush_queued)
+		return;
+	if (self->flusher == NULL) {
+		self->flusher = g_source_new(&flusher_funcs, sizeof(GSource) + sizeof(gpointer));
+		*(ConfabHttpServer **)(self->flusher + 1) = self;
+		g_source_set_static_name(self->flusher, "[confab] http flush");
+		g_source_attach(self->flusher, self->context);
+	}
+	conn->flush_queued = TRUE;
+	g_queue_push_tail(&self->to_flush, conn_ref(conn));
+}
+
+static void
+flusher_clear(ConfabHttpServer *self)
+{
+	ConfabHttpConnection *conn;
+
+	while ((conn = g_queue_pop_head(&self->to_flush)) != NULL) {
+		conn->flush_queued = FALSE;
+		conn_unref(conn);
+	}
+	if (self->flusher != NULL) {
+		g_source_destroy(self->flusher);
+		g_clear_pointer(&self->flusher, g_source_unref);
+	}
+}
+
 void
 confab_http_server_connection_cut(ConfabHttpConnection *conn)
 {
@@ -618,6 +747,9 @@ confab_http_server_connection_send_response(ConfabHttpConnection *conn,
 		    close,
 		    exchange->head.version_minor == 0);
 	conn->state = CONN_BUSY;
+	/* a small body goes out in one buffer with the head, sized once */
+	if (body != NULL && !is_head_request(exchange) && g_bytes_get_size(body) <= SMALL_PIECE)
+		queue_reserve(conn, head->len + g_bytes_get_size(body));
 	queue_copy(conn, head->str, head->len);
 	if (body != NULL && !is_head_request(exchange))
 		queue_bytes(conn, body);
@@ -672,7 +804,7 @@ confab_http_server_connection_send_piece(ConfabHttpConnection *conn,
 			queue_copy(conn, "\r\n", 2);
 	}
 	if (flush)
-		confab_http_server_connection_flush(conn);
+		queue_flush(conn);
 	if (conn->fd >= 0)
 		conn_update_flow(conn);
 }
@@ -1100,6 +1232,11 @@ add_connection(ConfabHttpServer *self, gint fd, const struct sockaddr_storage *s
 	((ConnSource *)conn->source)->conn = conn;
 	g_source_set_static_name(conn->source, "[confab] http connection");
 	conn->fd_tag = g_source_add_unix_fd(conn->source, fd, G_IO_IN);
+	/* GLib takes a source that may not recurse out of the poll set for
+	 * each dispatch and puts it back after, waking its own context up
+	 * both times (two eventfd writes and an extra loop iteration per
+	 * dispatch); nothing iterates this context from a callback */
+	g_source_set_can_recurse(conn->source, TRUE);
 	g_source_attach(conn->source, self->context);
 	g_queue_push_tail_link(&self->conns, &conn->link);
 	g_atomic_int_set(&self->n_conns, self->conns.length);
@@ -1167,6 +1304,7 @@ static void
 confab_http_server_init(ConfabHttpServer *self)
 {
 	g_queue_init(&self->conns);
+	g_queue_init(&self->to_flush);
 }
 
 /**
@@ -1274,6 +1412,7 @@ start_accepting(ConfabHttpServer *self, GSocket *listener)
 	self->accept_source = g_unix_fd_source_new(g_socket_get_fd(self->listener), G_IO_IN);
 	g_source_set_callback(self->accept_source, G_SOURCE_FUNC(on_incoming), self, NULL);
 	g_source_set_static_name(self->accept_source, "[confab] http accept");
+	g_source_set_can_recurse(self->accept_source, TRUE); /* see add_connection */
 	g_source_attach(self->accept_source, self->context);
 }
 
@@ -1414,6 +1553,7 @@ confab_http_server_disconnect(ConfabHttpServer *self)
 	confab_http_server_stop_listening(self);
 	while (self->conns.head != NULL)
 		conn_close(self->conns.head->data);
+	flusher_clear(self);
 	if (self->sweep != NULL) {
 		g_source_destroy(self->sweep);
 		g_clear_pointer(&self->sweep, g_source_unref);

@@ -1579,6 +1579,28 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 	g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
 }
 
+static ConfabStoreUsage *
+confab_store_sqlite_admit_quota_now(ConfabStore *store,
+				    const gchar *owner,
+				    const gchar *month,
+				    guint64 default_limit)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	ConfabStoreUsage *usage = usage_of(self, owner, month, default_limit);
+
+	usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
+	if (usage->admitted) {
+		guint64 *used = g_hash_table_lookup(self->usage, owner);
+		if (used == NULL)
+			g_hash_table_insert(self->usage, g_strdup(owner), uint64_new(1));
+		else
+			(*used)++;
+		usage->requests++;
+	}
+	return usage;
+}
+
 static void
 confab_store_sqlite_admit_quota(ConfabStore *store,
 				const gchar *owner,
@@ -1588,27 +1610,13 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
-	g_autoptr(ConfabStoreUsage) usage = NULL;
+	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
 
 	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
-	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-		usage = usage_of(self, owner, month, default_limit);
-		usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
-		if (usage->admitted) {
-			guint64 *used = g_hash_table_lookup(self->usage, owner);
-			if (used == NULL)
-				g_hash_table_insert(self->usage, g_strdup(owner), uint64_new(1));
-			else
-				(*used)++;
-			usage->requests++;
-		}
-	}
-	g_task_return_pointer(task,
-			      g_steal_pointer(&usage),
-			      (GDestroyNotify)confab_store_usage_free);
+	g_task_return_pointer(
+	    task,
+	    confab_store_sqlite_admit_quota_now(store, owner, month, default_limit),
+	    (GDestroyNotify)confab_store_usage_free);
 }
 
 static void
@@ -1622,6 +1630,27 @@ confab_store_sqlite_release_quota(ConfabStore *store, const gchar *owner, const 
 		(*used)--;
 }
 
+static gboolean
+confab_store_sqlite_acquire_session_now(ConfabStore *store, const gchar *session_id, GError **error)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	gboolean added;
+
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		added = g_hash_table_add(self->busy, g_strdup(session_id));
+	}
+	if (!added) {
+		confab_error_set(error,
+				 CONFAB_ERROR_CONVERSATION_BUSY,
+				 "metadata.session_id",
+				 "Another turn is running in this conversation; retry when "
+				 "it has finished");
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static void
 confab_store_sqlite_acquire_session(ConfabStore *store,
 				    const gchar *session_id,
@@ -1629,22 +1658,11 @@ confab_store_sqlite_acquire_session(ConfabStore *store,
 				    GAsyncReadyCallback callback,
 				    gpointer user_data)
 {
-	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
-	gboolean added;
+	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
+	GError *error = NULL;
 
 	g_task_set_source_tag(task, confab_store_sqlite_acquire_session);
-	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-		added = g_hash_table_add(self->busy, g_strdup(session_id));
-	}
-	if (!added) {
-		GError *error = NULL;
-		confab_error_set(&error,
-				 CONFAB_ERROR_CONVERSATION_BUSY,
-				 "metadata.session_id",
-				 "Another turn is running in this conversation; retry when "
-				 "it has finished");
+	if (!confab_store_sqlite_acquire_session_now(store, session_id, &error)) {
 		g_task_return_error(task, error);
 		return;
 	}
@@ -3095,6 +3113,8 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->list_usage = confab_store_sqlite_list_usage;
 	iface->release_quota = confab_store_sqlite_release_quota;
 	iface->acquire_session = confab_store_sqlite_acquire_session;
+	iface->admit_quota_now = confab_store_sqlite_admit_quota_now;
+	iface->acquire_session_now = confab_store_sqlite_acquire_session_now;
 	iface->release_session = confab_store_sqlite_release_session;
 	iface->commit_turn = confab_store_sqlite_commit_turn;
 	iface->delete_session = confab_store_sqlite_delete_session;
