@@ -1094,6 +1094,13 @@ items_of(JsonNode *response, const gchar *type)
 	return items;
 }
 
+static guint
+n_items(JsonNode *response, const gchar *type)
+{
+	g_autoptr(GPtrArray) items = items_of(response, type);
+	return items->len;
+}
+
 /* A response asks; nothing runs until its continuation answers. */
 static JsonObject *
 ask(Fixture *f, ConfabTestDaemon *daemon, const gchar *content, gchar **response_id)
@@ -1108,7 +1115,7 @@ ask(Fixture *f, ConfabTestDaemon *daemon, const gchar *content, gchar **response
 	g_assert_cmpstr(confab_test_json_string(r->json, "status"), ==, "completed");
 	requests = items_of(r->json, "mcp_approval_request");
 	g_assert_cmpuint(requests->len, ==, 1);
-	g_assert_cmpuint(items_of(r->json, "mcp_call")->len, ==, 0);
+	g_assert_cmpuint(n_items(r->json, "mcp_call"), ==, 0);
 	request = g_ptr_array_index(requests, 0);
 	g_assert_true(g_str_has_prefix(json_object_get_string_member(request, "id"), "mcpr_"));
 	g_assert_cmpstr(json_object_get_string_member(request, "server_label"), ==, "files");
@@ -1168,7 +1175,7 @@ test_responses_approve(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(json_object_get_string_member(call, "name"), ==, "write_file");
 	g_assert_true(json_object_get_null_member(call, "error"));
 	g_assert_nonnull(json_object_get_string_member(call, "output"));
-	g_assert_cmpuint(items_of(r->json, "message")->len, ==, 1);
+	g_assert_cmpuint(n_items(r->json, "message"), ==, 1);
 
 	/* stored as served */
 	path = g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(r->json, "id"));
@@ -1535,7 +1542,7 @@ test_responses_across_instances(Fixture *f, gconstpointer data)
 	body = answer_body(f, first, item);
 	r = respond(f->other, f->token, body);
 	g_assert_cmpuint(r->status, ==, 200);
-	g_assert_cmpuint(items_of(r->json, "mcp_call")->len, ==, 1);
+	g_assert_cmpuint(n_items(r->json, "mcp_call"), ==, 1);
 	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
 	g_assert_cmpstr(written, ==, "asked on A");
 }
