@@ -22,8 +22,8 @@
 #include <locale.h>
 
 #include "cli/confabctl-agent.h"
-#include "cli/confabctl-common.h"
 #include "cli/confabctl-approval.h"
+#include "cli/confabctl-common.h"
 #include "cli/confabctl-quota.h"
 #include "cli/confabctl-session.h"
 #include "cli/confabctl-status.h"
