@@ -303,6 +303,34 @@ call_ids(JsonNode *node)
 	return ids;
 }
 
+/* Whether each call of @context is answered by the tool messages right
+ * after its assistant message. */
+static gboolean
+calls_settled(JsonArray *context)
+{
+	guint n = json_array_get_length(context);
+
+	for (guint i = 0; i < n; i++) {
+		g_autoptr(GPtrArray) ids = call_ids(json_array_get_element(context, i));
+		guint end = i + 1;
+
+		if (ids == NULL)
+			continue;
+		while (end < n && answered_call(json_array_get_element(context, end)) != NULL)
+			end++;
+		for (guint c = 0; c < ids->len; c++) {
+			gboolean found = FALSE;
+			for (guint j = i + 1; j < end && !found; j++)
+				found = g_strcmp0(answered_call(json_array_get_element(context, j)),
+						  g_ptr_array_index(ids, c)) == 0;
+			if (!found)
+				return FALSE;
+		}
+		i = end - 1;
+	}
+	return TRUE;
+}
+
 /**
  * confab_openai_message_settle_calls:
  * @context: the OpenAI-shaped messages a provider is sent
@@ -318,10 +346,13 @@ call_ids(JsonNode *node)
 void
 confab_openai_message_settle_calls(JsonArray *context, const gchar *unanswered)
 {
-	g_autoptr(GPtrArray) nodes =
-	    g_ptr_array_new_with_free_func((GDestroyNotify)json_node_unref);
+	g_autoptr(GPtrArray) nodes = NULL;
 	gboolean changed = FALSE;
 
+	/* the common case, every turn: nothing to move, nothing copied */
+	if (calls_settled(context))
+		return;
+	nodes = g_ptr_array_new_with_free_func((GDestroyNotify)json_node_unref);
 	for (guint i = 0; i < json_array_get_length(context); i++)
 		g_ptr_array_add(nodes, json_node_ref(json_array_get_element(context, i)));
 	for (guint i = 0; i < nodes->len; i++) {
