@@ -17,6 +17,7 @@ import resource
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -356,9 +357,69 @@ class Bench:
         if not self.args.store_writer or not os.path.exists(self.args.store_writer):
             self.line("writer: tests/bench/store-writer not built, skipped")
             return
+        self.line(self.writer_alone()[1])
+
+    def writer_alone(self):
+        """the store writer fed alone: its thread's us of CPU per turn, and
+        the line it printed"""
         out = subprocess.run([self.args.store_writer, str(self.args.seconds), "64",
-                              self.dir], capture_output=True, text=True, check=True).stdout
-        self.line(out.strip())
+                              tempfile.mkdtemp(dir=self.dir)],
+                             capture_output=True, text=True, check=True).stdout
+        us = float(re.search(r"writer thread ([\d.]+) us CPU/turn", out).group(1))
+        return us, out.strip()
+
+    def cpu_per_turn(self, stream):
+        """confabd's CPU per turn at 64 connections, in all and per thread"""
+        chat = f"{self.url}/api/v1/chat/completions"
+        body = self.body(self.agent_sse if stream else self.agent_json, stream=stream)
+        # warm: a fresh daemon's first seconds (its database's first
+        # pages, its allocator's arenas) cost more than its steady state
+        wrk(chat, 64, 2, body=body, token=self.token)
+        return wrk(chat, 64, self.args.seconds, body=body, token=self.token,
+                   cpu=[self.confab.pid])[5]
+
+    def scenario_targets(self):
+        """issue 24's targets, measured in one run, each the median of
+        --target-runs: CPU per JSON turn (1 serving thread), the writer's
+        CPU per turn at its ceiling (fed alone) and in confabd, the tax of a
+        second serving thread, and a streamed turn against a JSON one"""
+        runs = max(1, self.args.target_runs)
+        threads = self.args.threads
+        json1, json2, streams, writer_in, writer_alone = [], [], [], [], []
+        for _ in range(runs):
+            for n in (1, 2):
+                self.stop_confab()
+                self.args.threads = n
+                self.start_confab(state=os.path.join(self.dir, f"targets-{n}"))
+                self.provision()
+                per, total = self.cpu_per_turn(False)
+                (json1 if n == 1 else json2).append(total)
+                if n == 1:
+                    writer_in.append(per.get("confab-writer", 0.0))
+                    streams.append(self.cpu_per_turn(True)[1])
+            if self.args.store_writer and os.path.exists(self.args.store_writer):
+                writer_alone.append(self.writer_alone()[0])
+        self.args.threads = threads
+        self.stop_confab()
+        self.start_confab()
+        self.provision()
+        med = statistics.median
+        j1, j2, st, wi = med(json1), med(json2), med(streams), med(writer_in)
+        wa = med(writer_alone) if writer_alone else float("nan")
+
+        def verdict(ok):
+            return "met" if ok else "NOT met"
+
+        self.line(f"targets ({runs} run{'s' if runs > 1 else ''}, medians; 64 conns):")
+        self.line(f"  CPU per JSON turn, 1 serving thread: {j1:.1f} us (target <= 50: "
+                  f"{verdict(j1 <= 50)})")
+        self.line(f"  writer per turn at its ceiling (fed alone): {wa:.1f} us, "
+                  f"{1e6 / wa:.0f} turns/s (target <= 10: {verdict(wa <= 10)}); "
+                  f"in confabd at this load {wi:.1f} us")
+        self.line(f"  contention tax, 2 serving threads / 1: {j2:.1f} / {j1:.1f} us = "
+                  f"{j2 / j1:.2f} (target <= 1.10: {verdict(j2 / j1 <= 1.10)})")
+        self.line(f"  streamed / JSON turn: {st:.1f} / {j1:.1f} us = {st / j1:.2f} "
+                  f"(target <= 1.5: {verdict(st / j1 <= 1.5)})")
 
     def scenario_open_streams(self):
         n = self.args.open_streams
@@ -705,6 +766,8 @@ ANALYZE messages;
         self.line(f"confabd serving threads: {self.threads()} (nginx-proxy workers: "
                   f"{self.threads()}); search index: {self.args.search_index}")
         self.line(f"idle RSS: {rss_kib(self.confab.pid) / 1024:.1f} MiB")
+        if "targets" in self.args.only:
+            self.scenario_targets()
         if "turns" in self.args.only:
             self.scenario_turns()
         else:
@@ -873,7 +936,10 @@ def main():
     ap.add_argument("--rss-step", type=int, default=25000)
     ap.add_argument("--conversations", type=int, default=1000000)
     ap.add_argument("--messages-per-conversation", type=int, default=10)
-    ap.add_argument("--only", default="turns,streams,writer,open,rss,lists,postgres")
+    ap.add_argument("--only",
+                    default="targets,turns,streams,writer,open,rss,lists,postgres")
+    ap.add_argument("--target-runs", type=int, default=3,
+                    help="runs of the targets scenario; each figure is their median")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--search-index", choices=["auto", "true", "false"], default="false",
                     help="[desktop] search_index: false, as a system service has it "
