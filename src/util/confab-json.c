@@ -606,10 +606,88 @@ build_member_name(const guchar **pp, BuildFrame *top, gchar *buf, gsize size)
 	*pp = p;
 }
 
+/* Past the value at @p, in text confab_json_check() accepted: a member's
+ * value, so that a ',' or a closing bracket follows it. */
+static const guchar *
+skip_value(const guchar *p)
+{
+	guint depth = 0;
+
+	do {
+		switch (*p) {
+		case '"':
+			for (p++; *p != '"'; p++) {
+				if (*p == '\\')
+					p++;
+			}
+			p++;
+			break;
+		case '{':
+		case '[':
+			depth++;
+			p++;
+			break;
+		case '}':
+		case ']':
+			depth--;
+			p++;
+			break;
+		default:
+			/* a number, a literal, or what separates values */
+			if (depth == 0) {
+				while (*p != ',' && *p != '}' && *p != ']' && *p != ' ' &&
+				       *p != '\t' && *p != '\n' && *p != '\r')
+					p++;
+				return p;
+			}
+			p++;
+			break;
+		}
+	} while (depth > 0);
+	return p;
+}
+
+static gboolean
+name_in(const gchar *const *names, const gchar *name)
+{
+	for (; *names != NULL; names++) {
+		if ((*names)[0] == name[0] && strcmp(*names, name) == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* What build_tree() keeps of the objects it reads. */
+typedef struct {
+	const ConfabJsonKeep *keep; /* nullable: everything */
+	guint whole_from;	    /* depth from which all is kept; 0: none */
+	gboolean whole_next;	    /* the value to come is kept whole */
+} BuildFilter;
+
+/* Whether the member whose name was just read is built; when not, *pp
+ * moves past its value. */
+static gboolean
+build_member_kept(BuildFilter *filter, BuildFrame *top, guint depth, const guchar **pp)
+{
+	if (filter->keep == NULL || (filter->whole_from > 0 && depth >= filter->whole_from))
+		return TRUE;
+	if (filter->keep->whole != NULL && name_in(filter->keep->whole, top->key)) {
+		filter->whole_next = TRUE;
+		return TRUE;
+	}
+	if (name_in(filter->keep->names, top->key))
+		return TRUE;
+	*pp = skip_value(*pp);
+	top->key = NULL;
+	g_clear_pointer(&top->key_heap, g_free);
+	return FALSE;
+}
+
 /* Builds the tree of a text confab_json_check() accepted, without
- * recursion: as deep as the check let it be. */
+ * recursion: as deep as the check let it be; with @keep, only the object
+ * members it names. */
 static JsonNode *
-build_tree(const gchar *data, gsize len, guint max_depth)
+build_tree(const gchar *data, gsize len, guint max_depth, const ConfabJsonKeep *keep)
 {
 	const guchar *p = (const guchar *)data;
 	const guchar *end = p + len;
@@ -622,6 +700,7 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 	 * before anything inside it is read */
 	gchar key_buf[BUILD_SMALL_STRING];
 	gchar text_buf[BUILD_SMALL_STRING];
+	BuildFilter filter = {keep, 0, FALSE};
 
 	if (max_depth > SMALL_DEPTH)
 		stack = stack_heap = g_new(BuildFrame, max_depth + 1);
@@ -666,33 +745,39 @@ build_tree(const gchar *data, gsize len, guint max_depth)
 			stack[depth].key = NULL;
 			stack[depth].key_heap = NULL;
 			depth++;
+			if (filter.whole_next && filter.whole_from == 0)
+				filter.whole_from = depth;
+		}
+		filter.whole_next = FALSE;
+		if (opened) {
 			SKIP_WS();
 			if (*p == '}' || *p == ']') {
 				p++;
 				depth--;
-			} else {
-				if (JSON_NODE_HOLDS_OBJECT(node))
-					build_member_name(&p,
-							  &stack[depth - 1],
-							  key_buf,
-							  sizeof(key_buf));
+			} else if (!JSON_NODE_HOLDS_OBJECT(node)) {
 				continue;
+			} else {
+				build_member_name(&p, &stack[depth - 1], key_buf, sizeof(key_buf));
+				if (build_member_kept(&filter, &stack[depth - 1], depth, &p))
+					continue;
 			}
 		}
 		/* after a value: close what ends here, or go to the next one */
 		for (;;) {
 			SKIP_WS();
+			if (depth < filter.whole_from)
+				filter.whole_from = 0;
 			if (depth == 0)
 				goto out;
 			if (*p == ',') {
 				p++;
 				SKIP_WS();
-				if (JSON_NODE_HOLDS_OBJECT(stack[depth - 1].node))
-					build_member_name(&p,
-							  &stack[depth - 1],
-							  key_buf,
-							  sizeof(key_buf));
-				break;
+				if (!JSON_NODE_HOLDS_OBJECT(stack[depth - 1].node))
+					break;
+				build_member_name(&p, &stack[depth - 1], key_buf, sizeof(key_buf));
+				if (build_member_kept(&filter, &stack[depth - 1], depth, &p))
+					break;
+				continue;
 			}
 			/* '}' or ']' */
 			p++;
@@ -723,7 +808,37 @@ confab_json_parse(const gchar *data, gsize len, guint max_depth, GError **error)
 {
 	if (!confab_json_check(data, len, max_depth, error))
 		return NULL;
-	return build_tree(data, len, max_depth);
+	return build_tree(data, len, max_depth, NULL);
+}
+
+/**
+ * confab_json_parse_kept:
+ * @data: the bytes; they need not end in a NUL
+ * @len: their length
+ * @max_depth: the deepest nesting allowed
+ * @keep: the object members to build
+ * @error: return location for a #GError
+ *
+ * confab_json_parse() of a document of which a reader wants a few members:
+ * the text is checked whole, but the tree holds only the members @keep
+ * names (at any depth), and everything inside those it names whole. An
+ * upstream's chat.completion chunk is mostly what Confab does not read
+ * (ids, times, fingerprints, token details), and a json-glib member costs
+ * a node, a copy of its name and a hash table entry.
+ *
+ * Returns: (transfer full): the root node
+ */
+JsonNode *
+confab_json_parse_kept(const gchar *data,
+		       gsize len,
+		       guint max_depth,
+		       const ConfabJsonKeep *keep,
+		       GError **error)
+{
+	g_return_val_if_fail(keep != NULL && keep->names != NULL, NULL);
+	if (!confab_json_check(data, len, max_depth, error))
+		return NULL;
+	return build_tree(data, len, max_depth, keep);
 }
 
 /**
@@ -815,16 +930,20 @@ confab_json_append_node(GString *out, JsonNode *node)
 	}
 	switch (JSON_NODE_TYPE(node)) {
 	case JSON_NODE_OBJECT: {
-		g_autoptr(GList) members = json_object_get_members(json_node_get_object(node));
+		/* in order, without a list of the names or a lookup of each */
+		JsonObjectIter iter;
+		const gchar *name;
+		JsonNode *member;
+		gboolean first = TRUE;
+		json_object_iter_init_ordered(&iter, json_node_get_object(node));
 		g_string_append_c(out, '{');
-		for (GList *l = members; l != NULL; l = l->next) {
-			if (l != members)
+		while (json_object_iter_next_ordered(&iter, &name, &member)) {
+			if (!first)
 				g_string_append_c(out, ',');
-			confab_json_append_string(out, l->data);
+			first = FALSE;
+			confab_json_append_string(out, name);
 			g_string_append_c(out, ':');
-			confab_json_append_node(
-			    out,
-			    json_object_get_member(json_node_get_object(node), l->data));
+			confab_json_append_node(out, member);
 		}
 		g_string_append_c(out, '}');
 		break;

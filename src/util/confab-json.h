@@ -13,6 +13,26 @@ gboolean
 confab_json_check(const gchar *data, gsize len, guint max_depth, GError **error);
 JsonNode *
 confab_json_parse(const gchar *data, gsize len, guint max_depth, GError **error);
+
+/**
+ * ConfabJsonKeep:
+ * @names: %NULL-terminated: the members built, at any depth; the
+ *   objects among them have theirs sifted the same way
+ * @whole: (nullable): %NULL-terminated: members built with all they hold
+ *
+ * What confab_json_parse_kept() builds of a document.
+ */
+typedef struct {
+	const gchar *const *names;
+	const gchar *const *whole;
+} ConfabJsonKeep;
+
+JsonNode *
+confab_json_parse_kept(const gchar *data,
+		       gsize len,
+		       guint max_depth,
+		       const ConfabJsonKeep *keep,
+		       GError **error);
 void
 confab_json_append_string(GString *out, const gchar *str);
 void

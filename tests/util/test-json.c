@@ -731,6 +731,79 @@ test_read_string(void)
 	}
 }
 
+static const gchar *const kept_names[] = {"choices", "message", "content", "usage", "n", NULL};
+static const gchar *const kept_whole[] = {"logprobs", NULL};
+static const ConfabJsonKeep kept = {kept_names, kept_whole};
+
+static gchar *
+parse_kept(const gchar *text)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(JsonNode) node = confab_json_parse_kept(text, strlen(text), DEPTH, &kept, &error);
+
+	g_assert_no_error(error);
+	g_assert_nonnull(node);
+	return confab_json_to_string(node);
+}
+
+/* Only the members named are built, at any depth; inside one named whole,
+ * everything; what is skipped may hold anything, escapes and brackets in
+ * strings included. */
+static void
+test_parse_kept(void)
+{
+	static const struct {
+		const gchar *in;
+		const gchar *out;
+	} cases[] = {
+	    {"{\"id\":\"x\",\"n\":1}", "{\"n\":1}"},
+	    {"{\"id\":\"x\"}", "{}"},
+	    {"{ \"a\" : 1 , \"n\" : 2 , \"b\" : 3 }", "{\"n\":2}"},
+	    {"{\"a\":-1.5e3,\"b\":true,\"c\":null,\"d\":false,\"n\":0}", "{\"n\":0}"},
+	    {"{\"a\":\"q\\\"}{][\\\\\",\"n\":\"\\u00e9\"}", "{\"n\":\"\u00e9\"}"},
+	    {"{\"a\":{\"n\":1,\"b\":[{\"c\":\"]\"}]},\"n\":[1,{\"n\":2,\"z\":3}]}",
+	     "{\"n\":[1,{\"n\":2}]}"},
+	    {"{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},"
+	     "\"logprobs\":{\"content\":[{\"token\":\"hi\",\"top\":[{\"id\":1}]}],\"x\":{}},"
+	     "\"finish_reason\":\"stop\"}],\"usage\":{\"total_tokens\":3,"
+	     "\"details\":{\"cached\":0}},\"system_fingerprint\":\"fp\"}",
+	     "{\"choices\":[{\"message\":{\"content\":\"hi\"},\"logprobs\":{\"content\":"
+	     "[{\"token\":\"hi\",\"top\":[{\"id\":1}]}],\"x\":{}}}],\"usage\":{}}"},
+	    /* after a whole member closes, sifting goes on */
+	    {"{\"logprobs\":{\"a\":{\"b\":1}},\"usage\":{\"a\":1,\"n\":2}}",
+	     "{\"logprobs\":{\"a\":{\"b\":1}},\"usage\":{\"n\":2}}"},
+	    {"{\"logprobs\":7,\"usage\":{\"a\":1}}", "{\"logprobs\":7,\"usage\":{}}"},
+	    {"[{\"a\":1,\"n\":2},3]", "[{\"n\":2},3]"},
+	    {"\"text\"", "\"text\""},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree gchar *out = parse_kept(cases[i].in);
+		g_assert_cmpstr(out, ==, cases[i].out);
+	}
+}
+
+/* What is skipped is checked all the same. */
+static void
+test_parse_kept_refuses(void)
+{
+	static const gchar *const bad[] = {
+	    "{\"a\":[1,}",
+	    "{\"a\":\"\\x\",\"n\":1}",
+	    "{\"a\":01}",
+	    "{\"a\":1,\"n\":2",
+	    "{\"a\":\"\xff\"}",
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(JsonNode) node =
+		    confab_json_parse_kept(bad[i], strlen(bad[i]), DEPTH, &kept, &error);
+		g_assert_null(node);
+		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_JSON);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -758,5 +831,7 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/json/bad-text-names-the-field", test_bad_text_names_the_field);
 	g_test_add_func("/confab/json/tree-like-json-glib", test_tree_like_json_glib);
 	g_test_add_func("/confab/json/read-string", test_read_string);
+	g_test_add_func("/confab/json/parse-kept", test_parse_kept);
+	g_test_add_func("/confab/json/parse-kept-refuses", test_parse_kept_refuses);
 	return g_test_run();
 }
