@@ -264,17 +264,23 @@ is_reserved_param(const gchar *name)
 	       g_str_equal(name, "n");
 }
 
+/* @params' members, as more members of the object @out writes; but those
+ * Confab sets itself, and those @over (nullable) sets again. */
 static void
-copy_params(JsonObject *dest, JsonObject *src)
+append_params(GString *out, JsonObject *params, JsonObject *over)
 {
-	g_autoptr(GList) members = json_object_get_members(src);
-	for (GList *l = members; l != NULL; l = l->next) {
-		const gchar *name = l->data;
-		if (is_reserved_param(name))
+	JsonObjectIter iter;
+	const gchar *name;
+	JsonNode *value;
+
+	json_object_iter_init_ordered(&iter, params);
+	while (json_object_iter_next_ordered(&iter, &name, &value)) {
+		if (is_reserved_param(name) || (over != NULL && json_object_has_member(over, name)))
 			continue;
-		json_object_set_member(dest,
-				       name,
-				       json_node_copy(json_object_get_member(src, name)));
+		g_string_append_c(out, ',');
+		confab_json_append_string(out, name);
+		g_string_append_c(out, ':');
+		confab_json_append_node(out, value);
 	}
 }
 
@@ -293,25 +299,31 @@ gchar *
 confab_provider_openai_build_body(ConfabProviderRequest *request, GError **error)
 {
 	ConfabAgent *agent = request->agent;
-	g_autoptr(JsonObject) body = json_object_new();
-	g_autoptr(JsonNode) root = NULL;
-	JsonObject *stream_options = json_object_new();
+	const gchar *model = confab_agent_get_upstream_model(agent);
 	const gchar *defaults = confab_agent_get_params(agent);
+	GString *out = g_string_sized_new(1024);
 
-	json_object_set_string_member(body, "model", confab_agent_get_upstream_model(agent));
-	json_object_set_array_member(body, "messages", json_array_ref(request->messages));
+	/* written as it goes: a tree of it, then its text, was a twentieth
+	 * of a turn's work */
+	g_string_append(out, "{\"model\":");
+	confab_json_append_string(out, model);
+	g_string_append(out, ",\"messages\":[");
+	for (guint i = 0; i < json_array_get_length(request->messages); i++) {
+		if (i > 0)
+			g_string_append_c(out, ',');
+		confab_json_append_node(out, json_array_get_element(request->messages, i));
+	}
+	g_string_append_c(out, ']');
+	/* the agent's defaults, but what the client sets again */
 	if (defaults != NULL && *defaults != '\0') {
 		g_autoptr(JsonNode) node = confab_json_parse(defaults, strlen(defaults), 32, NULL);
 		if (node != NULL && JSON_NODE_HOLDS_OBJECT(node))
-			copy_params(body, json_node_get_object(node));
+			append_params(out, json_node_get_object(node), request->params);
 	}
 	if (request->params != NULL)
-		copy_params(body, request->params);
-	json_object_set_boolean_member(body, "stream", TRUE);
-	json_object_set_boolean_member(stream_options, "include_usage", TRUE);
-	json_object_set_object_member(body, "stream_options", stream_options);
-	root = json_node_init_object(json_node_alloc(), body);
-	return confab_json_to_string(root);
+		append_params(out, request->params, NULL);
+	g_string_append(out, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+	return g_string_free(out, FALSE);
 }
 
 /* ---------- one completion ---------- */
@@ -962,6 +974,19 @@ relay_extras(Call *call, JsonObject *choice, JsonObject *delta)
 	return TRUE;
 }
 
+/* What handle_completion_object() and its helpers read of an answer or a
+ * chunk, and only that is built of it: the rest (ids, times, models,
+ * fingerprints, token details) is checked, then skipped. A member read
+ * below must be named here. */
+static const gchar *const completion_members[] = {
+    "choices",	 "error",	  "usage",   "prompt_tokens", "completion_tokens",
+    "message",	 "delta",	  "content", "refusal",	      "reasoning_content",
+    "reasoning", "finish_reason", "index",   "tool_calls",    "id",
+    "type",	 "function",	  "name",    "arguments",     NULL};
+/* relayed as the upstream sent it */
+static const gchar *const completion_whole[] = {"logprobs", NULL};
+static const ConfabJsonKeep completion_keep = {completion_members, completion_whole};
+
 /* One chat.completion.chunk, or a whole chat.completion (@whole). */
 static void
 handle_completion_object(Call *call, JsonObject *root, gboolean whole)
@@ -1058,7 +1083,11 @@ on_sse_event(const gchar *event, const gchar *data, gsize data_len, gpointer use
 		call->saw_done = TRUE;
 		return;
 	}
-	root = confab_json_parse(data, data_len, UPSTREAM_JSON_MAX_DEPTH, &error);
+	root = confab_json_parse_kept(data,
+				      data_len,
+				      UPSTREAM_JSON_MAX_DEPTH,
+				      &completion_keep,
+				      &error);
 	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
 		call->stream_error = unreadable_json_error(call, "an event", error);
 		return;
@@ -1072,10 +1101,11 @@ finish_json_body(Call *call)
 	g_autoptr(JsonNode) root = NULL;
 	g_autoptr(GError) error = NULL;
 
-	root = confab_json_parse(call->json_body->str,
-				 call->json_body->len,
-				 UPSTREAM_JSON_MAX_DEPTH,
-				 &error);
+	root = confab_json_parse_kept(call->json_body->str,
+				      call->json_body->len,
+				      UPSTREAM_JSON_MAX_DEPTH,
+				      &completion_keep,
+				      &error);
 	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
 		call_fail(call, unreadable_json_error(call, "an answer", error));
 		return;
