@@ -210,6 +210,27 @@ confab_http_fields_is_token(const gchar *str, gsize len)
 }
 
 /**
+ * confab_http_fields_append_uint:
+ * @head: a message head being written
+ * @value: a field's number (Content-Length), or a status code
+ *
+ * Appends @value's decimal digits, without printf's formatting: a head of
+ * every request and response has one.
+ */
+void
+confab_http_fields_append_uint(GString *head, guint64 value)
+{
+	gchar digits[24];
+	guint n = 0;
+
+	do {
+		digits[sizeof(digits) - 1 - n++] = (gchar)('0' + value % 10);
+		value /= 10;
+	} while (value > 0);
+	g_string_append_len(head, digits + sizeof(digits) - n, n);
+}
+
+/**
  * confab_http_fields_is_field_value:
  *
  * Returns: whether @value holds only what a field value may (RFC 9110

@@ -44,6 +44,9 @@ confab_http_fields_count(const ConfabHttpFields *fields, const gchar *name);
 gboolean
 confab_http_fields_has_token(const ConfabHttpFields *fields, const gchar *name, const gchar *token);
 
+void
+confab_http_fields_append_uint(GString *head, guint64 value);
+
 gboolean
 confab_http_fields_list_has_token(const gchar *list, const gchar *token);
 gboolean

@@ -207,19 +207,6 @@ server_date(ConfabHttpServer *self)
 	return self->date;
 }
 
-static void
-append_uint(GString *out, guint64 value)
-{
-	gchar digits[24];
-	guint n = 0;
-
-	do {
-		digits[sizeof(digits) - 1 - n++] = (gchar)('0' + value % 10);
-		value /= 10;
-	} while (value > 0);
-	g_string_append_len(out, digits + sizeof(digits) - n, n);
-}
-
 /*
  * Every response head Confab sends, refusals included. @length is the
  * body's length, or -1 for a chunked body, or -2 for a body that ends when
@@ -236,7 +223,7 @@ append_head(GString *out,
 {
 	/* no format: this runs for every response */
 	g_string_append(out, "HTTP/1.1 ");
-	append_uint(out, status);
+	confab_http_fields_append_uint(out, status);
 	g_string_append_c(out, ' ');
 	g_string_append(out, reason_phrase(status));
 	g_string_append(out, "\r\nDate: ");
@@ -246,7 +233,7 @@ append_head(GString *out,
 		g_string_append(out, fields);
 	if (length >= 0) {
 		g_string_append(out, "Content-Length: ");
-		append_uint(out, (guint64)length);
+		confab_http_fields_append_uint(out, (guint64)length);
 		g_string_append(out, "\r\n");
 	} else if (length == -1)
 		g_string_append(out, "Transfer-Encoding: chunked\r\n");
