@@ -1470,8 +1470,12 @@ test_group_commit(Fixture *f, gconstpointer data)
 		confab_session_set_owner(record->session, "alice");
 		confab_session_set_agent_id(record->session, "agt_a");
 		record->session_is_new = TRUE;
-		record->usage_owner = g_strdup("alice");
-		record->usage_month = g_strdup(f->month);
+		/* a batch tallies its turns' requests per owner: two owners,
+		 * and turns that count none, mixed */
+		if (i % 5 != 4) {
+			record->usage_owner = g_strdup(i % 5 == 3 ? "bob" : "alice");
+			record->usage_month = g_strdup(f->month);
+		}
 		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
 		confab_store_commit_turn_async(f->store, record, NULL, on_counted, &counter);
 	}
@@ -1488,7 +1492,8 @@ test_group_commit(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(commits, >=, 1);
 
 	/* every one committed, durably: after a reopen */
-	g_assert_cmpuint(durable_usage(f, "alice"), ==, n);
+	g_assert_cmpuint(durable_usage(f, "alice"), ==, n / 5 * 3);
+	g_assert_cmpuint(durable_usage(f, "bob"), ==, n / 5);
 	{
 		g_autoptr(GPtrArray) ids = collect_session_pages(f, &query, &n_pages);
 		g_assert_cmpuint(ids->len, ==, n);
@@ -1693,6 +1698,69 @@ new_session_record(Fixture *f, gchar **sid_out)
 	g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
 	*sid_out = sid;
 	return record;
+}
+
+/* The WAL header's checkpoint sequence: SQLite counts up each time the WAL
+ * starts over. */
+static guint32
+wal_sequence(Fixture *f)
+{
+	g_autofree gchar *wal = g_strconcat(f->path, "-wal", NULL);
+	g_autofree gchar *head = NULL;
+	gsize len = 0;
+
+	if (!g_file_get_contents(wal, &head, &len, NULL) || len < 16)
+		return 0;
+	return ((guint32)(guchar)head[12] << 24) | ((guint32)(guchar)head[13] << 16) |
+	       ((guint32)(guchar)head[14] << 8) | (guint32)(guchar)head[15];
+}
+
+/* The WAL is copied into the database by the checkpoint thread, not in a
+ * commit, and still starts over; nothing written is lost. */
+static void
+test_checkpoint_off_writer(Fixture *f, gconstpointer data)
+{
+	ConfabStoreSqlite *store = CONFAB_STORE_SQLITE(f->store);
+	g_autoptr(GPtrArray) sids = g_ptr_array_new_with_free_func(g_free);
+	guint32 sequence;
+	gint64 deadline;
+	GStatBuf st;
+
+	/* one commit each: a few WAL pages each, past the 1,000 that ask for
+	 * a checkpoint */
+	while (confab_store_sqlite_get_checkpoints(store) == 0) {
+		g_autoptr(GError) error = NULL;
+		gchar *sid = NULL;
+		g_autoptr(ConfabStoreTurn) record = new_session_record(f, &sid);
+		g_ptr_array_add(sids, sid);
+		g_assert_true(begin_turn(f, record, &error));
+		g_assert_no_error(error);
+		g_assert_cmpuint(sids->len, <, 20000);
+	}
+	/* copied into the database file, which held a few pages before */
+	g_assert_cmpint(g_stat(f->path, &st), ==, 0);
+	g_assert_cmpint(st.st_size, >, 64 * 1024);
+	/* and the WAL starts over, at a later write */
+	sequence = wal_sequence(f);
+	deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+	while (wal_sequence(f) == sequence) {
+		g_autoptr(GError) error = NULL;
+		gchar *sid = NULL;
+		g_autoptr(ConfabStoreTurn) record = new_session_record(f, &sid);
+		g_ptr_array_add(sids, sid);
+		g_assert_true(begin_turn(f, record, &error));
+		g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+		g_usleep(2000);
+	}
+	/* every conversation, after a reopen */
+	reopen(f);
+	for (guint i = 0; i < sids->len; i++) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(ConfabSession) session =
+		    get_session(f, g_ptr_array_index(sids, i), &error);
+		g_assert_no_error(error);
+		g_assert_nonnull(session);
+	}
 }
 
 static void
@@ -2876,6 +2944,7 @@ main(int argc, char **argv)
 	ADD("/confab/store/sqlite/future-version-refused", test_future_version_refused);
 	ADD("/confab/store/sqlite/deleted-agent-key-erased", test_deleted_agent_key_erased);
 	ADD("/confab/store/sqlite/group-commit", test_group_commit);
+	ADD("/confab/store/sqlite/checkpoint-off-writer", test_checkpoint_off_writer);
 	ADD("/confab/store/sqlite/migrate-v1", test_migrate_v1);
 	ADD("/confab/store/sqlite/migrate-v2", test_migrate_v2);
 	ADD("/confab/store/sqlite/search-queue", test_search_queue);

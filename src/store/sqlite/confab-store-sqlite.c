@@ -44,6 +44,15 @@
 #define SEARCH_INDEX_AFTER_WRITES 64
 #define SEARCH_INDEX_IDLE_US	  (200 * 1000)
 #define SEARCH_INDEX_CHUNK	  256
+/* the WAL is copied into the database by a thread of its own once it holds
+ * this many pages (SQLite's default, which does it in the committing
+ * thread); the writer does it itself only past CHECKPOINT_PAGES_MAX, when
+ * the checkpoints fall behind */
+#define CHECKPOINT_PAGES     1000
+#define CHECKPOINT_PAGES_MAX 8000
+/* what the checkpoint thread's queue carries */
+#define CHECKPOINT_RUN	1
+#define CHECKPOINT_STOP 2
 
 typedef sqlite3_stmt ConfabCachedStmt;
 
@@ -51,19 +60,33 @@ typedef struct {
 	sqlite3 *db;		  /* owned */
 	GHashTable *stmts;	  /* owned: SQL text -> sqlite3_stmt */
 	GHashTable *static_stmts; /* owned: SQL literal's address -> stmts' statement */
+	/* the writer, while a batch runs without savepoints (tally_usage):
+	 * the requests its turns counted, "owner\nmonth" -> count, written
+	 * once per owner at the end of the batch */
+	GHashTable *batch_usage; /* owned */
+	gboolean tally_usage;
 } Conn;
 
 struct _ConfabStoreSqlite {
 	GObject parent_instance;
-	gchar *path;		   /* owned */
-	Conn *writer;		   /* owned; used by the writer thread only */
-	GThread *thread;	   /* owned */
-	GAsyncQueue *queue;	   /* owned: WriteJob */
-	GAsyncQueue *read_queue;   /* owned: ReadJob */
-	GPtrArray *reader_threads; /* owned: GThread, each with its Conn */
+	gchar *path;		       /* owned */
+	Conn *writer;		       /* owned; used by the writer thread only */
+	GThread *thread;	       /* owned */
+	GAsyncQueue *queue;	       /* owned: WriteJob */
+	GAsyncQueue *read_queue;       /* owned: ReadJob */
+	GPtrArray *reader_threads;     /* owned: GThread, each with its Conn */
+	Conn *checkpoint_conn;	       /* owned; used by the checkpoint thread only */
+	GThread *checkpoint_thread;    /* owned */
+	GAsyncQueue *checkpoint_queue; /* owned: CHECKPOINT_RUN, CHECKPOINT_STOP */
+	gint checkpoint_asked;	       /* atomic: a CHECKPOINT_RUN is queued */
+	/* the writer thread's only */
+	gint wal_pages;		    /* the WAL's size at the last commit */
+	gint wal_pages_asked;	    /* and when the writer last asked for a checkpoint */
+	gsize checkpoints_finished; /* checkpoints (below) when it last finished one */
 	gboolean closed;
 	gsize commits;	   /* atomic */
 	gsize jobs;	   /* atomic */
+	gsize checkpoints; /* atomic */
 	guint unindexed;   /* writer thread only: writes since search was indexed */
 	gint search_index; /* atomic: full-text search kept (the default) */
 
@@ -105,6 +128,7 @@ conn_free(Conn *conn)
 {
 	if (conn == NULL)
 		return;
+	g_clear_pointer(&conn->batch_usage, g_hash_table_unref);
 	g_clear_pointer(&conn->static_stmts, g_hash_table_unref);
 	g_clear_pointer(&conn->stmts, g_hash_table_unref);
 	if (conn->db != NULL)
@@ -256,6 +280,7 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 	flags |= readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	conn->stmts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, stmt_finalize);
 	conn->static_stmts = g_hash_table_new(g_direct_hash, g_direct_equal);
+	conn->batch_usage = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	if (sqlite3_open_v2(path, &conn->db, flags, NULL) != SQLITE_OK) {
 		g_set_error(error,
 			    CONFAB_ERROR,
@@ -268,10 +293,15 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 	sqlite3_extended_result_codes(conn->db, 1);
 	sqlite3_busy_timeout(conn->db, 10000);
 	if (!readonly) {
+		/* foreign keys are not enforced: a turn's messages go to a
+		 * conversation that its own job inserted or found
+		 * (touch_session()), and deleting one deletes its messages
+		 * (write_delete_session()). SQLite's check, a lookup per
+		 * message, was a fourteenth of the writer's work per turn. */
 		if (!conn_exec(conn,
 			       "PRAGMA journal_mode=WAL;"
 			       "PRAGMA synchronous=NORMAL;"
-			       "PRAGMA foreign_keys=ON;"
+			       "PRAGMA foreign_keys=OFF;"
 			       "PRAGMA cache_size=-4096;"
 			       "PRAGMA temp_store=MEMORY;",
 			       error))
@@ -1040,6 +1070,9 @@ writer_run_jobs(Conn *conn, GPtrArray *batch, GError **error)
 	return TRUE;
 }
 
+static gboolean
+write_batch_usage(Conn *conn, GError **error);
+
 /*
  * The common case: every job of the batch succeeds, without the savepoints
  * — whose statement journal copies every page a job touches, a quarter of
@@ -1069,21 +1102,28 @@ writer_run_jobs_plain(Conn *conn, GPtrArray *batch, gboolean *retry, GError **er
 		*retry = TRUE;
 		return FALSE;
 	}
-	return TRUE;
+	return write_batch_usage(conn, error);
 }
 
 /* One transaction for the batch. Returns: whether it was committed */
 static gboolean
 writer_try_batch(Conn *conn, GPtrArray *batch, gboolean savepoints, gboolean *retry, GError **error)
 {
+	gboolean committed;
+
 	if (!conn_run(conn, "BEGIN IMMEDIATE", error))
 		return FALSE;
-	if ((savepoints ? writer_run_jobs(conn, batch, error)
-			: writer_run_jobs_plain(conn, batch, retry, error)) &&
-	    conn_run(conn, "COMMIT", error))
-		return TRUE;
-	sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
-	return FALSE;
+	/* without savepoints, the turns' requests are tallied, and written
+	 * once per owner at the end; with them, each job counts its own */
+	conn->tally_usage = !savepoints;
+	g_hash_table_remove_all(conn->batch_usage);
+	committed = (savepoints ? writer_run_jobs(conn, batch, error)
+				: writer_run_jobs_plain(conn, batch, retry, error)) &&
+		    conn_run(conn, "COMMIT", error);
+	conn->tally_usage = FALSE;
+	if (!committed)
+		sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+	return committed;
 }
 
 /* Returns: whether the batch was committed */
@@ -1196,12 +1236,115 @@ writer_hand_back(GPtrArray *batch)
 		writer_hand_back_to(value, key);
 }
 
+/*
+ * Checkpoints. A commit appends the pages it changed to the WAL; a
+ * checkpoint copies them into the database file (and syncs both), so that
+ * the WAL can start over. SQLite runs it in the commit that passes 1000
+ * pages: the writer's turn, and every turn waiting behind it, then paid
+ * for the copy and the syncs (a third of the writer's time was in the
+ * kernel). Here the writer's commits only ask (writer_wal_committed()) and
+ * a thread of its own copies (PASSIVE: it never waits for the writer,
+ * which goes on appending meanwhile). The WAL starts over at the writer's
+ * next transaction after a checkpoint that copied all of it, which the
+ * thread's never does while writes go on; so when nothing waits for it,
+ * the writer copies the few pages appended since (writer_idle()). Under
+ * writes that never leave it idle, the WAL grows to CHECKPOINT_PAGES_MAX
+ * and the writer copies it in a commit, as SQLite would have.
+ */
+static gint
+writer_wal_committed(gpointer data, sqlite3 *db, const gchar *name, gint pages)
+{
+	ConfabStoreSqlite *self = data;
+
+	self->wal_pages = pages;
+	if (pages >= CHECKPOINT_PAGES_MAX) {
+		/* the checkpoints fall behind (a reader holds old pages, or
+		 * the thread does not get a core): as SQLite would, here */
+		(void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		return SQLITE_OK;
+	}
+	if (pages < self->wal_pages_asked)
+		self->wal_pages_asked = 0; /* it started over */
+	/* once per CHECKPOINT_PAGES pages: a checkpoint syncs both files,
+	 * and the WAL grows on while it runs */
+	if (pages >= self->wal_pages_asked + CHECKPOINT_PAGES) {
+		self->wal_pages_asked = pages;
+		if (g_atomic_int_compare_and_exchange(&self->checkpoint_asked, 0, 1))
+			g_async_queue_push(self->checkpoint_queue, GINT_TO_POINTER(CHECKPOINT_RUN));
+	}
+	return SQLITE_OK;
+}
+
+/* Not a write: what the checkpoint thread queues when it is done, to wake
+ * the writer (writer_next_job() then finishes the checkpoint, if idle). */
+static gboolean
+write_wake(Conn *conn, gpointer data, GError **error)
+{
+	return TRUE;
+}
+
+static gpointer
+checkpoint_thread(gpointer data)
+{
+	ConfabStoreSqlite *self = data;
+
+	while (GPOINTER_TO_INT(g_async_queue_pop(self->checkpoint_queue)) == CHECKPOINT_RUN) {
+		gint rc;
+		g_atomic_int_set(&self->checkpoint_asked, 0);
+		rc = sqlite3_wal_checkpoint_v2(self->checkpoint_conn->db,
+					       NULL,
+					       SQLITE_CHECKPOINT_PASSIVE,
+					       NULL,
+					       NULL);
+		/* busy: the writer checkpoints itself; the next commit asks again */
+		if (rc == SQLITE_OK) {
+			WriteJob *wake = g_new0(WriteJob, 1);
+			g_atomic_pointer_add(&self->checkpoints, 1);
+			wake->func = write_wake;
+			g_async_queue_push(self->queue, wake);
+		} else if ((rc & 0xff) != SQLITE_BUSY)
+			g_warning("checkpointing the WAL: %s (%d)",
+				  sqlite3_errmsg(self->checkpoint_conn->db),
+				  rc);
+	}
+	return NULL;
+}
+
+/* The writer has nothing to do: when the checkpoint thread copied the WAL
+ * since the writer last did this, the pages appended since are copied
+ * too, so that the next transaction starts the WAL over. */
+static void
+writer_idle(ConfabStoreSqlite *self)
+{
+	gsize checkpoints = (gsize)g_atomic_pointer_get(&self->checkpoints);
+	gint rc;
+
+	if (self->wal_pages < CHECKPOINT_PAGES || checkpoints == self->checkpoints_finished)
+		return;
+	self->checkpoints_finished = checkpoints;
+	rc = sqlite3_wal_checkpoint_v2(self->writer->db,
+				       NULL,
+				       SQLITE_CHECKPOINT_PASSIVE,
+				       NULL,
+				       NULL);
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+		g_warning("checkpointing the WAL: %s (%d)", sqlite3_errmsg(self->writer->db), rc);
+}
+
 /* The next job; %NULL when the writer is idle with search left to index:
  * a moment after the last write, at once while a backlog lasts (a whole
  * chunk was indexed last time). */
 static WriteJob *
 writer_next_job(ConfabStoreSqlite *self)
 {
+	WriteJob *job;
+
+	if (self->wal_pages >= CHECKPOINT_PAGES) {
+		job = g_async_queue_try_pop(self->queue);
+		if (job != NULL)
+			return job;
+		writer_idle(self);
+	}
 	if (self->unindexed == 0 || !g_atomic_int_get(&self->search_index))
 		return g_async_queue_pop(self->queue);
 	if (self->unindexed >= SEARCH_INDEX_AFTER_WRITES)
@@ -1228,6 +1371,10 @@ writer_thread(gpointer data)
 			write_job_free(job);
 			break;
 		}
+		if (job->func == write_wake) {
+			write_job_free(job);
+			continue;
+		}
 		batch = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
 		g_ptr_array_add(batch, job);
 		while (batch->len < WRITER_BATCH_MAX) {
@@ -1238,6 +1385,10 @@ writer_thread(gpointer data)
 				write_job_free(job);
 				stop = TRUE;
 				break;
+			}
+			if (job->func == write_wake) {
+				write_job_free(job);
+				continue;
 			}
 			g_ptr_array_add(batch, job);
 		}
@@ -1999,18 +2150,57 @@ insert_session(Conn *conn, ConfabSession *session, gint64 updated_at, GError **e
 }
 
 static gboolean
-count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error)
+write_usage(Conn *conn, const gchar *owner, const gchar *month, gint64 requests, GError **error)
 {
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare_static(conn,
-				"INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, 1) "
-				"ON CONFLICT (owner, month) DO UPDATE SET requests = requests + 1",
+				"INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, ?3) "
+				"ON CONFLICT (owner, month) DO UPDATE SET requests = requests + ?3",
 				error);
 	if (stmt == NULL)
 		return FALSE;
 	bind_text(stmt, 1, owner);
 	bind_text(stmt, 2, month);
+	sqlite3_bind_int64(stmt, 3, requests);
 	return stmt_step_done(conn, stmt, error);
+}
+
+/* A turn's request, counted in its month: in the batch's tally when there
+ * is one (one row written per owner and batch, not one per turn: a
+ * ninth of the writer's work per turn), else at once. */
+static gboolean
+count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error)
+{
+	g_autofree gchar *key = NULL;
+	gpointer n;
+
+	if (!conn->tally_usage)
+		return write_usage(conn, owner, month, 1, error);
+	key = g_strconcat(owner, "\n", month, NULL);
+	n = g_hash_table_lookup(conn->batch_usage, key);
+	g_hash_table_replace(conn->batch_usage,
+			     g_steal_pointer(&key),
+			     GSIZE_TO_POINTER(GPOINTER_TO_SIZE(n) + 1));
+	return TRUE;
+}
+
+/* The batch's tally, written, before its commit. */
+static gboolean
+write_batch_usage(Conn *conn, GError **error)
+{
+	GHashTableIter iter;
+	gpointer key;
+	gpointer n;
+
+	g_hash_table_iter_init(&iter, conn->batch_usage);
+	while (g_hash_table_iter_next(&iter, &key, &n)) {
+		const gchar *newline = strchr(key, '\n');
+		g_autofree gchar *owner = g_strndup(key, newline - (const gchar *)key);
+		if (!write_usage(conn, owner, newline + 1, GPOINTER_TO_SIZE(n), error))
+			return FALSE;
+	}
+	g_hash_table_remove_all(conn->batch_usage);
+	return TRUE;
 }
 
 static gboolean
@@ -2061,6 +2251,8 @@ write_delete_session(Conn *conn, gpointer data, GError **error)
 	const gchar *session_id = data;
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare(conn, "DELETE FROM sessions WHERE id = ?1", error);
+	g_autoptr(ConfabCachedStmt) messages = NULL;
+
 	if (stmt == NULL)
 		return FALSE;
 	bind_text(stmt, 1, session_id);
@@ -2074,7 +2266,13 @@ write_delete_session(Conn *conn, gpointer data, GError **error)
 			    session_id);
 		return FALSE;
 	}
-	return TRUE;
+	/* its messages with it: what ON DELETE CASCADE would do, were
+	 * foreign keys enforced (conn_open()) */
+	messages = conn_prepare(conn, "DELETE FROM messages WHERE session_id = ?1", error);
+	if (messages == NULL)
+		return FALSE;
+	bind_text(messages, 1, session_id);
+	return stmt_step_done(conn, messages, error);
 }
 
 static void
@@ -2800,6 +2998,7 @@ confab_store_sqlite_close(ConfabStore *store)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
 	WriteJob *sentinel;
+	WriteJob *job;
 
 	if (self->closed)
 		return;
@@ -2809,6 +3008,12 @@ confab_store_sqlite_close(ConfabStore *store)
 	sentinel = g_new0(WriteJob, 1);
 	g_async_queue_push(self->queue, sentinel);
 	g_thread_join(g_steal_pointer(&self->thread));
+	g_async_queue_push(self->checkpoint_queue, GINT_TO_POINTER(CHECKPOINT_STOP));
+	g_thread_join(g_steal_pointer(&self->checkpoint_thread));
+	g_clear_pointer(&self->checkpoint_conn, conn_free);
+	/* what the checkpoint thread queued for a writer that is gone */
+	while ((job = g_async_queue_try_pop(self->queue)) != NULL)
+		write_job_free(job);
 	g_clear_pointer(&self->writer, conn_free);
 
 	/* readers finish what is queued, then stop */
@@ -3139,7 +3344,9 @@ confab_store_sqlite_finalize(GObject *object)
 
 	if (self->thread != NULL)
 		confab_store_sqlite_close(CONFAB_STORE(self));
+	g_clear_pointer(&self->checkpoint_conn, conn_free);
 	g_clear_pointer(&self->writer, conn_free);
+	g_clear_pointer(&self->checkpoint_queue, g_async_queue_unref);
 	g_clear_pointer(&self->queue, g_async_queue_unref);
 	g_clear_pointer(&self->read_queue, g_async_queue_unref);
 	g_clear_pointer(&self->reader_threads, g_ptr_array_unref);
@@ -3164,6 +3371,7 @@ confab_store_sqlite_init(ConfabStoreSqlite *self)
 {
 	self->queue = g_async_queue_new();
 	self->read_queue = g_async_queue_new();
+	self->checkpoint_queue = g_async_queue_new();
 	self->search_index = TRUE;
 	self->reader_threads = g_ptr_array_new();
 	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -3282,10 +3490,32 @@ confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
 		}
 		g_ptr_array_add(self->reader_threads, thread);
 	}
+	self->checkpoint_conn = conn_open(path, FALSE, error);
+	if (self->checkpoint_conn == NULL)
+		return NULL;
+	self->checkpoint_thread = g_thread_try_new("confab-wal", checkpoint_thread, self, error);
+	if (self->checkpoint_thread == NULL)
+		return NULL;
+	/* instead of SQLite's own checkpoints, in the writer's commits */
+	sqlite3_wal_hook(self->writer->db, writer_wal_committed, self);
 	self->thread = g_thread_try_new("confab-writer", writer_thread, self, error);
 	if (self->thread == NULL)
 		return NULL;
 	return g_steal_pointer(&self);
+}
+
+/**
+ * confab_store_sqlite_get_checkpoints:
+ * @self: a #ConfabStoreSqlite
+ *
+ * Returns: the checkpoints the checkpoint thread ran: the WAL copied into
+ * the database, off the writer's commits
+ */
+guint64
+confab_store_sqlite_get_checkpoints(ConfabStoreSqlite *self)
+{
+	g_return_val_if_fail(CONFAB_IS_STORE_SQLITE(self), 0);
+	return (guint64)g_atomic_pointer_get(&self->checkpoints);
 }
 
 /**

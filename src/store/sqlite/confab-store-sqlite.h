@@ -27,4 +27,7 @@ confab_store_sqlite_set_search_index(ConfabStoreSqlite *self, gboolean enabled);
 void
 confab_store_sqlite_get_stats(ConfabStoreSqlite *self, guint64 *commits, guint64 *jobs);
 
+guint64
+confab_store_sqlite_get_checkpoints(ConfabStoreSqlite *self);
+
 G_END_DECLS
