@@ -39,6 +39,11 @@
  */
 
 #define WRITER_BATCH_MAX 512
+/* group commit under load: after a batch of more than one job, the writer
+ * lets this long (microseconds) pass before taking the next batch, as
+ * PostgreSQL's commit_delay does when other transactions are in progress
+ * (commit_siblings) */
+#define WRITER_GATHER_US 200
 /* search is indexed after this many writes, or when the writer has been
  * idle this long (microseconds), at most SEARCH_INDEX_CHUNK rows a time */
 #define SEARCH_INDEX_AFTER_WRITES 64
@@ -88,6 +93,7 @@ struct _ConfabStoreSqlite {
 	gsize jobs;	   /* atomic */
 	gsize checkpoints; /* atomic */
 	guint unindexed;   /* writer thread only: writes since search was indexed */
+	guint last_batch;  /* writer thread only: the jobs of the last batch */
 	gint search_index; /* atomic: full-text search kept (the default) */
 
 	GMutex lock;	    /* guards what follows */
@@ -1375,6 +1381,12 @@ writer_thread(gpointer data)
 			write_job_free(job);
 			continue;
 		}
+		/* under load (the last batch was not alone), the jobs that
+		 * arrive a moment later go in the same commit: one commit's
+		 * pages, syncs and wake-ups for more turns; and a caller that
+		 * queues a job while the writer sleeps does not wake it */
+		if (self->last_batch > 1)
+			g_usleep(WRITER_GATHER_US);
 		batch = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
 		g_ptr_array_add(batch, job);
 		while (batch->len < WRITER_BATCH_MAX) {
@@ -1392,6 +1404,7 @@ writer_thread(gpointer data)
 			}
 			g_ptr_array_add(batch, job);
 		}
+		self->last_batch = batch->len;
 		if (writer_run_batch(self, batch))
 			self->unindexed += batch->len;
 		writer_hand_back(batch);
