@@ -2207,7 +2207,8 @@ write_batch_usage(Conn *conn, GError **error)
 
 	g_hash_table_iter_init(&iter, conn->batch_usage);
 	while (g_hash_table_iter_next(&iter, &key, &n)) {
-		const gchar *newline = strchr(key, '\n');
+		/* the last one: a month has none, an owner might */
+		const gchar *newline = strrchr(key, '\n');
 		g_autofree gchar *owner = g_strndup(key, newline - (const gchar *)key);
 		if (!write_usage(conn, owner, newline + 1, GPOINTER_TO_SIZE(n), error))
 			return FALSE;
