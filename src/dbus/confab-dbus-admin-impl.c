@@ -43,14 +43,6 @@ enum { PROP_0, PROP_ACTIVE_TURNS, PROP_TURNS_SERVED };
 #define DBUS_LIST_LIMIT_DEFAULT 100
 #define DBUS_LIST_LIMIT_MAX	1000
 
-static void
-return_error(GDBusMethodInvocation *invocation, GError *error)
-{
-	confab_error_register_dbus();
-	g_dbus_method_invocation_return_gerror(invocation, error);
-	g_error_free(error);
-}
-
 static GError *
 invalid_arg(const gchar *format, const gchar *key) G_GNUC_PRINTF(1, 0);
 
@@ -384,7 +376,7 @@ create_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(Call) call = user_data;
 	GError *error = NULL;
 	if (!confab_engine_save_agent_finish(CONFAB_ENGINE(source), result, &error)) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	g_info("created agent %s", call->id);
@@ -403,11 +395,11 @@ handle_create_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, 
 	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
 
 	if (!confab_dbus_admin_impl_apply_agent_props(agent, props, &error)) {
-		return_error(invocation, error);
+		confab_error_return_dbus(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	if (confab_agent_get_provider(agent) == NULL) {
-		return_error(invocation, invalid_arg("'%s' is required", "provider"));
+		confab_error_return_dbus(invocation, invalid_arg("'%s' is required", "provider"));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	id = confab_id_generator_next(confab_engine_get_id_generator(self->engine),
@@ -474,7 +466,7 @@ update_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(Call) call = user_data;
 	GError *error = NULL;
 	if (!confab_engine_save_agent_finish(CONFAB_ENGINE(source), result, &error)) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	confab_dbus_admin_complete_update_agent(CONFAB_DBUS_ADMIN(call->self), call->invocation);
@@ -509,18 +501,18 @@ handle_update_agent(ConfabDbusAdmin *object,
 	GError *error = NULL;
 
 	if (current == NULL) {
-		return_error(invocation,
-			     g_error_new(CONFAB_ERROR,
-					 CONFAB_ERROR_AGENT_NOT_FOUND,
-					 "No agent '%s'",
-					 agent_id));
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_AGENT_NOT_FOUND,
+						     "No agent '%s'",
+						     agent_id));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	/* cached agents are never changed in place: turns may hold them */
 	agent = confab_agent_copy(current);
 	if (!confab_dbus_admin_impl_apply_agent_props(agent, props, &error) ||
 	    !keep_masked_secrets(agent, current, &error)) {
-		return_error(invocation, error);
+		confab_error_return_dbus(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	drop_credentials_on_move(current, agent, props);
@@ -539,7 +531,7 @@ delete_agent_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(Call) call = user_data;
 	GError *error = NULL;
 	if (!confab_engine_delete_agent_finish(CONFAB_ENGINE(source), result, &error)) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	g_info("deleted agent %s", call->id);
@@ -567,11 +559,11 @@ handle_get_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, con
 	g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self->engine, agent_id);
 
 	if (agent == NULL) {
-		return_error(invocation,
-			     g_error_new(CONFAB_ERROR,
-					 CONFAB_ERROR_AGENT_NOT_FOUND,
-					 "No agent '%s'",
-					 agent_id));
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_AGENT_NOT_FOUND,
+						     "No agent '%s'",
+						     agent_id));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	confab_dbus_admin_complete_get_agent(object, invocation, agent_to_variant(agent));
@@ -602,7 +594,7 @@ create_token_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	token = confab_engine_create_token_finish(CONFAB_ENGINE(source), result, &secret, &error);
 	if (token == NULL) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	g_info("created token %s for %s",
@@ -634,20 +626,21 @@ handle_create_token(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, 
 	    !lookup_string(props, "owner", &owner, &error) ||
 	    !lookup_string(props, "name", &name, &error) ||
 	    !lookup_string(props, "agent_id", &agent_id, &error)) {
-		return_error(invocation, error);
+		confab_error_return_dbus(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	scopes_v = g_variant_lookup_value(props, "scopes", NULL);
 	if (scopes_v == NULL || !g_variant_is_of_type(scopes_v, G_VARIANT_TYPE_STRING_ARRAY)) {
-		return_error(invocation,
-			     invalid_arg("'%s' is required, as a string array (as)", "scopes"));
+		confab_error_return_dbus(
+		    invocation,
+		    invalid_arg("'%s' is required, as a string array (as)", "scopes"));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	scopes = g_variant_get_strv(scopes_v, NULL);
 	expires_v = g_variant_lookup_value(props, "expires_at", NULL);
 	if (expires_v != NULL) {
 		if (!g_variant_is_of_type(expires_v, G_VARIANT_TYPE_INT64)) {
-			return_error(
+			confab_error_return_dbus(
 			    invocation,
 			    invalid_arg("'%s' must be an int64 (x): Unix seconds", "expires_at"));
 			return G_DBUS_METHOD_INVOCATION_HANDLED;
@@ -677,7 +670,7 @@ handle_list_tokens(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, G
 
 	if (!check_known_keys(filter, known, &error) ||
 	    !lookup_string(filter, "owner", &owner, &error)) {
-		return_error(invocation, error);
+		confab_error_return_dbus(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	tokens = confab_engine_list_tokens(self->engine, owner);
@@ -694,7 +687,7 @@ revoke_token_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(Call) call = user_data;
 	GError *error = NULL;
 	if (!confab_engine_revoke_token_finish(CONFAB_ENGINE(source), result, &error)) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	g_info("revoked token %s", call->id);
@@ -723,7 +716,7 @@ set_quota_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(Call) call = user_data;
 	GError *error = NULL;
 	if (!confab_engine_set_quota_finish(CONFAB_ENGINE(source), result, &error)) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	confab_dbus_admin_complete_set_quota(CONFAB_DBUS_ADMIN(call->self), call->invocation);
@@ -737,7 +730,8 @@ handle_set_quota(ConfabDbusAdmin *object,
 {
 	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
 	if (monthly_requests > G_MAXINT64) {
-		return_error(invocation, invalid_arg("'%s' is too large", "monthly_requests"));
+		confab_error_return_dbus(invocation,
+					 invalid_arg("'%s' is too large", "monthly_requests"));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	confab_engine_set_quota_async(self->engine,
@@ -762,7 +756,7 @@ get_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	usage = confab_engine_get_usage_finish(CONFAB_ENGINE(source), result, &error);
 	if (usage == NULL) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	first =
@@ -810,7 +804,7 @@ list_sessions_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	page = confab_store_list_sessions_finish(CONFAB_STORE(source), result, &error);
 	if (page == NULL) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	confab_dbus_admin_complete_list_sessions(
@@ -841,14 +835,15 @@ handle_list_sessions(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation,
 			 &query.order,
 			 &query.limit,
 			 &error)) {
-		return_error(invocation, error);
+		confab_error_return_dbus(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	if (source != NULL) {
 		ConfabSessionSource src;
 		if (!confab_session_source_from_string(source, &src)) {
-			return_error(invocation,
-				     invalid_arg("'%s' must be api or channel", "source"));
+			confab_error_return_dbus(
+			    invocation,
+			    invalid_arg("'%s' must be api or channel", "source"));
 			return G_DBUS_METHOD_INVOCATION_HANDLED;
 		}
 		query.source = src;
@@ -870,7 +865,7 @@ get_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
 	if (page == NULL) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	confab_dbus_admin_complete_get_messages(
@@ -893,7 +888,7 @@ get_messages_session_cb(GObject *source, GAsyncResult *result, gpointer user_dat
 
 	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
 	if (session == NULL) {
-		return_error(gm->call->invocation, error);
+		confab_error_return_dbus(gm->call->invocation, error);
 		call_free(gm->call);
 	} else {
 		confab_store_list_messages_async(CONFAB_STORE(source),
@@ -925,15 +920,15 @@ handle_get_messages(ConfabDbusAdmin *object,
 								      &query.order,
 								      &query.limit,
 								      &error)) {
-		return_error(invocation, error);
+		confab_error_return_dbus(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	if (!confab_id_is_valid(session_id, CONFAB_PREFIX_SESSION)) {
-		return_error(invocation,
-			     g_error_new(CONFAB_ERROR,
-					 CONFAB_ERROR_CONVERSATION_NOT_FOUND,
-					 "No session '%s'",
-					 session_id));
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+						     "No session '%s'",
+						     session_id));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	query.session_id = g_strdup(session_id);
@@ -955,7 +950,7 @@ delete_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(Call) call = user_data;
 	GError *error = NULL;
 	if (!confab_store_delete_session_finish(CONFAB_STORE(source), result, &error)) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	g_info("deleted session %s", call->id);
@@ -969,11 +964,11 @@ handle_delete_session(ConfabDbusAdmin *object,
 {
 	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
 	if (!confab_id_is_valid(session_id, CONFAB_PREFIX_SESSION)) {
-		return_error(invocation,
-			     g_error_new(CONFAB_ERROR,
-					 CONFAB_ERROR_CONVERSATION_NOT_FOUND,
-					 "No session '%s'",
-					 session_id));
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+						     "No session '%s'",
+						     session_id));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	confab_store_delete_session_async(confab_engine_get_store(self->engine),
@@ -1171,7 +1166,7 @@ list_tools_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	tools = confab_toolbox_list_tools_finish(CONFAB_TOOLBOX(source), result, &error);
 	if (tools == NULL) {
-		return_error(call->invocation, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	g_variant_builder_init(&builder, G_VARIANT_TYPE("aa{sv}"));
@@ -1212,11 +1207,11 @@ handle_list_agent_tools(ConfabDbusAdmin *object,
 	g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self->engine, agent_id);
 
 	if (agent == NULL) {
-		return_error(invocation,
-			     g_error_new(CONFAB_ERROR,
-					 CONFAB_ERROR_AGENT_NOT_FOUND,
-					 "No agent '%s'",
-					 agent_id));
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_AGENT_NOT_FOUND,
+						     "No agent '%s'",
+						     agent_id));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	if (confab_agent_get_mcp_servers(agent) == NULL) {

@@ -67,21 +67,13 @@ send_call_free(SendCall *call)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SendCall, send_call_free)
 
 static void
-send_return_error(SendCall *call, GError *error)
-{
-	confab_error_register_dbus();
-	g_dbus_method_invocation_return_gerror(call->invocation, error);
-	g_error_free(error);
-}
-
-static void
 run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(SendCall) call = user_data;
 	GError *error = NULL;
 
 	if (!confab_turn_run_finish(CONFAB_TURN(source), result, &error)) {
-		send_return_error(call, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	confab_dbus_chat_complete_send(CONFAB_DBUS_CHAT(call->self),
@@ -98,7 +90,7 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	GError *error = NULL;
 
 	if (!confab_turn_start_finish(CONFAB_TURN(source), result, &error)) {
-		send_return_error(call, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	turn = call->turn;
@@ -133,7 +125,7 @@ caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	guint32 uid = 0;
 
 	if (!confab_dbus_caller_get_uid_finish(result, &uid, &error)) {
-		send_return_error(call, error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	owner = confab_dbus_caller_user_name_for_uid(uid);
@@ -165,9 +157,7 @@ handle_send(ConfabDbusChat *object,
 				 CONFAB_ERROR_INVALID_VALUE,
 				 "text",
 				 "The text must be non-empty and within the body size limit");
-		confab_error_register_dbus();
-		g_dbus_method_invocation_return_gerror(invocation, error);
-		g_error_free(error);
+		confab_error_return_dbus(invocation, error);
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	call = g_new0(SendCall, 1);
@@ -210,9 +200,7 @@ approved_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	approval = confab_approvals_decide_finish(CONFAB_APPROVALS(source), result, &error);
 	if (approval == NULL) {
-		confab_error_register_dbus();
-		g_dbus_method_invocation_return_gerror(call->invocation, error);
-		g_error_free(error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	confab_dbus_chat_complete_approve(CONFAB_DBUS_CHAT(call->self), call->invocation);
@@ -232,9 +220,7 @@ approvals_listed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	approvals = confab_store_list_approvals_finish(CONFAB_STORE(source), result, &error);
 	if (approvals == NULL) {
-		confab_error_register_dbus();
-		g_dbus_method_invocation_return_gerror(call->invocation, error);
-		g_error_free(error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	g_variant_builder_init(&builder, G_VARIANT_TYPE("aa{sv}"));
@@ -281,9 +267,7 @@ approvals_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	guint32 uid = 0;
 
 	if (!confab_dbus_caller_get_uid_finish(result, &uid, &error)) {
-		confab_error_register_dbus();
-		g_dbus_method_invocation_return_gerror(call->invocation, error);
-		g_error_free(error);
+		confab_error_return_dbus(call->invocation, error);
 		return;
 	}
 	/* an administrator decides and sees anyone's; another user only

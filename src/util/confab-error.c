@@ -108,6 +108,21 @@ confab_error_register_dbus(void)
 }
 
 /**
+ * confab_error_return_dbus:
+ * @invocation: a method call being answered
+ * @error: (transfer full): why it fails
+ *
+ * Answers @invocation with @error, under its org.confab.Confab1.Error name.
+ */
+void
+confab_error_return_dbus(GDBusMethodInvocation *invocation, GError *error)
+{
+	confab_error_register_dbus();
+	g_dbus_method_invocation_return_gerror(invocation, error);
+	g_error_free(error);
+}
+
+/**
  * confab_error_to_dbus_name:
  * @code: a #ConfabErrorCode
  *

@@ -5,7 +5,7 @@
 
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 G_BEGIN_DECLS
 
@@ -64,6 +64,8 @@ GQuark
 confab_error_quark(void);
 void
 confab_error_register_dbus(void);
+void
+confab_error_return_dbus(GDBusMethodInvocation *invocation, GError *error);
 const gchar *
 confab_error_get_param(const GError *error);
 void
