@@ -377,14 +377,14 @@ mcp_item_json(McpItem *item, const gchar *status, const gchar *output)
 	return g_string_free(out, FALSE);
 }
 
-/* The result of @call_id in the transcript (its tool_result block). */
-static gchar *
-find_tool_result(RespCtx *ctx, const gchar *call_id)
+/* The transcript's blocks, read once for every call a flush looks for;
+ * %NULL when there are none. */
+static JsonArray *
+transcript_blocks(RespCtx *ctx)
 {
 	const gchar *transcript = confab_turn_get_transcript(ctx->turn);
 	g_autofree gchar *json = NULL;
 	g_autoptr(JsonNode) node = NULL;
-	JsonArray *blocks;
 
 	if (transcript == NULL)
 		return NULL;
@@ -392,7 +392,15 @@ find_tool_result(RespCtx *ctx, const gchar *call_id)
 	node = confab_json_from_string(json);
 	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
 		return NULL;
-	blocks = json_node_get_array(node);
+	return json_array_ref(json_node_get_array(node));
+}
+
+/* The result of @call_id in @blocks (its tool_result block). */
+static gchar *
+find_tool_result(JsonArray *blocks, const gchar *call_id)
+{
+	if (blocks == NULL)
+		return NULL;
 	for (guint i = json_array_get_length(blocks); i > 0; i--) {
 		JsonObject *block = json_array_get_object_element(blocks, i - 1);
 		if (block == NULL ||
@@ -410,9 +418,14 @@ find_tool_result(RespCtx *ctx, const gchar *call_id)
 static void
 flush_mcp(RespCtx *ctx, gboolean force)
 {
+	g_autoptr(JsonArray) blocks = NULL;
+
+	if (ctx->mcp_pending->len == 0)
+		return;
+	blocks = transcript_blocks(ctx);
 	for (guint i = 0; i < ctx->mcp_pending->len;) {
 		McpItem *item = g_ptr_array_index(ctx->mcp_pending, i);
-		g_autofree gchar *output = find_tool_result(ctx, item->call_id);
+		g_autofree gchar *output = find_tool_result(blocks, item->call_id);
 
 		if (output == NULL && !force) {
 			i++;
