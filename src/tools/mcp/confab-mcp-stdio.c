@@ -86,15 +86,19 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(ConfabMcpStdio,
 			      G_IMPLEMENT_INTERFACE(CONFAB_TYPE_MCP_TRANSPORT,
 						    confab_mcp_stdio_transport_init))
 
+/* One line: the message and its newline in one buffer. Not two vectors:
+ * GLib 2.74 writes vectors to a pipe one by one, and when the first goes
+ * out and the second would block, writev_async_pollable() fails its own
+ * check (bytes_written == 0) with a warning, fatal under G_DEBUG. */
 typedef struct {
-	GBytes *message; /* owned */
-	GOutputVector vectors[2];
+	gchar *line; /* owned */
+	gsize len;
 } Write;
 
 static void
 write_free(Write *w)
 {
-	g_bytes_unref(w->message);
+	g_free(w->line);
 	g_free(w);
 }
 
@@ -413,7 +417,7 @@ on_written(GObject *source, GAsyncResult *result, gpointer user_data)
 	GError *error = NULL;
 
 	self->writing = FALSE;
-	if (!g_output_stream_writev_all_finish(G_OUTPUT_STREAM(source), result, NULL, &error)) {
+	if (!g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), result, NULL, &error)) {
 		if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
 			g_debug("%s: writing to the server: %s", self->name, error->message);
 		g_clear_error(&error);
@@ -444,13 +448,13 @@ write_next(ConfabMcpStdio *self)
 		return;
 	w = g_task_get_task_data(task);
 	self->writing = TRUE;
-	g_output_stream_writev_all_async(self->stdin_pipe,
-					 w->vectors,
-					 2,
-					 G_PRIORITY_DEFAULT,
-					 self->cancellable,
-					 on_written,
-					 g_object_ref(self));
+	g_output_stream_write_all_async(self->stdin_pipe,
+					w->line,
+					w->len,
+					G_PRIORITY_DEFAULT,
+					self->cancellable,
+					on_written,
+					g_object_ref(self));
 }
 
 static void
@@ -485,11 +489,10 @@ stdio_send_async(ConfabMcpTransport *transport,
 		return;
 	}
 	w = g_new0(Write, 1);
-	w->message = g_bytes_ref(message);
-	w->vectors[0].buffer = data;
-	w->vectors[0].size = len;
-	w->vectors[1].buffer = "\n";
-	w->vectors[1].size = 1;
+	w->line = g_malloc(len + 1);
+	memcpy(w->line, data, len);
+	w->line[len] = '\n';
+	w->len = len + 1;
 	g_task_set_task_data(task, w, (GDestroyNotify)write_free);
 	g_queue_push_tail(&self->writes, g_steal_pointer(&task));
 	write_next(self);
