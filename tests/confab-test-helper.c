@@ -1302,3 +1302,32 @@ confab_test_fake_upstream_free(ConfabTestFakeUpstream *up)
 	g_free(up->base_url);
 	g_free(up);
 }
+
+/**
+ * confab_test_fake_upstream_requests:
+ * @up: a running fake
+ *
+ * Every completion request the fake received, in order, as its
+ * GET /_requests lists them (method, path, headers, body).
+ *
+ * Returns: (transfer full): a JSON array
+ */
+JsonNode *
+confab_test_fake_upstream_requests(ConfabTestFakeUpstream *up)
+{
+	g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 30, NULL);
+	g_autofree gchar *uri = g_strconcat(up->url, "/_requests", NULL);
+	g_autoptr(SoupMessage) msg = soup_message_new("GET", uri);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GBytes) body = soup_session_send_and_read(session, msg, NULL, &error);
+	g_autofree gchar *text = NULL;
+	JsonNode *node;
+
+	g_assert_no_error(error);
+	g_assert_cmpuint(soup_message_get_status(msg), ==, 200);
+	text = g_strndup(g_bytes_get_data(body, NULL), g_bytes_get_size(body));
+	node = json_from_string(text, &error);
+	g_assert_no_error(error);
+	g_assert_true(JSON_NODE_HOLDS_ARRAY(node));
+	return node;
+}

@@ -172,6 +172,8 @@ ConfabTestFakeUpstream *
 confab_test_fake_upstream_start(void);
 void
 confab_test_fake_upstream_free(ConfabTestFakeUpstream *up);
+JsonNode *
+confab_test_fake_upstream_requests(ConfabTestFakeUpstream *up);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestFakeUpstream, confab_test_fake_upstream_free)
 
 G_END_DECLS

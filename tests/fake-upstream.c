@@ -40,6 +40,11 @@
  *   reasoning-or   the same as OpenRouter names it: "reasoning"
  *   refusal        refusal deltas and no content
  *   logprobs       text whose chunks carry choice.logprobs
+ *   thinking[:NAME] DeepSeek's thinking mode with tools: reasoning_content
+ *                  before each answer; a call of NAME (get_weather) until the
+ *                  last message is a tool result, then text; and, as DeepSeek
+ *                  does, 400 for a request with an assistant message that
+ *                  has tool calls and no reasoning_content
  *   call:NAME      calls the tool NAME ({"text":"step N"}) every time, until
  *                  told tool_choice "none": then "done after N tool results"
  *
@@ -875,6 +880,61 @@ count_tool_messages(JsonObject *body)
 	return n;
 }
 
+/* Whether each assistant message with tool calls carries its reasoning. */
+static gboolean
+reasoning_passed_back(JsonObject *body)
+{
+	JsonNode *node = json_object_get_member(body, "messages");
+	JsonArray *messages =
+	    node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+
+	for (guint i = 0; messages != NULL && i < json_array_get_length(messages); i++) {
+		JsonObject *msg = json_array_get_object_element(messages, i);
+		if (msg == NULL || !json_object_has_member(msg, "tool_calls"))
+			continue;
+		if (*json_object_get_string_member_with_default(msg, "reasoning_content", "") ==
+		    '\0')
+			return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+script_thinking(FakeUpstream *fake,
+		SoupServerMessage *msg,
+		JsonObject *body,
+		const gchar *model,
+		const gchar *tool,
+		gboolean stream,
+		gboolean usage)
+{
+	g_autoptr(Answer) answer = NULL;
+
+	if (!reasoning_passed_back(body)) {
+		respond_error(msg,
+			      400,
+			      "invalid_request_error",
+			      "The reasoning_content in the thinking mode must be passed back "
+			      "to the API.");
+		return;
+	}
+	if (last_message_is_tool(body)) {
+		answer = answer_new(model, usage, "stop");
+		answer_add_member(answer, "reasoning_content", "The tool has answered.", NULL);
+		answer_add_text(answer, "Thought it through.");
+	} else {
+		answer = answer_new(model, usage, "tool_calls");
+		answer_add_member(answer, "reasoning_content", "I need", NULL);
+		answer_add_member(answer, "reasoning_content", " the tool.", NULL);
+		answer_add_tool_call(answer,
+				     0,
+				     "call_think_1",
+				     tool != NULL ? tool : "get_weather",
+				     "{\"text\":\"think\"}");
+	}
+	respond_answer(fake, msg, answer, stream, 0);
+}
+
 /* An agent that never stops calling, until it may not. */
 static void
 script_call(FakeUpstream *fake,
@@ -1195,6 +1255,8 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 		script_call(fake, msg, body, model, arg, stream, usage);
 	} else if (g_str_equal(name, "tools")) {
 		script_tools(fake, msg, body, model, stream, usage);
+	} else if (g_str_equal(name, "thinking")) {
+		script_thinking(fake, msg, body, model, arg, stream, usage);
 	} else if (g_str_equal(name, "length")) {
 		g_autoptr(Answer) answer = answer_new(model, usage, "length");
 		answer_add_text(answer, "Once");

@@ -515,8 +515,9 @@ add_step_blocks(ConfabAgentLoop *self)
 		block_begin(self, "reasoning");
 		block_string(self, "text", self->step_reasoning->str);
 		g_string_append_c(self->blocks, '}');
+		/* the step's stays until the next step: it goes back to the
+		 * model with the step's calls */
 		g_string_append(self->reasoning, self->step_reasoning->str);
-		g_string_truncate(self->step_reasoning, 0);
 	}
 	if (self->step_refusal->len > 0) {
 		block_begin(self, "refusal");
@@ -791,6 +792,9 @@ add_assistant_to_context(ConfabAgentLoop *self)
 					      self->content->str + self->step_start);
 	else
 		json_object_set_null_member(msg, "content");
+	/* DeepSeek's thinking mode refuses the next step without it */
+	if (self->step_reasoning->len > 0)
+		json_object_set_string_member(msg, "reasoning_content", self->step_reasoning->str);
 	for (guint i = 0; i < self->step_calls->len; i++) {
 		JsonObject *call = openai_call(g_ptr_array_index(self->step_calls, i), i);
 		json_object_remove_member(call, "index");
@@ -1023,6 +1027,7 @@ run_step(ConfabAgentLoop *self)
 
 	g_clear_pointer(&self->request, confab_provider_request_free);
 	self->step_start = self->content->len;
+	g_string_truncate(self->step_reasoning, 0);
 	request->agent = g_object_ref(self->agent);
 	request->messages = json_array_ref(self->context);
 	request->params = step_params(self);

@@ -128,7 +128,7 @@ typedef struct {
 	GString *text;
 	gboolean whole_text; /* the text is kept, not only its title */
 	GString *content;    /* OpenAI parts, JSON */
-	GString *blocks;     /* content_blocks beyond the parts (tool calls), JSON */
+	GString *blocks;     /* content_blocks, JSON, when they are not the parts alone */
 } MessageBuilder;
 
 static gboolean
@@ -529,6 +529,36 @@ parse_tool_calls(MessageBuilder *mb, JsonNode *node, GError **error)
 	return TRUE;
 }
 
+/* An assistant message's reasoning, as DeepSeek's and vLLM's clients send
+ * it back (`reasoning_content`, or OpenRouter's `reasoning`): kept as a
+ * `reasoning` block, so that it goes back to the model with the message's
+ * tool calls. @reasoning is %NULL for none or an empty one. */
+static gboolean
+parse_reasoning(MessageBuilder *mb, JsonObject *obj, const gchar **reasoning, GError **error)
+{
+	JsonNode *node = member(obj, "reasoning_content");
+
+	*reasoning = NULL;
+	if (node_is_null(node)) {
+		/* OpenRouter's name, read only when it is a string: its other
+		 * shapes are not Confab's to check */
+		node = member(obj, "reasoning");
+		if (!node_is_string(node))
+			return TRUE;
+	} else if (!node_is_string(node)) {
+		g_autofree gchar *param =
+		    g_strdup_printf("messages[%u].reasoning_content", mb->index);
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 param,
+				 "reasoning_content must be a string");
+		return FALSE;
+	}
+	if (*json_node_get_string(node) != '\0')
+		*reasoning = json_node_get_string(node);
+	return TRUE;
+}
+
 static ConfabMessage *
 parse_message(ConfabChatRequest *request,
 	      const ConfabChatLimits *limits,
@@ -573,8 +603,30 @@ parse_message(ConfabChatRequest *request,
 
 	if (g_str_equal(role_str, "assistant")) {
 		gboolean has_calls = !node_is_null(tool_calls);
+		const gchar *reasoning = NULL;
+
+		if (!parse_reasoning(&mb, obj, &reasoning, error))
+			return NULL;
 		if (!node_is_null(content) && !parse_content(&mb, role_str, content, error))
 			return NULL;
+		if (!has_calls && reasoning == NULL) {
+			/* text only: the blocks are the content, as for a user */
+			parts_are_blocks = TRUE;
+		} else {
+			/* the transcript's order: reasoning, the text, the calls */
+			if (reasoning != NULL) {
+				g_string_append(blocks_json, "{\"type\":\"reasoning\",\"text\":");
+				confab_json_append_string(blocks_json, reasoning);
+				g_string_append_c(blocks_json, '}');
+			}
+			if (content_json->len > 1) {
+				if (blocks_json->len > 0)
+					g_string_append_c(blocks_json, ',');
+				g_string_append_len(blocks_json,
+						    content_json->str + 1,
+						    content_json->len - 1);
+			}
+		}
 		if (has_calls && !parse_tool_calls(&mb, tool_calls, error))
 			return NULL;
 		if (node_is_null(content) && !has_calls) {

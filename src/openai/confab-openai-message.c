@@ -146,25 +146,53 @@ message_from_stored(ConfabMessage *message)
 	return g_steal_pointer(&out);
 }
 
+/* One assistant message of an answer: its text and calls, and with calls
+ * the reasoning that led to them (DeepSeek's thinking mode refuses a
+ * tool-call turn whose reasoning is not passed back). */
+typedef struct {
+	GPtrArray *texts; /* unowned JsonObject text blocks, in order */
+	GString *reasoning;
+	JsonArray *calls;
+} AssistantParts;
+
+/* One assistant message of an answer: its text (one string, or the parts
+ * a client sent) and calls, and with calls the reasoning that led to them
+ * (DeepSeek's thinking mode refuses a tool-call turn whose reasoning is
+ * not passed back). */
 static void
-flush_assistant(JsonArray *context, GString *text, JsonArray **calls)
+flush_assistant(JsonArray *context, AssistantParts *parts)
 {
+	gboolean has_calls = json_array_get_length(parts->calls) > 0;
 	JsonObject *msg;
 
-	if (text->len == 0 && json_array_get_length(*calls) == 0)
+	if (parts->texts->len == 0 && !has_calls) {
+		g_string_truncate(parts->reasoning, 0);
 		return;
+	}
 	msg = json_object_new();
 	json_object_set_string_member(msg, "role", "assistant");
-	if (text->len > 0)
-		json_object_set_string_member(msg, "content", text->str);
+	if (parts->texts->len == 1)
+		json_object_set_string_member(
+		    msg,
+		    "content",
+		    json_object_get_string_member_with_default(g_ptr_array_index(parts->texts, 0),
+							       "text",
+							       ""));
+	else if (parts->texts->len > 1)
+		json_object_set_array_member(msg, "content", parts_of(parts->texts));
 	else
 		json_object_set_null_member(msg, "content");
-	if (json_array_get_length(*calls) > 0)
-		json_object_set_array_member(msg, "tool_calls", g_steal_pointer(calls));
+	if (has_calls) {
+		if (parts->reasoning->len > 0)
+			json_object_set_string_member(msg,
+						      "reasoning_content",
+						      parts->reasoning->str);
+		json_object_set_array_member(msg, "tool_calls", parts->calls);
+		parts->calls = json_array_new();
+	}
 	json_array_add_object_element(context, msg);
-	g_string_truncate(text, 0);
-	g_clear_pointer(calls, json_array_unref);
-	*calls = json_array_new();
+	g_ptr_array_set_size(parts->texts, 0);
+	g_string_truncate(parts->reasoning, 0);
 }
 
 static JsonObject *
@@ -190,12 +218,14 @@ tool_call_from_block(JsonObject *block)
 }
 
 /* An answer whose agent ran tools is, for the model, a sequence: the
- * assistant's calls, each tool's result, then what it said next. */
+ * assistant's calls, each tool's result, then what it said next. Text
+ * blocks in a row are a client's parts (a step of Confab's own writes one). */
 static void
 append_assistant(JsonArray *context, JsonArray *blocks)
 {
-	g_autoptr(GString) text = g_string_new(NULL);
-	g_autoptr(JsonArray) calls = json_array_new();
+	g_autoptr(GPtrArray) texts = g_ptr_array_new();
+	g_autoptr(GString) reasoning = g_string_new(NULL);
+	AssistantParts parts = {texts, reasoning, json_array_new()};
 
 	for (guint i = 0; i < json_array_get_length(blocks); i++) {
 		JsonObject *block = json_array_get_object_element(blocks, i);
@@ -204,20 +234,23 @@ append_assistant(JsonArray *context, JsonArray *blocks)
 				  : "";
 
 		if (g_str_equal(type, "text")) {
-			if (text->len > 0)
-				g_string_append_c(text, '\n');
+			/* an empty text is none, as in one_text_block()'s case */
+			if (*json_object_get_string_member_with_default(block, "text", "") != '\0')
+				g_ptr_array_add(texts, block);
+		} else if (g_str_equal(type, "reasoning")) {
 			g_string_append(
-			    text,
+			    reasoning,
 			    json_object_get_string_member_with_default(block, "text", ""));
 		} else if (g_str_equal(type, "tool_call")) {
-			json_array_add_object_element(calls, tool_call_from_block(block));
+			json_array_add_object_element(parts.calls, tool_call_from_block(block));
 		} else if (g_str_equal(type, "tool_result")) {
-			flush_assistant(context, text, &calls);
+			flush_assistant(context, &parts);
 			json_array_add_object_element(context, tool_message_from_block(block));
 		}
-		/* errors, refusals and reasoning stay in the transcript only */
+		/* errors and refusals stay in the transcript only */
 	}
-	flush_assistant(context, text, &calls);
+	flush_assistant(context, &parts);
+	json_array_unref(parts.calls);
 }
 
 /**

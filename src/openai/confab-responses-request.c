@@ -75,7 +75,50 @@ typedef struct {
 	GArray *origin;	      /* owned: guint, the input item of each message */
 	guint item;	      /* the input item being translated; G_MAXUINT: a string */
 	GHashTable *resolved; /* unowned, nullable: item_reference id -> JsonObject item */
+	GString *reasoning;   /* owned: a reasoning item's text, for the message after it */
 } Input;
+
+/* The reasoning before an assistant's message or calls goes back with them
+ * (as `reasoning_content`, which the Chat Completions parser keeps); any
+ * other item after it drops it. */
+static void
+take_reasoning(Input *in, JsonObject *msg)
+{
+	if (msg != NULL && in->reasoning->len > 0 &&
+	    !json_object_has_member(msg, "reasoning_content"))
+		json_object_set_string_member(msg, "reasoning_content", in->reasoning->str);
+	g_string_truncate(in->reasoning, 0);
+}
+
+/* A client's copy of an earlier answer's reasoning item: its summary's or
+ * its content's text (Confab writes the whole reasoning as its summary).
+ * Parts of other shapes are a client's own business, not an error. */
+static void
+translate_reasoning_item(Input *in, JsonObject *item)
+{
+	static const gchar *const lists[] = {"content", "summary", NULL};
+
+	g_string_truncate(in->reasoning, 0);
+	for (guint l = 0; lists[l] != NULL && in->reasoning->len == 0; l++) {
+		JsonNode *node = member(item, lists[l]);
+		JsonArray *parts;
+
+		if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+			continue;
+		parts = json_node_get_array(node);
+		for (guint i = 0; i < json_array_get_length(parts); i++) {
+			JsonNode *pnode = json_array_get_element(parts, i);
+			const gchar *text = JSON_NODE_HOLDS_OBJECT(pnode)
+						? member_string(json_node_get_object(pnode), "text")
+						: NULL;
+			if (text == NULL || *text == '\0')
+				continue;
+			if (in->reasoning->len > 0)
+				g_string_append_c(in->reasoning, '\n');
+			g_string_append(in->reasoning, text);
+		}
+	}
+}
 
 static void
 add_message(Input *in, JsonObject *msg)
@@ -212,6 +255,7 @@ translate_message(Input *in, JsonObject *item, const gchar *param, GError **erro
 	add_message(in, msg);
 	/* function calls right after an assistant's text join its message */
 	in->calls = g_str_equal(role, "assistant") ? msg : NULL;
+	take_reasoning(in, in->calls);
 	return TRUE;
 }
 
@@ -234,6 +278,7 @@ translate_function_call(Input *in, JsonObject *item, const gchar *param, GError 
 		json_object_set_null_member(in->calls, "content");
 		add_message(in, in->calls);
 	}
+	take_reasoning(in, in->calls);
 	calls = member(in->calls, "tool_calls");
 	if (calls == NULL) {
 		json_object_set_array_member(in->calls, "tool_calls", json_array_new());
@@ -290,6 +335,7 @@ translate_function_call_output(Input *in, JsonObject *item, const gchar *param, 
 	add_message(in, msg);
 	g_ptr_array_add(in->request->call_ids, g_strdup(call_id));
 	in->calls = NULL;
+	take_reasoning(in, NULL);
 	return TRUE;
 }
 
@@ -424,9 +470,7 @@ translate_input(Input *in, JsonNode *input, GError **error)
 			if (!translate_approval_response(in, item, param, error))
 				return FALSE;
 		} else if (g_str_equal(type, "reasoning")) {
-			/* a client's copy of an earlier answer's reasoning: the
-			 * upstream is not given reasoning back */
-			continue;
+			translate_reasoning_item(in, item);
 		} else {
 			g_autofree gchar *p = g_strdup_printf("%s.type", param);
 			confab_error_set_printf(error,
@@ -808,7 +852,8 @@ build_chat(ConfabResponsesRequest *request, GHashTable *resolved, GError **error
 	g_autoptr(GError) chat_error = NULL;
 	JsonArray *messages = json_array_new();
 	g_autoptr(GArray) origin = g_array_new(FALSE, FALSE, sizeof(guint));
-	Input in = {request, messages, NULL, origin, G_MAXUINT, resolved};
+	g_autoptr(GString) reasoning = g_string_new(NULL);
+	Input in = {request, messages, NULL, origin, G_MAXUINT, resolved, reasoning};
 	ConfabChatLimits chat_limits = request->limits;
 
 	json_object_set_array_member(chat, "messages", messages);

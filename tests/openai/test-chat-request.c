@@ -773,6 +773,42 @@ test_tool_messages(void)
 	g_assert_cmpstr(g_ptr_array_index(r->titles, 2), ==, "sunny");
 }
 
+/* An assistant message's blocks: its reasoning, its text, its calls, in
+ * the transcript's order (docs/api.md 3.5); text alone is its parts. */
+static void
+test_assistant_blocks(void)
+{
+	const struct {
+		const gchar *message;
+		const gchar *blocks;
+	} cases[] = {
+	    {"{\"role\":\"assistant\",\"content\":\"a\"}", "[{\"type\":\"text\",\"text\":\"a\"}]"},
+	    {"{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":"
+	     "\"refusal\",\"refusal\":\"no\"}]}",
+	     "[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"no\"}]"},
+	    {"{\"role\":\"assistant\",\"content\":\"a\",\"reasoning_content\":\"r\",\"tool_calls\":"
+	     "[{\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}",
+	     "[{\"type\":\"reasoning\",\"text\":\"r\"},{\"type\":\"text\",\"text\":\"a\"},{"
+	     "\"type\":\"tool_call\",\"id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\"}]"},
+	    /* OpenRouter's name; an empty reasoning is none */
+	    {"{\"role\":\"assistant\",\"content\":\"a\",\"reasoning\":\"r\"}",
+	     "[{\"type\":\"reasoning\",\"text\":\"r\"},{\"type\":\"text\",\"text\":\"a\"}]"},
+	    {"{\"role\":\"assistant\",\"content\":\"a\",\"reasoning_content\":\"\"}",
+	     "[{\"type\":\"text\",\"text\":\"a\"}]"},
+	    {"{\"role\":\"assistant\",\"content\":\"a\",\"reasoning\":{\"x\":1}}",
+	     "[{\"type\":\"text\",\"text\":\"a\"}]"},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree gchar *body = one_message(cases[i].message);
+		g_autoptr(ConfabChatRequest) r = parse_ok(body);
+		ConfabMessage *msg = g_ptr_array_index(r->messages, 0);
+
+		g_test_message("case %u", i);
+		g_assert_cmpstr(confab_message_get_content_blocks(msg), ==, cases[i].blocks);
+	}
+}
+
 static void
 test_tool_messages_refused(void)
 {
@@ -808,6 +844,12 @@ test_tool_messages_refused(void)
 	    {"{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"function\":"
 	     "{\"name\":\"f\",\"arguments\":{}}}]}",
 	     "messages[0].tool_calls[0].function"},
+	    {"{\"role\":\"assistant\",\"content\":\"a\",\"reasoning_content\":7}",
+	     "messages[0].reasoning_content"},
+	    {"{\"role\":\"assistant\",\"content\":\"a\",\"reasoning_content\":[\"r\"]}",
+	     "messages[0].reasoning_content"},
+	    /* reasoning alone is no message */
+	    {"{\"role\":\"assistant\",\"reasoning_content\":\"r\"}", "messages[0].content"},
 	};
 	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
 		g_autofree gchar *body = one_message(cases[i].message);
@@ -1168,6 +1210,7 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/chat-request/file-too-large", test_file_too_large);
 	g_test_add_func("/confab/chat-request/base64-check", test_base64_check);
 	g_test_add_func("/confab/chat-request/tool-messages", test_tool_messages);
+	g_test_add_func("/confab/chat-request/assistant-blocks", test_assistant_blocks);
 	g_test_add_func("/confab/chat-request/tool-messages-refused", test_tool_messages_refused);
 	g_test_add_func("/confab/chat-request/stream", test_stream);
 	g_test_add_func("/confab/chat-request/metadata", test_metadata);
