@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include "store/confab-store-op.h"
 #include "store/confab-store.h"
 #include "util/confab-error.h"
 
@@ -135,6 +136,143 @@ confab_store_usage_free(ConfabStoreUsage *usage)
 
 #define STORE_IFACE(self) CONFAB_STORE_GET_IFACE(self)
 
+/* ---------- the operations, each described once ---------- */
+
+static const ConfabStoreOp op_load_agents = {
+    .what = "loading agents",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_AGENT_COLUMNS " FROM agents WHERE deleted_at = 0 ORDER BY id",
+    .map = confab_store_agent_from_row,
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_load_tokens = {
+    .what = "loading tokens",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_TOKEN_COLUMNS " FROM tokens ORDER BY id",
+    .map = confab_store_token_from_row,
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_save_agent = {
+    .what = "storing an agent",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO agents (" CONFAB_STORE_AGENT_COLUMNS ") "
+	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
+	   "ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
+	   "base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, params = $9, "
+	   "connect_timeout = $10, first_byte_timeout = $11, idle_timeout = $12, "
+	   "total_timeout = $13, updated_at = $15, mcp_servers = $16, max_steps = $17 "
+	   "WHERE agents.deleted_at = 0",
+    .changed = CONFAB_STORE_CHANGE_AGENTS,
+};
+
+static const ConfabStoreOp op_delete_agent = {
+    .what = "deleting an agent",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE agents SET deleted_at = $2, api_key = NULL, mcp_servers = NULL "
+	   "WHERE id = $1 AND deleted_at = 0",
+    .missing = CONFAB_ERROR_AGENT_NOT_FOUND,
+    .missing_format = "no agent %s",
+    .changed = CONFAB_STORE_CHANGE_AGENTS,
+};
+
+static const ConfabStoreOp op_save_token = {
+    .what = "storing a token",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO tokens (" CONFAB_STORE_TOKEN_COLUMNS ") "
+	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+	   "ON CONFLICT (id) DO UPDATE SET name = $4, scopes = $5, agent_id = $6, "
+	   "expires_at = $8, revoked_at = $9",
+    .changed = CONFAB_STORE_CHANGE_TOKENS,
+};
+
+static const ConfabStoreOp op_get_session = {
+    .what = "reading a session",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT " CONFAB_STORE_SESSION_COLUMNS " FROM sessions WHERE id = $1",
+    .map = confab_store_session_from_row,
+    .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+    .missing_format = "no session %s",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_get_history = {
+    .what = "reading the history",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages WHERE session_id = $1 "
+	   "ORDER BY id",
+    .map = confab_store_message_from_row,
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_get_response = {
+    .what = "reading a response",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages WHERE response_id = $1 "
+	   "ORDER BY id",
+    .map = confab_store_message_from_row,
+    .changed = -1,
+};
+
+/* the statement is put together per call from constant fragments
+ * (confab_store_list_sessions_async()) */
+static const ConfabStoreOp op_list_sessions = {
+    .what = "listing sessions",
+    .rows = CONFAB_STORE_ROWS_PAGE,
+    .map = confab_store_session_from_row,
+    .changed = -1,
+};
+
+/* [order][after]: each walks the index in id order, LIMIT the page + 1 */
+static const ConfabStoreOp op_list_messages[2][2] = {
+    {
+	{
+	    .what = "listing messages",
+	    .rows = CONFAB_STORE_ROWS_PAGE,
+	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
+		   "WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
+	    .map = confab_store_message_from_row,
+	    .changed = -1,
+	},
+	{
+	    .what = "listing messages",
+	    .rows = CONFAB_STORE_ROWS_PAGE,
+	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
+		   "WHERE session_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2",
+	    .map = confab_store_message_from_row,
+	    .changed = -1,
+	},
+    },
+    {
+	{
+	    .what = "listing messages",
+	    .rows = CONFAB_STORE_ROWS_PAGE,
+	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
+		   "WHERE session_id = $1 ORDER BY id ASC LIMIT $2",
+	    .map = confab_store_message_from_row,
+	    .changed = -1,
+	},
+	{
+	    .what = "listing messages",
+	    .rows = CONFAB_STORE_ROWS_PAGE,
+	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
+		   "WHERE session_id = $1 AND id > $3 ORDER BY id ASC LIMIT $2",
+	    .map = confab_store_message_from_row,
+	    .changed = -1,
+	},
+    },
+};
+
+/* A call of @op with its one text argument. */
+static ConfabStoreCall *
+call_with_text(const ConfabStoreOp *op, const gchar *text)
+{
+	ConfabStoreCall *call = confab_store_call_new(op);
+	confab_store_call_add_text(call, text);
+	return call;
+}
+
 static gboolean
 finish_boolean(ConfabStore *self, GAsyncResult *result, GError **error)
 {
@@ -161,7 +299,12 @@ confab_store_load_agents_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->load_agents(self, cancellable, callback, user_data);
+	confab_store_run(self,
+			 confab_store_call_new(&op_load_agents),
+			 confab_store_load_agents_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**
@@ -187,7 +330,12 @@ confab_store_load_tokens_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->load_tokens(self, cancellable, callback, user_data);
+	confab_store_run(self,
+			 confab_store_call_new(&op_load_tokens),
+			 confab_store_load_tokens_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**
@@ -208,8 +356,34 @@ confab_store_save_agent_async(ConfabStore *self,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data)
 {
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->save_agent(self, agent, cancellable, callback, user_data);
+	g_return_if_fail(CONFAB_IS_AGENT(agent));
+	call = confab_store_call_new(&op_save_agent);
+	confab_store_call_add_text(call, confab_agent_get_id(agent));
+	confab_store_call_add_text(call, confab_agent_get_name(agent));
+	confab_store_call_add_text(call, confab_agent_get_instructions(agent) ?: "");
+	confab_store_call_add_text(call, confab_agent_get_provider(agent));
+	confab_store_call_add_text(call, confab_agent_get_base_url(agent));
+	confab_store_call_add_text(call, confab_agent_get_upstream_model(agent));
+	confab_store_call_add_text(call, confab_agent_get_api_key(agent));
+	confab_store_call_add_text(call, confab_agent_get_api_key_file(agent));
+	confab_store_call_add_text(call, confab_agent_get_params(agent));
+	confab_store_call_add_int(call, confab_agent_get_connect_timeout(agent));
+	confab_store_call_add_int(call, confab_agent_get_first_byte_timeout(agent));
+	confab_store_call_add_int(call, confab_agent_get_idle_timeout(agent));
+	confab_store_call_add_int(call, confab_agent_get_total_timeout(agent));
+	confab_store_call_add_int(call, confab_agent_get_created_at(agent));
+	confab_store_call_add_int(call, confab_agent_get_updated_at(agent));
+	confab_store_call_add_text(call, confab_agent_get_mcp_servers(agent));
+	confab_store_call_add_int(call, confab_agent_get_max_steps(agent));
+	confab_store_run(self,
+			 call,
+			 confab_store_save_agent_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 gboolean
@@ -226,9 +400,17 @@ confab_store_delete_agent_async(ConfabStore *self,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)
-	    ->delete_agent(self, agent_id, deleted_at, cancellable, callback, user_data);
+	call = call_with_text(&op_delete_agent, agent_id);
+	confab_store_call_add_int(call, deleted_at);
+	confab_store_run(self,
+			 call,
+			 confab_store_delete_agent_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 gboolean
@@ -244,8 +426,27 @@ confab_store_save_token_async(ConfabStore *self,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data)
 {
+	g_autofree gchar *scopes = NULL;
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->save_token(self, token, cancellable, callback, user_data);
+	g_return_if_fail(CONFAB_IS_TOKEN(token));
+	scopes = g_strjoinv(" ", (gchar **)confab_token_get_scopes(token));
+	call = call_with_text(&op_save_token, confab_token_get_id(token));
+	confab_store_call_add_bytes(call, confab_token_get_hash(token));
+	confab_store_call_add_text(call, confab_token_get_owner(token));
+	confab_store_call_add_text(call, confab_token_get_name(token) ?: "");
+	confab_store_call_add_text(call, scopes);
+	confab_store_call_add_text(call, confab_token_get_agent_id(token));
+	confab_store_call_add_int(call, confab_token_get_created_at(token));
+	confab_store_call_add_int(call, confab_token_get_expires_at(token));
+	confab_store_call_add_int(call, confab_token_get_revoked_at(token));
+	confab_store_run(self,
+			 call,
+			 confab_store_save_token_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 gboolean
@@ -539,7 +740,12 @@ confab_store_get_session_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->get_session(self, session_id, cancellable, callback, user_data);
+	confab_store_run(self,
+			 call_with_text(&op_get_session, session_id),
+			 confab_store_get_session_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**
@@ -562,7 +768,12 @@ confab_store_get_history_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->get_history(self, session_id, cancellable, callback, user_data);
+	confab_store_run(self,
+			 call_with_text(&op_get_history, session_id),
+			 confab_store_get_history_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**
@@ -584,8 +795,44 @@ confab_store_list_sessions_async(ConfabStore *self,
 				 GAsyncReadyCallback callback,
 				 gpointer user_data)
 {
+	gboolean asc = query->order == CONFAB_ORDER_ASC;
+	g_autoptr(GString) sql = NULL;
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->list_sessions(self, query, cancellable, callback, user_data);
+	/* from constant fragments only (values are bound), so that each
+	 * combination of filters walks an index in id order: LIMIT n + 1 costs
+	 * the same at a thousand rows or a million */
+	sql = g_string_new("SELECT " CONFAB_STORE_SESSION_COLUMNS " FROM sessions WHERE TRUE");
+	call = confab_store_call_new(&op_list_sessions);
+	call->limit = query->limit;
+	if (query->owner != NULL) {
+		confab_store_call_add_text(call, query->owner);
+		g_string_append_printf(sql, " AND owner = $%u", call->args->len);
+	}
+	if (query->source >= 0) {
+		confab_store_call_add_int(call, query->source);
+		g_string_append_printf(sql, " AND source = $%u", call->args->len);
+	}
+	if (query->agent_id != NULL) {
+		confab_store_call_add_text(call, query->agent_id);
+		g_string_append_printf(sql, " AND agent_id = $%u", call->args->len);
+	}
+	if (query->after != NULL) {
+		confab_store_call_add_text(call, query->after);
+		g_string_append_printf(sql, asc ? " AND id > $%u" : " AND id < $%u", call->args->len);
+	}
+	confab_store_call_add_int(call, (gint64)query->limit + 1);
+	g_string_append_printf(sql,
+			       asc ? " ORDER BY id ASC LIMIT $%u" : " ORDER BY id DESC LIMIT $%u",
+			       call->args->len);
+	confab_store_call_set_sql(call, g_string_free(g_steal_pointer(&sql), FALSE));
+	confab_store_run(self,
+			 call,
+			 confab_store_list_sessions_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**
@@ -606,8 +853,22 @@ confab_store_list_messages_async(ConfabStore *self,
 				 GAsyncReadyCallback callback,
 				 gpointer user_data)
 {
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->list_messages(self, query, cancellable, callback, user_data);
+	call = call_with_text(
+	    &op_list_messages[query->order == CONFAB_ORDER_ASC][query->after != NULL],
+	    query->session_id);
+	call->limit = query->limit;
+	confab_store_call_add_int(call, (gint64)query->limit + 1);
+	if (query->after != NULL)
+		confab_store_call_add_text(call, query->after);
+	confab_store_run(self,
+			 call,
+			 confab_store_list_messages_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**
@@ -882,7 +1143,12 @@ confab_store_get_response_async(ConfabStore *self,
 				gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->get_response(self, response_id, cancellable, callback, user_data);
+	confab_store_run(self,
+			 call_with_text(&op_get_response, response_id),
+			 confab_store_get_response_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**

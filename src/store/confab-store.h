@@ -197,36 +197,17 @@ G_DECLARE_INTERFACE(ConfabStore, confab_store, CONFAB, STORE, GObject)
  * agents, tokens or quotas change other than through this store object
  * (another instance sharing the database): holders of caches reload.
  */
+typedef struct _ConfabStoreCall ConfabStoreCall;
+
 struct _ConfabStoreInterface {
 	GTypeInterface parent_iface;
 
-	/* agents and tokens, whole */
-	void (*load_agents)(ConfabStore *self,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
-	void (*load_tokens)(ConfabStore *self,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
+	/* every operation described once (confab-store-op.h): runs @call on
+	 * the backend's threads or connections and completes @task
+	 * (transfer full) with its result */
+	void (*run)(ConfabStore *self, ConfabStoreCall *call, GTask *task);
 
 	/* administration */
-	void (*save_agent)(ConfabStore *self,
-			   ConfabAgent *agent,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data);
-	void (*delete_agent)(ConfabStore *self,
-			     const gchar *agent_id,
-			     gint64 deleted_at,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data);
-	void (*save_token)(ConfabStore *self,
-			   ConfabToken *token,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data);
 	void (*set_quota)(ConfabStore *self,
 			  const gchar *owner,
 			  guint64 monthly_requests,
@@ -273,28 +254,6 @@ struct _ConfabStoreInterface {
 			       GAsyncReadyCallback callback,
 			       gpointer user_data);
 
-	/* reads */
-	void (*get_session)(ConfabStore *self,
-			    const gchar *session_id,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
-	void (*get_history)(ConfabStore *self,
-			    const gchar *session_id,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
-	void (*list_sessions)(ConfabStore *self,
-			      const ConfabStoreSessionQuery *query,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data);
-	void (*list_messages)(ConfabStore *self,
-			      const ConfabStoreMessageQuery *query,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data);
-
 	/* full-text search (a backend without it leaves it NULL) */
 	void (*search_sessions)(ConfabStore *self,
 				const gchar *owner,
@@ -330,11 +289,6 @@ struct _ConfabStoreInterface {
 			       GAsyncReadyCallback callback,
 			       gpointer user_data);
 	/* the Responses API: the messages stored with a response id */
-	void (*get_response)(ConfabStore *self,
-			     const gchar *response_id,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data);
 	void (*delete_response)(ConfabStore *self,
 				const gchar *response_id,
 				GCancellable *cancellable,

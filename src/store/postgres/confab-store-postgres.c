@@ -12,6 +12,7 @@
 
 #include "store/postgres/confab-pg-pool.h"
 #include "store/postgres/confab-pg-schema.h"
+#include "store/confab-store-op.h"
 #include "store/postgres/confab-store-postgres.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -226,6 +227,14 @@ op_start(gpointer data)
  * hears back in the thread-default context. Without @callback nobody
  * waits. A write ignores @cancellable: once handed over it is seen through. */
 static void
+op_queue_task(ConfabStorePostgres *self,
+	      OpFunc run,
+	      gpointer data,
+	      GDestroyNotify data_free,
+	      gboolean is_read,
+	      GTask *task);
+
+static void
 op_queue(ConfabStorePostgres *self,
 	 OpFunc run,
 	 gpointer data,
@@ -236,18 +245,35 @@ op_queue(ConfabStorePostgres *self,
 	 GAsyncReadyCallback callback,
 	 gpointer user_data)
 {
+	GTask *task = NULL;
+
+	if (callback != NULL) {
+		task = g_task_new(self, cancellable, callback, user_data);
+		g_task_set_source_tag(task, source_tag);
+	}
+	op_queue_task(self, run, data, data_free, is_read, task);
+}
+
+/* op_queue() for @task (transfer full, nullable: nobody waits). */
+static void
+op_queue_task(ConfabStorePostgres *self,
+	      OpFunc run,
+	      gpointer data,
+	      GDestroyNotify data_free,
+	      gboolean is_read,
+	      GTask *task)
+{
 	Op *op = g_new0(Op, 1);
+	GCancellable *cancellable = task != NULL ? g_task_get_cancellable(task) : NULL;
 	g_autoptr(GSource) source = NULL;
 
 	op->self = self;
 	op->run = run;
 	op->data = data;
 	op->data_free = data_free;
-	if (callback != NULL) {
-		op->task = g_task_new(self, cancellable, callback, user_data);
-		g_task_set_source_tag(op->task, source_tag);
-		g_task_set_check_cancellable(op->task, is_read);
-	}
+	op->task = task;
+	if (task != NULL)
+		g_task_set_check_cancellable(task, is_read);
 	if (is_read && cancellable != NULL)
 		op->cancellable = g_object_ref(cancellable);
 	if (g_atomic_int_get(&self->closed)) {
@@ -329,12 +355,6 @@ column_int(PGresult *res, gint row, gint col)
 					  : g_ascii_strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
 
-static gint64
-column_int_or(PGresult *res, gint row, gint col, gint64 fallback)
-{
-	return PQgetisnull(res, row, col) ? fallback : column_int(res, row, col);
-}
-
 static gboolean
 column_bool(PGresult *res, gint row, gint col)
 {
@@ -372,41 +392,7 @@ notify_payload(ConfabStorePostgres *self, ConfabStoreChange change)
 	return g_strdup_printf("%s %d", self->instance_id, (gint)change);
 }
 
-/* ---------- rows ---------- */
-
-#define AGENT_COLUMNS                                                                              \
-	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
-	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
-	"updated_at, mcp_servers, max_steps"
-
-static ConfabAgent *
-agent_from_row(PGresult *res, gint i)
-{
-	ConfabAgent *agent = confab_agent_new();
-	confab_agent_set_id(agent, column_text(res, i, 0));
-	confab_agent_set_name(agent, column_text(res, i, 1));
-	confab_agent_set_instructions(agent, column_text(res, i, 2));
-	confab_agent_set_provider(agent, column_text(res, i, 3));
-	confab_agent_set_base_url(agent, column_text(res, i, 4));
-	confab_agent_set_upstream_model(agent, column_text(res, i, 5));
-	confab_agent_set_api_key(agent, column_text(res, i, 6));
-	confab_agent_set_api_key_file(agent, column_text(res, i, 7));
-	confab_agent_set_params(agent, column_text(res, i, 8));
-	confab_agent_set_connect_timeout(agent, (guint)column_int(res, i, 9));
-	confab_agent_set_first_byte_timeout(agent, (guint)column_int(res, i, 10));
-	confab_agent_set_idle_timeout(agent, (guint)column_int(res, i, 11));
-	confab_agent_set_total_timeout(agent, (guint)column_int(res, i, 12));
-	confab_agent_set_created_at(agent, column_int(res, i, 13));
-	confab_agent_set_updated_at(agent, column_int(res, i, 14));
-	confab_agent_set_mcp_servers(agent, column_text(res, i, 15));
-	confab_agent_set_max_steps(agent, (guint)column_int(res, i, 16));
-	return agent;
-}
-
-/* the hash travels as hex: parameters and results are text */
-#define TOKEN_COLUMNS                                                                              \
-	"id, encode(hash, 'hex'), owner, name, scopes, agent_id, created_at, expires_at, "         \
-	"revoked_at"
+/* ---------- rows, as the store's mappers read them ---------- */
 
 static GBytes *
 bytes_from_hex(const gchar *hex)
@@ -432,134 +418,34 @@ hex_from_bytes(GBytes *bytes)
 	return g_string_free(hex, FALSE);
 }
 
-static ConfabToken *
-token_from_row(PGresult *res, gint i)
+static const gchar *
+row_text(ConfabStoreRow *row, guint col)
 {
-	ConfabToken *token = confab_token_new();
-	g_autoptr(GBytes) hash = bytes_from_hex(column_text(res, i, 1));
-	g_auto(GStrv) scopes = g_strsplit(column_text(res, i, 4), " ", -1);
-
-	confab_token_set_id(token, column_text(res, i, 0));
-	confab_token_set_hash(token, hash);
-	confab_token_set_owner(token, column_text(res, i, 2));
-	confab_token_set_name(token, column_text(res, i, 3));
-	confab_token_set_scopes(token, (const gchar *const *)scopes);
-	confab_token_set_agent_id(token, column_text(res, i, 5));
-	confab_token_set_created_at(token, column_int(res, i, 6));
-	confab_token_set_expires_at(token, column_int(res, i, 7));
-	confab_token_set_revoked_at(token, column_int(res, i, 8));
-	return token;
+	return column_text(row->result, row->index, (gint)col);
 }
 
-#define SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
-
-static ConfabSession *
-session_from_row(PGresult *res, gint i)
+static gint64
+row_int(ConfabStoreRow *row, guint col)
 {
-	ConfabSession *session = confab_session_new();
-	confab_session_set_id(session, column_text(res, i, 0));
-	confab_session_set_owner(session, column_text(res, i, 1));
-	confab_session_set_agent_id(session, column_text(res, i, 2));
-	confab_session_set_source(session, (ConfabSessionSource)column_int(res, i, 3));
-	confab_session_set_title(session, column_text(res, i, 4));
-	confab_session_set_created_at(session, column_int(res, i, 5));
-	confab_session_set_updated_at(session, column_int(res, i, 6));
-	return session;
+	return column_int(row->result, row->index, (gint)col);
 }
 
-#define MESSAGE_COLUMNS                                                                            \
-	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
-	"prompt_tokens, completion_tokens, created_at, response_id"
-
-static ConfabMessage *
-message_from_row(PGresult *res, gint i)
+static gboolean
+row_is_null(ConfabStoreRow *row, guint col)
 {
-	ConfabMessage *msg = confab_message_new();
-	confab_message_set_id(msg, column_text(res, i, 0));
-	confab_message_set_session_id(msg, column_text(res, i, 1));
-	confab_message_set_role(msg, column_text(res, i, 2));
-	confab_message_set_model(msg, column_text(res, i, 3));
-	confab_message_set_content(msg, column_text(res, i, 4));
-	confab_message_set_content_blocks(msg, column_text(res, i, 5));
-	confab_message_set_status(msg, (ConfabMessageStatus)column_int(res, i, 6));
-	confab_message_set_finish_reason(msg, column_text(res, i, 7));
-	confab_message_set_prompt_tokens(msg, column_int_or(res, i, 8, -1));
-	confab_message_set_completion_tokens(msg, column_int_or(res, i, 9, -1));
-	confab_message_set_created_at(msg, column_int(res, i, 10));
-	confab_message_set_response_id(msg, column_text(res, i, 11));
-	return msg;
+	return PQgetisnull(row->result, row->index, (gint)col);
 }
 
-/* ---------- agents and tokens ---------- */
-
-typedef GObject *(*RowFunc)(PGresult *res, gint i);
-
-static void
-rows_loaded(GObject *source, GAsyncResult *result, gpointer data)
+/* bytea's text output: "\x" and hex (bytea_output = hex, the default) */
+static GBytes *
+row_bytes(ConfabStoreRow *row, guint col)
 {
-	Op *op = data;
-	RowFunc row = op->extra;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "loading");
-	GPtrArray *list;
+	const gchar *text = row_text(row, col);
 
-	if (res == NULL)
-		return;
-	list = g_ptr_array_new_full(PQntuples(res), g_object_unref);
-	for (gint i = 0; i < PQntuples(res); i++)
-		g_ptr_array_add(list, row(res, i));
-	op_return_pointer(op, list, (GDestroyNotify)g_ptr_array_unref);
+	return bytes_from_hex(text != NULL && g_str_has_prefix(text, "\\x") ? text + 2 : text);
 }
 
-static void
-run_load_agents(ConfabStorePostgres *self, Op *op)
-{
-	op->extra = (gpointer)agent_from_row;
-	op_query(op,
-		 "SELECT " AGENT_COLUMNS " FROM agents WHERE deleted_at = 0 ORDER BY id",
-		 NULL,
-		 rows_loaded);
-}
-
-static void
-confab_store_postgres_load_agents(ConfabStore *store,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_load_agents,
-		 NULL,
-		 NULL,
-		 TRUE,
-		 confab_store_postgres_load_agents,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-static void
-run_load_tokens(ConfabStorePostgres *self, Op *op)
-{
-	op->extra = (gpointer)token_from_row;
-	op_query(op, "SELECT " TOKEN_COLUMNS " FROM tokens ORDER BY id", NULL, rows_loaded);
-}
-
-static void
-confab_store_postgres_load_tokens(ConfabStore *store,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_load_tokens,
-		 NULL,
-		 NULL,
-		 TRUE,
-		 confab_store_postgres_load_tokens,
-		 cancellable,
-		 callback,
-		 user_data);
-}
+static const ConfabStoreRowFuncs row_funcs = {row_text, row_int, row_is_null, row_bytes};
 
 /* ---------- administration: each write NOTIFYs in its own statement ---------- */
 
@@ -571,63 +457,6 @@ admin_written(GObject *source, GAsyncResult *result, gpointer data)
 
 	if (res != NULL)
 		op_return_boolean(op);
-}
-
-static void
-run_save_agent(ConfabStorePostgres *self, Op *op)
-{
-	ConfabAgent *agent = op->data;
-	g_autoptr(GPtrArray) p = params_new();
-	g_autofree gchar *payload = notify_payload(self, CONFAB_STORE_CHANGE_AGENTS);
-
-	params_add(p, confab_agent_get_id(agent));
-	params_add(p, confab_agent_get_name(agent));
-	params_add(p, confab_agent_get_instructions(agent) ?: "");
-	params_add(p, confab_agent_get_provider(agent));
-	params_add(p, confab_agent_get_base_url(agent));
-	params_add(p, confab_agent_get_upstream_model(agent));
-	params_add(p, confab_agent_get_api_key(agent));
-	params_add(p, confab_agent_get_api_key_file(agent));
-	params_add(p, confab_agent_get_params(agent));
-	params_add_int(p, confab_agent_get_connect_timeout(agent));
-	params_add_int(p, confab_agent_get_first_byte_timeout(agent));
-	params_add_int(p, confab_agent_get_idle_timeout(agent));
-	params_add_int(p, confab_agent_get_total_timeout(agent));
-	params_add_int(p, confab_agent_get_created_at(agent));
-	params_add_int(p, confab_agent_get_updated_at(agent));
-	params_add(p, confab_agent_get_mcp_servers(agent));
-	params_add_int(p, confab_agent_get_max_steps(agent));
-	params_add(p, payload);
-	op_query(op,
-		 "WITH a AS (INSERT INTO agents (" AGENT_COLUMNS ") "
-		 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
-		 "$17) "
-		 "ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
-		 "base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, "
-		 "params = $9, connect_timeout = $10, first_byte_timeout = $11, "
-		 "idle_timeout = $12, total_timeout = $13, updated_at = $15, mcp_servers = $16, "
-		 "max_steps = $17 WHERE agents.deleted_at = 0) "
-		 "SELECT pg_notify('" CHANNEL "', $18)",
-		 p,
-		 admin_written);
-}
-
-static void
-confab_store_postgres_save_agent(ConfabStore *store,
-				 ConfabAgent *agent,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_save_agent,
-		 g_object_ref(agent),
-		 g_object_unref,
-		 FALSE,
-		 confab_store_postgres_save_agent,
-		 cancellable,
-		 callback,
-		 user_data);
 }
 
 typedef struct {
@@ -649,111 +478,6 @@ id_and_value_free(IdAndValue *data)
 {
 	g_free(data->id);
 	g_free(data);
-}
-
-static void
-agent_deleted(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	IdAndValue *del = op->data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "deleting an agent");
-
-	if (res == NULL)
-		return;
-	if (PQntuples(res) == 0) {
-		op_return_error(op,
-				g_error_new(CONFAB_ERROR,
-					    CONFAB_ERROR_AGENT_NOT_FOUND,
-					    "no agent %s",
-					    del->id));
-		return;
-	}
-	op_return_boolean(op);
-}
-
-static void
-run_delete_agent(ConfabStorePostgres *self, Op *op)
-{
-	IdAndValue *del = op->data;
-	g_autoptr(GPtrArray) p = params_new();
-	g_autofree gchar *payload = notify_payload(self, CONFAB_STORE_CHANGE_AGENTS);
-
-	params_add(p, del->id);
-	params_add_int(p, del->value);
-	params_add(p, payload);
-	/* one row, and a NOTIFY, only when there was an agent to delete */
-	op_query(op,
-		 "WITH a AS (UPDATE agents SET deleted_at = $2, api_key = NULL, mcp_servers = NULL "
-		 "WHERE id = $1 AND deleted_at = 0 RETURNING 1) "
-		 "SELECT pg_notify('" CHANNEL "', $3) FROM a",
-		 p,
-		 agent_deleted);
-}
-
-static void
-confab_store_postgres_delete_agent(ConfabStore *store,
-				   const gchar *agent_id,
-				   gint64 deleted_at,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_delete_agent,
-		 id_and_value_new(agent_id, deleted_at),
-		 (GDestroyNotify)id_and_value_free,
-		 FALSE,
-		 confab_store_postgres_delete_agent,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-static void
-run_save_token(ConfabStorePostgres *self, Op *op)
-{
-	ConfabToken *token = op->data;
-	g_autoptr(GPtrArray) p = params_new();
-	g_autofree gchar *scopes = g_strjoinv(" ", (gchar **)confab_token_get_scopes(token));
-	g_autofree gchar *payload = notify_payload(self, CONFAB_STORE_CHANGE_TOKENS);
-
-	params_add(p, confab_token_get_id(token));
-	g_ptr_array_add(p, hex_from_bytes(confab_token_get_hash(token)));
-	params_add(p, confab_token_get_owner(token));
-	params_add(p, confab_token_get_name(token) ?: "");
-	params_add(p, scopes);
-	params_add(p, confab_token_get_agent_id(token));
-	params_add_int(p, confab_token_get_created_at(token));
-	params_add_int(p, confab_token_get_expires_at(token));
-	params_add_int(p, confab_token_get_revoked_at(token));
-	params_add(p, payload);
-	op_query(op,
-		 "WITH t AS (INSERT INTO tokens (id, hash, owner, name, scopes, agent_id, "
-		 "created_at, expires_at, revoked_at) "
-		 "VALUES ($1, decode($2, 'hex'), $3, $4, $5, $6, $7, $8, $9) "
-		 "ON CONFLICT (id) DO UPDATE SET name = $4, scopes = $5, agent_id = $6, "
-		 "expires_at = $8, revoked_at = $9) "
-		 "SELECT pg_notify('" CHANNEL "', $10)",
-		 p,
-		 admin_written);
-}
-
-static void
-confab_store_postgres_save_token(ConfabStore *store,
-				 ConfabToken *token,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_save_token,
-		 g_object_ref(token),
-		 g_object_unref,
-		 FALSE,
-		 confab_store_postgres_save_token,
-		 cancellable,
-		 callback,
-		 user_data);
 }
 
 static void
@@ -1609,227 +1333,6 @@ confab_store_postgres_delete_response(ConfabStore *store,
 
 /* ---------- reads ---------- */
 
-static void
-session_read(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "reading a session");
-
-	if (res == NULL)
-		return;
-	if (PQntuples(res) == 0) {
-		op_return_error(op,
-				g_error_new(CONFAB_ERROR,
-					    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
-					    "no session %s",
-					    (const gchar *)op->data));
-		return;
-	}
-	op_return_pointer(op, session_from_row(res, 0), g_object_unref);
-}
-
-static void
-run_get_session(ConfabStorePostgres *self, Op *op)
-{
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, op->data);
-	op_query(op, "SELECT " SESSION_COLUMNS " FROM sessions WHERE id = $1", p, session_read);
-}
-
-static void
-confab_store_postgres_get_session(ConfabStore *store,
-				  const gchar *session_id,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_get_session,
-		 g_strdup(session_id),
-		 g_free,
-		 TRUE,
-		 confab_store_postgres_get_session,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-static void
-run_get_history(ConfabStorePostgres *self, Op *op)
-{
-	g_autoptr(GPtrArray) p = params_new();
-
-	op->extra = (gpointer)message_from_row;
-	params_add(p, op->data);
-	op_query(op,
-		 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = $1 ORDER BY id",
-		 p,
-		 rows_loaded);
-}
-
-static void
-run_get_response(ConfabStorePostgres *self, Op *op)
-{
-	g_autoptr(GPtrArray) p = params_new();
-
-	op->extra = (gpointer)message_from_row;
-	params_add(p, op->data);
-	op_query(op,
-		 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE response_id = $1 ORDER BY id",
-		 p,
-		 rows_loaded);
-}
-
-static void
-confab_store_postgres_get_response(ConfabStore *store,
-				   const gchar *response_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_get_response,
-		 g_strdup(response_id),
-		 g_free,
-		 TRUE,
-		 confab_store_postgres_get_response,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-static void
-confab_store_postgres_get_history(ConfabStore *store,
-				  const gchar *session_id,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_get_history,
-		 g_strdup(session_id),
-		 g_free,
-		 TRUE,
-		 confab_store_postgres_get_history,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-typedef struct {
-	RowFunc row;
-	guint limit;
-} PageQuery;
-
-/* limit + 1 rows were asked for: one more than the page says more follow */
-static void
-page_read(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	PageQuery *query = op->extra;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "listing");
-	ConfabStorePage *page;
-
-	if (res == NULL)
-		return;
-	page = confab_store_page_new();
-	for (gint i = 0; i < PQntuples(res); i++) {
-		if (page->items->len == query->limit) {
-			page->has_more = TRUE;
-			break;
-		}
-		g_ptr_array_add(page->items, query->row(res, i));
-	}
-	op_return_pointer(op, page, (GDestroyNotify)confab_store_page_free);
-}
-
-static PageQuery *
-page_query_new(RowFunc row, guint limit)
-{
-	PageQuery *query = g_new0(PageQuery, 1);
-	query->row = row;
-	query->limit = limit;
-	return query;
-}
-
-static ConfabStoreSessionQuery *
-session_query_copy(const ConfabStoreSessionQuery *query)
-{
-	ConfabStoreSessionQuery *copy = g_new0(ConfabStoreSessionQuery, 1);
-	copy->owner = g_strdup(query->owner);
-	copy->agent_id = g_strdup(query->agent_id);
-	copy->source = query->source;
-	copy->after = g_strdup(query->after);
-	copy->order = query->order;
-	copy->limit = query->limit;
-	return copy;
-}
-
-static void
-session_query_free(ConfabStoreSessionQuery *query)
-{
-	confab_store_session_query_clear(query);
-	g_free(query);
-}
-
-/* Adds "AND column op $n" for the next parameter. */
-static void
-add_condition(GString *sql, Params *p, const gchar *condition, gchar *value)
-{
-	g_ptr_array_add(p, value);
-	g_string_append_printf(sql, " AND %s $%u", condition, p->len);
-}
-
-/*
- * The SQL is put together from constant fragments only (values are always
- * parameters), so that each combination of filters walks an index in id
- * order: LIMIT n + 1 costs the same at a thousand rows or a million. Each
- * combination is prepared once per connection.
- */
-static void
-run_list_sessions(ConfabStorePostgres *self, Op *op)
-{
-	ConfabStoreSessionQuery *query = op->data;
-	gboolean asc = query->order == CONFAB_ORDER_ASC;
-	g_autoptr(GString) sql =
-	    g_string_new("SELECT " SESSION_COLUMNS " FROM sessions WHERE TRUE");
-	g_autoptr(GPtrArray) p = params_new();
-
-	if (query->owner != NULL)
-		add_condition(sql, p, "owner =", g_strdup(query->owner));
-	if (query->source >= 0)
-		add_condition(sql, p, "source =", g_strdup_printf("%d", query->source));
-	if (query->agent_id != NULL)
-		add_condition(sql, p, "agent_id =", g_strdup(query->agent_id));
-	if (query->after != NULL)
-		add_condition(sql, p, asc ? "id >" : "id <", g_strdup(query->after));
-	g_string_append(sql, asc ? " ORDER BY id ASC" : " ORDER BY id DESC");
-	params_add_int(p, (gint64)query->limit + 1);
-	g_string_append_printf(sql, " LIMIT $%u", p->len);
-	op->extra = page_query_new((RowFunc)session_from_row, query->limit);
-	op->extra_free = g_free;
-	op_query(op, sql->str, p, page_read);
-}
-
-static void
-confab_store_postgres_list_sessions(ConfabStore *store,
-				    const ConfabStoreSessionQuery *query,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_list_sessions,
-		 session_query_copy(query),
-		 (GDestroyNotify)session_query_free,
-		 TRUE,
-		 confab_store_postgres_list_sessions,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
 /* ---------- full-text search ---------- */
 
 /* Case and the common Latin accents aside, the same in SQL and here. */
@@ -1903,7 +1406,8 @@ search_read(GObject *source, GAsyncResult *result, gpointer data)
 			       -1);
 		guint best = 0;
 
-		hit->session = session_from_row(res, i);
+		hit->session = CONFAB_SESSION(
+		    confab_store_session_from_row(&(ConfabStoreRow){&row_funcs, res, i}));
 		/* the title first, then the messages, oldest first; the later of
 		 * two as good wins, as on SQLite */
 		for (guint t = 0; texts[t] != NULL; t++) {
@@ -1996,62 +1500,6 @@ confab_store_postgres_search_sessions(ConfabStore *store,
 		 (GDestroyNotify)pg_search_query_free,
 		 TRUE,
 		 confab_store_postgres_search_sessions,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-static ConfabStoreMessageQuery *
-message_query_copy(const ConfabStoreMessageQuery *query)
-{
-	ConfabStoreMessageQuery *copy = g_new0(ConfabStoreMessageQuery, 1);
-	copy->session_id = g_strdup(query->session_id);
-	copy->after = g_strdup(query->after);
-	copy->order = query->order;
-	copy->limit = query->limit;
-	return copy;
-}
-
-static void
-message_query_free(ConfabStoreMessageQuery *query)
-{
-	confab_store_message_query_clear(query);
-	g_free(query);
-}
-
-static void
-run_list_messages(ConfabStorePostgres *self, Op *op)
-{
-	ConfabStoreMessageQuery *query = op->data;
-	gboolean asc = query->order == CONFAB_ORDER_ASC;
-	g_autoptr(GString) sql =
-	    g_string_new("SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = $1");
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, query->session_id);
-	if (query->after != NULL)
-		add_condition(sql, p, asc ? "id >" : "id <", g_strdup(query->after));
-	g_string_append(sql, asc ? " ORDER BY id ASC" : " ORDER BY id DESC");
-	params_add_int(p, (gint64)query->limit + 1);
-	g_string_append_printf(sql, " LIMIT $%u", p->len);
-	op->extra = page_query_new((RowFunc)message_from_row, query->limit);
-	op->extra_free = g_free;
-	op_query(op, sql->str, p, page_read);
-}
-
-static void
-confab_store_postgres_list_messages(ConfabStore *store,
-				    const ConfabStoreMessageQuery *query,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_list_messages,
-		 message_query_copy(query),
-		 (GDestroyNotify)message_query_free,
-		 TRUE,
-		 confab_store_postgres_list_messages,
 		 cancellable,
 		 callback,
 		 user_data);
@@ -2717,14 +2165,99 @@ confab_store_postgres_list_approvals(ConfabStore *store,
 		 user_data);
 }
 
+/* ---------- every operation described once (confab-store-op.h) ---------- */
+
+static void
+call_done(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	ConfabStoreCall *call = op->data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, call->op->what);
+	ConfabStoreRow row = {&row_funcs, res, 0};
+	GError *error = NULL;
+	gpointer rows;
+
+	if (res == NULL)
+		return;
+	if (call->op->rows == CONFAB_STORE_ROWS_NONE) {
+		/* a notifying write returns a row per row it changed */
+		gint64 changed = PQresultStatus(res) == PGRES_TUPLES_OK
+				     ? PQntuples(res)
+				     : g_ascii_strtoll(PQcmdTuples(res), NULL, 10);
+		if (confab_store_call_check_changed(call, changed, &error))
+			op_return_boolean(op);
+		else
+			op_return_error(op, error);
+		return;
+	}
+	for (row.index = 0; row.index < PQntuples(res); row.index++)
+		if (!confab_store_call_add_row(call, &row))
+			break;
+	rows = confab_store_call_steal_result(call, &error);
+	if (rows == NULL)
+		op_return_error(op, error);
+	else
+		op_return_pointer(op, rows, confab_store_call_get_result_free(call));
+}
+
+static void
+run_call(ConfabStorePostgres *self, Op *op)
+{
+	ConfabStoreCall *call = op->data;
+	const gchar *sql = confab_store_call_get_sql(call, FALSE);
+	g_autofree gchar *notifying = NULL;
+	g_autoptr(GPtrArray) p = params_new();
+
+	for (guint i = 0; i < confab_store_call_get_n_args(call); i++) {
+		const ConfabStoreArg *arg = confab_store_call_get_arg(call, i);
+		g_autofree gchar *hex = NULL;
+
+		switch (arg->type) {
+		case CONFAB_STORE_ARG_TEXT:
+			params_add(p, arg->text);
+			break;
+		case CONFAB_STORE_ARG_INT:
+			params_add_int(p, arg->integer);
+			break;
+		case CONFAB_STORE_ARG_BYTES:
+			/* bytea's text input */
+			hex = hex_from_bytes(arg->bytes);
+			g_ptr_array_add(p, g_strconcat("\\x", hex, NULL));
+			break;
+		}
+	}
+	/* other instances hear of the change in the same statement; a write
+	 * that must change a row (an op with a missing error) notifies only
+	 * when it did, and returns a row per row changed */
+	if (call->op->rows == CONFAB_STORE_ROWS_NONE && call->op->changed >= 0) {
+		g_ptr_array_add(p, notify_payload(self, call->op->changed));
+		notifying = g_strdup_printf(call->op->missing != 0
+						? "WITH w AS (%s RETURNING 1) "
+						  "SELECT pg_notify('" CHANNEL "', $%u) FROM w"
+						: "WITH w AS (%s) SELECT pg_notify('" CHANNEL "', $%u)",
+					    sql,
+					    p->len);
+		sql = notifying;
+	}
+	op_query(op, sql, p, call_done);
+}
+
+static void
+confab_store_postgres_run(ConfabStore *store, ConfabStoreCall *call, GTask *task)
+{
+	/* the call is the task's: it lives as long as the op */
+	op_queue_task(CONFAB_STORE_POSTGRES(store),
+		      run_call,
+		      call,
+		      NULL,
+		      call->op->rows != CONFAB_STORE_ROWS_NONE,
+		      task);
+}
+
 static void
 confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 {
-	iface->load_agents = confab_store_postgres_load_agents;
-	iface->load_tokens = confab_store_postgres_load_tokens;
-	iface->save_agent = confab_store_postgres_save_agent;
-	iface->delete_agent = confab_store_postgres_delete_agent;
-	iface->save_token = confab_store_postgres_save_token;
+	iface->run = confab_store_postgres_run;
 	iface->set_quota = confab_store_postgres_set_quota;
 	iface->search_sessions = confab_store_postgres_search_sessions;
 	iface->get_usage = confab_store_postgres_get_usage;
@@ -2735,12 +2268,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->release_session = confab_store_postgres_release_session;
 	iface->commit_turn = confab_store_postgres_commit_turn;
 	iface->delete_session = confab_store_postgres_delete_session;
-	iface->get_session = confab_store_postgres_get_session;
-	iface->get_history = confab_store_postgres_get_history;
-	iface->get_response = confab_store_postgres_get_response;
 	iface->delete_response = confab_store_postgres_delete_response;
-	iface->list_sessions = confab_store_postgres_list_sessions;
-	iface->list_messages = confab_store_postgres_list_messages;
 	iface->close = confab_store_postgres_close;
 	iface->save_approval = confab_store_postgres_save_approval;
 	iface->get_approval = confab_store_postgres_get_approval;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/confab-store-op.h"
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -686,104 +687,34 @@ conn_migrate(Conn *conn, GError **error)
 	return conn_exec(conn, "COMMIT", error);
 }
 
-/* ---------- row readers ---------- */
+/* ---------- rows, as the store's mappers read them ---------- */
 
-#define AGENT_COLUMNS                                                                              \
-	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
-	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
-	"updated_at, mcp_servers, max_steps"
-
-static ConfabAgent *
-agent_from_row(sqlite3_stmt *stmt)
+static const gchar *
+row_text(ConfabStoreRow *row, guint col)
 {
-	ConfabAgent *agent = confab_agent_new();
-	confab_agent_set_id(agent, column_text(stmt, 0));
-	confab_agent_set_name(agent, column_text(stmt, 1));
-	confab_agent_set_instructions(agent, column_text(stmt, 2));
-	confab_agent_set_provider(agent, column_text(stmt, 3));
-	confab_agent_set_base_url(agent, column_text(stmt, 4));
-	confab_agent_set_upstream_model(agent, column_text(stmt, 5));
-	confab_agent_set_api_key(agent, column_text(stmt, 6));
-	confab_agent_set_api_key_file(agent, column_text(stmt, 7));
-	confab_agent_set_params(agent, column_text(stmt, 8));
-	confab_agent_set_connect_timeout(agent, sqlite3_column_int(stmt, 9));
-	confab_agent_set_first_byte_timeout(agent, sqlite3_column_int(stmt, 10));
-	confab_agent_set_idle_timeout(agent, sqlite3_column_int(stmt, 11));
-	confab_agent_set_total_timeout(agent, sqlite3_column_int(stmt, 12));
-	confab_agent_set_created_at(agent, sqlite3_column_int64(stmt, 13));
-	confab_agent_set_updated_at(agent, sqlite3_column_int64(stmt, 14));
-	confab_agent_set_mcp_servers(agent, column_text(stmt, 15));
-	confab_agent_set_max_steps(agent, (guint)sqlite3_column_int(stmt, 16));
-	return agent;
+	return column_text(row->result, (gint)col);
 }
 
-#define TOKEN_COLUMNS "id, hash, owner, name, scopes, agent_id, created_at, expires_at, revoked_at"
-
-static ConfabToken *
-token_from_row(sqlite3_stmt *stmt)
+static gint64
+row_int(ConfabStoreRow *row, guint col)
 {
-	ConfabToken *token = confab_token_new();
-	g_autoptr(GBytes) hash =
-	    g_bytes_new(sqlite3_column_blob(stmt, 1), sqlite3_column_bytes(stmt, 1));
-	g_auto(GStrv) scopes = g_strsplit(column_text(stmt, 4), " ", -1);
-	confab_token_set_id(token, column_text(stmt, 0));
-	confab_token_set_hash(token, hash);
-	confab_token_set_owner(token, column_text(stmt, 2));
-	confab_token_set_name(token, column_text(stmt, 3));
-	confab_token_set_scopes(token, (const gchar *const *)scopes);
-	confab_token_set_agent_id(token, column_text(stmt, 5));
-	confab_token_set_created_at(token, sqlite3_column_int64(stmt, 6));
-	confab_token_set_expires_at(token, sqlite3_column_int64(stmt, 7));
-	confab_token_set_revoked_at(token, sqlite3_column_int64(stmt, 8));
-	return token;
+	return sqlite3_column_int64(row->result, (gint)col);
 }
 
-#define SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
-
-static ConfabSession *
-session_from_row(sqlite3_stmt *stmt)
+static gboolean
+row_is_null(ConfabStoreRow *row, guint col)
 {
-	ConfabSession *session = confab_session_new();
-	confab_session_set_id(session, column_text(stmt, 0));
-	confab_session_set_owner(session, column_text(stmt, 1));
-	confab_session_set_agent_id(session, column_text(stmt, 2));
-	confab_session_set_source(session, sqlite3_column_int(stmt, 3));
-	confab_session_set_title(session, column_text(stmt, 4));
-	confab_session_set_created_at(session, sqlite3_column_int64(stmt, 5));
-	confab_session_set_updated_at(session, sqlite3_column_int64(stmt, 6));
-	return session;
+	return sqlite3_column_type(row->result, (gint)col) == SQLITE_NULL;
 }
 
-#define MESSAGE_COLUMNS                                                                            \
-	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
-	"prompt_tokens, completion_tokens, created_at, response_id"
-
-static ConfabMessage *
-message_from_row(sqlite3_stmt *stmt)
+static GBytes *
+row_bytes(ConfabStoreRow *row, guint col)
 {
-	ConfabMessage *msg = confab_message_new();
-	confab_message_set_id(msg, column_text(stmt, 0));
-	confab_message_set_session_id(msg, column_text(stmt, 1));
-	confab_message_set_role(msg, column_text(stmt, 2));
-	confab_message_set_model(msg, column_text(stmt, 3));
-	confab_message_set_content(msg, column_text(stmt, 4));
-	/* '' (schema v5): the blocks are the content */
-	if (g_strcmp0(column_text(stmt, 5), "") == 0)
-		confab_message_share_content_blocks(msg);
-	else
-		confab_message_set_content_blocks(msg, column_text(stmt, 5));
-	confab_message_set_status(msg, sqlite3_column_int(stmt, 6));
-	confab_message_set_finish_reason(msg, column_text(stmt, 7));
-	confab_message_set_prompt_tokens(
-	    msg,
-	    sqlite3_column_type(stmt, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, 8));
-	confab_message_set_completion_tokens(
-	    msg,
-	    sqlite3_column_type(stmt, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, 9));
-	confab_message_set_created_at(msg, sqlite3_column_int64(stmt, 10));
-	confab_message_set_response_id(msg, column_text(stmt, 11));
-	return msg;
+	return g_bytes_new(sqlite3_column_blob(row->result, (gint)col),
+			   (gsize)sqlite3_column_bytes(row->result, (gint)col));
 }
+
+static const ConfabStoreRowFuncs row_funcs = {row_text, row_int, row_is_null, row_bytes};
 
 /* ---------- the writer thread ---------- */
 
@@ -1415,19 +1346,16 @@ writer_thread(gpointer data)
 	return NULL;
 }
 
+/* Queues @func for the writer, which completes @task (transfer full). */
 static void
-writer_push(ConfabStoreSqlite *self,
-	    WriteFunc func,
-	    gpointer data,
-	    GDestroyNotify data_free,
-	    gpointer source_tag,
-	    GCancellable *cancellable,
-	    GAsyncReadyCallback callback,
-	    gpointer user_data)
+writer_push_task(ConfabStoreSqlite *self,
+		 WriteFunc func,
+		 gpointer data,
+		 GDestroyNotify data_free,
+		 GTask *task)
 {
 	WriteJob *job = g_new0(WriteJob, 1);
-	job->task = g_task_new(self, cancellable, callback, user_data);
-	g_task_set_source_tag(job->task, source_tag);
+	job->task = task;
 	/* a write that was started is seen through, whatever the caller does */
 	g_task_set_check_cancellable(job->task, FALSE);
 	job->func = func;
@@ -1442,6 +1370,22 @@ writer_push(ConfabStoreSqlite *self,
 		return;
 	}
 	g_async_queue_push(self->queue, job);
+}
+
+static void
+writer_push(ConfabStoreSqlite *self,
+	    WriteFunc func,
+	    gpointer data,
+	    GDestroyNotify data_free,
+	    gpointer source_tag,
+	    GCancellable *cancellable,
+	    GAsyncReadyCallback callback,
+	    gpointer user_data)
+{
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+
+	g_task_set_source_tag(task, source_tag);
+	writer_push_task(self, func, data, data_free, task);
 }
 
 /* ---------- reads ---------- */
@@ -1502,21 +1446,18 @@ reader_thread(gpointer data)
 	return NULL;
 }
 
+/* Queues @func for a reader, which completes @task (transfer full). */
 static void
-reader_run(ConfabStoreSqlite *self,
-	   ReadFunc func,
-	   gpointer data,
-	   GDestroyNotify data_free,
-	   GDestroyNotify result_free,
-	   gpointer source_tag,
-	   GCancellable *cancellable,
-	   GAsyncReadyCallback callback,
-	   gpointer user_data)
+reader_run_task(ConfabStoreSqlite *self,
+		ReadFunc func,
+		gpointer data,
+		GDestroyNotify data_free,
+		GDestroyNotify result_free,
+		GTask *task)
 {
 	ReadJob *job = g_new0(ReadJob, 1);
 
-	job->task = g_task_new(self, cancellable, callback, user_data);
-	g_task_set_source_tag(job->task, source_tag);
+	job->task = task;
 	job->func = func;
 	job->data = data;
 	job->data_free = data_free;
@@ -1532,81 +1473,24 @@ reader_run(ConfabStoreSqlite *self,
 	g_async_queue_push(self->read_queue, job);
 }
 
+static void
+reader_run(ConfabStoreSqlite *self,
+	   ReadFunc func,
+	   gpointer data,
+	   GDestroyNotify data_free,
+	   GDestroyNotify result_free,
+	   gpointer source_tag,
+	   GCancellable *cancellable,
+	   GAsyncReadyCallback callback,
+	   gpointer user_data)
+{
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+
+	g_task_set_source_tag(task, source_tag);
+	reader_run_task(self, func, data, data_free, result_free, task);
+}
+
 /* ---------- agents and tokens ---------- */
-
-static gpointer
-read_agents(Conn *conn, gpointer data, GError **error)
-{
-	g_autoptr(GPtrArray) agents = g_ptr_array_new_with_free_func(g_object_unref);
-	g_autoptr(ConfabCachedStmt) stmt = NULL;
-	gint rc;
-
-	stmt = conn_prepare(conn,
-			    "SELECT " AGENT_COLUMNS " FROM agents WHERE deleted_at = 0 ORDER BY id",
-			    error);
-	if (stmt == NULL)
-		return NULL;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		g_ptr_array_add(agents, agent_from_row(stmt));
-	if (rc != SQLITE_DONE) {
-		set_sqlite_error(error, conn->db, "loading agents");
-		return NULL;
-	}
-	return g_steal_pointer(&agents);
-}
-
-static void
-confab_store_sqlite_load_agents(ConfabStore *store,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_agents,
-		   NULL,
-		   NULL,
-		   (GDestroyNotify)g_ptr_array_unref,
-		   confab_store_sqlite_load_agents,
-		   cancellable,
-		   callback,
-		   user_data);
-}
-
-static gpointer
-read_tokens(Conn *conn, gpointer data, GError **error)
-{
-	g_autoptr(GPtrArray) tokens = g_ptr_array_new_with_free_func(g_object_unref);
-	g_autoptr(ConfabCachedStmt) stmt = NULL;
-	gint rc;
-
-	stmt = conn_prepare(conn, "SELECT " TOKEN_COLUMNS " FROM tokens ORDER BY id", error);
-	if (stmt == NULL)
-		return NULL;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		g_ptr_array_add(tokens, token_from_row(stmt));
-	if (rc != SQLITE_DONE) {
-		set_sqlite_error(error, conn->db, "loading tokens");
-		return NULL;
-	}
-	return g_steal_pointer(&tokens);
-}
-
-static void
-confab_store_sqlite_load_tokens(ConfabStore *store,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_tokens,
-		   NULL,
-		   NULL,
-		   (GDestroyNotify)g_ptr_array_unref,
-		   confab_store_sqlite_load_tokens,
-		   cancellable,
-		   callback,
-		   user_data);
-}
 
 /* ---------- quotas and their counts, in memory ---------- */
 
@@ -1843,59 +1727,6 @@ confab_store_sqlite_release_session(ConfabStore *store, const gchar *session_id)
 
 /* ---------- writes ---------- */
 
-static gboolean
-write_save_agent(Conn *conn, gpointer data, GError **error)
-{
-	ConfabAgent *agent = data;
-	g_autoptr(ConfabCachedStmt) stmt = conn_prepare(
-	    conn,
-	    "INSERT INTO agents (" AGENT_COLUMNS ") "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
-	    "ON CONFLICT (id) DO UPDATE SET name = ?2, instructions = ?3, provider = ?4, "
-	    "base_url = ?5, upstream_model = ?6, api_key = ?7, api_key_file = ?8, params = ?9, "
-	    "connect_timeout = ?10, first_byte_timeout = ?11, idle_timeout = ?12, "
-	    "total_timeout = ?13, updated_at = ?15, mcp_servers = ?16, max_steps = ?17 "
-	    "WHERE deleted_at = 0",
-	    error);
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, confab_agent_get_id(agent));
-	bind_text(stmt, 2, confab_agent_get_name(agent));
-	bind_text(stmt, 3, confab_agent_get_instructions(agent) ?: "");
-	bind_text(stmt, 4, confab_agent_get_provider(agent));
-	bind_text(stmt, 5, confab_agent_get_base_url(agent));
-	bind_text(stmt, 6, confab_agent_get_upstream_model(agent));
-	bind_text(stmt, 7, confab_agent_get_api_key(agent));
-	bind_text(stmt, 8, confab_agent_get_api_key_file(agent));
-	bind_text(stmt, 9, confab_agent_get_params(agent));
-	sqlite3_bind_int(stmt, 10, confab_agent_get_connect_timeout(agent));
-	sqlite3_bind_int(stmt, 11, confab_agent_get_first_byte_timeout(agent));
-	sqlite3_bind_int(stmt, 12, confab_agent_get_idle_timeout(agent));
-	sqlite3_bind_int(stmt, 13, confab_agent_get_total_timeout(agent));
-	sqlite3_bind_int64(stmt, 14, confab_agent_get_created_at(agent));
-	sqlite3_bind_int64(stmt, 15, confab_agent_get_updated_at(agent));
-	bind_text(stmt, 16, confab_agent_get_mcp_servers(agent));
-	sqlite3_bind_int(stmt, 17, (gint)confab_agent_get_max_steps(agent));
-	return stmt_step_done(conn, stmt, error);
-}
-
-static void
-confab_store_sqlite_save_agent(ConfabStore *store,
-			       ConfabAgent *agent,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_save_agent,
-		    g_object_ref(agent),
-		    g_object_unref,
-		    confab_store_sqlite_save_agent,
-		    cancellable,
-		    callback,
-		    user_data);
-}
-
 typedef struct {
 	gchar *id;
 	gint64 when;
@@ -1915,98 +1746,6 @@ id_and_time_new(const gchar *id, gint64 when)
 	data->id = g_strdup(id);
 	data->when = when;
 	return data;
-}
-
-static gboolean
-write_delete_agent(Conn *conn, gpointer data, GError **error)
-{
-	IdAndTime *del = data;
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "UPDATE agents SET deleted_at = ?2, api_key = NULL, mcp_servers = NULL "
-			 "WHERE id = ?1 AND deleted_at = 0",
-			 error);
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, del->id);
-	sqlite3_bind_int64(stmt, 2, del->when);
-	if (!stmt_step_done(conn, stmt, error))
-		return FALSE;
-	if (sqlite3_changes(conn->db) == 0) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_AGENT_NOT_FOUND,
-			    "no agent %s",
-			    del->id);
-		return FALSE;
-	}
-	return TRUE;
-}
-
-static void
-confab_store_sqlite_delete_agent(ConfabStore *store,
-				 const gchar *agent_id,
-				 gint64 deleted_at,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
-{
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_delete_agent,
-		    id_and_time_new(agent_id, deleted_at),
-		    (GDestroyNotify)id_and_time_free,
-		    confab_store_sqlite_delete_agent,
-		    cancellable,
-		    callback,
-		    user_data);
-}
-
-static gboolean
-write_save_token(Conn *conn, gpointer data, GError **error)
-{
-	ConfabToken *token = data;
-	GBytes *hash = confab_token_get_hash(token);
-	g_autofree gchar *scopes = g_strjoinv(" ", (gchar **)confab_token_get_scopes(token));
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "INSERT INTO tokens (" TOKEN_COLUMNS ") "
-			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
-			 "ON CONFLICT (id) DO UPDATE SET name = ?4, scopes = ?5, agent_id = ?6, "
-			 "expires_at = ?8, revoked_at = ?9",
-			 error);
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, confab_token_get_id(token));
-	sqlite3_bind_blob(stmt,
-			  2,
-			  g_bytes_get_data(hash, NULL),
-			  (gint)g_bytes_get_size(hash),
-			  SQLITE_STATIC);
-	bind_text(stmt, 3, confab_token_get_owner(token));
-	bind_text(stmt, 4, confab_token_get_name(token) ?: "");
-	bind_text(stmt, 5, scopes);
-	bind_text(stmt, 6, confab_token_get_agent_id(token));
-	sqlite3_bind_int64(stmt, 7, confab_token_get_created_at(token));
-	sqlite3_bind_int64(stmt, 8, confab_token_get_expires_at(token));
-	sqlite3_bind_int64(stmt, 9, confab_token_get_revoked_at(token));
-	return stmt_step_done(conn, stmt, error);
-}
-
-static void
-confab_store_sqlite_save_token(ConfabStore *store,
-			       ConfabToken *token,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_save_token,
-		    g_object_ref(token),
-		    g_object_unref,
-		    confab_store_sqlite_save_token,
-		    cancellable,
-		    callback,
-		    user_data);
 }
 
 static gboolean
@@ -2091,7 +1830,7 @@ insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 {
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare_static(conn,
-				"INSERT INTO messages (" MESSAGE_COLUMNS ") "
+				"INSERT INTO messages (" CONFAB_STORE_MESSAGE_COLUMNS ") "
 				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 				error);
 	if (stmt == NULL)
@@ -2147,7 +1886,7 @@ insert_session(Conn *conn, ConfabSession *session, gint64 updated_at, GError **e
 {
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare_static(conn,
-				"INSERT INTO sessions (" SESSION_COLUMNS ") "
+				"INSERT INTO sessions (" CONFAB_STORE_SESSION_COLUMNS ") "
 				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 				error);
 	if (stmt == NULL)
@@ -2403,308 +2142,6 @@ confab_store_sqlite_delete_response(ConfabStore *store,
 		    user_data);
 }
 
-static gpointer
-read_get_response(Conn *conn, gpointer data, GError **error)
-{
-	const gchar *response_id = data;
-	g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_object_unref);
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE response_id = ?1 "
-			 "ORDER BY id",
-			 error);
-	gint rc;
-
-	if (stmt == NULL)
-		return NULL;
-	bind_text(stmt, 1, response_id);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		g_ptr_array_add(messages, message_from_row(stmt));
-	if (rc != SQLITE_DONE) {
-		set_sqlite_error(error, conn->db, "reading a response");
-		return NULL;
-	}
-	return g_steal_pointer(&messages);
-}
-
-static void
-confab_store_sqlite_get_response(ConfabStore *store,
-				 const gchar *response_id,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_get_response,
-		   g_strdup(response_id),
-		   g_free,
-		   (GDestroyNotify)g_ptr_array_unref,
-		   confab_store_sqlite_get_response,
-		   cancellable,
-		   callback,
-		   user_data);
-}
-
-static gpointer
-read_get_session(Conn *conn, gpointer data, GError **error)
-{
-	const gchar *session_id = data;
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn, "SELECT " SESSION_COLUMNS " FROM sessions WHERE id = ?1", error);
-	gint rc;
-
-	if (stmt == NULL)
-		return NULL;
-	bind_text(stmt, 1, session_id);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
-		return session_from_row(stmt);
-	if (rc == SQLITE_DONE) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
-			    "no session %s",
-			    session_id);
-	} else {
-		set_sqlite_error(error, conn->db, "reading a session");
-	}
-	return NULL;
-}
-
-static void
-confab_store_sqlite_get_session(ConfabStore *store,
-				const gchar *session_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_get_session,
-		   g_strdup(session_id),
-		   g_free,
-		   g_object_unref,
-		   confab_store_sqlite_get_session,
-		   cancellable,
-		   callback,
-		   user_data);
-}
-
-static gpointer
-read_get_history(Conn *conn, gpointer data, GError **error)
-{
-	const gchar *session_id = data;
-	g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_object_unref);
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 "
-			 "ORDER BY id",
-			 error);
-	gint rc;
-
-	if (stmt == NULL)
-		return NULL;
-	bind_text(stmt, 1, session_id);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		g_ptr_array_add(messages, message_from_row(stmt));
-	if (rc != SQLITE_DONE) {
-		set_sqlite_error(error, conn->db, "reading the history");
-		return NULL;
-	}
-	return g_steal_pointer(&messages);
-}
-
-static void
-confab_store_sqlite_get_history(ConfabStore *store,
-				const gchar *session_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_get_history,
-		   g_strdup(session_id),
-		   g_free,
-		   (GDestroyNotify)g_ptr_array_unref,
-		   confab_store_sqlite_get_history,
-		   cancellable,
-		   callback,
-		   user_data);
-}
-
-static ConfabStoreSessionQuery *
-session_query_copy(const ConfabStoreSessionQuery *query)
-{
-	ConfabStoreSessionQuery *copy = g_new0(ConfabStoreSessionQuery, 1);
-	copy->owner = g_strdup(query->owner);
-	copy->agent_id = g_strdup(query->agent_id);
-	copy->source = query->source;
-	copy->after = g_strdup(query->after);
-	copy->order = query->order;
-	copy->limit = query->limit;
-	return copy;
-}
-
-static void
-session_query_free(ConfabStoreSessionQuery *query)
-{
-	confab_store_session_query_clear(query);
-	g_free(query);
-}
-
-/*
- * The SQL is put together from constant fragments only (values are always
- * bound), so that every combination of filters walks an index in id order:
- * `LIMIT n+1` then costs the same at a thousand rows or a million.
- */
-static gpointer
-read_list_sessions(Conn *conn, gpointer data, GError **error)
-{
-	ConfabStoreSessionQuery *query = data;
-	g_autoptr(GString) sql = g_string_new("SELECT " SESSION_COLUMNS " FROM sessions WHERE 1");
-	g_autoptr(ConfabStorePage) page = confab_store_page_new();
-	g_autoptr(ConfabCachedStmt) stmt = NULL;
-	gint rc;
-
-	if (query->owner != NULL)
-		g_string_append(sql, " AND owner = :owner");
-	if (query->source >= 0)
-		g_string_append(sql, " AND source = :source");
-	if (query->agent_id != NULL)
-		g_string_append(sql, " AND agent_id = :agent");
-	if (query->after != NULL)
-		g_string_append(sql,
-				query->order == CONFAB_ORDER_ASC ? " AND id > :after"
-								 : " AND id < :after");
-	g_string_append(sql,
-			query->order == CONFAB_ORDER_ASC ? " ORDER BY id ASC"
-							 : " ORDER BY id DESC");
-	g_string_append(sql, " LIMIT :limit");
-
-	stmt = conn_prepare(conn, sql->str, error);
-	if (stmt == NULL)
-		return NULL;
-	if (query->owner != NULL)
-		bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":owner"), query->owner);
-	if (query->source >= 0)
-		sqlite3_bind_int(stmt,
-				 sqlite3_bind_parameter_index(stmt, ":source"),
-				 query->source);
-	if (query->agent_id != NULL)
-		bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":agent"), query->agent_id);
-	if (query->after != NULL)
-		bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":after"), query->after);
-	sqlite3_bind_int(stmt, sqlite3_bind_parameter_index(stmt, ":limit"), query->limit + 1);
-
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		if (page->items->len == query->limit) {
-			page->has_more = TRUE;
-			break;
-		}
-		g_ptr_array_add(page->items, session_from_row(stmt));
-	}
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		set_sqlite_error(error, conn->db, "listing sessions");
-		return NULL;
-	}
-	return g_steal_pointer(&page);
-}
-
-static void
-confab_store_sqlite_list_sessions(ConfabStore *store,
-				  const ConfabStoreSessionQuery *query,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_list_sessions,
-		   session_query_copy(query),
-		   (GDestroyNotify)session_query_free,
-		   (GDestroyNotify)confab_store_page_free,
-		   confab_store_sqlite_list_sessions,
-		   cancellable,
-		   callback,
-		   user_data);
-}
-
-static ConfabStoreMessageQuery *
-message_query_copy(const ConfabStoreMessageQuery *query)
-{
-	ConfabStoreMessageQuery *copy = g_new0(ConfabStoreMessageQuery, 1);
-	copy->session_id = g_strdup(query->session_id);
-	copy->after = g_strdup(query->after);
-	copy->order = query->order;
-	copy->limit = query->limit;
-	return copy;
-}
-
-static void
-message_query_free(ConfabStoreMessageQuery *query)
-{
-	confab_store_message_query_clear(query);
-	g_free(query);
-}
-
-static gpointer
-read_list_messages(Conn *conn, gpointer data, GError **error)
-{
-	static const gchar *const sqls[2][2] = {
-	    /* [order][has after] */
-	    {"SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 "
-	     "ORDER BY id DESC LIMIT ?3",
-	     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 AND id < ?2 "
-	     "ORDER BY id DESC LIMIT ?3"},
-	    {"SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 "
-	     "ORDER BY id ASC LIMIT ?3",
-	     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE session_id = ?1 AND id > ?2 "
-	     "ORDER BY id ASC LIMIT ?3"},
-	};
-	ConfabStoreMessageQuery *query = data;
-	g_autoptr(ConfabStorePage) page = confab_store_page_new();
-	g_autoptr(ConfabCachedStmt) stmt = NULL;
-	gint rc;
-
-	stmt = conn_prepare(conn,
-			    sqls[query->order == CONFAB_ORDER_ASC ? 1 : 0][query->after != NULL],
-			    error);
-	if (stmt == NULL)
-		return NULL;
-	bind_text(stmt, 1, query->session_id);
-	if (query->after != NULL)
-		bind_text(stmt, 2, query->after);
-	sqlite3_bind_int(stmt, 3, query->limit + 1);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		if (page->items->len == query->limit) {
-			page->has_more = TRUE;
-			break;
-		}
-		g_ptr_array_add(page->items, message_from_row(stmt));
-	}
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		set_sqlite_error(error, conn->db, "listing messages");
-		return NULL;
-	}
-	return g_steal_pointer(&page);
-}
-
-static void
-confab_store_sqlite_list_messages(ConfabStore *store,
-				  const ConfabStoreMessageQuery *query,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_list_messages,
-		   message_query_copy(query),
-		   (GDestroyNotify)message_query_free,
-		   (GDestroyNotify)confab_store_page_free,
-		   confab_store_sqlite_list_messages,
-		   cancellable,
-		   callback,
-		   user_data);
-}
-
 /* ---------- search ---------- */
 
 typedef struct {
@@ -2835,7 +2272,8 @@ read_search_sessions(Conn *conn, gpointer data, GError **error)
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		ConfabStoreSearchHit *hit = g_new0(ConfabStoreSearchHit, 1);
 		gint64 doc = sqlite3_column_int64(stmt, 7);
-		hit->session = session_from_row(stmt);
+		hit->session = CONFAB_SESSION(
+		    confab_store_session_from_row(&(ConfabStoreRow){&row_funcs, stmt, 0}));
 		g_ptr_array_add(hits, hit);
 		g_array_append_val(docs, doc);
 	}
@@ -3318,14 +2756,106 @@ confab_store_sqlite_decide_approval(ConfabStore *store,
 		    task);
 }
 
+/* ---------- every operation described once (confab-store-op.h) ---------- */
+
+/* The call's statement, cached, with its arguments bound: `$n` is the
+ * parameter SQLite names so. */
+static sqlite3_stmt *
+prepare_call(Conn *conn, ConfabStoreCall *call, GError **error)
+{
+	static const gchar *const names[] = {"$1",  "$2",  "$3",  "$4",	 "$5",	"$6",  "$7",
+					     "$8",  "$9",  "$10", "$11", "$12", "$13", "$14",
+					     "$15", "$16", "$17", "$18", "$19", "$20"};
+	const gchar *sql = confab_store_call_get_sql(call, TRUE);
+	sqlite3_stmt *stmt = call->sql != NULL ? conn_prepare(conn, sql, error)
+					       : conn_prepare_static(conn, sql, error);
+
+	if (stmt == NULL)
+		return NULL;
+	g_assert(confab_store_call_get_n_args(call) <= G_N_ELEMENTS(names));
+	for (guint i = 0; i < confab_store_call_get_n_args(call); i++) {
+		const ConfabStoreArg *arg = confab_store_call_get_arg(call, i);
+		gint idx = sqlite3_bind_parameter_index(stmt, names[i]);
+
+		if (idx == 0)
+			continue;
+		switch (arg->type) {
+		case CONFAB_STORE_ARG_TEXT:
+			bind_text(stmt, idx, arg->text);
+			break;
+		case CONFAB_STORE_ARG_INT:
+			sqlite3_bind_int64(stmt, idx, arg->integer);
+			break;
+		case CONFAB_STORE_ARG_BYTES:
+			sqlite3_bind_blob(stmt,
+					  idx,
+					  g_bytes_get_data(arg->bytes, NULL),
+					  (gint)g_bytes_get_size(arg->bytes),
+					  SQLITE_STATIC);
+			break;
+		}
+	}
+	return stmt;
+}
+
+/* a reader thread's: each read sees one consistent snapshot */
+static gpointer
+read_call(Conn *conn, gpointer data, GError **error)
+{
+	ConfabStoreCall *call = data;
+	g_autoptr(ConfabCachedStmt) stmt = prepare_call(conn, call, error);
+	ConfabStoreRow row = {&row_funcs, stmt, 0};
+	gint rc;
+
+	if (stmt == NULL)
+		return NULL;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		if (!confab_store_call_add_row(call, &row))
+			break;
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		set_sqlite_error(error, conn->db, call->op->what);
+		return NULL;
+	}
+	return confab_store_call_steal_result(call, error);
+}
+
+/* the writer's, in its batch */
+static gboolean
+write_call(Conn *conn, gpointer data, GError **error)
+{
+	ConfabStoreCall *call = data;
+	g_autoptr(ConfabCachedStmt) stmt = prepare_call(conn, call, error);
+
+	if (stmt == NULL)
+		return FALSE;
+	if (sqlite3_step(stmt) != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, call->op->what);
+		return FALSE;
+	}
+	return confab_store_call_check_changed(call, sqlite3_changes(conn->db), error);
+}
+
+static void
+confab_store_sqlite_run(ConfabStore *store, ConfabStoreCall *call, GTask *task)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+
+	/* the call is the task's: it lives as long as the job */
+	if (call->op->rows == CONFAB_STORE_ROWS_NONE)
+		writer_push_task(self, write_call, call, NULL, task);
+	else
+		reader_run_task(self,
+				read_call,
+				call,
+				NULL,
+				confab_store_call_get_result_free(call),
+				task);
+}
+
 static void
 confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 {
-	iface->load_agents = confab_store_sqlite_load_agents;
-	iface->load_tokens = confab_store_sqlite_load_tokens;
-	iface->save_agent = confab_store_sqlite_save_agent;
-	iface->delete_agent = confab_store_sqlite_delete_agent;
-	iface->save_token = confab_store_sqlite_save_token;
+	iface->run = confab_store_sqlite_run;
 	iface->set_quota = confab_store_sqlite_set_quota;
 	iface->get_usage = confab_store_sqlite_get_usage;
 	iface->admit_quota = confab_store_sqlite_admit_quota;
@@ -3337,11 +2867,6 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->release_session = confab_store_sqlite_release_session;
 	iface->commit_turn = confab_store_sqlite_commit_turn;
 	iface->delete_session = confab_store_sqlite_delete_session;
-	iface->get_session = confab_store_sqlite_get_session;
-	iface->get_history = confab_store_sqlite_get_history;
-	iface->list_sessions = confab_store_sqlite_list_sessions;
-	iface->list_messages = confab_store_sqlite_list_messages;
-	iface->get_response = confab_store_sqlite_get_response;
 	iface->delete_response = confab_store_sqlite_delete_response;
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
