@@ -698,6 +698,88 @@ test_token_hash_unique(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(tokens->len, ==, 1);
 }
 
+static GPtrArray *
+get_response(Fixture *f, const gchar *id)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GPtrArray *messages;
+
+	confab_store_get_response_async(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	messages = confab_store_get_response_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(messages);
+	return messages;
+}
+
+static gboolean
+delete_response(Fixture *f, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+
+	confab_store_delete_response_async(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_delete_response_finish(f->store, res, error);
+}
+
+/* The messages stored with a response id: read oldest first, deleted
+ * together; a session that is not there is its own error. */
+static void
+test_responses(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *sid =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "question");
+	g_autoptr(ConfabStoreTurn) second = confab_store_turn_new();
+	g_autoptr(ConfabMessage) reply = make_message(f, sid, "assistant", "answer");
+	g_autoptr(ConfabMessage) reply2 = NULL;
+	g_autoptr(GPtrArray) first_response = NULL;
+	g_autoptr(GPtrArray) other = NULL;
+	g_autoptr(GPtrArray) gone = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(ConfabSession) missing = NULL;
+	g_autoptr(GError) error = NULL;
+
+	confab_message_set_response_id(reply, "resp_one");
+	g_assert_true(finish_turn(f, reply, &error));
+	second->session = confab_session_new();
+	confab_session_set_id(second->session, sid);
+	confab_session_set_updated_at(second->session, 1700000020);
+	g_ptr_array_add(second->messages, make_message(f, sid, "user", "more"));
+	confab_message_set_response_id(g_ptr_array_index(second->messages, 0), "resp_two");
+	g_assert_true(begin_turn(f, second, &error));
+	reply2 = make_message(f, sid, "assistant", "more answer");
+	confab_message_set_response_id(reply2, "resp_two");
+	g_assert_true(finish_turn(f, reply2, &error));
+	g_assert_no_error(error);
+
+	first_response = get_response(f, "resp_one");
+	g_assert_cmpuint(first_response->len, ==, 1);
+	g_assert_cmpstr(confab_message_get_response_id(g_ptr_array_index(first_response, 0)),
+			==,
+			"resp_one");
+	other = get_response(f, "resp_two");
+	g_assert_cmpuint(other->len, ==, 2);
+	g_assert_cmpstr(confab_message_get_role(g_ptr_array_index(other, 0)), ==, "user");
+	g_assert_cmpstr(confab_message_get_role(g_ptr_array_index(other, 1)), ==, "assistant");
+
+	g_assert_true(delete_response(f, "resp_two", &error));
+	g_assert_no_error(error);
+	gone = get_response(f, "resp_two");
+	g_assert_cmpuint(gone->len, ==, 0);
+	history = get_history(f, sid);
+	g_assert_cmpuint(history->len, ==, 2);
+	g_assert_false(delete_response(f, "resp_two", &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_RESPONSE_NOT_FOUND);
+	g_clear_error(&error);
+
+	missing = get_session(f, "cts_nope", &error);
+	g_assert_null(missing);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+}
+
 static void
 test_turns(Fixture *f, gconstpointer data)
 {
@@ -2885,6 +2967,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"tokens", test_tokens},
 	    {"token-hash-unique", test_token_hash_unique},
 	    {"turns", test_turns},
+	    {"responses", test_responses},
 	    {"turn-both-sides", test_turn_both_sides},
 	    {"turn-on-missing-session", test_turn_on_missing_session},
 	    {"failed-turn-leaves-nothing", test_failed_turn_leaves_nothing},
