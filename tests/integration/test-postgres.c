@@ -559,6 +559,64 @@ test_kill_instance(Fixture *f, gconstpointer data)
 	confab_test_upstream_stop(up);
 }
 
+/*
+ * A response's instance is killed mid-stream: once reaped, its answer is
+ * stored incomplete (by the reaper, which does not know its response id),
+ * the response reads incomplete on the other instances, and deleting it
+ * removes that answer with its input: no lone assistant message is left
+ * (issue 35, bug 3: a conversation never holds half a turn).
+ */
+static void
+test_response_killed_delete(Fixture *f, gconstpointer data)
+{
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *agent = held_agent(f, up);
+	g_autoptr(GString) received = g_string_new(NULL);
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autofree gchar *id = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *sid = NULL;
+	const gchar *at;
+	Incomplete wait = {f->d[1], f->token, NULL};
+
+	conn = open_response_stream(f->d[0], f->token, agent, received, &id);
+	path = g_strdup_printf("/api/v1/responses/%s", id);
+	at = strstr(received->str, "\"conversation\":{\"id\":\"");
+	g_assert_nonnull(at);
+	sid = g_strndup(at + strlen("\"conversation\":{\"id\":\""), strlen("cts_") + 26);
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+	confab_test_daemon_kill(f->d[0]);
+	confab_test_upstream_set_hold(up, FALSE);
+
+	wait.path = g_strdup_printf("/api/v1/conversations/%s/messages?order=desc&limit=1", sid);
+	if (!confab_test_wait_until(ends_incomplete, &wait, 30000))
+		g_error("the killed instance's answer was not stored incomplete within 30 s");
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->d[1], "GET", path, f->token, NULL);
+		g_assert_cmpuint(g->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "incomplete");
+		g_assert_cmpstr(confab_test_json_string(g->json, "incomplete_details.reason"),
+				==,
+				"interrupted");
+	}
+	{
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->d[1], "DELETE", path, f->token, NULL);
+		g_autofree gchar *all = g_strdup_printf("/api/v1/conversations/%s/messages", sid);
+		g_autoptr(ConfabTestResponse) m = NULL;
+		g_assert_cmpuint(d->status, ==, 200);
+		m = confab_test_http(f->d[2], "GET", all, f->token, NULL);
+		g_assert_cmpuint(m->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(
+				     json_node_get_array(confab_test_json_get(m->json, "data"))),
+				 ==,
+				 0);
+	}
+	g_free(wait.path);
+	confab_test_upstream_stop(up);
+}
+
 /* ---------- the database goes away, and comes back ---------- */
 
 typedef struct {
@@ -679,6 +737,7 @@ main(int argc, char **argv)
 	ADD("/confab/postgres/busy-across", test_busy_across);
 	ADD("/confab/postgres/response-running-across", test_response_running_across);
 	ADD("/confab/postgres/kill-instance", test_kill_instance);
+	ADD("/confab/postgres/response-killed-delete", test_response_killed_delete);
 	ADD("/confab/postgres/database-down", test_database_down);
 #undef ADD
 	status = g_test_run();

@@ -1583,7 +1583,19 @@ run_delete_response(ConfabStorePostgres *self, Op *op)
 	g_autoptr(GPtrArray) p = params_new();
 
 	params_add(p, op->data);
+	/* The answer confab_reap() stored for a stream whose instance died
+	 * does not carry the response id (a lease knows its answer's id, not
+	 * its response's), but it is the message right after the response's
+	 * input: an assistant's, empty and incomplete, of no response. It
+	 * goes with the input, or it would stay a lone answer, half a turn. */
 	op_query(op,
+		 "WITH r AS (SELECT session_id, max(id) AS last FROM messages "
+		 "    WHERE response_id = $1 GROUP BY session_id), "
+		 "  reaped AS (DELETE FROM messages AS m USING r "
+		 "    WHERE m.session_id = r.session_id AND m.response_id IS NULL "
+		 "      AND m.role = 'assistant' AND m.status = 1 AND m.content_blocks = '[]' "
+		 "      AND m.id = (SELECT min(n.id) FROM messages AS n "
+		 "                  WHERE n.session_id = r.session_id AND n.id > r.last)) "
 		 "DELETE FROM messages WHERE response_id = $1 RETURNING 1",
 		 p,
 		 response_deleted);
