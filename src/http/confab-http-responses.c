@@ -1016,6 +1016,20 @@ begin_stream(RespCtx *ctx)
 	emit(ctx, "response.in_progress", f);
 }
 
+/* The turn names the conversation as a chat completions client gives it,
+ * `metadata.session_id`; a Responses client may have named it otherwise,
+ * and an error's param names what the client sent. */
+static void
+name_client_param(RespCtx *ctx, GError *error)
+{
+	if (g_strcmp0(confab_error_get_param(error), "metadata.session_id") != 0)
+		return;
+	if (ctx->request->previous_response_id != NULL)
+		confab_error_set_param(error, "previous_response_id");
+	else if (ctx->request->conversation != NULL)
+		confab_error_set_param(error, "conversation");
+}
+
 static void
 start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -1026,6 +1040,7 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	confab_http_response_add_quota_headers(ctx->exchange, confab_turn_get_quota_info(turn));
 	if (!ok) {
+		name_client_param(ctx, error);
 		confab_http_response_error(ctx->exchange, error);
 		resp_ctx_free(ctx);
 		return;
@@ -1587,6 +1602,7 @@ typedef struct {
 	GPtrArray *messages;	      /* owned */
 	ConfabListParams params;
 	enum { STORED_GET, STORED_DELETE, STORED_INPUT_ITEMS } what;
+	gboolean running; /* its turn runs: no answer yet, and none missing */
 } Stored;
 
 static void
@@ -1749,8 +1765,12 @@ stored_response_json(Stored *st)
 	GString *out = g_string_new("{\"id\":");
 	gint64 input = -1, output = -1;
 
-	if (answer == NULL ||
-	    confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_INCOMPLETE) {
+	if (st->running) {
+		/* as OpenAI says of a response that runs; its output is stored
+		 * with its answer, at the end */
+		status = "in_progress";
+	} else if (answer == NULL ||
+		   confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_INCOMPLETE) {
 		status = "incomplete";
 		reason = "interrupted";
 	} else if (confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_FAILED) {
@@ -1988,6 +2008,87 @@ deleted_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	confab_http_response_json(st->exchange, 200, g_string_free(out, FALSE));
 }
 
+static GError *
+response_running(const gchar *response_id)
+{
+	GError *error = NULL;
+	confab_error_set_printf(&error,
+				CONFAB_ERROR_CONVERSATION_BUSY,
+				NULL,
+				"A turn is running in the conversation of response '%s'; "
+				"retry when it has finished",
+				response_id);
+	return error;
+}
+
+/* The conversation's latest message: whether it is the response's last
+ * one, so that the turn running is the response's own and not a later one
+ * after it died unanswered (a crash). */
+static void
+stored_latest_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	g_autoptr(ConfabStorePage) page = NULL;
+	GError *error = NULL;
+	ConfabMessage *last = g_ptr_array_index(st->messages, st->messages->len - 1);
+
+	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
+	if (page == NULL) {
+		stored_error(st, error);
+		return;
+	}
+	st->running = page->items->len > 0 &&
+		      g_strcmp0(confab_message_get_id(g_ptr_array_index(page->items, 0)),
+				confab_message_get_id(last)) == 0;
+	confab_http_response_json(st->exchange, 200, stored_response_json(st));
+}
+
+static void
+stored_running_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Stored) st = user_data;
+	g_auto(ConfabStoreMessageQuery) query = {0};
+	g_autofree gchar *response_id = NULL;
+	GError *error = NULL;
+	gboolean running = FALSE;
+
+	if (!confab_store_session_is_running_finish(CONFAB_STORE(source),
+						    result,
+						    &running,
+						    &error)) {
+		stored_error(st, error);
+		return;
+	}
+	if (st->what == STORED_DELETE) {
+		/* the turn would commit its answer after the delete: half a
+		 * turn, which no conversation holds */
+		if (running) {
+			stored_error(st, response_running(st->response_id));
+			return;
+		}
+		response_id = g_strdup(st->response_id);
+		confab_store_delete_response_async(CONFAB_STORE(source),
+						   response_id,
+						   NULL,
+						   deleted_cb,
+						   g_steal_pointer(&st));
+		return;
+	}
+	if (!running) {
+		confab_http_response_json(st->exchange, 200, stored_response_json(st));
+		return;
+	}
+	query.session_id =
+	    g_strdup(confab_message_get_session_id(g_ptr_array_index(st->messages, 0)));
+	query.order = CONFAB_ORDER_DESC;
+	query.limit = 1;
+	confab_store_list_messages_async(CONFAB_STORE(source),
+					 &query,
+					 NULL,
+					 stored_latest_cb,
+					 g_steal_pointer(&st));
+}
+
 static void
 stored_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -2005,25 +2106,21 @@ stored_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		stored_error(st, response_not_found(st->response_id));
 		return;
 	}
-	switch (st->what) {
-	case STORED_GET:
-		confab_http_response_json(st->exchange, 200, stored_response_json(st));
-		break;
-	case STORED_INPUT_ITEMS:
+	if (st->what == STORED_INPUT_ITEMS) {
 		confab_http_response_json(st->exchange, 200, input_items_json(st));
-		break;
-	case STORED_DELETE: {
-		g_autofree gchar *response_id = g_strdup(st->response_id);
-		confab_store_delete_response_async(CONFAB_STORE(source),
-						   response_id,
-						   NULL,
-						   deleted_cb,
-						   g_steal_pointer(&st));
-		break;
+		return;
 	}
-	default:
-		g_assert_not_reached();
+	/* an answer stored is the end; without one, the turn may still run,
+	 * here or on another daemon sharing the store */
+	if (st->what == STORED_GET && last_answer(st->messages) != NULL) {
+		confab_http_response_json(st->exchange, 200, stored_response_json(st));
+		return;
 	}
+	confab_store_session_is_running_async(CONFAB_STORE(source),
+					      confab_session_get_id(session),
+					      NULL,
+					      stored_running_cb,
+					      g_steal_pointer(&st));
 }
 
 static void

@@ -689,6 +689,64 @@ confab_store_release_session(ConfabStore *self, const gchar *session_id)
 }
 
 /**
+ * confab_store_session_is_running_async:
+ * @self: a #ConfabStore
+ * @session_id: a session id
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the answer
+ * @user_data: data for @callback
+ *
+ * Asks whether a turn runs in @session_id now, on any daemon that shares
+ * the store: whether confab_store_acquire_session_async() would find it
+ * busy. A turn holds its session from its start until its answer is
+ * committed; in a store shared by several daemons, the turn of a daemon
+ * that died holds it until that daemon is reaped.
+ */
+void
+confab_store_session_is_running_async(ConfabStore *self,
+				      const gchar *session_id,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(session_id != NULL);
+	STORE_IFACE(self)->session_is_running(self, session_id, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_session_is_running_finish:
+ * @self: a #ConfabStore
+ * @result: the #GAsyncResult
+ * @running: (out): whether a turn runs in the session
+ * @error: a #GError
+ *
+ * Returns: %TRUE when @running was set, %FALSE with @error if the store
+ *   could not tell
+ */
+gboolean
+confab_store_session_is_running_finish(ConfabStore *self,
+				       GAsyncResult *result,
+				       gboolean *running,
+				       GError **error)
+{
+	GError *local = NULL;
+	gpointer answer;
+
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	g_return_val_if_fail(running != NULL, FALSE);
+	/* the backends answer with a pointer, NULL when not running, as their
+	 * reads do */
+	answer = g_task_propagate_pointer(G_TASK(result), &local);
+	if (local != NULL) {
+		g_propagate_error(error, local);
+		return FALSE;
+	}
+	*running = answer != NULL;
+	return TRUE;
+}
+
+/**
  * confab_store_commit_turn_async:
  * @self: a #ConfabStore
  * @turn: what to write; copied

@@ -243,6 +243,12 @@ struct _ConfabStoreInterface {
 				GAsyncReadyCallback callback,
 				gpointer user_data);
 	void (*release_session)(ConfabStore *self, const gchar *session_id);
+	/* answers a non-NULL pointer when a turn holds the session */
+	void (*session_is_running)(ConfabStore *self,
+				   const gchar *session_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
 	void (*commit_turn)(ConfabStore *self,
 			    const ConfabStoreTurn *turn,
 			    GCancellable *cancellable,
@@ -405,6 +411,17 @@ gboolean
 confab_store_acquire_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_release_session(ConfabStore *self, const gchar *session_id);
+void
+confab_store_session_is_running_async(ConfabStore *self,
+				      const gchar *session_id,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data);
+gboolean
+confab_store_session_is_running_finish(ConfabStore *self,
+				       GAsyncResult *result,
+				       gboolean *running,
+				       GError **error);
 void
 confab_store_commit_turn_async(ConfabStore *self,
 			       const ConfabStoreTurn *turn,

@@ -1369,6 +1369,299 @@ test_disconnect(Fixture *f, gconstpointer data)
 	g_assert_true(g_str_has_prefix(output_text(g->json), "tick0 "));
 }
 
+/* ---------- a response that is still running ---------- */
+
+/* A stream read by hand, so that the test acts while it runs. */
+typedef struct {
+	GSocketConnection *conn;
+	GString *received;
+} RawStream;
+
+static void
+raw_stream_free(RawStream *rs)
+{
+	g_clear_object(&rs->conn);
+	g_string_free(rs->received, TRUE);
+	g_free(rs);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RawStream, raw_stream_free)
+
+static RawStream *
+raw_stream_open(ConfabTestDaemon *daemon, const gchar *token, const gchar *body)
+{
+	g_autoptr(GUri) uri = g_uri_parse(daemon->url, G_URI_FLAGS_NONE, NULL);
+	g_autoptr(GSocketClient) client = g_socket_client_new();
+	g_autoptr(GString) request = g_string_new(NULL);
+	g_autoptr(GError) error = NULL;
+	RawStream *rs = g_new0(RawStream, 1);
+
+	rs->received = g_string_new(NULL);
+	rs->conn = g_socket_client_connect_to_host(client,
+						   g_uri_get_host(uri),
+						   (guint16)g_uri_get_port(uri),
+						   NULL,
+						   &error);
+	g_assert_no_error(error);
+	/* a read that never ends fails the test instead of hanging it */
+	g_socket_set_timeout(g_socket_connection_get_socket(rs->conn), 60);
+	g_string_append_printf(request,
+			       "POST /api/v1/responses HTTP/1.1\r\nHost: x\r\n"
+			       "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+			       "Content-Length: %zu\r\n\r\n%s",
+			       token,
+			       strlen(body),
+			       body);
+	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(rs->conn)),
+				  request->str,
+				  request->len,
+				  NULL,
+				  NULL,
+				  &error);
+	g_assert_no_error(error);
+	return rs;
+}
+
+/* Reads until @needle has come. */
+static void
+raw_stream_read_until(RawStream *rs, const gchar *needle)
+{
+	while (strstr(rs->received->str, needle) == NULL) {
+		g_autoptr(GError) error = NULL;
+		gchar buf[4096];
+		gssize n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(rs->conn)),
+					       buf,
+					       sizeof(buf),
+					       NULL,
+					       &error);
+		g_assert_no_error(error);
+		g_assert_cmpint(n, >, 0);
+		g_string_append_len(rs->received, buf, n);
+	}
+}
+
+/* The response of the stream's response.created event. */
+static JsonNode *
+raw_stream_created(RawStream *rs)
+{
+	const gchar *needle = "event: response.created\ndata: ";
+	const gchar *data;
+	const gchar *end;
+	g_autofree gchar *json = NULL;
+	g_autoptr(JsonNode) event = NULL;
+
+	raw_stream_read_until(rs, "event: response.in_progress\n");
+	data = strstr(rs->received->str, needle);
+	g_assert_nonnull(data);
+	data += strlen(needle);
+	end = strstr(data, "\n\n");
+	g_assert_nonnull(end);
+	json = g_strndup(data, end - data);
+	event = json_from_string(json, NULL);
+	g_assert_nonnull(event);
+	return json_node_copy(confab_test_json_get(event, "response"));
+}
+
+static gchar *
+held_agent(Fixture *f, ConfabTestUpstream *up)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "held");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
+	g_variant_dict_insert(&dict, "upstream_model", "s", "held-model");
+	return confab_test_create_agent_props(f->daemon, g_variant_dict_end(&dict));
+}
+
+/* A streamed response whose upstream holds its answer: it runs until
+ * running_end(). */
+typedef struct {
+	ConfabTestUpstream *up;
+	gchar *agent;
+	RawStream *rs;
+	gchar *id;
+	gchar *sid;  /* its conversation */
+	gchar *path; /* /api/v1/responses/{id} */
+} Running;
+
+static Running *
+running_start(Fixture *f)
+{
+	Running *run = g_new0(Running, 1);
+	g_autofree gchar *body = NULL;
+	g_autoptr(JsonNode) created = NULL;
+
+	run->up = confab_test_upstream_start(TRUE);
+	run->agent = held_agent(f, run->up);
+	body = text_body(run->agent, "wait for it", ",\"stream\":true");
+	run->rs = raw_stream_open(f->daemon, f->token, body);
+	created = raw_stream_created(run->rs);
+	run->id = g_strdup(confab_test_json_string(created, "id"));
+	run->sid = g_strdup(confab_test_json_string(created, "conversation.id"));
+	run->path = g_strdup_printf("/api/v1/responses/%s", run->id);
+	assert_response_id(run->id);
+	g_assert_nonnull(run->sid);
+	/* the turn waits on its upstream */
+	g_assert_true(confab_test_upstream_wait_waiting(run->up, 1, 30000));
+	return run;
+}
+
+/* The upstream answers; the stream ends. */
+static void
+running_end(Running *run)
+{
+	confab_test_upstream_set_hold(run->up, FALSE);
+	raw_stream_read_until(run->rs, "event: response.completed\n");
+}
+
+static void
+running_free(Running *run)
+{
+	confab_test_upstream_stop(run->up);
+	raw_stream_free(run->rs);
+	g_free(run->agent);
+	g_free(run->id);
+	g_free(run->sid);
+	g_free(run->path);
+	g_free(run);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Running, running_free)
+
+/* While a streamed response runs, GET reads it in_progress (as OpenAI
+ * does), not incomplete: a client that polls takes that as final (issue
+ * 35, bug 6). It reads completed once the turn has ended. */
+static void
+test_running_get(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Running) run = running_start(f);
+	g_autofree gchar *items_path = g_strdup_printf("%s/input_items", run->path);
+
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->daemon, "GET", run->path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) items =
+		    confab_test_http(f->daemon, "GET", items_path, f->token, NULL);
+		g_assert_cmpuint(g->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(g->json, "id"), ==, run->id);
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "in_progress");
+		g_assert_true(
+		    JSON_NODE_HOLDS_NULL(confab_test_json_get(g->json, "incomplete_details")));
+		g_assert_cmpstr(confab_test_json_string(g->json, "conversation.id"), ==, run->sid);
+		g_assert_cmpuint(items->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(items->json, "data.0.role"), ==, "user");
+	}
+	running_end(run);
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->daemon, "GET", run->path, f->token, NULL);
+		g_assert_cmpuint(g->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "completed");
+		g_assert_true(
+		    JSON_NODE_HOLDS_NULL(confab_test_json_get(g->json, "incomplete_details")));
+		g_assert_cmpstr(output_text(g->json), ==, "slow answer");
+	}
+}
+
+/*
+ * DELETE of a response whose turn still runs is refused with 409
+ * conversation_busy (issue 35, bug 3): a delete that answered 200 was
+ * undone when the turn committed its answer, and left the conversation a
+ * lone answer without its question. Once the turn has ended the response
+ * is whole, and deletes whole.
+ */
+static void
+test_running_delete(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Running) run = running_start(f);
+
+	{
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->daemon, "DELETE", run->path, f->token, NULL);
+		confab_test_assert_error(d, 409, "conversation_busy");
+		g_assert_true(JSON_NODE_HOLDS_NULL(confab_test_json_get(d->json, "error.param")));
+	}
+	running_end(run);
+	{
+		g_autofree gchar *items_path = g_strdup_printf("%s/input_items", run->path);
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->daemon, "GET", run->path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) items =
+		    confab_test_http(f->daemon, "GET", items_path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) m = get_messages(f, run->sid);
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "completed");
+		g_assert_cmpstr(confab_test_json_string(items->json, "data.0.role"), ==, "user");
+		g_assert_cmpstr(confab_test_json_string(m->json, "data.0.role"), ==, "user");
+		g_assert_cmpstr(confab_test_json_string(m->json, "data.1.role"), ==, "assistant");
+	}
+	{
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->daemon, "DELETE", run->path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) g = NULL;
+		g_autoptr(ConfabTestResponse) m = NULL;
+		g_assert_cmpuint(d->status, ==, 200);
+		g_assert_true(json_node_get_boolean(confab_test_json_get(d->json, "deleted")));
+		g = confab_test_http(f->daemon, "GET", run->path, f->token, NULL);
+		confab_test_assert_error(g, 404, "response_not_found");
+		/* nothing of the turn is left */
+		m = get_messages(f, run->sid);
+		g_assert_cmpuint(m->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(
+				     json_node_get_array(confab_test_json_get(m->json, "data"))),
+				 ==,
+				 0);
+	}
+}
+
+/* A continuation of a running response is 409 conversation_busy, its
+ * param naming what the client sent: `previous_response_id` or
+ * `conversation`, never `metadata.session_id` that it did not send. */
+static void
+test_running_continue(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Running) run = running_start(f);
+	g_autofree gchar *previous = g_strdup_printf("{\"model\":\"%s\",\"input\":\"and then?\","
+						     "\"previous_response_id\":\"%s\"}",
+						     run->agent,
+						     run->id);
+	g_autofree gchar *conversation =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":\"and then?\",\"conversation\":\"%s\"}",
+			    run->agent,
+			    run->sid);
+	g_autofree gchar *session = g_strdup_printf("{\"model\":\"%s\",\"input\":\"and then?\","
+						    "\"metadata\":{\"session_id\":\"%s\"}}",
+						    run->agent,
+						    run->sid);
+
+	{
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, previous);
+		confab_test_assert_error(r, 409, "conversation_busy");
+		g_assert_cmpstr(confab_test_json_string(r->json, "error.param"),
+				==,
+				"previous_response_id");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, conversation);
+		confab_test_assert_error(r, 409, "conversation_busy");
+		g_assert_cmpstr(confab_test_json_string(r->json, "error.param"),
+				==,
+				"conversation");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, session);
+		confab_test_assert_error(r, 409, "conversation_busy");
+		g_assert_cmpstr(confab_test_json_string(r->json, "error.param"),
+				==,
+				"metadata.session_id");
+	}
+	running_end(run);
+	{
+		g_autoptr(ConfabTestResponse) r = post(f, f->token, previous);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(r->json, "conversation.id"), ==, run->sid);
+	}
+}
+
 /* the same metrics as chat completions: requests by route, turns by agent */
 static void
 test_metrics(Fixture *f, gconstpointer data)
@@ -1583,6 +1876,24 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_metrics,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/running-get",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_running_get,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/running-delete",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_running_delete,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/running-continue",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_running_continue,
 		   fixture_teardown);
 	g_test_add_func("/confab/http-responses/limits", test_limits);
 	ret = g_test_run();

@@ -375,6 +375,131 @@ test_busy_across(Fixture *f, gconstpointer data)
 	confab_test_upstream_stop(up);
 }
 
+/* ---------- a response running on another instance ---------- */
+
+/* Reads @conn into @received until @needle has come. */
+static void
+read_stream_until(GSocketConnection *conn, GString *received, const gchar *needle)
+{
+	while (strstr(received->str, needle) == NULL) {
+		g_autoptr(GError) error = NULL;
+		gchar buf[4096];
+		gssize n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)),
+					       buf,
+					       sizeof(buf),
+					       NULL,
+					       &error);
+		g_assert_no_error(error);
+		g_assert_cmpint(n, >, 0);
+		g_string_append_len(received, buf, n);
+	}
+}
+
+/* A streamed response on @daemon, read by hand up to its
+ * response.in_progress event; returns the connection, still open, and the
+ * response's id. */
+static GSocketConnection *
+open_response_stream(ConfabTestDaemon *daemon,
+		     const gchar *token,
+		     const gchar *agent,
+		     GString *received,
+		     gchar **response_id)
+{
+	g_autoptr(GUri) uri = g_uri_parse(daemon->url, G_URI_FLAGS_NONE, NULL);
+	g_autoptr(GSocketClient) client = g_socket_client_new();
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *body =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":\"wait for it\",\"stream\":true}", agent);
+	g_autofree gchar *request =
+	    g_strdup_printf("POST /api/v1/responses HTTP/1.1\r\nHost: x\r\n"
+			    "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+			    "Content-Length: %zu\r\n\r\n%s",
+			    token,
+			    strlen(body),
+			    body);
+	const gchar *id;
+
+	conn = g_socket_client_connect_to_host(client,
+					       g_uri_get_host(uri),
+					       (guint16)g_uri_get_port(uri),
+					       NULL,
+					       &error);
+	g_assert_no_error(error);
+	g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
+	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+				  request,
+				  strlen(request),
+				  NULL,
+				  NULL,
+				  &error);
+	g_assert_no_error(error);
+	read_stream_until(conn, received, "event: response.in_progress\n");
+	id = strstr(received->str, "\"id\":\"resp_");
+	g_assert_nonnull(id);
+	*response_id = g_strndup(id + strlen("\"id\":\""), strlen("resp_") + 26);
+	return g_steal_pointer(&conn);
+}
+
+/*
+ * A streamed response runs on one instance; another instance that shares
+ * the database reads it in_progress (issue 35, bug 6), refuses its DELETE
+ * with 409 conversation_busy (bug 3) and its continuation with a param
+ * naming previous_response_id: the store's session lease tells them.
+ */
+static void
+test_response_running_across(Fixture *f, gconstpointer data)
+{
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *agent = held_agent(f, up);
+	g_autoptr(GString) received = g_string_new(NULL);
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autofree gchar *id = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *previous = NULL;
+
+	conn = open_response_stream(f->d[0], f->token, agent, received, &id);
+	path = g_strdup_printf("/api/v1/responses/%s", id);
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->d[1], "GET", path, f->token, NULL);
+		g_assert_cmpuint(g->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "in_progress");
+	}
+	{
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->d[1], "DELETE", path, f->token, NULL);
+		confab_test_assert_error(d, 409, "conversation_busy");
+	}
+	previous = g_strdup_printf("{\"model\":\"%s\",\"input\":\"and then?\","
+				   "\"previous_response_id\":\"%s\"}",
+				   agent,
+				   id);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->d[2], "POST", "/api/v1/responses", f->token, previous);
+		confab_test_assert_error(r, 409, "conversation_busy");
+		g_assert_cmpstr(confab_test_json_string(r->json, "error.param"),
+				==,
+				"previous_response_id");
+	}
+	confab_test_upstream_set_hold(up, FALSE);
+	read_stream_until(conn, received, "event: response.completed\n");
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->d[1], "GET", path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->d[1], "DELETE", path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) gone =
+		    confab_test_http(f->d[2], "GET", path, f->token, NULL);
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "completed");
+		g_assert_cmpuint(d->status, ==, 200);
+		confab_test_assert_error(gone, 404, "response_not_found");
+	}
+	confab_test_upstream_stop(up);
+}
+
 /* ---------- kill -9 of an instance mid-stream ---------- */
 
 typedef struct {
@@ -430,6 +555,64 @@ test_kill_instance(Fixture *f, gconstpointer data)
 		g_assert_cmpuint(r->status, ==, 200);
 	}
 	g_assert_cmpfloat(seconds_since(killed), <, 30.0);
+	g_free(wait.path);
+	confab_test_upstream_stop(up);
+}
+
+/*
+ * A response's instance is killed mid-stream: once reaped, its answer is
+ * stored incomplete (by the reaper, which does not know its response id),
+ * the response reads incomplete on the other instances, and deleting it
+ * removes that answer with its input: no lone assistant message is left
+ * (issue 35, bug 3: a conversation never holds half a turn).
+ */
+static void
+test_response_killed_delete(Fixture *f, gconstpointer data)
+{
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *agent = held_agent(f, up);
+	g_autoptr(GString) received = g_string_new(NULL);
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autofree gchar *id = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *sid = NULL;
+	const gchar *at;
+	Incomplete wait = {f->d[1], f->token, NULL};
+
+	conn = open_response_stream(f->d[0], f->token, agent, received, &id);
+	path = g_strdup_printf("/api/v1/responses/%s", id);
+	at = strstr(received->str, "\"conversation\":{\"id\":\"");
+	g_assert_nonnull(at);
+	sid = g_strndup(at + strlen("\"conversation\":{\"id\":\""), strlen("cts_") + 26);
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+	confab_test_daemon_kill(f->d[0]);
+	confab_test_upstream_set_hold(up, FALSE);
+
+	wait.path = g_strdup_printf("/api/v1/conversations/%s/messages?order=desc&limit=1", sid);
+	if (!confab_test_wait_until(ends_incomplete, &wait, 30000))
+		g_error("the killed instance's answer was not stored incomplete within 30 s");
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->d[1], "GET", path, f->token, NULL);
+		g_assert_cmpuint(g->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "incomplete");
+		g_assert_cmpstr(confab_test_json_string(g->json, "incomplete_details.reason"),
+				==,
+				"interrupted");
+	}
+	{
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->d[1], "DELETE", path, f->token, NULL);
+		g_autofree gchar *all = g_strdup_printf("/api/v1/conversations/%s/messages", sid);
+		g_autoptr(ConfabTestResponse) m = NULL;
+		g_assert_cmpuint(d->status, ==, 200);
+		m = confab_test_http(f->d[2], "GET", all, f->token, NULL);
+		g_assert_cmpuint(m->status, ==, 200);
+		g_assert_cmpuint(json_array_get_length(
+				     json_node_get_array(confab_test_json_get(m->json, "data"))),
+				 ==,
+				 0);
+	}
 	g_free(wait.path);
 	confab_test_upstream_stop(up);
 }
@@ -552,7 +735,9 @@ main(int argc, char **argv)
 	ADD("/confab/postgres/admin-propagates", test_admin_propagates);
 	ADD("/confab/postgres/conversation-across", test_conversation_across);
 	ADD("/confab/postgres/busy-across", test_busy_across);
+	ADD("/confab/postgres/response-running-across", test_response_running_across);
 	ADD("/confab/postgres/kill-instance", test_kill_instance);
+	ADD("/confab/postgres/response-killed-delete", test_response_killed_delete);
 	ADD("/confab/postgres/database-down", test_database_down);
 #undef ADD
 	status = g_test_run();

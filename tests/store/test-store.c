@@ -325,6 +325,21 @@ acquire(Fixture *f, const gchar *session_id, GError **error)
 }
 
 static gboolean
+is_running(Fixture *f, const gchar *session_id)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	gboolean running = FALSE;
+
+	confab_store_session_is_running_async(f->store, session_id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_session_is_running_finish(f->store, res, &running, &error));
+	g_assert_no_error(error);
+	return running;
+}
+
+static gboolean
 delete_session(Fixture *f, const gchar *id, GError **error)
 {
 	GAsyncResult *slot = NULL;
@@ -1424,19 +1439,25 @@ test_sessions_busy(Fixture *f, gconstpointer data)
 	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "there");
 	g_autoptr(GError) error = NULL;
 
+	g_assert_false(is_running(f, sid));
 	g_assert_true(acquire(f, sid, &error));
 	g_assert_no_error(error);
-	/* one turn at a time per session */
+	/* one turn at a time per session, and the store says which run */
+	g_assert_true(is_running(f, sid));
 	g_assert_false(acquire(f, sid, &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_BUSY);
 	g_clear_error(&error);
 	/* other sessions are free */
+	g_assert_false(is_running(f, other));
 	g_assert_true(acquire(f, other, &error));
 	confab_store_release_session(f->store, sid);
+	g_assert_false(is_running(f, sid));
+	g_assert_true(is_running(f, other));
 	g_assert_true(acquire(f, sid, &error));
 	g_assert_no_error(error);
 	confab_store_release_session(f->store, sid);
 	confab_store_release_session(f->store, other);
+	g_assert_false(is_running(f, other));
 }
 
 /* a JSON turn's two sides go in one transaction: both, or neither */

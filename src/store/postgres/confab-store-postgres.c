@@ -1307,7 +1307,19 @@ run_delete_response(ConfabStorePostgres *self, Op *op)
 	g_autoptr(GPtrArray) p = params_new();
 
 	params_add(p, op->data);
+	/* The answer confab_reap() stored for a stream whose instance died
+	 * does not carry the response id (a lease knows its answer's id, not
+	 * its response's), but it is the message right after the response's
+	 * input: an assistant's, empty and incomplete, of no response. It
+	 * goes with the input, or it would stay a lone answer, half a turn. */
 	op_query(op,
+		 "WITH r AS (SELECT session_id, max(id) AS last FROM messages "
+		 "    WHERE response_id = $1 GROUP BY session_id), "
+		 "  reaped AS (DELETE FROM messages AS m USING r "
+		 "    WHERE m.session_id = r.session_id AND m.response_id IS NULL "
+		 "      AND m.role = 'assistant' AND m.status = 1 AND m.content_blocks = '[]' "
+		 "      AND m.id = (SELECT min(n.id) FROM messages AS n "
+		 "                  WHERE n.session_id = r.session_id AND n.id > r.last)) "
 		 "DELETE FROM messages WHERE response_id = $1 RETURNING 1",
 		 p,
 		 response_deleted);
@@ -1326,6 +1338,51 @@ confab_store_postgres_delete_response(ConfabStore *store,
 		 g_free,
 		 FALSE,
 		 confab_store_postgres_delete_response,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* The lease row is the truth across instances: a turn of any instance
+ * holds it, from acquire_session until its answer's commit deletes it (or
+ * the reaping of its dead instance). */
+static void
+session_running_read(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	g_autoptr(PGresult) res = op_query_finish(op, result, "reading a session's lease");
+
+	if (res == NULL)
+		return;
+	op_return_pointer(op, PQntuples(res) > 0 ? GINT_TO_POINTER(TRUE) : NULL, NULL);
+}
+
+static void
+run_session_is_running(ConfabStorePostgres *self, Op *op)
+{
+	g_autoptr(GPtrArray) p = NULL;
+
+	/* a session released before is seen free, as acquire_session sees it */
+	if (wait_for_releases(self, op))
+		return;
+	p = params_new();
+	params_add(p, op->data);
+	op_query(op, "SELECT 1 FROM session_leases WHERE session_id = $1", p, session_running_read);
+}
+
+static void
+confab_store_postgres_session_is_running(ConfabStore *store,
+					 const gchar *session_id,
+					 GCancellable *cancellable,
+					 GAsyncReadyCallback callback,
+					 gpointer user_data)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_session_is_running,
+		 g_strdup(session_id),
+		 g_free,
+		 TRUE,
+		 confab_store_postgres_session_is_running,
 		 cancellable,
 		 callback,
 		 user_data);
@@ -2266,6 +2323,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->release_quota = confab_store_postgres_release_quota;
 	iface->acquire_session = confab_store_postgres_acquire_session;
 	iface->release_session = confab_store_postgres_release_session;
+	iface->session_is_running = confab_store_postgres_session_is_running;
 	iface->commit_turn = confab_store_postgres_commit_turn;
 	iface->delete_session = confab_store_postgres_delete_session;
 	iface->delete_response = confab_store_postgres_delete_response;

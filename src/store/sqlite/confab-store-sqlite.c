@@ -1725,6 +1725,26 @@ confab_store_sqlite_release_session(ConfabStore *store, const gchar *session_id)
 	g_hash_table_remove(self->busy, session_id);
 }
 
+/* The busy sessions are this daemon's alone: SQLite has one daemon. */
+static void
+confab_store_sqlite_session_is_running(ConfabStore *store,
+				       const gchar *session_id,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
+	gboolean running;
+
+	g_task_set_source_tag(task, confab_store_sqlite_session_is_running);
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		running = g_hash_table_contains(self->busy, session_id);
+	}
+	g_task_return_pointer(task, running ? GINT_TO_POINTER(TRUE) : NULL, NULL);
+}
+
 /* ---------- writes ---------- */
 
 typedef struct {
@@ -2865,6 +2885,7 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->admit_quota_now = confab_store_sqlite_admit_quota_now;
 	iface->acquire_session_now = confab_store_sqlite_acquire_session_now;
 	iface->release_session = confab_store_sqlite_release_session;
+	iface->session_is_running = confab_store_sqlite_session_is_running;
 	iface->commit_turn = confab_store_sqlite_commit_turn;
 	iface->delete_session = confab_store_sqlite_delete_session;
 	iface->delete_response = confab_store_sqlite_delete_response;
