@@ -112,6 +112,10 @@ typedef enum {
  * @sql: its statement, `$1`… placeholders; %NULL when each call builds its
  *   own (confab_store_call_set_sql())
  * @sql_sqlite: (nullable): SQLite's statement where the dialects differ
+ * @sql_sqlite_then: (nullable): a write's second statement on SQLite, in
+ *   the same transaction and with the same arguments: what a foreign key's
+ *   ON DELETE CASCADE does on PostgreSQL (SQLite's writer does not enforce
+ *   foreign keys)
  * @map: (nullable): what a row becomes, for reads
  * @missing: with @missing_format, the error when no row is found (reads) or
  *   changed (writes); 0 for none
@@ -128,6 +132,7 @@ typedef struct {
 	ConfabStoreRows rows;
 	const gchar *sql;
 	const gchar *sql_sqlite;
+	const gchar *sql_sqlite_then;
 	ConfabStoreRowMap map;
 	ConfabErrorCode missing;
 	const gchar *missing_format;

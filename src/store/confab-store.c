@@ -52,6 +52,12 @@ confab_store_page_new(void)
 	return page;
 }
 
+/**
+ * confab_store_page_free:
+ * @page: (nullable): a page
+ *
+ * Frees @page and its items.
+ */
 void
 confab_store_page_free(ConfabStorePage *page)
 {
@@ -61,6 +67,12 @@ confab_store_page_free(ConfabStorePage *page)
 	g_free(page);
 }
 
+/**
+ * confab_store_session_query_clear:
+ * @query: a query on the stack
+ *
+ * Frees what @query holds, not @query itself.
+ */
 void
 confab_store_session_query_clear(ConfabStoreSessionQuery *query)
 {
@@ -69,6 +81,12 @@ confab_store_session_query_clear(ConfabStoreSessionQuery *query)
 	g_clear_pointer(&query->after, g_free);
 }
 
+/**
+ * confab_store_message_query_clear:
+ * @query: a query on the stack
+ *
+ * Frees what @query holds, not @query itself.
+ */
 void
 confab_store_message_query_clear(ConfabStoreMessageQuery *query)
 {
@@ -110,6 +128,12 @@ confab_store_turn_copy(const ConfabStoreTurn *turn)
 	return copy;
 }
 
+/**
+ * confab_store_turn_free:
+ * @turn: (nullable): a turn record
+ *
+ * Frees @turn and drops its references.
+ */
 void
 confab_store_turn_free(ConfabStoreTurn *turn)
 {
@@ -124,6 +148,10 @@ confab_store_turn_free(ConfabStoreTurn *turn)
 	g_free(turn);
 }
 
+/**
+ * confab_store_usage_free:
+ * @usage: (nullable): a usage record
+ */
 void
 confab_store_usage_free(ConfabStoreUsage *usage)
 {
@@ -264,6 +292,16 @@ static const ConfabStoreOp op_list_messages[2][2] = {
     },
 };
 
+static const ConfabStoreOp op_delete_session = {
+    .what = "deleting a session",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "DELETE FROM sessions WHERE id = $1",
+    .sql_sqlite_then = "DELETE FROM messages WHERE session_id = $1",
+    .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+    .missing_format = "no session %s",
+    .changed = -1,
+};
+
 /* A call of @op with its one text argument. */
 static ConfabStoreCall *
 call_with_text(const ConfabStoreOp *op, const gchar *text)
@@ -349,6 +387,17 @@ confab_store_load_tokens_finish(ConfabStore *self, GAsyncResult *result, GError 
 	return finish_pointer(self, result, error);
 }
 
+/**
+ * confab_store_save_agent_async:
+ * @self: a #ConfabStore
+ * @agent: the agent, new or changed
+ * @cancellable: (nullable): ignored once the write is queued: it is seen through
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Inserts @agent, or updates it by id unless it was deleted; other
+ * instances sharing the database hear of it (::changed).
+ */
 void
 confab_store_save_agent_async(ConfabStore *self,
 			      ConfabAgent *agent,
@@ -386,12 +435,29 @@ confab_store_save_agent_async(ConfabStore *self,
 			 user_data);
 }
 
+/**
+ * confab_store_save_agent_finish:
+ *
+ * Returns: %TRUE once committed
+ */
 gboolean
 confab_store_save_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }
 
+/**
+ * confab_store_delete_agent_async:
+ * @self: a #ConfabStore
+ * @agent_id: the agent
+ * @deleted_at: when, in Unix seconds
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Marks the agent deleted (its conversations keep its id) and forgets its
+ * key and MCP servers.
+ */
 void
 confab_store_delete_agent_async(ConfabStore *self,
 				const gchar *agent_id,
@@ -413,12 +479,29 @@ confab_store_delete_agent_async(ConfabStore *self,
 			 user_data);
 }
 
+/**
+ * confab_store_delete_agent_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_AGENT_NOT_FOUND when there
+ *   was no such agent, or it was deleted already
+ */
 gboolean
 confab_store_delete_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }
 
+/**
+ * confab_store_save_token_async:
+ * @self: a #ConfabStore
+ * @token: the token (its secret only as its SHA-256 hash)
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Inserts @token, or updates its name, scopes, agent, expiry and
+ * revocation by id.
+ */
 void
 confab_store_save_token_async(ConfabStore *self,
 			      ConfabToken *token,
@@ -449,6 +532,11 @@ confab_store_save_token_async(ConfabStore *self,
 			 user_data);
 }
 
+/**
+ * confab_store_save_token_finish:
+ *
+ * Returns: %TRUE once committed; an error for a hash that another token has
+ */
 gboolean
 confab_store_save_token_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
@@ -478,6 +566,11 @@ confab_store_set_quota_async(ConfabStore *self,
 	    ->set_quota(self, owner, monthly_requests, cancellable, callback, user_data);
 }
 
+/**
+ * confab_store_set_quota_finish:
+ *
+ * Returns: %TRUE once committed
+ */
 gboolean
 confab_store_set_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
@@ -675,12 +768,26 @@ confab_store_acquire_session_async(ConfabStore *self,
 	STORE_IFACE(self)->acquire_session(self, session_id, cancellable, callback, user_data);
 }
 
+/**
+ * confab_store_acquire_session_finish:
+ *
+ * Returns: %TRUE when the session is now this caller's until
+ *   confab_store_release_session(); %CONFAB_ERROR_CONVERSATION_BUSY when a
+ *   turn of it runs already (on any instance)
+ */
 gboolean
 confab_store_acquire_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }
 
+/**
+ * confab_store_release_session:
+ * @self: a #ConfabStore
+ * @session_id: a session acquired with confab_store_acquire_session_async()
+ *
+ * Lets the next turn of the session in; nobody waits for it.
+ */
 void
 confab_store_release_session(ConfabStore *self, const gchar *session_id)
 {
@@ -767,12 +874,29 @@ confab_store_commit_turn_async(ConfabStore *self,
 	STORE_IFACE(self)->commit_turn(self, turn, cancellable, callback, user_data);
 }
 
+/**
+ * confab_store_commit_turn_finish:
+ *
+ * Returns: %TRUE once the turn's writes are committed together;
+ *   %CONFAB_ERROR_CONVERSATION_NOT_FOUND when the session it continues is
+ *   gone, and then nothing of it was written
+ */
 gboolean
 confab_store_commit_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }
 
+/**
+ * confab_store_delete_session_async:
+ * @self: a #ConfabStore
+ * @session_id: the session
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Deletes the session and every message of it.
+ */
 void
 confab_store_delete_session_async(ConfabStore *self,
 				  const gchar *session_id,
@@ -781,15 +905,36 @@ confab_store_delete_session_async(ConfabStore *self,
 				  gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->delete_session(self, session_id, cancellable, callback, user_data);
+	confab_store_run(self,
+			 call_with_text(&op_delete_session, session_id),
+			 confab_store_delete_session_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
+/**
+ * confab_store_delete_session_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
+ *   there was no such session
+ */
 gboolean
 confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }
 
+/**
+ * confab_store_get_session_async:
+ * @self: a #ConfabStore
+ * @session_id: the session
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the session
+ * @user_data: for @callback
+ *
+ * Reads one session, whoever owns it (the caller checks).
+ */
 void
 confab_store_get_session_async(ConfabStore *self,
 			       const gchar *session_id,
@@ -818,6 +963,16 @@ confab_store_get_session_finish(ConfabStore *self, GAsyncResult *result, GError 
 	return finish_pointer(self, result, error);
 }
 
+/**
+ * confab_store_get_history_async:
+ * @self: a #ConfabStore
+ * @session_id: the session
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the messages
+ * @user_data: for @callback
+ *
+ * Reads every message of a session, the context of its next turn.
+ */
 void
 confab_store_get_history_async(ConfabStore *self,
 			       const gchar *session_id,
@@ -846,6 +1001,16 @@ confab_store_get_history_finish(ConfabStore *self, GAsyncResult *result, GError 
 	return finish_pointer(self, result, error);
 }
 
+/**
+ * confab_store_list_sessions_async:
+ * @self: a #ConfabStore
+ * @query: the filters, cursor, order and page size
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the page
+ * @user_data: for @callback
+ *
+ * Lists sessions a page at a time, in id order.
+ */
 void
 confab_store_list_sessions_async(ConfabStore *self,
 				 const ConfabStoreSessionQuery *query,
@@ -878,7 +1043,9 @@ confab_store_list_sessions_async(ConfabStore *self,
 	}
 	if (query->after != NULL) {
 		confab_store_call_add_text(call, query->after);
-		g_string_append_printf(sql, asc ? " AND id > $%u" : " AND id < $%u", call->args->len);
+		g_string_append_printf(sql,
+				       asc ? " AND id > $%u" : " AND id < $%u",
+				       call->args->len);
 	}
 	confab_store_call_add_int(call, (gint64)query->limit + 1);
 	g_string_append_printf(sql,
@@ -904,6 +1071,16 @@ confab_store_list_sessions_finish(ConfabStore *self, GAsyncResult *result, GErro
 	return finish_pointer(self, result, error);
 }
 
+/**
+ * confab_store_list_messages_async:
+ * @self: a #ConfabStore
+ * @query: the session, cursor, order and page size
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the page
+ * @user_data: for @callback
+ *
+ * Lists a session's messages a page at a time, in id order.
+ */
 void
 confab_store_list_messages_async(ConfabStore *self,
 				 const ConfabStoreMessageQuery *query,
@@ -940,6 +1117,10 @@ confab_store_list_messages_finish(ConfabStore *self, GAsyncResult *result, GErro
 	return finish_pointer(self, result, error);
 }
 
+/**
+ * confab_store_search_hit_free:
+ * @hit: (nullable): a search result
+ */
 void
 confab_store_search_hit_free(ConfabStoreSearchHit *hit)
 {
@@ -1243,6 +1424,12 @@ confab_store_delete_response_async(ConfabStore *self,
 	STORE_IFACE(self)->delete_response(self, response_id, cancellable, callback, user_data);
 }
 
+/**
+ * confab_store_delete_response_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_RESPONSE_NOT_FOUND when no
+ *   message has that response id
+ */
 gboolean
 confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {

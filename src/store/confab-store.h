@@ -254,11 +254,6 @@ struct _ConfabStoreInterface {
 			    GCancellable *cancellable,
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
-	void (*delete_session)(ConfabStore *self,
-			       const gchar *session_id,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
 
 	/* full-text search (a backend without it leaves it NULL) */
 	void (*search_sessions)(ConfabStore *self,

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/confab-store-op.h"
 #include "store/postgres/confab-pg-pool.h"
 #include "store/postgres/confab-pg-schema.h"
-#include "store/confab-store-op.h"
 #include "store/postgres/confab-store-postgres.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -1237,52 +1237,6 @@ confab_store_postgres_commit_turn(ConfabStore *store,
 }
 
 static void
-session_deleted(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "deleting a session");
-
-	if (res == NULL)
-		return;
-	if (PQntuples(res) == 0) {
-		op_return_error(op,
-				g_error_new(CONFAB_ERROR,
-					    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
-					    "no session %s",
-					    (const gchar *)op->data));
-		return;
-	}
-	op_return_boolean(op);
-}
-
-static void
-run_delete_session(ConfabStorePostgres *self, Op *op)
-{
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, op->data);
-	op_query(op, "DELETE FROM sessions WHERE id = $1 RETURNING 1", p, session_deleted);
-}
-
-static void
-confab_store_postgres_delete_session(ConfabStore *store,
-				     const gchar *session_id,
-				     GCancellable *cancellable,
-				     GAsyncReadyCallback callback,
-				     gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_delete_session,
-		 g_strdup(session_id),
-		 g_free,
-		 FALSE,
-		 confab_store_postgres_delete_session,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-static void
 response_deleted(GObject *source, GAsyncResult *result, gpointer data)
 {
 	Op *op = data;
@@ -2288,12 +2242,12 @@ run_call(ConfabStorePostgres *self, Op *op)
 	 * when it did, and returns a row per row changed */
 	if (call->op->rows == CONFAB_STORE_ROWS_NONE && call->op->changed >= 0) {
 		g_ptr_array_add(p, notify_payload(self, call->op->changed));
-		notifying = g_strdup_printf(call->op->missing != 0
-						? "WITH w AS (%s RETURNING 1) "
-						  "SELECT pg_notify('" CHANNEL "', $%u) FROM w"
-						: "WITH w AS (%s) SELECT pg_notify('" CHANNEL "', $%u)",
-					    sql,
-					    p->len);
+		notifying = g_strdup_printf(
+		    call->op->missing != 0 ? "WITH w AS (%s RETURNING 1) "
+					     "SELECT pg_notify('" CHANNEL "', $%u) FROM w"
+					   : "WITH w AS (%s) SELECT pg_notify('" CHANNEL "', $%u)",
+		    sql,
+		    p->len);
 		sql = notifying;
 	}
 	op_query(op, sql, p, call_done);
@@ -2325,7 +2279,6 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->release_session = confab_store_postgres_release_session;
 	iface->session_is_running = confab_store_postgres_session_is_running;
 	iface->commit_turn = confab_store_postgres_commit_turn;
-	iface->delete_session = confab_store_postgres_delete_session;
 	iface->delete_response = confab_store_postgres_delete_response;
 	iface->close = confab_store_postgres_close;
 	iface->save_approval = confab_store_postgres_save_approval;

@@ -303,7 +303,7 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 		/* foreign keys are not enforced: a turn's messages go to a
 		 * conversation that its own job inserted or found
 		 * (touch_session()), and deleting one deletes its messages
-		 * (write_delete_session()). SQLite's check, a lookup per
+		 * (op_delete_session's sql_sqlite_then). SQLite's check, a lookup per
 		 * message, was a fourteenth of the writer's work per turn. */
 		if (!conn_exec(conn,
 			       "PRAGMA journal_mode=WAL;"
@@ -2018,53 +2018,6 @@ confab_store_sqlite_commit_turn(ConfabStore *store,
 		    user_data);
 }
 
-static gboolean
-write_delete_session(Conn *conn, gpointer data, GError **error)
-{
-	const gchar *session_id = data;
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn, "DELETE FROM sessions WHERE id = ?1", error);
-	g_autoptr(ConfabCachedStmt) messages = NULL;
-
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, session_id);
-	if (!stmt_step_done(conn, stmt, error))
-		return FALSE;
-	if (sqlite3_changes(conn->db) == 0) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_CONVERSATION_NOT_FOUND,
-			    "no session %s",
-			    session_id);
-		return FALSE;
-	}
-	/* its messages with it: what ON DELETE CASCADE would do, were
-	 * foreign keys enforced (conn_open()) */
-	messages = conn_prepare(conn, "DELETE FROM messages WHERE session_id = ?1", error);
-	if (messages == NULL)
-		return FALSE;
-	bind_text(messages, 1, session_id);
-	return stmt_step_done(conn, messages, error);
-}
-
-static void
-confab_store_sqlite_delete_session(ConfabStore *store,
-				   const gchar *session_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_delete_session,
-		    g_strdup(session_id),
-		    g_free,
-		    confab_store_sqlite_delete_session,
-		    cancellable,
-		    callback,
-		    user_data);
-}
-
 /* ---------- reads ---------- */
 
 /* The search index keeps a conversation's text by row number, not by
@@ -2781,14 +2734,13 @@ confab_store_sqlite_decide_approval(ConfabStore *store,
 /* The call's statement, cached, with its arguments bound: `$n` is the
  * parameter SQLite names so. */
 static sqlite3_stmt *
-prepare_call(Conn *conn, ConfabStoreCall *call, GError **error)
+prepare_call(Conn *conn, ConfabStoreCall *call, const gchar *sql, GError **error)
 {
 	static const gchar *const names[] = {"$1",  "$2",  "$3",  "$4",	 "$5",	"$6",  "$7",
 					     "$8",  "$9",  "$10", "$11", "$12", "$13", "$14",
 					     "$15", "$16", "$17", "$18", "$19", "$20"};
-	const gchar *sql = confab_store_call_get_sql(call, TRUE);
-	sqlite3_stmt *stmt = call->sql != NULL ? conn_prepare(conn, sql, error)
-					       : conn_prepare_static(conn, sql, error);
+	sqlite3_stmt *stmt = sql == call->sql ? conn_prepare(conn, sql, error)
+					      : conn_prepare_static(conn, sql, error);
 
 	if (stmt == NULL)
 		return NULL;
@@ -2823,7 +2775,8 @@ static gpointer
 read_call(Conn *conn, gpointer data, GError **error)
 {
 	ConfabStoreCall *call = data;
-	g_autoptr(ConfabCachedStmt) stmt = prepare_call(conn, call, error);
+	g_autoptr(ConfabCachedStmt) stmt =
+	    prepare_call(conn, call, confab_store_call_get_sql(call, TRUE), error);
 	ConfabStoreRow row = {&row_funcs, stmt, 0};
 	gint rc;
 
@@ -2844,7 +2797,9 @@ static gboolean
 write_call(Conn *conn, gpointer data, GError **error)
 {
 	ConfabStoreCall *call = data;
-	g_autoptr(ConfabCachedStmt) stmt = prepare_call(conn, call, error);
+	g_autoptr(ConfabCachedStmt) stmt =
+	    prepare_call(conn, call, confab_store_call_get_sql(call, TRUE), error);
+	g_autoptr(ConfabCachedStmt) then = NULL;
 
 	if (stmt == NULL)
 		return FALSE;
@@ -2852,7 +2807,18 @@ write_call(Conn *conn, gpointer data, GError **error)
 		set_sqlite_error(error, conn->db, call->op->what);
 		return FALSE;
 	}
-	return confab_store_call_check_changed(call, sqlite3_changes(conn->db), error);
+	if (!confab_store_call_check_changed(call, sqlite3_changes(conn->db), error))
+		return FALSE;
+	if (call->op->sql_sqlite_then == NULL)
+		return TRUE;
+	then = prepare_call(conn, call, call->op->sql_sqlite_then, error);
+	if (then == NULL)
+		return FALSE;
+	if (sqlite3_step(then) != SQLITE_DONE) {
+		set_sqlite_error(error, conn->db, call->op->what);
+		return FALSE;
+	}
+	return TRUE;
 }
 
 static void
@@ -2887,7 +2853,6 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->release_session = confab_store_sqlite_release_session;
 	iface->session_is_running = confab_store_sqlite_session_is_running;
 	iface->commit_turn = confab_store_sqlite_commit_turn;
-	iface->delete_session = confab_store_sqlite_delete_session;
 	iface->delete_response = confab_store_sqlite_delete_response;
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
