@@ -294,6 +294,7 @@ typedef struct {
 	ConfabStorePostgres *(*new_store)(const gchar *url,
 					  const gchar *password,
 					  guint pool_size,
+					  guint lease_seconds,
 					  GError **error);
 	gchar *(*read_password_file)(const gchar *path, GError **error);
 } PostgresModule;
@@ -392,7 +393,11 @@ open_store(ConfabConfig *config, GError **error)
 		if (password == NULL)
 			return NULL;
 	}
-	store = pg.new_store(config->store_url, password, config->store_pool_size, error);
+	store = pg.new_store(config->store_url,
+			     password,
+			     config->store_pool_size,
+			     config->store_instance_lease,
+			     error);
 	if (password != NULL)
 		memset(password, 0, strlen(password));
 	return CONFAB_STORE(store);
