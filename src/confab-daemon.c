@@ -177,6 +177,13 @@ on_name_acquired(GDBusConnection *connection, const gchar *name, gpointer user_d
 	ConfabDaemon *self = user_data;
 	self->name_acquired = TRUE;
 	g_debug("acquired %s", name);
+	/* the confabd before this one on the bus may have been killed with
+	 * questions shown: nobody can answer them any more */
+	if (self->notifier != NULL && g_strcmp0(self->config->bus, "session") == 0) {
+		g_autofree gchar *record =
+		    g_build_filename(self->config->state_dir, "desktop-questions", NULL);
+		confab_dbus_notifier_take_over(self->notifier, record);
+	}
 }
 
 static void
