@@ -177,6 +177,13 @@ on_name_acquired(GDBusConnection *connection, const gchar *name, gpointer user_d
 	ConfabDaemon *self = user_data;
 	self->name_acquired = TRUE;
 	g_debug("acquired %s", name);
+	/* the confabd before this one on the bus may have been killed with
+	 * questions shown: nobody can answer them any more */
+	if (self->notifier != NULL && g_strcmp0(self->config->bus, "session") == 0) {
+		g_autofree gchar *record =
+		    g_build_filename(self->config->state_dir, "desktop-questions", NULL);
+		confab_dbus_notifier_take_over(self->notifier, record);
+	}
 }
 
 static void
@@ -294,6 +301,7 @@ typedef struct {
 	ConfabStorePostgres *(*new_store)(const gchar *url,
 					  const gchar *password,
 					  guint pool_size,
+					  guint lease_seconds,
 					  GError **error);
 	gchar *(*read_password_file)(const gchar *path, GError **error);
 } PostgresModule;
@@ -392,7 +400,11 @@ open_store(ConfabConfig *config, GError **error)
 		if (password == NULL)
 			return NULL;
 	}
-	store = pg.new_store(config->store_url, password, config->store_pool_size, error);
+	store = pg.new_store(config->store_url,
+			     password,
+			     config->store_pool_size,
+			     config->store_instance_lease,
+			     error);
 	if (password != NULL)
 		memset(password, 0, strlen(password));
 	return CONFAB_STORE(store);

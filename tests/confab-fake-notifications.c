@@ -10,7 +10,9 @@
 /*
  * A notification server for the tests: owns org.freedesktop.Notifications
  * on the test's private session bus, as GNOME Shell does on a desktop, and
- * records every Notify call (its parameters, as sent) for the test to read.
+ * records every Notify call (its parameters, as sent) for the test to read,
+ * and every CloseNotification (answered with NotificationClosed, reason 3,
+ * as the specification says).
  * Method calls arrive in the main context of the thread that created it:
  * confab_fake_notifications_wait() iterates it.
  */
@@ -22,6 +24,7 @@
 	"<arg type='s' direction='in'/><arg type='as' direction='in'/>"                            \
 	"<arg type='a{sv}' direction='in'/><arg type='i' direction='in'/>"                         \
 	"<arg type='u' direction='out'/></method>"                                                 \
+	"<method name='CloseNotification'><arg type='u' direction='in'/></method>"                 \
 	"<method name='GetCapabilities'><arg type='as' direction='out'/></method>"                 \
 	"<method name='GetServerInformation'><arg type='s' direction='out'/>"                      \
 	"<arg type='s' direction='out'/><arg type='s' direction='out'/>"                           \
@@ -32,6 +35,7 @@ struct _ConfabFakeNotifications {
 	GDBusConnection *bus; /* owned */
 	GDBusNodeInfo *info;  /* owned */
 	GPtrArray *calls;     /* owned: GVariant, the parameters of each Notify */
+	GArray *closed;	      /* owned: guint32, the ids CloseNotification closed */
 	guint registration_id;
 	guint name_id;
 	gboolean name_acquired;
@@ -53,6 +57,18 @@ method_call(GDBusConnection *connection,
 		g_ptr_array_add(self->calls, g_variant_ref(parameters));
 		g_dbus_method_invocation_return_value(invocation,
 						      g_variant_new("(u)", self->calls->len));
+	} else if (g_str_equal(method_name, "CloseNotification")) {
+		guint32 id = 0;
+		g_variant_get(parameters, "(u)", &id);
+		g_array_append_val(self->closed, id);
+		g_dbus_method_invocation_return_value(invocation, NULL);
+		g_dbus_connection_emit_signal(connection,
+					      NULL,
+					      "/org/freedesktop/Notifications",
+					      "org.freedesktop.Notifications",
+					      "NotificationClosed",
+					      g_variant_new("(uu)", id, 3),
+					      NULL);
 	} else if (g_str_equal(method_name, "GetCapabilities")) {
 		const gchar *const caps[] = {"body", "actions", NULL};
 		g_dbus_method_invocation_return_value(invocation, g_variant_new("(^as)", caps));
@@ -106,6 +122,7 @@ confab_fake_notifications_new(void)
 	g_autoptr(GError) error = NULL;
 
 	self->calls = g_ptr_array_new_with_free_func((GDestroyNotify)g_variant_unref);
+	self->closed = g_array_new(FALSE, FALSE, sizeof(guint32));
 	self->bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
 	g_assert_no_error(error);
 	self->info = g_dbus_node_info_new_for_xml(NOTIFICATIONS_XML, &error);
@@ -203,6 +220,35 @@ confab_fake_notifications_wait(ConfabFakeNotifications *self, guint n, guint tim
 	return wait_for(enough, &e, timeout_ms);
 }
 
+typedef struct {
+	ConfabFakeNotifications *self;
+	guint32 id;
+} Closed;
+
+static gboolean
+is_closed(gpointer data)
+{
+	Closed *c = data;
+	for (guint i = 0; i < c->self->closed->len; i++)
+		if (g_array_index(c->self->closed, guint32, i) == c->id)
+			return TRUE;
+	return FALSE;
+}
+
+/**
+ * confab_fake_notifications_wait_closed:
+ * @index: which Notify, from 0 (its id is @index + 1)
+ * @timeout_ms: the deadline
+ *
+ * Returns: %TRUE once CloseNotification closed it, %FALSE at the deadline
+ */
+gboolean
+confab_fake_notifications_wait_closed(ConfabFakeNotifications *self, guint index, guint timeout_ms)
+{
+	Closed c = {self, index + 1};
+	return wait_for(is_closed, &c, timeout_ms);
+}
+
 void
 confab_fake_notifications_free(ConfabFakeNotifications *self)
 {
@@ -212,6 +258,7 @@ confab_fake_notifications_free(ConfabFakeNotifications *self)
 	g_dbus_connection_unregister_object(self->bus, self->registration_id);
 	g_dbus_node_info_unref(self->info);
 	g_ptr_array_unref(self->calls);
+	g_array_unref(self->closed);
 	g_object_unref(self->bus);
 	g_free(self);
 }

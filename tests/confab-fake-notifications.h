@@ -23,6 +23,8 @@ void
 confab_fake_notifications_invoke_action(ConfabFakeNotifications *self,
 					guint index,
 					const gchar *action);
+gboolean
+confab_fake_notifications_wait_closed(ConfabFakeNotifications *self, guint index, guint timeout_ms);
 void
 confab_fake_notifications_free(ConfabFakeNotifications *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabFakeNotifications, confab_fake_notifications_free)

@@ -19,6 +19,12 @@
  * conditional write that wins only over a pending row, so of two decisions
  * (or a decision and the timeout) exactly one counts.
  *
+ * A decision is taken only while a live turn waits for it, so that none is
+ * accepted for a call nobody will run: the store knows which instance
+ * waits and whether it lives (SQLite: the one process, which times out
+ * what a dead one left at start; PostgreSQL: the instance's lease), and a
+ * decision past the timeout finds the approval timed out here.
+ *
  * Two ways to use it, for two kinds of doors:
  * - wait in place (Chat Completions, D-Bus): create, then wait. The waiter
  *   reads its row every CONFAB_APPROVALS_POLL_MS (a decision made on
@@ -524,11 +530,6 @@ decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 			      (GDestroyNotify)confab_approval_free);
 }
 
-/* Seconds past its timeout after which a pending approval has nobody
- * waiting for it (its daemon died or restarted): a decision then finds it
- * timed out rather than approving a call that nobody will run. */
-#define STALE_AFTER_S 5
-
 static void
 stale_expired_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -601,12 +602,14 @@ decide_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	decision = confab_approval_new();
 	decision->id = g_strdup(d->id);
-	/* nobody waits for a response's request: it has no timeout */
+	/* Past its timeout, no turn waits for it: its own turn has timed it
+	 * out, or is about to, or is gone with its confabd (whose lease may
+	 * not have run out yet: the store cannot tell). Nobody waits for a
+	 * response's request: it has no timeout. */
 	if (now->response_id == NULL &&
 	    g_get_real_time() / G_USEC_PER_SEC >
 		now->created_at +
-		    (gint64)CONFAB_APPROVALS(g_task_get_source_object(task))->timeout +
-		    STALE_AFTER_S) {
+		    (gint64)CONFAB_APPROVALS(g_task_get_source_object(task))->timeout) {
 		decision->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
 		decision->decided_by = g_strdup("timeout");
 		decision->reason = g_strdup("Nobody waited for it any more");
@@ -662,7 +665,11 @@ decide_start(ConfabApprovals *self, Decision *d, GAsyncReadyCallback callback, g
  * @user_data: data for @callback
  *
  * Decides a pending approval; the turn that waits for it (on this
- * instance or another) goes on. Refused with CONFAB_ERROR_APPROVAL_NOT_FOUND
+ * instance or another) goes on. A decision counts only while a live turn
+ * waits: within the timeout, and (the store sees to it) while the instance
+ * whose turn waits lives; otherwise the approval times out, and the
+ * decision is refused as one made too late. Refused with
+ * CONFAB_ERROR_APPROVAL_NOT_FOUND
  * for an id that does not exist or is another owner's,
  * CONFAB_ERROR_APPROVAL_DECIDED for one decided (or timed out) already, and
  * CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE for one a response asked

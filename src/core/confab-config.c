@@ -58,6 +58,7 @@ confab_config_new(void)
 	self->store_backend = g_strdup("sqlite");
 	self->desktop_search_index = g_strdup("auto");
 	self->store_pool_size = 8;
+	self->store_instance_lease = 15;
 	return self;
 }
 
@@ -131,6 +132,7 @@ static const KeySpec keys[] = {
     {"store", "url", KEY_STRING, OFF(store_url), 0, 0},
     {"store", "password_file", KEY_STRING, OFF(store_password_file), 0, 0},
     {"store", "pool_size", KEY_UINT, OFF(store_pool_size), 1, 1000},
+    {"store", "instance_lease", KEY_UINT, OFF(store_instance_lease), 2, 3600},
     {"metrics", "local_unauthenticated", KEY_BOOL, OFF(metrics_local_unauthenticated), 0, 1},
     {"desktop", "default_agent", KEY_STRING, OFF(desktop_default_agent), 0, 0},
     {"desktop", "search_index", KEY_STRING, OFF(desktop_search_index), 0, 0},

@@ -57,6 +57,7 @@ typedef struct {
 	gchar *store_url;	    /* a libpq URI, for postgresql */
 	gchar *store_password_file; /* its first line is the database password */
 	guint store_pool_size;	    /* PostgreSQL connections */
+	guint store_instance_lease; /* PostgreSQL: seconds an instance lives unrenewed */
 	/* [metrics] */
 	gboolean metrics_local_unauthenticated; /* /metrics without a token from loopback */
 	/* [desktop] */

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <glib/gi18n.h>
+#include <json-glib/json-glib.h>
 
 #include "dbus/confab-dbus-approval-prompt.h"
 
@@ -18,7 +19,9 @@
  * actions "allow" and "deny"; the person's choice decides it (by
  * "desktop"), as the approval's owner. A notification closed without a
  * choice decides nothing: the approval then times out, or is decided
- * elsewhere (HTTP, Chat.Approve).
+ * elsewhere (HTTP, Chat.Approve). Once it is decided, however, the
+ * notification is withdrawn (confab_dbus_approval_prompt_tool_event()):
+ * nobody can act on it any more.
  */
 
 typedef struct {
@@ -127,10 +130,36 @@ confab_dbus_approval_prompt_show(ConfabDbusNotifier *notifier,
 	prompt->approval_id = g_strdup(approval->id);
 	prompt->owner = g_strdup(approval->owner);
 	confab_dbus_notifier_ask(notifier,
+				 approval->id,
 				 summary,
 				 body,
 				 actions,
 				 on_action,
 				 prompt,
 				 (GDestroyNotify)prompt_free);
+}
+
+/**
+ * confab_dbus_approval_prompt_tool_event:
+ * @notifier: the desktop's notifications
+ * @event_json: a `tool_event` of a turn whose approvals are asked on the
+ *   desktop
+ *
+ * Withdraws the notification of an approval once the event says it is
+ * decided (by anyone, anywhere) or timed out.
+ */
+void
+confab_dbus_approval_prompt_tool_event(ConfabDbusNotifier *notifier, const gchar *event_json)
+{
+	g_autoptr(JsonNode) node = json_from_string(event_json, NULL);
+	JsonObject *event;
+
+	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		return;
+	event = json_node_get_object(node);
+	if (g_strcmp0(json_object_get_string_member_with_default(event, "type", NULL),
+		      "approval") != 0)
+		return;
+	confab_dbus_notifier_withdraw(notifier,
+				      json_object_get_string_member_with_default(event, "id", ""));
 }

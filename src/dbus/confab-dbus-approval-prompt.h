@@ -19,5 +19,7 @@ void
 confab_dbus_approval_prompt_show(ConfabDbusNotifier *notifier,
 				 ConfabEngine *engine,
 				 const ConfabApproval *approval);
+void
+confab_dbus_approval_prompt_tool_event(ConfabDbusNotifier *notifier, const gchar *event_json);
 
 G_END_DECLS

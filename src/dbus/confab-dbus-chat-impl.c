@@ -110,7 +110,18 @@ on_approval_request(ConfabTurn *turn, const ConfabApproval *approval, gpointer u
 
 /* A Send turn's answer comes whole at the end; only a request for approval
  * is shown as it comes, on the desktop. */
+/* its approval decided (here, elsewhere, or timed out): the question goes */
+static void
+on_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
+{
+	SendCall *call = user_data;
+
+	if (call->self->notifier != NULL)
+		confab_dbus_approval_prompt_tool_event(call->self->notifier, event_json);
+}
+
 static const ConfabTurnSink send_sink = {
+    .tool_event = on_tool_event,
     .approval_request = on_approval_request,
 };
 

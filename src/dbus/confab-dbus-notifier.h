@@ -31,11 +31,16 @@ typedef void (*ConfabDbusNotifierActionFunc)(const gchar *action, gpointer user_
 
 void
 confab_dbus_notifier_ask(ConfabDbusNotifier *self,
+			 const gchar *tag,
 			 const gchar *summary,
 			 const gchar *body,
 			 const gchar *const *actions,
 			 ConfabDbusNotifierActionFunc func,
 			 gpointer user_data,
 			 GDestroyNotify destroy);
+void
+confab_dbus_notifier_withdraw(ConfabDbusNotifier *self, const gchar *tag);
+void
+confab_dbus_notifier_take_over(ConfabDbusNotifier *self, const gchar *record);
 
 G_END_DECLS

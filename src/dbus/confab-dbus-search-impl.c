@@ -398,7 +398,18 @@ on_ask_approval_request(ConfabTurn *turn, const ConfabApproval *approval, gpoint
 						 approval);
 }
 
+/* its approval decided (here, elsewhere, or timed out): the question goes */
+static void
+on_ask_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
+{
+	Call *call = user_data;
+
+	if (call->self->notifier != NULL)
+		confab_dbus_approval_prompt_tool_event(call->self->notifier, event_json);
+}
+
 static const ConfabTurnSink ask_sink = {
+    .tool_event = on_ask_tool_event,
     .approval_request = on_ask_approval_request,
 };
 

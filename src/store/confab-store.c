@@ -1446,7 +1446,9 @@ confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GEr
  * @callback: called once it is committed
  * @user_data: data for @callback
  *
- * Stores a tool call that waits for a person's decision.
+ * Stores a tool call that waits for a person's decision. One that a turn
+ * waits for (no @response_id) is this instance's: it lives as long as this
+ * instance does (see confab_store_decide_approval_async()).
  */
 void
 confab_store_save_approval_async(ConfabStore *self,
@@ -1508,6 +1510,13 @@ confab_store_get_approval_finish(ConfabStore *self, GAsyncResult *result, GError
  *
  * Decides a pending approval, atomically: of two decisions of one
  * approval (on any instances sharing the store), exactly one wins.
+ *
+ * A person's decision (approved, denied) of an approval that a turn
+ * waited for counts only while the instance whose turn waits lives; if it
+ * is gone, the approval times out instead, and the decision is refused
+ * with CONFAB_ERROR_APPROVAL_DECIDED. SQLite: one process owns the
+ * database and times out at start what a dead one left pending.
+ * PostgreSQL: the instance's lease (`[store] instance_lease`) must run.
  */
 void
 confab_store_decide_approval_async(ConfabStore *self,
@@ -1545,7 +1554,8 @@ confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GEr
  * @user_data: data for @callback
  *
  * Lists the pending approvals that a person can decide (the turn that
- * asked waits for them: not a Responses API request), oldest first.
+ * asked waits for them, on an instance that lives: not a Responses API
+ * request), oldest first.
  */
 void
 confab_store_list_approvals_async(ConfabStore *self,

@@ -384,7 +384,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 35);
+	g_assert_cmpuint(keys, ==, 36);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -436,6 +436,7 @@ test_documented_defaults(void)
 	g_assert_cmpstr(documented->credentials_dir, ==, defaults->credentials_dir);
 	g_assert_cmpstr(documented->store_backend, ==, defaults->store_backend);
 	g_assert_cmpuint(documented->store_pool_size, ==, defaults->store_pool_size);
+	g_assert_cmpuint(documented->store_instance_lease, ==, defaults->store_instance_lease);
 }
 
 int

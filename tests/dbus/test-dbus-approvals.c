@@ -328,7 +328,8 @@ ctl(gchar **out, const gchar *const *args)
 }
 
 /* From the terminal: confabctl approval list shows the waiting call,
- * approval deny declines it (by "dbus"), and a second decision fails. */
+ * approval deny declines it (by "dbus"), its notification is withdrawn,
+ * and a second decision fails. */
 static void
 test_terminal_deny(Fixture *f, gconstpointer data)
 {
@@ -380,12 +381,67 @@ test_terminal_deny(Fixture *f, gconstpointer data)
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
 	g_assert_cmpstr(approval_by(f, session_id, &approve), ==, "dbus");
 	g_assert_false(approve);
+	/* decided elsewhere: its notification is withdrawn */
+	g_assert_true(confab_fake_notifications_wait_closed(f->notifications, 0, 30000));
 
 	/* decided: not listed, and not decided twice */
 	g_assert_cmpint(ctl(&again, (const gchar *[]){"approval", "allow", id, NULL}), !=, 0);
 	g_assert_cmpint(ctl(&empty, (const gchar *[]){"--json", "approval", "list", NULL}), ==, 0);
 	g_assert_cmpstr(g_strstrip(empty), ==, "[]");
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
+static gboolean
+recorded(gpointer data)
+{
+	g_autofree gchar *contents = NULL;
+	return g_file_get_contents(data, &contents, NULL, NULL) &&
+	       strstr(contents, "mcpr_") != NULL;
+}
+
+/* Issue 35, bug 5: confabd is killed while its desktop question waits;
+ * the confabd started next on the same bus withdraws the question (nobody
+ * can answer it: its turn is gone), and no approval is listed. */
+static void
+test_crash_withdraws(Fixture *f, gconstpointer data)
+{
+	Pending p = {NULL};
+	g_autofree gchar *text = NULL;
+	g_autoptr(GVariant) listed = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *record = NULL;
+	ConfabTestDaemon *dead;
+
+	if (f->daemon == NULL)
+		return;
+	text = write_text(f, "never");
+	confab_dbus_chat_call_send(f->daemon->chat, f->agent, "", text, NULL, on_done, &p);
+	check_prompt(f, 0, "never");
+	/* the kill comes once confabd heard the server's answer and recorded
+	 * the question (a kill before that loses its id); a synchronization
+	 * point, not a check: the check is that the question is withdrawn */
+	record = g_build_filename(f->daemon->state_dir, "desktop-questions", NULL);
+	(void)confab_test_wait_until(recorded, record, 10000);
+	dead = f->daemon;
+	confab_test_daemon_kill(dead);
+	/* the call fails with its daemon */
+	g_assert_true(confab_test_wait_until(pending_done, &p, 30000));
+	g_clear_object(&p.result);
+	dead->own_state_dir = FALSE;
+	f->daemon = confab_test_daemon_start_full(dead->state_dir, NULL, NULL);
+	f->daemon->own_state_dir = TRUE;
+	confab_test_daemon_free(dead);
+	g_assert_true(confab_fake_notifications_wait_closed(f->notifications, 0, 30000));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	/* SQLite: from the start; PostgreSQL: once the dead instance's lease ran out */
+	if (!confab_test_store_is_postgres()) {
+		g_assert_true(confab_dbus_chat_call_list_approvals_sync(f->daemon->chat,
+									&listed,
+									NULL,
+									&error));
+		g_assert_no_error(error);
+		g_assert_cmpuint(g_variant_n_children(listed), ==, 0);
+	}
 }
 
 int
@@ -405,6 +461,7 @@ main(int argc, char **argv)
 	ADD("send-deny", test_send_deny);
 	ADD("ask-allow", test_ask_allow);
 	ADD("terminal-deny", test_terminal_deny);
+	ADD("crash-withdraws", test_crash_withdraws);
 #undef ADD
 	ret = g_test_run();
 	confab_test_finish();

@@ -144,8 +144,8 @@ pg_setup(Fixture *f, gconstpointer data)
 	args[0] = arg;
 	f->tmpdir = confab_test_make_tmpdir("approvals-pg");
 	f->file = g_build_filename(f->tmpdir, "out.txt", NULL);
-	f->daemon = confab_test_daemon_start_private_bus(NULL, args);
-	f->other = confab_test_daemon_start_private_bus(NULL, args);
+	f->daemon = confab_test_daemon_start_private_bus(data, args);
+	f->other = confab_test_daemon_start_private_bus(data, args);
 	servers = filesystem_servers(script, f->tmpdir);
 	f->agent = create_agent(f->daemon, servers);
 	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
@@ -857,8 +857,9 @@ test_stop_while_waiting(Fixture *f, gconstpointer data)
 }
 
 /* The daemon whose turn waited dies (kill -9): nobody waits for the
- * approval any more. Once its timeout has passed, a decision finds it
- * timed out (409) rather than approving a call nobody will run. */
+ * approval any more. Once its timeout has passed (whatever the store knows
+ * of the dead daemon), a decision finds it timed out (409) rather than
+ * approving a call nobody will run. */
 static void
 test_orphaned(Fixture *f, gconstpointer data)
 {
@@ -877,14 +878,127 @@ test_orphaned(Fixture *f, gconstpointer data)
 	confab_test_daemon_kill(dead);
 	g_clear_pointer(&s, stream_free);
 	f->daemon = confab_test_daemon_start_full(dead->state_dir, data, NULL);
-	/* the timeout (1 s) and its slack (5 s) */
-	g_usleep(7 * G_USEC_PER_SEC);
+	/* past the timeout (1 s), to the second */
+	g_usleep(2 * G_USEC_PER_SEC);
 	r = decide(f, f->token, json_object_get_string_member(request, "id"), "{\"approve\":true}");
 	confab_test_assert_error(r, 409, "approval_already_decided");
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
 	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
 	g_clear_pointer(&f->daemon, confab_test_daemon_free);
 	confab_test_daemon_free(dead);
+}
+
+/* ---------- after a crash: only a live turn's approval is decided, or listed ---------- */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *id;
+} Listed;
+
+/* Whether GET /api/v1/approvals on @daemon lists @id. */
+static gboolean
+is_listed(ConfabTestDaemon *daemon, const gchar *token, const gchar *id)
+{
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_http(daemon, "GET", "/api/v1/approvals", token, NULL);
+	JsonArray *data;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	data = json_node_get_array(confab_test_json_get(r->json, "data"));
+	for (guint i = 0; i < json_array_get_length(data); i++) {
+		JsonObject *a = json_array_get_object_element(data, i);
+		if (g_strcmp0(json_object_get_string_member(a, "id"), id) == 0) {
+			g_assert_cmpstr(json_object_get_string_member(a, "state"), ==, "pending");
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+
+static gboolean
+not_listed(gpointer data)
+{
+	Listed *l = data;
+	return !is_listed(l->daemon, l->token, l->id);
+}
+
+/* A stream that waits at an approval_request on f->daemon, which is then
+ * killed (SIGKILL) and started again on its state directory (and, on
+ * PostgreSQL, its database); returns the request's id. @asked: when the
+ * request arrived (monotonic). */
+static gchar *
+wait_then_crash(Fixture *f, const gchar *config, const gchar *content, gint64 *asked)
+{
+	g_autofree gchar *body = write_body(f, TRUE, content);
+	g_autoptr(Stream) s = stream_open(f, body);
+	g_autoptr(JsonObject) request = stream_until_event(s, "approval_request");
+	ConfabTestDaemon *dead = f->daemon;
+	gchar *id = g_strdup(json_object_get_string_member(request, "id"));
+
+	*asked = g_get_monotonic_time();
+	g_assert_true(is_listed(f->daemon, f->token, id));
+	confab_test_daemon_kill(dead);
+	g_clear_pointer(&s, stream_free);
+	/* the state directory is the dead one's: the new daemon keeps it */
+	dead->own_state_dir = FALSE;
+	f->daemon = confab_test_daemon_start_full(dead->state_dir, config, NULL);
+	f->daemon->own_state_dir = TRUE;
+	confab_test_daemon_free(dead);
+	return id;
+}
+
+/* Issue 35, bug 4: the daemon whose turn waits is killed and started
+ * again; a decision 5.5 s after the request ([tools] approval_timeout 4)
+ * is 409 approval_already_decided, not 200 "approved" for a call that
+ * nobody will run. */
+static void
+test_crash_then_decide(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	gint64 asked = 0;
+
+	if (f->daemon == NULL)
+		return;
+	id = wait_then_crash(f, data, "after the crash", &asked);
+	/* the issue's moment: past the timeout, within its old grace */
+	while (g_get_monotonic_time() < asked + 5500 * 1000)
+		g_usleep(50 * 1000);
+	r = decide(f, f->token, id, "{\"approve\":true}");
+	confab_test_assert_error(r, 409, "approval_already_decided");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	g_assert_false(is_listed(f->daemon, f->token, id));
+}
+
+/* Issue 35, bug 5: after the same crash, the approval of the dead turn is
+ * timed out: GET /api/v1/approvals does not list it (SQLite: from the
+ * start, the one process owning the database; PostgreSQL: once the dead
+ * instance's lease, [store] instance_lease, has run out), and a decision
+ * is 409, though the timeout has not passed. */
+static void
+test_crash_then_list(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	gint64 asked = 0;
+	Listed l;
+
+	if (f->daemon == NULL)
+		return;
+	id = wait_then_crash(f, data, "never listed again", &asked);
+	l = (Listed){f->daemon, f->token, id};
+	if (confab_test_store_is_postgres())
+		g_assert_true(confab_test_wait_until(not_listed, &l, 30000));
+	else
+		g_assert_false(is_listed(f->daemon, f->token, id));
+	r = decide(f, f->token, id, "{\"approve\":true}");
+	confab_test_assert_error(r, 409, "approval_already_decided");
+	/* the timeout (60 s) is far: it was the crash that ended it */
+	g_assert_cmpint(g_get_monotonic_time() - asked, <, 50 * G_USEC_PER_SEC);
+	g_assert_nonnull(strstr(confab_test_json_string(r->json, "error.message"), "timed out"));
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	g_assert_false(is_listed(f->daemon, f->token, id));
 }
 
 /* require_approval is checked with the agent: a bad one is refused by
@@ -1044,6 +1158,70 @@ test_across_instances(Fixture *f, gconstpointer data)
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
 }
 
+static gboolean
+reaped_timed_out(gpointer data)
+{
+	const gchar *const *q = data;
+	g_autofree gchar *state = confab_test_pg_query(q[0], q[1]);
+	return g_strcmp0(state, "timed_out") == 0;
+}
+
+/* Issue 35, bugs 4 and 5 with two instances on PostgreSQL ([store]
+ * instance_lease 5 s, approval_timeout far): B sees A's waiting approval
+ * as live while A lives, for longer than a lease (A renews it); once A is
+ * killed, A's lease runs out, B's heartbeat times the approval out, B no
+ * longer lists it, and a decision on B is 409, not "approved". */
+static void
+test_lease_across_instances(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autofree gchar *query = NULL;
+	g_autofree gchar *state = NULL;
+	const gchar *id;
+	const gchar *q[2];
+	gint64 start;
+	Listed l;
+
+	if (f->daemon == NULL)
+		return;
+	body = write_body(f, TRUE, "A was killed");
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	id = json_object_get_string_member(request, "id");
+	g_assert_true(is_listed(f->other, f->token, id));
+	/* more than a lease passes: A renews its own, and B still lists it */
+	start = g_get_monotonic_time();
+	while (g_get_monotonic_time() < start + 8 * G_USEC_PER_SEC)
+		g_usleep(100 * 1000);
+	g_assert_true(is_listed(f->other, f->token, id));
+	g_assert_true(is_listed(f->daemon, f->token, id));
+
+	confab_test_daemon_kill(f->daemon);
+	g_clear_pointer(&s, stream_free);
+	g_clear_pointer(&f->daemon, confab_test_daemon_free);
+	start = g_get_monotonic_time();
+	query = g_strdup_printf("SELECT state FROM approvals WHERE id = '%s'", id);
+	state = confab_test_pg_query(f->pg_url, query);
+	g_assert_cmpstr(state, ==, "pending");
+	l = (Listed){f->other, f->token, id};
+	g_assert_true(confab_test_wait_until(not_listed, &l, 30000));
+	q[0] = f->pg_url;
+	q[1] = query;
+	/* B's heartbeat reaps A: every third of a lease */
+	g_assert_true(confab_test_wait_until(reaped_timed_out, q, 30000));
+	g_test_message("A's approval timed out %.1f s after A was killed",
+		       (g_get_monotonic_time() - start) / (gdouble)G_USEC_PER_SEC);
+	{
+		g_autofree gchar *path = g_strdup_printf("/api/v1/approvals/%s", id);
+		r = confab_test_http(f->other, "POST", path, f->token, "{\"approve\":true}");
+	}
+	confab_test_assert_error(r, 409, "approval_already_decided");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+}
+
 /* ---------- the Responses API: mcp_approval_request, mcp_approval_response ---------- */
 
 static gchar *
@@ -1155,9 +1333,9 @@ test_responses_approve(Fixture *f, gconstpointer data)
 	if (f->daemon == NULL)
 		return;
 	request = ask(f, f->daemon, "approved", &first);
-	/* nobody waits for it: past approval_timeout (and the 5 s after which a
-	 * waiting turn's request is taken as orphaned), it is still pending */
-	g_usleep(7 * G_USEC_PER_SEC);
+	/* nobody waits for it: past approval_timeout (1 s, to the second), and
+	 * though no turn of a live instance waits for it, it is still pending */
+	g_usleep(2500 * 1000);
 	item = g_strdup_printf("{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\","
 			       "\"approve\":true}",
 			       json_object_get_string_member(request, "id"));
@@ -1569,6 +1747,10 @@ main(int argc, char **argv)
 	ADD("policy-refused", test_policy_refused, NULL);
 	ADD("stop-while-waiting", test_stop_while_waiting, NULL);
 	ADD("orphaned", test_orphaned, "[tools]\napproval_timeout = 1\n");
+	ADD("crash-then-decide", test_crash_then_decide, "[tools]\napproval_timeout = 4\n");
+	ADD("crash-then-list",
+	    test_crash_then_list,
+	    "[tools]\napproval_timeout = 60\n[store]\ninstance_lease = 3\n");
 	ADD("wait-longer-than-idle",
 	    test_wait_longer_than_idle,
 	    "[limits]\nidle_timeout = 1\n[tools]\napproval_timeout = 3\n");
@@ -1583,6 +1765,12 @@ main(int argc, char **argv)
 		   NULL,
 		   pg_setup,
 		   test_across_instances,
+		   fixture_teardown);
+	g_test_add("/confab/approvals/postgres-lease",
+		   Fixture,
+		   "[tools]\napproval_timeout = 120\n[store]\ninstance_lease = 5\n",
+		   pg_setup,
+		   test_lease_across_instances,
 		   fixture_teardown);
 	g_test_add("/confab/approvals/postgres-responses-across-instances",
 		   Fixture,

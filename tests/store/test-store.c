@@ -85,7 +85,7 @@ static ConfabStore *
 open_postgres(const gchar *url)
 {
 	g_autoptr(GError) error = NULL;
-	ConfabStorePostgres *store = confab_store_postgres_new(url, NULL, 4, &error);
+	ConfabStorePostgres *store = confab_store_postgres_new(url, NULL, 4, 15, &error);
 	g_assert_no_error(error);
 	g_assert_nonnull(store);
 	return CONFAB_STORE(store);
@@ -2413,7 +2413,7 @@ open_in_thread(gpointer data)
 {
 	const gchar *url = data;
 	g_autoptr(GError) error = NULL;
-	g_autoptr(ConfabStorePostgres) store = confab_store_postgres_new(url, NULL, 1, &error);
+	g_autoptr(ConfabStorePostgres) store = confab_store_postgres_new(url, NULL, 1, 15, &error);
 
 	g_assert_no_error(error);
 	confab_store_close(CONFAB_STORE(store));
@@ -2481,6 +2481,49 @@ test_pg_migrate_v1(void)
 	confab_store_close(again);
 }
 
+/* a database of schema v4, with an approval a turn waits for (no instance
+ * could be named then) and one a response asked: migrated, the first is
+ * timed out (nobody can tell whether its turn still waits), the second is
+ * still pending */
+static void
+test_pg_migrate_v4(void)
+{
+	g_autofree gchar *url = confab_test_pg_new_database(pg_cluster);
+	g_autoptr(ConfabStore) store = open_postgres(url);
+	g_autoptr(ConfabStore) again = NULL;
+	g_autofree gchar *out = NULL;
+	g_autofree gchar *version = NULL;
+	g_autofree gchar *waited = NULL;
+	g_autofree gchar *asked = NULL;
+
+	confab_store_close(store);
+	out = confab_test_pg_query(
+	    url,
+	    "ALTER TABLE approvals DROP COLUMN instance_id;"
+	    "UPDATE schema_version SET version = 4;"
+	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
+	    "arguments, tool_call_id, created_at, response_id) VALUES "
+	    "('mcpr_01jmigrate00000000000001', 'alice', 'agt_x', 'cts_x', 'files', 'w', "
+	    "'files__w', "
+	    "'{}', 'call_1', 1, NULL), "
+	    "('mcpr_01jmigrate00000000000002', 'alice', 'agt_x', 'cts_x', 'files', 'w', "
+	    "'files__w', "
+	    "'{}', 'call_2', 1, 'resp_x');"
+	    "SELECT 1");
+	again = open_postgres(url);
+	version = confab_test_pg_query(url, "SELECT version FROM schema_version");
+	g_assert_cmpint(atoi(version), ==, CONFAB_PG_SCHEMA_VERSION);
+	waited = confab_test_pg_query(
+	    url,
+	    "SELECT state FROM approvals WHERE id = 'mcpr_01jmigrate00000000000001'");
+	g_assert_cmpstr(waited, ==, "timed_out");
+	asked = confab_test_pg_query(
+	    url,
+	    "SELECT state FROM approvals WHERE id = 'mcpr_01jmigrate00000000000002'");
+	g_assert_cmpstr(asked, ==, "pending");
+	confab_store_close(again);
+}
+
 static void
 test_pg_future_version_refused(void)
 {
@@ -2493,7 +2536,7 @@ test_pg_future_version_refused(void)
 
 	confab_store_close(store);
 	out = confab_test_pg_query(url, "UPDATE schema_version SET version = 99");
-	again = confab_store_postgres_new(url, NULL, 1, &error);
+	again = confab_store_postgres_new(url, NULL, 1, 15, &error);
 	g_assert_null(again);
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_FAILED);
 	version = confab_test_pg_query(url, "SELECT version FROM schema_version");
@@ -2835,10 +2878,12 @@ test_pg_password_over_tcp(void)
 	g_autoptr(ConfabStorePostgres) refused = NULL;
 
 	g_assert_no_error(error);
-	store = confab_store_postgres_new(confab_test_pg_get_url(pg_cluster), password, 2, &error);
+	store =
+	    confab_store_postgres_new(confab_test_pg_get_url(pg_cluster), password, 2, 15, &error);
 	g_assert_no_error(error);
 	confab_store_close(CONFAB_STORE(store));
-	refused = confab_store_postgres_new(confab_test_pg_get_url(pg_cluster), "wrong", 2, &error);
+	refused =
+	    confab_store_postgres_new(confab_test_pg_get_url(pg_cluster), "wrong", 2, 15, &error);
 	g_assert_null(refused);
 	g_assert_nonnull(error);
 }
@@ -2854,6 +2899,7 @@ add_postgres_tests(gboolean available)
 	    {"migrate-together", NULL, test_pg_migrate_together},
 	    {"future-version-refused", NULL, test_pg_future_version_refused},
 	    {"migrate-v1", NULL, test_pg_migrate_v1},
+	    {"migrate-v4", NULL, test_pg_migrate_v4},
 	    {"password-file", NULL, test_pg_password_file},
 	    {"password-over-tcp", NULL, test_pg_password_over_tcp},
 	    {"changes-announced", test_pg_changes_announced, NULL},
@@ -2977,6 +3023,80 @@ test_approvals(Fixture *f, gconstpointer data)
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND);
 }
 
+static ConfabApproval *
+save_new_approval(Fixture *f, const gchar *response_id)
+{
+	ConfabApproval *approval = confab_approval_new();
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+
+	approval->id = confab_id_generator_next(f->ids, CONFAB_PREFIX_APPROVAL);
+	approval->owner = g_strdup("alice");
+	approval->agent_id = g_strdup("agt_x");
+	approval->session_id = g_strdup("cts_x");
+	approval->server = g_strdup("files");
+	approval->tool = g_strdup("write_file");
+	approval->name = g_strdup("files__write_file");
+	approval->arguments = g_strdup("{}");
+	approval->tool_call_id = g_strdup("call_1");
+	approval->created_at = 1700000100;
+	approval->response_id = g_strdup(response_id);
+	confab_store_save_approval_async(f->store, approval, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_save_approval_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	return approval;
+}
+
+static guint
+n_listed(Fixture *f)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GPtrArray) list = NULL;
+	g_autoptr(GError) error = NULL;
+
+	confab_store_list_approvals_async(f->store, "alice", 10, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	list = confab_store_list_approvals_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	return list->len;
+}
+
+/* Issue 35: the approvals that the turns of a store (a confabd) waited for
+ * do not outlive it: once it is gone (SQLite: opened again; PostgreSQL:
+ * its instance ended), they are timed out, are not listed, and a decision
+ * is refused. A response's request is nobody's wait: it stays pending. */
+static void
+test_approvals_orphaned(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabApproval) waited = save_new_approval(f, NULL);
+	g_autoptr(ConfabApproval) asked = save_new_approval(f, "resp_x");
+	g_autoptr(ConfabApproval) read = NULL;
+	g_autoptr(ConfabApproval) decided = NULL;
+	g_autoptr(GError) error = NULL;
+
+	g_assert_cmpuint(n_listed(f), ==, 1);
+	reopen(f);
+	g_assert_cmpuint(n_listed(f), ==, 0);
+	read = get_approval(f, waited->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(read->state, ==, CONFAB_APPROVAL_STATE_TIMED_OUT);
+	g_assert_cmpstr(read->decided_by, ==, "timeout");
+	decided = decide(f, waited->id, CONFAB_APPROVAL_STATE_APPROVED, "api", &error);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_DECIDED);
+	g_assert_null(decided);
+	g_clear_error(&error);
+	g_clear_pointer(&read, confab_approval_free);
+	read = get_approval(f, asked->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(read->state, ==, CONFAB_APPROVAL_STATE_PENDING);
+	decided = decide(f, asked->id, CONFAB_APPROVAL_STATE_APPROVED, "api", &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(decided->state, ==, CONFAB_APPROVAL_STATE_APPROVED);
+}
+
 static void
 add_tests(const Backend *backend, gboolean available)
 {
@@ -3015,6 +3135,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"search-hostile-terms", test_search_hostile_terms},
 	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	    {"approvals", test_approvals},
+	    {"approvals-orphaned", test_approvals_orphaned},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {

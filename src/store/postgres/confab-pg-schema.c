@@ -33,7 +33,8 @@
  * - instances: each live instance renews its row (expires_at) every few
  *   seconds; confab_reap() ends the instances whose row expired: gives back
  *   their pending requests, stores the unfinished answers of their streams
- *   as incomplete, and frees their session leases.
+ *   as incomplete, frees their session leases and times out the approvals
+ *   their turns waited for.
  * - session_leases: one row per session with a turn running; its answer_*
  *   columns hold what a stream's answer is stored as if its instance dies.
  */
@@ -328,12 +329,73 @@
 	"CREATE INDEX approvals_pending ON approvals (owner, id) "                                 \
 	"  WHERE state = 'pending' AND response_id IS NULL;"
 
+/*
+ * v5 (approvals after a crash, issue 35): an approval a turn waits for
+ * names the instance whose turn waits (instance_id). It can be decided
+ * only while that instance's row in instances is live; confab_reap() times
+ * out the pending approvals of the instances it ends. Pending approvals
+ * from before this version name no instance: nobody can tell whether their
+ * turn still waits, so they time out here (an older confabd still running
+ * sees its wait end as timed out, and its call does not run).
+ */
+#define MIGRATE_V5_APPROVAL_INSTANCE                                                               \
+	"ALTER TABLE approvals ADD COLUMN instance_id text COLLATE \"C\";"                         \
+	"UPDATE approvals SET state = 'timed_out', decided_by = 'timeout', "                       \
+	"  reason = 'confabd was upgraded: nobody waits for it any more', "                        \
+	"  decided_at = extract(epoch FROM now())::bigint "                                        \
+	"  WHERE state = 'pending' AND response_id IS NULL;"                                       \
+	"CREATE INDEX approvals_by_instance ON approvals (instance_id) "                           \
+	"  WHERE state = 'pending';" REAP_V5
+
+/* confab_reap() of v1, and the pending approvals of the instances it ends
+ * timed out: their turns are gone, so no decision can run their calls. */
+#define REAP_V5                                                                                    \
+	"CREATE OR REPLACE FUNCTION confab_reap(only_instance text) RETURNS integer "              \
+	"LANGUAGE plpgsql AS $$ "                                                                  \
+	"DECLARE "                                                                                 \
+	"  dead text[]; "                                                                          \
+	"BEGIN "                                                                                   \
+	"  IF only_instance IS NOT NULL THEN "                                                     \
+	"    dead := ARRAY[only_instance]; "                                                       \
+	"  ELSE "                                                                                  \
+	"    SELECT array_agg(d.id) INTO dead FROM (SELECT id FROM instances "                     \
+	"      WHERE expires_at < now() FOR UPDATE SKIP LOCKED) AS d; "                            \
+	"  END IF; "                                                                               \
+	"  IF dead IS NULL THEN "                                                                  \
+	"    RETURN 0; "                                                                           \
+	"  END IF; "                                                                               \
+	"  UPDATE usage AS u SET pending = GREATEST(u.pending - h.n, 0) "                          \
+	"    FROM (SELECT owner, month, count(*) AS n FROM usage_holds "                           \
+	"          WHERE instance_id = ANY (dead) GROUP BY owner, month) AS h "                    \
+	"    WHERE u.owner = h.owner AND u.month = h.month; "                                      \
+	"  DELETE FROM usage_holds WHERE instance_id = ANY (dead); "                               \
+	"  INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "   \
+	"                        created_at) "                                                     \
+	"    SELECT l.answer_id, l.session_id, 'assistant', l.answer_model, '[]', '[]', 1, "       \
+	"           l.answer_created_at "                                                          \
+	"    FROM session_leases AS l JOIN sessions AS s ON s.id = l.session_id "                  \
+	"    WHERE l.instance_id = ANY (dead) AND l.answer_id IS NOT NULL "                        \
+	"    ON CONFLICT DO NOTHING; "                                                             \
+	"  UPDATE sessions AS s SET updated_at = GREATEST(s.updated_at, l.answer_created_at) "     \
+	"    FROM session_leases AS l "                                                            \
+	"    WHERE l.session_id = s.id AND l.instance_id = ANY (dead) "                            \
+	"      AND l.answer_id IS NOT NULL; "                                                      \
+	"  DELETE FROM session_leases WHERE instance_id = ANY (dead); "                            \
+	"  UPDATE approvals SET state = 'timed_out', decided_by = 'timeout', "                     \
+	"    reason = 'Its confabd stopped: nobody waits for it any more', "                       \
+	"    decided_at = extract(epoch FROM now())::bigint "                                      \
+	"    WHERE state = 'pending' AND instance_id = ANY (dead); "                               \
+	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
+	"  RETURN cardinality(dead); "                                                             \
+	"END $$;"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
     MIGRATE_V2,
     MIGRATE_V3_APPROVALS,
     MIGRATE_V4_APPROVAL_RESPONSE,
+    MIGRATE_V5_APPROVAL_INSTANCE,
 };
 
 typedef enum {

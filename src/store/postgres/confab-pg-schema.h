@@ -15,8 +15,13 @@ G_BEGIN_DECLS
  *  1: agents, tokens, sessions, messages, quotas, usage (with pending
  *     counts), usage_holds, instances, session_leases; confab_commit_turn()
  *     and confab_reap()
+ *  2: messages.response_id
+ *  3: approvals
+ *  4: approvals.response_id
+ *  5: approvals.instance_id, the instance whose turn waits; confab_reap()
+ *     times out the approvals of the instances it ends
  */
-#define CONFAB_PG_SCHEMA_VERSION 4
+#define CONFAB_PG_SCHEMA_VERSION 5
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

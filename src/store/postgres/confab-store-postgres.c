@@ -41,14 +41,20 @@
  * - acquire_session: inserts the session's lease row, or finds it taken
  *   (409 conversation_busy); release_session deletes it by its lease id.
  *
- * An instance proves it is alive by renewing its row of `instances` every
- * HEARTBEAT_INTERVAL_S seconds, for INSTANCE_TTL; each heartbeat also runs
- * confab_reap(), which ends the instances whose row has expired: their
- * pending counts are given back (a count never leaks from a dead instance:
- * it was never committed, as with SQLite after a crash), the unfinished
- * answers of their streams are stored incomplete, their leases freed.
- * A killed instance is reaped within INSTANCE_TTL + HEARTBEAT_INTERVAL_S.
- * A clean close reaps its own instance at once.
+ * An instance proves it is alive by renewing its row of `instances` (its
+ * lease: `[store] instance_lease` seconds) every third of the lease; each
+ * heartbeat also runs confab_reap(), which ends the instances whose row has
+ * expired: their pending counts are given back (a count never leaks from a
+ * dead instance: it was never committed, as with SQLite after a crash), the
+ * unfinished answers of their streams are stored incomplete, their leases
+ * freed, the approvals their turns waited for timed out. A killed instance
+ * is reaped within a lease and a third. A clean close reaps its own
+ * instance at once.
+ *
+ * An approval a turn waits for names the instance whose turn waits; it is
+ * listed, and can be decided, only while that instance's lease runs: a
+ * decision on the approval of an instance whose lease ran out times it out
+ * instead, in the same statement, since no turn will run its call.
  *
  * Admin writes NOTIFY CHANNEL with "instance change"; every other
  * instance emits ConfabStore::changed for it, and a full change after the
@@ -60,14 +66,12 @@
  * CONFAB_ERROR_STORE_UNAVAILABLE (503). The pool reconnects by itself.
  */
 
-#define CONNECT_TIMEOUT_MS   3000
-#define QUERY_TIMEOUT_MS     3000
-#define ACQUIRE_TIMEOUT_MS   2000
-#define MIGRATE_TIMEOUT_MS   120000
-#define HEARTBEAT_INTERVAL_S 5
-#define INSTANCE_TTL	     "15 seconds"
-#define CLOSE_DEADLINE_MS    10000
-#define CHANNEL		     "confab_changes"
+#define CONNECT_TIMEOUT_MS 3000
+#define QUERY_TIMEOUT_MS   3000
+#define ACQUIRE_TIMEOUT_MS 2000
+#define MIGRATE_TIMEOUT_MS 120000
+#define CLOSE_DEADLINE_MS  10000
+#define CHANNEL		   "confab_changes"
 
 typedef struct _Op Op;
 
@@ -76,6 +80,7 @@ struct _ConfabStorePostgres {
 	gchar *url;	 /* owned */
 	gchar *password; /* owned, nullable */
 	guint pool_size;
+	guint lease;		     /* seconds an instance's row stays live unrenewed */
 	gchar *instance_id;	     /* owned */
 	GMainContext *owner_context; /* owned: where ::changed is emitted */
 	GThread *thread;	     /* owned */
@@ -1621,7 +1626,8 @@ renewed(GObject *source, GAsyncResult *result, gpointer data)
 	}
 	if (column_bool(res, 0, 0))
 		g_warning("this instance was cut off from PostgreSQL for longer than its lease "
-			  "(" INSTANCE_TTL "): other instances took its sessions and counts over");
+			  "(%u s): other instances took its sessions, counts and approvals over",
+			  self->lease);
 	confab_pg_pool_query_async(self->pool,
 				   "SELECT confab_reap(NULL)",
 				   0,
@@ -1636,7 +1642,8 @@ heartbeat(gpointer data)
 {
 	ConfabStorePostgres *self = data;
 	g_autoptr(GPtrArray) releases = NULL;
-	const gchar *params[] = {self->instance_id};
+	g_autofree gchar *lease = g_strdup_printf("%u", self->lease);
+	const gchar *params[] = {self->instance_id, lease};
 
 	if (self->beating || self->closing)
 		return G_SOURCE_CONTINUE;
@@ -1649,10 +1656,10 @@ heartbeat(gpointer data)
 	confab_pg_pool_query_async(
 	    self->pool,
 	    "INSERT INTO instances (id, expires_at) "
-	    "VALUES ($1, now() + interval '" INSTANCE_TTL "') "
+	    "VALUES ($1, now() + make_interval(secs => $2::integer)) "
 	    "ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at "
 	    "RETURNING xmax = 0",
-	    1,
+	    2,
 	    params,
 	    NULL,
 	    renewed,
@@ -1795,7 +1802,8 @@ start_pool(ConfabStorePostgres *self)
 	g_source_attach(self->start_timer, self->context);
 	confab_pg_pool_listen(self->pool, CHANNEL);
 	confab_pg_pool_start(self->pool);
-	self->heartbeat = g_timeout_source_new_seconds(HEARTBEAT_INTERVAL_S);
+	/* a third of the lease: two heartbeats may fail before it runs out */
+	self->heartbeat = g_timeout_source_new(MAX(self->lease * 1000 / 3, 500));
 	g_source_set_callback(self->heartbeat, heartbeat, self, NULL);
 	g_source_set_static_name(self->heartbeat, "[confab] postgres heartbeat");
 	g_source_attach(self->heartbeat, self->context);
@@ -1832,7 +1840,8 @@ migrated(GObject *source, GAsyncResult *result, gpointer data)
 	ConfabStorePostgres *self = data;
 	GError *error = NULL;
 	gint from = 0;
-	const gchar *params[] = {self->instance_id};
+	g_autofree gchar *lease = g_strdup_printf("%u", self->lease);
+	const gchar *params[] = {self->instance_id, lease};
 
 	if (!confab_pg_schema_migrate_finish(result, &from, &error)) {
 		setup_connection_done(self);
@@ -1845,8 +1854,8 @@ migrated(GObject *source, GAsyncResult *result, gpointer data)
 			  CONFAB_PG_SCHEMA_VERSION);
 	confab_pg_connection_query_async(self->setup_connection,
 					 "INSERT INTO instances (id, expires_at) "
-					 "VALUES ($1, now() + interval '" INSTANCE_TTL "')",
-					 1,
+					 "VALUES ($1, now() + make_interval(secs => $2::integer))",
+					 2,
 					 params,
 					 NULL,
 					 registered,
@@ -1963,9 +1972,11 @@ run_save_approval(ConfabStorePostgres *self, Op *op)
 	params_add_int(p, a->created_at);
 	params_add_int(p, a->decided_at);
 	params_add(p, a->response_id);
+	/* the instance whose turn waits; nobody waits for a response's */
+	params_add(p, a->response_id == NULL ? self->instance_id : NULL);
 	op_query(op,
-		 "INSERT INTO approvals (" APPROVAL_COLUMNS ") VALUES "
-		 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+		 "INSERT INTO approvals (" APPROVAL_COLUMNS ", instance_id) VALUES "
+		 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
 		 p,
 		 approval_saved);
 }
@@ -2056,6 +2067,16 @@ approval_decided(GObject *source, GAsyncResult *result, gpointer data)
 		return;
 	}
 	now = approval_from_row(res, 0);
+	if (column_bool(res, 0, 15) && now->state != d->state) {
+		/* the turn that waited is gone: the statement timed it out */
+		op_return_error(op,
+				g_error_new(CONFAB_ERROR,
+					    CONFAB_ERROR_APPROVAL_DECIDED,
+					    "The approval '%s' is no longer pending: it timed out "
+					    "(nobody waits for it any more)",
+					    d->id));
+		return;
+	}
 	if (!column_bool(res, 0, 15)) {
 		op_return_error(
 		    op,
@@ -2082,9 +2103,20 @@ run_decide_approval(ConfabStorePostgres *self, Op *op)
 	params_add(p, d->decided_by);
 	params_add(p, d->reason);
 	params_add_int(p, d->decided_at);
+	/* A person's decision counts only while a live turn waits: a
+	 * response's request (nobody waits: its continuation decides), or
+	 * an approval whose instance's lease runs. Otherwise the statement
+	 * times it out. A timeout is always taken. */
 	op_query(op,
-		 "WITH u AS (UPDATE approvals SET state = $2, decided_by = $3, reason = $4, "
-		 "decided_at = $5::bigint WHERE id = $1 AND state = 'pending' "
+		 "WITH l AS (SELECT $2 = 'timed_out' OR a.response_id IS NOT NULL OR "
+		 "EXISTS (SELECT 1 FROM instances AS i WHERE i.id = a.instance_id "
+		 "AND i.expires_at > now()) AS live FROM approvals AS a WHERE a.id = $1), "
+		 "u AS (UPDATE approvals SET "
+		 "state = CASE WHEN l.live THEN $2 ELSE 'timed_out' END, "
+		 "decided_by = CASE WHEN l.live THEN $3 ELSE 'timeout' END, "
+		 "reason = CASE WHEN l.live THEN $4 "
+		 "ELSE 'Its confabd stopped: nobody waits for it any more' END, "
+		 "decided_at = $5::bigint FROM l WHERE id = $1 AND state = 'pending' "
 		 "RETURNING " APPROVAL_COLUMNS ") SELECT " APPROVAL_COLUMNS
 		 ", true FROM u UNION ALL SELECT " APPROVAL_COLUMNS
 		 ", false FROM approvals WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)",
@@ -2148,6 +2180,9 @@ run_list_approvals(ConfabStorePostgres *self, Op *op)
 	op_query(op,
 		 "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE state = 'pending' "
 		 "AND response_id IS NULL AND ($1::text IS NULL OR owner = $1) "
+		 /* only what a live turn waits for */
+		 "AND EXISTS (SELECT 1 FROM instances AS i WHERE i.id = approvals.instance_id "
+		 "AND i.expires_at > now()) "
 		 "ORDER BY id LIMIT $2::bigint",
 		 p,
 		 approvals_listed);
@@ -2351,6 +2386,9 @@ confab_store_postgres_init(ConfabStorePostgres *self)
  * @password: (nullable): the password, winning over libpq's own sources
  *   (the URI, `PGPASSWORD`, `PGPASSFILE`, `~/.pgpass`)
  * @pool_size: connections for queries (one more listens)
+ * @lease_seconds: how long this instance counts as live without renewing
+ *   its row (`[store] instance_lease`): a killed instance's sessions,
+ *   counts and approvals are taken over within it and a third
  * @error: return location for a #GError
  *
  * Connects, migrates the schema to %CONFAB_PG_SCHEMA_VERSION (under an
@@ -2360,7 +2398,11 @@ confab_store_postgres_init(ConfabStorePostgres *self)
  * Returns: (transfer full): a new store
  */
 ConfabStorePostgres *
-confab_store_postgres_new(const gchar *url, const gchar *password, guint pool_size, GError **error)
+confab_store_postgres_new(const gchar *url,
+			  const gchar *password,
+			  guint pool_size,
+			  guint lease_seconds,
+			  GError **error)
 {
 	g_autoptr(ConfabStorePostgres) self = NULL;
 
@@ -2370,6 +2412,7 @@ confab_store_postgres_new(const gchar *url, const gchar *password, guint pool_si
 	self->url = g_strdup(url);
 	self->password = g_strdup(password);
 	self->pool_size = MAX(pool_size, 1);
+	self->lease = MAX(lease_seconds, 1);
 	self->owner_context = g_main_context_ref_thread_default();
 	self->thread = g_thread_try_new("confab-postgres", store_thread, self, error);
 	if (self->thread == NULL)

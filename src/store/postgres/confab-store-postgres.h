@@ -13,7 +13,11 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE(ConfabStorePostgres, confab_store_postgres, CONFAB, STORE_POSTGRES, GObject)
 
 ConfabStorePostgres *
-confab_store_postgres_new(const gchar *url, const gchar *password, guint pool_size, GError **error);
+confab_store_postgres_new(const gchar *url,
+			  const gchar *password,
+			  guint pool_size,
+			  guint lease_seconds,
+			  GError **error);
 const gchar *
 confab_store_postgres_get_instance_id(ConfabStorePostgres *self);
 gchar *

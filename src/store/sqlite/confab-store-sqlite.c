@@ -2451,6 +2451,34 @@ confab_store_sqlite_close(ConfabStore *store)
 
 /* ---------- approvals ---------- */
 
+/* At open: one process owns the database, so every approval still pending
+ * that a turn waited for was asked by a turn of a confabd that is gone (it
+ * was killed, or the machine stopped). No decision can run its call any
+ * more: it times out now, so that it is neither listed nor decided. */
+static gboolean
+expire_orphaned_approvals(Conn *conn, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "UPDATE approvals SET state = 'timed_out', decided_by = 'timeout', "
+			 "reason = 'Its confabd stopped: nobody waits for it any more', "
+			 "decided_at = ?1 WHERE state = 'pending' AND response_id IS NULL",
+			 error);
+
+	if (stmt == NULL)
+		return FALSE;
+	sqlite3_bind_int64(stmt, 1, g_get_real_time() / G_USEC_PER_SEC);
+	if (!stmt_step_done(conn, stmt, error)) {
+		g_prefix_error_literal(error, "timing out the approvals of a confabd gone: ");
+		return FALSE;
+	}
+	if (sqlite3_changes(conn->db) > 0)
+		g_message("timed out %d pending approvals: the confabd whose turns waited "
+			  "for them stopped",
+			  sqlite3_changes(conn->db));
+	return TRUE;
+}
+
 static ConfabApproval *
 approval_from_row(sqlite3_stmt *stmt)
 {
@@ -2994,6 +3022,8 @@ confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
 	if (self->writer == NULL)
 		return NULL;
 	if (!conn_migrate(self->writer, error))
+		return NULL;
+	if (!expire_orphaned_approvals(self->writer, error))
 		return NULL;
 	if (!load_counts(self, error))
 		return NULL;
