@@ -1131,6 +1131,8 @@ everything_clear(Everything *e)
 	g_free(e->script);
 }
 
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Everything, everything_clear)
+
 static guint16
 free_port(void)
 {
@@ -1161,7 +1163,7 @@ port_open(gpointer data)
 static void
 test_everything(Fixture *f, gconstpointer data)
 {
-	Everything e = {0};
+	g_auto(Everything) e = {0};
 	g_autoptr(GError) error = NULL;
 	g_autoptr(GPtrArray) tools = NULL;
 	g_autoptr(ConfabMcpToolResult) echo = NULL;
@@ -1235,7 +1237,6 @@ test_everything(Fixture *f, gconstpointer data)
 	if (f->kind == KIND_HTTP)
 		g_assert_true(confab_test_wait_until(listening, f->transport, 10000));
 	confab_mcp_client_close(f->client);
-	everything_clear(&e);
 }
 
 static void
