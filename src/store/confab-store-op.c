@@ -43,7 +43,7 @@ confab_store_row_bytes(ConfabStoreRow *row, guint col)
  *
  * Returns: (transfer full): the #ConfabAgent
  */
-GObject *
+gpointer
 confab_store_agent_from_row(ConfabStoreRow *row)
 {
 	ConfabAgent *agent = confab_agent_new();
@@ -65,7 +65,7 @@ confab_store_agent_from_row(ConfabStoreRow *row)
 	confab_agent_set_updated_at(agent, confab_store_row_int(row, 14));
 	confab_agent_set_mcp_servers(agent, confab_store_row_text(row, 15));
 	confab_agent_set_max_steps(agent, (guint)confab_store_row_int(row, 16));
-	return G_OBJECT(agent);
+	return agent;
 }
 
 /**
@@ -74,7 +74,7 @@ confab_store_agent_from_row(ConfabStoreRow *row)
  *
  * Returns: (transfer full): the #ConfabToken
  */
-GObject *
+gpointer
 confab_store_token_from_row(ConfabStoreRow *row)
 {
 	ConfabToken *token = confab_token_new();
@@ -90,7 +90,7 @@ confab_store_token_from_row(ConfabStoreRow *row)
 	confab_token_set_created_at(token, confab_store_row_int(row, 6));
 	confab_token_set_expires_at(token, confab_store_row_int(row, 7));
 	confab_token_set_revoked_at(token, confab_store_row_int(row, 8));
-	return G_OBJECT(token);
+	return token;
 }
 
 /**
@@ -99,7 +99,7 @@ confab_store_token_from_row(ConfabStoreRow *row)
  *
  * Returns: (transfer full): the #ConfabSession
  */
-GObject *
+gpointer
 confab_store_session_from_row(ConfabStoreRow *row)
 {
 	ConfabSession *session = confab_session_new();
@@ -111,7 +111,7 @@ confab_store_session_from_row(ConfabStoreRow *row)
 	confab_session_set_title(session, confab_store_row_text(row, 4));
 	confab_session_set_created_at(session, confab_store_row_int(row, 5));
 	confab_session_set_updated_at(session, confab_store_row_int(row, 6));
-	return G_OBJECT(session);
+	return session;
 }
 
 /**
@@ -120,7 +120,7 @@ confab_store_session_from_row(ConfabStoreRow *row)
  *
  * Returns: (transfer full): the #ConfabMessage
  */
-GObject *
+gpointer
 confab_store_message_from_row(ConfabStoreRow *row)
 {
 	ConfabMessage *msg = confab_message_new();
@@ -142,10 +142,47 @@ confab_store_message_from_row(ConfabStoreRow *row)
 	confab_message_set_completion_tokens(msg, confab_store_row_int_or(row, 9, -1));
 	confab_message_set_created_at(msg, confab_store_row_int(row, 10));
 	confab_message_set_response_id(msg, confab_store_row_text(row, 11));
-	return G_OBJECT(msg);
+	return msg;
+}
+
+/**
+ * confab_store_approval_from_row:
+ * @row: a row of %CONFAB_STORE_APPROVAL_COLUMNS
+ *
+ * Returns: (transfer full): the #ConfabApproval; a state the build does not
+ *   know reads as timed out
+ */
+gpointer
+confab_store_approval_from_row(ConfabStoreRow *row)
+{
+	ConfabApproval *approval = confab_approval_new();
+
+	approval->id = g_strdup(confab_store_row_text(row, 0));
+	approval->owner = g_strdup(confab_store_row_text(row, 1));
+	approval->agent_id = g_strdup(confab_store_row_text(row, 2));
+	approval->session_id = g_strdup(confab_store_row_text(row, 3));
+	approval->server = g_strdup(confab_store_row_text(row, 4));
+	approval->tool = g_strdup(confab_store_row_text(row, 5));
+	approval->name = g_strdup(confab_store_row_text(row, 6));
+	approval->arguments = g_strdup(confab_store_row_text(row, 7));
+	approval->tool_call_id = g_strdup(confab_store_row_text(row, 8));
+	if (!confab_approval_state_from_string(confab_store_row_text(row, 9), &approval->state))
+		approval->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
+	approval->decided_by = g_strdup(confab_store_row_text(row, 10));
+	approval->reason = g_strdup(confab_store_row_text(row, 11));
+	approval->created_at = confab_store_row_int(row, 12);
+	approval->decided_at = confab_store_row_int(row, 13);
+	approval->response_id = g_strdup(confab_store_row_text(row, 14));
+	return approval;
 }
 
 /* ---------- calls ---------- */
+
+static GDestroyNotify
+item_free(ConfabStoreCall *call)
+{
+	return call->op->free != NULL ? call->op->free : g_object_unref;
+}
 
 static void
 arg_clear(ConfabStoreArg *arg)
@@ -181,7 +218,7 @@ call_clear_result(ConfabStoreCall *call)
 		g_ptr_array_unref(call->result);
 		break;
 	case CONFAB_STORE_ROWS_ONE:
-		g_object_unref(call->result);
+		item_free(call)(call->result);
 		break;
 	case CONFAB_STORE_ROWS_PAGE:
 		confab_store_page_free(call->result);
@@ -275,7 +312,7 @@ confab_store_call_add_row(ConfabStoreCall *call, ConfabStoreRow *row)
 	switch (call->op->rows) {
 	case CONFAB_STORE_ROWS_LIST:
 		if (call->result == NULL)
-			call->result = g_ptr_array_new_with_free_func(g_object_unref);
+			call->result = g_ptr_array_new_with_free_func(item_free(call));
 		g_ptr_array_add(call->result, call->op->map(row));
 		return TRUE;
 	case CONFAB_STORE_ROWS_ONE:
@@ -329,7 +366,7 @@ confab_store_call_steal_result(ConfabStoreCall *call, GError **error)
 		return result;
 	switch (call->op->rows) {
 	case CONFAB_STORE_ROWS_LIST:
-		return g_ptr_array_new_with_free_func(g_object_unref);
+		return g_ptr_array_new_with_free_func(item_free(call));
 	case CONFAB_STORE_ROWS_PAGE:
 		return confab_store_page_new();
 	case CONFAB_STORE_ROWS_ONE:
@@ -349,7 +386,7 @@ confab_store_call_get_result_free(ConfabStoreCall *call)
 	case CONFAB_STORE_ROWS_PAGE:
 		return (GDestroyNotify)confab_store_page_free;
 	case CONFAB_STORE_ROWS_ONE:
-		return g_object_unref;
+		return item_free(call);
 	case CONFAB_STORE_ROWS_NONE:
 		break;
 	}

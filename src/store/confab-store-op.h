@@ -61,8 +61,8 @@ confab_store_row_int_or(ConfabStoreRow *row, guint col, gint64 fallback);
 GBytes *
 confab_store_row_bytes(ConfabStoreRow *row, guint col);
 
-/* A row as a model object (transfer full). */
-typedef GObject *(*ConfabStoreRowMap)(ConfabStoreRow *row);
+/* A row as a model object or struct (transfer full). */
+typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 
 /* The columns each mapper reads, in its order: every SELECT of the
  * object names them so. */
@@ -76,15 +76,20 @@ typedef GObject *(*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_MESSAGE_COLUMNS                                                               \
 	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
 	"prompt_tokens, completion_tokens, created_at, response_id"
+#define CONFAB_STORE_APPROVAL_COLUMNS                                                              \
+	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
+	"decided_by, reason, created_at, decided_at, response_id"
 
-GObject *
+gpointer
 confab_store_agent_from_row(ConfabStoreRow *row);
-GObject *
+gpointer
 confab_store_token_from_row(ConfabStoreRow *row);
-GObject *
+gpointer
 confab_store_session_from_row(ConfabStoreRow *row);
-GObject *
+gpointer
 confab_store_message_from_row(ConfabStoreRow *row);
+gpointer
+confab_store_approval_from_row(ConfabStoreRow *row);
 
 /**
  * ConfabStoreRows:
@@ -117,6 +122,7 @@ typedef enum {
  *   ON DELETE CASCADE does on PostgreSQL (SQLite's writer does not enforce
  *   foreign keys)
  * @map: (nullable): what a row becomes, for reads
+ * @free: (nullable): frees what @map made; %NULL for a #GObject
  * @missing: with @missing_format, the error when no row is found (reads) or
  *   changed (writes); 0 for none
  * @missing_format: the error's message, a printf format taking the call's
@@ -134,6 +140,7 @@ typedef struct {
 	const gchar *sql_sqlite;
 	const gchar *sql_sqlite_then;
 	ConfabStoreRowMap map;
+	GDestroyNotify free;
 	ConfabErrorCode missing;
 	const gchar *missing_format;
 	gint changed;

@@ -302,6 +302,35 @@ static const ConfabStoreOp op_delete_session = {
     .changed = -1,
 };
 
+static const ConfabStoreOp op_get_approval = {
+    .what = "reading an approval",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals WHERE id = $1",
+    .map = confab_store_approval_from_row,
+    .free = (GDestroyNotify)confab_approval_free,
+    .missing = CONFAB_ERROR_APPROVAL_NOT_FOUND,
+    .missing_format = "No approval '%s'",
+    .changed = -1,
+};
+
+/* what a live turn waits for: on PostgreSQL, of an instance whose lease
+ * runs; SQLite's one instance timed out its predecessors' at open */
+static const ConfabStoreOp op_list_approvals = {
+    .what = "listing approvals",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals WHERE state = 'pending' "
+	   "AND response_id IS NULL AND ($1::text IS NULL OR owner = $1) "
+	   "AND EXISTS (SELECT 1 FROM instances AS i WHERE i.id = approvals.instance_id "
+	   "AND i.expires_at > now()) "
+	   "ORDER BY id LIMIT $2::bigint",
+    .sql_sqlite = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals "
+		  "WHERE state = 'pending' AND response_id IS NULL "
+		  "AND ($1 IS NULL OR owner = $1) ORDER BY id LIMIT $2",
+    .map = confab_store_approval_from_row,
+    .free = (GDestroyNotify)confab_approval_free,
+    .changed = -1,
+};
+
 /* A call of @op with its one text argument. */
 static ConfabStoreCall *
 call_with_text(const ConfabStoreOp *op, const gchar *text)
@@ -1484,7 +1513,12 @@ confab_store_get_approval_async(ConfabStore *self,
 				gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->get_approval(self, approval_id, cancellable, callback, user_data);
+	confab_store_run(self,
+			 call_with_text(&op_get_approval, approval_id),
+			 confab_store_get_approval_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**
@@ -1565,8 +1599,17 @@ confab_store_list_approvals_async(ConfabStore *self,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
 {
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->list_approvals(self, owner, limit, cancellable, callback, user_data);
+	call = call_with_text(&op_list_approvals, owner);
+	confab_store_call_add_int(call, limit);
+	confab_store_run(self,
+			 call,
+			 confab_store_list_approvals_async,
+			 cancellable,
+			 callback,
+			 user_data);
 }
 
 /**

@@ -273,22 +273,11 @@ struct _ConfabStoreInterface {
 			      GCancellable *cancellable,
 			      GAsyncReadyCallback callback,
 			      gpointer user_data);
-	void (*get_approval)(ConfabStore *self,
-			     const gchar *approval_id,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data);
 	void (*decide_approval)(ConfabStore *self,
 				const ConfabApproval *decision,
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data);
-	void (*list_approvals)(ConfabStore *self,
-			       const gchar *owner,
-			       guint limit,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
 	/* the Responses API: the messages stored with a response id */
 	void (*delete_response)(ConfabStore *self,
 				const gchar *response_id,

@@ -1913,34 +1913,6 @@ store_thread(gpointer data)
 
 /* ---------- approvals ---------- */
 
-#define APPROVAL_COLUMNS                                                                           \
-	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
-	"decided_by, reason, created_at, decided_at, response_id"
-
-static ConfabApproval *
-approval_from_row(PGresult *res, gint i)
-{
-	ConfabApproval *approval = confab_approval_new();
-
-	approval->id = g_strdup(column_text(res, i, 0));
-	approval->owner = g_strdup(column_text(res, i, 1));
-	approval->agent_id = g_strdup(column_text(res, i, 2));
-	approval->session_id = g_strdup(column_text(res, i, 3));
-	approval->server = g_strdup(column_text(res, i, 4));
-	approval->tool = g_strdup(column_text(res, i, 5));
-	approval->name = g_strdup(column_text(res, i, 6));
-	approval->arguments = g_strdup(column_text(res, i, 7));
-	approval->tool_call_id = g_strdup(column_text(res, i, 8));
-	if (!confab_approval_state_from_string(column_text(res, i, 9), &approval->state))
-		approval->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
-	approval->decided_by = g_strdup(column_text(res, i, 10));
-	approval->reason = g_strdup(column_text(res, i, 11));
-	approval->created_at = column_int(res, i, 12);
-	approval->decided_at = column_int(res, i, 13);
-	approval->response_id = g_strdup(column_text(res, i, 14));
-	return approval;
-}
-
 static void
 approval_saved(GObject *source, GAsyncResult *result, gpointer data)
 {
@@ -1975,7 +1947,7 @@ run_save_approval(ConfabStorePostgres *self, Op *op)
 	/* the instance whose turn waits; nobody waits for a response's */
 	params_add(p, a->response_id == NULL ? self->instance_id : NULL);
 	op_query(op,
-		 "INSERT INTO approvals (" APPROVAL_COLUMNS ", instance_id) VALUES "
+		 "INSERT INTO approvals (" CONFAB_STORE_APPROVAL_COLUMNS ", instance_id) VALUES "
 		 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
 		 p,
 		 approval_saved);
@@ -1994,52 +1966,6 @@ confab_store_postgres_save_approval(ConfabStore *store,
 		 (GDestroyNotify)confab_approval_free,
 		 FALSE,
 		 confab_store_postgres_save_approval,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-static void
-approval_read(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "reading an approval");
-
-	if (res == NULL)
-		return;
-	if (PQntuples(res) == 0) {
-		op_return_error(op,
-				g_error_new(CONFAB_ERROR,
-					    CONFAB_ERROR_APPROVAL_NOT_FOUND,
-					    "No approval '%s'",
-					    (const gchar *)op->data));
-		return;
-	}
-	op_return_pointer(op, approval_from_row(res, 0), (GDestroyNotify)confab_approval_free);
-}
-
-static void
-run_get_approval(ConfabStorePostgres *self, Op *op)
-{
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, op->data);
-	op_query(op, "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE id = $1", p, approval_read);
-}
-
-static void
-confab_store_postgres_get_approval(ConfabStore *store,
-				   const gchar *approval_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_get_approval,
-		 g_strdup(approval_id),
-		 g_free,
-		 TRUE,
-		 confab_store_postgres_get_approval,
 		 cancellable,
 		 callback,
 		 user_data);
@@ -2066,7 +1992,7 @@ approval_decided(GObject *source, GAsyncResult *result, gpointer data)
 					    d->id));
 		return;
 	}
-	now = approval_from_row(res, 0);
+	now = confab_store_approval_from_row(&(ConfabStoreRow){&row_funcs, res, 0});
 	if (column_bool(res, 0, 15) && now->state != d->state) {
 		/* the turn that waited is gone: the statement timed it out */
 		op_return_error(op,
@@ -2117,8 +2043,9 @@ run_decide_approval(ConfabStorePostgres *self, Op *op)
 		 "reason = CASE WHEN l.live THEN $4 "
 		 "ELSE 'Its confabd stopped: nobody waits for it any more' END, "
 		 "decided_at = $5::bigint FROM l WHERE id = $1 AND state = 'pending' "
-		 "RETURNING " APPROVAL_COLUMNS ") SELECT " APPROVAL_COLUMNS
-		 ", true FROM u UNION ALL SELECT " APPROVAL_COLUMNS
+		 "RETURNING " CONFAB_STORE_APPROVAL_COLUMNS
+		 ") SELECT " CONFAB_STORE_APPROVAL_COLUMNS
+		 ", true FROM u UNION ALL SELECT " CONFAB_STORE_APPROVAL_COLUMNS
 		 ", false FROM approvals WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)",
 		 p,
 		 approval_decided);
@@ -2137,75 +2064,6 @@ confab_store_postgres_decide_approval(ConfabStore *store,
 		 (GDestroyNotify)confab_approval_free,
 		 FALSE,
 		 confab_store_postgres_decide_approval,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
-typedef struct {
-	gchar *owner; /* owned, nullable */
-	guint limit;
-} ListApprovals;
-
-static void
-list_approvals_free(ListApprovals *list)
-{
-	g_free(list->owner);
-	g_free(list);
-}
-
-static void
-approvals_listed(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "listing approvals");
-	GPtrArray *list;
-
-	if (res == NULL)
-		return;
-	list = g_ptr_array_new_full(PQntuples(res), (GDestroyNotify)confab_approval_free);
-	for (gint i = 0; i < PQntuples(res); i++)
-		g_ptr_array_add(list, approval_from_row(res, i));
-	op_return_pointer(op, list, (GDestroyNotify)g_ptr_array_unref);
-}
-
-static void
-run_list_approvals(ConfabStorePostgres *self, Op *op)
-{
-	ListApprovals *list = op->data;
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, list->owner);
-	params_add_int(p, list->limit);
-	op_query(op,
-		 "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE state = 'pending' "
-		 "AND response_id IS NULL AND ($1::text IS NULL OR owner = $1) "
-		 /* only what a live turn waits for */
-		 "AND EXISTS (SELECT 1 FROM instances AS i WHERE i.id = approvals.instance_id "
-		 "AND i.expires_at > now()) "
-		 "ORDER BY id LIMIT $2::bigint",
-		 p,
-		 approvals_listed);
-}
-
-static void
-confab_store_postgres_list_approvals(ConfabStore *store,
-				     const gchar *owner,
-				     guint limit,
-				     GCancellable *cancellable,
-				     GAsyncReadyCallback callback,
-				     gpointer user_data)
-{
-	ListApprovals *list = g_new0(ListApprovals, 1);
-
-	list->owner = g_strdup(owner);
-	list->limit = limit;
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_list_approvals,
-		 list,
-		 (GDestroyNotify)list_approvals_free,
-		 TRUE,
-		 confab_store_postgres_list_approvals,
 		 cancellable,
 		 callback,
 		 user_data);
@@ -2317,9 +2175,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->delete_response = confab_store_postgres_delete_response;
 	iface->close = confab_store_postgres_close;
 	iface->save_approval = confab_store_postgres_save_approval;
-	iface->get_approval = confab_store_postgres_get_approval;
 	iface->decide_approval = confab_store_postgres_decide_approval;
-	iface->list_approvals = confab_store_postgres_list_approvals;
 }
 
 static void

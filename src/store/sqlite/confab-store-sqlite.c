@@ -549,10 +549,6 @@ migrate_v6(Conn *conn, GError **error)
  * A migration of its own, apart from the others, so that it can be
  * renumbered at a merge; nothing else reads or writes the table.
  */
-#define APPROVAL_COLUMNS                                                                           \
-	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
-	"decided_by, reason, created_at, decided_at, response_id"
-
 static gboolean
 migrate_v7_approvals(Conn *conn, GError **error)
 {
@@ -2480,34 +2476,12 @@ expire_orphaned_approvals(Conn *conn, GError **error)
 }
 
 static ConfabApproval *
-approval_from_row(sqlite3_stmt *stmt)
-{
-	ConfabApproval *approval = confab_approval_new();
-
-	approval->id = g_strdup(column_text(stmt, 0));
-	approval->owner = g_strdup(column_text(stmt, 1));
-	approval->agent_id = g_strdup(column_text(stmt, 2));
-	approval->session_id = g_strdup(column_text(stmt, 3));
-	approval->server = g_strdup(column_text(stmt, 4));
-	approval->tool = g_strdup(column_text(stmt, 5));
-	approval->name = g_strdup(column_text(stmt, 6));
-	approval->arguments = g_strdup(column_text(stmt, 7));
-	approval->tool_call_id = g_strdup(column_text(stmt, 8));
-	if (!confab_approval_state_from_string(column_text(stmt, 9), &approval->state))
-		approval->state = CONFAB_APPROVAL_STATE_TIMED_OUT;
-	approval->decided_by = g_strdup(column_text(stmt, 10));
-	approval->reason = g_strdup(column_text(stmt, 11));
-	approval->created_at = sqlite3_column_int64(stmt, 12);
-	approval->decided_at = sqlite3_column_int64(stmt, 13);
-	approval->response_id = g_strdup(column_text(stmt, 14));
-	return approval;
-}
-
-static ConfabApproval *
 approval_read(Conn *conn, const gchar *id, GError **error)
 {
 	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn, "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE id = ?1", error);
+	    conn_prepare(conn,
+			 "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals WHERE id = ?1",
+			 error);
 	gint rc;
 
 	if (stmt == NULL)
@@ -2515,7 +2489,7 @@ approval_read(Conn *conn, const gchar *id, GError **error)
 	bind_text(stmt, 1, id);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
-		return approval_from_row(stmt);
+		return confab_store_approval_from_row(&(ConfabStoreRow){&row_funcs, stmt, 0});
 	if (rc == SQLITE_DONE)
 		g_set_error(error,
 			    CONFAB_ERROR,
@@ -2533,7 +2507,7 @@ write_save_approval(Conn *conn, gpointer data, GError **error)
 	ConfabApproval *approval = data;
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare(conn,
-			 "INSERT INTO approvals (" APPROVAL_COLUMNS ") VALUES "
+			 "INSERT INTO approvals (" CONFAB_STORE_APPROVAL_COLUMNS ") VALUES "
 			 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 			 error);
 
@@ -2572,92 +2546,6 @@ confab_store_sqlite_save_approval(ConfabStore *store,
 		    cancellable,
 		    callback,
 		    user_data);
-}
-
-static gpointer
-read_get_approval(Conn *conn, gpointer data, GError **error)
-{
-	return approval_read(conn, data, error);
-}
-
-static void
-confab_store_sqlite_get_approval(ConfabStore *store,
-				 const gchar *approval_id,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
-{
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_get_approval,
-		   g_strdup(approval_id),
-		   g_free,
-		   (GDestroyNotify)confab_approval_free,
-		   confab_store_sqlite_get_approval,
-		   cancellable,
-		   callback,
-		   user_data);
-}
-
-typedef struct {
-	gchar *owner; /* owned, nullable */
-	guint limit;
-} ListApprovals;
-
-static void
-list_approvals_free(ListApprovals *list)
-{
-	g_free(list->owner);
-	g_free(list);
-}
-
-static gpointer
-read_list_approvals(Conn *conn, gpointer data, GError **error)
-{
-	ListApprovals *list = data;
-	g_autoptr(GPtrArray) approvals =
-	    g_ptr_array_new_with_free_func((GDestroyNotify)confab_approval_free);
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "SELECT " APPROVAL_COLUMNS " FROM approvals WHERE state = 'pending' "
-			 "AND response_id IS NULL AND (?1 IS NULL OR owner = ?1) "
-			 "ORDER BY id LIMIT ?2",
-			 error);
-	gint rc;
-
-	if (stmt == NULL)
-		return NULL;
-	bind_text(stmt, 1, list->owner);
-	sqlite3_bind_int64(stmt, 2, list->limit);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		g_ptr_array_add(approvals, approval_from_row(stmt));
-	if (rc != SQLITE_DONE) {
-		set_sqlite_error(error, conn->db, "listing approvals");
-		return NULL;
-	}
-	return g_steal_pointer(&approvals);
-}
-
-static void
-confab_store_sqlite_list_approvals(ConfabStore *store,
-				   const gchar *owner,
-				   guint limit,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	ListApprovals *list = g_new0(ListApprovals, 1);
-
-	list->owner = g_strdup(owner);
-	list->limit = limit;
-	reader_run(CONFAB_STORE_SQLITE(store),
-		   read_list_approvals,
-		   list,
-		   (GDestroyNotify)list_approvals_free,
-		   (GDestroyNotify)g_ptr_array_unref,
-		   confab_store_sqlite_list_approvals,
-		   cancellable,
-		   callback,
-		   user_data);
 }
 
 /* A decision, in the writer: it wins only over a pending row. The row as
@@ -2885,8 +2773,6 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
 	iface->save_approval = confab_store_sqlite_save_approval;
-	iface->get_approval = confab_store_sqlite_get_approval;
-	iface->list_approvals = confab_store_sqlite_list_approvals;
 	iface->decide_approval = confab_store_sqlite_decide_approval;
 }
 
