@@ -559,6 +559,46 @@ parse_reasoning(MessageBuilder *mb, JsonObject *obj, const gchar **reasoning, GE
 	return TRUE;
 }
 
+/* An assistant message: its reasoning, its content and its calls, kept in
+ * the transcript's order (docs/api.md 3.5); @parts_are_blocks says that its
+ * blocks are its content parts alone. */
+static gboolean
+parse_assistant(MessageBuilder *mb, JsonObject *obj, gboolean *parts_are_blocks, GError **error)
+{
+	JsonNode *content = member(obj, "content");
+	JsonNode *tool_calls = member(obj, "tool_calls");
+	gboolean has_calls = !node_is_null(tool_calls);
+	const gchar *reasoning = NULL;
+
+	if (!parse_reasoning(mb, obj, &reasoning, error))
+		return FALSE;
+	if (!node_is_null(content) && !parse_content(mb, "assistant", content, error))
+		return FALSE;
+	if (node_is_null(content) && !has_calls) {
+		g_autofree gchar *param = g_strdup_printf("messages[%u].content", mb->index);
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_MESSAGES,
+				 param,
+				 "An assistant message needs content or tool_calls");
+		return FALSE;
+	}
+	/* text only: the blocks are the content, as for a user */
+	*parts_are_blocks = !has_calls && reasoning == NULL;
+	if (*parts_are_blocks)
+		return TRUE;
+	if (reasoning != NULL) {
+		g_string_append(mb->blocks, "{\"type\":\"reasoning\",\"text\":");
+		confab_json_append_string(mb->blocks, reasoning);
+		g_string_append_c(mb->blocks, '}');
+	}
+	if (mb->content->len > 1) {
+		if (mb->blocks->len > 0)
+			g_string_append_c(mb->blocks, ',');
+		g_string_append_len(mb->blocks, mb->content->str + 1, mb->content->len - 1);
+	}
+	return !has_calls || parse_tool_calls(mb, tool_calls, error);
+}
+
 static ConfabMessage *
 parse_message(ConfabChatRequest *request,
 	      const ConfabChatLimits *limits,
@@ -575,7 +615,7 @@ parse_message(ConfabChatRequest *request,
 	MessageBuilder mb = {limits, index, 0, text, FALSE, content_json, blocks_json};
 	g_autoptr(ConfabMessage) msg = NULL;
 	JsonObject *obj;
-	JsonNode *role, *content, *tool_calls;
+	JsonNode *role, *content;
 	const gchar *role_str;
 	gboolean parts_are_blocks = FALSE;
 
@@ -599,44 +639,10 @@ parse_message(ConfabChatRequest *request,
 	}
 	role_str = json_node_get_string(role);
 	content = member(obj, "content");
-	tool_calls = member(obj, "tool_calls");
 
 	if (g_str_equal(role_str, "assistant")) {
-		gboolean has_calls = !node_is_null(tool_calls);
-		const gchar *reasoning = NULL;
-
-		if (!parse_reasoning(&mb, obj, &reasoning, error))
+		if (!parse_assistant(&mb, obj, &parts_are_blocks, error))
 			return NULL;
-		if (!node_is_null(content) && !parse_content(&mb, role_str, content, error))
-			return NULL;
-		if (!has_calls && reasoning == NULL) {
-			/* text only: the blocks are the content, as for a user */
-			parts_are_blocks = TRUE;
-		} else {
-			/* the transcript's order: reasoning, the text, the calls */
-			if (reasoning != NULL) {
-				g_string_append(blocks_json, "{\"type\":\"reasoning\",\"text\":");
-				confab_json_append_string(blocks_json, reasoning);
-				g_string_append_c(blocks_json, '}');
-			}
-			if (content_json->len > 1) {
-				if (blocks_json->len > 0)
-					g_string_append_c(blocks_json, ',');
-				g_string_append_len(blocks_json,
-						    content_json->str + 1,
-						    content_json->len - 1);
-			}
-		}
-		if (has_calls && !parse_tool_calls(&mb, tool_calls, error))
-			return NULL;
-		if (node_is_null(content) && !has_calls) {
-			g_autofree gchar *cparam = g_strdup_printf("%s.content", param);
-			confab_error_set(error,
-					 CONFAB_ERROR_INVALID_MESSAGES,
-					 cparam,
-					 "An assistant message needs content or tool_calls");
-			return NULL;
-		}
 	} else if (g_str_equal(role_str, "tool")) {
 		JsonNode *call_id = member(obj, "tool_call_id");
 		g_autoptr(GString) block =

@@ -7,7 +7,7 @@
 
 #include "config.h"
 
-#include "store/confab-store-op.h"
+#include "store/confab-store-call.h"
 #include "store/confab-store.h"
 #include "util/confab-error.h"
 
@@ -164,13 +164,40 @@ confab_store_usage_free(ConfabStoreUsage *usage)
 
 #define STORE_IFACE(self) CONFAB_STORE_GET_IFACE(self)
 
+/*
+ * store_run:
+ * @self: a store
+ * @call: (transfer full): the call
+ * @source_tag: the public function's, for its _finish
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the call completed, in the caller's context
+ * @user_data: for @callback
+ *
+ * Hands @call to the backend, which runs it on its own threads or
+ * connections and completes the task.
+ */
+static void
+store_run(ConfabStore *self,
+	  ConfabStoreCall *call,
+	  gpointer source_tag,
+	  GCancellable *cancellable,
+	  GAsyncReadyCallback callback,
+	  gpointer user_data)
+{
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+
+	g_task_set_source_tag(task, source_tag);
+	g_task_set_task_data(task, call, (GDestroyNotify)confab_store_call_free);
+	CONFAB_STORE_GET_IFACE(self)->run(self, call, task);
+}
+
 /* ---------- the operations, each described once ---------- */
 
 static const ConfabStoreOp op_load_agents = {
     .what = "loading agents",
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_AGENT_COLUMNS " FROM agents WHERE deleted_at = 0 ORDER BY id",
-    .map = confab_store_agent_from_row,
+    .map = confab_store_row_to_agent,
     .changed = -1,
 };
 
@@ -178,7 +205,7 @@ static const ConfabStoreOp op_load_tokens = {
     .what = "loading tokens",
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_TOKEN_COLUMNS " FROM tokens ORDER BY id",
-    .map = confab_store_token_from_row,
+    .map = confab_store_row_to_token,
     .changed = -1,
 };
 
@@ -219,7 +246,7 @@ static const ConfabStoreOp op_get_session = {
     .what = "reading a session",
     .rows = CONFAB_STORE_ROWS_ONE,
     .sql = "SELECT " CONFAB_STORE_SESSION_COLUMNS " FROM sessions WHERE id = $1",
-    .map = confab_store_session_from_row,
+    .map = confab_store_row_to_session,
     .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
     .missing_format = "no session %s",
     .changed = -1,
@@ -230,7 +257,7 @@ static const ConfabStoreOp op_get_history = {
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages WHERE session_id = $1 "
 	   "ORDER BY id",
-    .map = confab_store_message_from_row,
+    .map = confab_store_row_to_message,
     .changed = -1,
 };
 
@@ -239,7 +266,7 @@ static const ConfabStoreOp op_get_response = {
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages WHERE response_id = $1 "
 	   "ORDER BY id",
-    .map = confab_store_message_from_row,
+    .map = confab_store_row_to_message,
     .changed = -1,
 };
 
@@ -248,7 +275,7 @@ static const ConfabStoreOp op_get_response = {
 static const ConfabStoreOp op_list_sessions = {
     .what = "listing sessions",
     .rows = CONFAB_STORE_ROWS_PAGE,
-    .map = confab_store_session_from_row,
+    .map = confab_store_row_to_session,
     .changed = -1,
 };
 
@@ -260,7 +287,7 @@ static const ConfabStoreOp op_list_messages[2][2] = {
 	    .rows = CONFAB_STORE_ROWS_PAGE,
 	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
 		   "WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
-	    .map = confab_store_message_from_row,
+	    .map = confab_store_row_to_message,
 	    .changed = -1,
 	},
 	{
@@ -268,7 +295,7 @@ static const ConfabStoreOp op_list_messages[2][2] = {
 	    .rows = CONFAB_STORE_ROWS_PAGE,
 	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
 		   "WHERE session_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2",
-	    .map = confab_store_message_from_row,
+	    .map = confab_store_row_to_message,
 	    .changed = -1,
 	},
     },
@@ -278,7 +305,7 @@ static const ConfabStoreOp op_list_messages[2][2] = {
 	    .rows = CONFAB_STORE_ROWS_PAGE,
 	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
 		   "WHERE session_id = $1 ORDER BY id ASC LIMIT $2",
-	    .map = confab_store_message_from_row,
+	    .map = confab_store_row_to_message,
 	    .changed = -1,
 	},
 	{
@@ -286,7 +313,7 @@ static const ConfabStoreOp op_list_messages[2][2] = {
 	    .rows = CONFAB_STORE_ROWS_PAGE,
 	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
 		   "WHERE session_id = $1 AND id > $3 ORDER BY id ASC LIMIT $2",
-	    .map = confab_store_message_from_row,
+	    .map = confab_store_row_to_message,
 	    .changed = -1,
 	},
     },
@@ -306,7 +333,7 @@ static const ConfabStoreOp op_get_approval = {
     .what = "reading an approval",
     .rows = CONFAB_STORE_ROWS_ONE,
     .sql = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals WHERE id = $1",
-    .map = confab_store_approval_from_row,
+    .map = confab_store_row_to_approval,
     .free = (GDestroyNotify)confab_approval_free,
     .missing = CONFAB_ERROR_APPROVAL_NOT_FOUND,
     .missing_format = "No approval '%s'",
@@ -326,7 +353,7 @@ static const ConfabStoreOp op_list_approvals = {
     .sql_sqlite = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals "
 		  "WHERE state = 'pending' AND response_id IS NULL "
 		  "AND ($1 IS NULL OR owner = $1) ORDER BY id LIMIT $2",
-    .map = confab_store_approval_from_row,
+    .map = confab_store_row_to_approval,
     .free = (GDestroyNotify)confab_approval_free,
     .changed = -1,
 };
@@ -366,12 +393,12 @@ confab_store_load_agents_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	confab_store_run(self,
-			 confab_store_call_new(&op_load_agents),
-			 confab_store_load_agents_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self,
+		  confab_store_call_new(&op_load_agents),
+		  confab_store_load_agents_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -397,12 +424,12 @@ confab_store_load_tokens_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	confab_store_run(self,
-			 confab_store_call_new(&op_load_tokens),
-			 confab_store_load_tokens_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self,
+		  confab_store_call_new(&op_load_tokens),
+		  confab_store_load_tokens_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -456,12 +483,7 @@ confab_store_save_agent_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_agent_get_updated_at(agent));
 	confab_store_call_add_text(call, confab_agent_get_mcp_servers(agent));
 	confab_store_call_add_int(call, confab_agent_get_max_steps(agent));
-	confab_store_run(self,
-			 call,
-			 confab_store_save_agent_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self, call, confab_store_save_agent_async, cancellable, callback, user_data);
 }
 
 /**
@@ -500,12 +522,7 @@ confab_store_delete_agent_async(ConfabStore *self,
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	call = call_with_text(&op_delete_agent, agent_id);
 	confab_store_call_add_int(call, deleted_at);
-	confab_store_run(self,
-			 call,
-			 confab_store_delete_agent_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self, call, confab_store_delete_agent_async, cancellable, callback, user_data);
 }
 
 /**
@@ -553,12 +570,7 @@ confab_store_save_token_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_token_get_created_at(token));
 	confab_store_call_add_int(call, confab_token_get_expires_at(token));
 	confab_store_call_add_int(call, confab_token_get_revoked_at(token));
-	confab_store_run(self,
-			 call,
-			 confab_store_save_token_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self, call, confab_store_save_token_async, cancellable, callback, user_data);
 }
 
 /**
@@ -934,12 +946,12 @@ confab_store_delete_session_async(ConfabStore *self,
 				  gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	confab_store_run(self,
-			 call_with_text(&op_delete_session, session_id),
-			 confab_store_delete_session_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self,
+		  call_with_text(&op_delete_session, session_id),
+		  confab_store_delete_session_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -972,12 +984,12 @@ confab_store_get_session_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	confab_store_run(self,
-			 call_with_text(&op_get_session, session_id),
-			 confab_store_get_session_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self,
+		  call_with_text(&op_get_session, session_id),
+		  confab_store_get_session_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -1010,12 +1022,12 @@ confab_store_get_history_async(ConfabStore *self,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	confab_store_run(self,
-			 call_with_text(&op_get_history, session_id),
-			 confab_store_get_history_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self,
+		  call_with_text(&op_get_history, session_id),
+		  confab_store_get_history_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -1081,12 +1093,7 @@ confab_store_list_sessions_async(ConfabStore *self,
 			       asc ? " ORDER BY id ASC LIMIT $%u" : " ORDER BY id DESC LIMIT $%u",
 			       call->args->len);
 	confab_store_call_set_sql(call, g_string_free(g_steal_pointer(&sql), FALSE));
-	confab_store_run(self,
-			 call,
-			 confab_store_list_sessions_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self, call, confab_store_list_sessions_async, cancellable, callback, user_data);
 }
 
 /**
@@ -1127,12 +1134,7 @@ confab_store_list_messages_async(ConfabStore *self,
 	confab_store_call_add_int(call, (gint64)query->limit + 1);
 	if (query->after != NULL)
 		confab_store_call_add_text(call, query->after);
-	confab_store_run(self,
-			 call,
-			 confab_store_list_messages_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self, call, confab_store_list_messages_async, cancellable, callback, user_data);
 }
 
 /**
@@ -1411,12 +1413,12 @@ confab_store_get_response_async(ConfabStore *self,
 				gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	confab_store_run(self,
-			 call_with_text(&op_get_response, response_id),
-			 confab_store_get_response_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self,
+		  call_with_text(&op_get_response, response_id),
+		  confab_store_get_response_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -1513,12 +1515,12 @@ confab_store_get_approval_async(ConfabStore *self,
 				gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	confab_store_run(self,
-			 call_with_text(&op_get_approval, approval_id),
-			 confab_store_get_approval_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self,
+		  call_with_text(&op_get_approval, approval_id),
+		  confab_store_get_approval_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -1604,12 +1606,7 @@ confab_store_list_approvals_async(ConfabStore *self,
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	call = call_with_text(&op_list_approvals, owner);
 	confab_store_call_add_int(call, limit);
-	confab_store_run(self,
-			 call,
-			 confab_store_list_approvals_async,
-			 cancellable,
-			 callback,
-			 user_data);
+	store_run(self, call, confab_store_list_approvals_async, cancellable, callback, user_data);
 }
 
 /**

@@ -202,7 +202,7 @@ typedef struct _ConfabStoreCall ConfabStoreCall;
 struct _ConfabStoreInterface {
 	GTypeInterface parent_iface;
 
-	/* every operation described once (confab-store-op.h): runs @call on
+	/* every operation described once (confab-store-call.h): runs @call on
 	 * the backend's threads or connections and completes @task
 	 * (transfer full) with its result */
 	void (*run)(ConfabStore *self, ConfabStoreCall *call, GTask *task);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/confab-store-op.h"
+#include "store/confab-store-call.h"
 #include "store/postgres/confab-pg-pool.h"
 #include "store/postgres/confab-pg-schema.h"
 #include "store/postgres/confab-store-postgres.h"
@@ -1423,7 +1423,7 @@ search_read(GObject *source, GAsyncResult *result, gpointer data)
 		guint best = 0;
 
 		hit->session = CONFAB_SESSION(
-		    confab_store_session_from_row(&(ConfabStoreRow){&row_funcs, res, i}));
+		    confab_store_row_to_session(&(ConfabStoreRow){&row_funcs, res, i}));
 		/* the title first, then the messages, oldest first; the later of
 		 * two as good wins, as on SQLite */
 		for (guint t = 0; texts[t] != NULL; t++) {
@@ -1992,7 +1992,7 @@ approval_decided(GObject *source, GAsyncResult *result, gpointer data)
 					    d->id));
 		return;
 	}
-	now = confab_store_approval_from_row(&(ConfabStoreRow){&row_funcs, res, 0});
+	now = confab_store_row_to_approval(&(ConfabStoreRow){&row_funcs, res, 0});
 	if (column_bool(res, 0, 15) && now->state != d->state) {
 		/* the turn that waited is gone: the statement timed it out */
 		op_return_error(op,
@@ -2069,7 +2069,7 @@ confab_store_postgres_decide_approval(ConfabStore *store,
 		 user_data);
 }
 
-/* ---------- every operation described once (confab-store-op.h) ---------- */
+/* ---------- every operation described once (confab-store-call.h) ---------- */
 
 static void
 call_done(GObject *source, GAsyncResult *result, gpointer data)

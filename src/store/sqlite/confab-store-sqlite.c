@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/confab-store-op.h"
+#include "store/confab-store-call.h"
 #include "store/sqlite/confab-store-sqlite.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -2242,7 +2242,7 @@ read_search_sessions(Conn *conn, gpointer data, GError **error)
 		ConfabStoreSearchHit *hit = g_new0(ConfabStoreSearchHit, 1);
 		gint64 doc = sqlite3_column_int64(stmt, 7);
 		hit->session = CONFAB_SESSION(
-		    confab_store_session_from_row(&(ConfabStoreRow){&row_funcs, stmt, 0}));
+		    confab_store_row_to_session(&(ConfabStoreRow){&row_funcs, stmt, 0}));
 		g_ptr_array_add(hits, hit);
 		g_array_append_val(docs, doc);
 	}
@@ -2489,7 +2489,7 @@ approval_read(Conn *conn, const gchar *id, GError **error)
 	bind_text(stmt, 1, id);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
-		return confab_store_approval_from_row(&(ConfabStoreRow){&row_funcs, stmt, 0});
+		return confab_store_row_to_approval(&(ConfabStoreRow){&row_funcs, stmt, 0});
 	if (rc == SQLITE_DONE)
 		g_set_error(error,
 			    CONFAB_ERROR,
@@ -2645,7 +2645,7 @@ confab_store_sqlite_decide_approval(ConfabStore *store,
 		    task);
 }
 
-/* ---------- every operation described once (confab-store-op.h) ---------- */
+/* ---------- every operation described once (confab-store-call.h) ---------- */
 
 /* The call's statement, cached, with its arguments bound: `$n` is the
  * parameter SQLite names so. */

@@ -5,6 +5,7 @@
 
 #pragma once
 
+#include "store/confab-store-row.h"
 #include "store/confab-store.h"
 #include "util/confab-error.h"
 
@@ -19,77 +20,6 @@ G_BEGIN_DECLS
  * operation through its one ConfabStoreInterface.run vfunc, on its own
  * threads or connections: it has no code of its own per operation.
  */
-
-typedef struct _ConfabStoreRow ConfabStoreRow;
-
-/**
- * ConfabStoreRowFuncs:
- * @text: column @col as text; %NULL for SQL NULL
- * @integer: column @col as an integer; 0 for SQL NULL
- * @is_null: whether column @col is SQL NULL
- * @bytes: column @col, a blob (bytea)
- *
- * How a backend reads a column of its current row.
- */
-typedef struct {
-	const gchar *(*text)(ConfabStoreRow *row, guint col);
-	gint64 (*integer)(ConfabStoreRow *row, guint col);
-	gboolean (*is_null)(ConfabStoreRow *row, guint col);
-	GBytes *(*bytes)(ConfabStoreRow *row, guint col);
-} ConfabStoreRowFuncs;
-
-/**
- * ConfabStoreRow:
- * @funcs: the backend's readers
- * @result: the backend's result (a `sqlite3_stmt`, a `PGresult`)
- * @index: the row in @result, for a backend whose results hold every row
- *
- * One row of a result, as the mappers read it.
- */
-struct _ConfabStoreRow {
-	const ConfabStoreRowFuncs *funcs;
-	gpointer result;
-	gint index;
-};
-
-const gchar *
-confab_store_row_text(ConfabStoreRow *row, guint col);
-gint64
-confab_store_row_int(ConfabStoreRow *row, guint col);
-gint64
-confab_store_row_int_or(ConfabStoreRow *row, guint col, gint64 fallback);
-GBytes *
-confab_store_row_bytes(ConfabStoreRow *row, guint col);
-
-/* A row as a model object or struct (transfer full). */
-typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
-
-/* The columns each mapper reads, in its order: every SELECT of the
- * object names them so. */
-#define CONFAB_STORE_AGENT_COLUMNS                                                                 \
-	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
-	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
-	"updated_at, mcp_servers, max_steps"
-#define CONFAB_STORE_TOKEN_COLUMNS                                                                 \
-	"id, hash, owner, name, scopes, agent_id, created_at, expires_at, revoked_at"
-#define CONFAB_STORE_SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
-#define CONFAB_STORE_MESSAGE_COLUMNS                                                               \
-	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
-	"prompt_tokens, completion_tokens, created_at, response_id"
-#define CONFAB_STORE_APPROVAL_COLUMNS                                                              \
-	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
-	"decided_by, reason, created_at, decided_at, response_id"
-
-gpointer
-confab_store_agent_from_row(ConfabStoreRow *row);
-gpointer
-confab_store_token_from_row(ConfabStoreRow *row);
-gpointer
-confab_store_session_from_row(ConfabStoreRow *row);
-gpointer
-confab_store_message_from_row(ConfabStoreRow *row);
-gpointer
-confab_store_approval_from_row(ConfabStoreRow *row);
 
 /**
  * ConfabStoreRows:
@@ -216,13 +146,5 @@ GDestroyNotify
 confab_store_call_get_result_free(ConfabStoreCall *call);
 gboolean
 confab_store_call_check_changed(ConfabStoreCall *call, gint64 changed_rows, GError **error);
-
-void
-confab_store_run(ConfabStore *self,
-		 ConfabStoreCall *call,
-		 gpointer source_tag,
-		 GCancellable *cancellable,
-		 GAsyncReadyCallback callback,
-		 gpointer user_data);
 
 G_END_DECLS
