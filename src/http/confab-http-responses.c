@@ -58,6 +58,7 @@ typedef struct {
 	ConfabTurn *turn;		 /* owned */
 	ConfabResponsesRequest *request; /* owned (its chat request is the turn's) */
 	gchar *response_id;		 /* owned */
+	gchar *stored_id;		 /* owned: what its messages carry (store: false) */
 	gboolean streaming;		 /* the head is sent */
 	gboolean closed;		 /* the items are all done */
 	guint64 sequence;		 /* the next sequence_number */
@@ -96,6 +97,7 @@ resp_ctx_free(RespCtx *ctx)
 	g_clear_object(&ctx->engine);
 	g_clear_pointer(&ctx->request, confab_responses_request_free);
 	g_free(ctx->response_id);
+	g_free(ctx->stored_id);
 	g_ptr_array_unref(ctx->items);
 	g_free(ctx->text_id);
 	g_string_free(ctx->text, TRUE);
@@ -973,11 +975,7 @@ forget(RespCtx *ctx)
 						  forgotten_cb,
 						  ctx);
 	else
-		confab_store_delete_response_async(store,
-						   ctx->response_id,
-						   NULL,
-						   forgotten_cb,
-						   ctx);
+		confab_store_delete_response_async(store, ctx->stored_id, NULL, forgotten_cb, ctx);
 }
 
 static void
@@ -1092,7 +1090,12 @@ start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 						response->reason);
 	}
 	confab_turn_set_instructions(ctx->turn, ctx->request->instructions);
-	confab_turn_set_response_id(ctx->turn, ctx->response_id);
+	/* store: false: the turn is the store's only while it runs (forget()),
+	 * and its messages carry an id that no GET, DELETE or continuation
+	 * finds meanwhile */
+	ctx->stored_id = ctx->request->store ? g_strdup(ctx->response_id)
+					     : g_strconcat(ctx->response_id, ".unstored", NULL);
+	confab_turn_set_response_id(ctx->turn, ctx->stored_id);
 	confab_turn_start_async(ctx->turn, start_cb, ctx);
 }
 

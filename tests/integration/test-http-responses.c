@@ -1485,25 +1485,35 @@ typedef struct {
 	gchar *path; /* /api/v1/responses/{id} */
 } Running;
 
+/* @extra: the request's members beyond model, input and stream */
 static Running *
-running_start(Fixture *f)
+running_start_with(Fixture *f, const gchar *extra)
 {
 	Running *run = g_new0(Running, 1);
 	g_autofree gchar *body = NULL;
+	g_autofree gchar *members = g_strconcat(",\"stream\":true", extra, NULL);
 	g_autoptr(JsonNode) created = NULL;
 
 	run->up = confab_test_upstream_start(TRUE);
 	run->agent = held_agent(f, run->up);
-	body = text_body(run->agent, "wait for it", ",\"stream\":true");
+	body = text_body(run->agent, "wait for it", members);
 	run->rs = raw_stream_open(f->daemon, f->token, body);
 	created = raw_stream_created(run->rs);
 	run->id = g_strdup(confab_test_json_string(created, "id"));
 	run->sid = g_strdup(confab_test_json_string(created, "conversation.id"));
 	run->path = g_strdup_printf("/api/v1/responses/%s", run->id);
 	assert_response_id(run->id);
-	g_assert_nonnull(run->sid);
 	/* the turn waits on its upstream */
 	g_assert_true(confab_test_upstream_wait_waiting(run->up, 1, 30000));
+	return run;
+}
+
+static Running *
+running_start(Fixture *f)
+{
+	Running *run = running_start_with(f, "");
+
+	g_assert_nonnull(run->sid);
 	return run;
 }
 
@@ -1560,6 +1570,36 @@ test_running_get(Fixture *f, gconstpointer data)
 		g_assert_true(
 		    JSON_NODE_HOLDS_NULL(confab_test_json_get(g->json, "incomplete_details")));
 		g_assert_cmpstr(output_text(g->json), ==, "slow answer");
+	}
+}
+
+/* A response with store: false cannot be fetched, deleted or continued,
+ * while it runs as after: its turn is the store's only meanwhile, under an
+ * id nobody asks for (it was readable while it ran). */
+static void
+test_running_unstored(Fixture *f, gconstpointer data)
+{
+	g_autoptr(Running) run = running_start_with(f, ",\"store\":false");
+	g_autofree gchar *extra = g_strdup_printf(",\"previous_response_id\":\"%s\"", run->id);
+	g_autofree gchar *body = text_body(run->agent, "and then?", extra);
+
+	g_assert_null(run->sid);
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->daemon, "GET", run->path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) d =
+		    confab_test_http(f->daemon, "DELETE", run->path, f->token, NULL);
+		g_autoptr(ConfabTestResponse) c =
+		    confab_test_http(f->daemon, "POST", "/api/v1/responses", f->token, body);
+		confab_test_assert_error(g, 404, "response_not_found");
+		confab_test_assert_error(d, 404, "response_not_found");
+		confab_test_assert_error(c, 404, "response_not_found");
+	}
+	running_end(run);
+	{
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->daemon, "GET", run->path, f->token, NULL);
+		confab_test_assert_error(g, 404, "response_not_found");
 	}
 }
 
@@ -1882,6 +1922,12 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_running_get,
+		   fixture_teardown);
+	g_test_add("/confab/http-responses/running-unstored",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_running_unstored,
 		   fixture_teardown);
 	g_test_add("/confab/http-responses/running-delete",
 		   Fixture,
