@@ -95,6 +95,14 @@ confab_store_call_add_bytes(ConfabStoreCall *call, GBytes *bytes)
 	g_array_append_val(call->args, arg);
 }
 
+/* Adds `$n`: the instance that runs the call, as the backend knows it. */
+void
+confab_store_call_add_instance(ConfabStoreCall *call)
+{
+	ConfabStoreArg arg = {CONFAB_STORE_ARG_INSTANCE, NULL, 0, NULL};
+	g_array_append_val(call->args, arg);
+}
+
 /* This call's own statement (transfer full), for an op built per call
  * from constant fragments: values are still bound, never written in. */
 void

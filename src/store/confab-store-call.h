@@ -81,11 +81,14 @@ typedef struct {
  * @CONFAB_STORE_ARG_TEXT: a string, or SQL NULL for %NULL
  * @CONFAB_STORE_ARG_INT: a 64-bit integer
  * @CONFAB_STORE_ARG_BYTES: a blob (bytea)
+ * @CONFAB_STORE_ARG_INSTANCE: the id of the instance running the call, in a
+ *   store shared by several (PostgreSQL's leases); SQL NULL elsewhere
  */
 typedef enum {
 	CONFAB_STORE_ARG_TEXT,
 	CONFAB_STORE_ARG_INT,
 	CONFAB_STORE_ARG_BYTES,
+	CONFAB_STORE_ARG_INSTANCE,
 } ConfabStoreArgType;
 
 typedef struct {
@@ -129,6 +132,8 @@ void
 confab_store_call_add_int(ConfabStoreCall *call, gint64 value);
 void
 confab_store_call_add_bytes(ConfabStoreCall *call, GBytes *bytes);
+void
+confab_store_call_add_instance(ConfabStoreCall *call);
 void
 confab_store_call_set_sql(ConfabStoreCall *call, gchar *sql);
 const gchar *

@@ -358,6 +358,19 @@ static const ConfabStoreOp op_list_approvals = {
     .changed = -1,
 };
 
+/* a turn's (no response id) is the instance's whose turn waits: it lives
+ * as long as that instance's lease (PostgreSQL) */
+static const ConfabStoreOp op_save_approval = {
+    .what = "storing an approval",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO approvals (" CONFAB_STORE_APPROVAL_COLUMNS ", instance_id) VALUES "
+	   "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+	   "CASE WHEN $15::text IS NULL THEN $16::text END)",
+    .sql_sqlite = "INSERT INTO approvals (" CONFAB_STORE_APPROVAL_COLUMNS ") VALUES "
+		  "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+    .changed = -1,
+};
+
 /* A call of @op with its one text argument. */
 static ConfabStoreCall *
 call_with_text(const ConfabStoreOp *op, const gchar *text)
@@ -1488,11 +1501,34 @@ confab_store_save_approval_async(ConfabStore *self,
 				 GAsyncReadyCallback callback,
 				 gpointer user_data)
 {
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_return_if_fail(approval != NULL && approval->id != NULL);
-	STORE_IFACE(self)->save_approval(self, approval, cancellable, callback, user_data);
+	call = call_with_text(&op_save_approval, approval->id);
+	confab_store_call_add_text(call, approval->owner);
+	confab_store_call_add_text(call, approval->agent_id);
+	confab_store_call_add_text(call, approval->session_id);
+	confab_store_call_add_text(call, approval->server);
+	confab_store_call_add_text(call, approval->tool);
+	confab_store_call_add_text(call, approval->name);
+	confab_store_call_add_text(call, approval->arguments);
+	confab_store_call_add_text(call, approval->tool_call_id);
+	confab_store_call_add_text(call, confab_approval_state_to_string(approval->state));
+	confab_store_call_add_text(call, approval->decided_by);
+	confab_store_call_add_text(call, approval->reason);
+	confab_store_call_add_int(call, approval->created_at);
+	confab_store_call_add_int(call, approval->decided_at);
+	confab_store_call_add_text(call, approval->response_id);
+	confab_store_call_add_instance(call);
+	store_run(self, call, confab_store_save_approval_async, cancellable, callback, user_data);
 }
 
+/**
+ * confab_store_save_approval_finish:
+ *
+ * Returns: %TRUE once committed
+ */
 gboolean
 confab_store_save_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {

@@ -268,11 +268,6 @@ struct _ConfabStoreInterface {
 	void (*close)(ConfabStore *self);
 
 	/* approvals: tool calls waiting for a person (any instance decides) */
-	void (*save_approval)(ConfabStore *self,
-			      const ConfabApproval *approval,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data);
 	void (*decide_approval)(ConfabStore *self,
 				const ConfabApproval *decision,
 				GCancellable *cancellable,

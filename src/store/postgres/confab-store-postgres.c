@@ -1913,64 +1913,6 @@ store_thread(gpointer data)
 
 /* ---------- approvals ---------- */
 
-static void
-approval_saved(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "storing an approval");
-
-	if (res != NULL)
-		op_return_boolean(op);
-}
-
-static void
-run_save_approval(ConfabStorePostgres *self, Op *op)
-{
-	ConfabApproval *a = op->data;
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, a->id);
-	params_add(p, a->owner);
-	params_add(p, a->agent_id);
-	params_add(p, a->session_id);
-	params_add(p, a->server);
-	params_add(p, a->tool);
-	params_add(p, a->name);
-	params_add(p, a->arguments);
-	params_add(p, a->tool_call_id);
-	params_add(p, confab_approval_state_to_string(a->state));
-	params_add(p, a->decided_by);
-	params_add(p, a->reason);
-	params_add_int(p, a->created_at);
-	params_add_int(p, a->decided_at);
-	params_add(p, a->response_id);
-	/* the instance whose turn waits; nobody waits for a response's */
-	params_add(p, a->response_id == NULL ? self->instance_id : NULL);
-	op_query(op,
-		 "INSERT INTO approvals (" CONFAB_STORE_APPROVAL_COLUMNS ", instance_id) VALUES "
-		 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-		 p,
-		 approval_saved);
-}
-
-static void
-confab_store_postgres_save_approval(ConfabStore *store,
-				    const ConfabApproval *approval,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_save_approval,
-		 confab_approval_copy(approval),
-		 (GDestroyNotify)confab_approval_free,
-		 FALSE,
-		 confab_store_postgres_save_approval,
-		 cancellable,
-		 callback,
-		 user_data);
-}
-
 /* One statement: the decision wins only over a pending row (the row lock
  * orders two instances deciding at once); the row as it stands comes back
  * either way, with whether this statement decided it. */
@@ -2128,6 +2070,9 @@ run_call(ConfabStorePostgres *self, Op *op)
 			hex = hex_from_bytes(arg->bytes);
 			g_ptr_array_add(p, g_strconcat("\\x", hex, NULL));
 			break;
+		case CONFAB_STORE_ARG_INSTANCE:
+			params_add(p, self->instance_id);
+			break;
 		}
 	}
 	/* other instances hear of the change in the same statement; a write
@@ -2174,7 +2119,6 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->commit_turn = confab_store_postgres_commit_turn;
 	iface->delete_response = confab_store_postgres_delete_response;
 	iface->close = confab_store_postgres_close;
-	iface->save_approval = confab_store_postgres_save_approval;
 	iface->decide_approval = confab_store_postgres_decide_approval;
 }
 

@@ -2501,53 +2501,6 @@ approval_read(Conn *conn, const gchar *id, GError **error)
 	return NULL;
 }
 
-static gboolean
-write_save_approval(Conn *conn, gpointer data, GError **error)
-{
-	ConfabApproval *approval = data;
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "INSERT INTO approvals (" CONFAB_STORE_APPROVAL_COLUMNS ") VALUES "
-			 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-			 error);
-
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, approval->id);
-	bind_text(stmt, 2, approval->owner);
-	bind_text(stmt, 3, approval->agent_id);
-	bind_text(stmt, 4, approval->session_id);
-	bind_text(stmt, 5, approval->server);
-	bind_text(stmt, 6, approval->tool);
-	bind_text(stmt, 7, approval->name);
-	bind_text(stmt, 8, approval->arguments);
-	bind_text(stmt, 9, approval->tool_call_id);
-	bind_text(stmt, 10, confab_approval_state_to_string(approval->state));
-	bind_text(stmt, 11, approval->decided_by);
-	bind_text(stmt, 12, approval->reason);
-	sqlite3_bind_int64(stmt, 13, approval->created_at);
-	sqlite3_bind_int64(stmt, 14, approval->decided_at);
-	bind_text(stmt, 15, approval->response_id);
-	return stmt_step_done(conn, stmt, error);
-}
-
-static void
-confab_store_sqlite_save_approval(ConfabStore *store,
-				  const ConfabApproval *approval,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_save_approval,
-		    confab_approval_copy(approval),
-		    (GDestroyNotify)confab_approval_free,
-		    confab_store_sqlite_save_approval,
-		    cancellable,
-		    callback,
-		    user_data);
-}
-
 /* A decision, in the writer: it wins only over a pending row. The row as
  * it stands afterwards is left in @result for the caller's context (the
  * struct is the outer task's data, which outlives the job). */
@@ -2681,6 +2634,10 @@ prepare_call(Conn *conn, ConfabStoreCall *call, const gchar *sql, GError **error
 					  (gint)g_bytes_get_size(arg->bytes),
 					  SQLITE_STATIC);
 			break;
+		case CONFAB_STORE_ARG_INSTANCE:
+			/* one process owns the database: no instance to name */
+			sqlite3_bind_null(stmt, idx);
+			break;
 		}
 	}
 	return stmt;
@@ -2772,7 +2729,6 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->delete_response = confab_store_sqlite_delete_response;
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
-	iface->save_approval = confab_store_sqlite_save_approval;
 	iface->decide_approval = confab_store_sqlite_decide_approval;
 }
 
