@@ -280,44 +280,18 @@ static const ConfabStoreOp op_list_sessions = {
 };
 
 /* [order][after]: each walks the index in id order, LIMIT the page + 1 */
+#define LIST_MESSAGES(where_order)                                                                 \
+	{                                                                                          \
+		.what = "listing messages", .rows = CONFAB_STORE_ROWS_PAGE,                        \
+		.sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS                                      \
+		       " FROM messages WHERE session_id = $1 " where_order " LIMIT $2",            \
+		.map = confab_store_row_to_message, .changed = -1,                                 \
+	}
 static const ConfabStoreOp op_list_messages[2][2] = {
-    {
-	{
-	    .what = "listing messages",
-	    .rows = CONFAB_STORE_ROWS_PAGE,
-	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
-		   "WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
-	    .map = confab_store_row_to_message,
-	    .changed = -1,
-	},
-	{
-	    .what = "listing messages",
-	    .rows = CONFAB_STORE_ROWS_PAGE,
-	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
-		   "WHERE session_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2",
-	    .map = confab_store_row_to_message,
-	    .changed = -1,
-	},
-    },
-    {
-	{
-	    .what = "listing messages",
-	    .rows = CONFAB_STORE_ROWS_PAGE,
-	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
-		   "WHERE session_id = $1 ORDER BY id ASC LIMIT $2",
-	    .map = confab_store_row_to_message,
-	    .changed = -1,
-	},
-	{
-	    .what = "listing messages",
-	    .rows = CONFAB_STORE_ROWS_PAGE,
-	    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
-		   "WHERE session_id = $1 AND id > $3 ORDER BY id ASC LIMIT $2",
-	    .map = confab_store_row_to_message,
-	    .changed = -1,
-	},
-    },
+    {LIST_MESSAGES("ORDER BY id DESC"), LIST_MESSAGES("AND id < $3 ORDER BY id DESC")},
+    {LIST_MESSAGES("ORDER BY id ASC"), LIST_MESSAGES("AND id > $3 ORDER BY id ASC")},
 };
+#undef LIST_MESSAGES
 
 static const ConfabStoreOp op_delete_session = {
     .what = "deleting a session",
