@@ -149,7 +149,6 @@ confab_store_call_add_row(ConfabStoreCall *call, ConfabStoreRow *row)
 {
 	ConfabStorePage *page;
 
-	call->n_rows++;
 	switch (call->op->rows) {
 	case CONFAB_STORE_ROWS_LIST:
 		if (call->result == NULL)

@@ -105,7 +105,6 @@ typedef struct {
  * @args: (element-type ConfabStoreArg): `$1`… in order, copied
  * @limit: for %CONFAB_STORE_ROWS_PAGE, the page size
  * @result: what the rows read so far make, as @op returns it
- * @n_rows: the rows read so far
  *
  * One run of an operation: its arguments, copied when the call is made (the
  * caller's may be gone when a backend's thread runs it), and its result as
@@ -117,7 +116,6 @@ struct _ConfabStoreCall {
 	GArray *args;
 	guint limit;
 	gpointer result;
-	guint n_rows;
 };
 
 ConfabStoreCall *

@@ -65,26 +65,34 @@ create_agent(Fixture *f, const gchar *model, const gchar *servers)
 	return confab_test_create_agent_props(f->daemon, g_variant_dict_end(&dict));
 }
 
-/* POST /api/v1/chat/completions with @messages (a JSON array) and @extra
- * members (nullable, each with its leading comma). */
+/* POST @path with the agent as its model, @key (messages or input) set to
+ * @value (JSON) and @extra members (nullable, each with its leading comma). */
+static ConfabTestResponse *
+post(Fixture *f,
+     const gchar *path,
+     const gchar *agent,
+     const gchar *key,
+     const gchar *value,
+     const gchar *extra)
+{
+	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"%s\":%s%s}",
+						 agent,
+						 key,
+						 value,
+						 extra != NULL ? extra : "");
+	return confab_test_http(f->daemon, "POST", path, f->token, body);
+}
+
 static ConfabTestResponse *
 chat(Fixture *f, const gchar *agent, const gchar *messages, const gchar *extra)
 {
-	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"messages\":%s%s}",
-						 agent,
-						 messages,
-						 extra != NULL ? extra : "");
-	return confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, body);
+	return post(f, "/api/v1/chat/completions", agent, "messages", messages, extra);
 }
 
 static ConfabTestResponse *
 respond(Fixture *f, const gchar *agent, const gchar *input, const gchar *extra)
 {
-	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"input\":%s%s}",
-						 agent,
-						 input,
-						 extra != NULL ? extra : "");
-	return confab_test_http(f->daemon, "POST", "/api/v1/responses", f->token, body);
+	return post(f, "/api/v1/responses", agent, "input", input, extra);
 }
 
 /* The messages of the upstream's @index-th request, as JSON text without
