@@ -1797,6 +1797,32 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 	}
 }
 
+static void
+append_stored_usage(GString *out, ConfabMessage *answer)
+{
+	gint64 input = -1, output = -1;
+
+	if (answer != NULL) {
+		input = confab_message_get_prompt_tokens(answer);
+		output = confab_message_get_completion_tokens(answer);
+	}
+	if (input >= 0 || output >= 0) {
+		input = MAX(input, 0);
+		output = MAX(output, 0);
+		g_string_append_printf(out,
+				       "{\"input_tokens\":%" G_GINT64_FORMAT
+				       ",\"input_tokens_details\":{\"cached_tokens\":0}"
+				       ",\"output_tokens\":%" G_GINT64_FORMAT
+				       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
+				       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
+				       input,
+				       output,
+				       input + output);
+	} else {
+		g_string_append(out, "null");
+	}
+}
+
 static gchar *
 stored_response_json(Stored *st)
 {
@@ -1807,7 +1833,6 @@ stored_response_json(Stored *st)
 	const gchar *reason = NULL;
 	g_autofree gchar *error_json = NULL;
 	GString *out = g_string_new("{\"id\":");
-	gint64 input = -1, output = -1;
 
 	if (st->running) {
 		/* as OpenAI says of a response that runs; its output is stored
@@ -1876,25 +1901,7 @@ stored_response_json(Stored *st)
 	g_string_append(out, "],\"previous_response_id\":null,\"conversation\":{\"id\":");
 	confab_json_append_string(out, session_id);
 	g_string_append(out, "},\"store\":true,\"usage\":");
-	if (answer != NULL) {
-		input = confab_message_get_prompt_tokens(answer);
-		output = confab_message_get_completion_tokens(answer);
-	}
-	if (input >= 0 || output >= 0) {
-		input = MAX(input, 0);
-		output = MAX(output, 0);
-		g_string_append_printf(out,
-				       "{\"input_tokens\":%" G_GINT64_FORMAT
-				       ",\"input_tokens_details\":{\"cached_tokens\":0}"
-				       ",\"output_tokens\":%" G_GINT64_FORMAT
-				       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
-				       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
-				       input,
-				       output,
-				       input + output);
-	} else {
-		g_string_append(out, "null");
-	}
+	append_stored_usage(out, answer);
 	g_string_append(out, ",\"metadata\":{\"session_id\":");
 	confab_json_append_string(out, session_id);
 	g_string_append(out, "}}");
