@@ -53,11 +53,11 @@ confab_response_record_is_running(const ConfabResponseRecord *record)
 }
 
 /**
- * confab_response_events_free:
+ * confab_response_record_events_free:
  * @events: (nullable): a batch of events
  */
 void
-confab_response_events_free(ConfabResponseEvents *events)
+confab_response_record_events_free(ConfabResponseEvents *events)
 {
 	if (events == NULL)
 		return;

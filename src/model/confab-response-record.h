@@ -71,7 +71,7 @@ typedef struct {
 } ConfabResponseEvents;
 
 void
-confab_response_events_free(ConfabResponseEvents *events);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabResponseEvents, confab_response_events_free)
+confab_response_record_events_free(ConfabResponseEvents *events);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabResponseEvents, confab_response_record_events_free)
 
 G_END_DECLS

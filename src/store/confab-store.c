@@ -345,7 +345,7 @@ static const ConfabStoreOp op_list_response_events = {
     .sql_sqlite = "SELECT first_seq, last_seq, data FROM response_events "
 		  "WHERE response_id = $1 AND last_seq > $2 ORDER BY first_seq",
     .map = confab_store_row_to_response_events,
-    .free = (GDestroyNotify)confab_response_events_free,
+    .free = (GDestroyNotify)confab_response_record_events_free,
     .changed = -1,
 };
 
