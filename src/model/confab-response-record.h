@@ -14,13 +14,15 @@ G_BEGIN_DECLS
  * @id: the response's id (`resp_…`)
  * @owner: whose it is
  * @agent_id: the agent that answers it
- * @session_id: its conversation
+ * @session_id: (nullable): its conversation; %NULL until its turn has begun
+ *   a new one
  * @background: made with `background: true`: it runs with no client
  *   attached, and @status is where it stands
  * @stream: made with `stream: true` too: its events are kept
  *   (#ConfabResponseEvents) for a client to replay
- * @status: `queued`, `in_progress`, `completed`, `incomplete`, `failed` or
- *   `cancelled`
+ * @status: for a background response, `queued`, `in_progress`,
+ *   `completed`, `incomplete`, `failed` or `cancelled`; for another,
+ *   `foreground`: where it stands is what its messages say
  * @params: what its request said that the response object repeats, a JSON
  *   object (`instructions`, `tools`, `temperature`…)
  * @error: (nullable): how it failed, `{"code","message"}` JSON

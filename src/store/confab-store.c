@@ -310,11 +310,11 @@ static const ConfabStoreOp op_set_response_status = {
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
 	   "$2::text NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2::text END, "
-	   "error = $3, completed_at = $4::bigint "
+	   "error = $3, completed_at = $4::bigint, session_id = COALESCE($5, session_id) "
 	   "WHERE id = $1 AND status IN ('queued', 'in_progress')",
     .sql_sqlite = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
 		  "$2 NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2 END, "
-		  "error = $3, completed_at = $4 "
+		  "error = $3, completed_at = $4, session_id = COALESCE($5, session_id) "
 		  "WHERE id = $1 AND status IN ('queued', 'in_progress')",
     .changed = -1,
 };
@@ -1652,6 +1652,7 @@ confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result,
  * @status: where it stands now: `in_progress`, or how it ended
  * @error_json: (nullable): how it failed, `{"code","message"}`
  * @completed_at: when it ended (Unix seconds), 0 while it runs
+ * @session_id: (nullable): its conversation, once its turn has begun one
  * @cancellable: (nullable): a #GCancellable
  * @callback: called once it is committed
  * @user_data: data for @callback
@@ -1665,6 +1666,7 @@ confab_store_set_response_status_async(ConfabStore *self,
 				       const gchar *status,
 				       const gchar *error_json,
 				       gint64 completed_at,
+				       const gchar *session_id,
 				       GCancellable *cancellable,
 				       GAsyncReadyCallback callback,
 				       gpointer user_data)
@@ -1677,6 +1679,7 @@ confab_store_set_response_status_async(ConfabStore *self,
 	confab_store_call_add_text(call, status);
 	confab_store_call_add_text(call, error_json);
 	confab_store_call_add_int(call, completed_at);
+	confab_store_call_add_text(call, session_id);
 	store_run(self,
 		  call,
 		  confab_store_set_response_status_async,

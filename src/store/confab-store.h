@@ -543,6 +543,7 @@ confab_store_set_response_status_async(ConfabStore *self,
 				       const gchar *status,
 				       const gchar *error_json,
 				       gint64 completed_at,
+				       const gchar *session_id,
 				       GCancellable *cancellable,
 				       GAsyncReadyCallback callback,
 				       gpointer user_data);

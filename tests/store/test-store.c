@@ -3111,7 +3111,6 @@ save_record(Fixture *f, const gchar *id, gboolean background, guint max, GError 
 	record->id = g_strdup(id);
 	record->owner = g_strdup("alice");
 	record->agent_id = g_strdup("agt_x");
-	record->session_id = g_strdup("cts_x");
 	record->background = background;
 	record->stream = TRUE;
 	record->status = g_strdup(background ? "queued" : "in_progress");
@@ -3145,6 +3144,7 @@ set_status(Fixture *f, const gchar *id, const gchar *status, gint64 completed_at
 					       status,
 					       NULL,
 					       completed_at,
+					       "cts_y",
 					       NULL,
 					       on_result,
 					       &slot);
@@ -3222,6 +3222,7 @@ test_response_records(Fixture *f, gconstpointer data)
 	read = get_record(f, "resp_a", &error);
 	g_assert_cmpstr(read->status, ==, "completed");
 	g_assert_cmpint(read->completed_at, ==, 1700000300);
+	g_assert_cmpstr(read->session_id, ==, "cts_y");
 	g_clear_pointer(&read, confab_response_record_free);
 	g_assert_true(save_record(f, "resp_c", TRUE, 2, &error));
 	g_assert_no_error(error);

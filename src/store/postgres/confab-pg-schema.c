@@ -401,7 +401,7 @@
 	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
 	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
 	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
-	"  session_id text COLLATE \"C\" NOT NULL,"                                                \
+	"  session_id text COLLATE \"C\","                                                         \
 	"  background integer NOT NULL,"                                                           \
 	"  stream integer NOT NULL,"                                                               \
 	"  status text NOT NULL,"                                                                  \

@@ -602,7 +602,7 @@ migrate_v9_responses(Conn *conn, GError **error)
 			 "  id TEXT PRIMARY KEY NOT NULL,"
 			 "  owner TEXT NOT NULL,"
 			 "  agent_id TEXT NOT NULL,"
-			 "  session_id TEXT NOT NULL,"
+			 "  session_id TEXT,"
 			 "  background INTEGER NOT NULL,"
 			 "  stream INTEGER NOT NULL,"
 			 "  status TEXT NOT NULL,"
