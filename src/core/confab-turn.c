@@ -56,6 +56,7 @@ struct _ConfabTurn {
 	gboolean busy_held;	 /* holds the session */
 	gboolean quota_taken;	 /* counted, the count not yet committed */
 	gboolean admitted;	 /* the user's messages are committed: a turn served */
+	gboolean commit_first;	 /* commit them before the answer, even without a stream */
 	ConfabStoreTurn *record; /* owned: what is still to commit */
 
 	const ConfabTurnSink *sink;
@@ -375,7 +376,7 @@ start_commit(ConfabTurn *self, GTask *task)
 	 * go with the answer, in one transaction, and the upstream is asked at
 	 * once rather than after a commit.
 	 */
-	if (!self->request->stream) {
+	if (!self->request->stream && !self->commit_first) {
 		g_task_return_boolean(task, TRUE);
 		return;
 	}
@@ -1300,6 +1301,21 @@ confab_turn_get_transcript(ConfabTurn *self)
  * @response_id: (nullable): the Responses API response this turn is: its
  *   messages (the user's and the answer) are stored with it
  */
+/**
+ * confab_turn_set_commit_first:
+ * @self: a #ConfabTurn, not yet started
+ *
+ * Commits the user's messages before the turn runs, as a stream does,
+ * whatever the request: for a turn that runs with no client waiting (a
+ * background response), which others may read while it runs.
+ */
+void
+confab_turn_set_commit_first(ConfabTurn *self)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	self->commit_first = TRUE;
+}
+
 void
 confab_turn_set_response_id(ConfabTurn *self, const gchar *response_id)
 {
