@@ -245,10 +245,20 @@ static const ConfabStoreOp op_save_token = {
 static const ConfabStoreOp op_get_session = {
     .what = "reading a session",
     .rows = CONFAB_STORE_ROWS_ONE,
-    .sql = "SELECT " CONFAB_STORE_SESSION_COLUMNS " FROM sessions WHERE id = $1",
-    .map = confab_store_row_to_session,
+    .sql = "SELECT " CONFAB_STORE_CONVERSATION_COLUMNS " FROM sessions WHERE id = $1",
+    .map = confab_store_row_to_conversation,
     .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
     .missing_format = "no session %s",
+    .changed = -1,
+};
+
+/* the Conversations API's: a conversation before its first turn, with no
+ * agent ('') unless its token is bound to one */
+static const ConfabStoreOp op_create_conversation = {
+    .what = "creating a conversation",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO sessions (" CONFAB_STORE_CONVERSATION_COLUMNS ") "
+	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     .changed = -1,
 };
 
@@ -949,6 +959,56 @@ confab_store_delete_session_async(ConfabStore *self,
  */
 gboolean
 confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_create_conversation_async:
+ * @self: a #ConfabStore
+ * @session: the new conversation: its id, owner, agent (`""` for none
+ *   yet), source, title, times and metadata
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Stores a conversation that has no message yet (the Conversations API's
+ * `POST /conversations`); a turn's conversation is stored with its turn.
+ */
+void
+confab_store_create_conversation_async(ConfabStore *self,
+				       ConfabSession *session,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(CONFAB_IS_SESSION(session));
+	call = call_with_text(&op_create_conversation, confab_session_get_id(session));
+	confab_store_call_add_text(call, confab_session_get_owner(session));
+	confab_store_call_add_text(call, confab_session_get_agent_id(session) ?: "");
+	confab_store_call_add_int(call, confab_session_get_source(session));
+	confab_store_call_add_text(call, confab_session_get_title(session));
+	confab_store_call_add_int(call, confab_session_get_created_at(session));
+	confab_store_call_add_int(call, confab_session_get_updated_at(session));
+	confab_store_call_add_text(call, confab_session_get_metadata(session));
+	store_run(self,
+		  call,
+		  confab_store_create_conversation_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_create_conversation_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_create_conversation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }

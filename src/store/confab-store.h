@@ -419,6 +419,14 @@ gboolean
 confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
+confab_store_create_conversation_async(ConfabStore *self,
+				       ConfabSession *session,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data);
+gboolean
+confab_store_create_conversation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
 confab_store_get_session_async(ConfabStore *self,
 			       const gchar *session_id,
 			       GCancellable *cancellable,

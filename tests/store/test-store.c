@@ -3097,6 +3097,68 @@ test_approvals_orphaned(Fixture *f, gconstpointer data)
 	g_assert_cmpint(decided->state, ==, CONFAB_APPROVAL_STATE_APPROVED);
 }
 
+/* ---------- conversations (the Conversations API) ---------- */
+
+static gchar *
+create_conversation(Fixture *f, const gchar *agent_id, const gchar *metadata)
+{
+	g_autoptr(ConfabSession) session = confab_session_new();
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+	gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+
+	confab_session_set_id(session, id);
+	confab_session_set_owner(session, "alice");
+	confab_session_set_agent_id(session, agent_id);
+	confab_session_set_source(session, CONFAB_SESSION_SOURCE_API);
+	confab_session_set_created_at(session, 1700000000);
+	confab_session_set_updated_at(session, 1700000000);
+	confab_session_set_metadata(session, metadata);
+	confab_store_create_conversation_async(f->store, session, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_create_conversation_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	return id;
+}
+
+/* A conversation created before any turn: no agent ('') and no message
+ * yet, its metadata kept as given; listed with the owner's others. */
+static void
+test_conversation_create(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = create_conversation(f, NULL, "{\"topic\":\"é\"}");
+	g_autofree gchar *plain = create_conversation(f, "agt_bound", NULL);
+	g_autoptr(ConfabSession) read = NULL;
+	g_autoptr(ConfabSession) read_plain = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(ConfabStorePage) page = NULL;
+	g_auto(ConfabStoreSessionQuery) query = {NULL};
+	g_autoptr(GError) error = NULL;
+
+	reopen(f);
+	read = get_session(f, id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_session_get_owner(read), ==, "alice");
+	g_assert_cmpstr(confab_session_get_agent_id(read), ==, "");
+	g_assert_cmpstr(confab_session_get_metadata(read), ==, "{\"topic\":\"é\"}");
+	g_assert_null(confab_session_get_title(read));
+	read_plain = get_session(f, plain, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_session_get_agent_id(read_plain), ==, "agt_bound");
+	g_assert_null(confab_session_get_metadata(read_plain));
+	history = get_history(f, id);
+	g_assert_cmpuint(history->len, ==, 0);
+
+	query.owner = g_strdup("alice");
+	query.source = CONFAB_SESSION_SOURCE_API;
+	query.order = CONFAB_ORDER_ASC;
+	query.limit = 10;
+	page = list_sessions(f, &query);
+	g_assert_cmpuint(page->items->len, ==, 2);
+	g_assert_cmpstr(confab_session_get_id(g_ptr_array_index(page->items, 0)), ==, id);
+}
+
 static void
 add_tests(const Backend *backend, gboolean available)
 {
@@ -3136,6 +3198,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	    {"approvals", test_approvals},
 	    {"approvals-orphaned", test_approvals_orphaned},
+	    {"conversation-create", test_conversation_create},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {

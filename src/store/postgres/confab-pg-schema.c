@@ -389,6 +389,13 @@
 	"  RETURN cardinality(dead); "                                                             \
 	"END $$;"
 
+/*
+ * v6 (the Conversations API, issue 32): a conversation's metadata, a JSON
+ * object of strings; NULL for none. A conversation created without an
+ * agent has agent_id '' until its first response.
+ */
+#define MIGRATE_V6_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -396,6 +403,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V3_APPROVALS,
     MIGRATE_V4_APPROVAL_RESPONSE,
     MIGRATE_V5_APPROVAL_INSTANCE,
+    MIGRATE_V6_CONVERSATION_METADATA,
 };
 
 typedef enum {

@@ -588,6 +588,17 @@ migrate_v8_approval_response(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v9 (the Conversations API, issue 32): a conversation's metadata, a JSON
+ * object of strings; NULL for none. A conversation created without an
+ * agent has agent_id '' until its first response.
+ */
+static gboolean
+migrate_v9_conversation_metadata(Conn *conn, GError **error)
+{
+	return conn_exec(conn, "ALTER TABLE sessions ADD COLUMN metadata TEXT;", error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -656,7 +667,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 7:
 		if (!migrate_v8_approval_response(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 8: migrate_v9() here */
+		/* fall through */
+	case 8:
+		if (!migrate_v9_conversation_metadata(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 9: migrate_v10() here */
 	default:
 		break;
 	}
