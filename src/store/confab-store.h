@@ -427,6 +427,55 @@ confab_store_create_conversation_async(ConfabStore *self,
 gboolean
 confab_store_create_conversation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
+confab_store_set_conversation_metadata_async(ConfabStore *self,
+					     const gchar *session_id,
+					     const gchar *metadata,
+					     gint64 updated_at,
+					     GCancellable *cancellable,
+					     GAsyncReadyCallback callback,
+					     gpointer user_data);
+gboolean
+confab_store_set_conversation_metadata_finish(ConfabStore *self,
+					      GAsyncResult *result,
+					      GError **error);
+void
+confab_store_set_conversation_agent_async(ConfabStore *self,
+					  const gchar *session_id,
+					  const gchar *agent_id,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data);
+gboolean
+confab_store_set_conversation_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_append_messages_async(ConfabStore *self,
+				   const gchar *session_id,
+				   GPtrArray *messages,
+				   gint64 created_at,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+gboolean
+confab_store_append_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_get_message_async(ConfabStore *self,
+			       const gchar *session_id,
+			       const gchar *message_id,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+ConfabMessage *
+confab_store_get_message_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_delete_message_async(ConfabStore *self,
+				  const gchar *session_id,
+				  const gchar *message_id,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data);
+gboolean
+confab_store_delete_message_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
 confab_store_get_session_async(ConfabStore *self,
 			       const gchar *session_id,
 			       GCancellable *cancellable,
