@@ -76,6 +76,7 @@ typedef struct {
 	guint item;	      /* the input item being translated; G_MAXUINT: a string */
 	GHashTable *resolved; /* unowned, nullable: item_reference id -> JsonObject item */
 	GString *reasoning;   /* owned: a reasoning item's text, for the message after it */
+	const gchar *name;    /* the items' member: input, or a conversation's items */
 } Input;
 
 /* The reasoning before an assistant's message or calls goes back with them
@@ -409,7 +410,7 @@ translate_input(Input *in, JsonNode *input, GError **error)
 	items = json_node_get_array(input);
 	for (guint i = 0; i < json_array_get_length(items); i++) {
 		JsonNode *node = json_array_get_element(items, i);
-		g_autofree gchar *param = g_strdup_printf("input[%u]", i);
+		g_autofree gchar *param = g_strdup_printf("%s[%u]", in->name, i);
 		JsonObject *item;
 		const gchar *type;
 
@@ -810,7 +811,7 @@ confab_responses_request_new(void)
 /* The chat parser's params name messages[N]: the client sent input items,
  * and item N is not always message N. */
 static void
-rename_param(GError *error, GArray *origin)
+rename_param(GError *error, GArray *origin, const gchar *name)
 {
 	const gchar *param = confab_error_get_param(error);
 	g_autofree gchar *renamed = NULL;
@@ -830,14 +831,14 @@ rename_param(GError *error, GArray *origin)
 			if (item == G_MAXUINT) {
 				if (g_str_has_prefix(rest, ".content"))
 					rest += strlen(".content");
-				renamed = g_strconcat("input", rest, NULL);
+				renamed = g_strconcat(name, rest, NULL);
 			} else {
-				renamed = g_strdup_printf("input[%u]%s", item, rest);
+				renamed = g_strdup_printf("%s[%u]%s", name, item, rest);
 			}
 		}
 	}
 	if (renamed == NULL)
-		renamed = g_strconcat("input", rest, NULL);
+		renamed = g_strconcat(name, rest, NULL);
 	confab_error_set_param(error, renamed);
 }
 
@@ -853,7 +854,7 @@ build_chat(ConfabResponsesRequest *request, GHashTable *resolved, GError **error
 	JsonArray *messages = json_array_new();
 	g_autoptr(GArray) origin = g_array_new(FALSE, FALSE, sizeof(guint));
 	g_autoptr(GString) reasoning = g_string_new(NULL);
-	Input in = {request, messages, NULL, origin, G_MAXUINT, resolved, reasoning};
+	Input in = {request, messages, NULL, origin, G_MAXUINT, resolved, reasoning, "input"};
 	ConfabChatLimits chat_limits = request->limits;
 
 	json_object_set_array_member(chat, "messages", messages);
@@ -877,7 +878,7 @@ build_chat(ConfabResponsesRequest *request, GHashTable *resolved, GError **error
 	request->chat =
 	    confab_chat_request_parse(chat_json, strlen(chat_json), &chat_limits, &chat_error);
 	if (request->chat == NULL) {
-		rename_param(chat_error, origin);
+		rename_param(chat_error, origin, "input");
 		g_propagate_error(error, g_steal_pointer(&chat_error));
 		return FALSE;
 	}
@@ -957,6 +958,121 @@ confab_responses_request_resolve(ConfabResponsesRequest *request, GHashTable *it
 	g_return_val_if_fail(request != NULL && request->chat == NULL, FALSE);
 	g_return_val_if_fail(items != NULL, FALSE);
 	return build_chat(request, items, error);
+}
+
+/* ---------- a conversation's items ---------- */
+
+/* What a conversation takes as items: what a response's input takes but
+ * references to other responses' items and answers to approval requests,
+ * which belong to a response. */
+static gboolean
+check_item_types(JsonArray *items, GError **error)
+{
+	static const gchar *const ok[] = {"message",
+					  "function_call",
+					  "function_call_output",
+					  "reasoning",
+					  NULL};
+
+	for (guint i = 0; i < json_array_get_length(items); i++) {
+		JsonNode *node = json_array_get_element(items, i);
+		JsonNode *type_node;
+		g_autofree gchar *param = g_strdup_printf("items[%u].type", i);
+		const gchar *type;
+
+		if (!JSON_NODE_HOLDS_OBJECT(node)) {
+			g_autofree gchar *p = g_strdup_printf("items[%u]", i);
+			return fail(error, p, "Each item must be an object");
+		}
+		type_node = member(json_node_get_object(node), "type");
+		if (node_is_null(type_node))
+			continue; /* a message: an item with a role and no type */
+		if (!node_is_string(type_node))
+			return fail(error, param, "type must be a string");
+		type = json_node_get_string(type_node);
+		if (g_strv_contains(ok, type))
+			continue;
+		confab_error_set_printf(
+		    error,
+		    CONFAB_ERROR_INVALID_VALUE,
+		    param,
+		    "Items of type '%s' cannot be added to a conversation; it takes "
+		    "message, function_call, function_call_output and reasoning "
+		    "items",
+		    type);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/**
+ * confab_responses_request_parse_items:
+ * @items: (nullable): the `items` member of a Conversations API body
+ * @limits: the limits to enforce, as for a response's input
+ * @error: return location for a #GError; a CONFAB_ERROR whose param names
+ *   the item (`items[3].content[0].text`)
+ *
+ * Checks a conversation's new items with the code that checks a
+ * response's input items, and makes them the messages they are stored as
+ * (consecutive function calls, and the reasoning before them, join one
+ * assistant message, as in a response's input).
+ *
+ * Returns: (transfer full): the messages (and the titles their text would
+ *   give) in a #ConfabChatRequest whose model is unset
+ */
+ConfabChatRequest *
+confab_responses_request_parse_items(JsonNode *items,
+				     const ConfabChatLimits *limits,
+				     GError **error)
+{
+	g_autoptr(ConfabResponsesRequest) request = confab_responses_request_new();
+	g_autoptr(JsonObject) chat = json_object_new();
+	g_autoptr(JsonNode) chat_node = NULL;
+	g_autofree gchar *chat_json = NULL;
+	g_autoptr(GError) chat_error = NULL;
+	JsonArray *messages = json_array_new();
+	g_autoptr(GArray) origin = g_array_new(FALSE, FALSE, sizeof(guint));
+	g_autoptr(GString) reasoning = g_string_new(NULL);
+	Input in = {request, messages, NULL, origin, G_MAXUINT, NULL, reasoning, "items"};
+	ConfabChatLimits chat_limits = *limits;
+	ConfabChatRequest *parsed;
+
+	json_object_set_string_member(chat, "model", "conversation");
+	json_object_set_array_member(chat, "messages", messages);
+	if (items == NULL || !JSON_NODE_HOLDS_ARRAY(items)) {
+		fail(error, "items", "items must be an array of items");
+		return NULL;
+	}
+	if (json_array_get_length(json_node_get_array(items)) > CONFAB_CONVERSATION_MAX_ITEMS) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INVALID_VALUE,
+					"items",
+					"items may hold %d items at most",
+					CONFAB_CONVERSATION_MAX_ITEMS);
+		return NULL;
+	}
+	if (!check_item_types(json_node_get_array(items), error) ||
+	    !translate_input(&in, items, error))
+		return NULL;
+	if (json_array_get_length(messages) == 0) {
+		fail(error,
+		     "items",
+		     "items must hold a message or a function call (a reasoning item is kept "
+		     "with the assistant message or function call after it)");
+		return NULL;
+	}
+	chat_node = json_node_init_object(json_node_alloc(), chat);
+	chat_json = confab_json_to_string(chat_node);
+	chat_limits.max_depth += 2;
+	chat_limits.no_messages_ok = FALSE;
+	parsed = confab_chat_request_parse(chat_json, strlen(chat_json), &chat_limits, &chat_error);
+	if (parsed == NULL) {
+		rename_param(chat_error, origin, "items");
+		g_propagate_error(error, g_steal_pointer(&chat_error));
+		return NULL;
+	}
+	g_clear_pointer(&parsed->model, g_free);
+	return parsed;
 }
 
 void

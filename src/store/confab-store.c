@@ -314,7 +314,7 @@ static const ConfabStoreOp op_get_message = {
     .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
 	   "WHERE session_id = $1 AND id = $2",
     .map = confab_store_row_to_message,
-    .missing = CONFAB_ERROR_NOT_FOUND,
+    .missing = CONFAB_ERROR_ITEM_NOT_FOUND,
     .missing_format = "no such message in session %s",
     .changed = -1,
 };
@@ -325,7 +325,7 @@ static const ConfabStoreOp op_delete_message = {
     .what = "deleting a message",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "DELETE FROM messages WHERE session_id = $1 AND id = $2",
-    .missing = CONFAB_ERROR_NOT_FOUND,
+    .missing = CONFAB_ERROR_ITEM_NOT_FOUND,
     .missing_format = "no such message in session %s",
     .changed = -1,
 };
@@ -1280,7 +1280,7 @@ confab_store_get_message_async(ConfabStore *self,
 /**
  * confab_store_get_message_finish:
  *
- * Returns: (transfer full): the message; %CONFAB_ERROR_NOT_FOUND when the
+ * Returns: (transfer full): the message; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
 ConfabMessage *
@@ -1319,7 +1319,7 @@ confab_store_delete_message_async(ConfabStore *self,
 /**
  * confab_store_delete_message_finish:
  *
- * Returns: %TRUE once committed; %CONFAB_ERROR_NOT_FOUND when the
+ * Returns: %TRUE once committed; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
 gboolean

@@ -3245,16 +3245,16 @@ test_conversation_items(Fixture *f, gconstpointer data)
 	g_assert_no_error(error);
 	g_assert_cmpstr(confab_message_get_role(read), ==, "assistant");
 	g_assert_null(get_message(f, other, second, &error));
-	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_FOUND);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ITEM_NOT_FOUND);
 	g_clear_error(&error);
 	g_assert_false(delete_message(f, other, second, &error));
-	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_FOUND);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ITEM_NOT_FOUND);
 	g_clear_error(&error);
 
 	g_assert_true(delete_message(f, id, second, &error));
 	g_assert_no_error(error);
 	g_assert_null(get_message(f, id, second, &error));
-	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_FOUND);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ITEM_NOT_FOUND);
 	g_clear_error(&error);
 	g_clear_pointer(&history, g_ptr_array_unref);
 	history = get_history(f, id);
