@@ -2463,6 +2463,7 @@ test_pg_migrate_v1(void)
 	    url,
 	    "ALTER TABLE messages DROP COLUMN response_id;"
 	    "DROP TABLE approvals;"
+	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
 	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
@@ -2500,6 +2501,7 @@ test_pg_migrate_v4(void)
 	out = confab_test_pg_query(
 	    url,
 	    "ALTER TABLE approvals DROP COLUMN instance_id;"
+	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "UPDATE schema_version SET version = 4;"
 	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
 	    "arguments, tool_call_id, created_at, response_id) VALUES "
