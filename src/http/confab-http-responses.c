@@ -593,9 +593,11 @@ on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data
 	/* progress has no Responses event */
 }
 
+/* @ns: (nullable): the namespace of the client's tool called @name */
 static gchar *
 function_call_item(const gchar *id,
 		   const gchar *call_id,
+		   const gchar *ns,
 		   const gchar *name,
 		   const gchar *arguments,
 		   const gchar *status)
@@ -606,6 +608,10 @@ function_call_item(const gchar *id,
 	confab_json_append_string(out, status);
 	g_string_append(out, ",\"call_id\":");
 	confab_json_append_string(out, call_id);
+	if (ns != NULL) {
+		g_string_append(out, ",\"namespace\":");
+		confab_json_append_string(out, ns);
+	}
 	g_string_append(out, ",\"name\":");
 	confab_json_append_string(out, name);
 	g_string_append(out, ",\"arguments\":");
@@ -631,6 +637,8 @@ add_function_calls(RespCtx *ctx)
 		const gchar *call_id = call != NULL ? confab_json_get_string(call, "id") : NULL;
 		const gchar *name = fn != NULL ? confab_json_get_string(fn, "name") : NULL;
 		const gchar *args = fn != NULL ? confab_json_get_string(fn, "arguments") : NULL;
+		JsonObject *origin = NULL;
+		const gchar *ns = NULL;
 		g_autofree gchar *id = NULL;
 		g_autofree gchar *added = NULL;
 		gint index;
@@ -638,11 +646,17 @@ add_function_calls(RespCtx *ctx)
 
 		if (call_id == NULL || name == NULL)
 			continue;
+		/* a namespace's tool: called by its own name in its namespace */
+		origin = confab_json_get_object(ctx->request->namespaced, name);
+		if (origin != NULL) {
+			ns = confab_json_get_string(origin, "namespace");
+			name = confab_json_get_string(origin, "name");
+		}
 		id = item_id("fc_", ctx->response_id, ctx->n_fc++);
 		if (args == NULL)
 			args = "";
 		index = reserve_item(ctx);
-		added = function_call_item(id, call_id, name, "", "in_progress");
+		added = function_call_item(id, call_id, ns, name, "", "in_progress");
 		item_added(ctx, index, added);
 		f = item_fields(id, index);
 		g_string_append(f, ",\"delta\":");
@@ -654,7 +668,7 @@ add_function_calls(RespCtx *ctx)
 		g_string_append(f, ",\"arguments\":");
 		confab_json_append_string(f, args);
 		emit(ctx, "response.function_call_arguments.done", f);
-		item_done(ctx, index, function_call_item(id, call_id, name, args, "completed"));
+		item_done(ctx, index, function_call_item(id, call_id, ns, name, args, "completed"));
 	}
 }
 
@@ -732,16 +746,45 @@ static const ConfabTurnSink json_sink = {
 
 /* ---------- the response object ---------- */
 
-static void
-append_echo(GString *out, RespCtx *ctx, const gchar *name, const gchar *fallback)
-{
-	JsonNode *node = json_object_get_member(ctx->request->echo, name);
+/* The request's parameters as the response object repeats them, each
+ * with OpenAI's default when the request did not say: every member the
+ * Open Responses schema requires. @echo: what the request said. */
+static const struct {
+	const gchar *name;
+	const gchar *fallback;
+} params[] = {
+    {"max_output_tokens", "null"},
+    {"max_tool_calls", "null"},
+    {"parallel_tool_calls", "true"},
+    {"reasoning", "{\"effort\":null,\"summary\":null}"},
+    {"temperature", "1"},
+    {"top_p", "1"},
+    {"presence_penalty", "0"},
+    {"frequency_penalty", "0"},
+    {"top_logprobs", "0"},
+    {"text", "{\"format\":{\"type\":\"text\"}}"},
+    {"tool_choice", "\"auto\""},
+    {"tools", "[]"},
+    {"user", "null"},
+    {"service_tier", "\"default\""},
+    {"safety_identifier", "null"},
+    {"prompt_cache_key", "null"},
+};
 
-	g_string_append_printf(out, ",\"%s\":", name);
-	if (node != NULL)
-		confab_json_append_node(out, node);
-	else
-		g_string_append(out, fallback);
+static void
+append_params(GString *out, JsonObject *echo, const gchar *instructions)
+{
+	g_string_append(out, ",\"background\":false,\"truncation\":\"disabled\",\"instructions\":");
+	confab_json_append_string(out, instructions);
+	for (guint i = 0; i < G_N_ELEMENTS(params); i++) {
+		JsonNode *node = echo != NULL ? json_object_get_member(echo, params[i].name) : NULL;
+
+		g_string_append_printf(out, ",\"%s\":", params[i].name);
+		if (node != NULL && !JSON_NODE_HOLDS_NULL(node))
+			confab_json_append_node(out, node);
+		else
+			g_string_append(out, params[i].fallback);
+	}
 }
 
 static void
@@ -806,7 +849,14 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 			       ",\"status\":",
 			       confab_turn_get_created(turn));
 	confab_json_append_string(out, status);
-	g_string_append(out, ",\"background\":false,\"error\":");
+	g_string_append(out, ",\"completed_at\":");
+	if (g_str_equal(status, "completed"))
+		g_string_append_printf(out,
+				       "%" G_GINT64_FORMAT,
+				       g_get_real_time() / G_USEC_PER_SEC);
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"error\":");
 	if (error != NULL) {
 		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
 		g_string_append(out, "{\"code\":");
@@ -829,9 +879,7 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 	} else {
 		g_string_append(out, "null");
 	}
-	g_string_append(out, ",\"instructions\":");
-	confab_json_append_string(out, ctx->request->instructions);
-	append_echo(out, ctx, "max_output_tokens", "null");
+	append_params(out, ctx->request->echo, ctx->request->instructions);
 	g_string_append(out, ",\"model\":");
 	confab_json_append_string(out, confab_turn_get_model(turn));
 	g_string_append(out, ",\"output\":[");
@@ -844,7 +892,6 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 		g_string_append(out, item);
 	}
 	g_string_append_c(out, ']');
-	append_echo(out, ctx, "parallel_tool_calls", "true");
 	g_string_append(out, ",\"previous_response_id\":");
 	confab_json_append_string(out, ctx->request->previous_response_id);
 	g_string_append(out, ",\"conversation\":");
@@ -855,19 +902,12 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 	} else {
 		g_string_append(out, "null");
 	}
-	append_echo(out, ctx, "reasoning", "{\"effort\":null,\"summary\":null}");
 	g_string_append_printf(out, ",\"store\":%s", ctx->request->store ? "true" : "false");
-	append_echo(out, ctx, "temperature", "null");
-	append_echo(out, ctx, "text", "{\"format\":{\"type\":\"text\"}}");
-	append_echo(out, ctx, "tool_choice", "\"auto\"");
-	append_echo(out, ctx, "tools", "[]");
-	append_echo(out, ctx, "top_p", "null");
-	g_string_append(out, ",\"truncation\":\"disabled\",\"usage\":");
+	g_string_append(out, ",\"usage\":");
 	if (output)
 		append_usage(out, turn);
 	else
 		g_string_append(out, "null");
-	append_echo(out, ctx, "user", "null");
 	g_string_append(out, ",\"metadata\":");
 	append_metadata(out, ctx, session_id);
 	g_string_append_c(out, '}');
@@ -1711,6 +1751,7 @@ stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 			g_autofree gchar *iid = item_id("fc_", id, n_fc++);
 			item = function_call_item(iid,
 						  call_id,
+						  NULL,
 						  confab_json_get_string(block, "name"),
 						  confab_json_get_string(block, "arguments"),
 						  "completed");
@@ -1766,6 +1807,32 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 	}
 }
 
+static void
+append_stored_usage(GString *out, ConfabMessage *answer)
+{
+	gint64 input = -1, output = -1;
+
+	if (answer != NULL) {
+		input = confab_message_get_prompt_tokens(answer);
+		output = confab_message_get_completion_tokens(answer);
+	}
+	if (input >= 0 || output >= 0) {
+		input = MAX(input, 0);
+		output = MAX(output, 0);
+		g_string_append_printf(out,
+				       "{\"input_tokens\":%" G_GINT64_FORMAT
+				       ",\"input_tokens_details\":{\"cached_tokens\":0}"
+				       ",\"output_tokens\":%" G_GINT64_FORMAT
+				       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
+				       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
+				       input,
+				       output,
+				       input + output);
+	} else {
+		g_string_append(out, "null");
+	}
+}
+
 static gchar *
 stored_response_json(Stored *st)
 {
@@ -1776,7 +1843,6 @@ stored_response_json(Stored *st)
 	const gchar *reason = NULL;
 	g_autofree gchar *error_json = NULL;
 	GString *out = g_string_new("{\"id\":");
-	gint64 input = -1, output = -1;
 
 	if (st->running) {
 		/* as OpenAI says of a response that runs; its output is stored
@@ -1818,7 +1884,15 @@ stored_response_json(Stored *st)
 			       ",\"status\":",
 			       confab_message_get_created_at(first));
 	confab_json_append_string(out, status);
-	g_string_append(out, ",\"background\":false,\"error\":");
+	g_string_append(out, ",\"completed_at\":");
+	/* the answer is stored when its turn ends */
+	if (g_str_equal(status, "completed"))
+		g_string_append_printf(out,
+				       "%" G_GINT64_FORMAT,
+				       confab_message_get_created_at(answer));
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"error\":");
 	g_string_append(out, error_json != NULL ? error_json : "null");
 	g_string_append(out, ",\"incomplete_details\":");
 	if (reason != NULL) {
@@ -1828,40 +1902,17 @@ stored_response_json(Stored *st)
 	} else {
 		g_string_append(out, "null");
 	}
-	g_string_append(out, ",\"instructions\":null,\"max_output_tokens\":null,\"model\":");
+	append_params(out, NULL, NULL);
+	g_string_append(out, ",\"model\":");
 	confab_json_append_string(out, confab_message_get_model(first));
 	g_string_append(out, ",\"output\":[");
 	if (answer != NULL)
 		append_stored_output(out, answer, st->response_id);
-	g_string_append(out,
-			"],\"parallel_tool_calls\":true,\"previous_response_id\":null,"
-			"\"conversation\":{\"id\":");
+	g_string_append(out, "],\"previous_response_id\":null,\"conversation\":{\"id\":");
 	confab_json_append_string(out, session_id);
-	g_string_append(out,
-			"},\"reasoning\":{\"effort\":null,\"summary\":null},\"store\":true,"
-			"\"temperature\":null,\"text\":{\"format\":{\"type\":\"text\"}},"
-			"\"tool_choice\":\"auto\",\"tools\":[],\"top_p\":null,"
-			"\"truncation\":\"disabled\",\"usage\":");
-	if (answer != NULL) {
-		input = confab_message_get_prompt_tokens(answer);
-		output = confab_message_get_completion_tokens(answer);
-	}
-	if (input >= 0 || output >= 0) {
-		input = MAX(input, 0);
-		output = MAX(output, 0);
-		g_string_append_printf(out,
-				       "{\"input_tokens\":%" G_GINT64_FORMAT
-				       ",\"input_tokens_details\":{\"cached_tokens\":0}"
-				       ",\"output_tokens\":%" G_GINT64_FORMAT
-				       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
-				       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
-				       input,
-				       output,
-				       input + output);
-	} else {
-		g_string_append(out, "null");
-	}
-	g_string_append(out, ",\"user\":null,\"metadata\":{\"session_id\":");
+	g_string_append(out, "},\"store\":true,\"usage\":");
+	append_stored_usage(out, answer);
+	g_string_append(out, ",\"metadata\":{\"session_id\":");
 	confab_json_append_string(out, session_id);
 	g_string_append(out, "}}");
 	return g_string_free(out, FALSE);

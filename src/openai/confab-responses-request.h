@@ -23,6 +23,8 @@ G_BEGIN_DECLS
  *   `tool_choice`, `parallel_tool_calls`, `text`, `reasoning`,
  *   `temperature`, `top_p`, `max_output_tokens`, `user`, `metadata` (the
  *   client's)
+ * @namespaced: the function tools of the client's `namespace` tools, by
+ *   the name they have upstream: `{"namespace", "name"}` (their own)
  * @call_ids: (element-type utf8): the `call_id` of each
  *   `function_call_output` item, which must answer a call of the response
  *   it continues
@@ -60,6 +62,7 @@ typedef struct {
 	gchar *instructions;
 	gboolean store;
 	JsonObject *echo;
+	JsonObject *namespaced;
 	GPtrArray *call_ids;
 	GPtrArray *input_calls;
 	GPtrArray *approval_responses;
