@@ -160,7 +160,27 @@ parse_item_id(const gchar *id, gchar **message_id, guint *index)
 	return TRUE;
 }
 
-/* The items of @message as JSON, each with its conversation item id. */
+#define ID_HEAD "{\"id\":"
+
+/* The id an item's JSON starts with (every rendered item does), and in
+ * *@rest what follows it; NULL for none. */
+static gchar *
+read_item_id(const gchar *item, const gchar **rest)
+{
+	gsize head = strlen(ID_HEAD);
+	gsize used = 0;
+	gchar *id;
+
+	if (!g_str_has_prefix(item, ID_HEAD))
+		return NULL;
+	id = confab_json_read_string(item + head, strlen(item + head), &used);
+	if (id != NULL && rest != NULL)
+		*rest = item + head + used;
+	return id;
+}
+
+/* The items of @message as JSON, each with its conversation item id in
+ * place of the one it was rendered with (no parse: ids come first). */
 static GPtrArray *
 message_items(ConfabMessage *message)
 {
@@ -168,13 +188,18 @@ message_items(ConfabMessage *message)
 	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
 
 	for (guint i = 0; i < rendered->len; i++) {
-		g_autoptr(JsonNode) node = confab_json_from_string(g_ptr_array_index(rendered, i));
 		g_autofree gchar *id = item_id(confab_message_get_id(message), i);
+		g_autofree gchar *old = NULL;
+		const gchar *rest = NULL;
+		GString *out;
 
-		if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		old = read_item_id(g_ptr_array_index(rendered, i), &rest);
+		if (old == NULL)
 			continue;
-		json_object_set_string_member(json_node_get_object(node), "id", id);
-		g_ptr_array_add(items, confab_json_to_string(node));
+		out = g_string_new(ID_HEAD);
+		confab_json_append_string(out, id);
+		g_string_append(out, rest);
+		g_ptr_array_add(items, g_string_free(out, FALSE));
 	}
 	return items;
 }
@@ -189,17 +214,13 @@ items_list_json(GPtrArray *items, gboolean has_more)
 	g_autofree gchar *last = NULL;
 
 	for (guint i = 0; i < items->len; i++) {
-		g_autoptr(JsonNode) node = NULL;
 		if (i > 0)
 			g_string_append_c(out, ',');
 		g_string_append(out, g_ptr_array_index(items, i));
-		if (i != 0 && i != items->len - 1)
-			continue;
-		node = confab_json_from_string(g_ptr_array_index(items, i));
-		if (i == 0)
-			first = g_strdup(confab_json_get_string(json_node_get_object(node), "id"));
-		if (i == items->len - 1)
-			last = g_strdup(confab_json_get_string(json_node_get_object(node), "id"));
+	}
+	if (items->len > 0) {
+		first = read_item_id(g_ptr_array_index(items, 0), NULL);
+		last = read_item_id(g_ptr_array_index(items, items->len - 1), NULL);
 	}
 	g_string_append(out, "],\"first_id\":");
 	confab_json_append_string(out, first);

@@ -1720,6 +1720,26 @@ call_was_deferred(JsonArray *blocks, const gchar *call_id)
 	return asked;
 }
 
+/* A person's decision of an approval request, as the
+ * mcp_approval_response item that answered it. */
+static gchar *
+decision_item(JsonObject *block)
+{
+	GString *out = g_string_new("{\"id\":");
+
+	confab_json_append_string(out, confab_json_get_string(block, "id"));
+	g_string_append(out, ",\"type\":\"mcp_approval_response\",\"approval_request_id\":");
+	confab_json_append_string(out, confab_json_get_string(block, "id"));
+	g_string_append_printf(out,
+			       ",\"approve\":%s,\"reason\":",
+			       json_object_get_boolean_member_with_default(block, "approve", FALSE)
+				   ? "true"
+				   : "false");
+	confab_json_append_string(out, confab_json_get_string(block, "reason"));
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
 /* The output items of a stored answer, from its content blocks, each
  * added to @items as JSON. */
 static void
@@ -1764,6 +1784,9 @@ stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 						     confab_json_get_string(block, "server"),
 						     confab_json_get_string(block, "name"),
 						     confab_json_get_string(block, "arguments"));
+		} else if (g_strcmp0(type, "approval") == 0 &&
+			   confab_json_get_string(block, "tool_call_id") == NULL) {
+			item = decision_item(block);
 		} else if (g_strcmp0(type, "approval") == 0 &&
 			   confab_json_get_string(block, "tool_call_id") != NULL &&
 			   json_object_get_boolean_member_with_default(block, "approve", FALSE)) {

@@ -293,9 +293,10 @@ test_bad_input(Fixture *f, gconstpointer data)
 		const gchar *param;
 	} bad[] = {
 	    {"{\"items\":[{\"type\":\"web_search_call\"}]}", "items[0].type"},
-	    {"{\"items\":[{\"type\":\"mcp_approval_response\",\"approve\":true,"
-	     "\"approval_request_id\":\"mcpr_x\"}]}",
-	     "items[0].type"},
+	    {"{\"items\":[{\"type\":\"item_reference\",\"id\":\"msg_x\"}]}", "items[0].type"},
+	    {"{\"items\":[{\"type\":\"mcp_approval_response\",\"approve\":\"yes\",\"approval_"
+	     "request_id\":\"mcpr_x\"}]}",
+	     "items[0].approve"},
 	    {"{\"items\":[{\"role\":\"user\",\"content\":\"ok\"},{\"role\":\"user\"}]}",
 	     "items[1].content"},
 	    {"{\"items\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", "items[0].role"},
@@ -558,6 +559,77 @@ test_both_doors(Fixture *f, gconstpointer data)
 	}
 }
 
+/* What a response's output has of an agent's tools: mcp_call,
+ * mcp_approval_request and mcp_approval_response items are kept as they
+ * were given, and an mcp_call (the call and its result) is the next
+ * response's context as the agent's own call would be. */
+static void
+test_mcp_items(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_upstream_agent(f, "plain");
+	g_autofree gchar *id = create(
+	    f,
+	    "{\"items\":[{\"role\":\"user\",\"content\":\"list the files\"},"
+	    "{\"type\":\"mcp_call\",\"id\":\"mcp_1\",\"server_label\":\"files\","
+	    "\"name\":\"list\",\"arguments\":\"{}\",\"output\":\"a.txt b.txt\",\"error\":null},"
+	    "{\"type\":\"mcp_approval_request\",\"id\":\"mcpr_1\",\"server_label\":\"files\","
+	    "\"name\":\"delete\",\"arguments\":\"{\\\"path\\\":\\\"a.txt\\\"}\"},"
+	    "{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"mcpr_1\","
+	    "\"approve\":false,\"reason\":\"keep it\"}]}");
+	g_autoptr(ConfabTestResponse) listed = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *context = NULL;
+	JsonNode *data_node;
+
+	listed = call(f, "GET", f->alice, NULL, "/api/v1/conversations/%s/items?order=asc", id);
+	g_assert_cmpuint(listed->status, ==, 200);
+	data_node = confab_test_json_get(listed->json, "data");
+	g_assert_cmpuint(json_array_get_length(json_node_get_array(data_node)), ==, 4);
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.1.type"), ==, "mcp_call");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.1.server_label"), ==, "files");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.1.name"), ==, "list");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.1.output"), ==, "a.txt b.txt");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.2.type"),
+			==,
+			"mcp_approval_request");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.2.name"), ==, "delete");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.2.arguments"),
+			==,
+			"{\"path\":\"a.txt\"}");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.3.type"),
+			==,
+			"mcp_approval_response");
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.3.approval_request_id"),
+			==,
+			"mcpr_1");
+	g_assert_false(json_node_get_boolean(confab_test_json_get(listed->json, "data.3.approve")));
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.3.reason"), ==, "keep it");
+
+	body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"and then?\",\"conversation\":\"%s\"}",
+			       agent,
+			       id);
+	r = call(f, "POST", f->alice, body, "/api/v1/responses");
+	g_assert_cmpuint(r->status, ==, 200);
+	context = last_upstream_messages(f);
+	g_assert_cmpstr(context,
+			==,
+			"user:list the files|assistant:|tool:a.txt b.txt|user:and then?");
+
+	{
+		/* an mcp item that does not parse names its field */
+		g_autoptr(ConfabTestResponse) bad = call(
+		    f,
+		    "POST",
+		    f->alice,
+		    "{\"items\":[{\"role\":\"user\",\"content\":\"x\"},"
+		    "{\"type\":\"mcp_call\",\"server_label\":\"files\",\"arguments\":\"{}\"}]}",
+		    "/api/v1/conversations/%s/items",
+		    id);
+		assert_bad(bad, "items[1].name", FALSE);
+	}
+}
+
 /* ---------- a turn running ---------- */
 
 typedef struct {
@@ -657,6 +729,7 @@ main(int argc, char **argv)
 	ADD("/confab/conversations/bad-input", test_bad_input);
 	ADD("/confab/conversations/ownership", test_ownership);
 	ADD("/confab/conversations/both-doors", test_both_doors);
+	ADD("/confab/conversations/mcp-items", test_mcp_items);
 	ADD("/confab/conversations/busy", test_busy);
 #undef ADD
 	ret = g_test_run();
