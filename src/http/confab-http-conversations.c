@@ -66,7 +66,8 @@ typedef struct {
 	ConfabChatRequest *items; /* owned: the items to add, as messages */
 	ConfabOrder order;
 	guint limit;
-	GPtrArray *out; /* owned: item JSON, for lists */
+	GPtrArray *out;	      /* owned: item JSON, for lists */
+	gboolean from_cursor; /* the next page starts with the cursor's message */
 } ConvCtx;
 
 static void
@@ -555,6 +556,35 @@ deleted_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 static void
 list_page(ConvCtx *ctx);
 
+/* The first message of the first page is the cursor's: its items after
+ * the cursor's come first. It is taken off the page. */
+static gboolean
+take_cursor(ConvCtx *ctx, ConfabStorePage *page, GError **error)
+{
+	ConfabMessage *msg = page->items->len > 0 ? g_ptr_array_index(page->items, 0) : NULL;
+	g_autoptr(GPtrArray) items = NULL;
+
+	ctx->from_cursor = FALSE;
+	if (msg == NULL || g_strcmp0(confab_message_get_id(msg), ctx->message_id) != 0) {
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_AFTER,
+				 "after",
+				 "after must be the id of an item of this conversation, taken "
+				 "from first_id or last_id");
+		return FALSE;
+	}
+	items = message_items(msg);
+	if (ctx->order == CONFAB_ORDER_DESC) {
+		for (guint i = MIN(ctx->item_index, items->len); i > 0; i--)
+			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i - 1)));
+	} else {
+		for (guint i = ctx->item_index + 1; i < items->len; i++)
+			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i)));
+	}
+	g_ptr_array_remove_index(page->items, 0);
+	return TRUE;
+}
+
 static void
 page_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -565,6 +595,10 @@ page_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
 	if (page == NULL) {
+		confab_http_response_error(ctx->exchange, error);
+		return;
+	}
+	if (ctx->from_cursor && !take_cursor(ctx, page, &error)) {
 		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
@@ -601,39 +635,9 @@ list_page(ConvCtx *ctx)
 	query.session_id = g_strdup(ctx->session_id);
 	query.after = g_strdup(ctx->message_id);
 	query.order = ctx->order;
-	query.limit = ctx->limit + 1 - ctx->out->len;
+	query.from = ctx->from_cursor;
+	query.limit = ctx->limit + 1 - ctx->out->len + (ctx->from_cursor ? 1 : 0);
 	confab_store_list_messages_async(ctx_store(ctx), &query, NULL, page_cb, ctx);
-}
-
-/* The cursor's message: its items after the cursor's come first. */
-static void
-cursor_cb(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-	g_autoptr(ConvCtx) ctx = user_data;
-	g_autoptr(ConfabMessage) msg = NULL;
-	g_autoptr(GPtrArray) items = NULL;
-	g_autoptr(GError) error = NULL;
-
-	msg = confab_store_get_message_finish(CONFAB_STORE(source), result, &error);
-	if (msg == NULL) {
-		g_clear_error(&error);
-		confab_error_set(&error,
-				 CONFAB_ERROR_INVALID_AFTER,
-				 "after",
-				 "after must be the id of an item of this conversation, taken "
-				 "from first_id or last_id");
-		confab_http_response_error(ctx->exchange, error);
-		return;
-	}
-	items = message_items(msg);
-	if (ctx->order == CONFAB_ORDER_DESC) {
-		for (guint i = MIN(ctx->item_index, items->len); i > 0; i--)
-			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i - 1)));
-	} else {
-		for (guint i = ctx->item_index + 1; i < items->len; i++)
-			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i)));
-	}
-	list_page(g_steal_pointer(&ctx));
 }
 
 static void
@@ -793,17 +797,10 @@ run(ConvCtx *ctx)
 							     ctx);
 		return;
 	case ACTION_LIST_ITEMS:
+		/* the cursor's message is the first of the first page */
 		ctx->out = g_ptr_array_new_with_free_func(g_free);
-		if (ctx->message_id == NULL) {
-			list_page(ctx);
-			return;
-		}
-		confab_store_get_message_async(store,
-					       ctx->session_id,
-					       ctx->message_id,
-					       NULL,
-					       cursor_cb,
-					       ctx);
+		ctx->from_cursor = ctx->message_id != NULL;
+		list_page(ctx);
 		return;
 	case ACTION_GET_ITEM:
 		confab_store_get_message_async(store,

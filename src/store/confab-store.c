@@ -357,7 +357,8 @@ static const ConfabStoreOp op_list_sessions = {
     .changed = -1,
 };
 
-/* [order][after]: each walks the index in id order, LIMIT the page + 1 */
+/* [order][after]: each walks the index in id order, LIMIT the page + 1;
+ * after 2: from the cursor on, itself included */
 #define LIST_MESSAGES(where_order)                                                                 \
 	{                                                                                          \
 		.what = "listing messages", .rows = CONFAB_STORE_ROWS_PAGE,                        \
@@ -365,9 +366,13 @@ static const ConfabStoreOp op_list_sessions = {
 		       " FROM messages WHERE session_id = $1 " where_order " LIMIT $2",            \
 		.map = confab_store_row_to_message, .changed = -1,                                 \
 	}
-static const ConfabStoreOp op_list_messages[2][2] = {
-    {LIST_MESSAGES("ORDER BY id DESC"), LIST_MESSAGES("AND id < $3 ORDER BY id DESC")},
-    {LIST_MESSAGES("ORDER BY id ASC"), LIST_MESSAGES("AND id > $3 ORDER BY id ASC")},
+static const ConfabStoreOp op_list_messages[2][3] = {
+    {LIST_MESSAGES("ORDER BY id DESC"),
+     LIST_MESSAGES("AND id < $3 ORDER BY id DESC"),
+     LIST_MESSAGES("AND id <= $3 ORDER BY id DESC")},
+    {LIST_MESSAGES("ORDER BY id ASC"),
+     LIST_MESSAGES("AND id > $3 ORDER BY id ASC"),
+     LIST_MESSAGES("AND id >= $3 ORDER BY id ASC")},
 };
 #undef LIST_MESSAGES
 
@@ -1490,7 +1495,9 @@ confab_store_list_messages_async(ConfabStore *self,
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	call = call_with_text(
-	    &op_list_messages[query->order == CONFAB_ORDER_ASC][query->after != NULL],
+	    &op_list_messages[query->order == CONFAB_ORDER_ASC][query->after == NULL ? 0
+								: query->from	     ? 2
+										     : 1],
 	    query->session_id);
 	call->limit = query->limit;
 	confab_store_call_add_int(call, (gint64)query->limit + 1);

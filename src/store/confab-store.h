@@ -58,12 +58,15 @@ typedef struct {
  * @after: (nullable): a message id cursor
  * @order: newest or oldest first
  * @limit: the page size
+ * @from: the page starts at @after itself, not after it (a cursor whose
+ *   message has more to give: the Conversations API's items)
  */
 typedef struct {
 	gchar *session_id;
 	gchar *after;
 	ConfabOrder order;
 	guint limit;
+	gboolean from;
 } ConfabStoreMessageQuery;
 
 void

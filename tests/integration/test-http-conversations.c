@@ -273,6 +273,73 @@ test_items(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(left, ==, "one|three|call:lookup|out:found|six|seven");
 }
 
+/* An answer is several items (its text and its calls, one message): a
+ * page of one item at a time, by the cursor, both ways, walks them all;
+ * the second item of the message reads and deletes as the message. */
+static void
+test_items_of_one_message(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = create(
+	    f,
+	    "{\"items\":[{\"role\":\"user\",\"content\":\"q\"},"
+	    "{\"role\":\"assistant\",\"content\":\"a\"},"
+	    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+	    "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"arguments\":\"{}\"},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"}]}");
+	const gchar *const orders[] = {"asc", "desc"};
+	const gchar *const expected[] = {"q|a|call:f|call:g|out:r", "out:r|call:g|call:f|a|q"};
+	g_autofree gchar *second = NULL;
+
+	for (guint o = 0; o < G_N_ELEMENTS(orders); o++) {
+		g_autoptr(GString) walked = g_string_new(NULL);
+		g_autofree gchar *after = NULL;
+
+		for (guint n = 0; n < 10; n++) {
+			g_autoptr(ConfabTestResponse) r =
+			    call(f,
+				 "GET",
+				 f->alice,
+				 NULL,
+				 "/api/v1/conversations/%s/items?limit=1&order=%s%s%s",
+				 id,
+				 orders[o],
+				 after != NULL ? "&after=" : "",
+				 after != NULL ? after : "");
+			g_autofree gchar *text = NULL;
+			g_assert_cmpuint(r->status, ==, 200);
+			text = page_texts(r);
+			g_string_append_printf(walked, "%s%s", walked->len > 0 ? "|" : "", text);
+			if (o == 0 && n == 2)
+				second = g_strdup(confab_test_json_string(r->json, "first_id"));
+			if (!json_node_get_boolean(confab_test_json_get(r->json, "has_more")))
+				break;
+			g_free(after);
+			after = g_strdup(confab_test_json_string(r->json, "last_id"));
+		}
+		g_assert_cmpstr(walked->str, ==, expected[o]);
+	}
+	/* the answer's second item: its first call */
+	g_assert_true(g_str_has_suffix(second, "_1"));
+	{
+		g_autoptr(ConfabTestResponse) item =
+		    call(f, "GET", f->alice, NULL, "/api/v1/conversations/%s/items/%s", id, second);
+		g_autoptr(ConfabTestResponse) gone = call(f,
+							  "DELETE",
+							  f->alice,
+							  NULL,
+							  "/api/v1/conversations/%s/items/%s",
+							  id,
+							  second);
+		g_autofree gchar *left = NULL;
+		g_assert_cmpuint(item->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(item->json, "type"), ==, "function_call");
+		g_assert_cmpstr(confab_test_json_string(item->json, "call_id"), ==, "c1");
+		g_assert_cmpuint(gone->status, ==, 200);
+		left = list_texts(f, id, "?order=asc");
+		g_assert_cmpstr(left, ==, "q|out:r");
+	}
+}
+
 /* Each bad request is an OpenAI error naming the field, and the
  * conversation is as it was. */
 static void
@@ -726,6 +793,7 @@ main(int argc, char **argv)
 #define ADD(name, func) g_test_add(name, Fixture, NULL, fixture_setup, func, fixture_teardown)
 	ADD("/confab/conversations/lifecycle", test_conversation_lifecycle);
 	ADD("/confab/conversations/items", test_items);
+	ADD("/confab/conversations/items-of-one-message", test_items_of_one_message);
 	ADD("/confab/conversations/bad-input", test_bad_input);
 	ADD("/confab/conversations/ownership", test_ownership);
 	ADD("/confab/conversations/both-doors", test_both_doors);

@@ -1206,6 +1206,23 @@ test_message_pages(Fixture *f, gconstpointer data)
 				==,
 				confab_message_get_id(g_ptr_array_index(history, 3)));
 	}
+	/* from the 5th on: itself first, both ways */
+	query.from = TRUE;
+	query.limit = 2;
+	for (guint o = 0; o < 2; o++) {
+		g_autoptr(ConfabStorePage) page = NULL;
+		query.order = o == 0 ? CONFAB_ORDER_DESC : CONFAB_ORDER_ASC;
+		page = list_messages(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 2);
+		g_assert_true(page->has_more);
+		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 0)),
+				==,
+				query.after);
+		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 1)),
+				==,
+				confab_message_get_id(g_ptr_array_index(history, o == 0 ? 3 : 5)));
+	}
+	query.from = FALSE;
 	query.after = NULL;
 	/* an unknown session has no messages */
 	query.session_id = "cts_00000000000000000000000000";
