@@ -897,11 +897,6 @@ parse_own(ConfabResponsesRequest *request, JsonObject *root, JsonObject *chat, G
 {
 	JsonNode *node;
 
-	node = member(root, "background");
-	if (node_holds(node, G_TYPE_BOOLEAN) && json_node_get_boolean(node))
-		return fail(error, "background", "Background mode is not supported");
-	if (!node_is_null(node) && !node_holds(node, G_TYPE_BOOLEAN))
-		return fail(error, "background", "background must be a boolean");
 	if (!node_is_null(member(root, "prompt")))
 		return fail(error, "prompt", "Prompt templates are not supported");
 
@@ -911,6 +906,15 @@ parse_own(ConfabResponsesRequest *request, JsonObject *root, JsonObject *chat, G
 			return fail(error, "store", "store must be a boolean");
 		request->store = json_node_get_boolean(node);
 	}
+	node = member(root, "background");
+	if (!node_is_null(node) && !node_holds(node, G_TYPE_BOOLEAN))
+		return fail(error, "background", "background must be a boolean");
+	request->background = !node_is_null(node) && json_node_get_boolean(node);
+	if (request->background && !request->store)
+		return fail(error,
+			    "background",
+			    "A background response must be stored: it cannot be used with "
+			    "store: false");
 	node = member(root, "instructions");
 	if (!node_is_null(node)) {
 		if (!node_is_string(node))

@@ -19,6 +19,7 @@ G_BEGIN_DECLS
  * @conversation: (nullable): the conversation (`cts_…`) this one continues
  * @instructions: (nullable): added to the agent's, for this response only
  * @store: whether the turn is kept (default %TRUE)
+ * @background: it runs with no client attached (`background: true`)
  * @echo: what the response object repeats of the request: `tools`,
  *   `tool_choice`, `parallel_tool_calls`, `text`, `reasoning`,
  *   `temperature`, `top_p`, `max_output_tokens`, `user`, `metadata` (the
@@ -61,6 +62,7 @@ typedef struct {
 	gchar *conversation;
 	gchar *instructions;
 	gboolean store;
+	gboolean background;
 	JsonObject *echo;
 	JsonObject *namespaced;
 	GPtrArray *call_ids;

@@ -1002,7 +1002,8 @@ test('responses: refusals in the OpenAI error shape', async () => {
   await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x',
                                                   tools: [{ type: 'web_search' }] }),
                        OpenAI.BadRequestError, 400, 'invalid_value');
-  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x', background: true }),
+  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x', background: true,
+                                                  store: false }),
                        OpenAI.BadRequestError, 400, 'invalid_value');
   await expectApiError(() => c.responses.create({ model: 'agt_00000000000000000000000000',
                                                   input: 'x' }),

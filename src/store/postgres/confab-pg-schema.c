@@ -390,11 +390,44 @@
 	"END $$;"
 
 /*
- * v6 (the Conversations API, issue 32): a conversation's metadata, a JSON
+ * v6 (background responses, issue 31): a response's record beside its
+ * messages (its request's parameters; for a background one, where it
+ * stands, which instance runs it and whether someone asked it to stop),
+ * and a background stream's events, kept in batches for any instance to
+ * replay.
+ */
+#define MIGRATE_V6_RESPONSES                                                                       \
+	"CREATE TABLE responses ("                                                                 \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  session_id text COLLATE \"C\","                                                         \
+	"  background integer NOT NULL,"                                                           \
+	"  stream integer NOT NULL,"                                                               \
+	"  status text NOT NULL,"                                                                  \
+	"  params text NOT NULL,"                                                                  \
+	"  error text,"                                                                            \
+	"  cancel_requested integer NOT NULL DEFAULT 0,"                                           \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  completed_at bigint NOT NULL DEFAULT 0,"                                                \
+	"  instance_id text COLLATE \"C\""                                                         \
+	");"                                                                                       \
+	"CREATE INDEX responses_running ON responses (owner) "                                     \
+	"  WHERE status IN ('queued', 'in_progress');"                                             \
+	"CREATE TABLE response_events ("                                                           \
+	"  response_id text COLLATE \"C\" NOT NULL,"                                               \
+	"  first_seq bigint NOT NULL,"                                                             \
+	"  last_seq bigint NOT NULL,"                                                              \
+	"  data text NOT NULL,"                                                                    \
+	"  PRIMARY KEY (response_id, first_seq)"                                                   \
+	");"
+
+/*
+ * v7 (the Conversations API, issue 32): a conversation's metadata, a JSON
  * object of strings; NULL for none. A conversation created without an
  * agent has agent_id '' until its first response.
  */
-#define MIGRATE_V6_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
+#define MIGRATE_V7_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
 
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
@@ -403,7 +436,8 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V3_APPROVALS,
     MIGRATE_V4_APPROVAL_RESPONSE,
     MIGRATE_V5_APPROVAL_INSTANCE,
-    MIGRATE_V6_CONVERSATION_METADATA,
+    MIGRATE_V6_RESPONSES,
+    MIGRATE_V7_CONVERSATION_METADATA,
 };
 
 typedef enum {
