@@ -613,6 +613,22 @@ test_both_doors(Fixture *f, gconstpointer data)
 	g_assert_true(g_str_has_suffix(texts, "|also 8|ok|and now?|") ||
 		      strstr(texts, "|also 8|ok|and now?|") != NULL);
 	{
+		/* a conversation without an agent continued first by chat
+		 * completions takes its agent too */
+		g_autofree gchar *chat_first =
+		    create(f, "{\"items\":[{\"role\":\"user\",\"content\":\"from items\"}]}");
+		g_autoptr(ConfabTestResponse) c2 =
+		    confab_test_chat(f->daemon, f->alice, agent, chat_first, "hello", FALSE);
+		g_autoptr(ConfabTestResponse) l2 = NULL;
+		g_autofree gchar *ctx2 = NULL;
+		g_assert_cmpuint(c2->status, ==, 200);
+		ctx2 = last_upstream_messages(f);
+		g_assert_cmpstr(ctx2, ==, "user:from items|user:hello");
+		l2 = call(f, "GET", f->alice, NULL, "/api/v1/conversations?limit=1");
+		g_assert_cmpstr(confab_test_json_string(l2->json, "data.0.id"), ==, chat_first);
+		g_assert_cmpstr(confab_test_json_string(l2->json, "data.0.model"), ==, agent);
+	}
+	{
 		/* conversation and previous_response_id together: refused */
 		g_autofree gchar *both_body =
 		    g_strdup_printf("{\"model\":\"%s\",\"input\":\"x\",\"conversation\":\"%s\","
