@@ -500,24 +500,43 @@ acquire_session(ConfabTurn *self, GTask *task)
 }
 
 static void
+agent_given_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	if (!confab_store_set_conversation_agent_finish(CONFAB_STORE(source), result, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	confab_session_set_agent_id(self->session, confab_agent_get_id(self->agent));
+	acquire_session(self, task);
+}
+
+static void
 get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabTurn *self = g_task_get_source_object(task);
 	g_autoptr(ConfabSession) session = NULL;
 	GError *error = NULL;
+	gboolean no_agent;
 
 	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
 	if (session == NULL) {
 		start_fail(self, task, error);
 		return;
 	}
+	/* created by the Conversations API without an agent: its first turn's
+	 * agent becomes its own */
+	no_agent = g_strcmp0(confab_session_get_agent_id(session), "") == 0;
 	/* another owner's, another door's or another agent's session does not
 	 * exist, as far as this caller can tell */
 	if (g_strcmp0(confab_session_get_owner(session), self->principal->owner) != 0 ||
 	    confab_session_get_source(session) != self->principal->source ||
-	    g_strcmp0(confab_session_get_agent_id(session), confab_agent_get_id(self->agent)) !=
-		0) {
+	    (!no_agent && g_strcmp0(confab_session_get_agent_id(session),
+				    confab_agent_get_id(self->agent)) != 0)) {
 		start_fail(self,
 			   task,
 			   g_error_new(CONFAB_ERROR,
@@ -528,6 +547,15 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	self->session = g_steal_pointer(&session);
+	if (no_agent) {
+		confab_store_set_conversation_agent_async(self->store,
+							  confab_session_get_id(self->session),
+							  confab_agent_get_id(self->agent),
+							  NULL,
+							  agent_given_cb,
+							  g_steal_pointer(&task));
+		return;
+	}
 	acquire_session(self, task);
 }
 

@@ -2007,14 +2007,34 @@ call_was_deferred(JsonArray *blocks, const gchar *call_id)
 	return asked;
 }
 
-/* The output items of a stored answer, from its content blocks. */
+/* A person's decision of an approval request, as the
+ * mcp_approval_response item that answered it. */
+static gchar *
+decision_item(JsonObject *block)
+{
+	GString *out = g_string_new("{\"id\":");
+
+	confab_json_append_string(out, confab_json_get_string(block, "id"));
+	g_string_append(out, ",\"type\":\"mcp_approval_response\",\"approval_request_id\":");
+	confab_json_append_string(out, confab_json_get_string(block, "id"));
+	g_string_append_printf(out,
+			       ",\"approve\":%s,\"reason\":",
+			       json_object_get_boolean_member_with_default(block, "approve", FALSE)
+				   ? "true"
+				   : "false");
+	confab_json_append_string(out, confab_json_get_string(block, "reason"));
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+/* The output items of a stored answer, from its content blocks, each
+ * added to @items as JSON. */
 static void
-append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
+stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 {
 	g_autoptr(JsonNode) node = NULL;
 	JsonArray *blocks;
 	guint n_messages = 0, n_reasoning = 0, n_mcp = 0, n_fc = 0;
-	gboolean first = TRUE;
 
 	node = confab_json_from_string(confab_message_get_content_blocks(answer));
 	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
@@ -2052,6 +2072,9 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 						     confab_json_get_string(block, "name"),
 						     confab_json_get_string(block, "arguments"));
 		} else if (g_strcmp0(type, "approval") == 0 &&
+			   confab_json_get_string(block, "tool_call_id") == NULL) {
+			item = decision_item(block);
+		} else if (g_strcmp0(type, "approval") == 0 &&
 			   confab_json_get_string(block, "tool_call_id") != NULL &&
 			   json_object_get_boolean_member_with_default(block, "approve", FALSE)) {
 			/* an earlier response's request, approved: its call ran
@@ -2075,12 +2098,22 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 							  ?: "");
 			item = stored_mcp_item(blocks, i, call, iid);
 		}
-		if (item == NULL)
-			continue;
-		if (!first)
+		if (item != NULL)
+			g_ptr_array_add(items, g_steal_pointer(&item));
+	}
+}
+
+/* The output items of a stored answer, comma-separated. */
+static void
+append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
+{
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+
+	stored_output_items(items, answer, id);
+	for (guint i = 0; i < items->len; i++) {
+		if (i > 0)
 			g_string_append_c(out, ',');
-		g_string_append(out, item);
-		first = FALSE;
+		g_string_append(out, g_ptr_array_index(items, i));
 	}
 }
 
@@ -2318,6 +2351,35 @@ input_item_json(ConfabMessage *msg)
 	}
 	g_string_append(out, "]}");
 	return g_string_free(out, FALSE);
+}
+
+/**
+ * confab_http_responses_message_items:
+ * @message: a stored message
+ *
+ * The items of a stored message as the Responses API shows them: a user,
+ * system or developer message, or a tool's answer, is one input item (its
+ * id the message's); an answer is its output items (a message, reasoning,
+ * function calls, MCP calls and approval requests), with the ids the
+ * response shows (the message's response id, or the message's).
+ *
+ * Returns: (transfer full) (element-type utf8): each item, as JSON
+ */
+GPtrArray *
+confab_http_responses_message_items(ConfabMessage *message)
+{
+	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
+
+	g_return_val_if_fail(CONFAB_IS_MESSAGE(message), items);
+	if (g_strcmp0(confab_message_get_role(message), "assistant") == 0)
+		stored_output_items(items,
+				    message,
+				    confab_message_get_response_id(message) != NULL
+					? confab_message_get_response_id(message)
+					: confab_message_get_id(message));
+	else
+		g_ptr_array_add(items, input_item_json(message));
+	return items;
 }
 
 static gchar *

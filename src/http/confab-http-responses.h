@@ -35,5 +35,7 @@ confab_http_responses_input_items(ConfabEngine *engine,
 				  ConfabHttpExchange *exchange,
 				  ConfabPrincipal *principal,
 				  const gchar *response_id);
+GPtrArray *
+confab_http_responses_message_items(ConfabMessage *message);
 
 G_END_DECLS

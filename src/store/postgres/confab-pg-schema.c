@@ -422,6 +422,13 @@
 	"  PRIMARY KEY (response_id, first_seq)"                                                   \
 	");"
 
+/*
+ * v7 (the Conversations API, issue 32): a conversation's metadata, a JSON
+ * object of strings; NULL for none. A conversation created without an
+ * agent has agent_id '' until its first response.
+ */
+#define MIGRATE_V7_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -430,6 +437,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V4_APPROVAL_RESPONSE,
     MIGRATE_V5_APPROVAL_INSTANCE,
     MIGRATE_V6_RESPONSES,
+    MIGRATE_V7_CONVERSATION_METADATA,
 };
 
 typedef enum {

@@ -20,8 +20,10 @@ G_BEGIN_DECLS
  *  4: approvals.response_id
  *  5: approvals.instance_id, the instance whose turn waits; confab_reap()
  *     times out the approvals of the instances it ends
+ *  6: responses and response_events (background responses)
+ *  7: sessions.metadata (the Conversations API)
  */
-#define CONFAB_PG_SCHEMA_VERSION 6
+#define CONFAB_PG_SCHEMA_VERSION 7
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

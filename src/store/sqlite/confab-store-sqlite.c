@@ -625,6 +625,17 @@ migrate_v9_responses(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v10 (the Conversations API, issue 32): a conversation's metadata, a JSON
+ * object of strings; NULL for none. A conversation created without an
+ * agent has agent_id '' until its first response.
+ */
+static gboolean
+migrate_v10_conversation_metadata(Conn *conn, GError **error)
+{
+	return conn_exec(conn, "ALTER TABLE sessions ADD COLUMN metadata TEXT;", error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -697,7 +708,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 8:
 		if (!migrate_v9_responses(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 9: migrate_v10() here */
+		/* fall through */
+	case 9:
+		if (!migrate_v10_conversation_metadata(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 10: migrate_v11() here */
 	default:
 		break;
 	}
