@@ -55,7 +55,8 @@
  * receives, one JSON per line; over HTTP a DELETE is recorded as
  * {"_http":"DELETE"}), --ignore-term (survives SIGTERM and, over stdio,
  * the end of its input), --require-header
- * "Name: value" (HTTP: 401 without it; repeatable), --get-stream (HTTP: GET
+ * "Name: value" (HTTP: 401 without it; repeatable), --error-body BODY (HTTP:
+ * the body of that 401, JSON or text), --get-stream (HTTP: GET
  * opens a stream that carries list_changed; otherwise GET is 405),
  * --tool-prefix P (every tool is listed and called as P followed by its
  * name, for long and odd names).
@@ -121,6 +122,7 @@ struct _Server {
 	gchar **required_headers;
 	gboolean get_stream;
 	gboolean ignore_term;
+	gchar *error_body;
 	gchar *tool_prefix;
 	GHashTable *pending; /* id text -> Reply (slow, progress) */
 	GHashTable *asking;  /* id text of our requests -> Reply (ask_client) */
@@ -970,7 +972,17 @@ http_handle(HttpConn *conn)
 
 	for (guint i = 0; server->required_headers != NULL && server->required_headers[i]; i++) {
 		if (!header_matches(conn, server->required_headers[i])) {
-			http_respond(conn, 401, "Unauthorized", NULL, NULL, NULL);
+			g_autoptr(JsonNode) parsed =
+			    server->error_body != NULL ? json_from_string(server->error_body, NULL)
+						       : NULL;
+			http_respond(conn,
+				     401,
+				     "Unauthorized",
+				     NULL,
+				     server->error_body == NULL ? NULL
+				     : parsed != NULL		? "application/json"
+								: "text/plain",
+				     server->error_body);
 			http_conn_next(conn);
 			return;
 		}
@@ -1222,6 +1234,13 @@ main(int argc, char **argv)
 	     "HTTP: 401 without this header",
 	     "'NAME: VALUE'"},
 	    {"get-stream", 0, 0, G_OPTION_ARG_NONE, &server.get_stream, "HTTP: serve GET", NULL},
+	    {"error-body",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &server.error_body,
+	     "HTTP: the body of a 401",
+	     "BODY"},
 	    {"tool-prefix",
 	     0,
 	     0,

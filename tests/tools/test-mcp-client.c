@@ -1016,6 +1016,50 @@ test_http_unauthorized(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(error->message, "401"));
 }
 
+/* An HTTP error body of any shape gives an error naming the server, never
+ * a critical (the tests run with fatal criticals). */
+static void
+test_http_error_bodies(Fixture *f, gconstpointer data)
+{
+	static const struct {
+		const gchar *body;
+		const gchar *expect; /* in the message, or NULL */
+	} bodies[] = {
+	    {"{\"error\":\"invalid_token\",\"error_description\":\"The token expired\"}",
+	     "invalid_token: The token expired"},
+	    {"{\"error\":\"invalid_token\"}", "invalid_token"},
+	    {"{\"error\":{\"code\":-32001,\"message\":\"Session gone\"}}", "Session gone"},
+	    {"{\"error\":{\"message\":42}}", NULL},
+	    {"{\"error\":[1,2]}", NULL},
+	    {"{\"error\":null}", NULL},
+	    {"[\"error\",\"message\"]", NULL},
+	    {"\"just a string\"", NULL},
+	    {"Unauthorized: no token given", "Unauthorized: no token given"},
+	    {"<html><body>401</body></html>", NULL},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(bodies); i++) {
+		g_autoptr(GError) error = NULL;
+
+		make_transport(f,
+			       "--require-header",
+			       "Authorization: Bearer s3cret",
+			       "--error-body",
+			       bodies[i].body,
+			       NULL);
+		g_assert_false(start(f, &error));
+		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM);
+		g_assert_nonnull(strstr(error->message, "fake"));
+		g_assert_nonnull(strstr(error->message, "401"));
+		if (bodies[i].expect != NULL)
+			g_assert_nonnull(strstr(error->message, bodies[i].expect));
+		g_assert_null(strstr(error->message, "<html>"));
+		fixture_teardown(f, data);
+		memset(f, 0, sizeof *f);
+		fixture_setup(f, data);
+	}
+}
+
 static gboolean
 listening(gpointer data)
 {
@@ -1273,6 +1317,7 @@ add_tests(Kind kind)
 	    {"delete", test_http_delete, KIND_HTTP},
 	    {"headers", test_http_headers, KIND_HTTP},
 	    {"unauthorized", test_http_unauthorized, KIND_HTTP},
+	    {"error-bodies", test_http_error_bodies, KIND_HTTP},
 	    {"get-stream", test_http_get_stream, KIND_HTTP},
 	    {"unreachable", test_http_unreachable, KIND_HTTP},
 	    {"everything", test_everything, -1},
