@@ -302,21 +302,86 @@ on_body(const gchar *data, gsize len, gpointer user_data)
 }
 
 /* What a JSON-RPC error in an error body says, if it is one. */
+/* A short, printable copy of @text (at most @max bytes, whole characters,
+ * controls as spaces), or NULL when nothing printable is left. */
+static gchar *
+printable_excerpt(const gchar *text, gsize max)
+{
+	g_autoptr(GString) out = g_string_new(NULL);
+
+	if (text == NULL || !g_utf8_validate(text, -1, NULL))
+		return NULL;
+	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		gsize before = out->len;
+		if (c == '\n' || c == '\r')
+			break;
+		if (g_unichar_iscntrl(c))
+			c = ' ';
+		g_string_append_unichar(out, c);
+		if (out->len > max) {
+			g_string_truncate(out, before);
+			break;
+		}
+	}
+	g_strstrip(out->str);
+	return *out->str != '\0' ? g_strdup(out->str) : NULL;
+}
+
+/* The message in a JSON error body: JSON-RPC's {"error":{"message"}} or
+ * OAuth's {"error":"code","error_description"?}; NULL for any other shape. */
+static gchar *
+json_error_message(JsonNode *root)
+{
+	JsonObject *object;
+	JsonNode *error;
+
+	if (!JSON_NODE_HOLDS_OBJECT(root))
+		return NULL;
+	object = json_node_get_object(root);
+	error = json_object_get_member(object, "error");
+	if (error == NULL)
+		return NULL;
+	if (JSON_NODE_HOLDS_OBJECT(error)) {
+		JsonNode *message = json_object_get_member(json_node_get_object(error), "message");
+		if (message == NULL || json_node_get_value_type(message) != G_TYPE_STRING)
+			return NULL;
+		return printable_excerpt(json_node_get_string(message), 200);
+	}
+	if (json_node_get_value_type(error) == G_TYPE_STRING) {
+		JsonNode *description = json_object_get_member(object, "error_description");
+		g_autofree gchar *text = NULL;
+		if (description != NULL && json_node_get_value_type(description) == G_TYPE_STRING)
+			text = g_strdup_printf("%s: %s",
+					       json_node_get_string(error),
+					       json_node_get_string(description));
+		else
+			text = g_strdup(json_node_get_string(error));
+		return printable_excerpt(text, 200);
+	}
+	return NULL;
+}
+
+/* What an HTTP error body says, for the error message: the message of a
+ * JSON error of either shape, the first line of a short plain text, or
+ * NULL (an empty body, HTML, JSON of another shape). Any body is safe. */
 static gchar *
 error_body_message(GString *body)
 {
 	g_autoptr(JsonNode) root = NULL;
-	JsonObject *error;
+	const gchar *text;
 
 	if (body == NULL || body->len == 0)
 		return NULL;
 	root = confab_json_parse(body->str, body->len, 16, NULL);
-	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-		return NULL;
-	error = json_object_get_object_member(json_node_get_object(root), "error");
-	if (error == NULL || !json_object_has_member(error, "message"))
-		return NULL;
-	return g_strndup(json_object_get_string_member_with_default(error, "message", ""), 200);
+	if (root != NULL)
+		return json_error_message(root);
+	text = body->str;
+	while (g_ascii_isspace(*text))
+		text++;
+	if (*text == '<' || strlen(text) != body->len - (gsize)(text - body->str))
+		return NULL; /* HTML, or a NUL inside */
+	return printable_excerpt(text, 200);
 }
 
 static GError *
