@@ -47,12 +47,12 @@
  *                          next request with its id gets 404
  *   env                    its environment, one VAR=value a line, sorted
  *
- * Options: --page-size N (tools/list pages with nextCursor), --protocol V
- * (the version it answers initialize with; by default the client's when it
- * is 2025-06-18 or 2025-11-25, else 2025-11-25), --crash-after N (answers N
- * requests and exits when the next one arrives), --stderr-noise (log lines,
- * one of 10000 bytes, on stderr), --record FILE (appends every message it
- * receives, one JSON per line; over HTTP a DELETE is recorded as
+ * Options: --capabilities JSON (what initialize declares; without "tools"
+ * in it, tools/list is "Method not found"), --page-size N (tools/list pages with nextCursor),
+ * --protocol V (the version it answers initialize with; by default the client's when it is
+ * 2025-06-18 or 2025-11-25, else 2025-11-25), --crash-after N (answers N requests and exits when
+ * the next one arrives), --stderr-noise (log lines, one of 10000 bytes, on stderr), --record FILE
+ * (appends every message it receives, one JSON per line; over HTTP a DELETE is recorded as
  * {"_http":"DELETE"}), --ignore-term (survives SIGTERM and, over stdio,
  * the end of its input), --require-header
  * "Name: value" (HTTP: 401 without it; repeatable), --error-body BODY (HTTP:
@@ -123,6 +123,7 @@ struct _Server {
 	gboolean get_stream;
 	gboolean ignore_term;
 	gchar *error_body;
+	gchar *capabilities;
 	gchar *tool_prefix;
 	GHashTable *pending; /* id text -> Reply (slow, progress) */
 	GHashTable *asking;  /* id text of our requests -> Reply (ask_client) */
@@ -796,10 +797,12 @@ initialize(Reply *reply, JsonObject *params)
 {
 	const gchar *version = negotiate(reply->server, params);
 	g_autofree gchar *text = g_strdup_printf(
-	    "{\"protocolVersion\":\"%s\",\"capabilities\":{\"tools\":{\"listChanged\":true}},"
+	    "{\"protocolVersion\":\"%s\",\"capabilities\":%s,"
 	    "\"serverInfo\":{\"name\":\"fake-mcp-server\",\"version\":\"1.0\"},"
 	    "\"instructions\":\"A scripted server for tests.\"}",
-	    version);
+	    version,
+	    reply->server->capabilities != NULL ? reply->server->capabilities
+						: "{\"tools\":{\"listChanged\":true}}");
 	g_autoptr(JsonNode) result = json_from_string(text, NULL);
 
 	if (reply->session != NULL) {
@@ -892,6 +895,9 @@ handle_message(Server *server, const gchar *text, HttpConn *conn, Session *sessi
 	reply->session = session;
 	if (strcmp(method, "initialize") == 0)
 		initialize(reply, params);
+	else if (strcmp(method, "tools/list") == 0 && server->capabilities != NULL &&
+		 strstr(server->capabilities, "\"tools\"") == NULL)
+		reply_send(reply, NULL, -32601, "Method not found");
 	else if (strcmp(method, "tools/list") == 0)
 		tools_list(reply, params);
 	else if (strcmp(method, "tools/call") == 0)
@@ -1234,6 +1240,13 @@ main(int argc, char **argv)
 	     "HTTP: 401 without this header",
 	     "'NAME: VALUE'"},
 	    {"get-stream", 0, 0, G_OPTION_ARG_NONE, &server.get_stream, "HTTP: serve GET", NULL},
+	    {"capabilities",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &server.capabilities,
+	     "The capabilities initialize declares (JSON)",
+	     "JSON"},
 	    {"error-body",
 	     0,
 	     0,

@@ -798,6 +798,22 @@ test_version_older(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(result->text, ==, "old");
 }
 
+/* A server that declares no tools capability is not asked for its tools:
+ * it has none. */
+static void
+test_no_tools_capability(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) tools = NULL;
+	g_autoptr(GError) error = NULL;
+
+	start_fake(f, "--capabilities", "{}", NULL);
+	tools = list_tools(f, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(tools);
+	g_assert_cmpuint(tools->len, ==, 0);
+	g_assert_cmpuint(count_recorded(f, "tools/list"), ==, 0);
+}
+
 static void
 test_malformed(Fixture *f, gconstpointer data)
 {
@@ -1307,6 +1323,7 @@ add_tests(Kind kind)
 	    {"list-changed", test_list_changed, -1},
 	    {"version-refused", test_version_refused, -1},
 	    {"version-older", test_version_older, -1},
+	    {"no-tools-capability", test_no_tools_capability, -1},
 	    {"malformed", test_malformed, -1},
 	    {"server-requests", test_server_requests, -1},
 	    {"environment", test_stdio_environment, KIND_STDIO},
