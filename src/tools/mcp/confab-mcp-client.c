@@ -70,6 +70,7 @@ struct _ConfabMcpClient {
 	gchar *server_name;	 /* owned */
 	gchar *server_version;	 /* owned */
 	gchar *instructions;	 /* owned */
+	gboolean has_tools;	 /* the server declared the tools capability */
 	guint session;		 /* bumped by every initialize */
 	gboolean renewing;
 	GQueue renewals;	/* of Renewal */
@@ -172,6 +173,20 @@ on_initialized_sent(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_task_return_boolean(task, TRUE);
 }
 
+/* Whether an InitializeResult declares `capabilities.tools` (an object;
+ * what else it says does not matter here). */
+static gboolean
+declares_tools(JsonObject *answer)
+{
+	JsonNode *capabilities = json_object_get_member(answer, "capabilities");
+	JsonNode *tools;
+
+	if (capabilities == NULL || !JSON_NODE_HOLDS_OBJECT(capabilities))
+		return FALSE;
+	tools = json_object_get_member(json_node_get_object(capabilities), "tools");
+	return tools != NULL && JSON_NODE_HOLDS_OBJECT(tools);
+}
+
 static void
 on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -222,6 +237,7 @@ on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_free(self->server_version);
 		self->server_version = g_strndup(confab_json_get_string(info, "version"), 64);
 	}
+	self->has_tools = declares_tools(object);
 	instructions = confab_json_get_string(object, "instructions");
 	g_free(self->instructions);
 	self->instructions = g_strndup(instructions, MAX_INSTRUCTIONS);
@@ -730,7 +746,8 @@ on_list_waiter_cancelled(GCancellable *cancellable, gpointer user_data)
  *
  * Lists the server's tools, following `nextCursor` to the end (at most 64
  * pages and 1024 tools). The list is cached until the server says it
- * changed; calls while a listing runs share it.
+ * changed; calls while a listing runs share it. A server that declared no
+ * `tools` capability is not asked: its list is empty.
  */
 void
 confab_mcp_client_list_tools_async(ConfabMcpClient *self,
@@ -750,6 +767,10 @@ confab_mcp_client_list_tools_async(ConfabMcpClient *self,
 		return;
 	if (g_task_return_error_if_cancelled(task))
 		return;
+	if (self->tools == NULL && !self->has_tools) {
+		/* it declared no tools: it has none, and is not asked */
+		self->tools = g_ptr_array_new_with_free_func((GDestroyNotify)confab_mcp_tool_free);
+	}
 	if (self->tools != NULL) {
 		g_task_return_pointer(task,
 				      g_ptr_array_ref(self->tools),
