@@ -46,6 +46,9 @@
  *   forget_session         (HTTP) answers, then forgets the session: the
  *                          next request with its id gets 404
  *   env                    its environment, one VAR=value a line, sorted
+ *   batch                  answers in a JSON-RPC batch (an array: a
+ *                          notifications/message, then the answer), as
+ *                          2025-03-26 allowed
  *
  * Options: --capabilities JSON (what initialize declares; without "tools"
  * in it, tools/list is "Method not found"), --page-size N (tools/list pages with nextCursor),
@@ -86,6 +89,7 @@ typedef struct {
 	gint step;
 	gint ms;
 	gboolean forget_session;
+	gboolean batch;	       /* the answer goes in a JSON-RPC batch (2025-03-26) */
 	JsonNode *ping_answer; /* ask_client */
 	JsonNode *unknown_answer;
 	gchar *ping_key; /* the id of our ping: answers may come in any order */
@@ -340,6 +344,14 @@ reply_send(Reply *reply, JsonNode *result, gint error_code, const gchar *error_m
 	json_builder_end_object(b);
 	root = json_builder_get_root(b);
 	text = node_to_string(root);
+	if (reply->batch) {
+		gchar *batch = g_strdup_printf(
+		    "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":"
+		    "{\"level\":\"info\",\"data\":\"in a batch\"}},%s]",
+		    text);
+		g_free(text);
+		text = batch;
+	}
 
 	if (reply->conn == NULL) {
 		stdout_line(reply->server, text);
@@ -442,6 +454,7 @@ static const Tool tools[] = {
     {"ask_client", "Pings the client and asks it something it cannot do", "{\"type\":\"object\"}"},
     {"forget_session", "Forgets the HTTP session after answering", "{\"type\":\"object\"}"},
     {"env", "Its environment", "{\"type\":\"object\"}"},
+    {"batch", "Answers in a JSON-RPC batch, after a notification", "{\"type\":\"object\"}"},
     {"extra", "Appears after change_tools", "{\"type\":\"object\"}"},
 };
 
@@ -762,6 +775,9 @@ tools_call(Reply *reply, JsonObject *params)
 		reply_text(reply, "changed", FALSE);
 	} else if (strcmp(name, "ask_client") == 0) {
 		tool_ask_client(reply);
+	} else if (strcmp(name, "batch") == 0) {
+		reply->batch = TRUE;
+		reply_text(reply, "batched", FALSE);
 	} else if (strcmp(name, "forget_session") == 0) {
 		reply->forget_session = TRUE;
 		reply_text(reply, "forgotten", FALSE);
@@ -1023,7 +1039,20 @@ http_handle(HttpConn *conn)
 		http_conn_next(conn);
 		return;
 	}
-	if (session != NULL && !is_initialize && g_strcmp0(version, session->protocol) != 0) {
+	if (session != NULL && !is_initialize && g_strcmp0(session->protocol, "2025-03-26") == 0 &&
+	    version != NULL) {
+		/* that version has no such header: a strict server of it refuses */
+		http_respond(conn,
+			     400,
+			     "Bad Request",
+			     NULL,
+			     "text/plain",
+			     "MCP-Protocol-Version is not a 2025-03-26 header");
+		http_conn_next(conn);
+		return;
+	}
+	if (session != NULL && !is_initialize && g_strcmp0(session->protocol, "2025-03-26") != 0 &&
+	    g_strcmp0(version, session->protocol) != 0) {
 		http_respond(conn,
 			     400,
 			     "Bad Request",

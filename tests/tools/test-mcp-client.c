@@ -25,7 +25,7 @@
 	"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5E" \
 	"rkJg"                                                                                     \
 	"gg=="
-#define N_FAKE_TOOLS 15 /* before change_tools adds "extra" */
+#define N_FAKE_TOOLS 16 /* before change_tools adds "extra" */
 
 typedef enum {
 	KIND_STDIO,
@@ -435,6 +435,13 @@ call_recorded(gpointer data)
 	return recorded_call_id(c->f, c->tool) >= 0;
 }
 
+static gboolean
+malformed_counted(gpointer data)
+{
+	Fixture *f = data;
+	return confab_mcp_jsonrpc_get_n_malformed(confab_mcp_client_get_jsonrpc(f->client)) > 0;
+}
+
 /* ---------- the cases, for both transports ---------- */
 
 static void
@@ -774,14 +781,86 @@ test_version_refused(Fixture *f, gconstpointer data)
 {
 	g_autoptr(GError) error = NULL;
 
-	make_transport(f, "--protocol", "2024-11-05", NULL);
+	make_transport(f, "--protocol", "2023-01-01", NULL);
 	g_assert_false(start(f, &error));
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
-	g_assert_nonnull(strstr(error->message, "2024-11-05"));
+	g_assert_nonnull(strstr(error->message, "2023-01-01"));
 	g_assert_true(confab_mcp_client_is_closed(f->client));
 	g_assert_cmpuint(f->closed, ==, 1);
 	/* no notifications/initialized after a refusal */
 	g_assert_cmpuint(count_recorded(f, "notifications/initialized"), ==, 0);
+}
+
+/* 2025-03-26, over both transports: no MCP-Protocol-Version header (the
+ * fake refuses one in such a session) and JSON-RPC batches received. */
+static void
+test_version_2025_03_26(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(ConfabMcpToolResult) batched = NULL;
+	g_autoptr(GPtrArray) tools = NULL;
+	g_autoptr(GError) error = NULL;
+
+	start_fake(f, "--protocol", "2025-03-26", NULL);
+	g_assert_cmpstr(confab_mcp_client_get_protocol_version(f->client), ==, "2025-03-26");
+	tools = list_tools(f, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(tools->len, ==, N_FAKE_TOOLS);
+	result = call(f, "echo", "{\"text\":\"march\"}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(result->text, ==, "march");
+	batched = call(f, "batch", NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(batched->text, ==, "batched");
+	g_assert_cmpuint(
+	    confab_mcp_jsonrpc_get_n_malformed(confab_mcp_client_get_jsonrpc(f->client)),
+	    ==,
+	    0);
+}
+
+/* 2024-11-05 is spoken over stdio; over HTTP it meant the old HTTP+SSE
+ * transport, which Confab does not speak. */
+static void
+test_version_2024_11_05(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(ConfabMcpToolResult) batched = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (f->kind == KIND_HTTP) {
+		make_transport(f, "--protocol", "2024-11-05", NULL);
+		g_assert_false(start(f, &error));
+		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+		g_assert_nonnull(strstr(error->message, "2024-11-05"));
+		g_assert_nonnull(strstr(error->message, "stdio"));
+		return;
+	}
+	start_fake(f, "--protocol", "2024-11-05", NULL);
+	g_assert_cmpstr(confab_mcp_client_get_protocol_version(f->client), ==, "2024-11-05");
+	result = call(f, "echo", "{\"text\":\"november\"}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(result->text, ==, "november");
+	batched = call(f, "batch", NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(batched->text, ==, "batched");
+}
+
+/* Since 2025-06-18 a batch is not a message: it is counted malformed. */
+static void
+test_batch_refused(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(GError) error = NULL;
+	Wait w = {0};
+
+	start_fake(f, "--protocol", "2025-06-18", NULL);
+	call_async(f, "batch", NULL, 300000, 0, NULL, NULL, &w);
+	g_assert_true(confab_test_wait_until(malformed_counted, f, 20000));
+	g_assert_null(w.result);
+	confab_mcp_client_close(f->client);
+	result = call_finish(f, &w, &error);
+	g_assert_null(result);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED);
 }
 
 static void
@@ -1323,6 +1402,9 @@ add_tests(Kind kind)
 	    {"list-changed", test_list_changed, -1},
 	    {"version-refused", test_version_refused, -1},
 	    {"version-older", test_version_older, -1},
+	    {"version-2025-03-26", test_version_2025_03_26, -1},
+	    {"version-2024-11-05", test_version_2024_11_05, -1},
+	    {"batch-refused", test_batch_refused, -1},
 	    {"no-tools-capability", test_no_tools_capability, -1},
 	    {"malformed", test_malformed, -1},
 	    {"server-requests", test_server_requests, -1},
