@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/mcp/confab-mcp-client.h"
+#include "tools/mcp/confab-mcp-stdio.h"
 #include "tools/mcp/confab-mcp-tool.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -19,7 +20,8 @@
  *
  * An MCP client for one tool server, over a #ConfabMcpTransport:
  * confab_mcp_client_start_async() initializes the session (protocol
- * 2025-11-25 asked, 2025-06-18 or 2025-11-25 accepted),
+ * 2025-11-25 asked; 2025-11-25, 2025-06-18, 2025-03-26 and, over stdio,
+ * 2024-11-05 accepted and spoken by their rules),
  * confab_mcp_client_list_tools_async() lists the tools (every page, cached
  * until the server says `notifications/tools/list_changed`, which also
  * emits #ConfabMcpClient::tools-changed) and
@@ -173,6 +175,41 @@ on_initialized_sent(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_task_return_boolean(task, TRUE);
 }
 
+/* Whether Confab speaks @version, the one the server answered, over its
+ * transport: 2025-11-25, 2025-06-18 and 2025-03-26 over either, 2024-11-05
+ * over stdio only (over HTTP it meant the HTTP+SSE transport, since
+ * replaced by streamable HTTP). */
+static gboolean
+version_ok(ConfabMcpClient *self, const gchar *version, GError **error)
+{
+	static const gchar *const spoken[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
+	g_autofree gchar *shown = NULL;
+
+	if (version != NULL && g_strv_contains(spoken, version))
+		return TRUE;
+	if (g_strcmp0(version, "2024-11-05") == 0) {
+		if (CONFAB_IS_MCP_STDIO(self->transport))
+			return TRUE;
+		g_set_error(error,
+			    G_IO_ERROR,
+			    G_IO_ERROR_NOT_SUPPORTED,
+			    "The MCP server %s speaks protocol version 2024-11-05, whose HTTP "
+			    "transport (HTTP+SSE) Confab does not speak; Confab speaks it over "
+			    "stdio only",
+			    self->name);
+		return FALSE;
+	}
+	shown = g_strndup(version != NULL ? version : "none", 40);
+	g_set_error(error,
+		    G_IO_ERROR,
+		    G_IO_ERROR_NOT_SUPPORTED,
+		    "The MCP server %s speaks protocol version %s; Confab speaks 2025-11-25, "
+		    "2025-06-18, 2025-03-26 and, over stdio, 2024-11-05",
+		    self->name,
+		    shown);
+	return FALSE;
+}
+
 /* Whether an InitializeResult declares `capabilities.tools` (an object;
  * what else it says does not matter here). */
 static gboolean
@@ -216,17 +253,14 @@ on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	object = json_node_get_object(answer);
 	version = confab_json_get_string(object, "protocolVersion");
-	if (g_strcmp0(version, "2025-11-25") != 0 && g_strcmp0(version, "2025-06-18") != 0) {
-		g_autofree gchar *shown = g_strndup(version != NULL ? version : "none", 40);
-		init_fail(task,
-			  g_error_new(G_IO_ERROR,
-				      G_IO_ERROR_NOT_SUPPORTED,
-				      "The MCP server %s speaks protocol version %s; Confab speaks "
-				      "2025-06-18 and 2025-11-25",
-				      self->name,
-				      shown));
+	if (!version_ok(self, version, &error)) {
+		init_fail(task, error);
 		return;
 	}
+	/* before 2025-06-18 a server may send batches */
+	confab_mcp_jsonrpc_set_batches(self->rpc,
+				       g_strcmp0(version, "2025-03-26") == 0 ||
+					   g_strcmp0(version, "2024-11-05") == 0);
 	g_free(self->protocol_version);
 	self->protocol_version = g_strdup(version);
 	info_node = json_object_get_member(object, "serverInfo");
@@ -364,9 +398,9 @@ on_started(GObject *source, GAsyncResult *result, gpointer user_data)
  *
  * Starts the transport (a stdio server is spawned), sends `initialize`
  * and `notifications/initialized`. Fails with %G_IO_ERROR_NOT_SUPPORTED
- * when the server answers a protocol version other than 2025-06-18 and
- * 2025-11-25, and with %G_IO_ERROR_TIMED_OUT after the start timeout
- * (30 s). On failure the client is closed.
+ * when the server answers a protocol version Confab does not speak (it
+ * speaks 2025-11-25, 2025-06-18, 2025-03-26 and, over stdio, 2024-11-05), and with
+ * %G_IO_ERROR_TIMED_OUT after the start timeout (30 s). On failure the client is closed.
  */
 void
 confab_mcp_client_start_async(ConfabMcpClient *self,

@@ -510,7 +510,8 @@ request_headers(ConfabMcpHttp *self, Kind kind, gboolean *had_session)
 	*had_session = self->session_id != NULL;
 	if (self->session_id != NULL)
 		g_string_append_printf(out, "Mcp-Session-Id: %s\r\n", self->session_id);
-	if (self->protocol_version != NULL)
+	/* the header came with 2025-06-18; a 2025-03-26 server is not sent it */
+	if (self->protocol_version != NULL && strcmp(self->protocol_version, "2025-03-26") != 0)
 		g_string_append_printf(out, "MCP-Protocol-Version: %s\r\n", self->protocol_version);
 	return g_string_free(out, FALSE);
 }

@@ -70,6 +70,7 @@ struct _ConfabMcpJsonrpc {
 	gboolean closed;
 	guint n_malformed;
 	guint n_dropped;
+	gboolean batches; /* a JSON array is a batch (before 2025-06-18) */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabMcpJsonrpc, confab_mcp_jsonrpc, G_TYPE_OBJECT)
@@ -585,39 +586,18 @@ malformed(ConfabMcpJsonrpc *self, const gchar *why)
 	g_message("%s: ignoring a message from the MCP server: %s", self->name, why);
 }
 
+/* One message (an object, else malformed) from the server. */
 static void
-on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user_data)
+handle_message(ConfabMcpJsonrpc *self, JsonNode *root)
 {
-	ConfabMcpJsonrpc *self = user_data;
-	gsize len;
-	const gchar *data = g_bytes_get_data(bytes, &len);
-	g_autoptr(GError) error = NULL;
-	g_autoptr(JsonNode) root = NULL;
-	g_autoptr(ConfabMcpJsonrpc) keep = NULL;
 	JsonObject *message;
 	JsonNode *id;
 	JsonNode *method_node;
 
-	if (self->closed)
-		return;
-	if (len > self->max_message_size) {
-		self->n_dropped++;
-		g_message("%s: dropping a message of %" G_GSIZE_FORMAT " bytes from the MCP server",
-			  self->name,
-			  len);
-		return;
-	}
-	root = confab_json_parse(data, len, MAX_DEPTH, &error);
-	if (root == NULL) {
-		malformed(self, "it is not JSON");
-		return;
-	}
 	if (!JSON_NODE_HOLDS_OBJECT(root)) {
 		malformed(self, "it is not a JSON object");
 		return;
 	}
-	/* a handler may drop the last reference to us */
-	keep = g_object_ref(self);
 	message = json_node_get_object(root);
 	id = json_object_get_member(message, "id");
 	method_node = json_object_get_member(message, "method");
@@ -649,11 +629,13 @@ on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user
 	if (id == NULL || JSON_NODE_HOLDS_NULL(id)) {
 		JsonNode *error_node = json_object_get_member(message, "error");
 		if (error_node != NULL && JSON_NODE_HOLDS_OBJECT(error_node)) {
-			const gchar *text = json_object_get_string_member_with_default(
-			    json_node_get_object(error_node),
-			    "message",
-			    NULL);
-			g_autofree gchar *cut = cut_text(text);
+			JsonNode *text =
+			    json_object_get_member(json_node_get_object(error_node), "message");
+			g_autofree gchar *cut =
+			    cut_text(text != NULL && JSON_NODE_HOLDS_VALUE(text) &&
+					     json_node_get_value_type(text) == G_TYPE_STRING
+					 ? json_node_get_string(text)
+					 : NULL);
 			g_autofree gchar *why = g_strdup_printf("an error without an id: %s", cut);
 			malformed(self, why);
 			return;
@@ -662,6 +644,48 @@ on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user
 		return;
 	}
 	handle_answer(self, message, id);
+}
+
+static void
+on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user_data)
+{
+	ConfabMcpJsonrpc *self = user_data;
+	gsize len;
+	const gchar *data = g_bytes_get_data(bytes, &len);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(ConfabMcpJsonrpc) keep = NULL;
+	JsonArray *batch;
+
+	if (self->closed)
+		return;
+	if (len > self->max_message_size) {
+		self->n_dropped++;
+		g_message("%s: dropping a message of %" G_GSIZE_FORMAT " bytes from the MCP server",
+			  self->name,
+			  len);
+		return;
+	}
+	root = confab_json_parse(data, len, MAX_DEPTH, &error);
+	if (root == NULL) {
+		malformed(self, "it is not JSON");
+		return;
+	}
+	/* a handler may drop the last reference to us */
+	keep = g_object_ref(self);
+	if (!JSON_NODE_HOLDS_ARRAY(root) || !self->batches) {
+		handle_message(self, root);
+		return;
+	}
+	/* a batch (2025-03-26 and 2024-11-05): its members one by one, each
+	 * answered on its own; a batch inside a batch is not a message */
+	batch = json_node_get_array(root);
+	if (json_array_get_length(batch) == 0) {
+		malformed(self, "it is an empty batch");
+		return;
+	}
+	for (guint i = 0; i < json_array_get_length(batch) && !self->closed; i++)
+		handle_message(self, json_array_get_element(batch, i));
 }
 
 /* An id at the very start or the very end of a top-level object. */
@@ -812,6 +836,23 @@ confab_mcp_jsonrpc_get_n_pending(ConfabMcpJsonrpc *self)
 {
 	g_return_val_if_fail(CONFAB_IS_MCP_JSONRPC(self), 0);
 	return g_hash_table_size(self->pending);
+}
+
+/**
+ * confab_mcp_jsonrpc_set_batches:
+ * @self: a #ConfabMcpJsonrpc
+ * @batches: whether a JSON array from the server is a batch
+ *
+ * Protocol versions before 2025-06-18 (2025-03-26, 2024-11-05) let a
+ * server send JSON-RPC batches, which a client must take: each member is
+ * handled as a message of its own. Later versions have no batches: an
+ * array is malformed (the default).
+ */
+void
+confab_mcp_jsonrpc_set_batches(ConfabMcpJsonrpc *self, gboolean batches)
+{
+	g_return_if_fail(CONFAB_IS_MCP_JSONRPC(self));
+	self->batches = batches;
 }
 
 /**

@@ -28,6 +28,8 @@ gsize
 confab_mcp_jsonrpc_get_max_message_size(ConfabMcpJsonrpc *self);
 void
 confab_mcp_jsonrpc_set_max_pending(ConfabMcpJsonrpc *self, guint max_pending);
+void
+confab_mcp_jsonrpc_set_batches(ConfabMcpJsonrpc *self, gboolean batches);
 
 void
 confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
