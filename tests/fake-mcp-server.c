@@ -46,6 +46,12 @@
  *   forget_session         (HTTP) answers, then forgets the session: the
  *                          next request with its id gets 404
  *   env                    its environment, one VAR=value a line, sorted
+ *   drop {times,retry,clean}  (HTTP) cuts its event stream after an event
+ *                          with an id and retry: (ms, default 200), cleanly
+ *                          (default) or not, times times (default 1); a GET
+ *                          with that Last-Event-ID resumes it (400 when it
+ *                          comes before the retry delay), recorded as
+ *                          {"_http":"RESUME","last_event_id":ID}
  *   batch                  answers in a JSON-RPC batch (an array: a
  *                          notifications/message, then the answer), as
  *                          2025-03-26 allowed
@@ -89,7 +95,11 @@ typedef struct {
 	gint step;
 	gint ms;
 	gboolean forget_session;
-	gboolean batch;	       /* the answer goes in a JSON-RPC batch (2025-03-26) */
+	gboolean batch; /* the answer goes in a JSON-RPC batch (2025-03-26) */
+	gint drops;	/* drop: how many times the stream is still cut */
+	gboolean drop_clean;
+	gint retry_ms;
+	gint64 dropped_at;
 	JsonNode *ping_answer; /* ask_client */
 	JsonNode *unknown_answer;
 	gchar *ping_key; /* the id of our ping: answers may come in any order */
@@ -131,6 +141,8 @@ struct _Server {
 	gchar *tool_prefix;
 	GHashTable *pending; /* id text -> Reply (slow, progress) */
 	GHashTable *asking;  /* id text of our requests -> Reply (ask_client) */
+	GHashTable *dropped; /* event id -> Reply whose stream was cut (drop) */
+	guint next_event_id;
 	guint next_own_id;
 	/* stdio */
 	GDataInputStream *stdin_data;
@@ -455,6 +467,10 @@ static const Tool tools[] = {
     {"forget_session", "Forgets the HTTP session after answering", "{\"type\":\"object\"}"},
     {"env", "Its environment", "{\"type\":\"object\"}"},
     {"batch", "Answers in a JSON-RPC batch, after a notification", "{\"type\":\"object\"}"},
+    {"drop",
+     "Cuts its SSE stream before answering; the answer comes on a GET with Last-Event-ID",
+     "{\"type\":\"object\",\"properties\":{\"times\":{\"type\":\"integer\"},\"retry\":{"
+     "\"type\":\"integer\"},\"clean\":{\"type\":\"boolean\"}}}"},
     {"extra", "Appears after change_tools", "{\"type\":\"object\"}"},
 };
 
@@ -690,6 +706,37 @@ compare_strings(const void *a, const void *b)
 	return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
 }
 
+/* Cuts the SSE stream of @reply after an event with an id and retry:, and
+ * keeps the reply for a GET with that Last-Event-ID. */
+static void
+drop_stream(Reply *reply)
+{
+	Server *server = reply->server;
+	HttpConn *conn = reply->conn;
+	gchar *event_id = g_strdup_printf("drop-%u", ++server->next_event_id);
+	g_autofree gchar *event =
+	    g_strdup_printf("id: %s\nretry: %d\ndata: \n\n", event_id, reply->retry_ms);
+
+	if (!reply->sse) {
+		reply->sse = TRUE;
+		http_sse_start(conn);
+	}
+	http_chunk(conn, event, strlen(event));
+	reply->drops--;
+	reply->conn = NULL;
+	reply->dropped_at = g_get_monotonic_time();
+	g_hash_table_insert(server->dropped, event_id, reply);
+	if (reply->drop_clean) {
+		/* the stream ends as streams do, the connection is reused */
+		http_write(conn, "0\r\n\r\n", 5);
+		http_conn_next(conn);
+	} else {
+		conn->closed = TRUE;
+		g_io_stream_close(G_IO_STREAM(conn->connection), NULL, NULL);
+	}
+	http_conn_unref(conn);
+}
+
 static void
 tools_call(Reply *reply, JsonObject *params)
 {
@@ -775,6 +822,16 @@ tools_call(Reply *reply, JsonObject *params)
 		reply_text(reply, "changed", FALSE);
 	} else if (strcmp(name, "ask_client") == 0) {
 		tool_ask_client(reply);
+	} else if (strcmp(name, "drop") == 0) {
+		if (reply->conn == NULL) {
+			reply_text(reply, "nothing to drop over stdio", FALSE);
+			return;
+		}
+		reply->drops = (gint)int_arg(args, "times", 1);
+		reply->retry_ms = (gint)int_arg(args, "retry", 200);
+		reply->drop_clean = args == NULL || !json_object_has_member(args, "clean") ||
+				    json_object_get_boolean_member(args, "clean");
+		drop_stream(reply);
 	} else if (strcmp(name, "batch") == 0) {
 		reply->batch = TRUE;
 		reply_text(reply, "batched", FALSE);
@@ -982,6 +1039,40 @@ header_matches(HttpConn *conn, const gchar *required)
 	return value != NULL && strcmp(value, g_strstrip(parts[1])) == 0;
 }
 
+/* A GET with Last-Event-ID: the rest of a stream drop cut. */
+static void
+http_resume(HttpConn *conn)
+{
+	Server *server = conn->server;
+	const gchar *last = g_hash_table_lookup(conn->headers, "last-event-id");
+	Reply *reply = g_hash_table_lookup(server->dropped, last);
+
+	if (server->record != NULL) {
+		fprintf(server->record, "{\"_http\":\"RESUME\",\"last_event_id\":\"%s\"}\n", last);
+		fflush(server->record);
+	}
+	if (reply == NULL) {
+		http_respond(conn, 404, "Not Found", NULL, "text/plain", "no such event");
+		http_conn_next(conn);
+		return;
+	}
+	if (g_get_monotonic_time() - reply->dropped_at < (gint64)reply->retry_ms * 1000) {
+		http_respond(conn, 400, "Bad Request", NULL, "text/plain", "resumed before retry");
+		http_conn_next(conn);
+		return;
+	}
+	g_hash_table_remove(server->dropped, last);
+	reply->conn = http_conn_ref(conn);
+	reply->sse = FALSE;
+	if (reply->drops > 0) {
+		drop_stream(reply);
+		return;
+	}
+	reply->sse = TRUE;
+	http_sse_start(conn);
+	reply_text(reply, "resumed", FALSE);
+}
+
 static void
 http_handle(HttpConn *conn)
 {
@@ -1071,6 +1162,11 @@ http_handle(HttpConn *conn)
 		g_hash_table_remove(server->sessions, session_id);
 		http_respond(conn, 200, "OK", NULL, NULL, NULL);
 		http_conn_next(conn);
+		return;
+	}
+	if (strcmp(conn->method, "GET") == 0 && session != NULL &&
+	    g_hash_table_lookup(conn->headers, "last-event-id") != NULL) {
+		http_resume(conn);
 		return;
 	}
 	if (strcmp(conn->method, "GET") == 0) {
@@ -1304,6 +1400,7 @@ main(int argc, char **argv)
 	server.loop = g_main_loop_new(NULL, FALSE);
 	server.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	server.asking = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	server.dropped = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	server.sessions =
 	    g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)session_free);
 	if (record != NULL) {
