@@ -52,6 +52,10 @@
  *                          with that Last-Event-ID resumes it (400 when it
  *                          comes before the retry delay), recorded as
  *                          {"_http":"RESUME","last_event_id":ID}
+ *   elicit {schema}        sends the client elicitation/create (a form of
+ *                          name, age, score, status, verified with
+ *                          defaults and a required email, or schema) and
+ *                          answers with the client's answer as JSON text
  *   batch                  answers in a JSON-RPC batch (an array: a
  *                          notifications/message, then the answer), as
  *                          2025-03-26 allowed
@@ -102,7 +106,8 @@ typedef struct {
 	gint64 dropped_at;
 	JsonNode *ping_answer; /* ask_client */
 	JsonNode *unknown_answer;
-	gchar *ping_key; /* the id of our ping: answers may come in any order */
+	gchar *ping_key;   /* the id of our ping: answers may come in any order */
+	gchar *elicit_key; /* elicit: the id of our elicitation/create */
 } Reply;
 
 struct _Session {
@@ -310,6 +315,7 @@ reply_free(Reply *reply)
 		json_node_unref(reply->unknown_answer);
 	g_free(reply->key);
 	g_free(reply->ping_key);
+	g_free(reply->elicit_key);
 	if (reply->conn != NULL)
 		http_conn_unref(reply->conn);
 	g_free(reply);
@@ -467,6 +473,9 @@ static const Tool tools[] = {
     {"forget_session", "Forgets the HTTP session after answering", "{\"type\":\"object\"}"},
     {"env", "Its environment", "{\"type\":\"object\"}"},
     {"batch", "Answers in a JSON-RPC batch, after a notification", "{\"type\":\"object\"}"},
+    {"elicit",
+     "Asks the client for a form (elicitation/create) and answers with its answer",
+     "{\"type\":\"object\",\"properties\":{\"schema\":{\"type\":\"object\"}}}"},
     {"drop",
      "Cuts its SSE stream before answering; the answer comes on a GET with Last-Event-ID",
      "{\"type\":\"object\",\"properties\":{\"times\":{\"type\":\"integer\"},\"retry\":{"
@@ -668,6 +677,37 @@ tool_ask_client(Reply *reply)
 	reply_message(reply, other);
 }
 
+#define ELICIT_SCHEMA                                                                              \
+	"{\"type\":\"object\",\"properties\":{"                                                    \
+	"\"name\":{\"type\":\"string\",\"default\":\"John Doe\"},"                                 \
+	"\"age\":{\"type\":\"integer\",\"minimum\":0,\"default\":30},"                             \
+	"\"score\":{\"type\":\"number\",\"default\":95.5},"                                        \
+	"\"status\":{\"type\":\"string\",\"enum\":[\"active\",\"inactive\"],\"default\":"          \
+	"\"active\"},"                                                                             \
+	"\"verified\":{\"type\":\"boolean\",\"default\":true},"                                    \
+	"\"email\":{\"type\":\"string\",\"format\":\"email\"}},"                                   \
+	"\"required\":[\"email\"]}"
+
+/* elicitation/create to the client; the answer is the tool's text. */
+static void
+tool_elicit(Reply *reply, JsonObject *args)
+{
+	Server *server = reply->server;
+	JsonNode *schema = args != NULL ? json_object_get_member(args, "schema") : NULL;
+	g_autofree gchar *schema_text = schema != NULL ? node_to_string(schema) : NULL;
+	guint id = ++server->next_own_id;
+	g_autofree gchar *request = g_strdup_printf(
+	    "{\"jsonrpc\":\"2.0\",\"id\":\"srv-%u\",\"method\":\"elicitation/create\","
+	    "\"params\":{\"message\":\"Who are you?\",\"requestedSchema\":%s}}",
+	    id,
+	    schema_text != NULL ? schema_text : ELICIT_SCHEMA);
+
+	g_free(reply->elicit_key);
+	reply->elicit_key = g_strdup_printf("\"srv-%u\"", id);
+	g_hash_table_insert(server->asking, g_strdup(reply->elicit_key), reply);
+	reply_message(reply, request);
+}
+
 /* An answer from the client to one of our requests. */
 static void
 client_answered(Server *server, const gchar *key, JsonObject *message)
@@ -679,6 +719,15 @@ client_answered(Server *server, const gchar *key, JsonObject *message)
 
 	if (reply == NULL)
 		return;
+	if (g_strcmp0(key, reply->elicit_key) == 0) {
+		JsonNode *answer = json_object_get_member(message, "result") != NULL
+				       ? json_object_get_member(message, "result")
+				       : json_object_get_member(message, "error");
+		g_autofree gchar *answer_text = answer != NULL ? node_to_string(answer) : NULL;
+		g_hash_table_remove(server->asking, key);
+		reply_text(reply, answer_text != NULL ? answer_text : "no answer", FALSE);
+		return;
+	}
 	/* over HTTP each answer is a POST of its own: they may come in either
 	 * order */
 	if (g_strcmp0(key, reply->ping_key) == 0)
@@ -832,6 +881,8 @@ tools_call(Reply *reply, JsonObject *params)
 		reply->drop_clean = args == NULL || !json_object_has_member(args, "clean") ||
 				    json_object_get_boolean_member(args, "clean");
 		drop_stream(reply);
+	} else if (strcmp(name, "elicit") == 0) {
+		tool_elicit(reply, args);
 	} else if (strcmp(name, "batch") == 0) {
 		reply->batch = TRUE;
 		reply_text(reply, "batched", FALSE);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "tools/mcp/confab-mcp-client.h"
+#include "tools/mcp/confab-mcp-elicitation.h"
 #include "tools/mcp/confab-mcp-http.h"
 #include "tools/mcp/confab-mcp-tool.h"
 #include "util/confab-json.h"
@@ -19,7 +20,9 @@
  * once per scenario with the scenario's server URL as the last argument.
  * It drives Confab's real MCP client (src/tools/mcp) as the agent loop
  * does: start the session, list the tools, call each one with arguments
- * made from its input schema, close (DELETE the session). It prints what
+ * made from its input schema, close (DELETE the session). An elicitation
+ * (form mode) is accepted with no field filled in: what the server gets is
+ * the schema's defaults, applied by Confab's client. It prints what
  * it saw and exits 0 when every step worked, 1 otherwise; the suite judges
  * the scenario by what its server saw.
  */
@@ -127,6 +130,18 @@ call_tool(ConfabMcpClient *client, ConfabMcpTool *tool)
 	return TRUE;
 }
 
+static void
+on_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data)
+{
+	g_autoptr(GError) error = NULL;
+
+	g_print("elicitation: %s\n", confab_mcp_elicitation_get_message(elicitation));
+	if (!confab_mcp_elicitation_respond(elicitation, "accept", NULL, &error)) {
+		g_printerr("elicitation: %s\n", error->message);
+		confab_mcp_elicitation_respond(elicitation, "decline", NULL, NULL);
+	}
+}
+
 static gboolean
 run(ConfabMcpClient *client)
 {
@@ -136,6 +151,7 @@ run(ConfabMcpClient *client)
 	Wait started = {0};
 	Wait listed = {0};
 
+	confab_mcp_client_set_elicitation_handler(client, on_elicit, NULL, NULL);
 	confab_mcp_client_start_async(client, NULL, on_result, &started);
 	wait_for(&started);
 	ok = confab_mcp_client_start_finish(client, started.result, &error);

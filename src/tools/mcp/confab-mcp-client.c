@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/mcp/confab-mcp-client.h"
+#include "tools/mcp/confab-mcp-elicitation.h"
 #include "tools/mcp/confab-mcp-stdio.h"
 #include "tools/mcp/confab-mcp-tool.h"
 #include "util/confab-error.h"
@@ -68,12 +69,15 @@ struct _ConfabMcpClient {
 	GMainContext *context;	       /* owned */
 	State state;
 	guint start_timeout_ms;
-	gchar *protocol_version; /* owned */
-	gchar *server_name;	 /* owned */
-	gchar *server_version;	 /* owned */
-	gchar *instructions;	 /* owned */
-	gboolean has_tools;	 /* the server declared the tools capability */
-	guint session;		 /* bumped by every initialize */
+	gchar *protocol_version;	 /* owned */
+	gchar *server_name;		 /* owned */
+	gchar *server_version;		 /* owned */
+	gchar *instructions;		 /* owned */
+	gboolean has_tools;		 /* the server declared the tools capability */
+	ConfabMcpElicitFunc elicit_func; /* nullable: no elicitation declared */
+	gpointer elicit_data;
+	GDestroyNotify elicit_notify;
+	guint session; /* bumped by every initialize */
 	gboolean renewing;
 	GQueue renewals;	/* of Renewal */
 	GPtrArray *tools;	/* owned, nullable: the cached list */
@@ -286,15 +290,21 @@ on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static JsonNode *
-initialize_params(void)
+initialize_params(ConfabMcpClient *self)
 {
 	JsonNode *params = json_node_new(JSON_NODE_OBJECT);
 	JsonObject *object = json_object_new();
 	JsonObject *info = json_object_new();
+	JsonObject *capabilities = json_object_new();
 
 	json_object_set_string_member(object, "protocolVersion", CONFAB_MCP_PROTOCOL_VERSION);
-	/* no roots, sampling or elicitation: the server must not ask */
-	json_object_set_object_member(object, "capabilities", json_object_new());
+	/* no roots or sampling; elicitation (form mode) when someone answers */
+	if (self->elicit_func != NULL) {
+		JsonObject *elicitation = json_object_new();
+		json_object_set_object_member(elicitation, "form", json_object_new());
+		json_object_set_object_member(capabilities, "elicitation", elicitation);
+	}
+	json_object_set_object_member(object, "capabilities", capabilities);
 	json_object_set_string_member(info, "name", "confab");
 	json_object_set_string_member(info, "version", PACKAGE_VERSION);
 	json_object_set_object_member(object, "clientInfo", info);
@@ -312,7 +322,7 @@ initialize_async(ConfabMcpClient *self,
 {
 	GTask *task = g_task_new(self, NULL, callback, user_data);
 	InitData *data = g_new0(InitData, 1);
-	g_autoptr(JsonNode) params = initialize_params();
+	g_autoptr(JsonNode) params = initialize_params(self);
 
 	data->renew = renew;
 	data->cancellable = g_cancellable_new();
@@ -515,6 +525,62 @@ check_ready(ConfabMcpClient *self, GTask *task)
 					"The MCP client %s is not started",
 					self->name);
 	return FALSE;
+}
+
+/* ---------- requests of the server's ---------- */
+
+static gboolean
+on_server_request(ConfabMcpJsonrpc *rpc,
+		  const gchar *method,
+		  JsonObject *params,
+		  JsonNode *id,
+		  gpointer user_data)
+{
+	ConfabMcpClient *self = user_data;
+	g_autoptr(ConfabMcpElicitation) elicitation = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (strcmp(method, "elicitation/create") != 0 || self->elicit_func == NULL)
+		return FALSE;
+	elicitation = confab_mcp_elicitation_new(rpc, id, self->name, params, &error);
+	if (elicitation == NULL) {
+		g_message("%s: refusing an elicitation: %s", self->name, error->message);
+		confab_mcp_jsonrpc_respond(rpc, id, NULL, -32602, error->message);
+		return TRUE;
+	}
+	/* the handler keeps a reference until it answers; dropped unanswered,
+	 * the server is answered cancel */
+	self->elicit_func(self, elicitation, self->elicit_data);
+	return TRUE;
+}
+
+/**
+ * confab_mcp_client_set_elicitation_handler:
+ * @self: a #ConfabMcpClient, not started yet
+ * @func: (nullable): called with each `elicitation/create` of the server
+ * @user_data: data for @func
+ * @notify: (nullable): frees @user_data
+ *
+ * With a handler, the client declares the `elicitation` capability (form
+ * mode) in `initialize`, and the server's `elicitation/create` requests go
+ * to @func, which answers with confab_mcp_elicitation_respond() (taking a
+ * reference to answer later). Requests that are not forms or whose schema
+ * MCP does not allow are answered -32602 without it. Without one (the
+ * default), the capability is not declared and such requests are refused.
+ */
+void
+confab_mcp_client_set_elicitation_handler(ConfabMcpClient *self,
+					  ConfabMcpElicitFunc func,
+					  gpointer user_data,
+					  GDestroyNotify notify)
+{
+	g_return_if_fail(CONFAB_IS_MCP_CLIENT(self));
+	g_return_if_fail(self->state == STATE_NEW);
+	if (self->elicit_notify != NULL)
+		self->elicit_notify(self->elicit_data);
+	self->elicit_func = func;
+	self->elicit_data = user_data;
+	self->elicit_notify = notify;
 }
 
 /* ---------- tools/list ---------- */
@@ -1278,6 +1344,7 @@ confab_mcp_client_dispose(GObject *object)
 	/* calls in flight hold us: none is left */
 	if (self->rpc != NULL) {
 		g_signal_handlers_disconnect_by_data(self->rpc, self);
+		confab_mcp_jsonrpc_set_request_func(self->rpc, NULL, NULL);
 		confab_mcp_jsonrpc_close(self->rpc);
 		g_clear_object(&self->rpc);
 	}
@@ -1300,6 +1367,8 @@ confab_mcp_client_finalize(GObject *object)
 	g_free(self->server_version);
 	g_free(self->instructions);
 	g_free(self->name);
+	if (self->elicit_notify != NULL)
+		self->elicit_notify(self->elicit_data);
 	G_OBJECT_CLASS(confab_mcp_client_parent_class)->finalize(object);
 }
 
@@ -1377,6 +1446,7 @@ confab_mcp_client_new(const gchar *name, ConfabMcpTransport *transport)
 	self->rpc = confab_mcp_jsonrpc_new(transport, name);
 	self->transport = transport;
 	g_signal_connect(self->rpc, "notification", G_CALLBACK(on_notification), self);
+	confab_mcp_jsonrpc_set_request_func(self->rpc, on_server_request, self);
 	g_signal_connect(self->rpc, "closed", G_CALLBACK(on_rpc_closed), self);
 	return self;
 }

@@ -71,6 +71,8 @@ struct _ConfabMcpJsonrpc {
 	guint n_malformed;
 	guint n_dropped;
 	gboolean batches; /* a JSON array is a batch (before 2025-06-18) */
+	ConfabMcpRequestFunc request_func;
+	gpointer request_data;
 };
 
 G_DEFINE_FINAL_TYPE(ConfabMcpJsonrpc, confab_mcp_jsonrpc, G_TYPE_OBJECT)
@@ -480,7 +482,11 @@ confab_mcp_jsonrpc_notify_finish(ConfabMcpJsonrpc *self, GAsyncResult *result, G
 /* ---------- what arrives ---------- */
 
 static void
-answer_server(ConfabMcpJsonrpc *self, JsonNode *id, gint code, const gchar *message)
+answer_server(ConfabMcpJsonrpc *self,
+	      JsonNode *id,
+	      JsonNode *result,
+	      gint code,
+	      const gchar *message)
 {
 	GString *out = g_string_sized_new(96);
 	g_autoptr(GBytes) bytes = NULL;
@@ -488,7 +494,12 @@ answer_server(ConfabMcpJsonrpc *self, JsonNode *id, gint code, const gchar *mess
 	g_string_append(out, "{\"jsonrpc\":\"2.0\",\"id\":");
 	confab_json_append_node(out, id);
 	if (message == NULL) {
-		g_string_append(out, ",\"result\":{}}");
+		g_string_append(out, ",\"result\":");
+		if (result != NULL)
+			confab_json_append_node(out, result);
+		else
+			g_string_append(out, "{}");
+		g_string_append_c(out, '}');
 	} else {
 		g_string_append_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
 		confab_json_append_string(out, message);
@@ -496,6 +507,51 @@ answer_server(ConfabMcpJsonrpc *self, JsonNode *id, gint code, const gchar *mess
 	}
 	bytes = g_string_free_to_bytes(out);
 	confab_mcp_transport_send_async(self->transport, bytes, NULL, NULL, NULL);
+}
+
+/**
+ * confab_mcp_jsonrpc_respond:
+ * @self: a #ConfabMcpJsonrpc
+ * @id: the id of the server's request
+ * @result: (nullable): the result (with @message %NULL; %NULL for `{}`)
+ * @code: the error code, with @message
+ * @message: (nullable): an error message: the answer is an error
+ *
+ * Answers a request of the server's, one the request function took
+ * (confab_mcp_jsonrpc_set_request_func()). Nothing is sent once closed.
+ */
+void
+confab_mcp_jsonrpc_respond(ConfabMcpJsonrpc *self,
+			   JsonNode *id,
+			   JsonNode *result,
+			   gint code,
+			   const gchar *message)
+{
+	g_return_if_fail(CONFAB_IS_MCP_JSONRPC(self));
+	g_return_if_fail(id != NULL);
+	if (self->closed)
+		return;
+	answer_server(self, id, result, code, message);
+}
+
+/**
+ * confab_mcp_jsonrpc_set_request_func:
+ * @self: a #ConfabMcpJsonrpc
+ * @func: (nullable): offered every server request but `ping`
+ * @user_data: data for @func, which must outlive @self or be unset first
+ *
+ * Requests @func returns %FALSE for (and all of them without one) are
+ * answered -32601 "Method not found"; one it takes it answers later with
+ * confab_mcp_jsonrpc_respond().
+ */
+void
+confab_mcp_jsonrpc_set_request_func(ConfabMcpJsonrpc *self,
+				    ConfabMcpRequestFunc func,
+				    gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_MCP_JSONRPC(self));
+	self->request_func = func;
+	self->request_data = user_data;
 }
 
 static gchar *
@@ -567,16 +623,23 @@ handle_answer(ConfabMcpJsonrpc *self, JsonObject *message, JsonNode *id_node)
 }
 
 static void
-handle_server_request(ConfabMcpJsonrpc *self, const gchar *method, JsonNode *id)
+handle_server_request(ConfabMcpJsonrpc *self, const gchar *method, JsonNode *params, JsonNode *id)
 {
 	if (strcmp(method, "ping") == 0) {
-		answer_server(self, id, 0, NULL);
+		answer_server(self, id, NULL, 0, NULL);
 		return;
 	}
+	if (self->request_func != NULL &&
+	    self->request_func(self,
+			       method,
+			       params != NULL ? json_node_get_object(params) : NULL,
+			       id,
+			       self->request_data))
+		return;
 	g_debug("%s: the server asked for %s, which this client does not offer",
 		self->name,
 		method);
-	answer_server(self, id, -32601, "Method not found");
+	answer_server(self, id, NULL, -32601, "Method not found");
 }
 
 static void
@@ -620,7 +683,7 @@ handle_message(ConfabMcpJsonrpc *self, JsonNode *root)
 				malformed(self, "its id is neither a string nor an integer");
 				return;
 			}
-			handle_server_request(self, method, id);
+			handle_server_request(self, method, params, id);
 			return;
 		}
 		g_signal_emit(self, signals[SIGNAL_NOTIFICATION], 0, method, params);
