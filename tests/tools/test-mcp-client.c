@@ -1335,6 +1335,22 @@ test_http_resume(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(after->text, ==, "still here");
 }
 
+/* A server that cuts every resumed stream too, each time after a new
+ * event id: the call's timeout still ends the call. */
+static void
+test_http_resume_timeout(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(GError) error = NULL;
+	Wait w = {0};
+
+	start_fake(f, NULL);
+	call_async(f, "drop", "{\"times\":1000000,\"retry\":20}", 1000, 0, NULL, NULL, &w);
+	result = call_finish(f, &w, &error);
+	g_assert_null(result);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT);
+}
+
 static gboolean
 listening(gpointer data)
 {
@@ -1682,6 +1698,7 @@ add_tests(Kind kind)
 	    {"unauthorized", test_http_unauthorized, KIND_HTTP},
 	    {"error-bodies", test_http_error_bodies, KIND_HTTP},
 	    {"resume", test_http_resume, KIND_HTTP},
+	    {"resume-timeout", test_http_resume_timeout, KIND_HTTP},
 	    {"get-stream", test_http_get_stream, KIND_HTTP},
 	    {"unreachable", test_http_unreachable, KIND_HTTP},
 	    {"everything", test_everything, -1},
