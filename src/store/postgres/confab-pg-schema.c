@@ -389,6 +389,39 @@
 	"  RETURN cardinality(dead); "                                                             \
 	"END $$;"
 
+/*
+ * v6 (background responses, issue 31): a response's record beside its
+ * messages (its request's parameters; for a background one, where it
+ * stands, which instance runs it and whether someone asked it to stop),
+ * and a background stream's events, kept in batches for any instance to
+ * replay.
+ */
+#define MIGRATE_V6_RESPONSES                                                                       \
+	"CREATE TABLE responses ("                                                                 \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  session_id text COLLATE \"C\","                                                         \
+	"  background integer NOT NULL,"                                                           \
+	"  stream integer NOT NULL,"                                                               \
+	"  status text NOT NULL,"                                                                  \
+	"  params text NOT NULL,"                                                                  \
+	"  error text,"                                                                            \
+	"  cancel_requested integer NOT NULL DEFAULT 0,"                                           \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  completed_at bigint NOT NULL DEFAULT 0,"                                                \
+	"  instance_id text COLLATE \"C\""                                                         \
+	");"                                                                                       \
+	"CREATE INDEX responses_running ON responses (owner) "                                     \
+	"  WHERE status IN ('queued', 'in_progress');"                                             \
+	"CREATE TABLE response_events ("                                                           \
+	"  response_id text COLLATE \"C\" NOT NULL,"                                               \
+	"  first_seq bigint NOT NULL,"                                                             \
+	"  last_seq bigint NOT NULL,"                                                              \
+	"  data text NOT NULL,"                                                                    \
+	"  PRIMARY KEY (response_id, first_seq)"                                                   \
+	");"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -396,6 +429,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V3_APPROVALS,
     MIGRATE_V4_APPROVAL_RESPONSE,
     MIGRATE_V5_APPROVAL_INSTANCE,
+    MIGRATE_V6_RESPONSES,
 };
 
 typedef enum {

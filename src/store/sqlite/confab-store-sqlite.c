@@ -588,6 +588,43 @@ migrate_v8_approval_response(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v9 (background responses, issue 31): a response's record beside its
+ * messages (its request's parameters; for a background one, where it
+ * stands and whether someone asked it to stop), and a background stream's
+ * events, kept in batches to replay.
+ */
+static gboolean
+migrate_v9_responses(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE responses ("
+			 "  id TEXT PRIMARY KEY NOT NULL,"
+			 "  owner TEXT NOT NULL,"
+			 "  agent_id TEXT NOT NULL,"
+			 "  session_id TEXT,"
+			 "  background INTEGER NOT NULL,"
+			 "  stream INTEGER NOT NULL,"
+			 "  status TEXT NOT NULL,"
+			 "  params TEXT NOT NULL,"
+			 "  error TEXT,"
+			 "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+			 "  created_at INTEGER NOT NULL,"
+			 "  completed_at INTEGER NOT NULL DEFAULT 0,"
+			 "  instance_id TEXT"
+			 ") STRICT;"
+			 "CREATE INDEX responses_running ON responses (owner) "
+			 "  WHERE status IN ('queued', 'in_progress');"
+			 "CREATE TABLE response_events ("
+			 "  response_id TEXT NOT NULL,"
+			 "  first_seq INTEGER NOT NULL,"
+			 "  last_seq INTEGER NOT NULL,"
+			 "  data TEXT NOT NULL,"
+			 "  PRIMARY KEY (response_id, first_seq)"
+			 ") STRICT, WITHOUT ROWID;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -656,7 +693,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 7:
 		if (!migrate_v8_approval_response(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 8: migrate_v9() here */
+		/* fall through */
+	case 8:
+		if (!migrate_v9_responses(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 9: migrate_v10() here */
 	default:
 		break;
 	}
