@@ -619,33 +619,6 @@ test_response_killed_delete(Fixture *f, gconstpointer data)
 
 /* ---------- background responses across instances (issue 31) ---------- */
 
-/* A raw request on @daemon, read up to @needle; returns the connection. */
-static GSocketConnection *
-open_raw(ConfabTestDaemon *daemon, const gchar *request, GString *received, const gchar *needle)
-{
-	g_autoptr(GUri) uri = g_uri_parse(daemon->url, G_URI_FLAGS_NONE, NULL);
-	g_autoptr(GSocketClient) client = g_socket_client_new();
-	g_autoptr(GSocketConnection) conn = NULL;
-	g_autoptr(GError) error = NULL;
-
-	conn = g_socket_client_connect_to_host(client,
-					       g_uri_get_host(uri),
-					       (guint16)g_uri_get_port(uri),
-					       NULL,
-					       &error);
-	g_assert_no_error(error);
-	g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
-	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
-				  request,
-				  strlen(request),
-				  NULL,
-				  NULL,
-				  &error);
-	g_assert_no_error(error);
-	read_stream_until(conn, received, needle);
-	return g_steal_pointer(&conn);
-}
-
 /*
  * A background stream runs on instance 0, its client gone; instance 1
  * follows it live from its kept events; instance 2 cancels another one
@@ -677,7 +650,7 @@ test_background_across(Fixture *f, gconstpointer data)
 	g_autofree gchar *path = NULL;
 	const gchar *at;
 
-	conn = open_raw(f->d[0], post, received, "event: response.in_progress\n");
+	conn = confab_test_raw_open(f->d[0], post, received, "event: response.in_progress\n");
 	at = strstr(received->str, "\"id\":\"resp_");
 	g_assert_nonnull(at);
 	id = g_strndup(at + strlen("\"id\":\""), strlen("resp_") + 26);
@@ -687,7 +660,7 @@ test_background_across(Fixture *f, gconstpointer data)
 			      "Authorization: Bearer %s\r\n\r\n",
 			      id,
 			      f->token);
-	follower = open_raw(f->d[1], get, followed, "event: response.in_progress\n");
+	follower = confab_test_raw_open(f->d[1], get, followed, "event: response.in_progress\n");
 	g_assert_null(strstr(followed->str, "response.completed"));
 	confab_test_upstream_set_hold(up, FALSE);
 	read_stream_until(follower, followed, "event: response.completed\n");
