@@ -402,6 +402,21 @@ static const ConfabStoreOp op_end_response = {
     .changed = -1,
 };
 
+/* what runs in the background now, on every instance */
+static const ConfabStoreOp op_list_running_responses = {
+    .what = "listing background responses",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
+	   "AND status IN ('queued', 'in_progress') AND ($1::text IS NULL OR owner = $1) "
+	   "ORDER BY id LIMIT $2::bigint",
+    .sql_sqlite = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
+		  "AND status IN ('queued', 'in_progress') AND ($1 IS NULL OR owner = $1) "
+		  "ORDER BY id LIMIT $2",
+    .map = confab_store_row_to_response_record,
+    .free = (GDestroyNotify)confab_response_record_free,
+    .changed = -1,
+};
+
 static const ConfabStoreOp op_cancel_response = {
     .what = "cancelling a response",
     .rows = CONFAB_STORE_ROWS_NONE,
@@ -2082,6 +2097,49 @@ gboolean
 confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_list_running_responses_async:
+ * @self: a #ConfabStore
+ * @owner: (nullable): only this owner's; %NULL for everyone's
+ * @limit: at most this many
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the records, oldest first
+ * @user_data: data for @callback
+ *
+ * The background responses queued or running now, on any instance.
+ */
+void
+confab_store_list_running_responses_async(ConfabStore *self,
+					  const gchar *owner,
+					  guint limit,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_list_running_responses, owner);
+	confab_store_call_add_int(call, limit);
+	store_run(self,
+		  call,
+		  confab_store_list_running_responses_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_list_running_responses_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabResponseRecord): the records
+ */
+GPtrArray *
+confab_store_list_running_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
 }
 
 /**

@@ -610,6 +610,15 @@ confab_store_end_response_async(ConfabStore *self,
 gboolean
 confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
+confab_store_list_running_responses_async(ConfabStore *self,
+					  const gchar *owner,
+					  guint limit,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data);
+GPtrArray *
+confab_store_list_running_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
 confab_store_cancel_response_async(ConfabStore *self,
 				   const gchar *response_id,
 				   GCancellable *cancellable,
