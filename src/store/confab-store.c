@@ -345,6 +345,24 @@ static const ConfabStoreOp op_save_approval = {
     .changed = -1,
 };
 
+/* Whether the store answers at all: the cheapest read a reader runs. */
+static gpointer
+map_ping(ConfabStoreRow *row)
+{
+	return g_strdup(confab_store_row_text(row, 0));
+}
+
+static const ConfabStoreOp op_ping = {
+    .what = "asking the store whether it answers",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT 'ok'",
+    .map = map_ping,
+    .free = g_free,
+    .missing = CONFAB_ERROR_STORE_UNAVAILABLE,
+    .missing_format = "the store gave no row%s",
+    .changed = -1,
+};
+
 /* A call of @op with its one text argument. */
 static ConfabStoreCall *
 call_with_text(const ConfabStoreOp *op, const gchar *text)
@@ -1367,6 +1385,42 @@ confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_signal_emit(self, signals[SIGNAL_CHANGED], 0, (gint)change);
+}
+
+/**
+ * confab_store_ping_async:
+ * @self: a #ConfabStore
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the store answered, or failed to
+ * @user_data: data for @callback
+ *
+ * Runs the cheapest read the store has, for `GET /readyz`.
+ */
+void
+confab_store_ping_async(ConfabStore *self,
+			GCancellable *cancellable,
+			GAsyncReadyCallback callback,
+			gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  confab_store_call_new(&op_ping),
+		  confab_store_ping_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_ping_finish:
+ *
+ * Returns: whether the store answered
+ */
+gboolean
+confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	g_autofree gchar *answer = finish_pointer(self, result, error);
+	return answer != NULL;
 }
 
 /**

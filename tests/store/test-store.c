@@ -1614,9 +1614,22 @@ test_closed_store(Fixture *f, gconstpointer data)
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(ConfabStorePage) page = NULL;
 
+	g_autoptr(GAsyncResult) ping = NULL;
+	g_autoptr(GAsyncResult) ping_closed = NULL;
+
+	/* what /readyz asks: yes while open, no once closed */
+	confab_store_ping_async(f->store, NULL, on_result, &slot);
+	ping = wait_for(&slot);
+	g_assert_true(confab_store_ping_finish(f->store, ping, &error));
+	g_assert_no_error(error);
 	confab_store_close(f->store);
 	/* closing twice is harmless */
 	confab_store_close(f->store);
+	confab_store_ping_async(f->store, NULL, on_result, &slot);
+	ping_closed = wait_for(&slot);
+	g_assert_false(confab_store_ping_finish(f->store, ping_closed, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_SHUTTING_DOWN);
+	g_clear_error(&error);
 	g_assert_false(save_agent(f, agent, &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_SHUTTING_DOWN);
 	g_clear_error(&error);
