@@ -1004,6 +1004,33 @@ secrets_kept_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				      g_steal_pointer(&task));
 }
 
+/* Each target beyond the first, as the provider sees it: its errors name
+ * the target (`upstreams[2].base_url`). */
+static gboolean
+check_targets(ConfabProvider *provider, ConfabAgent *agent, GError **error)
+{
+	for (guint i = 1; i < confab_agent_get_n_targets(agent); i++) {
+		g_autoptr(ConfabAgent) as_target = confab_agent_for_target(agent, i);
+		g_autoptr(GError) local = NULL;
+		g_autofree gchar *param = NULL;
+
+		if (confab_provider_check_agent(provider, as_target, &local))
+			continue;
+		param = g_strdup_printf("upstreams[%u].%s",
+					i,
+					confab_error_get_param(local) ?: "base_url");
+		confab_error_set_printf(error,
+					local->code,
+					param,
+					"upstreams[%u] (%s): %s",
+					i,
+					confab_agent_get_target_label(agent, i),
+					local->message);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* The agent's own tools: servers in the mcpServers shape, a sane max_steps. */
 static gboolean
 check_tools(ConfabAgent *agent, GError **error)
@@ -1078,7 +1105,8 @@ confab_engine_save_agent_async(ConfabEngine *self,
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
-	if (!confab_provider_check_agent(provider, agent, &error) || !check_tools(agent, &error)) {
+	if (!confab_provider_check_agent(provider, agent, &error) ||
+	    !check_targets(provider, agent, &error) || !check_tools(agent, &error)) {
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}

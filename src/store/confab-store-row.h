@@ -68,7 +68,7 @@ typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_AGENT_COLUMNS                                                                 \
 	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
 	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
-	"updated_at, mcp_servers, max_steps"
+	"updated_at, mcp_servers, max_steps, upstreams, routing"
 #define CONFAB_STORE_TOKEN_COLUMNS                                                                 \
 	"id, hash, owner, name, scopes, agent_id, created_at, expires_at, revoked_at"
 #define CONFAB_STORE_SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"

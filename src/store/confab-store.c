@@ -212,13 +212,16 @@ static const ConfabStoreOp op_load_tokens = {
 static const ConfabStoreOp op_save_agent = {
     .what = "storing an agent",
     .rows = CONFAB_STORE_ROWS_NONE,
-    .sql = "INSERT INTO agents (" CONFAB_STORE_AGENT_COLUMNS ") "
-	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
-	   "ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
-	   "base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, params = $9, "
-	   "connect_timeout = $10, first_byte_timeout = $11, idle_timeout = $12, "
-	   "total_timeout = $13, updated_at = $15, mcp_servers = $16, max_steps = $17 "
-	   "WHERE agents.deleted_at = 0",
+    .sql =
+	"INSERT INTO agents (" CONFAB_STORE_AGENT_COLUMNS ") "
+	"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
+	"$19) "
+	"ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
+	"base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, params = $9, "
+	"connect_timeout = $10, first_byte_timeout = $11, idle_timeout = $12, "
+	"total_timeout = $13, updated_at = $15, mcp_servers = $16, max_steps = $17, "
+	"upstreams = $18, routing = $19 "
+	"WHERE agents.deleted_at = 0",
     .changed = CONFAB_STORE_CHANGE_AGENTS,
 };
 
@@ -467,9 +470,13 @@ confab_store_save_agent_async(ConfabStore *self,
 			      gpointer user_data)
 {
 	ConfabStoreCall *call = NULL;
+	g_autofree gchar *upstreams = NULL;
+	g_autofree gchar *routing = NULL;
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_return_if_fail(CONFAB_IS_AGENT(agent));
+	upstreams = confab_agent_get_stored_upstreams(agent);
+	routing = confab_agent_get_routing_json(agent, FALSE);
 	call = confab_store_call_new(&op_save_agent);
 	confab_store_call_add_text(call, confab_agent_get_id(agent));
 	confab_store_call_add_text(call, confab_agent_get_name(agent));
@@ -488,6 +495,8 @@ confab_store_save_agent_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_agent_get_updated_at(agent));
 	confab_store_call_add_text(call, confab_agent_get_mcp_servers(agent));
 	confab_store_call_add_int(call, confab_agent_get_max_steps(agent));
+	confab_store_call_add_text(call, upstreams);
+	confab_store_call_add_text(call, routing);
 	store_run(self, call, confab_store_save_agent_async, cancellable, callback, user_data);
 }
 

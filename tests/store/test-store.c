@@ -1965,6 +1965,19 @@ test_migrate_v1(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(confab_agent_get_max_steps(g_ptr_array_index(agents, 0)),
 			 ==,
 			 CONFAB_AGENT_DEFAULT_MAX_STEPS);
+	/* its one upstream is target 0, "primary", its key kept */
+	{
+		ConfabAgent *keyed = g_ptr_array_index(agents, 1);
+		g_autoptr(GPtrArray) targets = confab_agent_dup_targets(keyed);
+		ConfabAgentTarget *primary = g_ptr_array_index(targets, 0);
+		g_assert_cmpuint(targets->len, ==, 1);
+		g_assert_cmpstr(primary->label, ==, "primary");
+		g_assert_cmpstr(primary->api_key, ==, "sk-fixture");
+		g_assert_cmpuint(primary->weight, ==, 1);
+		g_assert_cmpint(confab_agent_get_routing_strategy(keyed),
+				==,
+				CONFAB_ROUTING_FALLBACK);
+	}
 	history = get_history(f, "cts_01jfixture0000000000000000");
 	g_assert_cmpuint(history->len, ==, 2);
 	{
@@ -2490,6 +2503,10 @@ test_pg_migrate_v1(void)
 	kept = confab_test_pg_query(url, "SELECT id FROM messages");
 	g_assert_cmpstr(kept, ==, "msg_01jmigrate000000000000001");
 	column = confab_test_pg_query(url, "SELECT count(response_id) FROM messages");
+	g_assert_cmpstr(column, ==, "0");
+	g_free(column);
+	/* v6: agents from before targets have none beyond their one */
+	column = confab_test_pg_query(url, "SELECT count(upstreams) + count(routing) FROM agents");
 	g_assert_cmpstr(column, ==, "0");
 	confab_store_close(again);
 }

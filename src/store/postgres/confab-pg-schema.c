@@ -389,6 +389,15 @@
 	"  RETURN cardinality(dead); "                                                             \
 	"END $$;"
 
+/*
+ * v6 (upstream routing, issue 29): an agent's targets beyond the first
+ * (the single-upstream columns stay target 0, "primary" while upstreams is
+ * NULL) and its routing settings, both JSON.
+ */
+#define MIGRATE_V6_TARGETS                                                                         \
+	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS upstreams text;"                              \
+	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS routing text;"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -396,6 +405,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V3_APPROVALS,
     MIGRATE_V4_APPROVAL_RESPONSE,
     MIGRATE_V5_APPROVAL_INSTANCE,
+    MIGRATE_V6_TARGETS,
 };
 
 typedef enum {

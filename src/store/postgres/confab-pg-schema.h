@@ -21,7 +21,9 @@ G_BEGIN_DECLS
  *  5: approvals.instance_id, the instance whose turn waits; confab_reap()
  *     times out the approvals of the instances it ends
  */
-#define CONFAB_PG_SCHEMA_VERSION 5
+/*  6: agents.upstreams and agents.routing (upstream routing)
+ */
+#define CONFAB_PG_SCHEMA_VERSION 6
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

@@ -588,6 +588,20 @@ migrate_v8_approval_response(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v9 (upstream routing, issue 29): an agent's targets beyond the first
+ * (the single-upstream columns stay target 0, "primary" while upstreams is
+ * NULL) and its routing settings, both JSON.
+ */
+static gboolean
+migrate_v9_targets(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
+			 "ALTER TABLE agents ADD COLUMN routing TEXT;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -656,7 +670,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 7:
 		if (!migrate_v8_approval_response(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 8: migrate_v9() here */
+		/* fall through */
+	case 8:
+		if (!migrate_v9_targets(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 9: migrate_v10() here */
 	default:
 		break;
 	}
