@@ -725,3 +725,81 @@ confabctl_agent_tools(ConfabctlContext *ctx, gint argc, gchar **argv)
 	confabctl_common_table_print_free(table);
 	return CONFABCTL_EXIT_OK;
 }
+
+/* "since" and "skip_until" as people read them; 0 is never */
+static gchar *
+health_time(GVariant *target, const gchar *key)
+{
+	gint64 when = 0;
+
+	if (!g_variant_lookup(target, key, "x", &when) || when == 0)
+		return g_strdup("-");
+	return confabctl_common_format_time(when);
+}
+
+/**
+ * confabctl_agent_health:
+ * @ctx: the connection
+ * @argc: the arguments' count
+ * @argv: `health AGENT_ID`
+ *
+ * Prints the health of an agent's upstream targets, as the daemon sees it.
+ *
+ * Returns: the exit code
+ */
+gint
+confabctl_agent_health(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_autoptr(GOptionContext) context = confabctl_common_subcommand_context(
+	    _("AGENT_ID"),
+	    _("Shows the health of an agent's upstream targets on this daemon."),
+	    NULL);
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) targets = NULL;
+	const gchar *header[] = {N_("TARGET"),
+				 N_("STATE"),
+				 N_("FAILURES"),
+				 N_("SINCE"),
+				 N_("SKIPPED UNTIL"),
+				 N_("LAST ERROR"),
+				 NULL};
+	const gchar *translated[G_N_ELEMENTS(header)] = {NULL};
+	gint code = CONFABCTL_EXIT_OK;
+	ConfabctlTable *table;
+	GVariantIter iter;
+	GVariant *target;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 2)
+		return confabctl_common_usage_error(_("agent health needs one agent id"), context);
+	reply =
+	    confabctl_common_call(ctx, "GetAgentHealth", g_variant_new("(s)", argv[1]), "(aa{sv})");
+	if (reply == NULL)
+		return ctx->exit_code;
+	targets = g_variant_get_child_value(reply, 0);
+	if (ctx->json) {
+		confabctl_common_print_variant_json(targets);
+		return CONFABCTL_EXIT_OK;
+	}
+	for (guint i = 0; header[i] != NULL; i++)
+		translated[i] = _(header[i]);
+	table = confabctl_common_table_new(translated);
+	g_variant_iter_init(&iter, targets);
+	while ((target = g_variant_iter_next_value(&iter)) != NULL) {
+		GStrv row = g_new0(gchar *, 7);
+		guint32 failures = 0;
+
+		g_variant_lookup(target, "failures", "u", &failures);
+		row[0] = confabctl_common_dict_string(target, "label");
+		row[1] = confabctl_common_dict_string(target, "state");
+		row[2] = g_strdup_printf("%u", failures);
+		row[3] = health_time(target, "since");
+		row[4] = health_time(target, "skip_until");
+		row[5] = confabctl_common_dict_string(target, "last_error");
+		confabctl_common_table_add(table, row);
+		g_variant_unref(target);
+	}
+	confabctl_common_table_print_free(table);
+	return CONFABCTL_EXIT_OK;
+}

@@ -44,6 +44,7 @@ struct _ConfabEngine {
 	GHashTable *providers;	    /* owned: name -> ConfabProvider */
 	ConfabToolbox *toolbox;	    /* owned: the agents' own tool servers */
 	ConfabMetrics *metrics;	    /* owned */
+	ConfabRouter *router;	    /* owned: routing across targets, their health */
 	ConfabSecretStore *secrets; /* owned, nullable: confabd --user's keyring */
 	ConfabApprovals *approvals; /* owned: tool calls waiting for a person */
 
@@ -192,6 +193,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_object(&self->toolbox);
 	g_clear_object(&self->approvals);
 	g_clear_object(&self->metrics);
+	g_clear_object(&self->router);
 	g_clear_object(&self->secrets);
 	g_clear_pointer(&self->providers, g_hash_table_unref);
 	g_clear_pointer(&self->agents, g_hash_table_unref);
@@ -464,6 +466,7 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 				 self);
 	self->approvals =
 	    confab_approvals_new(store, self->ids, self->metrics, config->tool_approval_timeout);
+	self->router = confab_router_new(self->metrics, config->upstream_health_skip_ms);
 	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
 	return self;
 }
@@ -545,6 +548,19 @@ confab_engine_get_metrics(ConfabEngine *self)
 {
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	return self->metrics;
+}
+
+/**
+ * confab_engine_get_router:
+ *
+ * Returns: (transfer none): the router every model call goes through, and
+ *   the health of every agent's targets on this instance
+ */
+ConfabRouter *
+confab_engine_get_router(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->router;
 }
 
 /**

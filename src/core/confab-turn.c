@@ -1083,6 +1083,7 @@ confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer u
 	confab_agent_loop_set_sink(self->loop, &loop_sink, self);
 	confab_agent_loop_set_flow(self->loop, self->flow);
 	confab_agent_loop_set_metrics(self->loop, metrics);
+	confab_agent_loop_set_router(self->loop, confab_engine_get_router(self->engine));
 	self->time_to_first_token = confab_metrics_series(metrics,
 							  CONFAB_METRIC_TIME_TO_FIRST_TOKEN,
 							  confab_agent_get_id(self->agent));
@@ -1217,6 +1218,29 @@ JsonObject *
 confab_turn_get_logprobs(ConfabTurn *self)
 {
 	return self->loop != NULL ? confab_agent_loop_get_logprobs(self->loop) : NULL;
+}
+
+/**
+ * confab_turn_get_target:
+ * @self: a #ConfabTurn
+ * @upstream_model: (out) (optional) (transfer none): its upstream model
+ * @attempts: (out) (optional): the targets tried, over the turn's model calls
+ *
+ * Returns: (nullable): the label of the target that answered the turn's
+ *   last model call (or was tried last); %NULL before any
+ */
+const gchar *
+confab_turn_get_target(ConfabTurn *self, const gchar **upstream_model, guint *attempts)
+{
+	g_return_val_if_fail(CONFAB_IS_TURN(self), NULL);
+	if (self->loop == NULL) {
+		if (upstream_model != NULL)
+			*upstream_model = NULL;
+		if (attempts != NULL)
+			*attempts = 0;
+		return NULL;
+	}
+	return confab_agent_loop_get_target(self->loop, upstream_model, attempts);
 }
 
 /**

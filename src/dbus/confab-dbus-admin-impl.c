@@ -627,6 +627,47 @@ handle_get_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, con
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+static GVariant *
+target_health_to_variant(ConfabRouterTargetHealth *health)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "label", "s", health->label);
+	g_variant_dict_insert(&dict, "state", "s", health->state);
+	g_variant_dict_insert(&dict, "failures", "u", health->failures);
+	dict_add_string(&dict, "last_error", health->last_error);
+	g_variant_dict_insert(&dict, "since", "x", health->since);
+	g_variant_dict_insert(&dict, "skip_until", "x", health->skip_until);
+	g_variant_dict_insert(&dict, "in_flight", "u", health->in_flight);
+	return g_variant_dict_end(&dict);
+}
+
+static gboolean
+handle_get_agent_health(ConfabDbusAdmin *object,
+			GDBusMethodInvocation *invocation,
+			const gchar *agent_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self->engine, agent_id);
+	g_autoptr(GPtrArray) health = NULL;
+
+	if (agent == NULL) {
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_AGENT_NOT_FOUND,
+						     "No agent '%s'",
+						     agent_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	health = confab_router_get_health(confab_engine_get_router(self->engine), agent);
+	confab_dbus_admin_complete_get_agent_health(
+	    object,
+	    invocation,
+	    array_to_variant(health, (GVariant * (*)(gpointer)) target_health_to_variant));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static gboolean
 handle_list_agents(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation)
 {
@@ -1294,6 +1335,7 @@ confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 	iface->handle_update_agent = handle_update_agent;
 	iface->handle_delete_agent = handle_delete_agent;
 	iface->handle_get_agent = handle_get_agent;
+	iface->handle_get_agent_health = handle_get_agent_health;
 	iface->handle_list_agents = handle_list_agents;
 	iface->handle_list_agent_tools = handle_list_agent_tools;
 	iface->handle_create_token = handle_create_token;

@@ -1198,6 +1198,29 @@ test_upstreams(void)
 			==,
 			800);
 
+	{
+		/* health: every target, up before any call */
+		g_autoptr(Run) health = ctl("--json", "agent", "health", id, NULL);
+		g_autoptr(Run) table = ctl("agent", "health", id, NULL);
+		g_autoptr(Run) missing =
+		    ctl("agent", "health", "agt_00000000000000000000000000", NULL);
+		JsonArray *rows;
+
+		assert_ok(health);
+		rows = json_node_get_array(health->json);
+		g_assert_cmpuint(json_array_get_length(rows), ==, 2);
+		g_assert_cmpstr(
+		    json_object_get_string_member(json_array_get_object_element(rows, 1), "label"),
+		    ==,
+		    "local");
+		g_assert_cmpstr(
+		    json_object_get_string_member(json_array_get_object_element(rows, 0), "state"),
+		    ==,
+		    "up");
+		assert_ok(table);
+		g_assert_nonnull(strstr(table->out, "hosted"));
+		g_assert_cmpint(missing->status, !=, 0);
+	}
 	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_autoptr(Run) refused = ctl("agent", "update", id, bad[i][0], bad[i][1], NULL);
 		g_assert_cmpint(refused->status, !=, 0);
