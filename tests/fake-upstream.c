@@ -38,6 +38,8 @@
  *   close-empty    the role chunk only, then the connection is closed: a
  *                  stream that ends before any content
  *   status:N       status N with an OpenAI error body, always
+ *   call-once:NAME calls the tool NAME until a tool result is in the
+ *                  messages, then 500
  *   429ms:MS       429 with retry-after-ms: MS (and Retry-After), always
  *   error-event    a chunk, then an in-stream {"error": ...} event
  *   reasoning      reasoning_content deltas (vLLM, DeepSeek), then the text
@@ -1334,6 +1336,14 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 		script_close(fake, msg, model, usage);
 	} else if (g_str_equal(name, "close-empty")) {
 		script_close_empty(fake, msg, model, usage);
+	} else if (g_str_equal(name, "call-once")) {
+		if (count_tool_messages(body) > 0)
+			respond_error(msg,
+				      500,
+				      "server_error",
+				      "The fake upstream failed after a call");
+		else
+			script_call(fake, msg, body, model, arg, stream, usage);
 	} else if (g_str_equal(name, "status")) {
 		guint64 status = 500;
 		if (arg != NULL)

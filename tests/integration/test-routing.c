@@ -322,6 +322,55 @@ test_all_down(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(n_requests(f->b), ==, 1);
 }
 
+/* In the agent loop each model call is routed on its own: "a" asks for a
+ * tool, the tool runs once, "a" then fails and "b" answers; the tool never
+ * runs again. */
+static void
+test_tools_in_loop(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *dir = confab_test_make_tmpdir("routing-tools");
+	g_autofree gchar *record = g_build_filename(dir, "mcp.jsonl", NULL);
+	g_autofree gchar *servers = g_strdup_printf(
+	    "{\"mcpServers\":{\"fake\":{\"command\":\"%s\",\"args\":[\"--record\",\"%s\"]}}}",
+	    g_getenv("CONFAB_FAKE_MCP"),
+	    record);
+	g_autofree gchar *upstreams = g_strdup_printf(
+	    "[{\"label\":\"a\",\"base_url\":\"%s\",\"upstream_model\":\"call-once:fake__echo\"},"
+	    "{\"label\":\"b\",\"base_url\":\"%s\",\"upstream_model\":\"tools\"}]",
+	    f->a->base_url,
+	    f->b->base_url);
+	g_autoptr(GVariantDict) dict = g_variant_dict_new(NULL);
+	g_autofree gchar *agent = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autofree gchar *recorded = NULL;
+	g_auto(GStrv) lines = NULL;
+	guint tool_calls = 0;
+
+	g_variant_dict_insert(dict, "name", "s", "hands");
+	g_variant_dict_insert(dict, "provider", "s", "openai");
+	g_variant_dict_insert(dict, "upstreams", "s", upstreams);
+	g_variant_dict_insert(dict, "mcp_servers", "s", servers);
+	agent = confab_test_create_agent_props(f->daemon, g_variant_dict_end(dict));
+	r = confab_test_chat(f->daemon, f->token, agent, NULL, "hi", FALSE);
+	g_assert_cmpuint(r->status, ==, 200);
+	/* what "tools" says after a tool result */
+	g_assert_cmpstr(confab_test_json_string(r->json, "choices.0.message.content"),
+			==,
+			"It is sunny in Paris.");
+	/* two model calls: "a" (1), then "a" and "b" (2) */
+	g_assert_cmpstr(header(r, "x-confab-upstream"), ==, "b");
+	g_assert_cmpstr(header(r, "x-confab-attempts"), ==, "3");
+	g_assert_cmpuint(n_requests(f->a), ==, 2);
+	g_assert_cmpuint(n_requests(f->b), ==, 1);
+	g_assert_true(g_file_get_contents(record, &recorded, NULL, NULL));
+	lines = g_strsplit(recorded, "\n", -1);
+	for (guint i = 0; lines[i] != NULL; i++)
+		if (strstr(lines[i], "\"tools/call\"") != NULL)
+			tool_calls++;
+	g_assert_cmpuint(tool_calls, ==, 1);
+	confab_test_rm_rf(dir);
+}
+
 /* ---------- visible: metrics, health ---------- */
 
 static gchar *
@@ -550,6 +599,8 @@ main(int argc, char **argv)
 	ADD("close-after-content", test_close_after_content);
 	ADD("request-fault", test_request_fault);
 	ADD("all-down", test_all_down);
+	if (g_getenv("CONFAB_FAKE_MCP") != NULL)
+		ADD("tools-in-loop", test_tools_in_loop);
 	ADD("health-skip", test_health_skip);
 	ADD("health-retry-after", test_health_retry_after);
 	ADD("health-all-skipped", test_health_all_skipped);
