@@ -287,6 +287,26 @@ user_side_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data
 	g_task_return_boolean(task, TRUE);
 }
 
+/* Which target answered the turn's last model call, and how many targets
+ * its model calls tried: stored with the answer. */
+static void
+set_upstream(ConfabTurn *self, ConfabMessage *msg)
+{
+	const gchar *model = NULL;
+	guint attempts = 0;
+	const gchar *target = confab_turn_get_target(self, &model, &attempts);
+	g_autoptr(GString) json = NULL;
+
+	if (target == NULL)
+		return;
+	json = g_string_new("{\"label\":");
+	confab_json_append_string(json, target);
+	g_string_append(json, ",\"upstream_model\":");
+	confab_json_append_string(json, model);
+	g_string_append_printf(json, ",\"attempts\":%u}", attempts);
+	confab_message_set_upstream(msg, json->str);
+}
+
 /* What a stream's answer is stored as if the daemon dies before it ends:
  * a shared store keeps it with the session's lease (ConfabStoreTurn). */
 static ConfabMessage *
@@ -330,6 +350,7 @@ add_fork(ConfabTurn *self, ConfabStoreTurn *record)
 		confab_message_set_completion_tokens(msg,
 						     confab_message_get_completion_tokens(old));
 		confab_message_set_created_at(msg, confab_message_get_created_at(old));
+		confab_message_set_upstream(msg, confab_message_get_upstream(old));
 		g_ptr_array_add(record->messages, g_steal_pointer(&msg));
 	}
 }
@@ -904,6 +925,7 @@ build_assistant_message(ConfabTurn *self)
 	confab_message_set_completion_tokens(msg, completion_tokens);
 	confab_message_set_created_at(msg, now_seconds());
 	confab_message_set_response_id(msg, self->response_id);
+	set_upstream(self, msg);
 	return msg;
 }
 

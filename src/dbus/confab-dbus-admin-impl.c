@@ -310,6 +310,7 @@ message_to_variant(ConfabMessage *message)
 	dict_add_string(&dict, "content_blocks", confab_message_get_content_blocks(message));
 	dict_add_string(&dict, "finish_reason", confab_message_get_finish_reason(message));
 	dict_add_string(&dict, "response_id", confab_message_get_response_id(message));
+	dict_add_string(&dict, "upstream", confab_message_get_upstream(message));
 	return g_variant_dict_end(&dict);
 }
 

@@ -149,6 +149,7 @@ confab_store_row_to_message(ConfabStoreRow *row)
 	confab_message_set_completion_tokens(msg, confab_store_row_int_or(row, 9, -1));
 	confab_message_set_created_at(msg, confab_store_row_int(row, 10));
 	confab_message_set_response_id(msg, confab_store_row_text(row, 11));
+	confab_message_set_upstream(msg, confab_store_row_text(row, 12));
 	return msg;
 }
 

@@ -74,7 +74,7 @@ typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
 #define CONFAB_STORE_MESSAGE_COLUMNS                                                               \
 	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
-	"prompt_tokens, completion_tokens, created_at, response_id"
+	"prompt_tokens, completion_tokens, created_at, response_id, upstream"
 #define CONFAB_STORE_APPROVAL_COLUMNS                                                              \
 	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
 	"decided_by, reason, created_at, decided_at, response_id"

@@ -127,6 +127,25 @@ responses(Fixture *f, const gchar *agent, gboolean stream)
 	return confab_test_http(f->daemon, "POST", "/api/v1/responses", f->token, body);
 }
 
+/* The stored answer of the conversation @session names its target. */
+static void
+assert_stored_target(Fixture *f, const gchar *session, const gchar *label, gint64 attempts)
+{
+	g_autofree gchar *path =
+	    g_strdup_printf("/api/v1/conversations/%s/messages?order=asc", session);
+	g_autoptr(ConfabTestResponse) r = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+
+	g_assert_cmpuint(r->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(r->json, "data.1.role"), ==, "assistant");
+	g_assert_cmpstr(confab_test_json_string(r->json, "data.1.upstream.label"), ==, label);
+	g_assert_cmpstr(confab_test_json_string(r->json, "data.1.upstream.upstream_model"),
+			==,
+			g_str_equal(label, "b") ? "plain" : NULL);
+	g_assert_cmpint(confab_test_json_int(r->json, "data.1.upstream.attempts"), ==, attempts);
+	/* the user's message came from no upstream */
+	g_assert_true(JSON_NODE_HOLDS_NULL(confab_test_json_get(r->json, "data.0.upstream")));
+}
+
 /* Every door answers from "b", after trying "a" once per model call. */
 static void
 assert_fails_over(Fixture *f, const gchar *agent, gboolean dbus)
@@ -143,6 +162,10 @@ assert_fails_over(Fixture *f, const gchar *agent, gboolean dbus)
 				FAKE_TEXT);
 		g_assert_cmpstr(header(r, "x-confab-upstream"), ==, "b");
 		g_assert_cmpstr(header(r, "x-confab-attempts"), ==, "2");
+		assert_stored_target(f,
+				     confab_test_json_string(r->json, "metadata.session_id"),
+				     "b",
+				     2);
 		calls++;
 	}
 	{

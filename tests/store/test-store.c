@@ -758,6 +758,9 @@ test_responses(Fixture *f, gconstpointer data)
 	g_autoptr(GError) error = NULL;
 
 	confab_message_set_response_id(reply, "resp_one");
+	/* the target that answered, kept with the answer */
+	confab_message_set_upstream(reply,
+				    "{\"label\":\"b\",\"upstream_model\":\"m\",\"attempts\":2}");
 	g_assert_true(finish_turn(f, reply, &error));
 	second->session = confab_session_new();
 	confab_session_set_id(second->session, sid);
@@ -775,7 +778,11 @@ test_responses(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_message_get_response_id(g_ptr_array_index(first_response, 0)),
 			==,
 			"resp_one");
+	g_assert_cmpstr(confab_message_get_upstream(g_ptr_array_index(first_response, 0)),
+			==,
+			"{\"label\":\"b\",\"upstream_model\":\"m\",\"attempts\":2}");
 	other = get_response(f, "resp_two");
+	g_assert_null(confab_message_get_upstream(g_ptr_array_index(other, 0)));
 	g_assert_cmpuint(other->len, ==, 2);
 	g_assert_cmpstr(confab_message_get_role(g_ptr_array_index(other, 0)), ==, "user");
 	g_assert_cmpstr(confab_message_get_role(g_ptr_array_index(other, 1)), ==, "assistant");

@@ -21,7 +21,8 @@ G_BEGIN_DECLS
  *  5: approvals.instance_id, the instance whose turn waits; confab_reap()
  *     times out the approvals of the instances it ends
  */
-/*  6: agents.upstreams and agents.routing (upstream routing)
+/*  6: agents.upstreams, agents.routing and messages.upstream (upstream
+ *     routing); confab_commit_turn() stores messages.upstream
  */
 #define CONFAB_PG_SCHEMA_VERSION 6
 

@@ -15,7 +15,8 @@ G_BEGIN_DECLS
  *  3: search_docs and the FTS5 table search, kept by triggers (the desktop's
  *     search)
  */
-/*  9: agents.upstreams and agents.routing (upstream routing, issue 29)
+/*  9: agents.upstreams, agents.routing and messages.upstream (upstream
+ *     routing, issue 29)
  */
 #define CONFAB_DB_VERSION 9
 
