@@ -308,53 +308,124 @@ health_end(ConfabRouter *self,
 
 /* ---------- one routed call ---------- */
 
+typedef struct _Call Call;
+
+/* One target tried: its own request and cancellable, so that a hedge can
+ * run beside it and either can be cancelled alone. */
 typedef struct {
+	Call *call; /* unowned: the call outlives its attempts */
+	guint index;
+	ConfabProviderRequest *request; /* owned */
+	GCancellable *cancellable;	/* owned */
+	gboolean running;
+	gboolean lost; /* cancelled: the other attempt answered first */
+} Attempt;
+
+struct _Call {
 	ConfabRouter *router;		/* owned */
 	ConfabProvider *provider;	/* owned */
-	ConfabProviderRequest *request; /* unowned: the caller keeps it */
+	ConfabProviderRequest *request; /* unowned: the caller keeps it until returned */
+	ConfabAgent *agent;		/* owned: a hedge that lost outlives the request */
 	ConfabDeltaFunc delta_func;
 	gpointer delta_data;
-	GTask *task;		   /* unowned: owns this */
+	GTask *task;		   /* owned until returned */
 	GCancellable *cancellable; /* owned, nullable: the caller's */
+	gulong cancelled_id;
 	guint order[TARGETS_MAX];
 	guint n_order;
 	guint next;
 	guint max_attempts;
-	guint current;
-	ConfabProviderRequest *attempt; /* owned: the current target's */
-	gboolean relayed;
+	GPtrArray *attempts; /* owned: Attempt, every one started */
+	Attempt *winner;     /* unowned: the one whose deltas pass */
+	guint running;
+	GSource *hedge; /* owned: starts the next target beside a silent one */
+	gboolean returned;
 	GError *error; /* owned: the last target's failure */
-} Call;
+};
+
+static void
+attempt_free(Attempt *attempt)
+{
+	confab_provider_request_free(attempt->request);
+	g_object_unref(attempt->cancellable);
+	g_free(attempt);
+}
 
 static void
 call_free(Call *call)
 {
+	if (call->cancellable != NULL)
+		g_cancellable_disconnect(call->cancellable, call->cancelled_id);
+	if (call->hedge != NULL) {
+		g_source_destroy(call->hedge);
+		g_source_unref(call->hedge);
+	}
 	g_clear_object(&call->router);
 	g_clear_object(&call->provider);
+	g_clear_object(&call->agent);
 	g_clear_object(&call->cancellable);
-	g_clear_pointer(&call->attempt, confab_provider_request_free);
+	g_ptr_array_unref(call->attempts);
 	g_clear_error(&call->error);
 	g_free(call);
+}
+
+/* The caller's cancellable stops every attempt. */
+static void
+on_call_cancelled(GCancellable *cancellable, gpointer user_data)
+{
+	Call *call = user_data;
+
+	for (guint i = 0; i < call->attempts->len; i++)
+		g_cancellable_cancel(
+		    ((Attempt *)g_ptr_array_index(call->attempts, i))->cancellable);
+}
+
+static void
+stop_hedge(Call *call)
+{
+	if (call->hedge == NULL)
+		return;
+	g_source_destroy(call->hedge);
+	g_clear_pointer(&call->hedge, g_source_unref);
 }
 
 static void
 on_delta(const ConfabDelta *delta, gpointer user_data)
 {
-	Call *call = user_data;
+	Attempt *attempt = user_data;
+	Call *call = attempt->call;
 
-	call->relayed = TRUE;
+	if (call->winner == NULL) {
+		/* the first to answer wins; a hedge beside it is cancelled */
+		call->winner = attempt;
+		stop_hedge(call);
+		for (guint i = 0; i < call->attempts->len; i++) {
+			Attempt *other = g_ptr_array_index(call->attempts, i);
+			if (other != attempt && other->running) {
+				other->lost = TRUE;
+				g_cancellable_cancel(other->cancellable);
+			}
+		}
+	}
+	if (call->winner != attempt)
+		return;
 	call->delta_func(delta, call->delta_data);
 }
 
 /* What an attempt's failure says: its outcome for the metrics, and
  * whether the next target may be tried. */
 static const gchar *
-classify(Call *call, const GError *error, gboolean *move_on, gboolean *target_failed)
+classify(Attempt *attempt, const GError *error, gboolean *move_on, gboolean *target_failed)
 {
-	guint status = call->attempt->status;
+	Call *call = attempt->call;
+	guint status = attempt->request->status;
 
 	*move_on = FALSE;
 	*target_failed = TRUE;
+	if (attempt->lost) {
+		*target_failed = FALSE;
+		return "hedge_lost";
+	}
 	if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
 	    g_cancellable_is_cancelled(call->cancellable)) {
 		*target_failed = FALSE;
@@ -366,7 +437,7 @@ classify(Call *call, const GError *error, gboolean *move_on, gboolean *target_fa
 		return "client_error";
 	}
 	/* never mid-answer: a text is not spliced from two upstreams */
-	*move_on = !call->relayed;
+	*move_on = call->winner == NULL;
 	if (status == 429)
 		return "rate_limited";
 	if (status == 401 || status == 403)
@@ -383,9 +454,10 @@ classify(Call *call, const GError *error, gboolean *move_on, gboolean *target_fa
 }
 
 static void
-count_attempt(Call *call, const gchar *outcome)
+count_attempt(Attempt *attempt, const gchar *outcome)
 {
-	ConfabAgent *agent = call->request->agent;
+	Call *call = attempt->call;
+	ConfabAgent *agent = call->agent;
 
 	if (call->router->metrics == NULL)
 		return;
@@ -393,89 +465,172 @@ count_attempt(Call *call, const gchar *outcome)
 			   CONFAB_METRIC_UPSTREAM_ATTEMPTS,
 			   1,
 			   confab_agent_get_id(agent),
-			   confab_agent_get_target_label(agent, call->current),
+			   confab_agent_get_target_label(agent, attempt->index),
 			   outcome);
 }
 
+/* What the caller reads of the call: the target that answered (or was
+ * tried last), and how many were tried. */
 static void
+call_name_target(Call *call, Attempt *attempt)
+{
+	ConfabAgent *agent = call->agent;
+
+	g_free(call->request->target);
+	call->request->target = g_strdup(confab_agent_get_target_label(agent, attempt->index));
+	g_free(call->request->target_model);
+	call->request->target_model =
+	    g_strdup(confab_agent_get_upstream_model(attempt->request->agent));
+}
+
+static void
+call_return(Call *call, ConfabProviderResult *result)
+{
+	GTask *task = call->task;
+
+	call->returned = TRUE;
+	stop_hedge(call);
+	if (result != NULL)
+		g_task_return_pointer(task, result, (GDestroyNotify)confab_provider_result_free);
+	else
+		g_task_return_error(task, g_steal_pointer(&call->error));
+}
+
+static gboolean
 try_next(Call *call);
 
 static void
 attempt_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
-	Call *call = user_data;
-	ConfabAgent *agent = call->request->agent;
-	g_autoptr(ConfabProviderResult) presult = NULL;
+	Attempt *attempt = user_data;
+	Call *call = attempt->call;
+	GTask *task = call->task;
+	ConfabAgent *agent = call->agent;
+	ConfabProviderResult *presult = NULL;
 	GError *error = NULL;
 	gboolean move_on = FALSE;
 	gboolean target_failed = FALSE;
 	const gchar *outcome;
 
 	presult = confab_provider_complete_finish(call->provider, result, &error);
-	call->request->retries += call->attempt->retries;
-	if (presult != NULL) {
-		health_end(call->router, agent, call->current, NULL, -1);
-		count_attempt(call, "ok");
-		g_task_return_pointer(call->task,
-				      g_steal_pointer(&presult),
-				      (GDestroyNotify)confab_provider_result_free);
-		g_object_unref(call->task);
+	attempt->running = FALSE;
+	call->running--;
+	if (!call->returned)
+		call->request->retries += attempt->request->retries;
+	if (presult != NULL && (call->winner == NULL || call->winner == attempt) &&
+	    !call->returned) {
+		health_end(call->router, agent, attempt->index, NULL, -1);
+		count_attempt(attempt, "ok");
+		call->winner = attempt;
+		for (guint i = 0; i < call->attempts->len; i++) {
+			Attempt *other = g_ptr_array_index(call->attempts, i);
+			if (other != attempt && other->running) {
+				other->lost = TRUE;
+				g_cancellable_cancel(other->cancellable);
+			}
+		}
+		call_name_target(call, attempt);
+		call_return(call, presult);
+		if (call->running == 0)
+			g_object_unref(task);
 		return;
 	}
-	outcome = classify(call, error, &move_on, &target_failed);
-	count_attempt(call, outcome);
+	if (presult != NULL) {
+		/* answered, but the other had already won */
+		confab_provider_result_free(presult);
+		attempt->lost = TRUE;
+		error = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "Lost to a hedge");
+	}
+	outcome = classify(attempt, error, &move_on, &target_failed);
+	count_attempt(attempt, outcome);
 	health_end(call->router,
 		   agent,
-		   call->current,
+		   attempt->index,
 		   target_failed ? error : NULL,
-		   call->attempt->status == 429 ? call->attempt->retry_after_ms : -1);
-	call->request->status = call->attempt->status;
-	call->request->retry_after_ms = call->attempt->retry_after_ms;
+		   attempt->request->status == 429 ? attempt->request->retry_after_ms : -1);
+	if (call->returned || attempt->lost) {
+		g_error_free(error);
+		if (call->running == 0 && call->returned)
+			g_object_unref(task);
+		return;
+	}
+	call->request->status = attempt->request->status;
+	call->request->retry_after_ms = attempt->request->retry_after_ms;
+	call_name_target(call, attempt);
 	g_clear_error(&call->error);
 	call->error = error;
+	if (call->running > 0)
+		return; /* the hedge beside it may still answer */
 	if (move_on && call->next < call->n_order && call->request->attempts < call->max_attempts) {
 		g_info("agent %s: target %s failed (%s): trying %s",
 		       confab_agent_get_id(agent),
-		       confab_agent_get_target_label(agent, call->current),
+		       confab_agent_get_target_label(agent, attempt->index),
 		       error->message,
 		       confab_agent_get_target_label(agent, call->order[call->next]));
-		try_next(call);
-		return;
+		if (try_next(call))
+			return;
 	}
-	g_task_return_error(call->task, g_steal_pointer(&call->error));
-	g_object_unref(call->task);
+	call_return(call, NULL);
+	g_object_unref(task);
 }
 
-static void
+/* hedge_after_ms without a delta: the next target beside the silent one */
+static gboolean
+on_hedge(gpointer user_data)
+{
+	Call *call = user_data;
+
+	g_clear_pointer(&call->hedge, g_source_unref);
+	if (call->winner == NULL && !call->returned)
+		try_next(call);
+	return G_SOURCE_REMOVE;
+}
+
+/* Starts the next target in the call's order; FALSE when none is left. */
+static gboolean
 try_next(Call *call)
 {
-	ConfabAgent *agent = call->request->agent;
-	ConfabProviderRequest *attempt = g_new0(ConfabProviderRequest, 1);
-	guint index = call->order[call->next++];
+	ConfabAgent *agent = call->agent;
+	ConfabProviderRequest *request;
+	Attempt *attempt;
+	guint hedge_ms = confab_agent_get_hedge_after_ms(agent);
 
-	call->current = index;
-	call->request->attempts++;
-	g_free(call->request->target);
-	call->request->target = g_strdup(confab_agent_get_target_label(agent, index));
-	attempt->agent = confab_agent_for_target(agent, index);
-	g_free(call->request->target_model);
-	call->request->target_model = g_strdup(confab_agent_get_upstream_model(attempt->agent));
-	attempt->messages = json_array_ref(call->request->messages);
-	attempt->params = call->request->params != NULL ? json_object_ref(call->request->params)
+	if (call->next >= call->n_order || call->request->attempts >= call->max_attempts)
+		return FALSE;
+	attempt = g_new0(Attempt, 1);
+	attempt->call = call;
+	attempt->index = call->order[call->next++];
+	attempt->cancellable = g_cancellable_new();
+	attempt->running = TRUE;
+	request = g_new0(ConfabProviderRequest, 1);
+	request->agent = confab_agent_for_target(agent, attempt->index);
+	request->messages = json_array_ref(call->request->messages);
+	request->params = call->request->params != NULL ? json_object_ref(call->request->params)
 							: NULL;
-	attempt->stream = call->request->stream;
-	attempt->flow = call->request->flow != NULL ? confab_flow_ref(call->request->flow) : NULL;
-	attempt->retry_after_ms = -1;
-	g_clear_pointer(&call->attempt, confab_provider_request_free);
-	call->attempt = attempt;
-	health_begin(call->router, agent, index);
+	request->stream = call->request->stream;
+	request->flow = call->request->flow != NULL ? confab_flow_ref(call->request->flow) : NULL;
+	request->retry_after_ms = -1;
+	attempt->request = request;
+	g_ptr_array_add(call->attempts, attempt);
+	call->request->attempts++;
+	call->running++;
+	call_name_target(call, attempt);
+	health_begin(call->router, agent, attempt->index);
+	if (hedge_ms > 0 && call->next < call->n_order &&
+	    call->request->attempts < call->max_attempts) {
+		stop_hedge(call);
+		call->hedge = g_timeout_source_new(hedge_ms);
+		g_source_set_callback(call->hedge, on_hedge, call, NULL);
+		g_source_attach(call->hedge, g_main_context_get_thread_default());
+	}
 	confab_provider_complete_async(call->provider,
-				       attempt,
+				       request,
 				       on_delta,
-				       call,
-				       call->cancellable,
+				       attempt,
+				       attempt->cancellable,
 				       attempt_done_cb,
-				       call);
+				       attempt);
+	return TRUE;
 }
 
 /**
@@ -491,7 +646,10 @@ try_next(Call *call)
  * @callback: called once one target answered, or routing gave up
  * @user_data: for @callback
  *
- * Runs one model call across the agent's targets.
+ * Runs one model call across the agent's targets. With the agent's
+ * `hedge_after_ms`, a target that sent nothing for that long gets the next
+ * one started beside it: the first to send content wins, the other is
+ * cancelled.
  */
 void
 confab_router_complete_async(ConfabRouter *self,
@@ -512,15 +670,21 @@ confab_router_complete_async(ConfabRouter *self,
 	call->router = g_object_ref(self);
 	call->provider = g_object_ref(provider);
 	call->request = request;
+	call->agent = g_object_ref(request->agent);
 	call->delta_func = delta_func;
 	call->delta_data = delta_data;
-	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : NULL;
+	call->attempts = g_ptr_array_new_with_free_func((GDestroyNotify)attempt_free);
 	call->n_order = call_order(self, request->agent, call->order);
 	call->max_attempts = confab_agent_get_max_attempts(request->agent);
 	request->attempts = 0;
 	request->status = 0;
 	request->retry_after_ms = -1;
 	try_next(call);
+	if (cancellable != NULL) {
+		call->cancellable = g_object_ref(cancellable);
+		call->cancelled_id =
+		    g_cancellable_connect(cancellable, G_CALLBACK(on_call_cancelled), call, NULL);
+	}
 }
 
 /**

@@ -394,6 +394,94 @@ test_tools_in_loop(Fixture *f, gconstpointer data)
 	confab_test_rm_rf(dir);
 }
 
+/* ---------- hedging ---------- */
+
+static gint64
+aborted_streams(ConfabTestFakeUpstream *up)
+{
+	g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 30, NULL);
+	g_autofree gchar *uri = g_strconcat(up->url, "/_stats", NULL);
+	g_autoptr(SoupMessage) msg = soup_message_new("GET", uri);
+	g_autoptr(GBytes) body = soup_session_send_and_read(session, msg, NULL, NULL);
+	g_autofree gchar *text = NULL;
+	g_autoptr(JsonNode) stats = NULL;
+
+	g_assert_nonnull(body);
+	text = g_strndup(g_bytes_get_data(body, NULL), g_bytes_get_size(body));
+	stats = json_from_string(text, NULL);
+	return confab_test_json_int(stats, "aborted");
+}
+
+static gboolean
+a_was_cancelled(gpointer data)
+{
+	Fixture *f = data;
+	return aborted_streams(f->a) >= 1;
+}
+
+static gchar *
+scrape(Fixture *f);
+static gdouble
+sample(const gchar *text, const gchar *series);
+
+/* "a" sends nothing: after hedge_after_ms "b" starts beside it, answers
+ * first and wins; "a" is cancelled; both show in the metrics */
+static void
+test_hedge(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *upstreams =
+	    g_strdup_printf("[{\"label\":\"a\",\"base_url\":\"%s\",\"upstream_model\":\"hang\"},"
+			    "{\"label\":\"b\",\"base_url\":\"%s\",\"upstream_model\":\"plain\"}]",
+			    f->a->base_url,
+			    f->b->base_url);
+	g_autoptr(GVariantDict) dict = g_variant_dict_new(NULL);
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *series = NULL;
+	gboolean had_error = TRUE;
+
+	g_variant_dict_insert(dict, "name", "s", "hedged");
+	g_variant_dict_insert(dict, "provider", "s", "openai");
+	g_variant_dict_insert(dict, "upstreams", "s", upstreams);
+	g_variant_dict_insert(dict, "routing", "s", "{\"hedge_after_ms\":200}");
+	agent = confab_test_create_agent_props(f->daemon, g_variant_dict_end(dict));
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, "hi", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(r->json, "choices.0.message.content"),
+				==,
+				FAKE_TEXT);
+		g_assert_cmpstr(header(r, "x-confab-upstream"), ==, "b");
+		g_assert_cmpstr(header(r, "x-confab-attempts"), ==, "2");
+		assert_stored_target(f,
+				     confab_test_json_string(r->json, "metadata.session_id"),
+				     "b",
+				     2);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, agent, NULL, "hi", TRUE);
+		g_autofree gchar *streamed = stream_text(r, &had_error);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(streamed, ==, FAKE_TEXT);
+		g_assert_false(had_error);
+	}
+	/* the loser's request was cancelled, not left to run */
+	g_assert_true(confab_test_wait_until(a_was_cancelled, f, 30000));
+	g_assert_cmpuint(n_requests(f->a), ==, 2);
+	text = scrape(f);
+	series = g_strdup_printf(
+	    "confab_upstream_attempts_total{agent=\"%s\",target=\"a\",outcome=\"hedge_lost\"}",
+	    agent);
+	g_assert_cmpfloat(sample(text, series), ==, 2);
+	g_free(series);
+	series = g_strdup_printf(
+	    "confab_upstream_attempts_total{agent=\"%s\",target=\"b\",outcome=\"ok\"}",
+	    agent);
+	g_assert_cmpfloat(sample(text, series), ==, 2);
+}
+
 /* ---------- visible: metrics, health ---------- */
 
 static gchar *
@@ -624,6 +712,7 @@ main(int argc, char **argv)
 	ADD("all-down", test_all_down);
 	if (g_getenv("CONFAB_FAKE_MCP") != NULL)
 		ADD("tools-in-loop", test_tools_in_loop);
+	ADD("hedge", test_hedge);
 	ADD("health-skip", test_health_skip);
 	ADD("health-retry-after", test_health_retry_after);
 	ADD("health-all-skipped", test_health_all_skipped);
