@@ -1047,6 +1047,32 @@ check_targets(ConfabProvider *provider, ConfabAgent *agent, GError **error)
 	return TRUE;
 }
 
+/* With the keyring, an agent's key stays out of the database; the keyring
+ * holds one key per agent, target 0's: the others must come from key files. */
+static gboolean
+check_target_keys_for_keyring(ConfabAgent *agent, GError **error)
+{
+	g_autoptr(GPtrArray) targets = confab_agent_dup_targets(agent);
+
+	for (guint i = 1; i < targets->len; i++) {
+		ConfabAgentTarget *target = g_ptr_array_index(targets, i);
+		g_autofree gchar *param = NULL;
+
+		if (target->api_key == NULL)
+			continue;
+		param = g_strdup_printf("upstreams[%u].api_key", i);
+		confab_error_set_printf(
+		    error,
+		    CONFAB_ERROR_INVALID_VALUE,
+		    param,
+		    "upstreams[%u].api_key: with the keyring, only the first target's "
+		    "key is kept there; give this one as api_key_file",
+		    i);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* The agent's own tools: servers in the mcpServers shape, a sane max_steps. */
 static gboolean
 check_tools(ConfabAgent *agent, GError **error)
@@ -1127,6 +1153,10 @@ confab_engine_save_agent_async(ConfabEngine *self,
 		return;
 	}
 	if (self->secrets != NULL && confab_secret_store_is_available(self->secrets)) {
+		if (!check_target_keys_for_keyring(agent, &error)) {
+			g_task_return_error(task, g_steal_pointer(&error));
+			return;
+		}
 		/* the keyring first; the database keeps the agent without them */
 		confab_agent_secrets_keep_async(self->secrets,
 						agent,
