@@ -248,6 +248,34 @@ test_429(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(n_requests(f->a), ==, 1);
 }
 
+/* A target's own retries (max_retries = 2 here) come first and honour
+ * the upstream's wait: Retry-After: 1 is waited for, twice; a
+ * retry-after-ms longer than the time left moves on at once. */
+static void
+test_retry_after(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *waits = make_agent(f, NULL, "429:1000", NULL);
+	g_autofree gchar *too_long = make_agent(f, NULL, "429ms:600000", NULL);
+	guint a_before;
+
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, waits, NULL, "hi", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(header(r, "x-confab-upstream"), ==, "b");
+		g_assert_cmpuint(n_requests(f->a), ==, 3);
+	}
+	a_before = n_requests(f->a);
+	{
+		/* retry-after-ms wins over its Retry-After: 1 */
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_chat(f->daemon, f->token, too_long, NULL, "hi", FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(header(r, "x-confab-upstream"), ==, "b");
+		g_assert_cmpuint(n_requests(f->a), ==, a_before + 1);
+	}
+}
+
 static void
 test_401(Fixture *f, gconstpointer data)
 {
@@ -705,6 +733,12 @@ main(int argc, char **argv)
 	ADD("500", test_500);
 	ADD("429", test_429);
 	ADD("401", test_401);
+	g_test_add("/confab/routing/retry-after",
+		   Fixture,
+		   "[upstream]\nmax_retries = 2\n",
+		   fixture_setup,
+		   test_retry_after,
+		   fixture_teardown);
 	ADD("hang", test_hang);
 	ADD("close-empty", test_close_empty);
 	ADD("close-after-content", test_close_after_content);
