@@ -53,6 +53,11 @@
  *                  has tool calls and no reasoning_content
  *   call:NAME      calls the tool NAME ({"text":"step N"}) every time, until
  *                  told tool_choice "none": then "done after N tool results"
+ *   strict:NAME    as strict as OpenAI's API: 400 for a member Chat
+ *                  Completions does not know and for a tool that is not a
+ *                  function with a valid name; else calls NAME with
+ *                  {"cmd":"echo confab-strict-ok"}, then, once the last
+ *                  message is a tool result, answers "done: RESULT"
  *
  * and, to check that no upstream can exhaust Confab or outlive its timeouts
  * (written on the raw connection, as fast as the socket takes them):
@@ -941,6 +946,114 @@ script_thinking(FakeUpstream *fake,
 	respond_answer(fake, msg, answer, stream, 0);
 }
 
+/* The request members OpenAI's Chat Completions knows. */
+static const gchar *const chat_members[] = {
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "temperature",
+    "top_p",
+    "n",
+    "stop",
+    "max_tokens",
+    "max_completion_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "seed",
+    "service_tier",
+    "store",
+    "metadata",
+    "reasoning_effort",
+    "verbosity",
+    "prediction",
+    "modalities",
+    "audio",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "safety_identifier",
+    "web_search_options",
+    NULL,
+};
+
+/* What OpenAI refuses in @body, as its error message says it; NULL when
+ * nothing. */
+static gchar *
+strict_refusal(JsonObject *body)
+{
+	g_autoptr(GList) names = json_object_get_members(body);
+	g_autoptr(GRegex) valid = g_regex_new("^[a-zA-Z0-9_-]{1,64}$", 0, 0, NULL);
+	JsonNode *tools = json_object_get_member(body, "tools");
+
+	for (GList *l = names; l != NULL; l = l->next)
+		if (!g_strv_contains(chat_members, l->data))
+			return g_strdup_printf("Unrecognized request argument supplied: %s",
+					       (const gchar *)l->data);
+	for (guint i = 0; tools != NULL && JSON_NODE_HOLDS_ARRAY(tools) &&
+			  i < json_array_get_length(json_node_get_array(tools));
+	     i++) {
+		JsonObject *tool = json_array_get_object_element(json_node_get_array(tools), i);
+		JsonObject *fn = tool != NULL && json_object_has_member(tool, "function")
+				     ? json_object_get_object_member(tool, "function")
+				     : NULL;
+		const gchar *name =
+		    fn != NULL ? json_object_get_string_member_with_default(fn, "name", "") : "";
+		if (g_strcmp0(json_object_get_string_member_with_default(tool, "type", ""),
+			      "function") != 0 ||
+		    !g_regex_match(valid, name, 0, NULL))
+			return g_strdup_printf("Invalid value for 'tools[%u]': expected a function "
+					       "tool with a name matching ^[a-zA-Z0-9_-]{1,64}$",
+					       i);
+	}
+	return NULL;
+}
+
+static void
+script_strict(FakeUpstream *fake,
+	      SoupServerMessage *msg,
+	      JsonObject *body,
+	      const gchar *model,
+	      const gchar *tool,
+	      gboolean stream,
+	      gboolean usage)
+{
+	g_autofree gchar *refusal = strict_refusal(body);
+	g_autoptr(Answer) answer = NULL;
+
+	if (refusal != NULL) {
+		respond_error(msg, 400, "invalid_request_error", refusal);
+		return;
+	}
+	if (last_message_is_tool(body)) {
+		JsonArray *messages = json_object_get_array_member(body, "messages");
+		JsonObject *last =
+		    json_array_get_object_element(messages, json_array_get_length(messages) - 1);
+		JsonNode *content = json_object_get_member(last, "content");
+		g_autofree gchar *result = content != NULL && JSON_NODE_HOLDS_VALUE(content)
+					       ? g_strndup(json_node_get_string(content) ?: "", 200)
+					       : json_to_string(content, FALSE);
+		g_autofree gchar *text = g_strdup_printf("done: %s", result);
+		answer = answer_new(model, usage, "stop");
+		answer_add_text(answer, text);
+	} else {
+		answer = answer_new(model, usage, "tool_calls");
+		answer_add_tool_call(answer,
+				     0,
+				     "call_strict_1",
+				     tool != NULL ? tool : "exec_command",
+				     "{\"cmd\":\"echo confab-strict-ok\"}");
+	}
+	respond_answer(fake, msg, answer, stream, 0);
+}
+
 /* An agent that never stops calling, until it may not. */
 static void
 script_call(FakeUpstream *fake,
@@ -1279,6 +1392,8 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 		script_tools(fake, msg, body, model, stream, usage);
 	} else if (g_str_equal(name, "thinking")) {
 		script_thinking(fake, msg, body, model, arg, stream, usage);
+	} else if (g_str_equal(name, "strict")) {
+		script_strict(fake, msg, body, model, arg, stream, usage);
 	} else if (g_str_equal(name, "length")) {
 		g_autoptr(Answer) answer = answer_new(model, usage, "length");
 		answer_add_text(answer, "Once");

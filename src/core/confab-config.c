@@ -56,6 +56,8 @@ confab_config_new(void)
 	self->read_connections = 2;
 	self->tool_max_output_bytes = 65536;
 	self->tool_approval_timeout = 120;
+	self->responses_max_background = 16;
+	self->responses_event_retention = 3600;
 	self->store_backend = g_strdup("sqlite");
 	self->desktop_search_index = g_strdup("auto");
 	self->store_pool_size = 8;
@@ -129,6 +131,8 @@ static const KeySpec keys[] = {
     {"upstream", "credentials_dir", KEY_STRING, OFF(credentials_dir), 0, 0},
     {"tools", "max_output_bytes", KEY_SIZE, OFF(tool_max_output_bytes), 1024, 16 * 1024 * 1024},
     {"tools", "approval_timeout", KEY_UINT, OFF(tool_approval_timeout), 1, 86400},
+    {"responses", "max_background", KEY_UINT, OFF(responses_max_background), 0, 1000000},
+    {"responses", "event_retention", KEY_UINT, OFF(responses_event_retention), 60, 30 * 86400},
     {"storage", "read_connections", KEY_UINT, OFF(read_connections), 1, 64},
     {"store", "backend", KEY_STRING, OFF(store_backend), 0, 0},
     {"store", "url", KEY_STRING, OFF(store_url), 0, 0},

@@ -51,6 +51,9 @@ typedef struct {
 	/* [tools] */
 	gsize tool_max_output_bytes; /* tool output handed to a model */
 	guint tool_approval_timeout; /* seconds a call waits for a person */
+	/* [responses] */
+	guint responses_max_background;	 /* background responses per owner at once; 0: no cap */
+	guint responses_event_retention; /* seconds a background stream's events outlive it */
 	/* [storage] */
 	guint read_connections;
 	/* [store] */

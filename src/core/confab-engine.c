@@ -38,15 +38,16 @@
 
 struct _ConfabEngine {
 	GObject parent_instance;
-	const ConfabConfig *config; /* unowned: the daemon's */
-	ConfabStore *store;	    /* owned */
-	ConfabIdGenerator *ids;	    /* owned */
-	GHashTable *providers;	    /* owned: name -> ConfabProvider */
-	ConfabToolbox *toolbox;	    /* owned: the agents' own tool servers */
-	ConfabMetrics *metrics;	    /* owned */
-	ConfabRouter *router;	    /* owned: routing across targets, their health */
-	ConfabSecretStore *secrets; /* owned, nullable: confabd --user's keyring */
-	ConfabApprovals *approvals; /* owned: tool calls waiting for a person */
+	const ConfabConfig *config;   /* unowned: the daemon's */
+	ConfabStore *store;	      /* owned */
+	ConfabIdGenerator *ids;	      /* owned */
+	GHashTable *providers;	      /* owned: name -> ConfabProvider */
+	ConfabToolbox *toolbox;	      /* owned: the agents' own tool servers */
+	ConfabMetrics *metrics;	      /* owned */
+	ConfabRouter *router;	      /* owned: routing across targets, their health */
+	ConfabSecretStore *secrets;   /* owned, nullable: confabd --user's keyring */
+	ConfabApprovals *approvals;   /* owned: tool calls waiting for a person */
+	ConfabBackground *background; /* owned: background responses running here */
 
 	GMainContext *context;	       /* owned: where ::drained is emitted */
 	GHashTable *context_providers; /* owned: GMainContext -> (name -> ConfabProvider) */
@@ -192,6 +193,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_object(&self->ids);
 	g_clear_object(&self->toolbox);
 	g_clear_object(&self->approvals);
+	g_clear_object(&self->background);
 	g_clear_object(&self->metrics);
 	g_clear_object(&self->router);
 	g_clear_object(&self->secrets);
@@ -467,8 +469,21 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 	self->approvals =
 	    confab_approvals_new(store, self->ids, self->metrics, config->tool_approval_timeout);
 	self->router = confab_router_new(self->metrics, config->upstream_health_skip_ms);
+	self->background = confab_background_new(store, config);
 	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
 	return self;
+}
+
+/**
+ * confab_engine_get_background:
+ *
+ * Returns: (transfer none): the background responses running here
+ */
+ConfabBackground *
+confab_engine_get_background(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->background;
 }
 
 /**

@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "core/confab-approvals.h"
+#include "core/confab-background.h"
 #include "core/confab-config.h"
 #include "core/confab-router.h"
 #include "metrics/confab-metrics.h"
@@ -60,6 +61,8 @@ const ConfabConfig *
 confab_engine_get_config(ConfabEngine *self);
 ConfabStore *
 confab_engine_get_store(ConfabEngine *self);
+ConfabBackground *
+confab_engine_get_background(ConfabEngine *self);
 ConfabIdGenerator *
 confab_engine_get_id_generator(ConfabEngine *self);
 ConfabToolbox *

@@ -82,7 +82,20 @@ typedef struct {
 	GPtrArray *answers; /* owned: ConfabApproval, pending, that the input answers (in order) */
 	gboolean gone;	    /* the client left before the turn began */
 	gboolean cut;	    /* the server is cutting the stream: its client took nothing */
+	GPtrArray *fork;    /* owned, nullable: a fork's history, while the record is saved */
+	gchar *fork_title;  /* owned */
+	/* background: the turn runs with no client attached; a stream's
+	 * events are kept, in batches, for clients to replay */
+	gboolean detached;  /* the POST is answered, or its client gone */
+	GString *kept;	    /* owned, nullable: events not yet kept */
+	gint64 kept_first;  /* the sequence number of @kept's first event */
+	guint flush_source; /* keeps @kept every FLUSH_MS */
+	gboolean flushing;  /* a batch is being written */
+	gboolean ending;    /* the turn is over: the last batch, then the status */
 } RespCtx;
+
+/* how often a background stream's events are kept */
+#define FLUSH_MS 200
 
 static void
 resp_ctx_free(RespCtx *ctx)
@@ -108,6 +121,11 @@ resp_ctx_free(RespCtx *ctx)
 	g_clear_pointer(&ctx->principal, confab_principal_free);
 	g_clear_error(&ctx->run_error);
 	g_ptr_array_unref(ctx->answers);
+	g_clear_pointer(&ctx->fork, g_ptr_array_unref);
+	g_free(ctx->fork_title);
+	g_clear_handle_id(&ctx->flush_source, g_source_remove);
+	if (ctx->kept != NULL)
+		g_string_free(ctx->kept, TRUE);
 	g_free(ctx);
 }
 
@@ -116,6 +134,11 @@ on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 {
 	RespCtx *ctx = user_data;
 	g_debug("the client left during its response");
+	if (ctx->request->background && ctx->turn != NULL) {
+		/* it runs on without its client; its events are kept */
+		ctx->detached = TRUE;
+		return;
+	}
 	if (ctx->turn != NULL)
 		confab_turn_cancel(ctx->turn);
 	else
@@ -154,7 +177,7 @@ emit(RespCtx *ctx, const gchar *type, GString *fields)
 {
 	GString *event;
 
-	if (!ctx->streaming || confab_http_exchange_is_gone(ctx->exchange)) {
+	if (!ctx->streaming || (ctx->kept == NULL && confab_http_exchange_is_gone(ctx->exchange))) {
 		g_string_free(fields, TRUE);
 		return;
 	}
@@ -168,7 +191,13 @@ emit(RespCtx *ctx, const gchar *type, GString *fields)
 		g_string_append_len(event, fields->str, fields->len);
 	}
 	g_string_append(event, "}\n\n");
-	confab_http_exchange_write(ctx->exchange, event->str, event->len);
+	if (ctx->kept != NULL) {
+		if (ctx->kept->len == 0)
+			ctx->kept_first = (gint64)ctx->sequence - 1;
+		g_string_append_len(ctx->kept, event->str, event->len);
+	}
+	if (!confab_http_exchange_is_gone(ctx->exchange))
+		confab_http_exchange_write(ctx->exchange, event->str, event->len);
 	g_string_free(event, TRUE);
 	g_string_free(fields, TRUE);
 }
@@ -593,9 +622,11 @@ on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data
 	/* progress has no Responses event */
 }
 
+/* @ns: (nullable): the namespace of the client's tool called @name */
 static gchar *
 function_call_item(const gchar *id,
 		   const gchar *call_id,
+		   const gchar *ns,
 		   const gchar *name,
 		   const gchar *arguments,
 		   const gchar *status)
@@ -606,6 +637,10 @@ function_call_item(const gchar *id,
 	confab_json_append_string(out, status);
 	g_string_append(out, ",\"call_id\":");
 	confab_json_append_string(out, call_id);
+	if (ns != NULL) {
+		g_string_append(out, ",\"namespace\":");
+		confab_json_append_string(out, ns);
+	}
 	g_string_append(out, ",\"name\":");
 	confab_json_append_string(out, name);
 	g_string_append(out, ",\"arguments\":");
@@ -631,6 +666,8 @@ add_function_calls(RespCtx *ctx)
 		const gchar *call_id = call != NULL ? confab_json_get_string(call, "id") : NULL;
 		const gchar *name = fn != NULL ? confab_json_get_string(fn, "name") : NULL;
 		const gchar *args = fn != NULL ? confab_json_get_string(fn, "arguments") : NULL;
+		JsonObject *origin = NULL;
+		const gchar *ns = NULL;
 		g_autofree gchar *id = NULL;
 		g_autofree gchar *added = NULL;
 		gint index;
@@ -638,11 +675,17 @@ add_function_calls(RespCtx *ctx)
 
 		if (call_id == NULL || name == NULL)
 			continue;
+		/* a namespace's tool: called by its own name in its namespace */
+		origin = confab_json_get_object(ctx->request->namespaced, name);
+		if (origin != NULL) {
+			ns = confab_json_get_string(origin, "namespace");
+			name = confab_json_get_string(origin, "name");
+		}
 		id = item_id("fc_", ctx->response_id, ctx->n_fc++);
 		if (args == NULL)
 			args = "";
 		index = reserve_item(ctx);
-		added = function_call_item(id, call_id, name, "", "in_progress");
+		added = function_call_item(id, call_id, ns, name, "", "in_progress");
 		item_added(ctx, index, added);
 		f = item_fields(id, index);
 		g_string_append(f, ",\"delta\":");
@@ -654,7 +697,7 @@ add_function_calls(RespCtx *ctx)
 		g_string_append(f, ",\"arguments\":");
 		confab_json_append_string(f, args);
 		emit(ctx, "response.function_call_arguments.done", f);
-		item_done(ctx, index, function_call_item(id, call_id, name, args, "completed"));
+		item_done(ctx, index, function_call_item(id, call_id, ns, name, args, "completed"));
 	}
 }
 
@@ -695,7 +738,8 @@ on_turn_drain(ConfabTurn *turn, gpointer user_data)
 
 	close_items(ctx, TRUE);
 	if (confab_http_exchange_is_gone(ctx->exchange)) {
-		confab_turn_sink_drained(turn, FALSE);
+		/* a background answer is whole without its client: kept */
+		confab_turn_sink_drained(turn, ctx->request->background);
 		return;
 	}
 	if (confab_http_exchange_get_unsent(ctx->exchange) == 0) {
@@ -732,16 +776,47 @@ static const ConfabTurnSink json_sink = {
 
 /* ---------- the response object ---------- */
 
-static void
-append_echo(GString *out, RespCtx *ctx, const gchar *name, const gchar *fallback)
-{
-	JsonNode *node = json_object_get_member(ctx->request->echo, name);
+/* The request's parameters as the response object repeats them, each
+ * with OpenAI's default when the request did not say: every member the
+ * Open Responses schema requires. @echo: what the request said. */
+static const struct {
+	const gchar *name;
+	const gchar *fallback;
+} echoed[] = {
+    {"max_output_tokens", "null"},
+    {"max_tool_calls", "null"},
+    {"parallel_tool_calls", "true"},
+    {"reasoning", "{\"effort\":null,\"summary\":null}"},
+    {"temperature", "1"},
+    {"top_p", "1"},
+    {"presence_penalty", "0"},
+    {"frequency_penalty", "0"},
+    {"top_logprobs", "0"},
+    {"text", "{\"format\":{\"type\":\"text\"}}"},
+    {"tool_choice", "\"auto\""},
+    {"tools", "[]"},
+    {"user", "null"},
+    {"service_tier", "\"default\""},
+    {"safety_identifier", "null"},
+    {"prompt_cache_key", "null"},
+};
 
-	g_string_append_printf(out, ",\"%s\":", name);
-	if (node != NULL)
-		confab_json_append_node(out, node);
-	else
-		g_string_append(out, fallback);
+static void
+append_params(GString *out, JsonObject *echo, const gchar *instructions, gboolean background)
+{
+	g_string_append_printf(out,
+			       ",\"background\":%s,\"truncation\":\"disabled\",\"instructions\":",
+			       background ? "true" : "false");
+	confab_json_append_string(out, instructions);
+	for (guint i = 0; i < G_N_ELEMENTS(echoed); i++) {
+		JsonNode *node = echo != NULL ? json_object_get_member(echo, echoed[i].name) : NULL;
+
+		g_string_append_printf(out, ",\"%s\":", echoed[i].name);
+		if (node != NULL && !JSON_NODE_HOLDS_NULL(node))
+			confab_json_append_node(out, node);
+		else
+			g_string_append(out, echoed[i].fallback);
+	}
 }
 
 static void
@@ -765,9 +840,9 @@ append_usage(GString *out, ConfabTurn *turn)
 }
 
 static void
-append_metadata(GString *out, RespCtx *ctx, const gchar *session_id)
+append_metadata(GString *out, JsonObject *echo, const gchar *session_id)
 {
-	JsonNode *client = json_object_get_member(ctx->request->echo, "metadata");
+	JsonNode *client = echo != NULL ? json_object_get_member(echo, "metadata") : NULL;
 	g_autoptr(JsonObject) metadata = json_object_new();
 	g_autoptr(JsonNode) node = NULL;
 
@@ -806,7 +881,14 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 			       ",\"status\":",
 			       confab_turn_get_created(turn));
 	confab_json_append_string(out, status);
-	g_string_append(out, ",\"background\":false,\"error\":");
+	g_string_append(out, ",\"completed_at\":");
+	if (g_str_equal(status, "completed"))
+		g_string_append_printf(out,
+				       "%" G_GINT64_FORMAT,
+				       g_get_real_time() / G_USEC_PER_SEC);
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"error\":");
 	if (error != NULL) {
 		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
 		g_string_append(out, "{\"code\":");
@@ -829,9 +911,10 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 	} else {
 		g_string_append(out, "null");
 	}
-	g_string_append(out, ",\"instructions\":");
-	confab_json_append_string(out, ctx->request->instructions);
-	append_echo(out, ctx, "max_output_tokens", "null");
+	append_params(out,
+		      ctx->request->echo,
+		      ctx->request->instructions,
+		      ctx->request->background);
 	g_string_append(out, ",\"model\":");
 	confab_json_append_string(out, confab_turn_get_model(turn));
 	g_string_append(out, ",\"output\":[");
@@ -844,7 +927,6 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 		g_string_append(out, item);
 	}
 	g_string_append_c(out, ']');
-	append_echo(out, ctx, "parallel_tool_calls", "true");
 	g_string_append(out, ",\"previous_response_id\":");
 	confab_json_append_string(out, ctx->request->previous_response_id);
 	g_string_append(out, ",\"conversation\":");
@@ -855,21 +937,14 @@ build_response(RespCtx *ctx, const gchar *status, gboolean output, const GError 
 	} else {
 		g_string_append(out, "null");
 	}
-	append_echo(out, ctx, "reasoning", "{\"effort\":null,\"summary\":null}");
 	g_string_append_printf(out, ",\"store\":%s", ctx->request->store ? "true" : "false");
-	append_echo(out, ctx, "temperature", "null");
-	append_echo(out, ctx, "text", "{\"format\":{\"type\":\"text\"}}");
-	append_echo(out, ctx, "tool_choice", "\"auto\"");
-	append_echo(out, ctx, "tools", "[]");
-	append_echo(out, ctx, "top_p", "null");
-	g_string_append(out, ",\"truncation\":\"disabled\",\"usage\":");
+	g_string_append(out, ",\"usage\":");
 	if (output)
 		append_usage(out, turn);
 	else
 		g_string_append(out, "null");
-	append_echo(out, ctx, "user", "null");
 	g_string_append(out, ",\"metadata\":");
-	append_metadata(out, ctx, session_id);
+	append_metadata(out, ctx->request->echo, session_id);
 	g_string_append_c(out, '}');
 	return g_string_free(out, FALSE);
 }
@@ -890,7 +965,14 @@ finish_stream(RespCtx *ctx, const GError *error)
 	GString *f;
 
 	close_items(ctx, error == NULL);
-	if (error != NULL) {
+	if (ctx->request->background &&
+	    g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_CANCELLED)) {
+		/* stopped (POST …/cancel): what was said, as it stands */
+		response = build_response(ctx, "cancelled", TRUE, NULL);
+		f = g_string_new("\"response\":");
+		g_string_append(f, response);
+		emit(ctx, "response.incomplete", f);
+	} else if (error != NULL) {
 		/* the stream has begun: the error travels in it, then the
 		 * response that failed */
 		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(error);
@@ -917,6 +999,148 @@ finish_stream(RespCtx *ctx, const GError *error)
 	confab_http_exchange_end_stream(ctx->exchange);
 }
 
+/* ---------- background: the turn without its client ---------- */
+
+static void
+flush_kept(RespCtx *ctx);
+static void
+begin_stream(RespCtx *ctx);
+
+static void
+status_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_set_response_status_finish(CONFAB_STORE(source), result, &error))
+		g_warning("storing how response %s ended: %s", ctx->response_id, error->message);
+	confab_background_remove(confab_engine_get_background(ctx->engine), ctx->response_id);
+	resp_ctx_free(ctx);
+}
+
+/* Where it stands now that its turn is over: after its last events, so
+ * that a client who sees it ended has seen them all. A cancel asked
+ * meanwhile makes the store say cancelled (unless it completed). */
+static void
+store_end(RespCtx *ctx)
+{
+	g_autofree gchar *error_json = NULL;
+	const gchar *status;
+
+	if (ctx->run_ok) {
+		status = final_status(ctx);
+	} else if (g_error_matches(ctx->run_error, CONFAB_ERROR, CONFAB_ERROR_CANCELLED)) {
+		status = "incomplete";
+	} else {
+		const ConfabOpenaiErrorInfo *info = confab_openai_error_info(ctx->run_error);
+		GString *e = g_string_new("{\"code\":");
+		confab_json_append_string(e, info->code);
+		g_string_append(e, ",\"message\":");
+		confab_json_append_string(e, ctx->run_error->message);
+		g_string_append_c(e, '}');
+		error_json = g_string_free(e, FALSE);
+		status = "failed";
+	}
+	confab_store_set_response_status_async(confab_engine_get_store(ctx->engine),
+					       ctx->response_id,
+					       status,
+					       error_json,
+					       g_get_real_time() / G_USEC_PER_SEC,
+					       confab_turn_get_session_id(ctx->turn),
+					       NULL,
+					       status_cb,
+					       ctx);
+}
+
+static void
+kept_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_append_response_events_finish(CONFAB_STORE(source), result, &error))
+		g_warning("keeping the events of response %s: %s",
+			  ctx->response_id,
+			  error->message);
+	ctx->flushing = FALSE;
+	if (!ctx->ending)
+		return;
+	if (ctx->kept->len > 0)
+		flush_kept(ctx);
+	else
+		store_end(ctx);
+}
+
+/* The events told since the last batch, kept as the next one. */
+static void
+flush_kept(RespCtx *ctx)
+{
+	ConfabResponseEvents events;
+
+	if (ctx->flushing || ctx->kept->len == 0)
+		return;
+	events.first = ctx->kept_first;
+	events.last = (gint64)ctx->sequence - 1;
+	events.data = ctx->kept->str;
+	ctx->flushing = TRUE;
+	confab_store_append_response_events_async(confab_engine_get_store(ctx->engine),
+						  ctx->response_id,
+						  &events,
+						  NULL,
+						  kept_cb,
+						  ctx);
+	g_string_truncate(ctx->kept, 0);
+}
+
+static gboolean
+flush_tick(gpointer user_data)
+{
+	flush_kept(user_data);
+	return G_SOURCE_CONTINUE;
+}
+
+static void
+background_end(RespCtx *ctx)
+{
+	ctx->ending = TRUE;
+	g_clear_handle_id(&ctx->flush_source, g_source_remove);
+	if (ctx->flushing)
+		return; /* kept_cb goes on */
+	if (ctx->kept != NULL && ctx->kept->len > 0)
+		flush_kept(ctx);
+	else
+		store_end(ctx);
+}
+
+/* The turn has begun: the POST is answered `queued` at once (JSON), or
+ * the stream goes on as any, its events kept as they are told. */
+static void
+background_begin(RespCtx *ctx)
+{
+	ConfabTurn *turn = ctx->turn;
+
+	confab_store_set_response_status_async(confab_engine_get_store(ctx->engine),
+					       ctx->response_id,
+					       "in_progress",
+					       NULL,
+					       0,
+					       confab_turn_get_session_id(turn),
+					       NULL,
+					       NULL,
+					       NULL);
+	confab_background_add(confab_engine_get_background(ctx->engine), ctx->response_id, turn);
+	if (confab_turn_get_request(turn)->stream) {
+		ctx->kept = g_string_new(NULL);
+		ctx->flush_source = g_timeout_add(FLUSH_MS, flush_tick, ctx);
+		begin_stream(ctx);
+		return;
+	}
+	confab_http_response_json(ctx->exchange, 200, build_response(ctx, "queued", FALSE, NULL));
+	confab_http_exchange_set_gone_func(ctx->exchange, NULL, NULL);
+	ctx->detached = TRUE;
+	confab_turn_set_sink(turn, &json_sink, ctx);
+}
+
 /* ---------- the end ---------- */
 
 static void
@@ -933,6 +1157,9 @@ answer(RespCtx *ctx)
 	}
 	if (ctx->streaming) {
 		finish_stream(ctx, ctx->run_ok ? NULL : ctx->run_error);
+	} else if (ctx->detached) {
+		/* a background response: its POST has its answer */
+		close_items(ctx, TRUE);
 	} else if (ctx->run_ok) {
 		close_items(ctx, TRUE);
 		confab_http_response_json(ctx->exchange,
@@ -940,6 +1167,10 @@ answer(RespCtx *ctx)
 					  build_response(ctx, final_status(ctx), TRUE, NULL));
 	} else {
 		confab_http_response_error(ctx->exchange, ctx->run_error);
+	}
+	if (ctx->request->background) {
+		background_end(ctx);
+		return;
 	}
 	resp_ctx_free(ctx);
 }
@@ -1040,6 +1271,17 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 
 	confab_http_response_add_quota_headers(ctx->exchange, confab_turn_get_quota_info(turn));
 	if (!ok) {
+		/* a background one does not stay queued, nor count as running */
+		if (ctx->request->background)
+			confab_store_set_response_status_async(confab_engine_get_store(ctx->engine),
+							       ctx->response_id,
+							       "failed",
+							       NULL,
+							       g_get_real_time() / G_USEC_PER_SEC,
+							       NULL,
+							       NULL,
+							       NULL,
+							       NULL);
 		name_client_param(ctx, error);
 		confab_http_response_error(ctx->exchange, error);
 		resp_ctx_free(ctx);
@@ -1054,7 +1296,9 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		confab_http_exchange_add_header(ctx->exchange,
 						"x-session-id",
 						confab_turn_get_session_id(turn));
-	if (confab_turn_get_request(turn)->stream)
+	if (ctx->request->background)
+		background_begin(ctx);
+	else if (confab_turn_get_request(turn)->stream)
 		begin_stream(ctx);
 	else
 		confab_turn_set_sink(ctx->turn, &json_sink, ctx);
@@ -1067,16 +1311,8 @@ refuse(RespCtx *ctx, GError *error);
 /* @fork: (nullable): the history of a new conversation forked from an
  * earlier response's */
 static void
-start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
+create_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 {
-	/* nobody to answer: no turn, nothing counted */
-	if (ctx->gone) {
-		refuse(ctx,
-		       g_error_new_literal(CONFAB_ERROR,
-					   CONFAB_ERROR_CANCELLED,
-					   "The client left before its response began"));
-		return;
-	}
 	ctx->session_is_new = fork != NULL || ctx->request->chat->session_id == NULL;
 	ctx->turn = confab_turn_new(ctx->engine,
 				    g_steal_pointer(&ctx->principal),
@@ -1099,6 +1335,83 @@ start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 					     : g_strconcat(ctx->response_id, ".unstored", NULL);
 	confab_turn_set_response_id(ctx->turn, ctx->stored_id);
 	confab_turn_start_async(ctx->turn, start_cb, ctx);
+}
+
+static void
+record_saved_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	GError *error = NULL;
+
+	if (!confab_store_save_response_finish(CONFAB_STORE(source), result, &error)) {
+		refuse(ctx, error);
+		return;
+	}
+	create_turn(ctx, ctx->fork, ctx->fork_title);
+}
+
+/* What the response object repeats of the request, as the record keeps
+ * it. */
+static gchar *
+record_params(RespCtx *ctx)
+{
+	g_autoptr(JsonObject) kept = json_object_new();
+	g_autoptr(JsonNode) node = NULL;
+	g_autoptr(GList) names = json_object_get_members(ctx->request->echo);
+
+	for (GList *l = names; l != NULL; l = l->next)
+		json_object_set_member(
+		    kept,
+		    l->data,
+		    json_node_copy(json_object_get_member(ctx->request->echo, l->data)));
+	if (ctx->request->instructions != NULL)
+		json_object_set_string_member(kept, "instructions", ctx->request->instructions);
+	if (ctx->request->previous_response_id != NULL)
+		json_object_set_string_member(kept,
+					      "previous_response_id",
+					      ctx->request->previous_response_id);
+	node = json_node_init_object(json_node_alloc(), kept);
+	return confab_json_to_string(node);
+}
+
+/* A stored response's record first (its parameters; a background one's
+ * status, within [responses] max_background), then its turn. */
+static void
+start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
+{
+	const ConfabConfig *config = confab_engine_get_config(ctx->engine);
+	g_autoptr(ConfabResponseRecord) record = NULL;
+
+	/* nobody to answer: no turn, nothing counted */
+	if (ctx->gone) {
+		refuse(ctx,
+		       g_error_new_literal(CONFAB_ERROR,
+					   CONFAB_ERROR_CANCELLED,
+					   "The client left before its response began"));
+		return;
+	}
+	if (!ctx->request->store) {
+		create_turn(ctx, fork, fork_title);
+		return;
+	}
+	ctx->fork = fork != NULL ? g_ptr_array_ref(fork) : NULL;
+	ctx->fork_title = g_strdup(fork_title);
+	record = confab_response_record_new();
+	record->id = g_strdup(ctx->response_id);
+	record->owner = g_strdup(ctx->principal->owner);
+	record->agent_id = g_strdup(ctx->request->chat->model);
+	record->session_id = fork == NULL ? g_strdup(ctx->request->chat->session_id) : NULL;
+	record->background = ctx->request->background;
+	record->stream = ctx->request->chat->stream;
+	record->status = g_strdup(ctx->request->background ? "queued" : "foreground");
+	record->params = record_params(ctx);
+	record->created_at = g_get_real_time() / G_USEC_PER_SEC;
+	confab_store_save_response_async(confab_engine_get_store(ctx->engine),
+					 record,
+					 config->responses_max_background,
+					 NULL,
+					 record_saved_cb,
+					 ctx);
 }
 
 static void
@@ -1607,7 +1920,8 @@ typedef struct {
 	GPtrArray *messages;	      /* owned */
 	ConfabListParams params;
 	enum { STORED_GET, STORED_DELETE, STORED_INPUT_ITEMS } what;
-	gboolean running; /* its turn runs: no answer yet, and none missing */
+	gboolean running;	      /* its turn runs: no answer yet, and none missing */
+	ConfabResponseRecord *record; /* owned, nullable: none before v9 (GET only) */
 } Stored;
 
 static void
@@ -1618,6 +1932,7 @@ stored_free(Stored *st)
 	g_clear_pointer(&st->principal, confab_principal_free);
 	g_free(st->response_id);
 	g_clear_pointer(&st->messages, g_ptr_array_unref);
+	g_clear_pointer(&st->record, confab_response_record_free);
 	confab_list_params_clear(&st->params);
 	g_free(st);
 }
@@ -1713,6 +2028,7 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 			g_autofree gchar *iid = item_id("fc_", id, n_fc++);
 			item = function_call_item(iid,
 						  call_id,
+						  NULL,
 						  confab_json_get_string(block, "name"),
 						  confab_json_get_string(block, "arguments"),
 						  "completed");
@@ -1758,82 +2074,11 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 	}
 }
 
-static gchar *
-stored_response_json(Stored *st)
+static void
+append_stored_usage(GString *out, ConfabMessage *answer)
 {
-	ConfabMessage *answer = last_answer(st->messages);
-	ConfabMessage *first = g_ptr_array_index(st->messages, 0);
-	const gchar *session_id = confab_message_get_session_id(first);
-	const gchar *status = "completed";
-	const gchar *reason = NULL;
-	g_autofree gchar *error_json = NULL;
-	GString *out = g_string_new("{\"id\":");
 	gint64 input = -1, output = -1;
 
-	if (st->running) {
-		/* as OpenAI says of a response that runs; its output is stored
-		 * with its answer, at the end */
-		status = "in_progress";
-	} else if (answer == NULL ||
-		   confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_INCOMPLETE) {
-		status = "incomplete";
-		reason = "interrupted";
-	} else if (confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_FAILED) {
-		g_autoptr(JsonNode) node =
-		    confab_json_from_string(confab_message_get_content_blocks(answer));
-		JsonArray *blocks =
-		    node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
-		status = "failed";
-		for (guint i = 0; blocks != NULL && i < json_array_get_length(blocks); i++) {
-			JsonObject *b = json_array_get_object_element(blocks, i);
-			if (b != NULL &&
-			    g_strcmp0(confab_json_get_string(b, "type"), "error") == 0) {
-				GString *e = g_string_new("{\"code\":");
-				confab_json_append_string(e, confab_json_get_string(b, "code"));
-				g_string_append(e, ",\"message\":");
-				confab_json_append_string(e, confab_json_get_string(b, "message"));
-				g_string_append_c(e, '}');
-				error_json = g_string_free(e, FALSE);
-			}
-		}
-	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "length") == 0) {
-		status = "incomplete";
-		reason = "max_output_tokens";
-	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "content_filter") == 0) {
-		status = "incomplete";
-		reason = "content_filter";
-	}
-
-	confab_json_append_string(out, st->response_id);
-	g_string_append_printf(out,
-			       ",\"object\":\"response\",\"created_at\":%" G_GINT64_FORMAT
-			       ",\"status\":",
-			       confab_message_get_created_at(first));
-	confab_json_append_string(out, status);
-	g_string_append(out, ",\"background\":false,\"error\":");
-	g_string_append(out, error_json != NULL ? error_json : "null");
-	g_string_append(out, ",\"incomplete_details\":");
-	if (reason != NULL) {
-		g_string_append(out, "{\"reason\":");
-		confab_json_append_string(out, reason);
-		g_string_append_c(out, '}');
-	} else {
-		g_string_append(out, "null");
-	}
-	g_string_append(out, ",\"instructions\":null,\"max_output_tokens\":null,\"model\":");
-	confab_json_append_string(out, confab_message_get_model(first));
-	g_string_append(out, ",\"output\":[");
-	if (answer != NULL)
-		append_stored_output(out, answer, st->response_id);
-	g_string_append(out,
-			"],\"parallel_tool_calls\":true,\"previous_response_id\":null,"
-			"\"conversation\":{\"id\":");
-	confab_json_append_string(out, session_id);
-	g_string_append(out,
-			"},\"reasoning\":{\"effort\":null,\"summary\":null},\"store\":true,"
-			"\"temperature\":null,\"text\":{\"format\":{\"type\":\"text\"}},"
-			"\"tool_choice\":\"auto\",\"tools\":[],\"top_p\":null,"
-			"\"truncation\":\"disabled\",\"usage\":");
 	if (answer != NULL) {
 		input = confab_message_get_prompt_tokens(answer);
 		output = confab_message_get_completion_tokens(answer);
@@ -1853,9 +2098,121 @@ stored_response_json(Stored *st)
 	} else {
 		g_string_append(out, "null");
 	}
-	g_string_append(out, ",\"user\":null,\"metadata\":{\"session_id\":");
+}
+
+/* Where a stored response stands, from its messages: @reason (out) its
+ * incomplete_details.reason, @error_json (out) its error. */
+static const gchar *
+stored_status(Stored *st, ConfabMessage *answer, const gchar **reason, gchar **error_json)
+{
+	const gchar *status = "completed";
+
+	if (st->running) {
+		/* as OpenAI says of a response that runs; its output is stored
+		 * with its answer, at the end */
+		status = "in_progress";
+	} else if (answer == NULL ||
+		   confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_INCOMPLETE) {
+		status = "incomplete";
+		*reason = "interrupted";
+	} else if (confab_message_get_status(answer) == CONFAB_MESSAGE_STATUS_FAILED) {
+		g_autoptr(JsonNode) node =
+		    confab_json_from_string(confab_message_get_content_blocks(answer));
+		JsonArray *blocks =
+		    node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+		status = "failed";
+		for (guint i = 0; blocks != NULL && i < json_array_get_length(blocks); i++) {
+			JsonObject *b = json_array_get_object_element(blocks, i);
+			if (b != NULL &&
+			    g_strcmp0(confab_json_get_string(b, "type"), "error") == 0) {
+				GString *e = g_string_new("{\"code\":");
+				confab_json_append_string(e, confab_json_get_string(b, "code"));
+				g_string_append(e, ",\"message\":");
+				confab_json_append_string(e, confab_json_get_string(b, "message"));
+				g_string_append_c(e, '}');
+				g_free(*error_json);
+				*error_json = g_string_free(e, FALSE);
+			}
+		}
+	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "length") == 0) {
+		status = "incomplete";
+		*reason = "max_output_tokens";
+	} else if (g_strcmp0(confab_message_get_finish_reason(answer), "content_filter") == 0) {
+		status = "incomplete";
+		*reason = "content_filter";
+	}
+	return status;
+}
+
+static gchar *
+stored_response_json(Stored *st)
+{
+	ConfabMessage *answer = last_answer(st->messages);
+	ConfabMessage *first = g_ptr_array_index(st->messages, 0);
+	const gchar *session_id = confab_message_get_session_id(first);
+	const gchar *reason = NULL;
+	g_autofree gchar *error_json = NULL;
+	const gchar *status = stored_status(st, answer, &reason, &error_json);
+	g_autoptr(JsonNode) params =
+	    st->record != NULL ? confab_json_from_string(st->record->params) : NULL;
+	JsonObject *echo =
+	    params != NULL && JSON_NODE_HOLDS_OBJECT(params) ? json_node_get_object(params) : NULL;
+	gint64 completed_at = answer != NULL ? confab_message_get_created_at(answer) : 0;
+	GString *out = g_string_new("{\"id\":");
+
+	/* a background response: where it stands is the record's */
+	if (st->record != NULL && st->record->background) {
+		status = st->record->status;
+		if (!g_str_equal(status, "incomplete"))
+			reason = NULL;
+		if (st->record->error != NULL) {
+			g_free(error_json);
+			error_json = g_strdup(st->record->error);
+		}
+		completed_at = st->record->completed_at;
+	}
+	confab_json_append_string(out, st->response_id);
+	g_string_append_printf(out,
+			       ",\"object\":\"response\",\"created_at\":%" G_GINT64_FORMAT
+			       ",\"status\":",
+			       confab_message_get_created_at(first));
+	confab_json_append_string(out, status);
+	g_string_append(out, ",\"completed_at\":");
+	/* the answer is stored when its turn ends */
+	if (g_str_equal(status, "completed") && completed_at > 0)
+		g_string_append_printf(out, "%" G_GINT64_FORMAT, completed_at);
+	else
+		g_string_append(out, "null");
+	g_string_append(out, ",\"error\":");
+	g_string_append(out, error_json != NULL ? error_json : "null");
+	g_string_append(out, ",\"incomplete_details\":");
+	if (reason != NULL) {
+		g_string_append(out, "{\"reason\":");
+		confab_json_append_string(out, reason);
+		g_string_append_c(out, '}');
+	} else {
+		g_string_append(out, "null");
+	}
+	append_params(out,
+		      echo,
+		      echo != NULL ? confab_json_get_string(echo, "instructions") : NULL,
+		      st->record != NULL && st->record->background);
+	g_string_append(out, ",\"model\":");
+	confab_json_append_string(out, confab_message_get_model(first));
+	g_string_append(out, ",\"output\":[");
+	if (answer != NULL)
+		append_stored_output(out, answer, st->response_id);
+	g_string_append(out, "],\"previous_response_id\":");
+	confab_json_append_string(
+	    out,
+	    echo != NULL ? confab_json_get_string(echo, "previous_response_id") : NULL);
+	g_string_append(out, ",\"conversation\":{\"id\":");
 	confab_json_append_string(out, session_id);
-	g_string_append(out, "}}");
+	g_string_append(out, "},\"store\":true,\"usage\":");
+	append_stored_usage(out, answer);
+	g_string_append(out, ",\"metadata\":");
+	append_metadata(out, echo, session_id);
+	g_string_append_c(out, '}');
 	return g_string_free(out, FALSE);
 }
 
@@ -2094,6 +2451,41 @@ stored_running_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 					 g_steal_pointer(&st));
 }
 
+/* GET with its record read, and DELETE: an answer stored is the end;
+ * without one, the turn may still run, here or on another daemon sharing
+ * the store (a background response's record says so itself). */
+static void
+stored_answer(Stored *st)
+{
+	ConfabStore *store = confab_engine_get_store(st->engine);
+	const gchar *session_id = confab_message_get_session_id(g_ptr_array_index(st->messages, 0));
+
+	if (st->what == STORED_GET &&
+	    (last_answer(st->messages) != NULL || (st->record != NULL && st->record->background))) {
+		confab_http_response_json(st->exchange, 200, stored_response_json(st));
+		stored_free(st);
+		return;
+	}
+	confab_store_session_is_running_async(store, session_id, NULL, stored_running_cb, st);
+}
+
+static void
+stored_record_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Stored *st = user_data;
+	g_autoptr(GError) error = NULL;
+
+	/* none: a response from before records were kept */
+	st->record = confab_store_get_response_record_finish(CONFAB_STORE(source), result, &error);
+	if (st->record == NULL &&
+	    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_RESPONSE_NOT_FOUND)) {
+		stored_error(st, g_steal_pointer(&error));
+		stored_free(st);
+		return;
+	}
+	stored_answer(st);
+}
+
 static void
 stored_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -2115,17 +2507,16 @@ stored_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		confab_http_response_json(st->exchange, 200, input_items_json(st));
 		return;
 	}
-	/* an answer stored is the end; without one, the turn may still run,
-	 * here or on another daemon sharing the store */
-	if (st->what == STORED_GET && last_answer(st->messages) != NULL) {
-		confab_http_response_json(st->exchange, 200, stored_response_json(st));
+	if (st->what == STORED_GET) {
+		g_autofree gchar *id = g_strdup(st->response_id);
+		confab_store_get_response_record_async(CONFAB_STORE(source),
+						       id,
+						       NULL,
+						       stored_record_cb,
+						       g_steal_pointer(&st));
 		return;
 	}
-	confab_store_session_is_running_async(CONFAB_STORE(source),
-					      confab_session_get_id(session),
-					      NULL,
-					      stored_running_cb,
-					      g_steal_pointer(&st));
+	stored_answer(g_steal_pointer(&st));
 }
 
 static void

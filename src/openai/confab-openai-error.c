@@ -61,6 +61,7 @@ static const ConfabOpenaiErrorInfo table[] = {
     [CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE] = {409,
 						 "conflict_error",
 						 "approval_asked_by_response"},
+    [CONFAB_ERROR_RATE_LIMITED] = {429, "rate_limit_error", "rate_limit_exceeded"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);

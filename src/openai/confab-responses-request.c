@@ -259,12 +259,30 @@ translate_message(Input *in, JsonObject *item, const gchar *param, GError **erro
 	return TRUE;
 }
 
+/* The name a namespace's tool has upstream: the one this request's tools
+ * gave it, else NAMESPACE__NAME. */
+static gchar *
+namespaced_name(ConfabResponsesRequest *request, const gchar *ns, const gchar *name)
+{
+	g_autoptr(GList) flats = json_object_get_members(request->namespaced);
+
+	for (GList *l = flats; l != NULL; l = l->next) {
+		JsonObject *origin = json_object_get_object_member(request->namespaced, l->data);
+		if (g_strcmp0(member_string(origin, "namespace"), ns) == 0 &&
+		    g_strcmp0(member_string(origin, "name"), name) == 0)
+			return g_strdup(l->data);
+	}
+	return g_strdup_printf("%s__%s", ns, name);
+}
+
 static gboolean
 translate_function_call(Input *in, JsonObject *item, const gchar *param, GError **error)
 {
 	const gchar *call_id = member_string(item, "call_id");
 	const gchar *name = member_string(item, "name");
 	const gchar *arguments = member_string(item, "arguments");
+	JsonNode *ns = member(item, "namespace");
+	g_autofree gchar *flat = NULL;
 	JsonObject *call, *fn;
 	JsonNode *calls;
 
@@ -272,6 +290,14 @@ translate_function_call(Input *in, JsonObject *item, const gchar *param, GError 
 		return fail(error,
 			    param,
 			    "A function_call item needs string call_id, name and arguments");
+	if (!node_is_null(ns)) {
+		if (!node_is_string(ns)) {
+			g_autofree gchar *p = g_strdup_printf("%s.namespace", param);
+			return fail(error, p, "namespace must be a string");
+		}
+		flat = namespaced_name(in->request, json_node_get_string(ns), name);
+		name = flat;
+	}
 	if (in->calls == NULL) {
 		in->calls = json_object_new();
 		json_object_set_string_member(in->calls, "role", "assistant");
@@ -486,11 +512,125 @@ translate_input(Input *in, JsonNode *input, GError **error)
 
 /* ---------- parameters ---------- */
 
-/* Client function tools, as Chat Completions tools; hosted tools are not
- * Confab's to run. */
+/* One client function tool as a Chat Completions tool named @name; its echo
+ * (@echo, the client's object) gets the members the response object
+ * requires. */
 static gboolean
-translate_tools(JsonObject *chat, JsonNode *tools, GError **error)
+add_function_tool(JsonArray *out,
+		  JsonObject *tool,
+		  const gchar *name,
+		  JsonObject *echo,
+		  const gchar *param,
+		  GError **error)
 {
+	static const gchar *const keys[] = {"description", "parameters", "strict", NULL};
+	JsonObject *fn, *wrapper;
+
+	if (member_string(tool, "name") == NULL) {
+		g_autofree gchar *p = g_strdup_printf("%s.name", param);
+		return fail(error, p, "A function tool needs a string name");
+	}
+	fn = json_object_new();
+	json_object_set_string_member(fn, "name", name);
+	for (guint k = 0; keys[k] != NULL; k++) {
+		JsonNode *v = member(tool, keys[k]);
+		if (!node_is_null(v))
+			json_object_set_member(fn, keys[k], json_node_copy(v));
+	}
+	wrapper = json_object_new();
+	json_object_set_string_member(wrapper, "type", "function");
+	json_object_set_object_member(wrapper, "function", fn);
+	json_array_add_object_element(out, wrapper);
+	/* what was used: the upstream's default when the client said nothing */
+	if (node_is_null(member(echo, "description")))
+		json_object_set_null_member(echo, "description");
+	if (node_is_null(member(echo, "parameters")))
+		json_object_set_null_member(echo, "parameters");
+	if (!node_holds(member(echo, "strict"), G_TYPE_BOOLEAN))
+		json_object_set_boolean_member(echo, "strict", FALSE);
+	return TRUE;
+}
+
+static gboolean
+tool_name_taken(JsonArray *out, const gchar *name)
+{
+	for (guint i = 0; i < json_array_get_length(out); i++) {
+		JsonObject *fn =
+		    confab_json_get_object(json_array_get_object_element(out, i), "function");
+		if (g_strcmp0(member_string(fn, "name"), name) == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* A namespace: a group of the client's function tools, offered upstream as
+ * function tools named NAMESPACE__NAME (made unique), mapped back by
+ * @request->namespaced. */
+static gboolean
+add_namespace(ConfabResponsesRequest *request,
+	      JsonArray *out,
+	      JsonObject *ns,
+	      GHashTable *own_names,
+	      const gchar *param,
+	      GError **error)
+{
+	const gchar *ns_name = member_string(ns, "name");
+	JsonNode *tools = member(ns, "tools");
+	JsonArray *arr;
+
+	if (ns_name == NULL || *ns_name == '\0') {
+		g_autofree gchar *p = g_strdup_printf("%s.name", param);
+		return fail(error, p, "A namespace tool needs a string name");
+	}
+	if (tools == NULL || !JSON_NODE_HOLDS_ARRAY(tools)) {
+		g_autofree gchar *p = g_strdup_printf("%s.tools", param);
+		return fail(error, p, "A namespace tool needs an array of function tools");
+	}
+	arr = json_node_get_array(tools);
+	for (guint i = 0; i < json_array_get_length(arr); i++) {
+		JsonNode *node = json_array_get_element(arr, i);
+		g_autofree gchar *p = g_strdup_printf("%s.tools[%u]", param, i);
+		g_autofree gchar *flat = NULL;
+		JsonObject *tool, *origin;
+		const gchar *name;
+
+		if (!JSON_NODE_HOLDS_OBJECT(node) ||
+		    g_strcmp0(member_string(json_node_get_object(node), "type"), "function") != 0)
+			return fail(error, p, "A namespace holds function tools only");
+		tool = json_node_get_object(node);
+		name = member_string(tool, "name");
+		if (name == NULL) {
+			g_autofree gchar *pn = g_strdup_printf("%s.name", p);
+			return fail(error, pn, "A function tool needs a string name");
+		}
+		flat = g_strdup_printf("%s__%s", ns_name, name);
+		for (guint n = 2;
+		     tool_name_taken(out, flat) || g_hash_table_contains(own_names, flat);
+		     n++) {
+			g_free(flat);
+			flat = g_strdup_printf("%s__%s_%u", ns_name, name, n);
+		}
+		if (!add_function_tool(out, tool, flat, tool, p, error))
+			return FALSE;
+		origin = json_object_new();
+		json_object_set_string_member(origin, "namespace", ns_name);
+		json_object_set_string_member(origin, "name", name);
+		json_object_set_object_member(request->namespaced, flat, origin);
+	}
+	return TRUE;
+}
+
+/* Client function tools (and namespaces of them), as Chat Completions
+ * tools; hosted tools are not Confab's to run. @echo_tools: the echo's copy
+ * of the array. */
+static gboolean
+translate_tools(ConfabResponsesRequest *request,
+		JsonObject *chat,
+		JsonNode *tools,
+		JsonArray *echo_tools,
+		GError **error)
+{
+	g_autoptr(GHashTable) own_names = g_hash_table_new(g_str_hash, g_str_equal);
 	JsonArray *arr, *out;
 
 	if (node_is_null(tools))
@@ -500,46 +640,47 @@ translate_tools(JsonObject *chat, JsonNode *tools, GError **error)
 	arr = json_node_get_array(tools);
 	out = json_array_new();
 	json_object_set_array_member(chat, "tools", out);
+	/* the client's own names first: a flattened name never takes one */
+	for (guint i = 0; i < json_array_get_length(arr); i++) {
+		JsonNode *node = json_array_get_element(arr, i);
+		JsonObject *tool = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+		if (tool != NULL && g_strcmp0(member_string(tool, "type"), "function") == 0 &&
+		    member_string(tool, "name") != NULL)
+			g_hash_table_add(own_names, (gpointer)member_string(tool, "name"));
+	}
 	for (guint i = 0; i < json_array_get_length(arr); i++) {
 		JsonNode *node = json_array_get_element(arr, i);
 		g_autofree gchar *param = g_strdup_printf("tools[%u]", i);
-		JsonObject *tool, *fn, *wrapper;
+		JsonObject *tool, *echo;
 		const gchar *type;
-		static const gchar *const keys[] = {"name",
-						    "description",
-						    "parameters",
-						    "strict",
-						    NULL};
 
 		if (!JSON_NODE_HOLDS_OBJECT(node))
 			return fail(error, param, "A tool must be an object");
 		tool = json_node_get_object(node);
+		/* the echo holds the same tools, as the client sent them */
+		echo = json_array_get_object_element(echo_tools, i);
 		type = member_string(tool, "type");
+		if (g_strcmp0(type, "namespace") == 0) {
+			if (!add_namespace(request, out, echo, own_names, param, error))
+				return FALSE;
+			continue;
+		}
 		if (type == NULL || !g_str_equal(type, "function")) {
 			g_autofree gchar *p = g_strdup_printf("%s.type", param);
-			confab_error_set_printf(error,
-						CONFAB_ERROR_INVALID_VALUE,
-						p,
-						"Tools of type '%s' are not supported: Confab runs "
-						"the agent's own tools (MCP) and passes on the "
-						"client's function tools, no hosted tools",
-						type != NULL ? type : "(none)");
+			confab_error_set_printf(
+			    error,
+			    CONFAB_ERROR_INVALID_VALUE,
+			    p,
+			    "Tools of type '%s' are not supported: '%s' is a "
+			    "hosted tool. Confab runs the agent's own tools (MCP) "
+			    "and passes on the client's function tools (and "
+			    "namespaces of them), no hosted tools",
+			    type != NULL ? type : "(none)",
+			    type != NULL ? type : "(none)");
 			return FALSE;
 		}
-		if (member_string(tool, "name") == NULL) {
-			g_autofree gchar *p = g_strdup_printf("%s.name", param);
-			return fail(error, p, "A function tool needs a string name");
-		}
-		fn = json_object_new();
-		for (guint k = 0; keys[k] != NULL; k++) {
-			JsonNode *v = member(tool, keys[k]);
-			if (!node_is_null(v))
-				json_object_set_member(fn, keys[k], json_node_copy(v));
-		}
-		wrapper = json_object_new();
-		json_object_set_string_member(wrapper, "type", "function");
-		json_object_set_object_member(wrapper, "function", fn);
-		json_array_add_object_element(out, wrapper);
+		if (!add_function_tool(out, tool, member_string(tool, "name"), echo, param, error))
+			return FALSE;
 	}
 	return TRUE;
 }
@@ -649,19 +790,27 @@ translate_reasoning(JsonObject *chat, JsonNode *reasoning, GError **error)
 	return TRUE;
 }
 
-/* Members of the Responses API that are not Chat Completions ones: never
- * forwarded as they are. */
-static const gchar *const own_members[] = {
-    "model",	    "input",
-    "instructions", "previous_response_id",
-    "conversation", "store",
-    "stream",	    "stream_options",
-    "metadata",	    "tools",
-    "tool_choice",  "text",
-    "reasoning",    "max_output_tokens",
-    "background",   "include",
-    "truncation",   "max_tool_calls",
-    "top_logprobs", "prompt",
+/* The members of a Responses body that mean the same to Chat Completions:
+ * forwarded upstream as they are. Everything else is either translated
+ * (input, instructions, tools, tool_choice, text, reasoning,
+ * max_output_tokens, metadata, stream) or Confab's own (client_metadata,
+ * include, conversation, previous_response_id, store, background,
+ * truncation, max_tool_calls, top_logprobs, stream_options, prompt, and any
+ * member Chat Completions does not know): never forwarded, so that a
+ * strict upstream does not refuse the call and the client's ids stay here. */
+static const gchar *const forwarded_members[] = {
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "parallel_tool_calls",
+    "user",
+    "seed",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "safety_identifier",
+    "service_tier",
+    "logit_bias",
     NULL,
 };
 
@@ -677,6 +826,13 @@ static const gchar *const echo_members[] = {
     "max_output_tokens",
     "user",
     "metadata",
+    "presence_penalty",
+    "frequency_penalty",
+    "top_logprobs",
+    "max_tool_calls",
+    "service_tier",
+    "safety_identifier",
+    "prompt_cache_key",
     NULL,
 };
 
@@ -713,16 +869,18 @@ parse_conversation(ConfabResponsesRequest *request, JsonObject *root, GError **e
 	return TRUE;
 }
 
+static JsonArray *
+echo_array(JsonObject *echo, const gchar *name)
+{
+	JsonNode *node = member(echo, name);
+	return node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+}
+
 static gboolean
 parse_own(ConfabResponsesRequest *request, JsonObject *root, JsonObject *chat, GError **error)
 {
 	JsonNode *node;
 
-	node = member(root, "background");
-	if (node_holds(node, G_TYPE_BOOLEAN) && json_node_get_boolean(node))
-		return fail(error, "background", "Background mode is not supported");
-	if (!node_is_null(node) && !node_holds(node, G_TYPE_BOOLEAN))
-		return fail(error, "background", "background must be a boolean");
 	if (!node_is_null(member(root, "prompt")))
 		return fail(error, "prompt", "Prompt templates are not supported");
 
@@ -732,6 +890,15 @@ parse_own(ConfabResponsesRequest *request, JsonObject *root, JsonObject *chat, G
 			return fail(error, "store", "store must be a boolean");
 		request->store = json_node_get_boolean(node);
 	}
+	node = member(root, "background");
+	if (!node_is_null(node) && !node_holds(node, G_TYPE_BOOLEAN))
+		return fail(error, "background", "background must be a boolean");
+	request->background = !node_is_null(node) && json_node_get_boolean(node);
+	if (request->background && !request->store)
+		return fail(error,
+			    "background",
+			    "A background response must be stored: it cannot be used with "
+			    "store: false");
 	node = member(root, "instructions");
 	if (!node_is_null(node)) {
 		if (!node_is_string(node))
@@ -767,7 +934,11 @@ parse_own(ConfabResponsesRequest *request, JsonObject *root, JsonObject *chat, G
 				    "conversations");
 		json_object_set_string_member(metadata, "session_id", request->conversation);
 	}
-	if (!translate_tools(chat, member(root, "tools"), error) ||
+	if (!translate_tools(request,
+			     chat,
+			     member(root, "tools"),
+			     echo_array(request->echo, "tools"),
+			     error) ||
 	    !translate_tool_choice(chat, member(root, "tool_choice"), error) ||
 	    !translate_text(chat, member(root, "text"), error) ||
 	    !translate_reasoning(chat, member(root, "reasoning"), error))
@@ -785,11 +956,8 @@ copy_members(JsonObject *root, JsonObject *chat, JsonObject *echo)
 		JsonNode *node = member(root, name);
 		if (g_strv_contains(echo_members, name) && !node_is_null(node))
 			json_object_set_member(echo, name, json_node_copy(node));
-		if (g_strv_contains(own_members, name))
-			continue;
-		/* the same parameters, and unknown ones forwarded as chat
-		 * completions forwards them */
-		json_object_set_member(chat, name, json_node_copy(node));
+		if (g_strv_contains(forwarded_members, name))
+			json_object_set_member(chat, name, json_node_copy(node));
 	}
 }
 
@@ -799,6 +967,7 @@ confab_responses_request_new(void)
 	ConfabResponsesRequest *request = g_new0(ConfabResponsesRequest, 1);
 	request->store = TRUE;
 	request->echo = json_object_new();
+	request->namespaced = json_object_new();
 	request->call_ids = g_ptr_array_new_with_free_func(g_free);
 	request->input_calls = g_ptr_array_new_with_free_func(g_free);
 	request->approval_responses =
@@ -969,6 +1138,7 @@ confab_responses_request_free(ConfabResponsesRequest *request)
 	g_free(request->conversation);
 	g_free(request->instructions);
 	g_clear_pointer(&request->echo, json_object_unref);
+	g_clear_pointer(&request->namespaced, json_object_unref);
 	g_ptr_array_unref(request->call_ids);
 	g_ptr_array_unref(request->input_calls);
 	g_ptr_array_unref(request->approval_responses);

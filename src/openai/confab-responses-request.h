@@ -19,10 +19,13 @@ G_BEGIN_DECLS
  * @conversation: (nullable): the conversation (`cts_…`) this one continues
  * @instructions: (nullable): added to the agent's, for this response only
  * @store: whether the turn is kept (default %TRUE)
+ * @background: it runs with no client attached (`background: true`)
  * @echo: what the response object repeats of the request: `tools`,
  *   `tool_choice`, `parallel_tool_calls`, `text`, `reasoning`,
  *   `temperature`, `top_p`, `max_output_tokens`, `user`, `metadata` (the
  *   client's)
+ * @namespaced: the function tools of the client's `namespace` tools, by
+ *   the name they have upstream: `{"namespace", "name"}` (their own)
  * @call_ids: (element-type utf8): the `call_id` of each
  *   `function_call_output` item, which must answer a call of the response
  *   it continues
@@ -59,7 +62,9 @@ typedef struct {
 	gchar *conversation;
 	gchar *instructions;
 	gboolean store;
+	gboolean background;
 	JsonObject *echo;
+	JsonObject *namespaced;
 	GPtrArray *call_ids;
 	GPtrArray *input_calls;
 	GPtrArray *approval_responses;

@@ -183,3 +183,46 @@ confab_store_row_to_approval(ConfabStoreRow *row)
 	approval->response_id = g_strdup(confab_store_row_text(row, 14));
 	return approval;
 }
+
+/**
+ * confab_store_row_to_response_record:
+ * @row: a row of %CONFAB_STORE_RESPONSE_COLUMNS
+ *
+ * Returns: (transfer full): the #ConfabResponseRecord
+ */
+gpointer
+confab_store_row_to_response_record(ConfabStoreRow *row)
+{
+	ConfabResponseRecord *record = confab_response_record_new();
+
+	record->id = g_strdup(confab_store_row_text(row, 0));
+	record->owner = g_strdup(confab_store_row_text(row, 1));
+	record->agent_id = g_strdup(confab_store_row_text(row, 2));
+	record->session_id = g_strdup(confab_store_row_text(row, 3));
+	record->background = confab_store_row_int(row, 4) != 0;
+	record->stream = confab_store_row_int(row, 5) != 0;
+	record->status = g_strdup(confab_store_row_text(row, 6));
+	record->params = g_strdup(confab_store_row_text(row, 7));
+	record->error = g_strdup(confab_store_row_text(row, 8));
+	record->cancel_requested = confab_store_row_int(row, 9) != 0;
+	record->created_at = confab_store_row_int(row, 10);
+	record->completed_at = confab_store_row_int(row, 11);
+	return record;
+}
+
+/**
+ * confab_store_row_to_response_events:
+ * @row: a row of `first_seq, last_seq, data`
+ *
+ * Returns: (transfer full): the #ConfabResponseEvents
+ */
+gpointer
+confab_store_row_to_response_events(ConfabStoreRow *row)
+{
+	ConfabResponseEvents *events = g_new0(ConfabResponseEvents, 1);
+
+	events->first = confab_store_row_int(row, 0);
+	events->last = confab_store_row_int(row, 1);
+	events->data = g_strdup(confab_store_row_text(row, 2));
+	return events;
+}

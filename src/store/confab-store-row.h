@@ -8,6 +8,7 @@
 #include "model/confab-agent.h"
 #include "model/confab-approval.h"
 #include "model/confab-message.h"
+#include "model/confab-response-record.h"
 #include "model/confab-session.h"
 #include "model/confab-token.h"
 
@@ -78,6 +79,9 @@ typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_APPROVAL_COLUMNS                                                              \
 	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
 	"decided_by, reason, created_at, decided_at, response_id"
+#define CONFAB_STORE_RESPONSE_COLUMNS                                                              \
+	"id, owner, agent_id, session_id, background, stream, status, params, error, "             \
+	"cancel_requested, created_at, completed_at"
 
 gpointer
 confab_store_row_to_agent(ConfabStoreRow *row);
@@ -89,5 +93,9 @@ gpointer
 confab_store_row_to_message(ConfabStoreRow *row);
 gpointer
 confab_store_row_to_approval(ConfabStoreRow *row);
+gpointer
+confab_store_row_to_response_record(ConfabStoreRow *row);
+gpointer
+confab_store_row_to_response_events(ConfabStoreRow *row);
 
 G_END_DECLS

@@ -273,6 +273,108 @@ static const ConfabStoreOp op_get_response = {
     .changed = -1,
 };
 
+/* ---------- responses: their records and kept events ---------- */
+
+/* a background one only while fewer than $11 of its owner's run ($11 <= 0:
+ * no cap) */
+static const ConfabStoreOp op_save_response = {
+    .what = "storing a response",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO responses (" CONFAB_STORE_RESPONSE_COLUMNS ", instance_id) "
+	   "SELECT $1, $2, $3, $4, $5::integer, $6::integer, $7, $8, NULL, 0, $9::bigint, 0, "
+	   "$10::text WHERE $5::integer = 0 OR $11::bigint <= 0 OR (SELECT count(*) FROM "
+	   "responses WHERE owner = $2 AND background = 1 AND status IN ('queued', "
+	   "'in_progress')) < $11::bigint",
+    .sql_sqlite = "INSERT INTO responses (" CONFAB_STORE_RESPONSE_COLUMNS ", instance_id) "
+		  "SELECT $1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, $9, 0, $10 WHERE $5 = 0 OR "
+		  "$11 <= 0 OR (SELECT count(*) FROM responses WHERE owner = $2 AND "
+		  "background = 1 AND status IN ('queued', 'in_progress')) < $11",
+    .missing = CONFAB_ERROR_RATE_LIMITED,
+    .missing_format = "Too many background responses run at once for this owner: "
+		      "response %s was not started ([responses] max_background)",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_get_response_record = {
+    .what = "reading a response",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE id = $1",
+    .map = confab_store_row_to_response_record,
+    .free = (GDestroyNotify)confab_response_record_free,
+    .missing = CONFAB_ERROR_RESPONSE_NOT_FOUND,
+    .missing_format = "No response '%s'",
+    .changed = -1,
+};
+
+/* only a running one moves; one asked to stop ends cancelled, unless it
+ * completed first */
+static const ConfabStoreOp op_set_response_status = {
+    .what = "storing a response's status",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
+	   "$2::text NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2::text END, "
+	   "error = $3, completed_at = $4::bigint, session_id = COALESCE($5, session_id) "
+	   "WHERE id = $1 AND status IN ('queued', 'in_progress')",
+    .sql_sqlite = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
+		  "$2 NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2 END, "
+		  "error = $3, completed_at = $4, session_id = COALESCE($5, session_id) "
+		  "WHERE id = $1 AND status IN ('queued', 'in_progress')",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_cancel_response = {
+    .what = "cancelling a response",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE responses SET cancel_requested = 1 "
+	   "WHERE id = $1 AND status IN ('queued', 'in_progress')",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_append_response_events = {
+    .what = "keeping a response's events",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
+	   "VALUES ($1, $2::bigint, $3::bigint, $4)",
+    .sql_sqlite = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
+		  "VALUES ($1, $2, $3, $4)",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_list_response_events = {
+    .what = "reading a response's events",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT first_seq, last_seq, data FROM response_events "
+	   "WHERE response_id = $1 AND last_seq > $2::bigint ORDER BY first_seq",
+    .sql_sqlite = "SELECT first_seq, last_seq, data FROM response_events "
+		  "WHERE response_id = $1 AND last_seq > $2 ORDER BY first_seq",
+    .map = confab_store_row_to_response_events,
+    .free = (GDestroyNotify)confab_response_record_events_free,
+    .changed = -1,
+};
+
+/* on PostgreSQL, those of instances whose lease is gone; SQLite's one
+ * instance calls it before it runs any */
+static const ConfabStoreOp op_fail_orphan_responses = {
+    .what = "failing the responses nobody runs",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE responses SET status = 'failed', error = $1, completed_at = $2::bigint "
+	   "WHERE status IN ('queued', 'in_progress') AND NOT EXISTS (SELECT 1 FROM "
+	   "instances AS i WHERE i.id = responses.instance_id AND i.expires_at > now())",
+    .sql_sqlite = "UPDATE responses SET status = 'failed', error = $1, completed_at = $2 "
+		  "WHERE status IN ('queued', 'in_progress')",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_drop_response_events = {
+    .what = "dropping old response events",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "DELETE FROM response_events WHERE response_id IN (SELECT id FROM responses "
+	   "WHERE completed_at > 0 AND completed_at < $1::bigint)",
+    .sql_sqlite = "DELETE FROM response_events WHERE response_id IN (SELECT id FROM "
+		  "responses WHERE completed_at > 0 AND completed_at < $1)",
+    .changed = -1,
+};
+
 /* the statement is put together per call from constant fragments
  * (confab_store_list_sessions_async()) */
 static const ConfabStoreOp op_list_sessions = {
@@ -1513,6 +1615,357 @@ confab_store_delete_response_async(ConfabStore *self,
  */
 gboolean
 confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/* ---------- responses: their records and kept events ---------- */
+
+/**
+ * confab_store_save_response_async:
+ * @self: a #ConfabStore
+ * @record: a new response's record (its @status `queued` or `in_progress`)
+ * @max_background: for a background response, how many of its owner's may
+ *   run at once (0: no cap)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is committed, or refused
+ * @user_data: data for @callback
+ *
+ * Keeps a response's record beside its messages. A background one is this
+ * instance's to run (PostgreSQL: while its lease lives).
+ */
+void
+confab_store_save_response_async(ConfabStore *self,
+				 const ConfabResponseRecord *record,
+				 guint max_background,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(record != NULL && record->id != NULL && record->params != NULL);
+	call = call_with_text(&op_save_response, record->id);
+	confab_store_call_add_text(call, record->owner);
+	confab_store_call_add_text(call, record->agent_id);
+	confab_store_call_add_text(call, record->session_id);
+	confab_store_call_add_int(call, record->background ? 1 : 0);
+	confab_store_call_add_int(call, record->stream ? 1 : 0);
+	confab_store_call_add_text(call, record->status);
+	confab_store_call_add_text(call, record->params);
+	confab_store_call_add_int(call, record->created_at);
+	confab_store_call_add_instance(call);
+	confab_store_call_add_int(call, max_background);
+	store_run(self, call, confab_store_save_response_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_save_response_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_RATE_LIMITED when
+ *   @max_background of the owner's background responses run already
+ */
+gboolean
+confab_store_save_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_get_response_record_async:
+ * @self: a #ConfabStore
+ * @response_id: a response's id
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with its record
+ * @user_data: data for @callback
+ */
+void
+confab_store_get_response_record_async(ConfabStore *self,
+				       const gchar *response_id,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  call_with_text(&op_get_response_record, response_id),
+		  confab_store_get_response_record_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_get_response_record_finish:
+ *
+ * Returns: (transfer full): the record; %CONFAB_ERROR_RESPONSE_NOT_FOUND
+ *   when there is none (a response from before records were kept has none)
+ */
+ConfabResponseRecord *
+confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_set_response_status_async:
+ * @self: a #ConfabStore
+ * @response_id: a running response's id
+ * @status: where it stands now: `in_progress`, or how it ended
+ * @error_json: (nullable): how it failed, `{"code","message"}`
+ * @completed_at: when it ended (Unix seconds), 0 while it runs
+ * @session_id: (nullable): its conversation, once its turn has begun one
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is committed
+ * @user_data: data for @callback
+ *
+ * Moves a queued or running response on; one that has ended stays as it
+ * ended. One asked to stop ends `cancelled`, unless it completed.
+ */
+void
+confab_store_set_response_status_async(ConfabStore *self,
+				       const gchar *response_id,
+				       const gchar *status,
+				       const gchar *error_json,
+				       gint64 completed_at,
+				       const gchar *session_id,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(status != NULL);
+	call = call_with_text(&op_set_response_status, response_id);
+	confab_store_call_add_text(call, status);
+	confab_store_call_add_text(call, error_json);
+	confab_store_call_add_int(call, completed_at);
+	confab_store_call_add_text(call, session_id);
+	store_run(self,
+		  call,
+		  confab_store_set_response_status_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_set_response_status_finish:
+ *
+ * Returns: %TRUE once committed (also when the response had ended)
+ */
+gboolean
+confab_store_set_response_status_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_cancel_response_async:
+ * @self: a #ConfabStore
+ * @response_id: a response's id
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is committed
+ * @user_data: data for @callback
+ *
+ * Asks a queued or running response to stop: the instance that runs it
+ * sees it (confab_store_get_response_record_async()) and stops it.
+ */
+void
+confab_store_cancel_response_async(ConfabStore *self,
+				   const gchar *response_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  call_with_text(&op_cancel_response, response_id),
+		  confab_store_cancel_response_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_cancel_response_finish:
+ *
+ * Returns: %TRUE once committed (also when it had ended: nothing changes)
+ */
+gboolean
+confab_store_cancel_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_append_response_events_async:
+ * @self: a #ConfabStore
+ * @events: a batch of a background stream's events, the next in order
+ * @response_id: whose
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is committed
+ * @user_data: data for @callback
+ */
+void
+confab_store_append_response_events_async(ConfabStore *self,
+					  const gchar *response_id,
+					  const ConfabResponseEvents *events,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(events != NULL && events->data != NULL);
+	call = call_with_text(&op_append_response_events, response_id);
+	confab_store_call_add_int(call, events->first);
+	confab_store_call_add_int(call, events->last);
+	confab_store_call_add_text(call, events->data);
+	store_run(self,
+		  call,
+		  confab_store_append_response_events_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_append_response_events_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_append_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_list_response_events_async:
+ * @self: a #ConfabStore
+ * @response_id: a background stream's response
+ * @after: the batches with an event numbered above this (-1: all)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the batches, in order
+ * @user_data: data for @callback
+ */
+void
+confab_store_list_response_events_async(ConfabStore *self,
+					const gchar *response_id,
+					gint64 after,
+					GCancellable *cancellable,
+					GAsyncReadyCallback callback,
+					gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_list_response_events, response_id);
+	confab_store_call_add_int(call, after);
+	store_run(self,
+		  call,
+		  confab_store_list_response_events_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_list_response_events_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabResponseEvents): the batches
+ */
+GPtrArray *
+confab_store_list_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_fail_orphan_responses_async:
+ * @self: a #ConfabStore
+ * @error_json: the error they end with, `{"code","message"}`
+ * @now: Unix seconds
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is committed
+ * @user_data: data for @callback
+ *
+ * Ends as failed the queued and running responses that nobody runs any
+ * more: on PostgreSQL those of instances whose lease has ended, never
+ * another live instance's; on SQLite every one, so it is called at start,
+ * before this instance runs any.
+ */
+void
+confab_store_fail_orphan_responses_async(ConfabStore *self,
+					 const gchar *error_json,
+					 gint64 now,
+					 GCancellable *cancellable,
+					 GAsyncReadyCallback callback,
+					 gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_fail_orphan_responses, error_json);
+	confab_store_call_add_int(call, now);
+	store_run(self,
+		  call,
+		  confab_store_fail_orphan_responses_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_fail_orphan_responses_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_fail_orphan_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_drop_response_events_async:
+ * @self: a #ConfabStore
+ * @before: Unix seconds: the events of responses that ended before then go
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is committed
+ * @user_data: data for @callback
+ */
+void
+confab_store_drop_response_events_async(ConfabStore *self,
+					gint64 before,
+					GCancellable *cancellable,
+					GAsyncReadyCallback callback,
+					gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = confab_store_call_new(&op_drop_response_events);
+	confab_store_call_add_int(call, before);
+	store_run(self,
+		  call,
+		  confab_store_drop_response_events_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_drop_response_events_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_drop_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }

@@ -11,6 +11,7 @@
 #include "model/confab-approval.h"
 #include "model/confab-enums.h"
 #include "model/confab-message.h"
+#include "model/confab-response-record.h"
 #include "model/confab-session.h"
 #include "model/confab-token.h"
 
@@ -526,5 +527,77 @@ confab_store_delete_response_async(ConfabStore *self,
 				   gpointer user_data);
 gboolean
 confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_save_response_async(ConfabStore *self,
+				 const ConfabResponseRecord *record,
+				 guint max_background,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+gboolean
+confab_store_save_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_get_response_record_async(ConfabStore *self,
+				       const gchar *response_id,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data);
+ConfabResponseRecord *
+confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_set_response_status_async(ConfabStore *self,
+				       const gchar *response_id,
+				       const gchar *status,
+				       const gchar *error_json,
+				       gint64 completed_at,
+				       const gchar *session_id,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data);
+gboolean
+confab_store_set_response_status_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_cancel_response_async(ConfabStore *self,
+				   const gchar *response_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+gboolean
+confab_store_cancel_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_append_response_events_async(ConfabStore *self,
+					  const gchar *response_id,
+					  const ConfabResponseEvents *events,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data);
+gboolean
+confab_store_append_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_list_response_events_async(ConfabStore *self,
+					const gchar *response_id,
+					gint64 after,
+					GCancellable *cancellable,
+					GAsyncReadyCallback callback,
+					gpointer user_data);
+GPtrArray *
+confab_store_list_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_fail_orphan_responses_async(ConfabStore *self,
+					 const gchar *error_json,
+					 gint64 now,
+					 GCancellable *cancellable,
+					 GAsyncReadyCallback callback,
+					 gpointer user_data);
+gboolean
+confab_store_fail_orphan_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_drop_response_events_async(ConfabStore *self,
+					gint64 before,
+					GCancellable *cancellable,
+					GAsyncReadyCallback callback,
+					gpointer user_data);
+gboolean
+confab_store_drop_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 G_END_DECLS

@@ -57,6 +57,7 @@ typedef enum {
 	CONFAB_ERROR_APPROVAL_DECIDED,		 /* 409: decided or timed out already */
 	CONFAB_ERROR_RESPONSE_NOT_FOUND,	 /* 404 */
 	CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE, /* 409: only its response's continuation decides */
+	CONFAB_ERROR_RATE_LIMITED,		 /* 429: too much at once; retry later */
 	CONFAB_ERROR_LAST
 } ConfabErrorCode;
 

@@ -21,9 +21,8 @@
 // `meson test --setup valgrind`) is put in front of confabd.
 
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 
 // 77 is meson's "skipped": without the SDK there is nothing to test
@@ -43,215 +42,24 @@ try {
   process.exit(SKIP);
 }
 
-const CONFABD = process.env.CONFABD;
-// CONFABD_WRAPPER: e.g. valgrind, from `meson test --setup valgrind`
-const WRAPPER = (process.env.CONFABD_WRAPPER ?? '').split(/\s+/).filter(Boolean);
-const SLOW = WRAPPER.length ? 20 : 1;
-const STARTUP_TIMEOUT_MS = 15000 * SLOW;
-const WATCHDOG_MS = 90000 * SLOW; // meson's own timeout is 300 s; we take ~2 s
-const REQUEST_TIMEOUT_MS = 10000 * SLOW;
-const BUS_NAME = 'org.confab.Confab1';
-const OBJECT_PATH = '/org/confab/Confab1';
-
-if (!CONFABD) {
-  console.error('run-tests.mjs: set CONFABD to the confabd binary');
-  process.exit(2);
-}
-
-/* ------------------------------------------------------------------ */
-/* processes                                                            */
-
-const children = [];
-let stateDir = null;
-let daemonLog = '';
-
-function cleanup() {
-  for (const child of children.reverse()) {
-    if (child.exitCode === null && child.signalCode === null) {
-      try {
-        child.kill('SIGTERM');
-      } catch {
-        /* already gone */
-      }
-    }
-  }
-  children.length = 0;
-  if (stateDir) {
-    rmSync(stateDir, { recursive: true, force: true });
-    stateDir = null;
-  }
-}
-
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    cleanup();
-    process.exit(1);
-  });
-}
-
-// Wait until `child`'s stdout has printed a line matching `done` (returns
-// the output so far); fails on exit or timeout.
-function waitForOutput(child, what, done, onData) {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      reject(new Error(`${what}: nothing after ${STARTUP_TIMEOUT_MS} ms; output so far:\n${out}`));
-    }, STARTUP_TIMEOUT_MS);
-    const onExit = (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (${code ?? signal}) before it was ready; output:\n${out}`));
-    };
-    child.once('exit', onExit);
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (onData) onData(chunk);
-      if (done.test(out)) {
-        clearTimeout(timer);
-        child.off('exit', onExit);
-        resolve(out);
-      }
-    });
-  });
-}
-
-async function startBus() {
-  const bus = spawn('dbus-daemon', ['--session', '--print-address=1', '--nofork', '--nopidfile'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(bus);
-  // its stderr (e.g. "Failed to set fd limit") goes with the daemon's log
-  bus.stderr.setEncoding('utf8');
-  bus.stderr.on('data', (chunk) => {
-    daemonLog += `dbus-daemon: ${chunk}`;
-  });
-  bus.on('error', () => {}); // ENOENT is reported by waitForOutput's exit
-  const out = await waitForOutput(bus, 'dbus-daemon', /\n/);
-  return out.split('\n')[0].trim();
-}
-
-async function startDaemon(busAddress) {
-  stateDir = mkdtempSync(join(tmpdir(), 'confab-client-'));
-  const env = { ...process.env };
-  // the echo provider, whatever the caller's environment says
-  delete env.CONFAB_OPENAI_BASE_URL;
-  env.DBUS_SESSION_BUS_ADDRESS = busAddress;
-  env.XDG_DATA_HOME = join(stateDir, 'data');
-  env.XDG_CONFIG_HOME = join(stateDir, 'config');
-  // G_DEBUG=fatal-warnings comes from meson's test environment: keep it,
-  // a warning from the daemon is a bug.
-  const argv = [
-    ...WRAPPER,
-    CONFABD,
-    '--dev',
-    '--listen',
-    '127.0.0.1:0',
-    '--state-dir',
-    join(stateDir, 'state'),
-  ];
-  const daemon = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(daemon);
-  daemon.on('error', (e) => {
-    daemonLog += `spawn error: ${e.message}\n`;
-  });
-  daemon.stderr.setEncoding('utf8');
-  daemon.stderr.on('data', (chunk) => {
-    daemonLog += chunk;
-  });
-  daemon.on('exit', (code, signal) => {
-    daemonLog += `[confabd exited: ${code ?? signal}]\n`;
-  });
-  const out = await waitForOutput(
-    daemon,
-    'confabd',
-    /confabd: listening on http:\/\/\S+\n/,
-    (chunk) => {
-      daemonLog += chunk;
-    },
-  );
-  const url = out.match(/confabd: listening on (http:\/\/\S+)\n/)[1];
-  const agent = out.match(/agent: (agt_\w+)/)?.[1];
-  const token = out.match(/token: (nca_\w+)/)?.[1];
-  assert.ok(agent, `no "agent: agt_…" in the banner:\n${out}`);
-  assert.ok(token, `no "token: nca_…" in the banner:\n${out}`);
-  return { daemon, url, agent, token };
-}
-
-/* ------------------------------------------------------------------ */
-/* D-Bus admin through gdbus                                            */
-
-let busEnv = null;
-
-function gdbus(method, ...args) {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'gdbus',
-      [
-        'call', '--session', '--dest', BUS_NAME, '--object-path', OBJECT_PATH,
-        '--timeout', '10', '--method', method, ...args,
-      ],
-      { env: busEnv, timeout: 15000 },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`gdbus ${method} ${args.join(' ')}: ${stderr || err.message}`));
-        else resolve(stdout.trim());
-      },
-    );
-  });
-}
-
-// A GVariant text literal for a JS string.
-const gstr = (s) => `'${String(s).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-
-async function waitForBusName() {
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  for (;;) {
-    try {
-      return await gdbus('org.freedesktop.DBus.Properties.Get', `${BUS_NAME}.Admin`, 'Version');
-    } catch (e) {
-      if (Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
-async function createToken({ owner, scopes = ['chat.completions'], agentId = null, name = null }) {
-  const props = [`'owner': <${gstr(owner)}>`, `'scopes': <@as [${scopes.map(gstr).join(', ')}]>`];
-  if (agentId) props.push(`'agent_id': <${gstr(agentId)}>`);
-  if (name) props.push(`'name': <${gstr(name)}>`);
-  const out = await gdbus(`${BUS_NAME}.Admin.CreateToken`, `{${props.join(', ')}}`);
-  const m = out.match(/\('(tok_\w+)', '(nca_\w+)'\)/);
-  assert.ok(m, `CreateToken answered ${out}`);
-  return m[2];
-}
-
-async function createAgent(name) {
-  const out = await gdbus(
-    `${BUS_NAME}.Admin.CreateAgent`,
-    `{'name': <${gstr(name)}>, 'provider': <'echo'>}`,
-  );
-  const m = out.match(/\('(agt_\w+)',\)/);
-  assert.ok(m, `CreateAgent answered ${out}`);
-  return m[1];
-}
-
-async function setQuota(owner, n) {
-  await gdbus(`${BUS_NAME}.Admin.SetQuota`, gstr(owner), `uint64 ${n}`);
-}
-
-async function getUsage(owner) {
-  const out = await gdbus(`${BUS_NAME}.Admin.GetUsage`, gstr(owner));
-  const m = out.match(/'requests': <(?:uint64 )?(\d+)>/);
-  assert.ok(m, `GetUsage answered ${out}`);
-  return Number(m[1]);
-}
-
-async function channelSend(agentId, text) {
-  const out = await gdbus(`${BUS_NAME}.Chat.Send`, gstr(agentId), "''", gstr(text));
-  const m = out.match(/\('(cts_\w+)', /);
-  assert.ok(m, `Chat.Send answered ${out}`);
-  return m[1];
-}
+import {
+  BUS_NAME,
+  SLOW,
+  WATCHDOG_MS,
+  REQUEST_TIMEOUT_MS,
+  harness,
+  cleanup,
+  startBus,
+  startDaemon,
+  gdbus,
+  gstr,
+  waitForBusName,
+  createToken,
+  createAgent,
+  setQuota,
+  getUsage,
+  channelSend,
+} from './confabd.mjs';
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                              */
@@ -1246,7 +1054,8 @@ test('responses: refusals in the OpenAI error shape', async () => {
   await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x',
                                                   tools: [{ type: 'web_search' }] }),
                        OpenAI.BadRequestError, 400, 'invalid_value');
-  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x', background: true }),
+  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x', background: true,
+                                                  store: false }),
                        OpenAI.BadRequestError, 400, 'invalid_value');
   await expectApiError(() => c.responses.create({ model: 'agt_00000000000000000000000000',
                                                   input: 'x' }),
@@ -1475,7 +1284,7 @@ async function filesAgent(skip) {
     skip('the MCP reference servers are not installed (cd tests/mcp && npm ci)');
   if (!ctx.filesAgent) {
     // the server resolves its root: give it (and the paths we ask for) the real one
-    const root = realpathSync(mkdtempSync(join(stateDir, 'files-')));
+    const root = realpathSync(mkdtempSync(join(harness.stateDir, 'files-')));
     const servers = JSON.stringify({
       mcpServers: {
         files: {
@@ -1741,7 +1550,7 @@ class Skip extends Error {}
 async function main() {
   const watchdog = setTimeout(() => {
     console.log(`Bail out! the suite took longer than ${WATCHDOG_MS / 1000} s`);
-    console.log(daemonLog.replace(/^/gm, '# '));
+    console.log(harness.daemonLog.replace(/^/gm, '# '));
     cleanup();
     process.exit(1);
   }, WATCHDOG_MS);
@@ -1757,7 +1566,7 @@ async function main() {
   const t0 = Date.now();
   try {
     const busAddress = await startBus();
-    busEnv = { ...process.env, DBUS_SESSION_BUS_ADDRESS: busAddress };
+    harness.busEnv = { ...process.env, DBUS_SESSION_BUS_ADDRESS: busAddress };
     const d = await startDaemon(busAddress);
     ctx = { daemon: d.daemon, url: d.url, agent: d.agent, token: d.token };
     await waitForBusName();
@@ -1773,7 +1582,7 @@ async function main() {
     console.log(`# confabd at ${ctx.url}, agent ${ctx.agent}, setup ${Date.now() - t0} ms`);
   } catch (e) {
     console.log(`Bail out! setting up: ${e.message.split('\n')[0]}`);
-    console.log(`${e.stack}\n${daemonLog}`.replace(/^/gm, '# '));
+    console.log(`${e.stack}\n${harness.daemonLog}`.replace(/^/gm, '# '));
     cleanup();
     process.exit(1);
   }
@@ -1816,7 +1625,7 @@ async function main() {
     failed++;
     console.log('# confabd is gone:');
   }
-  if (!alive || failed) console.log(daemonLog.replace(/^/gm, '# '));
+  if (!alive || failed) console.log(harness.daemonLog.replace(/^/gm, '# '));
 
   // a clean shutdown on SIGTERM
   if (alive) {
@@ -1826,7 +1635,7 @@ async function main() {
     if (how !== 0) {
       failed++;
       console.log(`# confabd did not exit 0 on SIGTERM: ${how}`);
-      console.log(daemonLog.replace(/^/gm, '# '));
+      console.log(harness.daemonLog.replace(/^/gm, '# '));
     }
   }
   cleanup();

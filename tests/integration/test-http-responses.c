@@ -410,7 +410,7 @@ test_errors(Fixture *f, gconstpointer data)
 	     400,
 	     "invalid_value",
 	     "tools[0].type"},
-	    {",\"background\":true", "\"hi\"", 400, "invalid_value", "background"},
+	    {",\"background\":true,\"store\":false", "\"hi\"", 400, "invalid_value", "background"},
 	    {"", "[{\"type\":\"computer_call\"}]", 400, "invalid_value", "input[0].type"},
 	    {"",
 	     "[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\"}]}]",
@@ -493,7 +493,7 @@ static void
 test_quota(Fixture *f, gconstpointer data)
 {
 	g_autofree gchar *body = text_body(f->agent, "hi", NULL);
-	g_autofree gchar *bad = text_body(f->agent, "hi", ",\"background\":true");
+	g_autofree gchar *bad = text_body(f->agent, "hi", ",\"background\":true,\"store\":false");
 
 	confab_test_set_quota(f->daemon, "alice", 2);
 	{

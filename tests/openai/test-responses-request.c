@@ -107,6 +107,35 @@ test_items(void)
 	g_assert_cmpstr(g_ptr_array_index(r->input_calls, 0), ==, "c1");
 }
 
+static const gchar *
+fn_name(JsonArray *tools, guint i)
+{
+	return confab_json_get_string(
+	    confab_json_get_object(json_array_get_object_element(tools, i), "function"),
+	    "name");
+}
+
+/* the name of the first tool call of message @i sent upstream */
+static gchar *
+call_name(ConfabResponsesRequest *r, guint i)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	g_assert_cmpuint(i, <, r->chat->messages->len);
+	node = json_from_string(
+	    confab_message_get_content_blocks(g_ptr_array_index(r->chat->messages, i)),
+	    NULL);
+	g_assert_nonnull(node);
+	blocks = json_node_get_array(node);
+	for (guint b = 0; b < json_array_get_length(blocks); b++) {
+		JsonObject *block = json_array_get_object_element(blocks, b);
+		if (g_strcmp0(confab_json_get_string(block, "type"), "tool_call") == 0)
+			return g_strdup(confab_json_get_string(block, "name"));
+	}
+	return NULL;
+}
+
 static void
 test_params(void)
 {
@@ -143,6 +172,87 @@ test_params(void)
 	g_assert_cmpstr(r->chat->session_id, ==, "cts_01m8debrft0gjd0c4akcrp6ry0");
 	g_assert_true(json_object_has_member(r->echo, "tools"));
 	g_assert_true(json_object_has_member(r->echo, "metadata"));
+}
+
+/* Only what means something to Chat Completions goes upstream: a strict
+ * upstream refuses the rest, and the client's ids (Codex's client_metadata)
+ * stay here. */
+static void
+test_forwarded(void)
+{
+	g_autoptr(ConfabResponsesRequest) r = parse_ok(
+	    "{\"model\":\"agt_x\",\"input\":\"x\",\"client_metadata\":{\"session_id\":\"s\"},"
+	    "\"prompt_cache_key\":\"k\",\"seed\":3,\"presence_penalty\":0.5,\"unknown_member\":1,"
+	    "\"include\":[\"reasoning.encrypted_content\"],\"top_logprobs\":2,\"max_tool_calls\":3,"
+	    "\"stream_options\":{\"include_obfuscation\":false},\"user\":\"u\"}");
+	JsonObject *p = r->chat->params;
+
+	g_assert_false(json_object_has_member(p, "client_metadata"));
+	g_assert_false(json_object_has_member(p, "unknown_member"));
+	g_assert_false(json_object_has_member(p, "include"));
+	g_assert_false(json_object_has_member(p, "top_logprobs"));
+	g_assert_false(json_object_has_member(p, "max_tool_calls"));
+	g_assert_false(json_object_has_member(p, "stream_options"));
+	g_assert_cmpstr(confab_json_get_string(p, "prompt_cache_key"), ==, "k");
+	g_assert_cmpstr(confab_json_get_string(p, "user"), ==, "u");
+	g_assert_cmpint(json_object_get_int_member(p, "seed"), ==, 3);
+	g_assert_cmpfloat(json_object_get_double_member(p, "presence_penalty"), ==, 0.5);
+	/* the response object still repeats them */
+	g_assert_cmpint(json_object_get_int_member(r->echo, "top_logprobs"), ==, 2);
+	g_assert_cmpint(json_object_get_int_member(r->echo, "max_tool_calls"), ==, 3);
+	g_assert_cmpstr(confab_json_get_string(r->echo, "prompt_cache_key"), ==, "k");
+}
+
+/* A namespace's function tools go upstream flattened, with unique names,
+ * and the input's namespaced calls with the same names. */
+static void
+test_namespace(void)
+{
+	g_autoptr(ConfabResponsesRequest) r = parse_ok(
+	    "{\"model\":\"agt_x\",\"input\":[{\"role\":\"user\",\"content\":\"go\"},"
+	    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"namespace\":\"multi\","
+	    "\"name\":\"spawn\",\"arguments\":\"{}\"},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"ok\"},"
+	    "{\"type\":\"function_call\",\"call_id\":\"c2\",\"namespace\":\"other\","
+	    "\"name\":\"x\",\"arguments\":\"{}\"},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"c2\",\"output\":\"ok\"}],"
+	    "\"tools\":[{\"type\":\"function\",\"name\":\"multi__spawn\",\"parameters\":{}},"
+	    "{\"type\":\"namespace\",\"name\":\"multi\",\"description\":\"Agents\",\"tools\":["
+	    "{\"type\":\"function\",\"name\":\"spawn\",\"description\":\"Spawn\","
+	    "\"parameters\":{\"type\":\"object\"},\"strict\":true},"
+	    "{\"type\":\"function\",\"name\":\"wait\"}]}]}");
+	JsonArray *tools = json_object_get_array_member(r->chat->params, "tools");
+	g_autofree gchar *first = NULL;
+	g_autofree gchar *second = NULL;
+	JsonObject *origin;
+	JsonArray *echo;
+
+	g_assert_cmpuint(json_array_get_length(tools), ==, 3);
+	g_assert_cmpstr(fn_name(tools, 0), ==, "multi__spawn");
+	/* the client's own multi__spawn keeps its name */
+	g_assert_cmpstr(fn_name(tools, 1), ==, "multi__spawn_2");
+	g_assert_cmpstr(fn_name(tools, 2), ==, "multi__wait");
+	g_assert_true(json_object_get_boolean_member(
+	    confab_json_get_object(json_array_get_object_element(tools, 1), "function"),
+	    "strict"));
+	origin = confab_json_get_object(r->namespaced, "multi__spawn_2");
+	g_assert_cmpstr(confab_json_get_string(origin, "namespace"), ==, "multi");
+	g_assert_cmpstr(confab_json_get_string(origin, "name"), ==, "spawn");
+	g_assert_null(confab_json_get_object(r->namespaced, "multi__spawn"));
+	/* the calls of the input, by the names the model knows */
+	first = call_name(r, 1);
+	second = call_name(r, 3);
+	g_assert_cmpstr(first, ==, "multi__spawn_2");
+	g_assert_cmpstr(second, ==, "other__x");
+	/* the echo: as sent, with what the response object requires */
+	echo = json_object_get_array_member(r->echo, "tools");
+	g_assert_false(
+	    json_object_get_boolean_member(json_array_get_object_element(echo, 0), "strict"));
+	g_assert_true(json_object_get_null_member(
+	    json_array_get_object_element(
+		json_object_get_array_member(json_array_get_object_element(echo, 1), "tools"),
+		1),
+	    "parameters"));
 }
 
 static void
@@ -227,13 +337,35 @@ test_refused(void)
 	    {"{\"model\":\"a\",\"input\":\"x\",\"tools\":[{\"type\":\"function\"}]}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "tools[0].name"},
+	    {"{\"model\":\"a\",\"input\":\"x\",\"tools\":[{\"type\":\"namespace\",\"tools\":[]}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "tools[0].name"},
+	    {"{\"model\":\"a\",\"input\":\"x\",\"tools\":[{\"type\":\"namespace\",\"name\":\"n\"}]"
+	     "}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "tools[0].tools"},
+	    {"{\"model\":\"a\",\"input\":\"x\",\"tools\":[{\"type\":\"namespace\",\"name\":\"n\","
+	     "\"tools\":[{\"type\":\"web_search\"}]}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "tools[0].tools[0]"},
+	    {"{\"model\":\"a\",\"input\":\"x\",\"tools\":[{\"type\":\"namespace\",\"name\":\"n\","
+	     "\"tools\":[{\"type\":\"function\"}]}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "tools[0].tools[0].name"},
+	    {"{\"model\":\"a\",\"input\":[{\"type\":\"function_call\",\"call_id\":\"c\","
+	     "\"name\":\"f\",\"arguments\":\"{}\",\"namespace\":1}]}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "input[0].namespace"},
 	    {"{\"model\":\"a\",\"input\":\"x\",\"tool_choice\":{\"type\":\"web_search\"}}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "tool_choice"},
 	    {"{\"model\":\"a\",\"input\":\"x\",\"text\":{\"format\":{\"type\":\"xml\"}}}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "text.format.type"},
-	    {"{\"model\":\"a\",\"input\":\"x\",\"background\":true}",
+	    {"{\"model\":\"a\",\"input\":\"x\",\"background\":true,\"store\":false}",
+	     CONFAB_ERROR_INVALID_VALUE,
+	     "background"},
+	    {"{\"model\":\"a\",\"input\":\"x\",\"background\":1}",
 	     CONFAB_ERROR_INVALID_VALUE,
 	     "background"},
 	    {"{\"model\":\"a\",\"input\":\"x\",\"prompt\":{\"id\":\"p\"}}",
@@ -364,6 +496,8 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/responses-request/string-input", test_string_input);
 	g_test_add_func("/confab/responses-request/items", test_items);
 	g_test_add_func("/confab/responses-request/params", test_params);
+	g_test_add_func("/confab/responses-request/forwarded", test_forwarded);
+	g_test_add_func("/confab/responses-request/namespace", test_namespace);
 	g_test_add_func("/confab/responses-request/conversation", test_conversation);
 	g_test_add_func("/confab/responses-request/refused", test_refused);
 	g_test_add_func("/confab/responses-request/approval-responses", test_approval_responses);

@@ -2496,6 +2496,7 @@ test_pg_migrate_v1(void)
 	    url,
 	    "ALTER TABLE messages DROP COLUMN response_id;"
 	    "DROP TABLE approvals;"
+	    "DROP TABLE responses; DROP TABLE response_events;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
 	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
@@ -2512,7 +2513,7 @@ test_pg_migrate_v1(void)
 	column = confab_test_pg_query(url, "SELECT count(response_id) FROM messages");
 	g_assert_cmpstr(column, ==, "0");
 	g_free(column);
-	/* v6: agents from before targets have none beyond their one */
+	/* v7: agents from before targets have none beyond their one */
 	column = confab_test_pg_query(url, "SELECT count(upstreams) + count(routing) FROM agents");
 	g_assert_cmpstr(column, ==, "0");
 	confab_store_close(again);
@@ -2537,6 +2538,7 @@ test_pg_migrate_v4(void)
 	out = confab_test_pg_query(
 	    url,
 	    "ALTER TABLE approvals DROP COLUMN instance_id;"
+	    "DROP TABLE responses; DROP TABLE response_events;"
 	    "UPDATE schema_version SET version = 4;"
 	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
 	    "arguments, tool_call_id, created_at, response_id) VALUES "
@@ -3134,6 +3136,186 @@ test_approvals_orphaned(Fixture *f, gconstpointer data)
 	g_assert_cmpint(decided->state, ==, CONFAB_APPROVAL_STATE_APPROVED);
 }
 
+/* ---------- response records and kept events (issue 31) ---------- */
+
+static gboolean
+save_record(Fixture *f, const gchar *id, gboolean background, guint max, GError **error)
+{
+	g_autoptr(ConfabResponseRecord) record = confab_response_record_new();
+	g_autoptr(GAsyncResult) res = NULL;
+	GAsyncResult *slot = NULL;
+
+	record->id = g_strdup(id);
+	record->owner = g_strdup("alice");
+	record->agent_id = g_strdup("agt_x");
+	record->background = background;
+	record->stream = TRUE;
+	record->status = g_strdup(background ? "queued" : "in_progress");
+	record->params = g_strdup("{\"temperature\":0.5}");
+	record->created_at = 1700000200;
+	confab_store_save_response_async(f->store, record, max, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_save_response_finish(f->store, res, error);
+}
+
+static ConfabResponseRecord *
+get_record(Fixture *f, const gchar *id, GError **error)
+{
+	g_autoptr(GAsyncResult) res = NULL;
+	GAsyncResult *slot = NULL;
+
+	confab_store_get_response_record_async(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_get_response_record_finish(f->store, res, error);
+}
+
+static void
+set_status(Fixture *f, const gchar *id, const gchar *status, gint64 completed_at)
+{
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+
+	confab_store_set_response_status_async(f->store,
+					       id,
+					       status,
+					       NULL,
+					       completed_at,
+					       "cts_y",
+					       NULL,
+					       on_result,
+					       &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_set_response_status_finish(f->store, res, &error));
+	g_assert_no_error(error);
+}
+
+static GPtrArray *
+list_events(Fixture *f, const gchar *id, gint64 after)
+{
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+	GPtrArray *list;
+
+	confab_store_list_response_events_async(f->store, id, after, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	list = confab_store_list_response_events_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	return list;
+}
+
+static void
+append_events(Fixture *f, const gchar *id, gint64 first, gint64 last, const gchar *data)
+{
+	ConfabResponseEvents events = {first, last, (gchar *)data};
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+
+	confab_store_append_response_events_async(f->store, id, &events, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_append_response_events_finish(f->store, res, &error));
+	g_assert_no_error(error);
+}
+
+static void
+test_response_records(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabResponseRecord) read = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+
+	/* two background ones may run, the third is refused; a response
+	 * that is not background is never */
+	g_assert_true(save_record(f, "resp_a", TRUE, 2, &error));
+	g_assert_true(save_record(f, "resp_b", TRUE, 2, &error));
+	g_assert_no_error(error);
+	g_assert_false(save_record(f, "resp_c", TRUE, 2, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_RATE_LIMITED);
+	g_clear_error(&error);
+	g_assert_true(save_record(f, "resp_d", FALSE, 2, &error));
+	g_assert_no_error(error);
+	read = get_record(f, "resp_c", &error);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_RESPONSE_NOT_FOUND);
+	g_assert_null(read);
+	g_clear_error(&error);
+
+	read = get_record(f, "resp_a", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(read->status, ==, "queued");
+	g_assert_true(read->background);
+	g_assert_true(read->stream);
+	g_assert_cmpstr(read->params, ==, "{\"temperature\":0.5}");
+	g_assert_true(confab_response_record_is_running(read));
+	g_clear_pointer(&read, confab_response_record_free);
+
+	/* one ends: another may start */
+	set_status(f, "resp_a", "in_progress", 0);
+	set_status(f, "resp_a", "completed", 1700000300);
+	set_status(f, "resp_a", "failed", 1700000400); /* ended: stays */
+	read = get_record(f, "resp_a", &error);
+	g_assert_cmpstr(read->status, ==, "completed");
+	g_assert_cmpint(read->completed_at, ==, 1700000300);
+	g_assert_cmpstr(read->session_id, ==, "cts_y");
+	g_clear_pointer(&read, confab_response_record_free);
+	g_assert_true(save_record(f, "resp_c", TRUE, 2, &error));
+	g_assert_no_error(error);
+
+	/* asked to stop: it ends cancelled, however its turn ended */
+	confab_store_cancel_response_async(f->store, "resp_b", NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_cancel_response_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	read = get_record(f, "resp_b", &error);
+	g_assert_true(read->cancel_requested);
+	g_clear_pointer(&read, confab_response_record_free);
+	set_status(f, "resp_b", "incomplete", 1700000500);
+	read = get_record(f, "resp_b", &error);
+	g_assert_cmpstr(read->status, ==, "cancelled");
+	g_clear_pointer(&read, confab_response_record_free);
+
+	/* events: kept in batches, read after a sequence number */
+	append_events(f, "resp_c", 0, 2, "e0e1e2");
+	append_events(f, "resp_c", 3, 3, "e3");
+	events = list_events(f, "resp_c", -1);
+	g_assert_cmpuint(events->len, ==, 2);
+	g_assert_cmpstr(((ConfabResponseEvents *)events->pdata[0])->data, ==, "e0e1e2");
+	g_clear_pointer(&events, g_ptr_array_unref);
+	events = list_events(f, "resp_c", 2);
+	g_assert_cmpuint(events->len, ==, 1);
+	g_assert_cmpint(((ConfabResponseEvents *)events->pdata[0])->first, ==, 3);
+	g_clear_pointer(&events, g_ptr_array_unref);
+
+	/* a store opened again: what ran in the one before failed, and its
+	 * events go once they are old */
+	reopen(f);
+	confab_store_fail_orphan_responses_async(f->store,
+						 "{\"code\":\"server_error\"}",
+						 1700000600,
+						 NULL,
+						 on_result,
+						 &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_fail_orphan_responses_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	read = get_record(f, "resp_c", &error);
+	g_assert_cmpstr(read->status, ==, "failed");
+	g_assert_cmpstr(read->error, ==, "{\"code\":\"server_error\"}");
+	g_clear_pointer(&read, confab_response_record_free);
+	read = get_record(f, "resp_a", &error);
+	g_assert_cmpstr(read->status, ==, "completed");
+	g_clear_pointer(&read, confab_response_record_free);
+	confab_store_drop_response_events_async(f->store, 1700000601, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_drop_response_events_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	events = list_events(f, "resp_c", -1);
+	g_assert_cmpuint(events->len, ==, 0);
+}
+
 static void
 add_tests(const Backend *backend, gboolean available)
 {
@@ -3173,6 +3355,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	    {"approvals", test_approvals},
 	    {"approvals-orphaned", test_approvals_orphaned},
+	    {"response-records", test_response_records},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {

@@ -203,7 +203,7 @@
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
 	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id "
 
-/* v2's commit, and v6's (messages.upstream): the same function, over the
+/* v2's commit, and v7's (messages.upstream): the same function, over the
  * messages' columns of its version */
 #define COMMIT_TURN_WITH(INSERT, RECORD)                                                           \
 	"CREATE OR REPLACE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS " \
@@ -392,29 +392,62 @@
 	"END $$;"
 
 /*
- * v6 (upstream routing, issue 29): an agent's targets beyond the first
+ * v6 (background responses, issue 31): a response's record beside its
+ * messages (its request's parameters; for a background one, where it
+ * stands, which instance runs it and whether someone asked it to stop),
+ * and a background stream's events, kept in batches for any instance to
+ * replay.
+ */
+#define MIGRATE_V6_RESPONSES                                                                       \
+	"CREATE TABLE responses ("                                                                 \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  session_id text COLLATE \"C\","                                                         \
+	"  background integer NOT NULL,"                                                           \
+	"  stream integer NOT NULL,"                                                               \
+	"  status text NOT NULL,"                                                                  \
+	"  params text NOT NULL,"                                                                  \
+	"  error text,"                                                                            \
+	"  cancel_requested integer NOT NULL DEFAULT 0,"                                           \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  completed_at bigint NOT NULL DEFAULT 0,"                                                \
+	"  instance_id text COLLATE \"C\""                                                         \
+	");"                                                                                       \
+	"CREATE INDEX responses_running ON responses (owner) "                                     \
+	"  WHERE status IN ('queued', 'in_progress');"                                             \
+	"CREATE TABLE response_events ("                                                           \
+	"  response_id text COLLATE \"C\" NOT NULL,"                                               \
+	"  first_seq bigint NOT NULL,"                                                             \
+	"  last_seq bigint NOT NULL,"                                                              \
+	"  data text NOT NULL,"                                                                    \
+	"  PRIMARY KEY (response_id, first_seq)"                                                   \
+	");"
+
+/*
+ * v7 (upstream routing, issue 29): an agent's targets beyond the first
  * (the single-upstream columns stay target 0, "primary" while upstreams is
  * NULL) and its routing settings, both JSON; the target that answered an
  * assistant message (messages.upstream, JSON), which the commit stores.
  */
-#define MESSAGE_RECORD_V6                                                                          \
+#define MESSAGE_RECORD_V7                                                                          \
 	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
 	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
 	"created_at bigint, response_id text, upstream text)"
 
-#define MESSAGE_INSERT_V6                                                                          \
+#define MESSAGE_INSERT_V7                                                                          \
 	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
 	"finish_reason, prompt_tokens, completion_tokens, created_at, response_id, upstream) "     \
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
 	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id, "     \
 	"m.upstream "
 
-#define MIGRATE_V6_TARGETS                                                                         \
+#define MIGRATE_V7_TARGETS                                                                         \
 	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS upstreams text;"                              \
 	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS routing text;"                                \
 	"ALTER TABLE messages ADD COLUMN IF NOT EXISTS upstream text;" COMMIT_TURN_WITH(           \
-	    MESSAGE_INSERT_V6,                                                                     \
-	    MESSAGE_RECORD_V6)
+	    MESSAGE_INSERT_V7,                                                                     \
+	    MESSAGE_RECORD_V7)
 
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
@@ -423,7 +456,8 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V3_APPROVALS,
     MIGRATE_V4_APPROVAL_RESPONSE,
     MIGRATE_V5_APPROVAL_INSTANCE,
-    MIGRATE_V6_TARGETS,
+    MIGRATE_V6_RESPONSES,
+    MIGRATE_V7_TARGETS,
 };
 
 typedef enum {

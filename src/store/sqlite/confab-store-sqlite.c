@@ -589,13 +589,50 @@ migrate_v8_approval_response(Conn *conn, GError **error)
 }
 
 /*
- * v9 (upstream routing, issue 29): an agent's targets beyond the first
+ * v9 (background responses, issue 31): a response's record beside its
+ * messages (its request's parameters; for a background one, where it
+ * stands and whether someone asked it to stop), and a background stream's
+ * events, kept in batches to replay.
+ */
+static gboolean
+migrate_v9_responses(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE responses ("
+			 "  id TEXT PRIMARY KEY NOT NULL,"
+			 "  owner TEXT NOT NULL,"
+			 "  agent_id TEXT NOT NULL,"
+			 "  session_id TEXT,"
+			 "  background INTEGER NOT NULL,"
+			 "  stream INTEGER NOT NULL,"
+			 "  status TEXT NOT NULL,"
+			 "  params TEXT NOT NULL,"
+			 "  error TEXT,"
+			 "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+			 "  created_at INTEGER NOT NULL,"
+			 "  completed_at INTEGER NOT NULL DEFAULT 0,"
+			 "  instance_id TEXT"
+			 ") STRICT;"
+			 "CREATE INDEX responses_running ON responses (owner) "
+			 "  WHERE status IN ('queued', 'in_progress');"
+			 "CREATE TABLE response_events ("
+			 "  response_id TEXT NOT NULL,"
+			 "  first_seq INTEGER NOT NULL,"
+			 "  last_seq INTEGER NOT NULL,"
+			 "  data TEXT NOT NULL,"
+			 "  PRIMARY KEY (response_id, first_seq)"
+			 ") STRICT, WITHOUT ROWID;",
+			 error);
+}
+
+/*
+ * v10 (upstream routing, issue 29): an agent's targets beyond the first
  * (the single-upstream columns stay target 0, "primary" while upstreams is
  * NULL) and its routing settings, both JSON; the target that answered an
  * assistant message (messages.upstream, JSON).
  */
 static gboolean
-migrate_v9_targets(Conn *conn, GError **error)
+migrate_v10_targets(Conn *conn, GError **error)
 {
 	return conn_exec(conn,
 			 "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
@@ -674,9 +711,13 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 			return FALSE;
 		/* fall through */
 	case 8:
-		if (!migrate_v9_targets(conn, error))
+		if (!migrate_v9_responses(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 9: migrate_v10() here */
+		/* fall through */
+	case 9:
+		if (!migrate_v10_targets(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 10: migrate_v11() here */
 	default:
 		break;
 	}
