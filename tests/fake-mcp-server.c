@@ -46,16 +46,30 @@
  *   forget_session         (HTTP) answers, then forgets the session: the
  *                          next request with its id gets 404
  *   env                    its environment, one VAR=value a line, sorted
+ *   drop {times,retry,clean}  (HTTP) cuts its event stream after an event
+ *                          with an id and retry: (ms, default 200), cleanly
+ *                          (default) or not, times times (default 1); a GET
+ *                          with that Last-Event-ID resumes it (400 when it
+ *                          comes before the retry delay), recorded as
+ *                          {"_http":"RESUME","last_event_id":ID}
+ *   elicit {schema}        sends the client elicitation/create (a form of
+ *                          name, age, score, status, verified with
+ *                          defaults and a required email, or schema) and
+ *                          answers with the client's answer as JSON text
+ *   batch                  answers in a JSON-RPC batch (an array: a
+ *                          notifications/message, then the answer), as
+ *                          2025-03-26 allowed
  *
- * Options: --page-size N (tools/list pages with nextCursor), --protocol V
- * (the version it answers initialize with; by default the client's when it
- * is 2025-06-18 or 2025-11-25, else 2025-11-25), --crash-after N (answers N
- * requests and exits when the next one arrives), --stderr-noise (log lines,
- * one of 10000 bytes, on stderr), --record FILE (appends every message it
- * receives, one JSON per line; over HTTP a DELETE is recorded as
+ * Options: --capabilities JSON (what initialize declares; without "tools"
+ * in it, tools/list is "Method not found"), --page-size N (tools/list pages with nextCursor),
+ * --protocol V (the version it answers initialize with; by default the client's when it is
+ * 2025-06-18 or 2025-11-25, else 2025-11-25), --crash-after N (answers N requests and exits when
+ * the next one arrives), --stderr-noise (log lines, one of 10000 bytes, on stderr), --record FILE
+ * (appends every message it receives, one JSON per line; over HTTP a DELETE is recorded as
  * {"_http":"DELETE"}), --ignore-term (survives SIGTERM and, over stdio,
  * the end of its input), --require-header
- * "Name: value" (HTTP: 401 without it; repeatable), --get-stream (HTTP: GET
+ * "Name: value" (HTTP: 401 without it; repeatable), --error-body BODY (HTTP:
+ * the body of that 401, JSON or text), --get-stream (HTTP: GET
  * opens a stream that carries list_changed; otherwise GET is 405),
  * --tool-prefix P (every tool is listed and called as P followed by its
  * name, for long and odd names).
@@ -85,9 +99,15 @@ typedef struct {
 	gint step;
 	gint ms;
 	gboolean forget_session;
+	gboolean batch; /* the answer goes in a JSON-RPC batch (2025-03-26) */
+	gint drops;	/* drop: how many times the stream is still cut */
+	gboolean drop_clean;
+	gint retry_ms;
+	gint64 dropped_at;
 	JsonNode *ping_answer; /* ask_client */
 	JsonNode *unknown_answer;
-	gchar *ping_key; /* the id of our ping: answers may come in any order */
+	gchar *ping_key;   /* the id of our ping: answers may come in any order */
+	gchar *elicit_key; /* elicit: the id of our elicitation/create */
 } Reply;
 
 struct _Session {
@@ -121,9 +141,13 @@ struct _Server {
 	gchar **required_headers;
 	gboolean get_stream;
 	gboolean ignore_term;
+	gchar *error_body;
+	gchar *capabilities;
 	gchar *tool_prefix;
 	GHashTable *pending; /* id text -> Reply (slow, progress) */
 	GHashTable *asking;  /* id text of our requests -> Reply (ask_client) */
+	GHashTable *dropped; /* event id -> Reply whose stream was cut (drop) */
+	guint next_event_id;
 	guint next_own_id;
 	/* stdio */
 	GDataInputStream *stdin_data;
@@ -291,6 +315,7 @@ reply_free(Reply *reply)
 		json_node_unref(reply->unknown_answer);
 	g_free(reply->key);
 	g_free(reply->ping_key);
+	g_free(reply->elicit_key);
 	if (reply->conn != NULL)
 		http_conn_unref(reply->conn);
 	g_free(reply);
@@ -337,6 +362,14 @@ reply_send(Reply *reply, JsonNode *result, gint error_code, const gchar *error_m
 	json_builder_end_object(b);
 	root = json_builder_get_root(b);
 	text = node_to_string(root);
+	if (reply->batch) {
+		gchar *batch = g_strdup_printf(
+		    "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":"
+		    "{\"level\":\"info\",\"data\":\"in a batch\"}},%s]",
+		    text);
+		g_free(text);
+		text = batch;
+	}
 
 	if (reply->conn == NULL) {
 		stdout_line(reply->server, text);
@@ -439,6 +472,14 @@ static const Tool tools[] = {
     {"ask_client", "Pings the client and asks it something it cannot do", "{\"type\":\"object\"}"},
     {"forget_session", "Forgets the HTTP session after answering", "{\"type\":\"object\"}"},
     {"env", "Its environment", "{\"type\":\"object\"}"},
+    {"batch", "Answers in a JSON-RPC batch, after a notification", "{\"type\":\"object\"}"},
+    {"elicit",
+     "Asks the client for a form (elicitation/create) and answers with its answer",
+     "{\"type\":\"object\",\"properties\":{\"schema\":{\"type\":\"object\"}}}"},
+    {"drop",
+     "Cuts its SSE stream before answering; the answer comes on a GET with Last-Event-ID",
+     "{\"type\":\"object\",\"properties\":{\"times\":{\"type\":\"integer\"},\"retry\":{"
+     "\"type\":\"integer\"},\"clean\":{\"type\":\"boolean\"}}}"},
     {"extra", "Appears after change_tools", "{\"type\":\"object\"}"},
 };
 
@@ -636,6 +677,37 @@ tool_ask_client(Reply *reply)
 	reply_message(reply, other);
 }
 
+#define ELICIT_SCHEMA                                                                              \
+	"{\"type\":\"object\",\"properties\":{"                                                    \
+	"\"name\":{\"type\":\"string\",\"default\":\"John Doe\"},"                                 \
+	"\"age\":{\"type\":\"integer\",\"minimum\":0,\"default\":30},"                             \
+	"\"score\":{\"type\":\"number\",\"default\":95.5},"                                        \
+	"\"status\":{\"type\":\"string\",\"enum\":[\"active\",\"inactive\"],\"default\":"          \
+	"\"active\"},"                                                                             \
+	"\"verified\":{\"type\":\"boolean\",\"default\":true},"                                    \
+	"\"email\":{\"type\":\"string\",\"format\":\"email\"}},"                                   \
+	"\"required\":[\"email\"]}"
+
+/* elicitation/create to the client; the answer is the tool's text. */
+static void
+tool_elicit(Reply *reply, JsonObject *args)
+{
+	Server *server = reply->server;
+	JsonNode *schema = args != NULL ? json_object_get_member(args, "schema") : NULL;
+	g_autofree gchar *schema_text = schema != NULL ? node_to_string(schema) : NULL;
+	guint id = ++server->next_own_id;
+	g_autofree gchar *request = g_strdup_printf(
+	    "{\"jsonrpc\":\"2.0\",\"id\":\"srv-%u\",\"method\":\"elicitation/create\","
+	    "\"params\":{\"message\":\"Who are you?\",\"requestedSchema\":%s}}",
+	    id,
+	    schema_text != NULL ? schema_text : ELICIT_SCHEMA);
+
+	g_free(reply->elicit_key);
+	reply->elicit_key = g_strdup_printf("\"srv-%u\"", id);
+	g_hash_table_insert(server->asking, g_strdup(reply->elicit_key), reply);
+	reply_message(reply, request);
+}
+
 /* An answer from the client to one of our requests. */
 static void
 client_answered(Server *server, const gchar *key, JsonObject *message)
@@ -647,6 +719,15 @@ client_answered(Server *server, const gchar *key, JsonObject *message)
 
 	if (reply == NULL)
 		return;
+	if (g_strcmp0(key, reply->elicit_key) == 0) {
+		JsonNode *answer = json_object_get_member(message, "result") != NULL
+				       ? json_object_get_member(message, "result")
+				       : json_object_get_member(message, "error");
+		g_autofree gchar *answer_text = answer != NULL ? node_to_string(answer) : NULL;
+		g_hash_table_remove(server->asking, key);
+		reply_text(reply, answer_text != NULL ? answer_text : "no answer", FALSE);
+		return;
+	}
 	/* over HTTP each answer is a POST of its own: they may come in either
 	 * order */
 	if (g_strcmp0(key, reply->ping_key) == 0)
@@ -672,6 +753,37 @@ static gint
 compare_strings(const void *a, const void *b)
 {
 	return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
+}
+
+/* Cuts the SSE stream of @reply after an event with an id and retry:, and
+ * keeps the reply for a GET with that Last-Event-ID. */
+static void
+drop_stream(Reply *reply)
+{
+	Server *server = reply->server;
+	HttpConn *conn = reply->conn;
+	gchar *event_id = g_strdup_printf("drop-%u", ++server->next_event_id);
+	g_autofree gchar *event =
+	    g_strdup_printf("id: %s\nretry: %d\ndata: \n\n", event_id, reply->retry_ms);
+
+	if (!reply->sse) {
+		reply->sse = TRUE;
+		http_sse_start(conn);
+	}
+	http_chunk(conn, event, strlen(event));
+	reply->drops--;
+	reply->conn = NULL;
+	reply->dropped_at = g_get_monotonic_time();
+	g_hash_table_insert(server->dropped, event_id, reply);
+	if (reply->drop_clean) {
+		/* the stream ends as streams do, the connection is reused */
+		http_write(conn, "0\r\n\r\n", 5);
+		http_conn_next(conn);
+	} else {
+		conn->closed = TRUE;
+		g_io_stream_close(G_IO_STREAM(conn->connection), NULL, NULL);
+	}
+	http_conn_unref(conn);
 }
 
 static void
@@ -759,6 +871,21 @@ tools_call(Reply *reply, JsonObject *params)
 		reply_text(reply, "changed", FALSE);
 	} else if (strcmp(name, "ask_client") == 0) {
 		tool_ask_client(reply);
+	} else if (strcmp(name, "drop") == 0) {
+		if (reply->conn == NULL) {
+			reply_text(reply, "nothing to drop over stdio", FALSE);
+			return;
+		}
+		reply->drops = (gint)int_arg(args, "times", 1);
+		reply->retry_ms = (gint)int_arg(args, "retry", 200);
+		reply->drop_clean = args == NULL || !json_object_has_member(args, "clean") ||
+				    json_object_get_boolean_member(args, "clean");
+		drop_stream(reply);
+	} else if (strcmp(name, "elicit") == 0) {
+		tool_elicit(reply, args);
+	} else if (strcmp(name, "batch") == 0) {
+		reply->batch = TRUE;
+		reply_text(reply, "batched", FALSE);
 	} else if (strcmp(name, "forget_session") == 0) {
 		reply->forget_session = TRUE;
 		reply_text(reply, "forgotten", FALSE);
@@ -794,10 +921,12 @@ initialize(Reply *reply, JsonObject *params)
 {
 	const gchar *version = negotiate(reply->server, params);
 	g_autofree gchar *text = g_strdup_printf(
-	    "{\"protocolVersion\":\"%s\",\"capabilities\":{\"tools\":{\"listChanged\":true}},"
+	    "{\"protocolVersion\":\"%s\",\"capabilities\":%s,"
 	    "\"serverInfo\":{\"name\":\"fake-mcp-server\",\"version\":\"1.0\"},"
 	    "\"instructions\":\"A scripted server for tests.\"}",
-	    version);
+	    version,
+	    reply->server->capabilities != NULL ? reply->server->capabilities
+						: "{\"tools\":{\"listChanged\":true}}");
 	g_autoptr(JsonNode) result = json_from_string(text, NULL);
 
 	if (reply->session != NULL) {
@@ -890,6 +1019,9 @@ handle_message(Server *server, const gchar *text, HttpConn *conn, Session *sessi
 	reply->session = session;
 	if (strcmp(method, "initialize") == 0)
 		initialize(reply, params);
+	else if (strcmp(method, "tools/list") == 0 && server->capabilities != NULL &&
+		 strstr(server->capabilities, "\"tools\"") == NULL)
+		reply_send(reply, NULL, -32601, "Method not found");
 	else if (strcmp(method, "tools/list") == 0)
 		tools_list(reply, params);
 	else if (strcmp(method, "tools/call") == 0)
@@ -958,6 +1090,40 @@ header_matches(HttpConn *conn, const gchar *required)
 	return value != NULL && strcmp(value, g_strstrip(parts[1])) == 0;
 }
 
+/* A GET with Last-Event-ID: the rest of a stream drop cut. */
+static void
+http_resume(HttpConn *conn)
+{
+	Server *server = conn->server;
+	const gchar *last = g_hash_table_lookup(conn->headers, "last-event-id");
+	Reply *reply = g_hash_table_lookup(server->dropped, last);
+
+	if (server->record != NULL) {
+		fprintf(server->record, "{\"_http\":\"RESUME\",\"last_event_id\":\"%s\"}\n", last);
+		fflush(server->record);
+	}
+	if (reply == NULL) {
+		http_respond(conn, 404, "Not Found", NULL, "text/plain", "no such event");
+		http_conn_next(conn);
+		return;
+	}
+	if (g_get_monotonic_time() - reply->dropped_at < (gint64)reply->retry_ms * 1000) {
+		http_respond(conn, 400, "Bad Request", NULL, "text/plain", "resumed before retry");
+		http_conn_next(conn);
+		return;
+	}
+	g_hash_table_remove(server->dropped, last);
+	reply->conn = http_conn_ref(conn);
+	reply->sse = FALSE;
+	if (reply->drops > 0) {
+		drop_stream(reply);
+		return;
+	}
+	reply->sse = TRUE;
+	http_sse_start(conn);
+	reply_text(reply, "resumed", FALSE);
+}
+
 static void
 http_handle(HttpConn *conn)
 {
@@ -970,7 +1136,17 @@ http_handle(HttpConn *conn)
 
 	for (guint i = 0; server->required_headers != NULL && server->required_headers[i]; i++) {
 		if (!header_matches(conn, server->required_headers[i])) {
-			http_respond(conn, 401, "Unauthorized", NULL, NULL, NULL);
+			g_autoptr(JsonNode) parsed =
+			    server->error_body != NULL ? json_from_string(server->error_body, NULL)
+						       : NULL;
+			http_respond(conn,
+				     401,
+				     "Unauthorized",
+				     NULL,
+				     server->error_body == NULL ? NULL
+				     : parsed != NULL		? "application/json"
+								: "text/plain",
+				     server->error_body);
 			http_conn_next(conn);
 			return;
 		}
@@ -1005,7 +1181,20 @@ http_handle(HttpConn *conn)
 		http_conn_next(conn);
 		return;
 	}
-	if (session != NULL && !is_initialize && g_strcmp0(version, session->protocol) != 0) {
+	if (session != NULL && !is_initialize && g_strcmp0(session->protocol, "2025-03-26") == 0 &&
+	    version != NULL) {
+		/* that version has no such header: a strict server of it refuses */
+		http_respond(conn,
+			     400,
+			     "Bad Request",
+			     NULL,
+			     "text/plain",
+			     "MCP-Protocol-Version is not a 2025-03-26 header");
+		http_conn_next(conn);
+		return;
+	}
+	if (session != NULL && !is_initialize && g_strcmp0(session->protocol, "2025-03-26") != 0 &&
+	    g_strcmp0(version, session->protocol) != 0) {
 		http_respond(conn,
 			     400,
 			     "Bad Request",
@@ -1024,6 +1213,11 @@ http_handle(HttpConn *conn)
 		g_hash_table_remove(server->sessions, session_id);
 		http_respond(conn, 200, "OK", NULL, NULL, NULL);
 		http_conn_next(conn);
+		return;
+	}
+	if (strcmp(conn->method, "GET") == 0 && session != NULL &&
+	    g_hash_table_lookup(conn->headers, "last-event-id") != NULL) {
+		http_resume(conn);
 		return;
 	}
 	if (strcmp(conn->method, "GET") == 0) {
@@ -1222,6 +1416,20 @@ main(int argc, char **argv)
 	     "HTTP: 401 without this header",
 	     "'NAME: VALUE'"},
 	    {"get-stream", 0, 0, G_OPTION_ARG_NONE, &server.get_stream, "HTTP: serve GET", NULL},
+	    {"capabilities",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &server.capabilities,
+	     "The capabilities initialize declares (JSON)",
+	     "JSON"},
+	    {"error-body",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &server.error_body,
+	     "HTTP: the body of a 401",
+	     "BODY"},
 	    {"tool-prefix",
 	     0,
 	     0,
@@ -1243,6 +1451,7 @@ main(int argc, char **argv)
 	server.loop = g_main_loop_new(NULL, FALSE);
 	server.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	server.asking = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	server.dropped = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	server.sessions =
 	    g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)session_free);
 	if (record != NULL) {

@@ -21,8 +21,8 @@
  * - At start, the responses that a confabd left queued or running (it was
  *   killed, or stopped mid-turn) end as failed with server_error: on
  *   SQLite all of them, before this instance runs any; on PostgreSQL those
- *   of instances whose lease has ended, then again every MAINTENANCE_S,
- *   never those of a live instance.
+ *   of instances whose lease has ended, then again every MAINTENANCE_S (or
+ *   [store] instance_lease, if shorter), never those of a live instance.
  * - Every MAINTENANCE_S the events of background streams that ended more
  *   than [responses] event_retention ago are dropped, in one write job.
  */
@@ -191,7 +191,10 @@ confab_background_new(ConfabStore *store, const ConfabConfig *config)
 	self->shared = g_strcmp0(config->store_backend, "postgresql") == 0;
 	self->retention = config->responses_event_retention;
 	fail_orphans(self);
-	self->maintenance_source = g_timeout_add_seconds(MAINTENANCE_S, maintain, self);
+	self->maintenance_source = g_timeout_add_seconds(
+	    self->shared ? MIN(MAINTENANCE_S, config->store_instance_lease) : MAINTENANCE_S,
+	    maintain,
+	    self);
 	return self;
 }
 

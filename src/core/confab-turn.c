@@ -56,6 +56,7 @@ struct _ConfabTurn {
 	gboolean busy_held;	 /* holds the session */
 	gboolean quota_taken;	 /* counted, the count not yet committed */
 	gboolean admitted;	 /* the user's messages are committed: a turn served */
+	gboolean commit_first;	 /* commit them before the answer, even without a stream */
 	ConfabStoreTurn *record; /* owned: what is still to commit */
 
 	const ConfabTurnSink *sink;
@@ -396,7 +397,7 @@ start_commit(ConfabTurn *self, GTask *task)
 	 * go with the answer, in one transaction, and the upstream is asked at
 	 * once rather than after a commit.
 	 */
-	if (!self->request->stream) {
+	if (!self->request->stream && !self->commit_first) {
 		g_task_return_boolean(task, TRUE);
 		return;
 	}
@@ -520,24 +521,43 @@ acquire_session(ConfabTurn *self, GTask *task)
 }
 
 static void
+agent_given_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	if (!confab_store_set_conversation_agent_finish(CONFAB_STORE(source), result, &error)) {
+		start_fail(self, task, error);
+		return;
+	}
+	confab_session_set_agent_id(self->session, confab_agent_get_id(self->agent));
+	acquire_session(self, task);
+}
+
+static void
 get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabTurn *self = g_task_get_source_object(task);
 	g_autoptr(ConfabSession) session = NULL;
 	GError *error = NULL;
+	gboolean no_agent;
 
 	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
 	if (session == NULL) {
 		start_fail(self, task, error);
 		return;
 	}
+	/* created by the Conversations API without an agent: its first turn's
+	 * agent becomes its own */
+	no_agent = g_strcmp0(confab_session_get_agent_id(session), "") == 0;
 	/* another owner's, another door's or another agent's session does not
 	 * exist, as far as this caller can tell */
 	if (g_strcmp0(confab_session_get_owner(session), self->principal->owner) != 0 ||
 	    confab_session_get_source(session) != self->principal->source ||
-	    g_strcmp0(confab_session_get_agent_id(session), confab_agent_get_id(self->agent)) !=
-		0) {
+	    (!no_agent && g_strcmp0(confab_session_get_agent_id(session),
+				    confab_agent_get_id(self->agent)) != 0)) {
 		start_fail(self,
 			   task,
 			   g_error_new(CONFAB_ERROR,
@@ -548,6 +568,15 @@ get_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	self->session = g_steal_pointer(&session);
+	if (no_agent) {
+		confab_store_set_conversation_agent_async(self->store,
+							  confab_session_get_id(self->session),
+							  confab_agent_get_id(self->agent),
+							  NULL,
+							  agent_given_cb,
+							  g_steal_pointer(&task));
+		return;
+	}
 	acquire_session(self, task);
 }
 
@@ -1346,6 +1375,21 @@ confab_turn_get_transcript(ConfabTurn *self)
  * @response_id: (nullable): the Responses API response this turn is: its
  *   messages (the user's and the answer) are stored with it
  */
+/**
+ * confab_turn_set_commit_first:
+ * @self: a #ConfabTurn, not yet started
+ *
+ * Commits the user's messages before the turn runs, as a stream does,
+ * whatever the request: for a turn that runs with no client waiting (a
+ * background response), which others may read while it runs.
+ */
+void
+confab_turn_set_commit_first(ConfabTurn *self)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	self->commit_first = TRUE;
+}
+
 void
 confab_turn_set_response_id(ConfabTurn *self, const gchar *response_id)
 {

@@ -67,7 +67,11 @@ conversations_json(ConfabStorePage *page)
 		g_string_append(out, "{\"id\":");
 		confab_json_append_string(out, confab_session_get_id(session));
 		g_string_append(out, ",\"object\":\"conversation\",\"model\":");
-		confab_json_append_string(out, confab_session_get_agent_id(session));
+		/* created by POST /conversations: no agent until its first response */
+		confab_json_append_string(out,
+					  g_strcmp0(confab_session_get_agent_id(session), "") != 0
+					      ? confab_session_get_agent_id(session)
+					      : NULL);
 		g_string_append(out, ",\"title\":");
 		confab_json_append_string(out, confab_session_get_title(session));
 		g_string_append_printf(out,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/confab-turn.h"
+#include "http/confab-http-replay.h"
 #include "http/confab-http-response.h"
 #include "http/confab-http-responses.h"
 #include "model/confab-id.h"
@@ -1334,6 +1335,9 @@ create_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 	ctx->stored_id = ctx->request->store ? g_strdup(ctx->response_id)
 					     : g_strconcat(ctx->response_id, ".unstored", NULL);
 	confab_turn_set_response_id(ctx->turn, ctx->stored_id);
+	/* no client waits for it: GET reads it while it runs */
+	if (ctx->request->background)
+		confab_turn_set_commit_first(ctx->turn);
 	confab_turn_start_async(ctx->turn, start_cb, ctx);
 }
 
@@ -1919,7 +1923,15 @@ typedef struct {
 	gchar *response_id;	      /* owned */
 	GPtrArray *messages;	      /* owned */
 	ConfabListParams params;
-	enum { STORED_GET, STORED_DELETE, STORED_INPUT_ITEMS } what;
+	enum {
+		STORED_GET,
+		STORED_DELETE,
+		STORED_INPUT_ITEMS,
+		STORED_STREAM, /* GET ?stream=true: a background stream's events */
+		STORED_CANCEL, /* POST …/cancel */
+	} what;
+	gint64 after;		      /* STORED_STREAM: starting_after, -1 for all */
+	gint64 deadline;	      /* STORED_CANCEL: until when to wait for the turn to stop */
 	gboolean running;	      /* its turn runs: no answer yet, and none missing */
 	ConfabResponseRecord *record; /* owned, nullable: none before v9 (GET only) */
 } Stored;
@@ -1997,14 +2009,34 @@ call_was_deferred(JsonArray *blocks, const gchar *call_id)
 	return asked;
 }
 
-/* The output items of a stored answer, from its content blocks. */
+/* A person's decision of an approval request, as the
+ * mcp_approval_response item that answered it. */
+static gchar *
+decision_item(JsonObject *block)
+{
+	GString *out = g_string_new("{\"id\":");
+
+	confab_json_append_string(out, confab_json_get_string(block, "id"));
+	g_string_append(out, ",\"type\":\"mcp_approval_response\",\"approval_request_id\":");
+	confab_json_append_string(out, confab_json_get_string(block, "id"));
+	g_string_append_printf(out,
+			       ",\"approve\":%s,\"reason\":",
+			       json_object_get_boolean_member_with_default(block, "approve", FALSE)
+				   ? "true"
+				   : "false");
+	confab_json_append_string(out, confab_json_get_string(block, "reason"));
+	g_string_append_c(out, '}');
+	return g_string_free(out, FALSE);
+}
+
+/* The output items of a stored answer, from its content blocks, each
+ * added to @items as JSON. */
 static void
-append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
+stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 {
 	g_autoptr(JsonNode) node = NULL;
 	JsonArray *blocks;
 	guint n_messages = 0, n_reasoning = 0, n_mcp = 0, n_fc = 0;
-	gboolean first = TRUE;
 
 	node = confab_json_from_string(confab_message_get_content_blocks(answer));
 	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
@@ -2042,6 +2074,9 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 						     confab_json_get_string(block, "name"),
 						     confab_json_get_string(block, "arguments"));
 		} else if (g_strcmp0(type, "approval") == 0 &&
+			   confab_json_get_string(block, "tool_call_id") == NULL) {
+			item = decision_item(block);
+		} else if (g_strcmp0(type, "approval") == 0 &&
 			   confab_json_get_string(block, "tool_call_id") != NULL &&
 			   json_object_get_boolean_member_with_default(block, "approve", FALSE)) {
 			/* an earlier response's request, approved: its call ran
@@ -2065,12 +2100,22 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 							  ?: "");
 			item = stored_mcp_item(blocks, i, call, iid);
 		}
-		if (item == NULL)
-			continue;
-		if (!first)
+		if (item != NULL)
+			g_ptr_array_add(items, g_steal_pointer(&item));
+	}
+}
+
+/* The output items of a stored answer, comma-separated. */
+static void
+append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
+{
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+
+	stored_output_items(items, answer, id);
+	for (guint i = 0; i < items->len; i++) {
+		if (i > 0)
 			g_string_append_c(out, ',');
-		g_string_append(out, item);
-		first = FALSE;
+		g_string_append(out, g_ptr_array_index(items, i));
 	}
 }
 
@@ -2310,6 +2355,35 @@ input_item_json(ConfabMessage *msg)
 	return g_string_free(out, FALSE);
 }
 
+/**
+ * confab_http_responses_message_items:
+ * @message: a stored message
+ *
+ * The items of a stored message as the Responses API shows them: a user,
+ * system or developer message, or a tool's answer, is one input item (its
+ * id the message's); an answer is its output items (a message, reasoning,
+ * function calls, MCP calls and approval requests), with the ids the
+ * response shows (the message's response id, or the message's).
+ *
+ * Returns: (transfer full) (element-type utf8): each item, as JSON
+ */
+GPtrArray *
+confab_http_responses_message_items(ConfabMessage *message)
+{
+	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
+
+	g_return_val_if_fail(CONFAB_IS_MESSAGE(message), items);
+	if (g_strcmp0(confab_message_get_role(message), "assistant") == 0)
+		stored_output_items(items,
+				    message,
+				    confab_message_get_response_id(message) != NULL
+					? confab_message_get_response_id(message)
+					: confab_message_get_id(message));
+	else
+		g_ptr_array_add(items, input_item_json(message));
+	return items;
+}
+
 static gchar *
 input_items_json(Stored *st)
 {
@@ -2455,10 +2529,24 @@ stored_running_cb(GObject *source, GAsyncResult *result, gpointer user_data)
  * without one, the turn may still run, here or on another daemon sharing
  * the store (a background response's record says so itself). */
 static void
+stored_replay(Stored *st);
+static void
+stored_cancel(Stored *st);
+
+static void
 stored_answer(Stored *st)
 {
 	ConfabStore *store = confab_engine_get_store(st->engine);
 	const gchar *session_id = confab_message_get_session_id(g_ptr_array_index(st->messages, 0));
+
+	if (st->what == STORED_STREAM) {
+		stored_replay(st);
+		return;
+	}
+	if (st->what == STORED_CANCEL) {
+		stored_cancel(st);
+		return;
+	}
 
 	if (st->what == STORED_GET &&
 	    (last_answer(st->messages) != NULL || (st->record != NULL && st->record->background))) {
@@ -2468,6 +2556,9 @@ stored_answer(Stored *st)
 	}
 	confab_store_session_is_running_async(store, session_id, NULL, stored_running_cb, st);
 }
+
+static void
+stored_read_messages(Stored *st);
 
 static void
 stored_record_cb(GObject *source, GAsyncResult *result, gpointer user_data)
@@ -2483,7 +2574,7 @@ stored_record_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		stored_free(st);
 		return;
 	}
-	stored_answer(st);
+	stored_read_messages(st);
 }
 
 static void
@@ -2505,15 +2596,6 @@ stored_session_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	if (st->what == STORED_INPUT_ITEMS) {
 		confab_http_response_json(st->exchange, 200, input_items_json(st));
-		return;
-	}
-	if (st->what == STORED_GET) {
-		g_autofree gchar *id = g_strdup(st->response_id);
-		confab_store_get_response_record_async(CONFAB_STORE(source),
-						       id,
-						       NULL,
-						       stored_record_cb,
-						       g_steal_pointer(&st));
 		return;
 	}
 	stored_answer(g_steal_pointer(&st));
@@ -2544,11 +2626,42 @@ stored_messages_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
+stored_read_messages(Stored *st)
+{
+	g_autofree gchar *id = g_strdup(st->response_id);
+	confab_store_get_response_async(confab_engine_get_store(st->engine),
+					id,
+					NULL,
+					stored_messages_cb,
+					st);
+}
+
+/* Its record first, then its messages: a background response's record
+ * says it ended only once its answer is stored, so that what is read
+ * after it has the answer. */
+static void
+stored_read(Stored *st)
+{
+	g_autofree gchar *id = g_strdup(st->response_id);
+
+	if (st->what == STORED_DELETE || st->what == STORED_INPUT_ITEMS) {
+		stored_read_messages(st);
+		return;
+	}
+	confab_store_get_response_record_async(confab_engine_get_store(st->engine),
+					       id,
+					       NULL,
+					       stored_record_cb,
+					       st);
+}
+
+static void
 stored_begin(ConfabEngine *engine,
 	     ConfabHttpExchange *exchange,
 	     ConfabPrincipal *principal,
 	     const gchar *response_id,
-	     gint what)
+	     gint what,
+	     gint64 after)
 {
 	g_autoptr(Stored) st = g_new0(Stored, 1);
 	GError *error = NULL;
@@ -2558,6 +2671,7 @@ stored_begin(ConfabEngine *engine,
 	st->principal = principal;
 	st->response_id = g_strdup(response_id);
 	st->what = what;
+	st->after = after;
 	if (what == STORED_INPUT_ITEMS &&
 	    !confab_list_params_parse(confab_http_exchange_get_query(exchange),
 				      CONFAB_PREFIX_MESSAGE,
@@ -2570,11 +2684,7 @@ stored_begin(ConfabEngine *engine,
 		stored_error(st, response_not_found(response_id));
 		return;
 	}
-	confab_store_get_response_async(confab_engine_get_store(engine),
-					response_id,
-					NULL,
-					stored_messages_cb,
-					g_steal_pointer(&st));
+	stored_read(g_steal_pointer(&st));
 }
 
 /**
@@ -2592,7 +2702,54 @@ confab_http_responses_get(ConfabEngine *engine,
 			  ConfabPrincipal *principal,
 			  const gchar *response_id)
 {
-	stored_begin(engine, exchange, principal, response_id, STORED_GET);
+	const gchar *query = confab_http_exchange_get_query(exchange);
+	g_autoptr(GHashTable) table =
+	    query != NULL ? g_uri_parse_params(query, -1, "&", G_URI_PARAMS_WWW_FORM, NULL) : NULL;
+	const gchar *stream = table != NULL ? g_hash_table_lookup(table, "stream") : NULL;
+	const gchar *after = table != NULL ? g_hash_table_lookup(table, "starting_after") : NULL;
+	gint64 n = -1;
+	GError *error = NULL;
+
+	if (stream == NULL || g_str_equal(stream, "false")) {
+		stored_begin(engine, exchange, principal, response_id, STORED_GET, -1);
+		return;
+	}
+	if (!g_str_equal(stream, "true"))
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "stream",
+				 "stream must be true or false");
+	else if (after != NULL && !g_ascii_string_to_signed(after, 10, -1, G_MAXINT64, &n, NULL))
+		confab_error_set(&error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "starting_after",
+				 "starting_after must be a sequence number");
+	if (error != NULL) {
+		confab_principal_free(principal);
+		confab_http_response_error(exchange, error);
+		g_error_free(error);
+		return;
+	}
+	stored_begin(engine, exchange, principal, response_id, STORED_STREAM, n);
+}
+
+/**
+ * confab_http_responses_cancel:
+ * @engine: the engine
+ * @exchange: a POST /api/v1/responses/{id}/cancel
+ * @principal: (transfer full): who asks
+ * @response_id: the id from the path
+ *
+ * Stops a background response that is queued or running, on whichever
+ * instance runs it, and answers with it as it stands then.
+ */
+void
+confab_http_responses_cancel(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *response_id)
+{
+	stored_begin(engine, exchange, principal, response_id, STORED_CANCEL, -1);
 }
 
 /**
@@ -2610,7 +2767,7 @@ confab_http_responses_delete(ConfabEngine *engine,
 			     ConfabPrincipal *principal,
 			     const gchar *response_id)
 {
-	stored_begin(engine, exchange, principal, response_id, STORED_DELETE);
+	stored_begin(engine, exchange, principal, response_id, STORED_DELETE, -1);
 }
 
 /**
@@ -2628,7 +2785,125 @@ confab_http_responses_input_items(ConfabEngine *engine,
 				  ConfabPrincipal *principal,
 				  const gchar *response_id)
 {
-	stored_begin(engine, exchange, principal, response_id, STORED_INPUT_ITEMS);
+	stored_begin(engine, exchange, principal, response_id, STORED_INPUT_ITEMS, -1);
+}
+
+/* ---------- background responses: replayed, cancelled ---------- */
+
+static GError *
+invalid(const gchar *param, const gchar *message)
+{
+	GError *error = NULL;
+	confab_error_set(&error, CONFAB_ERROR_INVALID_VALUE, param, message);
+	return error;
+}
+
+static void
+stored_replay(Stored *st)
+{
+	if (st->record == NULL || !st->record->background || !st->record->stream) {
+		stored_error(st,
+			     invalid("stream",
+				     "Only a response created with background and stream true "
+				     "can be streamed again"));
+		stored_free(st);
+		return;
+	}
+	confab_http_replay_start(st->engine, st->exchange, st->response_id, st->after);
+	stored_free(st);
+}
+
+static void
+cancel_check(Stored *st);
+
+static gboolean
+cancel_tick(gpointer user_data)
+{
+	cancel_check(user_data);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+cancel_record_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Stored *st = user_data;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *id = NULL;
+
+	g_clear_pointer(&st->record, confab_response_record_free);
+	st->record = confab_store_get_response_record_finish(CONFAB_STORE(source), result, &error);
+	if (st->record == NULL) {
+		stored_error(st, g_steal_pointer(&error));
+		stored_free(st);
+		return;
+	}
+	if (confab_response_record_is_running(st->record) &&
+	    g_get_monotonic_time() < st->deadline) {
+		g_timeout_add(100, cancel_tick, st);
+		return;
+	}
+	/* stopped (or still stopping): the response as it stands, its text
+	 * so far with it */
+	st->what = STORED_GET;
+	g_clear_pointer(&st->messages, g_ptr_array_unref);
+	g_clear_pointer(&st->record, confab_response_record_free);
+	stored_read(st);
+}
+
+/* The instance that runs it (this one, or another sharing the store)
+ * stops it: wait for that, a while. */
+static void
+cancel_check(Stored *st)
+{
+	g_autofree gchar *id = g_strdup(st->response_id);
+
+	confab_background_cancel(confab_engine_get_background(st->engine), id);
+	confab_store_get_response_record_async(confab_engine_get_store(st->engine),
+					       id,
+					       NULL,
+					       cancel_record_cb,
+					       st);
+}
+
+static void
+cancel_asked_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Stored *st = user_data;
+	GError *error = NULL;
+
+	if (!confab_store_cancel_response_finish(CONFAB_STORE(source), result, &error)) {
+		stored_error(st, error);
+		stored_free(st);
+		return;
+	}
+	st->deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+	cancel_check(st);
+}
+
+static void
+stored_cancel(Stored *st)
+{
+	g_autofree gchar *id = g_strdup(st->response_id);
+
+	if (st->record == NULL || !st->record->background) {
+		stored_error(st,
+			     invalid(NULL,
+				     "Only a response created with background true can be "
+				     "cancelled"));
+		stored_free(st);
+		return;
+	}
+	/* ended: as it ended (cancelling is idempotent) */
+	if (!confab_response_record_is_running(st->record)) {
+		confab_http_response_json(st->exchange, 200, stored_response_json(st));
+		stored_free(st);
+		return;
+	}
+	confab_store_cancel_response_async(confab_engine_get_store(st->engine),
+					   id,
+					   NULL,
+					   cancel_asked_cb,
+					   st);
 }
 
 /* ---------- item_reference: the items of earlier responses ---------- */

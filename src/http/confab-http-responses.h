@@ -21,6 +21,11 @@ confab_http_responses_get(ConfabEngine *engine,
 			  ConfabPrincipal *principal,
 			  const gchar *response_id);
 void
+confab_http_responses_cancel(ConfabEngine *engine,
+			     ConfabHttpExchange *exchange,
+			     ConfabPrincipal *principal,
+			     const gchar *response_id);
+void
 confab_http_responses_delete(ConfabEngine *engine,
 			     ConfabHttpExchange *exchange,
 			     ConfabPrincipal *principal,
@@ -30,5 +35,7 @@ confab_http_responses_input_items(ConfabEngine *engine,
 				  ConfabHttpExchange *exchange,
 				  ConfabPrincipal *principal,
 				  const gchar *response_id);
+GPtrArray *
+confab_http_responses_message_items(ConfabMessage *message);
 
 G_END_DECLS

@@ -14,6 +14,7 @@
 
 #include "http/confab-http-approvals.h"
 #include "http/confab-http-chat.h"
+#include "http/confab-http-conversations.h"
 #include "http/confab-http-health.h"
 #include "http/confab-http-lists.h"
 #include "http/confab-http-metrics.h"
@@ -81,6 +82,11 @@ static const Route routes[] = {
      ROUTE_API_TOKEN,
      confab_http_responses_delete,
      "/api/v1/responses/{id}"},
+    {"POST",
+     "/api/v1/responses/{}/cancel",
+     ROUTE_API_TOKEN,
+     confab_http_responses_cancel,
+     "/api/v1/responses/{id}/cancel"},
     {"GET",
      "/api/v1/responses/{}/input_items",
      ROUTE_API_TOKEN,
@@ -91,6 +97,46 @@ static const Route routes[] = {
      ROUTE_API_TOKEN,
      confab_http_lists_conversations,
      "/api/v1/conversations"},
+    {"POST",
+     "/api/v1/conversations",
+     ROUTE_API_TOKEN | ROUTE_JSON_BODY,
+     confab_http_conversations_create,
+     "/api/v1/conversations"},
+    {"GET",
+     "/api/v1/conversations/{}",
+     ROUTE_API_TOKEN,
+     confab_http_conversations_get,
+     "/api/v1/conversations/{id}"},
+    {"POST",
+     "/api/v1/conversations/{}",
+     ROUTE_API_TOKEN | ROUTE_JSON_BODY,
+     confab_http_conversations_update,
+     "/api/v1/conversations/{id}"},
+    {"DELETE",
+     "/api/v1/conversations/{}",
+     ROUTE_API_TOKEN,
+     confab_http_conversations_delete,
+     "/api/v1/conversations/{id}"},
+    {"GET",
+     "/api/v1/conversations/{}/items",
+     ROUTE_API_TOKEN,
+     confab_http_conversations_list_items,
+     "/api/v1/conversations/{id}/items"},
+    {"POST",
+     "/api/v1/conversations/{}/items",
+     ROUTE_API_TOKEN | ROUTE_JSON_BODY,
+     confab_http_conversations_add_items,
+     "/api/v1/conversations/{id}/items"},
+    {"GET",
+     "/api/v1/conversations/{}/items/{}",
+     ROUTE_API_TOKEN,
+     confab_http_conversations_get_item,
+     "/api/v1/conversations/{id}/items/{item_id}"},
+    {"DELETE",
+     "/api/v1/conversations/{}/items/{}",
+     ROUTE_API_TOKEN,
+     confab_http_conversations_delete_item,
+     "/api/v1/conversations/{id}/items/{item_id}"},
     {"GET",
      "/api/v1/conversations/{}/messages",
      ROUTE_API_TOKEN,
@@ -177,33 +223,48 @@ decode_segment(const gchar *segment, gsize len)
 	return g_string_free(g_steal_pointer(&out), FALSE);
 }
 
-/* Whether @path fits @pattern; the "{}" segment goes to @param. */
+/* Whether @path fits @pattern; each "{}" stands for one segment, not
+ * empty, and goes to @param decoded (with a second one: "first/second",
+ * and the first has no '/', or it is no id). */
 static gboolean
 path_matches(const gchar *pattern, const gchar *path, gchar **param)
 {
-	const gchar *hole = strstr(pattern, "{}");
-	gsize prefix_len;
-	gsize suffix_len;
-	gsize path_len = strlen(path);
-	const gchar *segment;
-	gsize segment_len;
+	g_autoptr(GString) holes = NULL;
+	const gchar *p = pattern;
+	const gchar *q = path;
+	guint n_holes = 0;
 
-	if (hole == NULL)
+	if (strstr(pattern, "{}") == NULL)
 		return g_str_equal(pattern, path);
-	prefix_len = hole - pattern;
-	suffix_len = strlen(hole + 2);
-	if (path_len <= prefix_len + suffix_len || strncmp(path, pattern, prefix_len) != 0 ||
-	    strcmp(path + path_len - suffix_len, hole + 2) != 0)
-		return FALSE;
-	segment = path + prefix_len;
-	segment_len = path_len - prefix_len - suffix_len;
-	if (memchr(segment, '/', segment_len) != NULL)
-		return FALSE;
-	if (param != NULL) {
-		*param = decode_segment(segment, segment_len);
-		if (*param == NULL)
-			*param = g_strdup("");
+	if (param != NULL)
+		holes = g_string_new(NULL);
+	while (*p != '\0') {
+		const gchar *end;
+		g_autofree gchar *decoded = NULL;
+
+		if (!g_str_has_prefix(p, "{}")) {
+			if (*p != *q)
+				return FALSE;
+			p++;
+			q++;
+			continue;
+		}
+		end = strchrnul(q, '/');
+		if (end == q)
+			return FALSE;
+		if (holes != NULL) {
+			decoded = decode_segment(q, end - q);
+			if (n_holes++ > 0)
+				g_string_append_c(holes, '/');
+			g_string_append(holes, decoded != NULL ? decoded : "");
+		}
+		p += 2;
+		q = end;
 	}
+	if (*q != '\0')
+		return FALSE;
+	if (param != NULL)
+		*param = g_string_free(g_steal_pointer(&holes), FALSE);
 	return TRUE;
 }
 

@@ -21,6 +21,7 @@ struct _ConfabSession {
 	gchar *title; /* owned */
 	gint64 created_at;
 	gint64 updated_at;
+	gchar *metadata; /* owned: a JSON object, the Conversations API's */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabSession, confab_session, G_TYPE_OBJECT)
@@ -34,6 +35,7 @@ confab_session_finalize(GObject *object)
 	g_free(self->owner);
 	g_free(self->agent_id);
 	g_free(self->title);
+	g_free(self->metadata);
 
 	G_OBJECT_CLASS(confab_session_parent_class)->finalize(object);
 }
@@ -144,6 +146,33 @@ confab_session_set_title(ConfabSession *self, const gchar *title)
 		return;
 	g_free(self->title);
 	self->title = g_strdup(title);
+}
+
+/**
+ * confab_session_get_metadata:
+ *
+ * Returns: (nullable): the conversation's metadata, a JSON object of
+ *   strings as the Conversations API keeps it; %NULL for none
+ */
+const gchar *
+confab_session_get_metadata(ConfabSession *self)
+{
+	g_return_val_if_fail(CONFAB_IS_SESSION(self), NULL);
+	return self->metadata;
+}
+
+/**
+ * confab_session_set_metadata:
+ * @metadata: (nullable): a JSON object of strings, already checked
+ */
+void
+confab_session_set_metadata(ConfabSession *self, const gchar *metadata)
+{
+	g_return_if_fail(CONFAB_IS_SESSION(self));
+	if (g_strcmp0(self->metadata, metadata) == 0)
+		return;
+	g_free(self->metadata);
+	self->metadata = g_strdup(metadata);
 }
 
 gint64

@@ -36,6 +36,10 @@ const gchar *
 confab_session_get_title(ConfabSession *self);
 void
 confab_session_set_title(ConfabSession *self, const gchar *title);
+const gchar *
+confab_session_get_metadata(ConfabSession *self);
+void
+confab_session_set_metadata(ConfabSession *self, const gchar *metadata);
 gint64
 confab_session_get_created_at(ConfabSession *self);
 void

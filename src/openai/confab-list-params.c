@@ -23,7 +23,8 @@ confab_list_params_clear(ConfabListParams *params)
 /**
  * confab_list_params_parse:
  * @query: (nullable): the raw query string, without '?'
- * @id_prefix: the prefix a cursor must have (cts_ or msg_)
+ * @id_prefix: (nullable): the prefix a cursor must have (cts_ or msg_);
+ *   %NULL: the caller checks it
  * @params: (out caller-allocates): the parameters
  * @error: return location for a #GError
  *
@@ -93,7 +94,7 @@ confab_list_params_parse(const gchar *query,
 
 	value = g_hash_table_lookup(table, "after");
 	if (value != NULL) {
-		if (!confab_id_is_valid(value, id_prefix)) {
+		if (id_prefix != NULL && !confab_id_is_valid(value, id_prefix)) {
 			confab_error_set_printf(error,
 						CONFAB_ERROR_INVALID_AFTER,
 						"after",

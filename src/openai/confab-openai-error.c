@@ -62,6 +62,7 @@ static const ConfabOpenaiErrorInfo table[] = {
 						 "conflict_error",
 						 "approval_asked_by_response"},
     [CONFAB_ERROR_RATE_LIMITED] = {429, "rate_limit_error", "rate_limit_exceeded"},
+    [CONFAB_ERROR_ITEM_NOT_FOUND] = {404, "not_found_error", "item_not_found"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);

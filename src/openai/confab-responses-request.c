@@ -68,6 +68,13 @@ fail(GError **error, const gchar *param, const gchar *message)
 
 /* ---------- input items ---------- */
 
+/* A conversation's record of an agent's tools and of a person's decisions
+ * (confab_responses_request_parse_items()): a message of its own each. */
+static const gchar *const mcp_item_types[] = {"mcp_call",
+					      "mcp_approval_request",
+					      "mcp_approval_response",
+					      NULL};
+
 typedef struct {
 	ConfabResponsesRequest *request;
 	JsonArray *messages;  /* unowned: the Chat Completions messages */
@@ -76,6 +83,8 @@ typedef struct {
 	guint item;	      /* the input item being translated; G_MAXUINT: a string */
 	GHashTable *resolved; /* unowned, nullable: item_reference id -> JsonObject item */
 	GString *reasoning;   /* owned: a reasoning item's text, for the message after it */
+	const gchar *name;    /* the items' member: input, or a conversation's items */
+	gboolean items;	      /* a conversation's items, not a response's input */
 } Input;
 
 /* The reasoning before an assistant's message or calls goes back with them
@@ -435,7 +444,7 @@ translate_input(Input *in, JsonNode *input, GError **error)
 	items = json_node_get_array(input);
 	for (guint i = 0; i < json_array_get_length(items); i++) {
 		JsonNode *node = json_array_get_element(items, i);
-		g_autofree gchar *param = g_strdup_printf("input[%u]", i);
+		g_autofree gchar *param = g_strdup_printf("%s[%u]", in->name, i);
 		JsonObject *item;
 		const gchar *type;
 
@@ -447,6 +456,13 @@ translate_input(Input *in, JsonNode *input, GError **error)
 		if (type == NULL && !node_is_null(member(item, "type"))) {
 			g_autofree gchar *p = g_strdup_printf("%s.type", param);
 			return fail(error, p, "type must be a string");
+		}
+		/* a conversation's mcp item is a message of its own, made apart:
+		 * calls on either side of it do not join */
+		if (in->items && type != NULL && g_strv_contains(mcp_item_types, type)) {
+			in->calls = NULL;
+			g_string_truncate(in->reasoning, 0);
+			continue;
 		}
 		/* an earlier output item, by its id: translated as that item */
 		if (g_strcmp0(type, "item_reference") == 0) {
@@ -979,7 +995,7 @@ confab_responses_request_new(void)
 /* The chat parser's params name messages[N]: the client sent input items,
  * and item N is not always message N. */
 static void
-rename_param(GError *error, GArray *origin)
+rename_param(GError *error, GArray *origin, const gchar *name)
 {
 	const gchar *param = confab_error_get_param(error);
 	g_autofree gchar *renamed = NULL;
@@ -999,14 +1015,14 @@ rename_param(GError *error, GArray *origin)
 			if (item == G_MAXUINT) {
 				if (g_str_has_prefix(rest, ".content"))
 					rest += strlen(".content");
-				renamed = g_strconcat("input", rest, NULL);
+				renamed = g_strconcat(name, rest, NULL);
 			} else {
-				renamed = g_strdup_printf("input[%u]%s", item, rest);
+				renamed = g_strdup_printf("%s[%u]%s", name, item, rest);
 			}
 		}
 	}
 	if (renamed == NULL)
-		renamed = g_strconcat("input", rest, NULL);
+		renamed = g_strconcat(name, rest, NULL);
 	confab_error_set_param(error, renamed);
 }
 
@@ -1022,7 +1038,8 @@ build_chat(ConfabResponsesRequest *request, GHashTable *resolved, GError **error
 	JsonArray *messages = json_array_new();
 	g_autoptr(GArray) origin = g_array_new(FALSE, FALSE, sizeof(guint));
 	g_autoptr(GString) reasoning = g_string_new(NULL);
-	Input in = {request, messages, NULL, origin, G_MAXUINT, resolved, reasoning};
+	Input in =
+	    {request, messages, NULL, origin, G_MAXUINT, resolved, reasoning, "input", FALSE};
 	ConfabChatLimits chat_limits = request->limits;
 
 	json_object_set_array_member(chat, "messages", messages);
@@ -1046,7 +1063,7 @@ build_chat(ConfabResponsesRequest *request, GHashTable *resolved, GError **error
 	request->chat =
 	    confab_chat_request_parse(chat_json, strlen(chat_json), &chat_limits, &chat_error);
 	if (request->chat == NULL) {
-		rename_param(chat_error, origin);
+		rename_param(chat_error, origin, "input");
 		g_propagate_error(error, g_steal_pointer(&chat_error));
 		return FALSE;
 	}
@@ -1126,6 +1143,316 @@ confab_responses_request_resolve(ConfabResponsesRequest *request, GHashTable *it
 	g_return_val_if_fail(request != NULL && request->chat == NULL, FALSE);
 	g_return_val_if_fail(items != NULL, FALSE);
 	return build_chat(request, items, error);
+}
+
+/* ---------- a conversation's items ---------- */
+
+/* What a conversation takes as items: what a response's input takes but
+ * references to other responses' items, and what a response's output has:
+ * mcp calls and approval requests, and the answers to them. */
+static gboolean
+check_item_types(JsonArray *items, GError **error)
+{
+	static const gchar *const ok[] = {"message",
+					  "function_call",
+					  "function_call_output",
+					  "reasoning",
+					  "mcp_call",
+					  "mcp_approval_request",
+					  "mcp_approval_response",
+					  NULL};
+
+	for (guint i = 0; i < json_array_get_length(items); i++) {
+		JsonNode *node = json_array_get_element(items, i);
+		JsonNode *type_node;
+		g_autofree gchar *param = g_strdup_printf("items[%u].type", i);
+		const gchar *type;
+
+		if (!JSON_NODE_HOLDS_OBJECT(node)) {
+			g_autofree gchar *p = g_strdup_printf("items[%u]", i);
+			return fail(error, p, "Each item must be an object");
+		}
+		type_node = member(json_node_get_object(node), "type");
+		if (node_is_null(type_node))
+			continue; /* a message: an item with a role and no type */
+		if (!node_is_string(type_node))
+			return fail(error, param, "type must be a string");
+		type = json_node_get_string(type_node);
+		if (g_strv_contains(ok, type))
+			continue;
+		confab_error_set_printf(
+		    error,
+		    CONFAB_ERROR_INVALID_VALUE,
+		    param,
+		    "Items of type '%s' cannot be added to a conversation; it takes "
+		    "message, function_call, function_call_output, reasoning, mcp_call, "
+		    "mcp_approval_request and mcp_approval_response items",
+		    type);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static const gchar *
+required_string(JsonObject *item, const gchar *name, const gchar *param, GError **error)
+{
+	const gchar *value = member_string(item, name);
+
+	if (value == NULL) {
+		g_autofree gchar *p = g_strdup_printf("%s.%s", param, name);
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INVALID_VALUE,
+					p,
+					"%s must be a string",
+					name);
+	}
+	return value;
+}
+
+/* `{"type":"tool_call"…` with the tool's name as the model knows it */
+static void
+append_call_block(GString *out,
+		  const gchar *type,
+		  const gchar *id,
+		  const gchar *server,
+		  const gchar *name,
+		  const gchar *arguments)
+{
+	g_autofree gchar *full = g_strdup_printf("%s__%s", server, name);
+
+	g_string_append_printf(out, "{\"type\":\"%s\",\"id\":", type);
+	confab_json_append_string(out, id);
+	if (g_str_equal(type, "approval_request")) {
+		g_string_append(out, ",\"tool_call_id\":");
+		confab_json_append_string(out, id);
+	}
+	g_string_append(out, ",\"name\":");
+	confab_json_append_string(out, full);
+	g_string_append(out, ",\"arguments\":");
+	confab_json_append_string(out, arguments);
+	g_string_append(out, ",\"server\":");
+	confab_json_append_string(out, server);
+	g_string_append_c(out, '}');
+}
+
+/* An mcp_approval_response item's block: the person's decision. */
+static gchar *
+decision_blocks(JsonObject *item, const gchar *param, GError **error)
+{
+	g_autoptr(GString) out = g_string_new("[{\"type\":\"approval\",\"id\":");
+	const gchar *request = required_string(item, "approval_request_id", param, error);
+	JsonNode *approve = member(item, "approve");
+	JsonNode *reason = member(item, "reason");
+
+	if (request == NULL)
+		return NULL;
+	if (!node_holds(approve, G_TYPE_BOOLEAN) ||
+	    (!node_is_null(reason) && !node_is_string(reason))) {
+		g_autofree gchar *p = g_strdup_printf("%s.approve", param);
+		fail(error, p, "approve must be a boolean, and reason a string");
+		return NULL;
+	}
+	confab_json_append_string(out, request);
+	g_string_append_printf(out,
+			       ",\"approve\":%s,\"reason\":",
+			       json_node_get_boolean(approve) ? "true" : "false");
+	confab_json_append_string(out,
+				  node_is_string(reason) ? json_node_get_string(reason) : NULL);
+	g_string_append(out, ",\"by\":\"api\"}]");
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* An mcp item's content blocks, as an answer whose agent used its tools
+ * keeps them: an mcp_call is the call and its result, an
+ * mcp_approval_request the request, an mcp_approval_response the decision. */
+static gchar *
+mcp_blocks(JsonObject *item, const gchar *type, const gchar *param, GError **error)
+{
+	g_autoptr(GString) out = g_string_new("[");
+	const gchar *id = member_string(item, "id");
+	const gchar *server, *name, *arguments;
+
+	if (g_str_equal(type, "mcp_approval_response"))
+		return decision_blocks(item, param, error);
+	if ((server = required_string(item, "server_label", param, error)) == NULL ||
+	    (name = required_string(item, "name", param, error)) == NULL ||
+	    (arguments = required_string(item, "arguments", param, error)) == NULL)
+		return NULL;
+	if (id == NULL && g_str_equal(type, "mcp_approval_request")) {
+		required_string(item, "id", param, error);
+		return NULL;
+	}
+	if (id == NULL)
+		id = param; /* unique within the request, which is enough */
+	if (g_str_equal(type, "mcp_approval_request")) {
+		append_call_block(out, "approval_request", id, server, name, arguments);
+	} else {
+		const gchar *output = member_string(item, "output");
+		const gchar *failure = member_string(item, "error");
+		append_call_block(out, "tool_call", id, server, name, arguments);
+		g_string_append(out, ",{\"type\":\"tool_result\",\"tool_call_id\":");
+		confab_json_append_string(out, id);
+		g_string_append(out, ",\"content\":");
+		confab_json_append_string(out,
+					  output != NULL    ? output
+					  : failure != NULL ? failure
+							    : "");
+		g_string_append_printf(out, ",\"is_error\":%s}", output == NULL ? "true" : "false");
+	}
+	g_string_append_c(out, ']');
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* The mcp items of @items as assistant messages, by item index (NULL for
+ * the others). */
+static void
+unref_nullable(gpointer object)
+{
+	if (object != NULL)
+		g_object_unref(object);
+}
+
+static GPtrArray *
+mcp_messages(JsonArray *items, GError **error)
+{
+	g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(unref_nullable);
+
+	for (guint i = 0; i < json_array_get_length(items); i++) {
+		JsonObject *item = json_array_get_object_element(items, i);
+		const gchar *type = member_string(item, "type");
+		g_autofree gchar *param = g_strdup_printf("items[%u]", i);
+		g_autofree gchar *blocks = NULL;
+		ConfabMessage *msg;
+
+		g_ptr_array_add(messages, NULL);
+		if (type == NULL || !g_strv_contains(mcp_item_types, type))
+			continue;
+		blocks = mcp_blocks(item, type, param, error);
+		if (blocks == NULL)
+			return NULL;
+		msg = confab_message_new();
+		confab_message_set_role(msg, "assistant");
+		confab_message_set_content(msg, "[]");
+		confab_message_set_content_blocks(msg, blocks);
+		g_ptr_array_index(messages, i) = msg;
+	}
+	return g_steal_pointer(&messages);
+}
+
+static gboolean
+not_null(gconstpointer a, gconstpointer b)
+{
+	return a != NULL;
+}
+
+/* @chat's messages (made from the items @origin names) with the mcp
+ * messages, in the items' order. */
+static void
+merge_mcp(ConfabChatRequest *chat, GArray *origin, GPtrArray *mcp)
+{
+	GPtrArray *messages = g_ptr_array_new_with_free_func(g_object_unref);
+	GPtrArray *titles = g_ptr_array_new_with_free_func(g_free);
+	guint k = 0;
+
+	for (guint i = 0; i <= mcp->len; i++) {
+		for (; k < chat->messages->len &&
+		       (i == mcp->len || g_array_index(origin, guint, k) < i);
+		     k++) {
+			g_ptr_array_add(messages,
+					g_object_ref(g_ptr_array_index(chat->messages, k)));
+			g_ptr_array_add(titles, g_strdup(g_ptr_array_index(chat->titles, k)));
+		}
+		if (i < mcp->len && g_ptr_array_index(mcp, i) != NULL) {
+			g_ptr_array_add(messages, g_object_ref(g_ptr_array_index(mcp, i)));
+			g_ptr_array_add(titles, NULL);
+		}
+	}
+	g_ptr_array_unref(chat->messages);
+	g_ptr_array_unref(chat->titles);
+	chat->messages = messages;
+	chat->titles = titles;
+}
+
+/**
+ * confab_responses_request_parse_items:
+ * @items: (nullable): the `items` member of a Conversations API body
+ * @limits: the limits to enforce, as for a response's input
+ * @error: return location for a #GError; a CONFAB_ERROR whose param names
+ *   the item (`items[3].content[0].text`)
+ *
+ * Checks a conversation's new items with the code that checks a
+ * response's input items, and makes them the messages they are stored as
+ * (consecutive function calls, and the reasoning before them, join one
+ * assistant message, as in a response's input).
+ *
+ * Returns: (transfer full): the messages (and the titles their text would
+ *   give) in a #ConfabChatRequest whose model is unset
+ */
+ConfabChatRequest *
+confab_responses_request_parse_items(JsonNode *items,
+				     const ConfabChatLimits *limits,
+				     GError **error)
+{
+	g_autoptr(ConfabResponsesRequest) request = confab_responses_request_new();
+	g_autoptr(JsonObject) chat = json_object_new();
+	g_autoptr(JsonNode) chat_node = NULL;
+	g_autofree gchar *chat_json = NULL;
+	g_autoptr(GError) chat_error = NULL;
+	JsonArray *messages = json_array_new();
+	g_autoptr(GArray) origin = g_array_new(FALSE, FALSE, sizeof(guint));
+	g_autoptr(GString) reasoning = g_string_new(NULL);
+	Input in = {request, messages, NULL, origin, G_MAXUINT, NULL, reasoning, "items", TRUE};
+	ConfabChatLimits chat_limits = *limits;
+	g_autoptr(GPtrArray) mcp = NULL;
+	ConfabChatRequest *parsed;
+
+	json_object_set_string_member(chat, "model", "conversation");
+	json_object_set_array_member(chat, "messages", messages);
+	if (items == NULL || !JSON_NODE_HOLDS_ARRAY(items)) {
+		fail(error, "items", "items must be an array of items");
+		return NULL;
+	}
+	if (json_array_get_length(json_node_get_array(items)) > CONFAB_CONVERSATION_MAX_ITEMS) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_INVALID_VALUE,
+					"items",
+					"items may hold %d items at most",
+					CONFAB_CONVERSATION_MAX_ITEMS);
+		return NULL;
+	}
+	if (!check_item_types(json_node_get_array(items), error) ||
+	    !translate_input(&in, items, error))
+		return NULL;
+	mcp = mcp_messages(json_node_get_array(items), error);
+	if (mcp == NULL)
+		return NULL;
+	if (json_array_get_length(messages) == 0) {
+		if (!g_ptr_array_find_with_equal_func(mcp, NULL, not_null, NULL)) {
+			fail(error,
+			     "items",
+			     "items must hold a message, a call or a decision (a reasoning item is "
+			     "kept with the assistant message or function call after it)");
+			return NULL;
+		}
+		parsed = g_new0(ConfabChatRequest, 1);
+		parsed->messages = g_ptr_array_new_with_free_func(g_object_unref);
+		parsed->titles = g_ptr_array_new_with_free_func(g_free);
+		merge_mcp(parsed, origin, mcp);
+		return parsed;
+	}
+	chat_node = json_node_init_object(json_node_alloc(), chat);
+	chat_json = confab_json_to_string(chat_node);
+	chat_limits.max_depth += 2;
+	chat_limits.no_messages_ok = FALSE;
+	parsed = confab_chat_request_parse(chat_json, strlen(chat_json), &chat_limits, &chat_error);
+	if (parsed == NULL) {
+		rename_param(chat_error, origin, "items");
+		g_propagate_error(error, g_steal_pointer(&chat_error));
+		return NULL;
+	}
+	g_clear_pointer(&parsed->model, g_free);
+	merge_mcp(parsed, origin, mcp);
+	return parsed;
 }
 
 void

@@ -83,6 +83,13 @@ gboolean
 confab_responses_request_resolve(ConfabResponsesRequest *request,
 				 GHashTable *items,
 				 GError **error);
+/* the most items one Conversations API request may add */
+#define CONFAB_CONVERSATION_MAX_ITEMS 1000
+
+ConfabChatRequest *
+confab_responses_request_parse_items(JsonNode *items,
+				     const ConfabChatLimits *limits,
+				     GError **error);
 void
 confab_responses_request_free(ConfabResponsesRequest *request);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabResponsesRequest, confab_responses_request_free)

@@ -122,6 +122,21 @@ confab_store_row_to_session(ConfabStoreRow *row)
 }
 
 /**
+ * confab_store_row_to_conversation:
+ * @row: a row of %CONFAB_STORE_CONVERSATION_COLUMNS
+ *
+ * Returns: (transfer full): the #ConfabSession, with its metadata
+ */
+gpointer
+confab_store_row_to_conversation(ConfabStoreRow *row)
+{
+	ConfabSession *session = confab_store_row_to_session(row);
+
+	confab_session_set_metadata(session, confab_store_row_text(row, 7));
+	return session;
+}
+
+/**
  * confab_store_row_to_message:
  * @row: a row of %CONFAB_STORE_MESSAGE_COLUMNS
  *

@@ -73,6 +73,8 @@ typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_TOKEN_COLUMNS                                                                 \
 	"id, hash, owner, name, scopes, agent_id, created_at, expires_at, revoked_at"
 #define CONFAB_STORE_SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
+/* a session with what the Conversations API keeps of it */
+#define CONFAB_STORE_CONVERSATION_COLUMNS CONFAB_STORE_SESSION_COLUMNS ", metadata"
 #define CONFAB_STORE_MESSAGE_COLUMNS                                                               \
 	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
 	"prompt_tokens, completion_tokens, created_at, response_id, upstream"
@@ -89,6 +91,8 @@ gpointer
 confab_store_row_to_token(ConfabStoreRow *row);
 gpointer
 confab_store_row_to_session(ConfabStoreRow *row);
+gpointer
+confab_store_row_to_conversation(ConfabStoreRow *row);
 gpointer
 confab_store_row_to_message(ConfabStoreRow *row);
 gpointer

@@ -10,6 +10,7 @@
 #include "store/confab-store-call.h"
 #include "store/confab-store.h"
 #include "util/confab-error.h"
+#include "util/confab-json.h"
 
 G_DEFINE_INTERFACE(ConfabStore, confab_store, G_TYPE_OBJECT)
 
@@ -248,10 +249,87 @@ static const ConfabStoreOp op_save_token = {
 static const ConfabStoreOp op_get_session = {
     .what = "reading a session",
     .rows = CONFAB_STORE_ROWS_ONE,
-    .sql = "SELECT " CONFAB_STORE_SESSION_COLUMNS " FROM sessions WHERE id = $1",
-    .map = confab_store_row_to_session,
+    .sql = "SELECT " CONFAB_STORE_CONVERSATION_COLUMNS " FROM sessions WHERE id = $1",
+    .map = confab_store_row_to_conversation,
     .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
     .missing_format = "no session %s",
+    .changed = -1,
+};
+
+/* the Conversations API's: a conversation before its first turn, with no
+ * agent ('') unless its token is bound to one */
+static const ConfabStoreOp op_create_conversation = {
+    .what = "creating a conversation",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO sessions (" CONFAB_STORE_CONVERSATION_COLUMNS ") "
+	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_set_conversation_metadata = {
+    .what = "storing a conversation's metadata",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE sessions SET metadata = $2, updated_at = $3 WHERE id = $1",
+    .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+    .missing_format = "no session %s",
+    .changed = -1,
+};
+
+/* only while it has none: the first response's agent is the conversation's */
+static const ConfabStoreOp op_set_conversation_agent = {
+    .what = "giving a conversation its agent",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE sessions SET agent_id = $2 WHERE id = $1 AND agent_id = ''",
+    .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+    .missing_format = "no session %s without an agent",
+    .changed = -1,
+};
+
+/* $2: the messages, a JSON array of objects: one statement, so one
+ * writer job and one commit however many (the conversation touched
+ * first, on PostgreSQL in the same statement); none when the session is
+ * gone */
+static const ConfabStoreOp op_append_messages = {
+    .what = "adding messages",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "WITH s AS (UPDATE sessions SET updated_at = GREATEST(updated_at, $3::bigint) "
+	   "WHERE id = $1::text RETURNING id) "
+	   "INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "
+	   "created_at) "
+	   "SELECT m.id, s.id, m.role, m.model, m.content, m.content_blocks, m.status, $3::bigint "
+	   "FROM s, jsonb_to_recordset($2::jsonb) AS m (id text, role text, model text, "
+	   "content text, content_blocks text, status integer)",
+    .sql_sqlite = "INSERT INTO messages (id, session_id, role, model, content, content_blocks, "
+		  "status, created_at) "
+		  "SELECT json_extract(m.value, '$.id'), $1, json_extract(m.value, '$.role'), "
+		  "json_extract(m.value, '$.model'), json_extract(m.value, '$.content'), "
+		  "json_extract(m.value, '$.content_blocks'), json_extract(m.value, '$.status'), "
+		  "$3 FROM json_each($2) AS m WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1)",
+    .sql_sqlite_then = "UPDATE sessions SET updated_at = MAX(updated_at, $3) WHERE id = $1",
+    .missing = CONFAB_ERROR_CONVERSATION_NOT_FOUND,
+    .missing_format = "no session %s",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_get_message = {
+    .what = "reading a message",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
+	   "WHERE session_id = $1 AND id = $2",
+    .map = confab_store_row_to_message,
+    .missing = CONFAB_ERROR_ITEM_NOT_FOUND,
+    .missing_format = "no such message in session %s",
+    .changed = -1,
+};
+
+/* SQLite's search index still finds its text until the conversation is
+ * indexed anew */
+static const ConfabStoreOp op_delete_message = {
+    .what = "deleting a message",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "DELETE FROM messages WHERE session_id = $1 AND id = $2",
+    .missing = CONFAB_ERROR_ITEM_NOT_FOUND,
+    .missing_format = "no such message in session %s",
     .changed = -1,
 };
 
@@ -384,7 +462,8 @@ static const ConfabStoreOp op_list_sessions = {
     .changed = -1,
 };
 
-/* [order][after]: each walks the index in id order, LIMIT the page + 1 */
+/* [order][after]: each walks the index in id order, LIMIT the page + 1;
+ * after 2: from the cursor on, itself included */
 #define LIST_MESSAGES(where_order)                                                                 \
 	{                                                                                          \
 		.what = "listing messages", .rows = CONFAB_STORE_ROWS_PAGE,                        \
@@ -392,9 +471,13 @@ static const ConfabStoreOp op_list_sessions = {
 		       " FROM messages WHERE session_id = $1 " where_order " LIMIT $2",            \
 		.map = confab_store_row_to_message, .changed = -1,                                 \
 	}
-static const ConfabStoreOp op_list_messages[2][2] = {
-    {LIST_MESSAGES("ORDER BY id DESC"), LIST_MESSAGES("AND id < $3 ORDER BY id DESC")},
-    {LIST_MESSAGES("ORDER BY id ASC"), LIST_MESSAGES("AND id > $3 ORDER BY id ASC")},
+static const ConfabStoreOp op_list_messages[2][3] = {
+    {LIST_MESSAGES("ORDER BY id DESC"),
+     LIST_MESSAGES("AND id < $3 ORDER BY id DESC"),
+     LIST_MESSAGES("AND id <= $3 ORDER BY id DESC")},
+    {LIST_MESSAGES("ORDER BY id ASC"),
+     LIST_MESSAGES("AND id > $3 ORDER BY id ASC"),
+     LIST_MESSAGES("AND id >= $3 ORDER BY id ASC")},
 };
 #undef LIST_MESSAGES
 
@@ -1083,6 +1166,303 @@ confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GErr
 }
 
 /**
+ * confab_store_create_conversation_async:
+ * @self: a #ConfabStore
+ * @session: the new conversation: its id, owner, agent (`""` for none
+ *   yet), source, title, times and metadata
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Stores a conversation that has no message yet (the Conversations API's
+ * `POST /conversations`); a turn's conversation is stored with its turn.
+ */
+void
+confab_store_create_conversation_async(ConfabStore *self,
+				       ConfabSession *session,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(CONFAB_IS_SESSION(session));
+	call = call_with_text(&op_create_conversation, confab_session_get_id(session));
+	confab_store_call_add_text(call, confab_session_get_owner(session));
+	confab_store_call_add_text(call, confab_session_get_agent_id(session) ?: "");
+	confab_store_call_add_int(call, confab_session_get_source(session));
+	confab_store_call_add_text(call, confab_session_get_title(session));
+	confab_store_call_add_int(call, confab_session_get_created_at(session));
+	confab_store_call_add_int(call, confab_session_get_updated_at(session));
+	confab_store_call_add_text(call, confab_session_get_metadata(session));
+	store_run(self,
+		  call,
+		  confab_store_create_conversation_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_create_conversation_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_create_conversation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_set_conversation_metadata_async:
+ * @self: a #ConfabStore
+ * @session_id: the conversation
+ * @metadata: (nullable): its metadata, a JSON object of strings, checked
+ * @updated_at: when, in Unix seconds
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Replaces a conversation's metadata.
+ */
+void
+confab_store_set_conversation_metadata_async(ConfabStore *self,
+					     const gchar *session_id,
+					     const gchar *metadata,
+					     gint64 updated_at,
+					     GCancellable *cancellable,
+					     GAsyncReadyCallback callback,
+					     gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_set_conversation_metadata, session_id);
+	confab_store_call_add_text(call, metadata);
+	confab_store_call_add_int(call, updated_at);
+	store_run(self,
+		  call,
+		  confab_store_set_conversation_metadata_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_set_conversation_metadata_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
+ *   there is no such conversation
+ */
+gboolean
+confab_store_set_conversation_metadata_finish(ConfabStore *self,
+					      GAsyncResult *result,
+					      GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_set_conversation_agent_async:
+ * @self: a #ConfabStore
+ * @session_id: a conversation created without an agent
+ * @agent_id: the agent of its first turn
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Gives a conversation without an agent (`""`) its agent, once.
+ */
+void
+confab_store_set_conversation_agent_async(ConfabStore *self,
+					  const gchar *session_id,
+					  const gchar *agent_id,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(agent_id != NULL && *agent_id != '\0');
+	call = call_with_text(&op_set_conversation_agent, session_id);
+	confab_store_call_add_text(call, agent_id);
+	store_run(self,
+		  call,
+		  confab_store_set_conversation_agent_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_set_conversation_agent_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
+ *   the conversation is gone or has an agent already
+ */
+gboolean
+confab_store_set_conversation_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/* The messages as op_append_messages reads them. */
+static gchar *
+messages_json(GPtrArray *messages)
+{
+	g_autoptr(GString) out = g_string_new("[");
+
+	for (guint i = 0; i < messages->len; i++) {
+		ConfabMessage *msg = g_ptr_array_index(messages, i);
+		g_string_append(out, i > 0 ? ",{\"id\":" : "{\"id\":");
+		confab_json_append_string(out, confab_message_get_id(msg));
+		g_string_append(out, ",\"role\":");
+		confab_json_append_string(out, confab_message_get_role(msg));
+		g_string_append(out, ",\"model\":");
+		confab_json_append_string(out, confab_message_get_model(msg) ?: "");
+		g_string_append(out, ",\"content\":");
+		confab_json_append_string(out, confab_message_get_content(msg));
+		g_string_append(out, ",\"content_blocks\":");
+		confab_json_append_string(out, confab_message_get_content_blocks(msg));
+		g_string_append_printf(out,
+				       ",\"status\":%d}",
+				       (gint)confab_message_get_status(msg));
+	}
+	g_string_append_c(out, ']');
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/**
+ * confab_store_append_messages_async:
+ * @self: a #ConfabStore
+ * @session_id: the conversation
+ * @messages: (element-type ConfabMessage): at least one; each with its id
+ *   (after every id the conversation has), role, model, content, content
+ *   blocks and status
+ * @created_at: when, in Unix seconds: every message's, and the
+ *   conversation's update
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once they are committed
+ * @user_data: for @callback
+ *
+ * Adds messages to a conversation outside a turn (the Conversations API's
+ * items): all of them in one statement, so one writer job and one commit,
+ * or none. The caller holds the session (confab_store_acquire_session_async())
+ * so that no turn's messages interleave.
+ */
+void
+confab_store_append_messages_async(ConfabStore *self,
+				   const gchar *session_id,
+				   GPtrArray *messages,
+				   gint64 created_at,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	g_autofree gchar *json = NULL;
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(messages != NULL && messages->len > 0);
+	json = messages_json(messages);
+	call = call_with_text(&op_append_messages, session_id);
+	confab_store_call_add_text(call, json);
+	confab_store_call_add_int(call, created_at);
+	store_run(self, call, confab_store_append_messages_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_append_messages_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
+ *   the conversation is gone, and then nothing was written
+ */
+gboolean
+confab_store_append_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_get_message_async:
+ * @self: a #ConfabStore
+ * @session_id: the conversation
+ * @message_id: one of its messages
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the message
+ * @user_data: for @callback
+ */
+void
+confab_store_get_message_async(ConfabStore *self,
+			       const gchar *session_id,
+			       const gchar *message_id,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_get_message, session_id);
+	confab_store_call_add_text(call, message_id);
+	store_run(self, call, confab_store_get_message_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_get_message_finish:
+ *
+ * Returns: (transfer full): the message; %CONFAB_ERROR_ITEM_NOT_FOUND when the
+ *   conversation has no such message
+ */
+ConfabMessage *
+confab_store_get_message_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_delete_message_async:
+ * @self: a #ConfabStore
+ * @session_id: the conversation
+ * @message_id: one of its messages
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Deletes one message of a conversation.
+ */
+void
+confab_store_delete_message_async(ConfabStore *self,
+				  const gchar *session_id,
+				  const gchar *message_id,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_delete_message, session_id);
+	confab_store_call_add_text(call, message_id);
+	store_run(self, call, confab_store_delete_message_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_delete_message_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_ITEM_NOT_FOUND when the
+ *   conversation has no such message
+ */
+gboolean
+confab_store_delete_message_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
  * confab_store_get_session_async:
  * @self: a #ConfabStore
  * @session_id: the session
@@ -1244,7 +1624,9 @@ confab_store_list_messages_async(ConfabStore *self,
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	call = call_with_text(
-	    &op_list_messages[query->order == CONFAB_ORDER_ASC][query->after != NULL],
+	    &op_list_messages[query->order == CONFAB_ORDER_ASC][query->after == NULL ? 0
+								: query->from	     ? 2
+										     : 1],
 	    query->session_id);
 	call->limit = query->limit;
 	confab_store_call_add_int(call, (gint64)query->limit + 1);

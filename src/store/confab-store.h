@@ -59,12 +59,15 @@ typedef struct {
  * @after: (nullable): a message id cursor
  * @order: newest or oldest first
  * @limit: the page size
+ * @from: the page starts at @after itself, not after it (a cursor whose
+ *   message has more to give: the Conversations API's items)
  */
 typedef struct {
 	gchar *session_id;
 	gchar *after;
 	ConfabOrder order;
 	guint limit;
+	gboolean from;
 } ConfabStoreMessageQuery;
 
 void
@@ -419,6 +422,63 @@ confab_store_delete_session_async(ConfabStore *self,
 gboolean
 confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
+void
+confab_store_create_conversation_async(ConfabStore *self,
+				       ConfabSession *session,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data);
+gboolean
+confab_store_create_conversation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_set_conversation_metadata_async(ConfabStore *self,
+					     const gchar *session_id,
+					     const gchar *metadata,
+					     gint64 updated_at,
+					     GCancellable *cancellable,
+					     GAsyncReadyCallback callback,
+					     gpointer user_data);
+gboolean
+confab_store_set_conversation_metadata_finish(ConfabStore *self,
+					      GAsyncResult *result,
+					      GError **error);
+void
+confab_store_set_conversation_agent_async(ConfabStore *self,
+					  const gchar *session_id,
+					  const gchar *agent_id,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data);
+gboolean
+confab_store_set_conversation_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_append_messages_async(ConfabStore *self,
+				   const gchar *session_id,
+				   GPtrArray *messages,
+				   gint64 created_at,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+gboolean
+confab_store_append_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_get_message_async(ConfabStore *self,
+			       const gchar *session_id,
+			       const gchar *message_id,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+ConfabMessage *
+confab_store_get_message_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_delete_message_async(ConfabStore *self,
+				  const gchar *session_id,
+				  const gchar *message_id,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data);
+gboolean
+confab_store_delete_message_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_get_session_async(ConfabStore *self,
 			       const gchar *session_id,

@@ -11,6 +11,8 @@
  * CR (a CRLF split between two reads counts once), a leading BOM is ignored,
  * `:` starts a comment, `data:` lines accumulate joined by "\n", `event:` sets
  * the type, an empty line dispatches, and an event without data is dropped.
+ * `id:` and `retry:` are kept for a client that resumes the stream
+ * (confab_sse_parser_get_last_event_id(), confab_sse_parser_get_retry()).
  *
  * Input may be cut at any byte. An event larger than the configured maximum
  * is an error rather than unbounded buffering. At the end of the stream a
@@ -36,8 +38,11 @@ struct _ConfabSseParser {
 	GString *data; /* data lines of the event being built */
 	gchar *event;  /* its event type, or NULL */
 	gboolean has_data;
-	gboolean skip_lf; /* the last byte seen was a CR */
-	gboolean started; /* past the optional BOM */
+	gchar *id_buffer;     /* the last `id:` field seen, or NULL */
+	gchar *last_event_id; /* set from id_buffer at each dispatch */
+	gint64 retry_ms;      /* the last valid `retry:`, or -1 */
+	gboolean skip_lf;     /* the last byte seen was a CR */
+	gboolean started;     /* past the optional BOM */
 };
 
 G_DEFINE_TYPE(ConfabSseParser, confab_sse_parser, G_TYPE_OBJECT)
@@ -49,6 +54,8 @@ confab_sse_parser_finalize(GObject *object)
 	g_string_free(self->line, TRUE);
 	g_string_free(self->data, TRUE);
 	g_free(self->event);
+	g_free(self->id_buffer);
+	g_free(self->last_event_id);
 	G_OBJECT_CLASS(confab_sse_parser_parent_class)->finalize(object);
 }
 
@@ -65,6 +72,7 @@ confab_sse_parser_init(ConfabSseParser *self)
 	self->max_event_size = DEFAULT_MAX_EVENT_SIZE;
 	self->line = g_string_new(NULL);
 	self->data = g_string_new(NULL);
+	self->retry_ms = -1;
 }
 
 /**
@@ -100,6 +108,11 @@ confab_sse_parser_set_max_event_size(ConfabSseParser *self, gsize max_bytes)
 static void
 dispatch(ConfabSseParser *self)
 {
+	/* the last event id holds from here, even for an event without data */
+	if (g_strcmp0(self->last_event_id, self->id_buffer) != 0) {
+		g_free(self->last_event_id);
+		self->last_event_id = g_strdup(self->id_buffer);
+	}
 	if (self->has_data) {
 		/* the data lines were each followed by "\n": drop the last one */
 		g_string_truncate(self->data, self->data->len - 1);
@@ -160,8 +173,21 @@ process_line(ConfabSseParser *self, const gchar *line, gsize len, GError **error
 	} else if (field_len == 5 && memcmp(line, "event", 5) == 0) {
 		g_free(self->event);
 		self->event = g_strndup(value, value_len);
+	} else if (field_len == 2 && memcmp(line, "id", 2) == 0) {
+		/* an id with a NUL in it is ignored; an empty one resets */
+		if (memchr(value, '\0', value_len) == NULL) {
+			g_free(self->id_buffer);
+			self->id_buffer = value_len > 0 ? g_strndup(value, value_len) : NULL;
+		}
+	} else if (field_len == 5 && memcmp(line, "retry", 5) == 0) {
+		gint64 ms = 0;
+		gsize i;
+		for (i = 0; i < value_len && g_ascii_isdigit(value[i]); i++)
+			ms = MIN(ms * 10 + (value[i] - '0'), (gint64)G_MAXINT32);
+		if (value_len > 0 && i == value_len)
+			self->retry_ms = MIN(ms, G_MAXINT32);
 	}
-	/* "id", "retry" and unknown fields mean nothing to a relay */
+	/* unknown fields are ignored */
 	return TRUE;
 }
 
@@ -248,6 +274,39 @@ confab_sse_parser_feed(ConfabSseParser *self, const gchar *data, gsize len, GErr
 		}
 	}
 	return TRUE;
+}
+
+/**
+ * confab_sse_parser_get_last_event_id:
+ * @self: a #ConfabSseParser
+ *
+ * The stream's last event ID as the WHATWG rules keep it: the value of
+ * the last `id:` field, taken when an event is dispatched (an event
+ * without data counts), an empty `id:` clearing it.
+ *
+ * Returns: (nullable): the last event ID, or %NULL when there is none
+ */
+const gchar *
+confab_sse_parser_get_last_event_id(ConfabSseParser *self)
+{
+	g_return_val_if_fail(CONFAB_IS_SSE_PARSER(self), NULL);
+	return self->last_event_id;
+}
+
+/**
+ * confab_sse_parser_get_retry:
+ * @self: a #ConfabSseParser
+ *
+ * The reconnection time the stream asked for with its last valid
+ * `retry:` field (ASCII digits only, capped at %G_MAXINT32).
+ *
+ * Returns: milliseconds, or -1 when the stream gave none
+ */
+gint64
+confab_sse_parser_get_retry(ConfabSseParser *self)
+{
+	g_return_val_if_fail(CONFAB_IS_SSE_PARSER(self), -1);
+	return self->retry_ms;
 }
 
 /**

@@ -33,6 +33,10 @@ void
 confab_sse_parser_set_max_event_size(ConfabSseParser *self, gsize max_bytes);
 gboolean
 confab_sse_parser_feed(ConfabSseParser *self, const gchar *data, gsize len, GError **error);
+const gchar *
+confab_sse_parser_get_last_event_id(ConfabSseParser *self);
+gint64
+confab_sse_parser_get_retry(ConfabSseParser *self);
 gboolean
 confab_sse_parser_finish(ConfabSseParser *self, GError **error);
 

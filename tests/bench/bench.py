@@ -445,10 +445,12 @@ class Bench:
 PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA cache_size=-262144;
 BEGIN;
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < {conversations})
-INSERT INTO sessions SELECT 'cts_' || printf('%026d', i), 'bench', '{agent}', 0,
+INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at)
+  SELECT 'cts_' || printf('%026d', i), 'bench', '{agent}', 0,
   'seeded conversation ' || i, 1700000000 + i / 100, 1700000000 + i / 100 FROM n;
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < {conversations * per_conv - 1})
-INSERT INTO messages SELECT 'msg_' || printf('%026d', i),
+INSERT INTO messages (id, session_id, role, model, content, content_blocks, status,
+  finish_reason, prompt_tokens, completion_tokens, created_at) SELECT 'msg_' || printf('%026d', i),
   'cts_' || printf('%026d', i / {per_conv} + 1),
   CASE i % 2 WHEN 0 THEN 'user' ELSE 'assistant' END, '{agent}',
   '[{{"type":"text","text":"seeded message"}}]', '[{{"type":"text","text":"seeded message"}}]',
@@ -478,11 +480,19 @@ PRAGMA wal_checkpoint(TRUNCATE);
         d = max(3, self.args.seconds // 2)
         mid = f"cts_{conversations // 2:026d}"
         deep = f"cts_{conversations // 100:026d}"
+        # a message half-way through the conversation mid
+        mid_msg = f"msg_{(conversations // 2 - 1) * per_conv + per_conv // 2:026d}"
         pages = [
             ("conversations first page", "/api/v1/conversations?limit=20"),
             ("conversations deep after page", f"/api/v1/conversations?limit=20&after={deep}"),
             ("conversations asc mid page", f"/api/v1/conversations?limit=20&order=asc&after={mid}"),
             ("messages of a conversation", f"/api/v1/conversations/{mid}/messages"),
+            # the Conversations API's items of the same conversation
+            ("items of a conversation", f"/api/v1/conversations/{mid}/items"),
+            ("messages deep after page",
+             f"/api/v1/conversations/{mid}/messages?limit=20&after={mid_msg}"),
+            ("items deep after page",
+             f"/api/v1/conversations/{mid}/items?limit=20&after={mid_msg}"),
         ]
         for name, path in pages:
             # the same page warm, as a client paging through would find it
@@ -672,10 +682,13 @@ PRAGMA wal_checkpoint(TRUNCATE);
     def seed_pg(self, url, conversations, per_conv):
         agent = self.agent_json
         sql = f"""
-INSERT INTO sessions SELECT 'cts_' || lpad(i::text, 26, '0'), 'bench', '{agent}', 0,
+INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at)
+  SELECT 'cts_' || lpad(i::text, 26, '0'), 'bench', '{agent}', 0,
   'seeded conversation ' || i, 1700000000 + i / 100, 1700000000 + i / 100
   FROM generate_series(1, {conversations}) AS i;
-INSERT INTO messages SELECT 'msg_' || lpad(i::text, 26, '0'),
+INSERT INTO messages (id, session_id, role, model, content, content_blocks, status,
+  finish_reason, prompt_tokens, completion_tokens, created_at)
+  SELECT 'msg_' || lpad(i::text, 26, '0'),
   'cts_' || lpad((i / {per_conv} + 1)::text, 26, '0'),
   CASE i % 2 WHEN 0 THEN 'user' ELSE 'assistant' END, '{agent}',
   '[{{"type":"text","text":"seeded message"}}]', '[{{"type":"text","text":"seeded message"}}]',

@@ -1185,6 +1185,113 @@ test('OpenAI Agents SDK: run() on its Responses model, with a function tool', as
   assert.ok(paths.length >= 3 && paths.every((p) => p === '/api/v1/responses'), paths.join(' '));
 });
 
+test('openai SDK: conversations.* and conversations.items.*, and responses.create({conversation})', async () => {
+  const c = client(ctx.token);
+  const conv = await c.conversations.create({
+    metadata: { topic: 'demo' },
+    items: [{ type: 'message', role: 'user', content: 'first' }],
+  });
+  assert.ok(conv.id.startsWith('cts_'), conv.id);
+  assert.equal(conv.object, 'conversation');
+  assert.deepEqual(conv.metadata, { topic: 'demo' });
+  assert.ok(isUnixSeconds(conv.created_at));
+  assert.deepEqual((await c.conversations.retrieve(conv.id)).metadata, { topic: 'demo' });
+  const updated = await c.conversations.update(conv.id, { metadata: { topic: 'other' } });
+  assert.deepEqual(updated.metadata, { topic: 'other' });
+
+  const added = await c.conversations.items.create(conv.id, {
+    items: [
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'second' }] },
+      { role: 'user', content: [{ type: 'input_text', text: 'third' }] },
+    ],
+  });
+  assert.equal(added.data.length, 2);
+  const texts = (items) => items.map((i) => i.content[0].text);
+  const all = [];
+  for await (const item of c.conversations.items.list(conv.id, { order: 'asc', limit: 1 }))
+    all.push(item);
+  assert.deepEqual(texts(all), ['first', 'second', 'third'], 'a page at a time, by the cursor');
+  const newest = await c.conversations.items.list(conv.id, { limit: 2 });
+  assert.deepEqual(texts(newest.data), ['third', 'second'], 'newest first by default');
+  assert.equal(newest.has_more, true);
+
+  const got = await c.conversations.items.retrieve(all[1].id, { conversation_id: conv.id });
+  assert.equal(got.role, 'assistant');
+  const after = await c.conversations.items.delete(all[1].id, { conversation_id: conv.id });
+  assert.equal(after.id, conv.id);
+  await expectApiError(() => c.conversations.items.retrieve(all[1].id, { conversation_id: conv.id }),
+                       OpenAI.NotFoundError, 404, 'item_not_found');
+  await expectApiError(() => c.conversations.items.create(conv.id, { items: [{ type: 'web_search_call' }] }),
+                       OpenAI.BadRequestError, 400, 'invalid_value');
+
+  // a response continues it: the items are its context, its own are listed
+  const r = await c.responses.create({ model: ctx.agent, input: 'fourth', conversation: conv.id });
+  assert.equal(r.output_text, 'fourth');
+  assert.equal(r.conversation.id, conv.id);
+  const listed = await c.conversations.items.list(conv.id, { order: 'asc' });
+  assert.deepEqual(texts(listed.data), ['first', 'third', 'fourth', 'fourth']);
+  assert.deepEqual(listed.data.map((i) => i.role), ['user', 'user', 'user', 'assistant']);
+  await expectApiError(() => c.responses.create({ model: ctx.agent, input: 'x', conversation: conv.id,
+                                                  previous_response_id: r.id }),
+                       OpenAI.BadRequestError, 400, 'invalid_value');
+
+  const deleted = await c.conversations.delete(conv.id);
+  assert.deepEqual(deleted, { id: conv.id, object: 'conversation.deleted', deleted: true });
+  await expectApiError(() => c.conversations.retrieve(conv.id), OpenAI.NotFoundError, 404,
+                       'conversation_not_found');
+});
+
+test("OpenAI Agents SDK: OpenAIConversationsSession remembers across run(), popItem, clearSession", async (skip) => {
+  let agents;
+  try {
+    agents = await import('@openai/agents');
+  } catch (e) {
+    if (e.code === 'ERR_MODULE_NOT_FOUND') skip('@openai/agents is not installed (npm ci)');
+    throw e;
+  }
+  const { Agent, run, OpenAIConversationsSession, setTracingDisabled } = agents;
+  const inputs = []; // what each response was given: the session's memory
+  const watching = async (input, init) => {
+    const url = new URL(typeof input === 'string' ? input : input.url);
+    if (url.pathname === '/api/v1/responses' && init?.body)
+      inputs.push(JSON.parse(init.body).input);
+    return fetch(input, init);
+  };
+  setTracingDisabled(true);
+  const c = client(ctx.token, { fetch: watching });
+  const session = new OpenAIConversationsSession({ client: c });
+  const agent = new Agent({ name: 'Echo', instructions: 'Repeat the user.',
+                            model: new agents.OpenAIResponsesModel(c, ctx.agent) });
+  const said = ['my name is Ada', 'I live in Lyon', 'what do you know?'];
+  for (const text of said) {
+    const result = await run(agent, text, { session });
+    assert.equal(result.finalOutput, text);
+  }
+  const id = await session.getSessionId();
+  assert.ok(id.startsWith('cts_'), id);
+  // the third run was given the first two, question and answer
+  const third = JSON.stringify(inputs[inputs.length - 1]);
+  for (const text of said)
+    assert.ok(third.includes(text), `the third run remembers "${text}": ${third}`);
+
+  const stored = async () => {
+    const items = [];
+    for await (const item of c.conversations.items.list(id, { order: 'asc' })) items.push(item);
+    return items.map((i) => `${i.role}:${i.content[0].text}`);
+  };
+  const expected = said.flatMap((t) => [`user:${t}`, `assistant:${t}`]);
+  assert.deepEqual(await stored(), expected);
+  assert.deepEqual((await session.getItems(2)).map((i) => i.role), ['user', 'assistant']);
+
+  const popped = await session.popItem();
+  assert.equal(popped.role, 'assistant');
+  assert.deepEqual(await stored(), expected.slice(0, -1));
+
+  await session.clearSession();
+  await expectApiError(() => c.conversations.retrieve(id), OpenAI.NotFoundError, 404,
+                       'conversation_not_found');
+});
+
 test('responses: a real MCP server (server-everything): mcp_call items come back whole', async (skip) => {
   const script = join(import.meta.dirname, '..', 'mcp', 'node_modules', '@modelcontextprotocol',
                       'server-everything', 'dist', 'index.js');

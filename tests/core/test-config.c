@@ -408,6 +408,12 @@ test_documented_defaults(void)
 			 ==,
 			 defaults->max_connections_per_peer);
 	g_assert_cmpuint(documented->body_timeout, ==, defaults->body_timeout);
+	g_assert_cmpuint(documented->responses_max_background,
+			 ==,
+			 defaults->responses_max_background);
+	g_assert_cmpuint(documented->responses_event_retention,
+			 ==,
+			 defaults->responses_event_retention);
 	g_assert_cmpuint(documented->max_inflight_body_bytes,
 			 ==,
 			 defaults->max_inflight_body_bytes);

@@ -663,6 +663,93 @@ test_everything_http(Fixture *f, gconstpointer data)
 	g_subprocess_wait(server, NULL, NULL);
 }
 
+/* The fake MCP server over streamable HTTP with @arg (one option and its
+ * value); its URL in @url. */
+static GSubprocess *
+start_fake_http(const gchar *option, const gchar *value, gchar **url)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GDataInputStream) out = NULL;
+	g_autofree gchar *line = NULL;
+	GSubprocess *server =
+	    g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+			     &error,
+			     g_getenv("CONFAB_FAKE_MCP"),
+			     "--http",
+			     "0",
+			     option,
+			     value,
+			     NULL);
+
+	g_assert_no_error(error);
+	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(server));
+	line = g_data_input_stream_read_line(out, NULL, NULL, NULL);
+	g_assert_nonnull(line);
+	g_assert_true(g_str_has_prefix(line, "PORT="));
+	*url = g_strdup_printf("http://127.0.0.1:%s/mcp", line + 5);
+	return server;
+}
+
+/* Servers of the older protocol versions and one without tools, through a
+ * turn: 2025-03-26 over HTTP (its answer's stream cut and resumed),
+ * 2024-11-05 over stdio (a batch), and a server that declares no tools
+ * capability: it is not asked, and lists nothing, without an error. */
+static void
+test_older_servers(Fixture *f, gconstpointer data)
+{
+	const gchar *fake = g_getenv("CONFAB_FAKE_MCP");
+	g_autofree gchar *url = NULL;
+	g_autoptr(GSubprocess) server = start_fake_http("--protocol", "2025-03-26", &url);
+	g_autofree gchar *servers =
+	    g_strdup_printf("{\"mcpServers\":{\"march\":{\"url\":\"%s\"},"
+			    "\"nov\":{\"command\":\"%s\",\"args\":[\"--protocol\",\"2024-11-05\"]},"
+			    "\"bare\":{\"command\":\"%s\",\"args\":[\"--capabilities\",\"{}\"]}}}",
+			    url,
+			    fake,
+			    fake);
+	g_autofree gchar *agent = create_tool_agent(f, servers, 0);
+	g_autofree gchar *body =
+	    chat_body(agent, "/tool march__drop {\"retry\":50}\n/tool nov__batch {}", FALSE, NULL);
+	g_autoptr(ConfabTestResponse) r = post(f, body);
+	g_autoptr(JsonArray) blocks = NULL;
+	g_autoptr(GVariant) tools = NULL;
+	g_autoptr(GError) error = NULL;
+	guint march = 0, nov = 0;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	blocks = stored_blocks(f, confab_test_json_string(r->json, "metadata.session_id"));
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *b = json_array_get_object_element(blocks, i);
+		if (g_strcmp0(json_object_get_string_member(b, "type"), "tool_result") != 0)
+			continue;
+		g_assert_false(json_object_get_boolean_member(b, "is_error"));
+		march += g_str_equal(json_object_get_string_member(b, "content"), "resumed");
+		nov += g_str_equal(json_object_get_string_member(b, "content"), "batched");
+	}
+	g_assert_cmpuint(march, ==, 1);
+	g_assert_cmpuint(nov, ==, 1);
+
+	g_assert_true(confab_dbus_admin_call_list_agent_tools_sync(f->daemon->admin,
+								   agent,
+								   &tools,
+								   NULL,
+								   &error));
+	g_assert_no_error(error);
+	march = nov = 0;
+	for (gsize i = 0; i < g_variant_n_children(tools); i++) {
+		g_autoptr(GVariant) tool = g_variant_get_child_value(tools, i);
+		const gchar *name = confab_test_variant_string(tool, "server");
+		g_assert_cmpstr(confab_test_variant_string(tool, "status"), ==, "ready");
+		g_assert_cmpstr(name, !=, "bare");
+		march += g_str_equal(name, "march");
+		nov += g_str_equal(name, "nov");
+	}
+	g_assert_cmpuint(march, >, 0);
+	g_assert_cmpuint(nov, >, 0);
+	g_subprocess_force_exit(server);
+	g_subprocess_wait(server, NULL, NULL);
+}
+
 static void
 test_filesystem(Fixture *f, gconstpointer data)
 {
@@ -727,6 +814,7 @@ main(int argc, char **argv)
 	ADD("server-cannot-start", test_server_cannot_start);
 	ADD("metrics", test_metrics);
 	ADD("stop-stops-servers", test_stop_stops_servers);
+	ADD("older-servers", test_older_servers);
 	ADD("everything-stdio", test_everything_stdio);
 	ADD("everything-http", test_everything_http);
 	ADD("filesystem", test_filesystem);

@@ -1213,6 +1213,23 @@ test_message_pages(Fixture *f, gconstpointer data)
 				==,
 				confab_message_get_id(g_ptr_array_index(history, 3)));
 	}
+	/* from the 5th on: itself first, both ways */
+	query.from = TRUE;
+	query.limit = 2;
+	for (guint o = 0; o < 2; o++) {
+		g_autoptr(ConfabStorePage) page = NULL;
+		query.order = o == 0 ? CONFAB_ORDER_DESC : CONFAB_ORDER_ASC;
+		page = list_messages(f, &query);
+		g_assert_cmpuint(page->items->len, ==, 2);
+		g_assert_true(page->has_more);
+		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 0)),
+				==,
+				query.after);
+		g_assert_cmpstr(confab_message_get_id(g_ptr_array_index(page->items, 1)),
+				==,
+				confab_message_get_id(g_ptr_array_index(history, o == 0 ? 3 : 5)));
+	}
+	query.from = FALSE;
 	query.after = NULL;
 	/* an unknown session has no messages */
 	query.session_id = "cts_00000000000000000000000000";
@@ -2497,6 +2514,7 @@ test_pg_migrate_v1(void)
 	    "ALTER TABLE messages DROP COLUMN response_id;"
 	    "DROP TABLE approvals;"
 	    "DROP TABLE responses; DROP TABLE response_events;"
+	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
 	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
@@ -2513,7 +2531,7 @@ test_pg_migrate_v1(void)
 	column = confab_test_pg_query(url, "SELECT count(response_id) FROM messages");
 	g_assert_cmpstr(column, ==, "0");
 	g_free(column);
-	/* v7: agents from before targets have none beyond their one */
+	/* v8: agents from before targets have none beyond their one */
 	column = confab_test_pg_query(url, "SELECT count(upstreams) + count(routing) FROM agents");
 	g_assert_cmpstr(column, ==, "0");
 	confab_store_close(again);
@@ -2539,6 +2557,7 @@ test_pg_migrate_v4(void)
 	    url,
 	    "ALTER TABLE approvals DROP COLUMN instance_id;"
 	    "DROP TABLE responses; DROP TABLE response_events;"
+	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "UPDATE schema_version SET version = 4;"
 	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
 	    "arguments, tool_call_id, created_at, response_id) VALUES "
@@ -3316,6 +3335,229 @@ test_response_records(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(events->len, ==, 0);
 }
 
+/* ---------- conversations (the Conversations API) ---------- */
+
+static gchar *
+create_conversation(Fixture *f, const gchar *agent_id, const gchar *metadata)
+{
+	g_autoptr(ConfabSession) session = confab_session_new();
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+	gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+
+	confab_session_set_id(session, id);
+	confab_session_set_owner(session, "alice");
+	confab_session_set_agent_id(session, agent_id);
+	confab_session_set_source(session, CONFAB_SESSION_SOURCE_API);
+	confab_session_set_created_at(session, 1700000000);
+	confab_session_set_updated_at(session, 1700000000);
+	confab_session_set_metadata(session, metadata);
+	confab_store_create_conversation_async(f->store, session, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_create_conversation_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	return id;
+}
+
+/* A conversation created before any turn: no agent ('') and no message
+ * yet, its metadata kept as given; listed with the owner's others. */
+static void
+test_conversation_create(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = create_conversation(f, NULL, "{\"topic\":\"é\"}");
+	g_autofree gchar *plain = create_conversation(f, "agt_bound", NULL);
+	g_autoptr(ConfabSession) read = NULL;
+	g_autoptr(ConfabSession) read_plain = NULL;
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(ConfabStorePage) page = NULL;
+	g_auto(ConfabStoreSessionQuery) query = {NULL};
+	g_autoptr(GError) error = NULL;
+
+	reopen(f);
+	read = get_session(f, id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_session_get_owner(read), ==, "alice");
+	g_assert_cmpstr(confab_session_get_agent_id(read), ==, "");
+	g_assert_cmpstr(confab_session_get_metadata(read), ==, "{\"topic\":\"é\"}");
+	g_assert_null(confab_session_get_title(read));
+	read_plain = get_session(f, plain, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_session_get_agent_id(read_plain), ==, "agt_bound");
+	g_assert_null(confab_session_get_metadata(read_plain));
+	history = get_history(f, id);
+	g_assert_cmpuint(history->len, ==, 0);
+
+	query.owner = g_strdup("alice");
+	query.source = CONFAB_SESSION_SOURCE_API;
+	query.order = CONFAB_ORDER_ASC;
+	query.limit = 10;
+	page = list_sessions(f, &query);
+	g_assert_cmpuint(page->items->len, ==, 2);
+	g_assert_cmpstr(confab_session_get_id(g_ptr_array_index(page->items, 0)), ==, id);
+}
+
+static gboolean
+append_messages(Fixture *f, const gchar *session_id, GPtrArray *messages, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_append_messages_async(f->store,
+					   session_id,
+					   messages,
+					   1700000500,
+					   NULL,
+					   on_result,
+					   &slot);
+	res = wait_for(&slot);
+	return confab_store_append_messages_finish(f->store, res, error);
+}
+
+static ConfabMessage *
+get_message(Fixture *f, const gchar *session_id, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_get_message_async(f->store, session_id, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_get_message_finish(f->store, res, error);
+}
+
+static gboolean
+delete_message(Fixture *f, const gchar *session_id, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	confab_store_delete_message_async(f->store, session_id, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_delete_message_finish(f->store, res, error);
+}
+
+/* Items added outside a turn: many messages in one call, all or none (not
+ * to a conversation that is gone), then one read and one deleted; another
+ * conversation's message is not this one's. */
+static void
+test_conversation_items(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = create_conversation(f, NULL, NULL);
+	g_autofree gchar *other = create_conversation(f, NULL, NULL);
+	g_autoptr(GPtrArray) batch = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(ConfabMessage) read = NULL;
+	g_autoptr(ConfabSession) session = NULL;
+	g_autoptr(GError) error = NULL;
+	const gchar *second;
+
+	for (guint i = 0; i < 1000; i++) {
+		g_autofree gchar *text = g_strdup_printf("item \"%u\" é", i);
+		g_ptr_array_add(batch, make_message(f, id, i % 2 ? "assistant" : "user", text));
+	}
+	g_assert_true(append_messages(f, id, batch, &error));
+	g_assert_no_error(error);
+	g_assert_false(append_messages(f, "cts_01jzzzzzzzzzzzzzzzzzzzzzzz", batch, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+	g_clear_error(&error);
+	reopen(f);
+
+	history = get_history(f, id);
+	g_assert_cmpuint(history->len, ==, 1000);
+	for (guint i = 0; i < history->len; i++) {
+		ConfabMessage *got = g_ptr_array_index(history, i);
+		ConfabMessage *sent = g_ptr_array_index(batch, i);
+		g_assert_cmpstr(confab_message_get_id(got), ==, confab_message_get_id(sent));
+		g_assert_cmpstr(confab_message_get_role(got), ==, confab_message_get_role(sent));
+		g_assert_cmpstr(confab_message_get_content(got),
+				==,
+				confab_message_get_content(sent));
+		g_assert_cmpstr(confab_message_get_content_blocks(got),
+				==,
+				confab_message_get_content_blocks(sent));
+		g_assert_cmpint(confab_message_get_created_at(got), ==, 1700000500);
+	}
+	session = get_session(f, id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(confab_session_get_updated_at(session), ==, 1700000500);
+
+	second = confab_message_get_id(g_ptr_array_index(batch, 1));
+	read = get_message(f, id, second, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_message_get_role(read), ==, "assistant");
+	g_assert_null(get_message(f, other, second, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ITEM_NOT_FOUND);
+	g_clear_error(&error);
+	g_assert_false(delete_message(f, other, second, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ITEM_NOT_FOUND);
+	g_clear_error(&error);
+
+	g_assert_true(delete_message(f, id, second, &error));
+	g_assert_no_error(error);
+	g_assert_null(get_message(f, id, second, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ITEM_NOT_FOUND);
+	g_clear_error(&error);
+	g_clear_pointer(&history, g_ptr_array_unref);
+	history = get_history(f, id);
+	g_assert_cmpuint(history->len, ==, 999);
+}
+
+/* Metadata replaced; the agent given once, to a conversation without one. */
+static void
+test_conversation_metadata_and_agent(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = create_conversation(f, NULL, "{\"a\":\"1\"}");
+	g_autoptr(ConfabSession) read = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+
+	confab_store_set_conversation_metadata_async(f->store,
+						     id,
+						     "{\"b\":\"2\"}",
+						     1700000900,
+						     NULL,
+						     on_result,
+						     &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_set_conversation_metadata_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	g_clear_object(&res);
+	confab_store_set_conversation_metadata_async(f->store,
+						     "cts_01jzzzzzzzzzzzzzzzzzzzzzzz",
+						     NULL,
+						     1700000900,
+						     NULL,
+						     on_result,
+						     &slot);
+	res = wait_for(&slot);
+	g_assert_false(confab_store_set_conversation_metadata_finish(f->store, res, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+	g_clear_error(&error);
+
+	for (guint i = 0; i < 2; i++) {
+		g_clear_object(&res);
+		confab_store_set_conversation_agent_async(f->store,
+							  id,
+							  i == 0 ? "agt_first" : "agt_second",
+							  NULL,
+							  on_result,
+							  &slot);
+		res = wait_for(&slot);
+		g_assert_cmpint(confab_store_set_conversation_agent_finish(f->store, res, &error),
+				==,
+				i == 0);
+		if (i == 0)
+			g_assert_no_error(error);
+		else
+			g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+		g_clear_error(&error);
+	}
+	reopen(f);
+	read = get_session(f, id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_session_get_metadata(read), ==, "{\"b\":\"2\"}");
+	g_assert_cmpint(confab_session_get_updated_at(read), ==, 1700000900);
+	g_assert_cmpstr(confab_session_get_agent_id(read), ==, "agt_first");
+}
+
 static void
 add_tests(const Backend *backend, gboolean available)
 {
@@ -3356,6 +3598,9 @@ add_tests(const Backend *backend, gboolean available)
 	    {"approvals", test_approvals},
 	    {"approvals-orphaned", test_approvals_orphaned},
 	    {"response-records", test_response_records},
+	    {"conversation-create", test_conversation_create},
+	    {"conversation-items", test_conversation_items},
+	    {"conversation-metadata-and-agent", test_conversation_metadata_and_agent},
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(tests); i++) {

@@ -25,7 +25,7 @@
 	"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5E" \
 	"rkJg"                                                                                     \
 	"gg=="
-#define N_FAKE_TOOLS 15 /* before change_tools adds "extra" */
+#define N_FAKE_TOOLS 18 /* before change_tools adds "extra" */
 
 typedef enum {
 	KIND_STDIO,
@@ -43,6 +43,8 @@ typedef struct {
 	guint closed;
 	GError *closed_error;
 	guint tools_changed;
+	ConfabMcpElicitation *elicitation; /* the last one the handler got */
+	gboolean drop_elicitation;	   /* the handler drops it unanswered */
 } Fixture;
 
 static void
@@ -84,6 +86,7 @@ fixture_teardown(Fixture *f, gconstpointer data)
 		g_clear_object(&f->server);
 	}
 	g_clear_error(&f->closed_error);
+	g_clear_pointer(&f->elicitation, confab_mcp_elicitation_unref);
 	confab_test_rm_rf(f->tmpdir);
 	g_free(f->tmpdir);
 	g_free(f->record);
@@ -435,6 +438,64 @@ call_recorded(gpointer data)
 	return recorded_call_id(c->f, c->tool) >= 0;
 }
 
+static gboolean
+malformed_counted(gpointer data)
+{
+	Fixture *f = data;
+	return confab_mcp_jsonrpc_get_n_malformed(confab_mcp_client_get_jsonrpc(f->client)) > 0;
+}
+
+static void
+on_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data)
+{
+	Fixture *f = user_data;
+
+	g_clear_pointer(&f->elicitation, confab_mcp_elicitation_unref);
+	if (!f->drop_elicitation)
+		f->elicitation = confab_mcp_elicitation_ref(elicitation);
+}
+
+static gboolean
+elicitation_arrived(gpointer data)
+{
+	return ((Fixture *)data)->elicitation != NULL;
+}
+
+/* The fake started and a client that answers elicitations (the handler
+ * keeps each one in the fixture). */
+static void
+start_eliciting(Fixture *f)
+{
+	Wait w = {0};
+	g_autoptr(GError) error = NULL;
+
+	make_transport(f, NULL);
+	f->client = confab_mcp_client_new("fake", f->transport);
+	g_signal_connect(f->client, "closed", G_CALLBACK(on_closed), f);
+	confab_mcp_client_set_elicitation_handler(f->client, on_elicit, f, NULL);
+	confab_mcp_client_start_async(f->client, NULL, on_result, &w);
+	wait_result(&w);
+	g_assert_true(confab_mcp_client_start_finish(f->client, w.result, &error));
+	g_assert_no_error(error);
+	g_object_unref(w.result);
+}
+
+/* The capabilities the client declared in its recorded initialize. */
+static gchar *
+declared_capabilities(Fixture *f)
+{
+	g_autoptr(GPtrArray) messages = recorded(f);
+	for (guint i = 0; i < messages->len; i++) {
+		JsonObject *m = messages->pdata[i];
+		if (g_strcmp0(json_object_get_string_member_with_default(m, "method", ""),
+			      "initialize") == 0)
+			return confab_json_to_string(
+			    json_object_get_member(json_object_get_object_member(m, "params"),
+						   "capabilities"));
+	}
+	return NULL;
+}
+
 /* ---------- the cases, for both transports ---------- */
 
 static void
@@ -468,13 +529,13 @@ test_list_paginated(Fixture *f, gconstpointer data)
 			==,
 			"{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},"
 			"\"required\":[\"text\"]}");
-	/* 15 tools, 4 a page */
-	g_assert_cmpuint(count_recorded(f, "tools/list"), ==, 4);
+	/* 4 tools a page */
+	g_assert_cmpuint(count_recorded(f, "tools/list"), ==, (N_FAKE_TOOLS + 3) / 4);
 	/* cached */
 	again = list_tools(f, &error);
 	g_assert_no_error(error);
 	g_assert_true(again == tools);
-	g_assert_cmpuint(count_recorded(f, "tools/list"), ==, 4);
+	g_assert_cmpuint(count_recorded(f, "tools/list"), ==, (N_FAKE_TOOLS + 3) / 4);
 }
 
 static void
@@ -774,14 +835,88 @@ test_version_refused(Fixture *f, gconstpointer data)
 {
 	g_autoptr(GError) error = NULL;
 
-	make_transport(f, "--protocol", "2024-11-05", NULL);
+	make_transport(f, "--protocol", "2023-01-01", NULL);
 	g_assert_false(start(f, &error));
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
-	g_assert_nonnull(strstr(error->message, "2024-11-05"));
+	g_assert_nonnull(strstr(error->message, "2023-01-01"));
 	g_assert_true(confab_mcp_client_is_closed(f->client));
 	g_assert_cmpuint(f->closed, ==, 1);
 	/* no notifications/initialized after a refusal */
 	g_assert_cmpuint(count_recorded(f, "notifications/initialized"), ==, 0);
+}
+
+/* 2025-03-26, over both transports: no MCP-Protocol-Version header (the
+ * fake refuses one in such a session) and JSON-RPC batches received. */
+static void
+test_version_2025_03_26(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(ConfabMcpToolResult) batched = NULL;
+	g_autoptr(GPtrArray) tools = NULL;
+	g_autoptr(GError) error = NULL;
+
+	start_fake(f, "--protocol", "2025-03-26", NULL);
+	g_assert_cmpstr(confab_mcp_client_get_protocol_version(f->client), ==, "2025-03-26");
+	tools = list_tools(f, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(tools->len, ==, N_FAKE_TOOLS);
+	result = call(f, "echo", "{\"text\":\"march\"}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(result->text, ==, "march");
+	batched = call(f, "batch", NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(batched->text, ==, "batched");
+	g_assert_cmpuint(
+	    confab_mcp_jsonrpc_get_n_malformed(confab_mcp_client_get_jsonrpc(f->client)),
+	    ==,
+	    0);
+}
+
+/* 2024-11-05 is spoken over stdio; over HTTP it meant the old HTTP+SSE
+ * transport, which Confab does not speak. */
+static void
+test_version_2024_11_05(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(ConfabMcpToolResult) batched = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (f->kind == KIND_HTTP) {
+		make_transport(f, "--protocol", "2024-11-05", NULL);
+		g_assert_false(start(f, &error));
+		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+		g_assert_nonnull(strstr(error->message, "2024-11-05"));
+		g_assert_nonnull(strstr(error->message, "stdio"));
+		return;
+	}
+	start_fake(f, "--protocol", "2024-11-05", NULL);
+	g_assert_cmpstr(confab_mcp_client_get_protocol_version(f->client), ==, "2024-11-05");
+	result = call(f, "echo", "{\"text\":\"november\"}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(result->text, ==, "november");
+	batched = call(f, "batch", NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(batched->text, ==, "batched");
+}
+
+/* Since 2025-06-18 a batch is not a message: it is counted malformed. */
+static void
+test_batch_refused(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(GError) error = NULL;
+	Wait w = {0};
+
+	start_fake(f, "--protocol", "2025-06-18", NULL);
+	call_async(f, "batch", NULL, 300000, 0, NULL, NULL, &w);
+	g_assert_true(confab_test_wait_until(malformed_counted, f, 20000));
+	/* over HTTP the exchange ended without an answer; over stdio the call
+	 * waits for one that never comes */
+	if (w.result == NULL)
+		confab_mcp_client_close(f->client);
+	result = call_finish(f, &w, &error);
+	g_assert_null(result);
+	g_assert_nonnull(error);
 }
 
 static void
@@ -796,6 +931,107 @@ test_version_older(Fixture *f, gconstpointer data)
 	result = call(f, "echo", "{\"text\":\"old\"}", &error);
 	g_assert_no_error(error);
 	g_assert_cmpstr(result->text, ==, "old");
+}
+
+/* A server that declares no tools capability is not asked for its tools:
+ * it has none. */
+static void
+test_no_tools_capability(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) tools = NULL;
+	g_autoptr(GError) error = NULL;
+
+	start_fake(f, "--capabilities", "{}", NULL);
+	tools = list_tools(f, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(tools);
+	g_assert_cmpuint(tools->len, ==, 0);
+	g_assert_cmpuint(count_recorded(f, "tools/list"), ==, 0);
+}
+
+/* elicitation/create (form mode) reaches the handler; the answer is
+ * checked against the schema, its defaults filled in. */
+static void
+test_elicitation(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(ConfabMcpToolResult) dropped = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(JsonNode) bad = confab_json_from_string("{\"email\":\"nobody\"}");
+	g_autoptr(JsonNode) good = confab_json_from_string("{\"email\":\"ada@example.org\","
+							   "\"age\":41}");
+	g_autofree gchar *capabilities = NULL;
+	Wait w = {0};
+
+	start_eliciting(f);
+	capabilities = declared_capabilities(f);
+	g_assert_cmpstr(capabilities, ==, "{\"elicitation\":{\"form\":{}}}");
+	call_async(f, "elicit", NULL, 30000, 0, NULL, NULL, &w);
+	g_assert_true(confab_test_wait_until(elicitation_arrived, f, 20000));
+	g_assert_cmpstr(confab_mcp_elicitation_get_message(f->elicitation), ==, "Who are you?");
+	g_assert_cmpstr(confab_mcp_elicitation_get_server(f->elicitation), ==, "fake");
+	/* content that does not match: refused, nothing sent, asked again */
+	g_assert_false(confab_mcp_elicitation_respond(f->elicitation,
+						      "accept",
+						      json_node_get_object(bad),
+						      &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_VALUE);
+	g_assert_cmpstr(error->message, ==, "content.email: does not have the format asked for");
+	g_clear_error(&error);
+	g_assert_false(confab_mcp_elicitation_is_answered(f->elicitation));
+	g_assert_true(confab_mcp_elicitation_respond(f->elicitation,
+						     "accept",
+						     json_node_get_object(good),
+						     &error));
+	g_assert_no_error(error);
+	result = call_finish(f, &w, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(result->text,
+			==,
+			"{\"action\":\"accept\",\"content\":{\"name\":\"John Doe\",\"age\":41,"
+			"\"score\":95.5,\"status\":\"active\",\"verified\":true,"
+			"\"email\":\"ada@example.org\"}}");
+	g_assert_false(confab_mcp_elicitation_respond(f->elicitation, "decline", NULL, &error));
+	g_clear_error(&error);
+
+	/* one dropped unanswered is answered cancel */
+	f->drop_elicitation = TRUE;
+	dropped = call(f, "elicit", NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(dropped->text, ==, "{\"action\":\"cancel\"}");
+}
+
+/* A form MCP does not allow is refused without asking anyone; a client
+ * without a handler declares nothing and refuses elicitation. */
+static void
+test_elicitation_refused(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) nested = NULL;
+	g_autoptr(ConfabMcpToolResult) unasked = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *capabilities = NULL;
+
+	start_eliciting(f);
+	nested = call(f,
+		      "elicit",
+		      "{\"schema\":{\"type\":\"object\",\"properties\":{\"address\":{\"type\":"
+		      "\"object\"}}}}",
+		      &error);
+	g_assert_no_error(error);
+	g_assert_null(f->elicitation);
+	g_assert_nonnull(strstr(nested->text, "-32602"));
+	g_assert_nonnull(strstr(nested->text, "address"));
+	confab_mcp_client_close(f->client);
+	fixture_teardown(f, data);
+	memset(f, 0, sizeof *f);
+	fixture_setup(f, data);
+
+	start_fake(f, NULL);
+	capabilities = declared_capabilities(f);
+	g_assert_cmpstr(capabilities, ==, "{}");
+	unasked = call(f, "elicit", NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(unasked->text, ==, "{\"code\":-32601,\"message\":\"Method not found\"}");
 }
 
 static void
@@ -1016,6 +1252,105 @@ test_http_unauthorized(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(error->message, "401"));
 }
 
+/* An HTTP error body of any shape gives an error naming the server, never
+ * a critical (the tests run with fatal criticals). */
+static void
+test_http_error_bodies(Fixture *f, gconstpointer data)
+{
+	static const struct {
+		const gchar *body;
+		const gchar *expect; /* in the message, or NULL */
+	} bodies[] = {
+	    {"{\"error\":\"invalid_token\",\"error_description\":\"The token expired\"}",
+	     "invalid_token: The token expired"},
+	    {"{\"error\":\"invalid_token\"}", "invalid_token"},
+	    {"{\"error\":{\"code\":-32001,\"message\":\"Session gone\"}}", "Session gone"},
+	    {"{\"error\":{\"message\":42}}", NULL},
+	    {"{\"error\":[1,2]}", NULL},
+	    {"{\"error\":null}", NULL},
+	    {"[\"error\",\"message\"]", NULL},
+	    {"\"just a string\"", NULL},
+	    {"Unauthorized: no token given", "Unauthorized: no token given"},
+	    {"<html><body>401</body></html>", NULL},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(bodies); i++) {
+		g_autoptr(GError) error = NULL;
+
+		make_transport(f,
+			       "--require-header",
+			       "Authorization: Bearer s3cret",
+			       "--error-body",
+			       bodies[i].body,
+			       NULL);
+		g_assert_false(start(f, &error));
+		g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM);
+		g_assert_nonnull(strstr(error->message, "fake"));
+		g_assert_nonnull(strstr(error->message, "401"));
+		if (bodies[i].expect != NULL)
+			g_assert_nonnull(strstr(error->message, bodies[i].expect));
+		g_assert_null(strstr(error->message, "<html>"));
+		fixture_teardown(f, data);
+		memset(f, 0, sizeof *f);
+		fixture_setup(f, data);
+	}
+}
+
+/* A stream cut before its answer, cleanly or not, is resumed with GET and
+ * Last-Event-ID after the server's retry: delay (the fake refuses a GET
+ * that comes sooner), again if it is cut again. */
+static void
+test_http_resume(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) once = NULL;
+	g_autoptr(ConfabMcpToolResult) twice = NULL;
+	g_autoptr(ConfabMcpToolResult) after = NULL;
+	g_autoptr(GPtrArray) messages = NULL;
+	g_autoptr(GError) error = NULL;
+	guint n = 0;
+
+	start_fake(f, NULL);
+	once = call(f, "drop", "{\"retry\":150}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(once->text, ==, "resumed");
+	g_assert_cmpuint(count_recorded(f, "RESUME"), ==, 1);
+	twice = call(f, "drop", "{\"times\":2,\"clean\":false,\"retry\":100}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(twice->text, ==, "resumed");
+	messages = recorded(f);
+	for (guint i = 0; i < messages->len; i++) {
+		JsonObject *m = messages->pdata[i];
+		g_autofree gchar *expected = NULL;
+		if (g_strcmp0(json_object_get_string_member_with_default(m, "_http", ""),
+			      "RESUME") != 0)
+			continue;
+		/* each GET names the last event of the stream it resumes */
+		expected = g_strdup_printf("drop-%u", ++n);
+		g_assert_cmpstr(json_object_get_string_member(m, "last_event_id"), ==, expected);
+	}
+	g_assert_cmpuint(n, ==, 3);
+	/* the session goes on */
+	after = call(f, "echo", "{\"text\":\"still here\"}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(after->text, ==, "still here");
+}
+
+/* A server that cuts every resumed stream too, each time after a new
+ * event id: the call's timeout still ends the call. */
+static void
+test_http_resume_timeout(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabMcpToolResult) result = NULL;
+	g_autoptr(GError) error = NULL;
+	Wait w = {0};
+
+	start_fake(f, NULL);
+	call_async(f, "drop", "{\"times\":1000000,\"retry\":20}", 1000, 0, NULL, NULL, &w);
+	result = call_finish(f, &w, &error);
+	g_assert_null(result);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT);
+}
+
 static gboolean
 listening(gpointer data)
 {
@@ -1058,6 +1393,88 @@ test_http_unreachable(Fixture *f, gconstpointer data)
 	g_assert_false(start(f, &error));
 	g_assert_nonnull(error);
 	g_assert_true(confab_mcp_client_is_closed(f->client));
+}
+
+/* ---------- elicitation forms, without a server ---------- */
+
+static void
+test_elicitation_schema(void)
+{
+	static const gchar schema_text[] =
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"name\":{\"type\":\"string\",\"minLength\":2,\"maxLength\":5},"
+	    "\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3,\"default\":2},"
+	    "\"x\":{\"type\":\"number\"},"
+	    "\"ok\":{\"type\":\"boolean\"},"
+	    "\"site\":{\"type\":\"string\",\"format\":\"uri\"},"
+	    "\"day\":{\"type\":\"string\",\"format\":\"date\"},"
+	    "\"at\":{\"type\":\"string\",\"format\":\"date-time\"},"
+	    "\"size\":{\"type\":\"string\",\"oneOf\":[{\"const\":\"s\",\"title\":\"Small\"},"
+	    "{\"const\":\"l\",\"title\":\"Large\"}]},"
+	    "\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",\"c\"]},"
+	    "\"maxItems\":2}},"
+	    "\"required\":[\"name\"]}";
+	static const struct {
+		const gchar *content;
+		const gchar *expect; /* the content sent, or the error */
+	} cases[] = {
+	    {"{\"name\":\"Ada\"}", "{\"name\":\"Ada\",\"n\":2}"},
+	    {"{\"name\":\"Ada\",\"n\":3,\"x\":1.5,\"ok\":false,\"size\":\"l\","
+	     "\"tags\":[\"a\",\"c\"],\"site\":\"https://example.org/\",\"day\":\"2026-11-28\","
+	     "\"at\":\"2026-11-28T10:00:00Z\"}",
+	     "{\"name\":\"Ada\",\"n\":3,\"x\":1.5,\"ok\":false,\"site\":\"https://example.org/\","
+	     "\"day\":\"2026-11-28\",\"at\":\"2026-11-28T10:00:00Z\",\"size\":\"l\","
+	     "\"tags\":[\"a\",\"c\"]}"},
+	    {"{}", "content.name: is required"},
+	    {"{\"name\":\"A\"}", "content.name: is shorter than its minLength"},
+	    {"{\"name\":\"Adalbert\"}", "content.name: is longer than its maxLength"},
+	    {"{\"name\":7}", "content.name: must be a string"},
+	    {"{\"name\":\"Ada\",\"n\":2.5}", "content.n: must be an integer"},
+	    {"{\"name\":\"Ada\",\"n\":9}", "content.n: is above its maximum"},
+	    {"{\"name\":\"Ada\",\"n\":0}", "content.n: is below its minimum"},
+	    {"{\"name\":\"Ada\",\"x\":\"1\"}", "content.x: must be a number"},
+	    {"{\"name\":\"Ada\",\"ok\":\"yes\"}", "content.ok: must be true or false"},
+	    {"{\"name\":\"Ada\",\"size\":\"m\"}", "content.size: is not one of the values offered"},
+	    {"{\"name\":\"Ada\",\"tags\":[\"a\",\"z\"]}",
+	     "content.tags: holds a value not offered"},
+	    {"{\"name\":\"Ada\",\"tags\":[\"a\",\"a\"]}", "content.tags: holds a value twice"},
+	    {"{\"name\":\"Ada\",\"tags\":[\"a\",\"b\",\"c\"]}",
+	     "content.tags: has more items than its maxItems"},
+	    {"{\"name\":\"Ada\",\"site\":\"not a uri\"}",
+	     "content.site: does not have the format asked for"},
+	    {"{\"name\":\"Ada\",\"day\":\"28.11.2026\"}",
+	     "content.day: does not have the format asked for"},
+	    {"{\"name\":\"Ada\",\"at\":\"yesterday\"}",
+	     "content.at: does not have the format asked for"},
+	    {"{\"name\":\"Ada\",\"extra\":1}", "content.extra: is not in the requested schema"},
+	};
+	g_autoptr(JsonNode) schema = confab_json_from_string(schema_text);
+	g_autoptr(JsonNode) nested = confab_json_from_string(
+	    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"object\"}}}");
+	g_autoptr(GError) error = NULL;
+
+	g_assert_true(confab_mcp_elicitation_check_schema(json_node_get_object(schema), &error));
+	g_assert_no_error(error);
+	g_assert_false(confab_mcp_elicitation_check_schema(json_node_get_object(nested), &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_VALUE);
+	g_clear_error(&error);
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(JsonNode) content = confab_json_from_string(cases[i].content);
+		g_autoptr(JsonObject) out =
+		    confab_mcp_elicitation_apply_schema(json_node_get_object(schema),
+							json_node_get_object(content),
+							&error);
+		if (out != NULL) {
+			g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), out);
+			g_autofree gchar *text = confab_json_to_string(node);
+			g_assert_no_error(error);
+			g_assert_cmpstr(text, ==, cases[i].expect);
+		} else {
+			g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_INVALID_VALUE);
+			g_assert_cmpstr(error->message, ==, cases[i].expect);
+			g_clear_error(&error);
+		}
+	}
 }
 
 /* ---------- tool results, without a server ---------- */
@@ -1263,6 +1680,12 @@ add_tests(Kind kind)
 	    {"list-changed", test_list_changed, -1},
 	    {"version-refused", test_version_refused, -1},
 	    {"version-older", test_version_older, -1},
+	    {"version-2025-03-26", test_version_2025_03_26, -1},
+	    {"version-2024-11-05", test_version_2024_11_05, -1},
+	    {"batch-refused", test_batch_refused, -1},
+	    {"no-tools-capability", test_no_tools_capability, -1},
+	    {"elicitation", test_elicitation, -1},
+	    {"elicitation-refused", test_elicitation_refused, -1},
 	    {"malformed", test_malformed, -1},
 	    {"server-requests", test_server_requests, -1},
 	    {"environment", test_stdio_environment, KIND_STDIO},
@@ -1273,6 +1696,9 @@ add_tests(Kind kind)
 	    {"delete", test_http_delete, KIND_HTTP},
 	    {"headers", test_http_headers, KIND_HTTP},
 	    {"unauthorized", test_http_unauthorized, KIND_HTTP},
+	    {"error-bodies", test_http_error_bodies, KIND_HTTP},
+	    {"resume", test_http_resume, KIND_HTTP},
+	    {"resume-timeout", test_http_resume_timeout, KIND_HTTP},
 	    {"get-stream", test_http_get_stream, KIND_HTTP},
 	    {"unreachable", test_http_unreachable, KIND_HTTP},
 	    {"everything", test_everything, -1},
@@ -1297,6 +1723,7 @@ main(int argc, char **argv)
 {
 	confab_test_init(&argc, &argv, FALSE);
 	g_test_add_func("/confab/mcp-client/result-format", test_result_format);
+	g_test_add_func("/confab/mcp-client/elicitation-schema", test_elicitation_schema);
 	add_tests(KIND_STDIO);
 	add_tests(KIND_HTTP);
 	return g_test_run();

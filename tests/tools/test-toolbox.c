@@ -21,7 +21,7 @@
 
 #define AGENT	     "ag_1"
 #define WAIT_MS	     20000
-#define N_FAKE_TOOLS 15
+#define N_FAKE_TOOLS 18
 
 typedef struct {
 	gchar *tmpdir;

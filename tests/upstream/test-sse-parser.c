@@ -544,6 +544,61 @@ test_random_splits(void)
 	g_rand_free(rand);
 }
 
+static void
+record_id(const gchar *event, const gchar *data, gsize data_len, gpointer user_data)
+{
+	GString *ids = user_data;
+	g_string_append_printf(ids, "<%.*s>", (gint)data_len, data);
+}
+
+/* id and retry, as a client that resumes the stream needs them. */
+static void
+test_id_and_retry(void)
+{
+	g_autoptr(GString) seen = g_string_new(NULL);
+	g_autoptr(ConfabSseParser) parser = confab_sse_parser_new(record_id, seen);
+	g_autoptr(GError) error = NULL;
+
+	g_assert_null(confab_sse_parser_get_last_event_id(parser));
+	g_assert_cmpint(confab_sse_parser_get_retry(parser), ==, -1);
+	/* an id is taken at dispatch, also for an event of empty data */
+	g_assert_true(confab_sse_parser_feed(parser,
+					     "id: e1\ndata: \n",
+					     sizeof "id: e1\ndata: \n" - 1,
+					     &error));
+	g_assert_null(confab_sse_parser_get_last_event_id(parser));
+	g_assert_true(confab_sse_parser_feed(parser, "\n", sizeof "\n" - 1, &error));
+	g_assert_cmpstr(confab_sse_parser_get_last_event_id(parser), ==, "e1");
+	/* it holds for events that give none; retry takes digits only */
+	g_assert_true(confab_sse_parser_feed(parser,
+					     "retry: 250\ndata: x\n\n",
+					     sizeof "retry: 250\ndata: x\n\n" - 1,
+					     &error));
+	g_assert_cmpstr(confab_sse_parser_get_last_event_id(parser), ==, "e1");
+	g_assert_cmpint(confab_sse_parser_get_retry(parser), ==, 250);
+	g_assert_true(confab_sse_parser_feed(parser,
+					     "retry: 1s\nretry: -5\nretry:\n\n",
+					     sizeof "retry: 1s\nretry: -5\nretry:\n\n" - 1,
+					     &error));
+	g_assert_cmpint(confab_sse_parser_get_retry(parser), ==, 250);
+	g_assert_true(confab_sse_parser_feed(parser,
+					     "retry: 99999999999999\n\n",
+					     sizeof "retry: 99999999999999\n\n" - 1,
+					     &error));
+	g_assert_cmpint(confab_sse_parser_get_retry(parser), ==, G_MAXINT32);
+	/* a new id, an id with a NUL ignored, an empty id clearing it */
+	g_assert_true(
+	    confab_sse_parser_feed(parser, "id: e2\n\n", sizeof "id: e2\n\n" - 1, &error));
+	g_assert_cmpstr(confab_sse_parser_get_last_event_id(parser), ==, "e2");
+	g_assert_true(
+	    confab_sse_parser_feed(parser, "id: a\0b\n\n", sizeof "id: a\0b\n\n" - 1, &error));
+	g_assert_cmpstr(confab_sse_parser_get_last_event_id(parser), ==, "e2");
+	g_assert_true(confab_sse_parser_feed(parser, "id\n\n", sizeof "id\n\n" - 1, &error));
+	g_assert_null(confab_sse_parser_get_last_event_id(parser));
+	g_assert_no_error(error);
+	g_assert_cmpstr(seen->str, ==, "<><x>");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -564,5 +619,6 @@ main(int argc, char **argv)
 	g_test_add_func("/confab/sse-parser/max-event-size-split-invariant",
 			test_max_event_size_split_invariant);
 	g_test_add_func("/confab/sse-parser/random-splits", test_random_splits);
+	g_test_add_func("/confab/sse-parser/id-and-retry", test_id_and_retry);
 	return g_test_run();
 }

@@ -203,7 +203,7 @@
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
 	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id "
 
-/* v2's commit, and v7's (messages.upstream): the same function, over the
+/* v2's commit, and v8's (messages.upstream): the same function, over the
  * messages' columns of its version */
 #define COMMIT_TURN_WITH(INSERT, RECORD)                                                           \
 	"CREATE OR REPLACE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS " \
@@ -425,29 +425,36 @@
 	");"
 
 /*
- * v7 (upstream routing, issue 29): an agent's targets beyond the first
+ * v7 (the Conversations API, issue 32): a conversation's metadata, a JSON
+ * object of strings; NULL for none. A conversation created without an
+ * agent has agent_id '' until its first response.
+ */
+#define MIGRATE_V7_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
+
+/*
+ * v8 (upstream routing, issue 29): an agent's targets beyond the first
  * (the single-upstream columns stay target 0, "primary" while upstreams is
  * NULL) and its routing settings, both JSON; the target that answered an
  * assistant message (messages.upstream, JSON), which the commit stores.
  */
-#define MESSAGE_RECORD_V7                                                                          \
+#define MESSAGE_RECORD_V8                                                                          \
 	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
 	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
 	"created_at bigint, response_id text, upstream text)"
 
-#define MESSAGE_INSERT_V7                                                                          \
+#define MESSAGE_INSERT_V8                                                                          \
 	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
 	"finish_reason, prompt_tokens, completion_tokens, created_at, response_id, upstream) "     \
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
 	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id, "     \
 	"m.upstream "
 
-#define MIGRATE_V7_TARGETS                                                                         \
+#define MIGRATE_V8_TARGETS                                                                         \
 	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS upstreams text;"                              \
 	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS routing text;"                                \
 	"ALTER TABLE messages ADD COLUMN IF NOT EXISTS upstream text;" COMMIT_TURN_WITH(           \
-	    MESSAGE_INSERT_V7,                                                                     \
-	    MESSAGE_RECORD_V7)
+	    MESSAGE_INSERT_V8,                                                                     \
+	    MESSAGE_RECORD_V8)
 
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
@@ -457,7 +464,8 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V4_APPROVAL_RESPONSE,
     MIGRATE_V5_APPROVAL_INSTANCE,
     MIGRATE_V6_RESPONSES,
-    MIGRATE_V7_TARGETS,
+    MIGRATE_V7_CONVERSATION_METADATA,
+    MIGRATE_V8_TARGETS,
 };
 
 typedef enum {

@@ -20,12 +20,13 @@ G_BEGIN_DECLS
  *  4: approvals.response_id
  *  5: approvals.instance_id, the instance whose turn waits; confab_reap()
  *     times out the approvals of the instances it ends
+ *  6: responses and response_events (background responses)
+ *  7: sessions.metadata (the Conversations API)
  */
-/*  6: responses, response_events (background responses)
- *  7: agents.upstreams, agents.routing and messages.upstream (upstream
+/*  8: agents.upstreams, agents.routing and messages.upstream (upstream
  *     routing); confab_commit_turn() stores messages.upstream
  */
-#define CONFAB_PG_SCHEMA_VERSION 7
+#define CONFAB_PG_SCHEMA_VERSION 8
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

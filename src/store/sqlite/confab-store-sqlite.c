@@ -626,13 +626,24 @@ migrate_v9_responses(Conn *conn, GError **error)
 }
 
 /*
- * v10 (upstream routing, issue 29): an agent's targets beyond the first
+ * v10 (the Conversations API, issue 32): a conversation's metadata, a JSON
+ * object of strings; NULL for none. A conversation created without an
+ * agent has agent_id '' until its first response.
+ */
+static gboolean
+migrate_v10_conversation_metadata(Conn *conn, GError **error)
+{
+	return conn_exec(conn, "ALTER TABLE sessions ADD COLUMN metadata TEXT;", error);
+}
+
+/*
+ * v11 (upstream routing, issue 29): an agent's targets beyond the first
  * (the single-upstream columns stay target 0, "primary" while upstreams is
  * NULL) and its routing settings, both JSON; the target that answered an
  * assistant message (messages.upstream, JSON).
  */
 static gboolean
-migrate_v10_targets(Conn *conn, GError **error)
+migrate_v11_targets(Conn *conn, GError **error)
 {
 	return conn_exec(conn,
 			 "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
@@ -715,9 +726,13 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 			return FALSE;
 		/* fall through */
 	case 9:
-		if (!migrate_v10_targets(conn, error))
+		if (!migrate_v10_conversation_metadata(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 10: migrate_v11() here */
+		/* fall through */
+	case 10:
+		if (!migrate_v11_targets(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 11: migrate_v12() here */
 	default:
 		break;
 	}

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "tools/mcp/confab-mcp-client.h"
+#include "tools/mcp/confab-mcp-elicitation.h"
+#include "tools/mcp/confab-mcp-stdio.h"
 #include "tools/mcp/confab-mcp-tool.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -19,7 +21,8 @@
  *
  * An MCP client for one tool server, over a #ConfabMcpTransport:
  * confab_mcp_client_start_async() initializes the session (protocol
- * 2025-11-25 asked, 2025-06-18 or 2025-11-25 accepted),
+ * 2025-11-25 asked; 2025-11-25, 2025-06-18, 2025-03-26 and, over stdio,
+ * 2024-11-05 accepted and spoken by their rules),
  * confab_mcp_client_list_tools_async() lists the tools (every page, cached
  * until the server says `notifications/tools/list_changed`, which also
  * emits #ConfabMcpClient::tools-changed) and
@@ -66,11 +69,15 @@ struct _ConfabMcpClient {
 	GMainContext *context;	       /* owned */
 	State state;
 	guint start_timeout_ms;
-	gchar *protocol_version; /* owned */
-	gchar *server_name;	 /* owned */
-	gchar *server_version;	 /* owned */
-	gchar *instructions;	 /* owned */
-	guint session;		 /* bumped by every initialize */
+	gchar *protocol_version;	 /* owned */
+	gchar *server_name;		 /* owned */
+	gchar *server_version;		 /* owned */
+	gchar *instructions;		 /* owned */
+	gboolean has_tools;		 /* the server declared the tools capability */
+	ConfabMcpElicitFunc elicit_func; /* nullable: no elicitation declared */
+	gpointer elicit_data;
+	GDestroyNotify elicit_notify;
+	guint session; /* bumped by every initialize */
 	gboolean renewing;
 	GQueue renewals;	/* of Renewal */
 	GPtrArray *tools;	/* owned, nullable: the cached list */
@@ -172,6 +179,55 @@ on_initialized_sent(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_task_return_boolean(task, TRUE);
 }
 
+/* Whether Confab speaks @version, the one the server answered, over its
+ * transport: 2025-11-25, 2025-06-18 and 2025-03-26 over either, 2024-11-05
+ * over stdio only (over HTTP it meant the HTTP+SSE transport, since
+ * replaced by streamable HTTP). */
+static gboolean
+version_ok(ConfabMcpClient *self, const gchar *version, GError **error)
+{
+	static const gchar *const spoken[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
+	g_autofree gchar *shown = NULL;
+
+	if (version != NULL && g_strv_contains(spoken, version))
+		return TRUE;
+	if (g_strcmp0(version, "2024-11-05") == 0) {
+		if (CONFAB_IS_MCP_STDIO(self->transport))
+			return TRUE;
+		g_set_error(error,
+			    G_IO_ERROR,
+			    G_IO_ERROR_NOT_SUPPORTED,
+			    "The MCP server %s speaks protocol version 2024-11-05, whose HTTP "
+			    "transport (HTTP+SSE) Confab does not speak; Confab speaks it over "
+			    "stdio only",
+			    self->name);
+		return FALSE;
+	}
+	shown = g_strndup(version != NULL ? version : "none", 40);
+	g_set_error(error,
+		    G_IO_ERROR,
+		    G_IO_ERROR_NOT_SUPPORTED,
+		    "The MCP server %s speaks protocol version %s; Confab speaks 2025-11-25, "
+		    "2025-06-18, 2025-03-26 and, over stdio, 2024-11-05",
+		    self->name,
+		    shown);
+	return FALSE;
+}
+
+/* Whether an InitializeResult declares `capabilities.tools` (an object;
+ * what else it says does not matter here). */
+static gboolean
+declares_tools(JsonObject *answer)
+{
+	JsonNode *capabilities = json_object_get_member(answer, "capabilities");
+	JsonNode *tools;
+
+	if (capabilities == NULL || !JSON_NODE_HOLDS_OBJECT(capabilities))
+		return FALSE;
+	tools = json_object_get_member(json_node_get_object(capabilities), "tools");
+	return tools != NULL && JSON_NODE_HOLDS_OBJECT(tools);
+}
+
 static void
 on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -201,17 +257,14 @@ on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	object = json_node_get_object(answer);
 	version = confab_json_get_string(object, "protocolVersion");
-	if (g_strcmp0(version, "2025-11-25") != 0 && g_strcmp0(version, "2025-06-18") != 0) {
-		g_autofree gchar *shown = g_strndup(version != NULL ? version : "none", 40);
-		init_fail(task,
-			  g_error_new(G_IO_ERROR,
-				      G_IO_ERROR_NOT_SUPPORTED,
-				      "The MCP server %s speaks protocol version %s; Confab speaks "
-				      "2025-06-18 and 2025-11-25",
-				      self->name,
-				      shown));
+	if (!version_ok(self, version, &error)) {
+		init_fail(task, error);
 		return;
 	}
+	/* before 2025-06-18 a server may send batches */
+	confab_mcp_jsonrpc_set_batches(self->rpc,
+				       g_strcmp0(version, "2025-03-26") == 0 ||
+					   g_strcmp0(version, "2024-11-05") == 0);
 	g_free(self->protocol_version);
 	self->protocol_version = g_strdup(version);
 	info_node = json_object_get_member(object, "serverInfo");
@@ -222,6 +275,7 @@ on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_free(self->server_version);
 		self->server_version = g_strndup(confab_json_get_string(info, "version"), 64);
 	}
+	self->has_tools = declares_tools(object);
 	instructions = confab_json_get_string(object, "instructions");
 	g_free(self->instructions);
 	self->instructions = g_strndup(instructions, MAX_INSTRUCTIONS);
@@ -236,15 +290,21 @@ on_initialize_answer(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static JsonNode *
-initialize_params(void)
+initialize_params(ConfabMcpClient *self)
 {
 	JsonNode *params = json_node_new(JSON_NODE_OBJECT);
 	JsonObject *object = json_object_new();
 	JsonObject *info = json_object_new();
+	JsonObject *capabilities = json_object_new();
 
 	json_object_set_string_member(object, "protocolVersion", CONFAB_MCP_PROTOCOL_VERSION);
-	/* no roots, sampling or elicitation: the server must not ask */
-	json_object_set_object_member(object, "capabilities", json_object_new());
+	/* no roots or sampling; elicitation (form mode) when someone answers */
+	if (self->elicit_func != NULL) {
+		JsonObject *elicitation = json_object_new();
+		json_object_set_object_member(elicitation, "form", json_object_new());
+		json_object_set_object_member(capabilities, "elicitation", elicitation);
+	}
+	json_object_set_object_member(object, "capabilities", capabilities);
 	json_object_set_string_member(info, "name", "confab");
 	json_object_set_string_member(info, "version", PACKAGE_VERSION);
 	json_object_set_object_member(object, "clientInfo", info);
@@ -262,7 +322,7 @@ initialize_async(ConfabMcpClient *self,
 {
 	GTask *task = g_task_new(self, NULL, callback, user_data);
 	InitData *data = g_new0(InitData, 1);
-	g_autoptr(JsonNode) params = initialize_params();
+	g_autoptr(JsonNode) params = initialize_params(self);
 
 	data->renew = renew;
 	data->cancellable = g_cancellable_new();
@@ -348,9 +408,9 @@ on_started(GObject *source, GAsyncResult *result, gpointer user_data)
  *
  * Starts the transport (a stdio server is spawned), sends `initialize`
  * and `notifications/initialized`. Fails with %G_IO_ERROR_NOT_SUPPORTED
- * when the server answers a protocol version other than 2025-06-18 and
- * 2025-11-25, and with %G_IO_ERROR_TIMED_OUT after the start timeout
- * (30 s). On failure the client is closed.
+ * when the server answers a protocol version Confab does not speak (it
+ * speaks 2025-11-25, 2025-06-18, 2025-03-26 and, over stdio, 2024-11-05), and with
+ * %G_IO_ERROR_TIMED_OUT after the start timeout (30 s). On failure the client is closed.
  */
 void
 confab_mcp_client_start_async(ConfabMcpClient *self,
@@ -465,6 +525,62 @@ check_ready(ConfabMcpClient *self, GTask *task)
 					"The MCP client %s is not started",
 					self->name);
 	return FALSE;
+}
+
+/* ---------- requests of the server's ---------- */
+
+static gboolean
+on_server_request(ConfabMcpJsonrpc *rpc,
+		  const gchar *method,
+		  JsonObject *params,
+		  JsonNode *id,
+		  gpointer user_data)
+{
+	ConfabMcpClient *self = user_data;
+	g_autoptr(ConfabMcpElicitation) elicitation = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (strcmp(method, "elicitation/create") != 0 || self->elicit_func == NULL)
+		return FALSE;
+	elicitation = confab_mcp_elicitation_new(rpc, id, self->name, params, &error);
+	if (elicitation == NULL) {
+		g_message("%s: refusing an elicitation: %s", self->name, error->message);
+		confab_mcp_jsonrpc_respond(rpc, id, NULL, -32602, error->message);
+		return TRUE;
+	}
+	/* the handler keeps a reference until it answers; dropped unanswered,
+	 * the server is answered cancel */
+	self->elicit_func(self, elicitation, self->elicit_data);
+	return TRUE;
+}
+
+/**
+ * confab_mcp_client_set_elicitation_handler:
+ * @self: a #ConfabMcpClient, not started yet
+ * @func: (nullable): called with each `elicitation/create` of the server
+ * @user_data: data for @func
+ * @notify: (nullable): frees @user_data
+ *
+ * With a handler, the client declares the `elicitation` capability (form
+ * mode) in `initialize`, and the server's `elicitation/create` requests go
+ * to @func, which answers with confab_mcp_elicitation_respond() (taking a
+ * reference to answer later). Requests that are not forms or whose schema
+ * MCP does not allow are answered -32602 without it. Without one (the
+ * default), the capability is not declared and such requests are refused.
+ */
+void
+confab_mcp_client_set_elicitation_handler(ConfabMcpClient *self,
+					  ConfabMcpElicitFunc func,
+					  gpointer user_data,
+					  GDestroyNotify notify)
+{
+	g_return_if_fail(CONFAB_IS_MCP_CLIENT(self));
+	g_return_if_fail(self->state == STATE_NEW);
+	if (self->elicit_notify != NULL)
+		self->elicit_notify(self->elicit_data);
+	self->elicit_func = func;
+	self->elicit_data = user_data;
+	self->elicit_notify = notify;
 }
 
 /* ---------- tools/list ---------- */
@@ -730,7 +846,8 @@ on_list_waiter_cancelled(GCancellable *cancellable, gpointer user_data)
  *
  * Lists the server's tools, following `nextCursor` to the end (at most 64
  * pages and 1024 tools). The list is cached until the server says it
- * changed; calls while a listing runs share it.
+ * changed; calls while a listing runs share it. A server that declared no
+ * `tools` capability is not asked: its list is empty.
  */
 void
 confab_mcp_client_list_tools_async(ConfabMcpClient *self,
@@ -750,6 +867,10 @@ confab_mcp_client_list_tools_async(ConfabMcpClient *self,
 		return;
 	if (g_task_return_error_if_cancelled(task))
 		return;
+	if (self->tools == NULL && !self->has_tools) {
+		/* it declared no tools: it has none, and is not asked */
+		self->tools = g_ptr_array_new_with_free_func((GDestroyNotify)confab_mcp_tool_free);
+	}
 	if (self->tools != NULL) {
 		g_task_return_pointer(task,
 				      g_ptr_array_ref(self->tools),
@@ -1223,6 +1344,7 @@ confab_mcp_client_dispose(GObject *object)
 	/* calls in flight hold us: none is left */
 	if (self->rpc != NULL) {
 		g_signal_handlers_disconnect_by_data(self->rpc, self);
+		confab_mcp_jsonrpc_set_request_func(self->rpc, NULL, NULL);
 		confab_mcp_jsonrpc_close(self->rpc);
 		g_clear_object(&self->rpc);
 	}
@@ -1245,6 +1367,8 @@ confab_mcp_client_finalize(GObject *object)
 	g_free(self->server_version);
 	g_free(self->instructions);
 	g_free(self->name);
+	if (self->elicit_notify != NULL)
+		self->elicit_notify(self->elicit_data);
 	G_OBJECT_CLASS(confab_mcp_client_parent_class)->finalize(object);
 }
 
@@ -1322,6 +1446,7 @@ confab_mcp_client_new(const gchar *name, ConfabMcpTransport *transport)
 	self->rpc = confab_mcp_jsonrpc_new(transport, name);
 	self->transport = transport;
 	g_signal_connect(self->rpc, "notification", G_CALLBACK(on_notification), self);
+	confab_mcp_jsonrpc_set_request_func(self->rpc, on_server_request, self);
 	g_signal_connect(self->rpc, "closed", G_CALLBACK(on_rpc_closed), self);
 	return self;
 }

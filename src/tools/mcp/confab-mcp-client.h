@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "tools/mcp/confab-mcp-elicitation.h"
 #include "tools/mcp/confab-mcp-jsonrpc.h"
 #include "tools/mcp/confab-mcp-tool.h"
 #include "tools/mcp/confab-mcp-transport.h"
@@ -33,6 +34,24 @@ typedef void (*ConfabMcpProgressFunc)(gdouble progress,
 
 #define CONFAB_TYPE_MCP_CLIENT (confab_mcp_client_get_type())
 G_DECLARE_FINAL_TYPE(ConfabMcpClient, confab_mcp_client, CONFAB, MCP_CLIENT, GObject)
+
+/**
+ * ConfabMcpElicitFunc:
+ * @client: the client the request came to
+ * @elicitation: the request; ref it to answer later
+ * @user_data: data given with the function
+ *
+ * An `elicitation/create` (form mode) of the server's, to put to a person.
+ */
+typedef void (*ConfabMcpElicitFunc)(ConfabMcpClient *client,
+				    ConfabMcpElicitation *elicitation,
+				    gpointer user_data);
+
+void
+confab_mcp_client_set_elicitation_handler(ConfabMcpClient *self,
+					  ConfabMcpElicitFunc func,
+					  gpointer user_data,
+					  GDestroyNotify notify);
 
 ConfabMcpClient *
 confab_mcp_client_new(const gchar *name, ConfabMcpTransport *transport);

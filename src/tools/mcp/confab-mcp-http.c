@@ -47,14 +47,23 @@
 #define LISTEN_RETRY_MIN_MS	1000
 #define LISTEN_RETRY_MAX_MS	30000
 #define DELETE_TIMEOUT_MS	5000
+#define MAX_DEPTH		128
+
+/* a resumed stream that brings no event counts; this many in a row fail */
+#define MAX_QUIET_RESUMES 3
+/* the delay before resuming when the server gave no retry: */
+#define DEFAULT_RESUME_DELAY_MS 1000
 
 typedef enum {
 	KIND_SEND,   /* a POST of one message */
 	KIND_LISTEN, /* the GET stream */
 	KIND_DELETE, /* the end of the session */
+	KIND_RESUME, /* a GET with Last-Event-ID: the rest of a send's stream */
 } Kind;
 
-typedef struct {
+typedef struct _Exchange Exchange;
+
+struct _Exchange {
 	gint ref_count;
 	ConfabMcpHttp *self; /* owned */
 	Kind kind;
@@ -72,7 +81,15 @@ typedef struct {
 	GString *body;		     /* owned: a JSON answer or an error body */
 	GError *error;		     /* owned: why the body was refused */
 	guint n_events;
-} Exchange;
+	/* resumption of a request's event stream (KIND_SEND, KIND_RESUME) */
+	gchar *request_id;	   /* owned, nullable: the request's id as JSON */
+	gboolean answered;	   /* its answer came */
+	gchar *last_event_id;	   /* owned, nullable */
+	gint64 retry_ms;	   /* the server's retry:, or -1 */
+	guint quiet_resumes;	   /* resumed streams in a row without an event */
+	GCancellable *cancellable; /* owned, nullable: the send's */
+	GSource *delay_source;	   /* owned: KIND_RESUME before its GET */
+};
 
 struct _ConfabMcpHttp {
 	GObject parent_instance;
@@ -106,6 +123,10 @@ static void
 listen_schedule(ConfabMcpHttp *self);
 static void
 http_shutdown(ConfabMcpHttp *self, const GError *why);
+static gboolean
+should_resume(Exchange *ex, const GError *error);
+static void
+resume_later(Exchange *ex);
 
 static void
 wipe_free(gchar *secret)
@@ -139,6 +160,13 @@ exchange_unref(Exchange *ex)
 		g_source_destroy(ex->timeout_source);
 		g_source_unref(ex->timeout_source);
 	}
+	if (ex->delay_source != NULL) {
+		g_source_destroy(ex->delay_source);
+		g_source_unref(ex->delay_source);
+	}
+	g_free(ex->request_id);
+	g_free(ex->last_event_id);
+	g_clear_object(&ex->cancellable);
 	g_clear_pointer(&ex->exchange, confab_upstream_client_exchange_unref);
 	g_clear_object(&ex->sse_parser);
 	if (ex->body != NULL)
@@ -173,6 +201,8 @@ exchange_end(Exchange *ex, GError *error)
 		g_source_destroy(ex->cancel_source);
 	if (ex->timeout_source != NULL)
 		g_source_destroy(ex->timeout_source);
+	if (ex->delay_source != NULL)
+		g_source_destroy(ex->delay_source);
 	if (self->listener == ex)
 		self->listener = NULL;
 	/* drops the list's reference; the caller holds one */
@@ -214,6 +244,63 @@ session_id_valid(const gchar *id)
 	return TRUE;
 }
 
+/* Whether @node is an answer (no method) to the request of id @id. */
+static gboolean
+is_answer_to(JsonNode *node, const gchar *id)
+{
+	JsonObject *object;
+	JsonNode *answer_id;
+	g_autofree gchar *text = NULL;
+
+	if (!JSON_NODE_HOLDS_OBJECT(node))
+		return FALSE;
+	object = json_node_get_object(node);
+	answer_id = json_object_get_member(object, "id");
+	if (answer_id == NULL || json_object_has_member(object, "method"))
+		return FALSE;
+	text = confab_json_to_string(answer_id);
+	return g_strcmp0(text, id) == 0;
+}
+
+/* Whether the message @data (an object, or a batch) answers @id. */
+static gboolean
+answers(const gchar *id, const gchar *data, gsize len)
+{
+	g_autoptr(JsonNode) root = confab_json_parse(data, len, MAX_DEPTH, NULL);
+
+	if (root == NULL)
+		return FALSE;
+	if (JSON_NODE_HOLDS_ARRAY(root)) {
+		JsonArray *batch = json_node_get_array(root);
+		for (guint i = 0; i < json_array_get_length(batch); i++) {
+			if (is_answer_to(json_array_get_element(batch, i), id))
+				return TRUE;
+		}
+		return FALSE;
+	}
+	return is_answer_to(root, id);
+}
+
+/* The id of the request @message is, as JSON text; NULL for a
+ * notification or an answer. */
+static gchar *
+request_id_of(GBytes *message)
+{
+	gsize len;
+	const gchar *data = g_bytes_get_data(message, &len);
+	g_autoptr(JsonNode) root = confab_json_parse(data, len, MAX_DEPTH, NULL);
+	JsonObject *object;
+	JsonNode *id;
+
+	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+		return NULL;
+	object = json_node_get_object(root);
+	id = json_object_get_member(object, "id");
+	if (id == NULL || !json_object_has_member(object, "method"))
+		return NULL;
+	return confab_json_to_string(id);
+}
+
 static void
 on_event(const gchar *event, const gchar *data, gsize data_len, gpointer user_data)
 {
@@ -223,6 +310,8 @@ on_event(const gchar *event, const gchar *data, gsize data_len, gpointer user_da
 	if (data_len == 0 || (event != NULL && strcmp(event, "message") != 0))
 		return;
 	ex->n_events++;
+	if (ex->request_id != NULL && !ex->answered && answers(ex->request_id, data, data_len))
+		ex->answered = TRUE;
 	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(ex->self), data, data_len);
 }
 
@@ -302,21 +391,86 @@ on_body(const gchar *data, gsize len, gpointer user_data)
 }
 
 /* What a JSON-RPC error in an error body says, if it is one. */
+/* A short, printable copy of @text (at most @max bytes, whole characters,
+ * controls as spaces), or NULL when nothing printable is left. */
+static gchar *
+printable_excerpt(const gchar *text, gsize max)
+{
+	g_autoptr(GString) out = g_string_new(NULL);
+
+	if (text == NULL || !g_utf8_validate(text, -1, NULL))
+		return NULL;
+	for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
+		gsize before = out->len;
+		if (c == '\n' || c == '\r')
+			break;
+		if (g_unichar_iscntrl(c))
+			c = ' ';
+		g_string_append_unichar(out, c);
+		if (out->len > max) {
+			g_string_truncate(out, before);
+			break;
+		}
+	}
+	g_strstrip(out->str);
+	return *out->str != '\0' ? g_strdup(out->str) : NULL;
+}
+
+/* The message in a JSON error body: JSON-RPC's {"error":{"message"}} or
+ * OAuth's {"error":"code","error_description"?}; NULL for any other shape. */
+static gchar *
+json_error_message(JsonNode *root)
+{
+	JsonObject *object;
+	JsonNode *error;
+
+	if (!JSON_NODE_HOLDS_OBJECT(root))
+		return NULL;
+	object = json_node_get_object(root);
+	error = json_object_get_member(object, "error");
+	if (error == NULL)
+		return NULL;
+	if (JSON_NODE_HOLDS_OBJECT(error)) {
+		JsonNode *message = json_object_get_member(json_node_get_object(error), "message");
+		if (message == NULL || json_node_get_value_type(message) != G_TYPE_STRING)
+			return NULL;
+		return printable_excerpt(json_node_get_string(message), 200);
+	}
+	if (json_node_get_value_type(error) == G_TYPE_STRING) {
+		JsonNode *description = json_object_get_member(object, "error_description");
+		g_autofree gchar *text = NULL;
+		if (description != NULL && json_node_get_value_type(description) == G_TYPE_STRING)
+			text = g_strdup_printf("%s: %s",
+					       json_node_get_string(error),
+					       json_node_get_string(description));
+		else
+			text = g_strdup(json_node_get_string(error));
+		return printable_excerpt(text, 200);
+	}
+	return NULL;
+}
+
+/* What an HTTP error body says, for the error message: the message of a
+ * JSON error of either shape, the first line of a short plain text, or
+ * NULL (an empty body, HTML, JSON of another shape). Any body is safe. */
 static gchar *
 error_body_message(GString *body)
 {
 	g_autoptr(JsonNode) root = NULL;
-	JsonObject *error;
+	const gchar *text;
 
 	if (body == NULL || body->len == 0)
 		return NULL;
 	root = confab_json_parse(body->str, body->len, 16, NULL);
-	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-		return NULL;
-	error = json_object_get_object_member(json_node_get_object(root), "error");
-	if (error == NULL || !json_object_has_member(error, "message"))
-		return NULL;
-	return g_strndup(json_object_get_string_member_with_default(error, "message", ""), 200);
+	if (root != NULL)
+		return json_error_message(root);
+	text = body->str;
+	while (g_ascii_isspace(*text))
+		text++;
+	if (*text == '<' || strlen(text) != body->len - (gsize)(text - body->str))
+		return NULL; /* HTML, or a NUL inside */
+	return printable_excerpt(text, 200);
 }
 
 static GError *
@@ -401,6 +555,11 @@ on_done(GError *error, gpointer user_data)
 		else if (ex->n_events > 0)
 			self->listen_delay_ms = LISTEN_RETRY_MIN_MS;
 	}
+	if (should_resume(ex, error)) {
+		g_clear_error(&error);
+		resume_later(ex);
+		return;
+	}
 	if (unreachable && kind == KIND_SEND) {
 		/* nothing answers there: the owner restarts us */
 		g_autoptr(GError) why = g_error_copy(error);
@@ -431,37 +590,51 @@ on_exchange_timeout(gpointer user_data)
 	return G_SOURCE_REMOVE;
 }
 
-/* The headers of every request; they may hold a secret. */
+/* The headers of @ex's request; they may hold a secret. */
 static gchar *
-request_headers(ConfabMcpHttp *self, Kind kind, gboolean *had_session)
+request_headers(ConfabMcpHttp *self, Exchange *ex)
 {
 	GString *out = g_string_sized_new(256);
 
-	if (kind == KIND_LISTEN)
+	if (ex->kind == KIND_LISTEN || ex->kind == KIND_RESUME)
 		g_string_append(out, "Accept: text/event-stream\r\n");
-	else if (kind == KIND_SEND)
+	else if (ex->kind == KIND_SEND)
 		g_string_append(out, "Accept: application/json, text/event-stream\r\n");
 	g_string_append_len(out, self->headers->str, self->headers->len);
-	*had_session = self->session_id != NULL;
+	ex->had_session = self->session_id != NULL;
 	if (self->session_id != NULL)
 		g_string_append_printf(out, "Mcp-Session-Id: %s\r\n", self->session_id);
-	if (self->protocol_version != NULL)
+	/* the header came with 2025-06-18; a 2025-03-26 server is not sent it */
+	if (self->protocol_version != NULL && strcmp(self->protocol_version, "2025-03-26") != 0)
 		g_string_append_printf(out, "MCP-Protocol-Version: %s\r\n", self->protocol_version);
+	if (ex->kind == KIND_RESUME)
+		g_string_append_printf(out, "Last-Event-ID: %s\r\n", ex->last_event_id);
 	return g_string_free(out, FALSE);
 }
 
 static Exchange *
-exchange_start(ConfabMcpHttp *self, Kind kind, GBytes *body, GTask *task, GError **error)
+exchange_new(ConfabMcpHttp *self, Kind kind, GTask *task)
 {
 	Exchange *ex = g_new0(Exchange, 1);
-	gchar *headers;
-	const gchar *method = kind == KIND_SEND ? "POST" : kind == KIND_LISTEN ? "GET" : "DELETE";
 
 	ex->ref_count = 1;
 	ex->self = g_object_ref(self);
 	ex->kind = kind;
 	ex->task = task != NULL ? g_object_ref(task) : NULL;
-	headers = request_headers(self, kind, &ex->had_session);
+	ex->retry_ms = -1;
+	return ex;
+}
+
+/* Sends @ex's request; on failure @ex is left as it was. */
+static gboolean
+exchange_begin(Exchange *ex, GBytes *body, GError **error)
+{
+	ConfabMcpHttp *self = ex->self;
+	const gchar *method = ex->kind == KIND_SEND	? "POST"
+			      : ex->kind == KIND_DELETE ? "DELETE"
+							: "GET";
+	gchar *headers = request_headers(self, ex);
+
 	ex->exchange = confab_upstream_client_request(self->client,
 						      method,
 						      self->url,
@@ -472,13 +645,101 @@ exchange_start(ConfabMcpHttp *self, Kind kind, GBytes *body, GTask *task, GError
 						      ex,
 						      error);
 	wipe_free(headers);
-	if (ex->exchange == NULL) {
+	return ex->exchange != NULL;
+}
+
+static Exchange *
+exchange_start(ConfabMcpHttp *self, Kind kind, GBytes *body, GTask *task, GError **error)
+{
+	Exchange *ex = exchange_new(self, kind, task);
+
+	if (!exchange_begin(ex, body, error)) {
 		g_clear_object(&ex->task);
 		exchange_unref(ex);
 		return NULL;
 	}
 	g_ptr_array_add(self->exchanges, exchange_ref(ex));
 	return ex;
+}
+
+/* ---------- resuming a request's stream ---------- */
+
+static gboolean
+on_resume_delay(gpointer user_data)
+{
+	Exchange *ex = user_data;
+	g_autoptr(Exchange) keep = exchange_ref(ex);
+	GError *error = NULL;
+
+	g_clear_pointer(&ex->delay_source, g_source_unref);
+	g_debug("%s: resuming an event stream after %s", ex->self->name, ex->last_event_id);
+	if (!exchange_begin(ex, NULL, &error))
+		exchange_end(ex, error);
+	return G_SOURCE_REMOVE;
+}
+
+/* Whether the stream of @ex, which ended (@error: how, or %NULL), is to be
+ * resumed: it was a request's event stream, its answer did not come, the
+ * server gave an event id to resume after, and resumed streams still
+ * bring events. */
+static gboolean
+should_resume(Exchange *ex, const GError *error)
+{
+	const gchar *last;
+
+	if ((ex->kind != KIND_SEND && ex->kind != KIND_RESUME) || ex->task == NULL || !ex->sse ||
+	    !ex->got_head || ex->answered || ex->request_id == NULL || ex->status < 200 ||
+	    ex->status >= 300 || confab_mcp_transport_is_closed(CONFAB_MCP_TRANSPORT(ex->self)))
+		return FALSE;
+	if (error != NULL && (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE) ||
+			      g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)))
+		return FALSE;
+	last = confab_sse_parser_get_last_event_id(ex->sse_parser);
+	if (last == NULL)
+		last = ex->last_event_id;
+	if (last == NULL)
+		return FALSE;
+	/* a resumed stream that moved no further counts against it */
+	if (ex->kind == KIND_RESUME && g_strcmp0(last, ex->last_event_id) == 0 &&
+	    ex->quiet_resumes + 1 >= MAX_QUIET_RESUMES)
+		return FALSE;
+	return TRUE;
+}
+
+/* Takes @ex's task to a GET with Last-Event-ID, sent after the server's
+ * retry: delay (no backoff of our own); @ex ends. */
+static void
+resume_later(Exchange *ex)
+{
+	ConfabMcpHttp *self = ex->self;
+	Exchange *next = exchange_new(self, KIND_RESUME, NULL);
+	const gchar *last = confab_sse_parser_get_last_event_id(ex->sse_parser);
+	gint64 retry = confab_sse_parser_get_retry(ex->sse_parser);
+
+	next->task = g_steal_pointer(&ex->task);
+	next->request_id = g_strdup(ex->request_id);
+	next->last_event_id = g_strdup(last != NULL ? last : ex->last_event_id);
+	next->retry_ms = retry >= 0 ? retry : ex->retry_ms;
+	next->quiet_resumes =
+	    ex->kind == KIND_RESUME && g_strcmp0(next->last_event_id, ex->last_event_id) == 0
+		? ex->quiet_resumes + 1
+		: 0;
+	if (ex->cancellable != NULL) {
+		next->cancellable = g_object_ref(ex->cancellable);
+		next->cancel_source = g_cancellable_source_new(next->cancellable);
+		g_source_set_callback(next->cancel_source,
+				      G_SOURCE_FUNC(on_exchange_cancelled),
+				      next,
+				      NULL);
+		g_source_attach(next->cancel_source, self->context);
+	}
+	next->delay_source = g_timeout_source_new(
+	    (guint)(next->retry_ms >= 0 ? next->retry_ms : DEFAULT_RESUME_DELAY_MS));
+	g_source_set_callback(next->delay_source, on_resume_delay, next, NULL);
+	g_source_set_static_name(next->delay_source, "[confab] mcp stream resumption");
+	g_source_attach(next->delay_source, self->context);
+	g_ptr_array_add(self->exchanges, next);
+	exchange_end(ex, NULL);
 }
 
 /* ---------- the GET stream ---------- */
@@ -589,7 +850,10 @@ http_send_async(ConfabMcpTransport *transport,
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
+	/* its answer may come on a resumed stream */
+	ex->request_id = request_id_of(message);
 	if (cancellable != NULL) {
+		ex->cancellable = g_object_ref(cancellable);
 		ex->cancel_source = g_cancellable_source_new(cancellable);
 		g_source_set_callback(ex->cancel_source,
 				      G_SOURCE_FUNC(on_exchange_cancelled),

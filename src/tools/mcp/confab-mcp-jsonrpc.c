@@ -70,6 +70,9 @@ struct _ConfabMcpJsonrpc {
 	gboolean closed;
 	guint n_malformed;
 	guint n_dropped;
+	gboolean batches; /* a JSON array is a batch (before 2025-06-18) */
+	ConfabMcpRequestFunc request_func;
+	gpointer request_data;
 };
 
 G_DEFINE_FINAL_TYPE(ConfabMcpJsonrpc, confab_mcp_jsonrpc, G_TYPE_OBJECT)
@@ -479,7 +482,11 @@ confab_mcp_jsonrpc_notify_finish(ConfabMcpJsonrpc *self, GAsyncResult *result, G
 /* ---------- what arrives ---------- */
 
 static void
-answer_server(ConfabMcpJsonrpc *self, JsonNode *id, gint code, const gchar *message)
+answer_server(ConfabMcpJsonrpc *self,
+	      JsonNode *id,
+	      JsonNode *result,
+	      gint code,
+	      const gchar *message)
 {
 	GString *out = g_string_sized_new(96);
 	g_autoptr(GBytes) bytes = NULL;
@@ -487,7 +494,12 @@ answer_server(ConfabMcpJsonrpc *self, JsonNode *id, gint code, const gchar *mess
 	g_string_append(out, "{\"jsonrpc\":\"2.0\",\"id\":");
 	confab_json_append_node(out, id);
 	if (message == NULL) {
-		g_string_append(out, ",\"result\":{}}");
+		g_string_append(out, ",\"result\":");
+		if (result != NULL)
+			confab_json_append_node(out, result);
+		else
+			g_string_append(out, "{}");
+		g_string_append_c(out, '}');
 	} else {
 		g_string_append_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
 		confab_json_append_string(out, message);
@@ -495,6 +507,51 @@ answer_server(ConfabMcpJsonrpc *self, JsonNode *id, gint code, const gchar *mess
 	}
 	bytes = g_string_free_to_bytes(out);
 	confab_mcp_transport_send_async(self->transport, bytes, NULL, NULL, NULL);
+}
+
+/**
+ * confab_mcp_jsonrpc_respond:
+ * @self: a #ConfabMcpJsonrpc
+ * @id: the id of the server's request
+ * @result: (nullable): the result (with @message %NULL; %NULL for `{}`)
+ * @code: the error code, with @message
+ * @message: (nullable): an error message: the answer is an error
+ *
+ * Answers a request of the server's, one the request function took
+ * (confab_mcp_jsonrpc_set_request_func()). Nothing is sent once closed.
+ */
+void
+confab_mcp_jsonrpc_respond(ConfabMcpJsonrpc *self,
+			   JsonNode *id,
+			   JsonNode *result,
+			   gint code,
+			   const gchar *message)
+{
+	g_return_if_fail(CONFAB_IS_MCP_JSONRPC(self));
+	g_return_if_fail(id != NULL);
+	if (self->closed)
+		return;
+	answer_server(self, id, result, code, message);
+}
+
+/**
+ * confab_mcp_jsonrpc_set_request_func:
+ * @self: a #ConfabMcpJsonrpc
+ * @func: (nullable): offered every server request but `ping`
+ * @user_data: data for @func, which must outlive @self or be unset first
+ *
+ * Requests @func returns %FALSE for (and all of them without one) are
+ * answered -32601 "Method not found"; one it takes it answers later with
+ * confab_mcp_jsonrpc_respond().
+ */
+void
+confab_mcp_jsonrpc_set_request_func(ConfabMcpJsonrpc *self,
+				    ConfabMcpRequestFunc func,
+				    gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_MCP_JSONRPC(self));
+	self->request_func = func;
+	self->request_data = user_data;
 }
 
 static gchar *
@@ -566,16 +623,23 @@ handle_answer(ConfabMcpJsonrpc *self, JsonObject *message, JsonNode *id_node)
 }
 
 static void
-handle_server_request(ConfabMcpJsonrpc *self, const gchar *method, JsonNode *id)
+handle_server_request(ConfabMcpJsonrpc *self, const gchar *method, JsonNode *params, JsonNode *id)
 {
 	if (strcmp(method, "ping") == 0) {
-		answer_server(self, id, 0, NULL);
+		answer_server(self, id, NULL, 0, NULL);
 		return;
 	}
+	if (self->request_func != NULL &&
+	    self->request_func(self,
+			       method,
+			       params != NULL ? json_node_get_object(params) : NULL,
+			       id,
+			       self->request_data))
+		return;
 	g_debug("%s: the server asked for %s, which this client does not offer",
 		self->name,
 		method);
-	answer_server(self, id, -32601, "Method not found");
+	answer_server(self, id, NULL, -32601, "Method not found");
 }
 
 static void
@@ -585,39 +649,18 @@ malformed(ConfabMcpJsonrpc *self, const gchar *why)
 	g_message("%s: ignoring a message from the MCP server: %s", self->name, why);
 }
 
+/* One message (an object, else malformed) from the server. */
 static void
-on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user_data)
+handle_message(ConfabMcpJsonrpc *self, JsonNode *root)
 {
-	ConfabMcpJsonrpc *self = user_data;
-	gsize len;
-	const gchar *data = g_bytes_get_data(bytes, &len);
-	g_autoptr(GError) error = NULL;
-	g_autoptr(JsonNode) root = NULL;
-	g_autoptr(ConfabMcpJsonrpc) keep = NULL;
 	JsonObject *message;
 	JsonNode *id;
 	JsonNode *method_node;
 
-	if (self->closed)
-		return;
-	if (len > self->max_message_size) {
-		self->n_dropped++;
-		g_message("%s: dropping a message of %" G_GSIZE_FORMAT " bytes from the MCP server",
-			  self->name,
-			  len);
-		return;
-	}
-	root = confab_json_parse(data, len, MAX_DEPTH, &error);
-	if (root == NULL) {
-		malformed(self, "it is not JSON");
-		return;
-	}
 	if (!JSON_NODE_HOLDS_OBJECT(root)) {
 		malformed(self, "it is not a JSON object");
 		return;
 	}
-	/* a handler may drop the last reference to us */
-	keep = g_object_ref(self);
 	message = json_node_get_object(root);
 	id = json_object_get_member(message, "id");
 	method_node = json_object_get_member(message, "method");
@@ -640,7 +683,7 @@ on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user
 				malformed(self, "its id is neither a string nor an integer");
 				return;
 			}
-			handle_server_request(self, method, id);
+			handle_server_request(self, method, params, id);
 			return;
 		}
 		g_signal_emit(self, signals[SIGNAL_NOTIFICATION], 0, method, params);
@@ -649,11 +692,13 @@ on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user
 	if (id == NULL || JSON_NODE_HOLDS_NULL(id)) {
 		JsonNode *error_node = json_object_get_member(message, "error");
 		if (error_node != NULL && JSON_NODE_HOLDS_OBJECT(error_node)) {
-			const gchar *text = json_object_get_string_member_with_default(
-			    json_node_get_object(error_node),
-			    "message",
-			    NULL);
-			g_autofree gchar *cut = cut_text(text);
+			JsonNode *text =
+			    json_object_get_member(json_node_get_object(error_node), "message");
+			g_autofree gchar *cut =
+			    cut_text(text != NULL && JSON_NODE_HOLDS_VALUE(text) &&
+					     json_node_get_value_type(text) == G_TYPE_STRING
+					 ? json_node_get_string(text)
+					 : NULL);
 			g_autofree gchar *why = g_strdup_printf("an error without an id: %s", cut);
 			malformed(self, why);
 			return;
@@ -662,6 +707,48 @@ on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user
 		return;
 	}
 	handle_answer(self, message, id);
+}
+
+static void
+on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user_data)
+{
+	ConfabMcpJsonrpc *self = user_data;
+	gsize len;
+	const gchar *data = g_bytes_get_data(bytes, &len);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(ConfabMcpJsonrpc) keep = NULL;
+	JsonArray *batch;
+
+	if (self->closed)
+		return;
+	if (len > self->max_message_size) {
+		self->n_dropped++;
+		g_message("%s: dropping a message of %" G_GSIZE_FORMAT " bytes from the MCP server",
+			  self->name,
+			  len);
+		return;
+	}
+	root = confab_json_parse(data, len, MAX_DEPTH, &error);
+	if (root == NULL) {
+		malformed(self, "it is not JSON");
+		return;
+	}
+	/* a handler may drop the last reference to us */
+	keep = g_object_ref(self);
+	if (!JSON_NODE_HOLDS_ARRAY(root) || !self->batches) {
+		handle_message(self, root);
+		return;
+	}
+	/* a batch (2025-03-26 and 2024-11-05): its members one by one, each
+	 * answered on its own; a batch inside a batch is not a message */
+	batch = json_node_get_array(root);
+	if (json_array_get_length(batch) == 0) {
+		malformed(self, "it is an empty batch");
+		return;
+	}
+	for (guint i = 0; i < json_array_get_length(batch) && !self->closed; i++)
+		handle_message(self, json_array_get_element(batch, i));
 }
 
 /* An id at the very start or the very end of a top-level object. */
@@ -812,6 +899,23 @@ confab_mcp_jsonrpc_get_n_pending(ConfabMcpJsonrpc *self)
 {
 	g_return_val_if_fail(CONFAB_IS_MCP_JSONRPC(self), 0);
 	return g_hash_table_size(self->pending);
+}
+
+/**
+ * confab_mcp_jsonrpc_set_batches:
+ * @self: a #ConfabMcpJsonrpc
+ * @batches: whether a JSON array from the server is a batch
+ *
+ * Protocol versions before 2025-06-18 (2025-03-26, 2024-11-05) let a
+ * server send JSON-RPC batches, which a client must take: each member is
+ * handled as a message of its own. Later versions have no batches: an
+ * array is malformed (the default).
+ */
+void
+confab_mcp_jsonrpc_set_batches(ConfabMcpJsonrpc *self, gboolean batches)
+{
+	g_return_if_fail(CONFAB_IS_MCP_JSONRPC(self));
+	self->batches = batches;
 }
 
 /**

@@ -15,6 +15,26 @@ G_BEGIN_DECLS
 /* The largest JSON-RPC message taken in or sent, by default. */
 #define CONFAB_MCP_DEFAULT_MAX_MESSAGE_SIZE (4 * 1024 * 1024)
 
+typedef struct _ConfabMcpJsonrpc ConfabMcpJsonrpc;
+
+/**
+ * ConfabMcpRequestFunc:
+ * @rpc: the connection
+ * @method: the server's request
+ * @params: (nullable): its params
+ * @id: its id, to answer with confab_mcp_jsonrpc_respond()
+ * @user_data: data given with the function
+ *
+ * Offered a request of the server's.
+ *
+ * Returns: %TRUE if it takes the request (and answers it, now or later)
+ */
+typedef gboolean (*ConfabMcpRequestFunc)(ConfabMcpJsonrpc *rpc,
+					 const gchar *method,
+					 JsonObject *params,
+					 JsonNode *id,
+					 gpointer user_data);
+
 #define CONFAB_TYPE_MCP_JSONRPC (confab_mcp_jsonrpc_get_type())
 G_DECLARE_FINAL_TYPE(ConfabMcpJsonrpc, confab_mcp_jsonrpc, CONFAB, MCP_JSONRPC, GObject)
 
@@ -28,6 +48,18 @@ gsize
 confab_mcp_jsonrpc_get_max_message_size(ConfabMcpJsonrpc *self);
 void
 confab_mcp_jsonrpc_set_max_pending(ConfabMcpJsonrpc *self, guint max_pending);
+void
+confab_mcp_jsonrpc_set_batches(ConfabMcpJsonrpc *self, gboolean batches);
+void
+confab_mcp_jsonrpc_set_request_func(ConfabMcpJsonrpc *self,
+				    ConfabMcpRequestFunc func,
+				    gpointer user_data);
+void
+confab_mcp_jsonrpc_respond(ConfabMcpJsonrpc *self,
+			   JsonNode *id,
+			   JsonNode *result,
+			   gint code,
+			   const gchar *message);
 
 void
 confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
