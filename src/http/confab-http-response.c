@@ -194,7 +194,7 @@ confab_http_response_log_request(ConfabHttpExchange *exchange, gboolean complete
 
 /**
  * confab_http_response_add_target_headers:
- * @exchange: a JSON answer, not sent yet
+ * @exchange: (nullable): a JSON answer; nothing is added once it was sent
  * @turn: its turn, run
  *
  * `x-confab-upstream` (the label of the target that answered, or was tried
@@ -205,9 +205,13 @@ void
 confab_http_response_add_target_headers(ConfabHttpExchange *exchange, ConfabTurn *turn)
 {
 	guint attempts = 0;
-	const gchar *target = confab_turn_get_target(turn, NULL, &attempts);
+	const gchar *target = NULL;
 	gchar buf[16];
 
+	/* a background response was answered long before its turn ended */
+	if (exchange == NULL || confab_http_exchange_has_responded(exchange))
+		return;
+	target = confab_turn_get_target(turn, NULL, &attempts);
 	if (target == NULL)
 		return;
 	confab_http_exchange_add_header(exchange, "x-confab-upstream", target);
