@@ -384,19 +384,24 @@ static const ConfabStoreOp op_get_response_record = {
     .changed = -1,
 };
 
-/* only a running one moves; one asked to stop ends cancelled, unless it
- * completed first */
-static const ConfabStoreOp op_set_response_status = {
-    .what = "storing a response's status",
+/* only a running one ends; one asked to stop ends cancelled, unless it
+ * completed first; with its last batch of events, in the same transaction
+ * (a follower that sees it ended has every event) */
+static const ConfabStoreOp op_end_response = {
+    .what = "storing how a response ended",
     .rows = CONFAB_STORE_ROWS_NONE,
-    .sql = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
-	   "$2::text NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2::text END, "
-	   "error = $3, completed_at = $4::bigint, session_id = COALESCE($5, session_id) "
+    .sql = "WITH kept AS (INSERT INTO response_events (response_id, first_seq, last_seq, data) "
+	   "SELECT $1, $5::bigint, $6::bigint, $7 WHERE $7::text IS NOT NULL) "
+	   "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
+	   "$2::text <> 'completed' THEN 'cancelled' ELSE $2::text END, "
+	   "error = $3, completed_at = $4::bigint "
 	   "WHERE id = $1 AND status IN ('queued', 'in_progress')",
-    .sql_sqlite = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
-		  "$2 NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2 END, "
-		  "error = $3, completed_at = $4, session_id = COALESCE($5, session_id) "
-		  "WHERE id = $1 AND status IN ('queued', 'in_progress')",
+    .sql_sqlite = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
+		  "SELECT $1, $5, $6, $7 WHERE $7 IS NOT NULL",
+    .sql_sqlite_then = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
+		       "$2 <> 'completed' THEN 'cancelled' ELSE $2 END, "
+		       "error = $3, completed_at = $4 "
+		       "WHERE id = $1 AND status IN ('queued', 'in_progress')",
     .changed = -1,
 };
 
@@ -2091,55 +2096,53 @@ confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result,
 }
 
 /**
- * confab_store_set_response_status_async:
+ * confab_store_end_response_async:
  * @self: a #ConfabStore
- * @response_id: a running response's id
- * @status: where it stands now: `in_progress`, or how it ended
+ * @response_id: a running background response's id
+ * @status: how it ended: `completed`, `incomplete` or `failed`
  * @error_json: (nullable): how it failed, `{"code","message"}`
- * @completed_at: when it ended (Unix seconds), 0 while it runs
- * @session_id: (nullable): its conversation, once its turn has begun one
+ * @completed_at: when it ended (Unix seconds)
+ * @events: (nullable): a background stream's last batch of events
  * @cancellable: (nullable): a #GCancellable
  * @callback: called once it is committed
  * @user_data: data for @callback
  *
- * Moves a queued or running response on; one that has ended stays as it
- * ended. One asked to stop ends `cancelled`, unless it completed.
+ * Ends a queued or running response, with its last events, in one
+ * transaction; one that has ended stays as it ended. One asked to stop
+ * ends `cancelled`, unless it completed.
  */
 void
-confab_store_set_response_status_async(ConfabStore *self,
-				       const gchar *response_id,
-				       const gchar *status,
-				       const gchar *error_json,
-				       gint64 completed_at,
-				       const gchar *session_id,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data)
+confab_store_end_response_async(ConfabStore *self,
+				const gchar *response_id,
+				const gchar *status,
+				const gchar *error_json,
+				gint64 completed_at,
+				const ConfabResponseEvents *events,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
 {
 	ConfabStoreCall *call;
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_return_if_fail(status != NULL);
-	call = call_with_text(&op_set_response_status, response_id);
+	call = call_with_text(&op_end_response, response_id);
 	confab_store_call_add_text(call, status);
 	confab_store_call_add_text(call, error_json);
 	confab_store_call_add_int(call, completed_at);
-	confab_store_call_add_text(call, session_id);
-	store_run(self,
-		  call,
-		  confab_store_set_response_status_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	confab_store_call_add_int(call, events != NULL ? events->first : 0);
+	confab_store_call_add_int(call, events != NULL ? events->last : 0);
+	confab_store_call_add_text(call, events != NULL ? events->data : NULL);
+	store_run(self, call, confab_store_end_response_async, cancellable, callback, user_data);
 }
 
 /**
- * confab_store_set_response_status_finish:
+ * confab_store_end_response_finish:
  *
  * Returns: %TRUE once committed (also when the response had ended)
  */
 gboolean
-confab_store_set_response_status_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }

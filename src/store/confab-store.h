@@ -605,17 +605,17 @@ confab_store_get_response_record_async(ConfabStore *self,
 ConfabResponseRecord *
 confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_set_response_status_async(ConfabStore *self,
-				       const gchar *response_id,
-				       const gchar *status,
-				       const gchar *error_json,
-				       gint64 completed_at,
-				       const gchar *session_id,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data);
+confab_store_end_response_async(ConfabStore *self,
+				const gchar *response_id,
+				const gchar *status,
+				const gchar *error_json,
+				gint64 completed_at,
+				const ConfabResponseEvents *events,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
 gboolean
-confab_store_set_response_status_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_cancel_response_async(ConfabStore *self,
 				   const gchar *response_id,

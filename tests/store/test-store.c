@@ -3189,23 +3189,27 @@ get_record(Fixture *f, const gchar *id, GError **error)
 }
 
 static void
-set_status(Fixture *f, const gchar *id, const gchar *status, gint64 completed_at)
+end_response(Fixture *f,
+	     const gchar *id,
+	     const gchar *status,
+	     gint64 completed_at,
+	     const ConfabResponseEvents *events)
 {
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(GError) error = NULL;
 	GAsyncResult *slot = NULL;
 
-	confab_store_set_response_status_async(f->store,
-					       id,
-					       status,
-					       NULL,
-					       completed_at,
-					       "cts_y",
-					       NULL,
-					       on_result,
-					       &slot);
+	confab_store_end_response_async(f->store,
+					id,
+					status,
+					NULL,
+					completed_at,
+					events,
+					NULL,
+					on_result,
+					&slot);
 	res = wait_for(&slot);
-	g_assert_true(confab_store_set_response_status_finish(f->store, res, &error));
+	g_assert_true(confab_store_end_response_finish(f->store, res, &error));
 	g_assert_no_error(error);
 }
 
@@ -3271,14 +3275,19 @@ test_response_records(Fixture *f, gconstpointer data)
 	g_assert_true(confab_response_record_is_running(read));
 	g_clear_pointer(&read, confab_response_record_free);
 
-	/* one ends: another may start */
-	set_status(f, "resp_a", "in_progress", 0);
-	set_status(f, "resp_a", "completed", 1700000300);
-	set_status(f, "resp_a", "failed", 1700000400); /* ended: stays */
+	/* one ends, with its last events: another may start */
+	{
+		ConfabResponseEvents last = {0, 1, (gchar *)"e0e1"};
+		end_response(f, "resp_a", "completed", 1700000300, &last);
+	}
+	end_response(f, "resp_a", "failed", 1700000400, NULL); /* ended: stays */
 	read = get_record(f, "resp_a", &error);
 	g_assert_cmpstr(read->status, ==, "completed");
 	g_assert_cmpint(read->completed_at, ==, 1700000300);
-	g_assert_cmpstr(read->session_id, ==, "cts_y");
+	events = list_events(f, "resp_a", -1);
+	g_assert_cmpuint(events->len, ==, 1);
+	g_assert_cmpstr(((ConfabResponseEvents *)events->pdata[0])->data, ==, "e0e1");
+	g_clear_pointer(&events, g_ptr_array_unref);
 	g_clear_pointer(&read, confab_response_record_free);
 	g_assert_true(save_record(f, "resp_c", TRUE, 2, &error));
 	g_assert_no_error(error);
@@ -3291,7 +3300,7 @@ test_response_records(Fixture *f, gconstpointer data)
 	read = get_record(f, "resp_b", &error);
 	g_assert_true(read->cancel_requested);
 	g_clear_pointer(&read, confab_response_record_free);
-	set_status(f, "resp_b", "incomplete", 1700000500);
+	end_response(f, "resp_b", "incomplete", 1700000500, NULL);
 	read = get_record(f, "resp_b", &error);
 	g_assert_cmpstr(read->status, ==, "cancelled");
 	g_clear_pointer(&read, confab_response_record_free);
