@@ -1209,6 +1209,8 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	RespCtx *ctx = user_data;
 
 	ctx->run_ok = confab_turn_run_finish(CONFAB_TURN(source), result, &ctx->run_error);
+	if (!ctx->streaming)
+		confab_http_response_add_target_headers(ctx->exchange, ctx->turn);
 	if (!ctx->request->store) {
 		forget(ctx);
 		return;

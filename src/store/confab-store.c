@@ -213,13 +213,16 @@ static const ConfabStoreOp op_load_tokens = {
 static const ConfabStoreOp op_save_agent = {
     .what = "storing an agent",
     .rows = CONFAB_STORE_ROWS_NONE,
-    .sql = "INSERT INTO agents (" CONFAB_STORE_AGENT_COLUMNS ") "
-	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
-	   "ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
-	   "base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, params = $9, "
-	   "connect_timeout = $10, first_byte_timeout = $11, idle_timeout = $12, "
-	   "total_timeout = $13, updated_at = $15, mcp_servers = $16, max_steps = $17 "
-	   "WHERE agents.deleted_at = 0",
+    .sql =
+	"INSERT INTO agents (" CONFAB_STORE_AGENT_COLUMNS ") "
+	"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
+	"$19) "
+	"ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
+	"base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, params = $9, "
+	"connect_timeout = $10, first_byte_timeout = $11, idle_timeout = $12, "
+	"total_timeout = $13, updated_at = $15, mcp_servers = $16, max_steps = $17, "
+	"upstreams = $18, routing = $19 "
+	"WHERE agents.deleted_at = 0",
     .changed = CONFAB_STORE_CHANGE_AGENTS,
 };
 
@@ -550,6 +553,24 @@ static const ConfabStoreOp op_save_approval = {
     .changed = -1,
 };
 
+/* Whether the store answers at all: the cheapest read a reader runs. */
+static gpointer
+map_ping(ConfabStoreRow *row)
+{
+	return g_strdup(confab_store_row_text(row, 0));
+}
+
+static const ConfabStoreOp op_ping = {
+    .what = "asking the store whether it answers",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT 'ok'",
+    .map = map_ping,
+    .free = g_free,
+    .missing = CONFAB_ERROR_STORE_UNAVAILABLE,
+    .missing_format = "the store gave no row%s",
+    .changed = -1,
+};
+
 /* A call of @op with its one text argument. */
 static ConfabStoreCall *
 call_with_text(const ConfabStoreOp *op, const gchar *text)
@@ -654,9 +675,13 @@ confab_store_save_agent_async(ConfabStore *self,
 			      gpointer user_data)
 {
 	ConfabStoreCall *call = NULL;
+	g_autofree gchar *upstreams = NULL;
+	g_autofree gchar *routing = NULL;
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_return_if_fail(CONFAB_IS_AGENT(agent));
+	upstreams = confab_agent_get_stored_upstreams(agent);
+	routing = confab_agent_get_routing_json(agent, FALSE);
 	call = confab_store_call_new(&op_save_agent);
 	confab_store_call_add_text(call, confab_agent_get_id(agent));
 	confab_store_call_add_text(call, confab_agent_get_name(agent));
@@ -675,6 +700,8 @@ confab_store_save_agent_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_agent_get_updated_at(agent));
 	confab_store_call_add_text(call, confab_agent_get_mcp_servers(agent));
 	confab_store_call_add_int(call, confab_agent_get_max_steps(agent));
+	confab_store_call_add_text(call, upstreams);
+	confab_store_call_add_text(call, routing);
 	store_run(self, call, confab_store_save_agent_async, cancellable, callback, user_data);
 }
 
@@ -1871,6 +1898,42 @@ confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_signal_emit(self, signals[SIGNAL_CHANGED], 0, (gint)change);
+}
+
+/**
+ * confab_store_ping_async:
+ * @self: a #ConfabStore
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the store answered, or failed to
+ * @user_data: data for @callback
+ *
+ * Runs the cheapest read the store has, for `GET /readyz`.
+ */
+void
+confab_store_ping_async(ConfabStore *self,
+			GCancellable *cancellable,
+			GAsyncReadyCallback callback,
+			gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  confab_store_call_new(&op_ping),
+		  confab_store_ping_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_ping_finish:
+ *
+ * Returns: whether the store answered
+ */
+gboolean
+confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	g_autofree gchar *answer = finish_pointer(self, result, error);
+	return answer != NULL;
 }
 
 /**

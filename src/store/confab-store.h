@@ -563,6 +563,13 @@ void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);
 void
 confab_store_close(ConfabStore *self);
+void
+confab_store_ping_async(ConfabStore *self,
+			GCancellable *cancellable,
+			GAsyncReadyCallback callback,
+			gpointer user_data);
+gboolean
+confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
 confab_store_get_response_async(ConfabStore *self,

@@ -21,6 +21,7 @@
 // `meson test --setup valgrind`) is put in front of confabd.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -797,6 +798,58 @@ test('a failing upstream: 502 with x-should-retry false, and the SDK does not re
   );
   assert.equal(e.headers.get('x-should-retry'), 'false');
   assert.equal(counter.calls, 1, 'one request reached Confab');
+});
+
+test('a stream through a failover: the first target refuses, the second answers (routing)', async (skip) => {
+  const fakePath = process.env.CONFAB_FAKE_UPSTREAM;
+  if (!fakePath) return skip('CONFAB_FAKE_UPSTREAM is not set');
+  const net = await import('node:net');
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const p = srv.address().port;
+      srv.close(() => resolve(p));
+    });
+  });
+  // the scripted fake upstream: its first line names its address
+  const fake = spawn(fakePath, ['--stdin-watch'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  try {
+    const fakeUrl = await new Promise((resolve, reject) => {
+      let buf = '';
+      fake.stdout.on('data', (d) => {
+        buf += d;
+        const m = buf.match(/listening on (\S+)/);
+        if (m) resolve(m[1]);
+      });
+      fake.on('exit', () => reject(new Error('the fake upstream exited')));
+    });
+    const upstreams = JSON.stringify([
+      { label: 'down', base_url: `http://127.0.0.1:${port}/v1`, upstream_model: 'plain' },
+      { label: 'fake', base_url: `${fakeUrl}/v1`, upstream_model: 'plain' },
+    ]);
+    const out = await gdbus(
+      `${BUS_NAME}.Admin.CreateAgent`,
+      `{'name': <'routed'>, 'provider': <'openai'>, 'upstreams': <'${upstreams}'>}`,
+    );
+    const agent = out.match(/\('(agt_\w+)',\)/)[1];
+    const stream = await client(ctx.token).chat.completions.create({
+      model: agent,
+      messages: userMsg('through a failover'),
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    // one answer, from the second target only
+    assert.equal(text, 'Hello, world! héllo 🌍');
+    const { data, response } = await client(ctx.token)
+      .chat.completions.create({ model: agent, messages: userMsg('again') })
+      .withResponse();
+    assert.equal(data.choices[0].message.content, 'Hello, world! héllo 🌍');
+    assert.equal(response.headers.get('x-confab-upstream'), 'fake');
+    assert.equal(response.headers.get('x-confab-attempts'), '2');
+  } finally {
+    fake.kill();
+  }
 });
 
 /* ---- an agent with tools of its own: tool_event chunks break no client ---- */
