@@ -1078,6 +1078,141 @@ handle_delete_session(ConfabDbusAdmin *object,
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* ---------- background responses ---------- */
+
+#define LIST_BACKGROUND_MAX 1000
+
+static GVariant *
+record_to_variant(ConfabResponseRecord *r)
+{
+	GVariantBuilder b;
+
+	g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+	g_variant_builder_add(&b, "{sv}", "id", g_variant_new_string(r->id));
+	g_variant_builder_add(&b, "{sv}", "owner", g_variant_new_string(r->owner));
+	g_variant_builder_add(&b, "{sv}", "agent_id", g_variant_new_string(r->agent_id));
+	g_variant_builder_add(&b,
+			      "{sv}",
+			      "session_id",
+			      g_variant_new_string(r->session_id != NULL ? r->session_id : ""));
+	g_variant_builder_add(&b, "{sv}", "status", g_variant_new_string(r->status));
+	g_variant_builder_add(&b, "{sv}", "stream", g_variant_new_boolean(r->stream));
+	g_variant_builder_add(&b, "{sv}", "created_at", g_variant_new_int64(r->created_at));
+	return g_variant_builder_end(&b);
+}
+
+static void
+list_background_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(GPtrArray) records = NULL;
+	GError *error = NULL;
+
+	records = confab_store_list_running_responses_finish(CONFAB_STORE(source), result, &error);
+	if (records == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_list_background_responses(
+	    CONFAB_DBUS_ADMIN(call->self),
+	    call->invocation,
+	    array_to_variant(records, (GVariant * (*)(gpointer)) record_to_variant));
+}
+
+static gboolean
+handle_list_background_responses(ConfabDbusAdmin *object,
+				 GDBusMethodInvocation *invocation,
+				 GVariant *filter)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	const gchar *owner = NULL;
+
+	g_variant_lookup(filter, "owner", "&s", &owner);
+	confab_store_list_running_responses_async(confab_engine_get_store(self->engine),
+						  owner,
+						  LIST_BACKGROUND_MAX,
+						  NULL,
+						  list_background_cb,
+						  call_new(self, invocation, NULL));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+cancel_asked_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+
+	if (!confab_store_cancel_response_finish(CONFAB_STORE(source), result, &error)) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	/* here at once; another instance within its poll */
+	confab_background_cancel(confab_engine_get_background(call->self->engine), call->id);
+	g_info("asked background response %s to stop", call->id);
+	confab_dbus_admin_complete_cancel_response(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static void
+cancel_record_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(ConfabResponseRecord) record = NULL;
+	GError *error = NULL;
+
+	record = confab_store_get_response_record_finish(CONFAB_STORE(source), result, &error);
+	if (record == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	if (!record->background) {
+		confab_error_return_dbus(
+		    call->invocation,
+		    g_error_new(CONFAB_ERROR,
+				CONFAB_ERROR_INVALID_VALUE,
+				"Response '%s' was not created in the background",
+				call->id));
+		return;
+	}
+	if (!confab_response_record_is_running(record)) {
+		confab_dbus_admin_complete_cancel_response(CONFAB_DBUS_ADMIN(call->self),
+							   call->invocation);
+		return;
+	}
+	/* the call goes to the callback: read it before it is handed over */
+	{
+		Call *pending = g_steal_pointer(&call);
+		confab_store_cancel_response_async(CONFAB_STORE(source),
+						   pending->id,
+						   NULL,
+						   cancel_asked_cb,
+						   pending);
+	}
+}
+
+static gboolean
+handle_cancel_response(ConfabDbusAdmin *object,
+		       GDBusMethodInvocation *invocation,
+		       const gchar *response_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+
+	if (!confab_id_is_valid(response_id, CONFAB_PREFIX_RESPONSE)) {
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_RESPONSE_NOT_FOUND,
+						     "No response '%s'",
+						     response_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_store_get_response_record_async(confab_engine_get_store(self->engine),
+					       response_id,
+					       NULL,
+					       cancel_record_cb,
+					       call_new(self, invocation, response_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 /* ---------- who may call ---------- */
 
 static gboolean
@@ -1347,6 +1482,8 @@ confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 	iface->handle_list_sessions = handle_list_sessions;
 	iface->handle_get_messages = handle_get_messages;
 	iface->handle_delete_session = handle_delete_session;
+	iface->handle_list_background_responses = handle_list_background_responses;
+	iface->handle_cancel_response = handle_cancel_response;
 }
 
 static void

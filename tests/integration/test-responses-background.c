@@ -424,6 +424,81 @@ test_killed(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_test_json_string(got->json, "error.code"), ==, "server_error");
 }
 
+/* ---------- administration over D-Bus ---------- */
+
+static GVariant *
+list_background(Fixture *f, const gchar *owner)
+{
+	GVariantDict filter;
+	g_autoptr(GError) error = NULL;
+	GVariant *list = NULL;
+
+	g_variant_dict_init(&filter, NULL);
+	if (owner != NULL)
+		g_variant_dict_insert(&filter, "owner", "s", owner);
+	confab_dbus_admin_call_list_background_responses_sync(f->daemon->admin,
+							      g_variant_dict_end(&filter),
+							      &list,
+							      NULL,
+							      &error);
+	g_assert_no_error(error);
+	return list;
+}
+
+static void
+test_dbus(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTestResponse) r = post(f, ",\"stream\":false");
+	g_autoptr(ConfabTestResponse) cancelled = NULL;
+	g_autoptr(ConfabTestResponse) plain = NULL;
+	g_autoptr(GVariant) all = NULL;
+	g_autoptr(GVariant) bobs = NULL;
+	g_autoptr(GVariant) first = NULL;
+	g_autoptr(GVariant) after = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"hi\"}", f->agent);
+	const gchar *id;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	id = confab_test_json_string(r->json, "id");
+	g_assert_true(confab_test_upstream_wait_waiting(f->up, 1, 30000));
+	all = list_background(f, NULL);
+	g_assert_cmpuint(g_variant_n_children(all), ==, 1);
+	first = g_variant_get_child_value(all, 0);
+	g_assert_cmpstr(confab_test_variant_string(first, "id"), ==, id);
+	g_assert_cmpstr(confab_test_variant_string(first, "owner"), ==, "alice");
+	g_assert_cmpstr(confab_test_variant_string(first, "status"), ==, "in_progress");
+	bobs = list_background(f, "bob");
+	g_assert_cmpuint(g_variant_n_children(bobs), ==, 0);
+
+	/* an administrator stops it */
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin, id, NULL, &error);
+	g_assert_no_error(error);
+	cancelled = wait_status(f, id, "cancelled");
+	after = list_background(f, NULL);
+	g_assert_cmpuint(g_variant_n_children(after), ==, 0);
+	/* again: nothing changes */
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin, id, NULL, &error);
+	g_assert_no_error(error);
+
+	confab_test_upstream_set_hold(f->up, FALSE);
+	plain = confab_test_http(f->daemon, "POST", "/api/v1/responses", f->token, body);
+	g_assert_cmpuint(plain->status, ==, 200);
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin,
+						    confab_test_json_string(plain->json, "id"),
+						    NULL,
+						    &error);
+	g_assert_nonnull(error);
+	g_assert_nonnull(strstr(g_dbus_error_get_remote_error(error), "InvalidArgument"));
+	g_clear_error(&error);
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin,
+						    "resp_00000000000000000000000000",
+						    NULL,
+						    &error);
+	g_assert_nonnull(error);
+	g_assert_nonnull(strstr(g_dbus_error_get_remote_error(error), "ResponseNotFound"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -464,6 +539,12 @@ main(int argc, char **argv)
 		   "[responses]\nmax_background = 1\n",
 		   fixture_setup,
 		   test_max_background,
+		   fixture_teardown);
+	g_test_add("/confab/responses-background/dbus",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_dbus,
 		   fixture_teardown);
 	g_test_add("/confab/responses-background/killed",
 		   Fixture,
