@@ -25,6 +25,7 @@
 #include "cli/confabctl-approval.h"
 #include "cli/confabctl-common.h"
 #include "cli/confabctl-quota.h"
+#include "cli/confabctl-response.h"
 #include "cli/confabctl-session.h"
 #include "cli/confabctl-status.h"
 #include "cli/confabctl-token.h"
@@ -74,6 +75,8 @@ static const Command commands[] = {
     {"approval", "list", confabctl_approval_list, N_("approval list")},
     {"approval", "allow", confabctl_approval_allow, N_("approval allow APPROVAL_ID")},
     {"approval", "deny", confabctl_approval_deny, N_("approval deny APPROVAL_ID")},
+    {"response", "list", confabctl_response_list, N_("response list [--owner O]")},
+    {"response", "cancel", confabctl_response_cancel, N_("response cancel RESPONSE_ID")},
     {"status", NULL, confabctl_status_show, N_("status")},
 };
 

@@ -1242,6 +1242,70 @@ test_upstreams(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+/* confabctl response list|cancel: a background response that runs (its
+ * upstream holds the answer), listed, stopped, and listed no more */
+static void
+test_background_responses(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(NULL, NULL);
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *path = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(Run) listed = NULL;
+	g_autoptr(Run) bobs = NULL;
+	g_autoptr(Run) cancelled = NULL;
+	g_autoptr(Run) empty = NULL;
+	g_autoptr(Run) unknown = NULL;
+	const gchar *id;
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "held");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
+	g_variant_dict_insert(&dict, "upstream_model", "s", "m");
+	agent = confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+	body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"go\",\"background\":true}", agent);
+	r = confab_test_http(daemon, "POST", "/api/v1/responses", token, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	id = confab_test_json_string(r->json, "id");
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+
+	listed = ctl("response", "list", NULL);
+	assert_ok(listed);
+	g_assert_nonnull(strstr(listed->out, id));
+	g_assert_nonnull(strstr(listed->out, "alice"));
+	g_assert_nonnull(strstr(listed->out, "in_progress"));
+	bobs = ctl("response", "list", "--owner", "bob", NULL);
+	assert_ok(bobs);
+	g_assert_null(strstr(bobs->out, id));
+
+	cancelled = ctl("response", "cancel", id, NULL);
+	assert_ok(cancelled);
+	/* it ends cancelled: then it is no longer listed */
+	path = g_strdup_printf("/api/v1/responses/%s", id);
+	for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;;) {
+		g_autoptr(ConfabTestResponse) got =
+		    confab_test_http(daemon, "GET", path, token, NULL);
+		if (g_strcmp0(confab_test_json_string(got->json, "status"), "cancelled") == 0)
+			break;
+		g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+		g_usleep(20000);
+	}
+	empty = ctl("response", "list", NULL);
+	assert_ok(empty);
+	g_assert_null(strstr(empty->out, id));
+	unknown = ctl("response", "cancel", "resp_00000000000000000000000000", NULL);
+	assert_refused(unknown, "resp_00000000000000000000000000");
+	confab_test_upstream_set_hold(up, FALSE);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	confab_test_upstream_stop(up);
+}
+
 gint
 main(gint argc, gchar **argv)
 {
@@ -1259,6 +1323,7 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/confabctl/sessions", test_sessions);
 	g_test_add_func("/confab/confabctl/hostile-text", test_hostile_text);
 	g_test_add_func("/confab/confabctl/session-responses", test_session_responses);
+	g_test_add_func("/confab/confabctl/background-responses", test_background_responses);
 	g_test_add_func("/confab/confabctl/usage-errors", test_usage_errors);
 	g_test_add_func("/confab/confabctl/unreachable", test_unreachable);
 	g_test_add_func("/confab/confabctl/default-bus", test_default_bus);
