@@ -46,6 +46,7 @@ struct _ConfabEngine {
 	ConfabMetrics *metrics;	      /* owned */
 	ConfabSecretStore *secrets;   /* owned, nullable: confabd --user's keyring */
 	ConfabApprovals *approvals;   /* owned: tool calls waiting for a person */
+	ConfabElicitations *elicitations; /* owned: MCP servers' questions to a person */
 	ConfabBackground *background; /* owned: background responses running here */
 
 	GMainContext *context;	       /* owned: where ::drained is emitted */
@@ -192,6 +193,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_object(&self->ids);
 	g_clear_object(&self->toolbox);
 	g_clear_object(&self->approvals);
+	g_clear_object(&self->elicitations);
 	g_clear_object(&self->background);
 	g_clear_object(&self->metrics);
 	g_clear_object(&self->secrets);
@@ -466,6 +468,8 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 				 self);
 	self->approvals =
 	    confab_approvals_new(store, self->ids, self->metrics, config->tool_approval_timeout);
+	self->elicitations =
+	    confab_elicitations_new(store, self->ids, config->tool_approval_timeout);
 	self->background = confab_background_new(store, config);
 	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
 	return self;
@@ -493,6 +497,18 @@ confab_engine_get_approvals(ConfabEngine *self)
 {
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	return self->approvals;
+}
+
+/**
+ * confab_engine_get_elicitations:
+ *
+ * Returns: (transfer none): the MCP servers' questions waiting for a person
+ */
+ConfabElicitations *
+confab_engine_get_elicitations(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->elicitations;
 }
 
 /**
@@ -1934,6 +1950,7 @@ confab_engine_begin_shutdown(ConfabEngine *self)
 	/* nobody is expected to decide within the grace: the turns that wait
 	 * for a person go on at once, their calls declined */
 	confab_approvals_expire_all(self->approvals, "confabd is stopping");
+	confab_elicitations_expire_all(self->elicitations);
 	if (none)
 		drained(self);
 }
@@ -1991,4 +2008,5 @@ confab_engine_cancel_turns(ConfabEngine *self)
 	/* a turn waiting for a person would wait on through a cancel (its
 	 * client's leaving does not void the decision): stopping ends it */
 	confab_approvals_expire_all(self->approvals, "confabd stopped before anybody decided");
+	confab_elicitations_expire_all(self->elicitations);
 }

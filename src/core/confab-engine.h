@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "core/confab-approvals.h"
+#include "core/confab-elicitations.h"
 #include "core/confab-background.h"
 #include "core/confab-config.h"
 #include "metrics/confab-metrics.h"
@@ -68,6 +69,8 @@ ConfabToolbox *
 confab_engine_get_toolbox(ConfabEngine *self);
 ConfabApprovals *
 confab_engine_get_approvals(ConfabEngine *self);
+ConfabElicitations *
+confab_engine_get_elicitations(ConfabEngine *self);
 ConfabMetrics *
 confab_engine_get_metrics(ConfabEngine *self);
 void

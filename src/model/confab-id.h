@@ -16,6 +16,7 @@ G_BEGIN_DECLS
 #define CONFAB_PREFIX_SECRET	 "nca_"
 #define CONFAB_PREFIX_COMPLETION "chatcmpl-"
 #define CONFAB_PREFIX_APPROVAL	 "mcpr_"
+#define CONFAB_PREFIX_ELICITATION "mcpe_"
 #define CONFAB_PREFIX_RESPONSE	 "resp_"
 
 /* characters after the prefix: 10 of time (ms) and 16 of randomness */

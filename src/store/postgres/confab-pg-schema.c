@@ -429,6 +429,30 @@
  */
 #define MIGRATE_V7_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
 
+/*
+ * v8 (elicitations, issue 34): an MCP server's `elicitation/create`, put
+ * to the person whose turn called it. Any instance answers a row with one
+ * conditional UPDATE (pending, and the waiting instance's lease live); the
+ * instance whose turn waits polls it (confab-elicitations.c).
+ */
+#define MIGRATE_V8_ELICITATIONS                                                                    \
+	"CREATE TABLE elicitations ("                                                              \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  session_id text COLLATE \"C\" NOT NULL,"                                                \
+	"  server text NOT NULL,"                                                                  \
+	"  message text NOT NULL,"                                                                 \
+	"  schema text NOT NULL,"                                                                  \
+	"  state text NOT NULL DEFAULT 'pending',"                                                 \
+	"  content text,"                                                                          \
+	"  answered_by text,"                                                                      \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  answered_at bigint NOT NULL DEFAULT 0,"                                                 \
+	"  instance_id text COLLATE \"C\""                                                         \
+	");"                                                                                       \
+	"CREATE INDEX elicitations_by_session ON elicitations (session_id);"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -438,6 +462,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V5_APPROVAL_INSTANCE,
     MIGRATE_V6_RESPONSES,
     MIGRATE_V7_CONVERSATION_METADATA,
+    MIGRATE_V8_ELICITATIONS,
 };
 
 typedef enum {

@@ -574,6 +574,34 @@ migrate_v7_approvals(Conn *conn, GError **error)
 }
 
 /*
+ * v11 (elicitations, issue 34): an MCP server's `elicitation/create`, put
+ * to the person whose turn called it; answered with one conditional
+ * UPDATE of a pending row (confab-elicitations.c).
+ */
+static gboolean
+migrate_v11_elicitations(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE elicitations ("
+			 "  id TEXT PRIMARY KEY NOT NULL,"
+			 "  owner TEXT NOT NULL,"
+			 "  agent_id TEXT NOT NULL,"
+			 "  session_id TEXT NOT NULL,"
+			 "  server TEXT NOT NULL,"
+			 "  message TEXT NOT NULL,"
+			 "  schema TEXT NOT NULL,"
+			 "  state TEXT NOT NULL DEFAULT 'pending',"
+			 "  content TEXT,"
+			 "  answered_by TEXT,"
+			 "  created_at INTEGER NOT NULL,"
+			 "  answered_at INTEGER NOT NULL DEFAULT 0,"
+			 "  instance_id TEXT"
+			 ") STRICT;"
+			 "CREATE INDEX elicitations_by_session ON elicitations (session_id);",
+			 error);
+}
+
+/*
  * v8 (approvals asked by a response, issue 22): the Responses API's
  * approval requests end their response; the response that asked is kept,
  * so that only its continuation decides them, and no timeout does.
@@ -712,7 +740,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 9:
 		if (!migrate_v10_conversation_metadata(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 10: migrate_v11() here */
+		/* fall through */
+	case 10:
+		if (!migrate_v11_elicitations(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 11: migrate_v12() here */
 	default:
 		break;
 	}
