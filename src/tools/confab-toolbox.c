@@ -404,7 +404,6 @@ server_drop_client(Server *server)
 	if (server->client == NULL)
 		return;
 	g_signal_handlers_disconnect_by_data(server->client, server);
-	confab_mcp_client_set_elicitation_handler(server->client, NULL, NULL, NULL);
 	confab_mcp_client_close(server->client);
 	toolbox_track(server->toolbox, server->transport);
 	g_clear_object(&server->client);
@@ -679,7 +678,11 @@ server_start(Server *server)
 	server->client = confab_mcp_client_new(server->label, transport);
 	g_signal_connect(server->client, "closed", G_CALLBACK(on_client_closed), server);
 	g_signal_connect(server->client, "tools-changed", G_CALLBACK(on_tools_changed), server);
-	confab_mcp_client_set_elicitation_handler(server->client, on_server_elicit, server, NULL);
+	/* the client holds the server until it goes */
+	confab_mcp_client_set_elicitation_handler(server->client,
+						  on_server_elicit,
+						  server_ref(server),
+						  (GDestroyNotify)server_unref);
 	g_message("%s: starting the MCP server", server->label);
 	confab_mcp_client_start_async(server->client, NULL, on_server_started, server_ref(server));
 }
