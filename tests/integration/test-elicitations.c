@@ -149,12 +149,11 @@ elicit_body(Fixture *f, gboolean stream)
 }
 
 static Stream *
-stream_open(Fixture *f)
+stream_post(Fixture *f, const gchar *path, const gchar *body)
 {
 	Stream *s = g_new0(Stream, 1);
 	g_autoptr(GSocketClient) client = g_socket_client_new();
 	g_autoptr(GError) error = NULL;
-	g_autofree gchar *body = elicit_body(f, TRUE);
 	g_autofree gchar *request = NULL;
 	const gchar *port = strrchr(f->daemon->url, ':') + 1;
 	gsize written = 0;
@@ -163,9 +162,10 @@ stream_open(Fixture *f)
 	    g_socket_client_connect_to_host(client, "127.0.0.1", atoi(port), NULL, &error);
 	g_assert_no_error(error);
 	g_socket_set_timeout(g_socket_connection_get_socket(s->connection), 60);
-	request = g_strdup_printf("POST /api/v1/chat/completions HTTP/1.1\r\nHost: test\r\n"
+	request = g_strdup_printf("POST %s HTTP/1.1\r\nHost: test\r\n"
 				  "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
 				  "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+				  path,
 				  f->token,
 				  strlen(body),
 				  body);
@@ -179,6 +179,13 @@ stream_open(Fixture *f)
 	s->in = g_data_input_stream_new(g_io_stream_get_input_stream(G_IO_STREAM(s->connection)));
 	g_data_input_stream_set_newline_type(s->in, G_DATA_STREAM_NEWLINE_TYPE_ANY);
 	return s;
+}
+
+static Stream *
+stream_open(Fixture *f)
+{
+	g_autofree gchar *body = elicit_body(f, TRUE);
+	return stream_post(f, "/api/v1/chat/completions", body);
 }
 
 /* The next `data:` JSON object of the stream; NULL at [DONE] or the end. */
@@ -477,6 +484,58 @@ test_dbus(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(remote, ==, "org.confab.Confab1.Error.AlreadyAnswered");
 }
 
+/* The Responses door: a streamed response tells the question as its own
+ * event on the mcp_call item; the answer reaches the server, whose text
+ * is the call's output. */
+static void
+test_responses(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) asked = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	JsonObject *event;
+	gboolean completed = FALSE;
+
+	if (f->daemon == NULL)
+		return;
+	body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"/tool fake__elicit {}\","
+			       "\"stream\":true}",
+			       f->agent);
+	s = stream_post(f, "/api/v1/responses", body);
+	for (;;) {
+		asked = stream_next(s);
+		g_assert_nonnull(asked);
+		if (g_str_equal(json_object_get_string_member(asked, "type"),
+				"response.mcp_call.elicitation_request"))
+			break;
+		g_clear_pointer(&asked, json_object_unref);
+	}
+	g_assert_true(g_str_has_prefix(json_object_get_string_member(asked, "item_id"), "mcp_"));
+	g_assert_cmpstr(json_object_get_string_member(asked, "server_label"), ==, "fake");
+	r = answer(f->daemon,
+		   f->token,
+		   json_object_get_string_member(asked, "elicitation_id"),
+		   "{\"action\":\"accept\",\"content\":{\"email\":\"r@example.org\"}}");
+	g_assert_cmpuint(r->status, ==, 200);
+	while ((event = stream_next(s)) != NULL) {
+		if (g_str_equal(json_object_get_string_member(event, "type"),
+				"response.output_item.done")) {
+			JsonObject *item = json_object_get_object_member(event, "item");
+			if (g_str_equal(json_object_get_string_member(item, "type"), "mcp_call")) {
+				g_autoptr(JsonObject) got =
+				    parse_answer(json_object_get_string_member(item, "output"));
+				g_assert_cmpstr(json_object_get_string_member(got, "action"),
+						==,
+						"accept");
+				completed = TRUE;
+			}
+		}
+		json_object_unref(event);
+	}
+	g_assert_true(completed);
+}
+
 /* Two instances on PostgreSQL: asked on A, answered on B. */
 static void
 test_across_instances(Fixture *f, gconstpointer data)
@@ -523,6 +582,7 @@ main(int argc, char **argv)
 	ADD("timeout-cancels", test_timeout, "[tools]\napproval_timeout = 1\n");
 	ADD("bad-input", test_bad_input, NULL);
 	ADD("dbus", test_dbus, NULL);
+	ADD("responses", test_responses, NULL);
 #undef ADD
 	g_test_add("/confab/elicitations/postgres-across-instances",
 		   Fixture,
