@@ -129,21 +129,21 @@ struct _ConfabAgentLoop {
 	guint total_timeout;	  /* seconds for the whole loop; 0 for none */
 	const ConfabAgentLoopSink *sink;
 	gpointer sink_data;
-	ConfabMetrics *metrics;	       /* owned, nullable */
-	ConfabFlow *flow;	       /* owned, nullable: the client's backpressure */
-	guint flow_wait;	       /* the next model or tool call waits for the client */
-	ConfabApprovals *approvals;    /* owned, nullable: no approvals asked */
+	ConfabMetrics *metrics;		  /* owned, nullable */
+	ConfabFlow *flow;		  /* owned, nullable: the client's backpressure */
+	guint flow_wait;		  /* the next model or tool call waits for the client */
+	ConfabApprovals *approvals;	  /* owned, nullable: no approvals asked */
 	ConfabElicitations *elicitations; /* owned, nullable: servers' questions refused */
-	gchar *approvals_owner;	       /* owned */
-	gchar *approvals_session;      /* owned */
-	ConfabToolConfig *tool_config; /* owned, nullable: the agent's servers */
-	guint waiting;		       /* calls waiting for a person */
-	gboolean detached;	       /* the caller left while calls waited */
-	gint64 deadline_left_ms;       /* the total timeout left, while waiting */
-	gchar *defer_response;	       /* owned, nullable: calls needing a person end the loop */
-	guint parked;		       /* deferred calls of the step */
-	GPtrArray *resumed;	       /* owned: ServerCall, answered before the first step */
-	gboolean settled;	       /* the context's calls and results are in order */
+	gchar *approvals_owner;		  /* owned */
+	gchar *approvals_session;	  /* owned */
+	ConfabToolConfig *tool_config;	  /* owned, nullable: the agent's servers */
+	guint waiting;			  /* calls waiting for a person */
+	gboolean detached;		  /* the caller left while calls waited */
+	gint64 deadline_left_ms;	  /* the total timeout left, while waiting */
+	gchar *defer_response;		  /* owned, nullable: calls needing a person end the loop */
+	guint parked;			  /* deferred calls of the step */
+	GPtrArray *resumed;		  /* owned: ServerCall, answered before the first step */
+	gboolean settled;		  /* the context's calls and results are in order */
 
 	GTask *task;		   /* owned, while running */
 	GCancellable *cancellable; /* owned: the caller's, or the timeout's */
@@ -1244,8 +1244,8 @@ ask_answer(Ask *ask, const ConfabElicitationRequest *answered)
 
 	if (answered != NULL && g_strcmp0(answered->state, CONFAB_ELICITATION_ACCEPTED) == 0) {
 		action = "accept";
-		content = confab_json_from_string(answered->content != NULL ? answered->content
-									    : "{}");
+		content =
+		    confab_json_from_string(answered->content != NULL ? answered->content : "{}");
 	} else if (answered != NULL &&
 		   g_strcmp0(answered->state, CONFAB_ELICITATION_DECLINED) == 0) {
 		action = "decline";
@@ -1355,17 +1355,17 @@ run_call(ConfabAgentLoop *self, ServerCall *call)
 		return;
 	}
 	confab_toolbox_call_elicit_async(self->toolbox,
-				  confab_agent_get_id(self->agent),
-				  confab_agent_get_mcp_servers(self->agent),
-				  call->name,
-				  json_node_get_object(args),
-				  on_progress,
-				  on_elicit,
-				  call,
-				  NULL,
-				  self->cancellable,
-				  tool_call_cb,
-				  call);
+					 confab_agent_get_id(self->agent),
+					 confab_agent_get_mcp_servers(self->agent),
+					 call->name,
+					 json_node_get_object(args),
+					 on_progress,
+					 on_elicit,
+					 call,
+					 NULL,
+					 self->cancellable,
+					 tool_call_cb,
+					 call);
 	g_object_ref(self); /* until tool_call_cb */
 }
 

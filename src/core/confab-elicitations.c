@@ -419,7 +419,8 @@ wake_waiter(ConfabElicitations *self, const gchar *id, gboolean expire)
 
 typedef struct {
 	gchar *id;
-	gchar *owner; /* nullable: an administrator */
+	gchar *owner;	 /* nullable: an administrator */
+	gchar *agent_id; /* nullable: a token bound to an agent */
 	gchar *action;
 	JsonObject *content; /* owned, nullable */
 	gchar *by;
@@ -431,6 +432,7 @@ answer_free(Answer *a)
 {
 	g_free(a->id);
 	g_free(a->owner);
+	g_free(a->agent_id);
 	g_free(a->action);
 	g_clear_pointer(&a->content, json_object_unref);
 	g_free(a->by);
@@ -464,6 +466,20 @@ answered_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 			      (GDestroyNotify)confab_elicitation_request_free);
 }
 
+static void
+stale_expired_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	Answer *a = g_task_get_task_data(task);
+
+	confab_store_answer_elicitation_finish(CONFAB_STORE(source), result, NULL);
+	g_task_return_new_error(task,
+				CONFAB_ERROR,
+				CONFAB_ERROR_ELICITATION_ANSWERED,
+				"The elicitation '%s' is no longer pending: it timed out",
+				a->id);
+}
+
 /* The content checked against the stored schema, its defaults applied; a
  * mismatch is CONFAB_ERROR_INVALID_VALUE with the field as its param. */
 static gchar *
@@ -478,7 +494,8 @@ checked_content(const gchar *schema_text, JsonObject *content, GError **error)
 		g_set_error_literal(error, CONFAB_ERROR, CONFAB_ERROR_FAILED, "The schema is lost");
 		return NULL;
 	}
-	applied = confab_mcp_elicitation_apply_schema(json_node_get_object(schema), content, &local);
+	applied =
+	    confab_mcp_elicitation_apply_schema(json_node_get_object(schema), content, &local);
 	if (applied == NULL) {
 		const gchar *colon = strchr(local->message, ':');
 		if (g_str_has_prefix(local->message, "content") && colon != NULL) {
@@ -508,7 +525,8 @@ answer_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	/* another owner's request does not exist, as far as this caller can tell */
-	if (a->owner != NULL && g_strcmp0(a->owner, now->owner) != 0) {
+	if ((a->owner != NULL && g_strcmp0(a->owner, now->owner) != 0) ||
+	    (a->agent_id != NULL && g_strcmp0(a->agent_id, now->agent_id) != 0)) {
 		g_task_return_error(task, not_found(a->id));
 		return;
 	}
@@ -519,6 +537,23 @@ answer_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 					"The elicitation '%s' is no longer pending: it was %s",
 					a->id,
 					now->state);
+		return;
+	}
+	/* past its timeout no turn waits for it (its own has timed it out,
+	 * or is about to, or is gone with its confabd): it times out here */
+	if (g_get_real_time() / G_USEC_PER_SEC >
+	    now->created_at +
+		(gint64)CONFAB_ELICITATIONS(g_task_get_source_object(task))->timeout) {
+		g_autoptr(ConfabElicitationRequest) expired = confab_elicitation_request_new();
+		expired->id = g_strdup(a->id);
+		expired->state = g_strdup(CONFAB_ELICITATION_TIMED_OUT);
+		expired->answered_by = g_strdup("timeout");
+		expired->answered_at = g_get_real_time() / G_USEC_PER_SEC;
+		confab_store_answer_elicitation_async(CONFAB_STORE(source),
+						      expired,
+						      NULL,
+						      stale_expired_cb,
+						      g_steal_pointer(&task));
 		return;
 	}
 	a->answer = confab_elicitation_request_copy(now);
@@ -545,6 +580,7 @@ answer_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
  * @self: a #ConfabElicitations
  * @elicitation_id: the request (`mcpe_…`)
  * @owner: (nullable): the caller's owner name; %NULL for an administrator
+ * @agent_id: (nullable): the agent the caller's token is bound to, if any
  * @action: `accept`, `decline` or `cancel`
  * @content: (nullable): with `accept`, the person's answer
  * @by: "api" or "dbus"
@@ -565,6 +601,7 @@ void
 confab_elicitations_answer_async(ConfabElicitations *self,
 				 const gchar *elicitation_id,
 				 const gchar *owner,
+				 const gchar *agent_id,
 				 const gchar *action,
 				 JsonObject *content,
 				 const gchar *by,
@@ -578,6 +615,7 @@ confab_elicitations_answer_async(ConfabElicitations *self,
 	g_task_set_source_tag(task, confab_elicitations_answer_async);
 	a->id = g_strdup(elicitation_id != NULL ? elicitation_id : "");
 	a->owner = g_strdup(owner);
+	a->agent_id = g_strdup(agent_id);
 	a->action = g_strdup(action);
 	a->content = content != NULL ? json_object_ref(content) : NULL;
 	a->by = g_strdup(by);

@@ -40,6 +40,7 @@ void
 confab_elicitations_answer_async(ConfabElicitations *self,
 				 const gchar *elicitation_id,
 				 const gchar *owner,
+				 const gchar *agent_id,
 				 const gchar *action,
 				 JsonObject *content,
 				 const gchar *by,

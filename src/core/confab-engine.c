@@ -38,16 +38,16 @@
 
 struct _ConfabEngine {
 	GObject parent_instance;
-	const ConfabConfig *config;   /* unowned: the daemon's */
-	ConfabStore *store;	      /* owned */
-	ConfabIdGenerator *ids;	      /* owned */
-	GHashTable *providers;	      /* owned: name -> ConfabProvider */
-	ConfabToolbox *toolbox;	      /* owned: the agents' own tool servers */
-	ConfabMetrics *metrics;	      /* owned */
-	ConfabSecretStore *secrets;   /* owned, nullable: confabd --user's keyring */
-	ConfabApprovals *approvals;   /* owned: tool calls waiting for a person */
+	const ConfabConfig *config;	  /* unowned: the daemon's */
+	ConfabStore *store;		  /* owned */
+	ConfabIdGenerator *ids;		  /* owned */
+	GHashTable *providers;		  /* owned: name -> ConfabProvider */
+	ConfabToolbox *toolbox;		  /* owned: the agents' own tool servers */
+	ConfabMetrics *metrics;		  /* owned */
+	ConfabSecretStore *secrets;	  /* owned, nullable: confabd --user's keyring */
+	ConfabApprovals *approvals;	  /* owned: tool calls waiting for a person */
 	ConfabElicitations *elicitations; /* owned: MCP servers' questions to a person */
-	ConfabBackground *background; /* owned: background responses running here */
+	ConfabBackground *background;	  /* owned: background responses running here */
 
 	GMainContext *context;	       /* owned: where ::drained is emitted */
 	GHashTable *context_providers; /* owned: GMainContext -> (name -> ConfabProvider) */

@@ -8,9 +8,9 @@
 #include <gio/gio.h>
 
 #include "core/confab-approvals.h"
-#include "core/confab-elicitations.h"
 #include "core/confab-background.h"
 #include "core/confab-config.h"
+#include "core/confab-elicitations.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
 #include "model/confab-enums.h"

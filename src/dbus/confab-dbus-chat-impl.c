@@ -423,6 +423,7 @@ elicit_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	confab_elicitations_answer_async(confab_engine_get_elicitations(pending->self->engine),
 					 pending->id,
 					 owner,
+					 NULL,
 					 pending->action,
 					 pending->content,
 					 "dbus",

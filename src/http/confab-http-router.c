@@ -13,9 +13,9 @@
 #endif
 
 #include "http/confab-http-approvals.h"
-#include "http/confab-http-elicitations.h"
 #include "http/confab-http-chat.h"
 #include "http/confab-http-conversations.h"
+#include "http/confab-http-elicitations.h"
 #include "http/confab-http-lists.h"
 #include "http/confab-http-metrics.h"
 #include "http/confab-http-models.h"

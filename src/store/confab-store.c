@@ -2538,7 +2538,12 @@ confab_store_save_elicitation_async(ConfabStore *self,
 	confab_store_call_add_int(call, request->created_at);
 	confab_store_call_add_int(call, request->answered_at);
 	confab_store_call_add_instance(call);
-	store_run(self, call, confab_store_save_elicitation_async, cancellable, callback, user_data);
+	store_run(self,
+		  call,
+		  confab_store_save_elicitation_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**
@@ -2617,7 +2622,12 @@ confab_store_answer_elicitation_async(ConfabStore *self,
 	confab_store_call_add_text(call, answer->content);
 	confab_store_call_add_text(call, answer->answered_by);
 	confab_store_call_add_int(call, answer->answered_at);
-	store_run(self, call, confab_store_answer_elicitation_async, cancellable, callback, user_data);
+	store_run(self,
+		  call,
+		  confab_store_answer_elicitation_async,
+		  cancellable,
+		  callback,
+		  user_data);
 }
 
 /**

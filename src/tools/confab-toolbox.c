@@ -1324,10 +1324,7 @@ on_remote_elicit(ConfabMcpElicitation *elicitation, gpointer user_data)
 
 	re->remote = remote_ref(remote);
 	re->elicitation = confab_mcp_elicitation_ref(elicitation);
-	attach_idle(remote->caller,
-		    remote_elicit_deliver,
-		    re,
-		    (GDestroyNotify)remote_elicit_free);
+	attach_idle(remote->caller, remote_elicit_deliver, re, (GDestroyNotify)remote_elicit_free);
 }
 
 /* on the toolbox's context: the listing or call itself */
@@ -1835,8 +1832,7 @@ answer_deliver(gpointer user_data)
 	Answer *answer = user_data;
 	g_autoptr(GError) error = NULL;
 
-	if (answer->action != NULL &&
-	    !confab_mcp_elicitation_is_answered(answer->elicitation) &&
+	if (answer->action != NULL && !confab_mcp_elicitation_is_answered(answer->elicitation) &&
 	    !confab_mcp_elicitation_respond(answer->elicitation,
 					    answer->action,
 					    answer->content,

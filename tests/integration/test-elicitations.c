@@ -35,8 +35,9 @@ static ConfabTestPg *cluster; /* started by the first PostgreSQL test */
 static gchar *
 create_agent(ConfabTestDaemon *daemon)
 {
-	g_autofree gchar *servers = g_strdup_printf("{\"mcpServers\":{\"fake\":{\"command\":\"%s\"}}}",
-						    g_getenv("CONFAB_FAKE_MCP"));
+	g_autofree gchar *servers =
+	    g_strdup_printf("{\"mcpServers\":{\"fake\":{\"command\":\"%s\"}}}",
+			    g_getenv("CONFAB_FAKE_MCP"));
 	GVariantDict dict;
 
 	g_variant_dict_init(&dict, NULL);
@@ -423,10 +424,10 @@ test_bad_input(Fixture *f, gconstpointer data)
 	text = stream_rest(s);
 	got = parse_answer(text);
 	g_assert_cmpstr(json_object_get_string_member(got, "action"), ==, "accept");
-	g_assert_cmpstr(json_object_get_string_member(json_object_get_object_member(got, "content"),
-						      "email"),
-			==,
-			"b@example.org");
+	g_assert_cmpstr(
+	    json_object_get_string_member(json_object_get_object_member(got, "content"), "email"),
+	    ==,
+	    "b@example.org");
 }
 
 /* Over D-Bus: Chat.AnswerElicitation, with its errors. */
@@ -467,8 +468,12 @@ test_dbus(Fixture *f, gconstpointer data)
 	remote = g_dbus_error_get_remote_error(error);
 	g_assert_cmpstr(remote, ==, "org.confab.Confab1.Error.ElicitationNotFound");
 	g_clear_error(&error);
-	g_assert_true(confab_dbus_chat_call_answer_elicitation_sync(
-	    f->daemon->chat, id, "accept", "{\"email\":\"d@example.org\"}", NULL, &error));
+	g_assert_true(confab_dbus_chat_call_answer_elicitation_sync(f->daemon->chat,
+								    id,
+								    "accept",
+								    "{\"email\":\"d@example.org\"}",
+								    NULL,
+								    &error));
 	g_assert_no_error(error);
 	text = stream_rest(s);
 	got = parse_answer(text);
@@ -558,10 +563,10 @@ test_across_instances(Fixture *f, gconstpointer data)
 	text = stream_rest(s);
 	got = parse_answer(text);
 	g_assert_cmpstr(json_object_get_string_member(got, "action"), ==, "accept");
-	g_assert_cmpint(json_object_get_int_member(json_object_get_object_member(got, "content"),
-						   "age"),
-			==,
-			30);
+	g_assert_cmpint(
+	    json_object_get_int_member(json_object_get_object_member(got, "content"), "age"),
+	    ==,
+	    30);
 }
 
 int
