@@ -1227,6 +1227,18 @@ typedef struct {
 	gchar *tool_call_id;		   /* owned */
 } Ask;
 
+/* The wait is over. A call may end before its server's question is
+ * answered (the call's own timeout), and the loop with it: a loop that has
+ * finished hears nothing more and keeps no deadline. */
+static gboolean
+ask_waiting_ends(ConfabAgentLoop *self)
+{
+	if (self->task == NULL)
+		self->deadline_left_ms = 0;
+	waiting_ends(self);
+	return self->task != NULL;
+}
+
 static void
 ask_free(Ask *ask)
 {
@@ -1268,12 +1280,13 @@ elicitation_answered_cb(GObject *source, GAsyncResult *result, gpointer user_dat
 	g_autoptr(GString) event = g_string_new("{\"type\":\"elicitation\",\"id\":");
 
 	answered = confab_elicitations_wait_finish(CONFAB_ELICITATIONS(source), result, NULL);
-	waiting_ends(self);
-	confab_json_append_string(event, answered->id);
-	g_string_append(event, ",\"state\":");
-	confab_json_append_string(event, answered->state);
-	g_string_append_c(event, '}');
-	emit_event(self, event);
+	if (ask_waiting_ends(self)) {
+		confab_json_append_string(event, answered->id);
+		g_string_append(event, ",\"state\":");
+		confab_json_append_string(event, answered->state);
+		g_string_append_c(event, '}');
+		emit_event(self, event);
+	}
 	ask_answer(ask, answered);
 }
 
@@ -1291,7 +1304,7 @@ elicitation_created_cb(GObject *source, GAsyncResult *result, gpointer user_data
 		g_message("an elicitation of %s could not be asked: %s",
 			  confab_mcp_elicitation_get_server(ask->elicitation),
 			  error->message);
-		waiting_ends(self);
+		ask_waiting_ends(self);
 		ask_answer(ask, NULL);
 		return;
 	}
@@ -1300,6 +1313,8 @@ elicitation_created_cb(GObject *source, GAsyncResult *result, gpointer user_data
 				       request,
 				       elicitation_answered_cb,
 				       ask);
+	if (self->task == NULL)
+		return;
 	confab_json_append_string(event, request->id);
 	g_string_append(event, ",\"tool_call_id\":");
 	confab_json_append_string(event, ask->tool_call_id);
@@ -1324,7 +1339,7 @@ on_elicit(ConfabMcpElicitation *elicitation, gpointer user_data)
 	ask->loop = g_object_ref(self);
 	ask->elicitation = confab_mcp_elicitation_ref(elicitation);
 	ask->tool_call_id = g_strdup(call->id);
-	if (self->elicitations == NULL || self->approvals_owner == NULL ||
+	if (self->elicitations == NULL || self->task == NULL || self->approvals_owner == NULL ||
 	    self->approvals_session == NULL || call->server == NULL) {
 		ask_answer(ask, NULL);
 		return;
