@@ -41,7 +41,8 @@ static const Command commands[] = {
      "create",
      confabctl_agent_create,
      N_("agent create --name N --provider P [--instructions T] [--base-url U] "
-	"[--upstream-model M] [--api-key-file F] [--mcp-config F] [--max-steps N]")},
+	"[--upstream-model M] [--api-key-file F] [--mcp-config F] [--max-steps N] "
+	"[--upstream SPEC]... [--routing STRATEGY] [--hedge-after-ms N]")},
     {"agent", "list", confabctl_agent_list, N_("agent list")},
     {"agent", "show", confabctl_agent_show, N_("agent show AGENT_ID")},
     {"agent",
@@ -50,6 +51,7 @@ static const Command commands[] = {
      N_("agent update AGENT_ID [options of create] [--remove-api-key]")},
     {"agent", "delete", confabctl_agent_delete, N_("agent delete AGENT_ID")},
     {"agent", "tools", confabctl_agent_tools, N_("agent tools AGENT_ID")},
+    {"agent", "health", confabctl_agent_health, N_("agent health AGENT_ID")},
     {"token",
      "create",
      confabctl_token_create,

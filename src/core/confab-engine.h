@@ -11,6 +11,7 @@
 #include "core/confab-background.h"
 #include "core/confab-config.h"
 #include "core/confab-elicitations.h"
+#include "core/confab-router.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
 #include "model/confab-enums.h"
@@ -73,6 +74,8 @@ ConfabElicitations *
 confab_engine_get_elicitations(ConfabEngine *self);
 ConfabMetrics *
 confab_engine_get_metrics(ConfabEngine *self);
+ConfabRouter *
+confab_engine_get_router(ConfabEngine *self);
 void
 confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider);
 void

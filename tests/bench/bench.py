@@ -227,7 +227,8 @@ class Bench:
             f"[desktop]\nsearch_index={self.args.search_index}\n"
             "[limits]\nmax_connections=65536\nmax_inflight_turns=65536\nidle_timeout=300\n"
             "max_connections_per_peer=65536\nmax_body_bytes=67108864\n"
-            "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n")
+            "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n"
+            "[responses]\nmax_background=0\n")
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
                                   f"--state-dir={state}", f"--bus={bus}", f"--config={conf}",
                                   *extra])
@@ -420,6 +421,24 @@ class Bench:
                   f"{j2 / j1:.2f} (target <= 1.10: {verdict(j2 / j1 <= 1.10)})")
         self.line(f"  streamed / JSON turn: {st:.1f} / {j1:.1f} us = {st / j1:.2f} "
                   f"(target <= 1.5: {verdict(st / j1 <= 1.5)})")
+
+    def scenario_responses(self):
+        """a streamed Responses turn, then the same in the background (its
+        events kept in the store as it runs): requests/s and confabd's CPU
+        per turn (all threads, and its writer's), same daemon, same run"""
+        url = f"{self.url}/api/v1/responses"
+        got = {}
+        for label, extra in (("foreground", {}), ("background", {"background": True})):
+            body = json.dumps({"model": self.agent_sse, "input": "Hello", "stream": True,
+                               **extra})
+            wrk(url, 64, 2, body=body, token=self.token)
+            got[label] = wrk(url, 64, self.args.seconds, body=body, token=self.token,
+                             cpu=[self.confab.pid])
+        fg, bg = got["foreground"], got["background"]
+        self.line(f"responses streamed c=64: foreground {fg[0]:.0f}/s, CPU {fg[5][1]:.1f} us/turn "
+                  f"(writer {fg[5][0].get('confab-writer', 0.0):.1f}) | background, events kept "
+                  f"{bg[0]:.0f}/s, CPU {bg[5][1]:.1f} us/turn (writer "
+                  f"{bg[5][0].get('confab-writer', 0.0):.1f}) = {bg[5][1] / fg[5][1]:.2f}")
 
     def scenario_open_streams(self):
         n = self.args.open_streams
@@ -789,6 +808,8 @@ ANALYZE messages;
             self.scenario_writer()
         if "streams" in self.args.only:
             self.scenario_streams()
+        if "responses" in self.args.only:
+            self.scenario_responses()
         if "rss" in self.args.only:
             self.scenario_rss()
         if "open" in self.args.only:
@@ -950,7 +971,7 @@ def main():
     ap.add_argument("--conversations", type=int, default=1000000)
     ap.add_argument("--messages-per-conversation", type=int, default=10)
     ap.add_argument("--only",
-                    default="targets,turns,streams,writer,open,rss,lists,postgres")
+                    default="targets,turns,streams,responses,writer,open,rss,lists,postgres")
     ap.add_argument("--target-runs", type=int, default=3,
                     help="runs of the targets scenario; each figure is their median")
     ap.add_argument("--keep", action="store_true")

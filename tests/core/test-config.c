@@ -384,7 +384,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 38);
+	g_assert_cmpuint(keys, ==, 39);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);

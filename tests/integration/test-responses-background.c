@@ -174,34 +174,12 @@ test_json(Fixture *f, gconstpointer data)
 
 /* ---------- a stream whose client leaves, replayed ---------- */
 
-static void
-read_until(GSocketConnection *conn, GString *received, const gchar *needle)
-{
-	while (strstr(received->str, needle) == NULL) {
-		g_autoptr(GError) error = NULL;
-		gchar buf[4096];
-		gssize n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)),
-					       buf,
-					       sizeof(buf),
-					       NULL,
-					       &error);
-		if (error != NULL)
-			g_test_message("waiting for %s, got: %s", needle, received->str);
-		g_assert_no_error(error);
-		g_assert_cmpint(n, >, 0);
-		g_string_append_len(received, buf, n);
-	}
-}
-
 /* POST a background stream by hand; returns the connection, read up to
  * response.in_progress, and the response's id. */
 static GSocketConnection *
 open_stream(Fixture *f, GString *received, gchar **id)
 {
-	g_autoptr(GUri) uri = g_uri_parse(f->daemon->url, G_URI_FLAGS_NONE, NULL);
-	g_autoptr(GSocketClient) client = g_socket_client_new();
 	g_autoptr(GSocketConnection) conn = NULL;
-	g_autoptr(GError) error = NULL;
 	g_autofree gchar *body = g_strdup_printf(
 	    "{\"model\":\"%s\",\"input\":\"Say it\",\"stream\":true,\"background\":true}",
 	    f->agent);
@@ -214,21 +192,7 @@ open_stream(Fixture *f, GString *received, gchar **id)
 			    body);
 	const gchar *at;
 
-	conn = g_socket_client_connect_to_host(client,
-					       g_uri_get_host(uri),
-					       (guint16)g_uri_get_port(uri),
-					       NULL,
-					       &error);
-	g_assert_no_error(error);
-	g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
-	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
-				  request,
-				  strlen(request),
-				  NULL,
-				  NULL,
-				  &error);
-	g_assert_no_error(error);
-	read_until(conn, received, "event: response.in_progress\n");
+	conn = confab_test_raw_open(f->daemon, request, received, "event: response.in_progress\n");
 	at = strstr(received->str, "\"id\":\"resp_");
 	g_assert_nonnull(at);
 	*id = g_strndup(at + strlen("\"id\":\""), strlen("resp_") + 26);
@@ -292,32 +256,12 @@ test_stream_replay(Fixture *f, gconstpointer data)
 static GSocketConnection *
 open_replay(Fixture *f, const gchar *id, GString *received, const gchar *needle)
 {
-	g_autoptr(GUri) uri = g_uri_parse(f->daemon->url, G_URI_FLAGS_NONE, NULL);
-	g_autoptr(GSocketClient) client = g_socket_client_new();
-	g_autoptr(GSocketConnection) conn = NULL;
-	g_autoptr(GError) error = NULL;
 	g_autofree gchar *request =
 	    g_strdup_printf("GET /api/v1/responses/%s?stream=true HTTP/1.1\r\nHost: x\r\n"
 			    "Authorization: Bearer %s\r\n\r\n",
 			    id,
 			    f->token);
-
-	conn = g_socket_client_connect_to_host(client,
-					       g_uri_get_host(uri),
-					       (guint16)g_uri_get_port(uri),
-					       NULL,
-					       &error);
-	g_assert_no_error(error);
-	g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
-	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
-				  request,
-				  strlen(request),
-				  NULL,
-				  NULL,
-				  &error);
-	g_assert_no_error(error);
-	read_until(conn, received, needle);
-	return g_steal_pointer(&conn);
+	return confab_test_raw_open(f->daemon, request, received, needle);
 }
 
 /* A second client follows the background stream live from GET: it has
@@ -338,8 +282,8 @@ test_stream_follow(Fixture *f, gconstpointer data)
 	follower = open_replay(f, id, followed, "event: response.in_progress\n");
 	g_assert_null(strstr(followed->str, "response.completed"));
 	confab_test_upstream_set_hold(f->up, FALSE);
-	read_until(follower, followed, "event: response.completed\n");
-	read_until(conn, received, "event: response.completed\n");
+	confab_test_raw_read_until(follower, followed, "event: response.completed\n");
+	confab_test_raw_read_until(conn, received, "event: response.completed\n");
 	/* the follower's events end as the first client's do */
 	g_assert_nonnull(strstr(followed->str, "event: response.created\n"));
 	g_assert_nonnull(strstr(followed->str, "event: response.output_text.done\n"));

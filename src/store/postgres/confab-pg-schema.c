@@ -203,7 +203,9 @@
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
 	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id "
 
-#define COMMIT_TURN_V2                                                                             \
+/* v2's commit, and v8's (messages.upstream): the same function, over the
+ * messages' columns of its version */
+#define COMMIT_TURN_WITH(INSERT, RECORD)                                                           \
 	"CREATE OR REPLACE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS " \
 	"$$ "                                                                                      \
 	"DECLARE "                                                                                 \
@@ -223,11 +225,9 @@
 	"    IF n = 0 THEN "                                                                       \
 	"      RAISE EXCEPTION 'no session %', sid USING ERRCODE = 'CF404'; "                      \
 	"    END IF; "                                                                             \
-	"  END IF; " MESSAGE_INSERT_V2                                                             \
-	"FROM jsonb_to_recordset(t -> 'messages') AS m " MESSAGE_RECORD_V2 "; "                    \
-	"  IF t -> 'assistant' IS NOT NULL THEN " MESSAGE_INSERT_V2                                \
-	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " MESSAGE_RECORD_V2     \
-	"; "                                                                                       \
+	"  END IF; " INSERT "FROM jsonb_to_recordset(t -> 'messages') AS m " RECORD "; "           \
+	"  IF t -> 'assistant' IS NOT NULL THEN " INSERT                                           \
+	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " RECORD "; "           \
 	"    DELETE FROM session_leases WHERE session_id = sid AND lease_id = t ->> 'lease'; "     \
 	"    UPDATE session_leases SET answer_id = NULL "                                          \
 	"      WHERE session_id = sid AND answer_id = t #>> '{assistant,id}'; "                    \
@@ -248,6 +248,8 @@
 	"      SET requests = u.requests + 1, pending = GREATEST(u.pending - n, 0); "              \
 	"  END IF; "                                                                               \
 	"END $$;"
+
+#define COMMIT_TURN_V2 COMMIT_TURN_WITH(MESSAGE_INSERT_V2, MESSAGE_RECORD_V2)
 
 #define MIGRATE_V2                                                                                 \
 	"ALTER TABLE messages ADD COLUMN response_id text COLLATE \"C\";"                          \
@@ -430,12 +432,37 @@
 #define MIGRATE_V7_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
 
 /*
- * v8 (elicitations, issue 34): an MCP server's `elicitation/create`, put
+ * v8 (upstream routing, issue 29): an agent's targets beyond the first
+ * (the single-upstream columns stay target 0, "primary" while upstreams is
+ * NULL) and its routing settings, both JSON; the target that answered an
+ * assistant message (messages.upstream, JSON), which the commit stores.
+ */
+#define MESSAGE_RECORD_V8                                                                          \
+	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
+	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
+	"created_at bigint, response_id text, upstream text)"
+
+#define MESSAGE_INSERT_V8                                                                          \
+	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
+	"finish_reason, prompt_tokens, completion_tokens, created_at, response_id, upstream) "     \
+	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
+	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id, "     \
+	"m.upstream "
+
+#define MIGRATE_V8_TARGETS                                                                         \
+	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS upstreams text;"                              \
+	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS routing text;"                                \
+	"ALTER TABLE messages ADD COLUMN IF NOT EXISTS upstream text;" COMMIT_TURN_WITH(           \
+	    MESSAGE_INSERT_V8,                                                                     \
+	    MESSAGE_RECORD_V8)
+
+/*
+ * v9 (elicitations, issue 34): an MCP server's `elicitation/create`, put
  * to the person whose turn called it. Any instance answers a row with one
  * conditional UPDATE (pending, and the waiting instance's lease live); the
  * instance whose turn waits polls it (confab-elicitations.c).
  */
-#define MIGRATE_V8_ELICITATIONS                                                                    \
+#define MIGRATE_V9_ELICITATIONS                                                                    \
 	"CREATE TABLE elicitations ("                                                              \
 	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
 	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
@@ -462,7 +489,8 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V5_APPROVAL_INSTANCE,
     MIGRATE_V6_RESPONSES,
     MIGRATE_V7_CONVERSATION_METADATA,
-    MIGRATE_V8_ELICITATIONS,
+    MIGRATE_V8_TARGETS,
+    MIGRATE_V9_ELICITATIONS,
 };
 
 typedef enum {
