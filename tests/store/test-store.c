@@ -3168,6 +3168,25 @@ test_elicitations(Fixture *f, gconstpointer data)
 	g_clear_error(&error);
 	g_assert_null(get_elicitation(f, "mcpe_01jzzzzzzzzzzzzzzzzzzzzzzz", &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ELICITATION_NOT_FOUND);
+	g_clear_error(&error);
+
+	/* one pending when its confabd stops: nobody can answer it any more
+	 * (SQLite at open, PostgreSQL's confab_reap() of the closing
+	 * instance) */
+	g_free(request->id);
+	request->id = confab_id_generator_next(f->ids, CONFAB_PREFIX_ELICITATION);
+	confab_store_save_elicitation_async(f->store, request, NULL, on_result, &slot);
+	g_clear_object(&res);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_save_elicitation_finish(f->store, res, &error));
+	reopen(f);
+	g_clear_pointer(&read, confab_elicitation_request_free);
+	read = get_elicitation(f, request->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(read->state, ==, CONFAB_ELICITATION_TIMED_OUT);
+	g_assert_cmpstr(read->answered_by, ==, "timeout");
+	g_assert_false(answer_elicitation(f, request->id, CONFAB_ELICITATION_ACCEPTED, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ELICITATION_ANSWERED);
 }
 
 static ConfabApproval *

@@ -2560,6 +2560,27 @@ confab_store_sqlite_close(ConfabStore *store)
  * that a turn waited for was asked by a turn of a confabd that is gone (it
  * was killed, or the machine stopped). No decision can run its call any
  * more: it times out now, so that it is neither listed nor decided. */
+/* At open, as for approvals: every elicitation still pending was asked by
+ * a turn of a confabd gone; nobody can answer it any more. */
+static gboolean
+expire_orphaned_elicitations(Conn *conn, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "UPDATE elicitations SET state = 'timed_out', answered_by = 'timeout', "
+			 "answered_at = ?1 WHERE state = 'pending'",
+			 error);
+
+	if (stmt == NULL)
+		return FALSE;
+	sqlite3_bind_int64(stmt, 1, g_get_real_time() / G_USEC_PER_SEC);
+	if (!stmt_step_done(conn, stmt, error)) {
+		g_prefix_error_literal(error, "timing out the elicitations of a confabd gone: ");
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean
 expire_orphaned_approvals(Conn *conn, GError **error)
 {
@@ -2975,6 +2996,8 @@ confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
 	if (!conn_migrate(self->writer, error))
 		return NULL;
 	if (!expire_orphaned_approvals(self->writer, error))
+		return NULL;
+	if (!expire_orphaned_elicitations(self->writer, error))
 		return NULL;
 	if (!load_counts(self, error))
 		return NULL;
