@@ -1470,9 +1470,9 @@ typedef struct {
 } Call;
 
 /* An `elicitation/create` of the server's: the oldest call in flight on it
- * that takes elicitations has it (over streamable HTTP it comes on that
- * call's own stream; over stdio nothing ties it to a call); with none,
- * dropping it answers `cancel`. */
+ * that takes elicitations has it. The client does not say which request's
+ * stream (streamable HTTP) brought it, and over stdio nothing ties it to a
+ * call; with none in flight, dropping it answers `cancel`. */
 static void
 on_server_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data)
 {
