@@ -129,24 +129,25 @@ struct _ConfabAgentLoop {
 	guint total_timeout;	  /* seconds for the whole loop; 0 for none */
 	const ConfabAgentLoopSink *sink;
 	gpointer sink_data;
-	ConfabMetrics *metrics;	       /* owned, nullable */
-	ConfabRouter *router;	       /* owned, nullable: the provider called directly */
-	gchar *target;		       /* owned, nullable: the last model call's target */
-	gchar *target_model;	       /* owned, nullable: its upstream model */
-	guint attempts;		       /* targets tried, over every model call */
-	ConfabFlow *flow;	       /* owned, nullable: the client's backpressure */
-	guint flow_wait;	       /* the next model or tool call waits for the client */
-	ConfabApprovals *approvals;    /* owned, nullable: no approvals asked */
-	gchar *approvals_owner;	       /* owned */
-	gchar *approvals_session;      /* owned */
-	ConfabToolConfig *tool_config; /* owned, nullable: the agent's servers */
-	guint waiting;		       /* calls waiting for a person */
-	gboolean detached;	       /* the caller left while calls waited */
-	gint64 deadline_left_ms;       /* the total timeout left, while waiting */
-	gchar *defer_response;	       /* owned, nullable: calls needing a person end the loop */
-	guint parked;		       /* deferred calls of the step */
-	GPtrArray *resumed;	       /* owned: ServerCall, answered before the first step */
-	gboolean settled;	       /* the context's calls and results are in order */
+	ConfabMetrics *metrics;		  /* owned, nullable */
+	ConfabRouter *router;		  /* owned, nullable: the provider called directly */
+	gchar *target;			  /* owned, nullable: the last model call's target */
+	gchar *target_model;		  /* owned, nullable: its upstream model */
+	guint attempts;			  /* targets tried, over every model call */
+	ConfabFlow *flow;		  /* owned, nullable: the client's backpressure */
+	guint flow_wait;		  /* the next model or tool call waits for the client */
+	ConfabApprovals *approvals;	  /* owned, nullable: no approvals asked */
+	ConfabElicitations *elicitations; /* owned, nullable: servers' questions refused */
+	gchar *approvals_owner;		  /* owned */
+	gchar *approvals_session;	  /* owned */
+	ConfabToolConfig *tool_config;	  /* owned, nullable: the agent's servers */
+	guint waiting;			  /* calls waiting for a person */
+	gboolean detached;		  /* the caller left while calls waited */
+	gint64 deadline_left_ms;	  /* the total timeout left, while waiting */
+	gchar *defer_response;		  /* owned, nullable: calls needing a person end the loop */
+	guint parked;			  /* deferred calls of the step */
+	GPtrArray *resumed;		  /* owned: ServerCall, answered before the first step */
+	gboolean settled;		  /* the context's calls and results are in order */
 
 	GTask *task;		   /* owned, while running */
 	GCancellable *cancellable; /* owned: the caller's, or the timeout's */
@@ -191,6 +192,7 @@ confab_agent_loop_finalize(GObject *object)
 	confab_flow_clear_wait(self->flow, &self->flow_wait);
 	g_clear_pointer(&self->flow, confab_flow_unref);
 	g_clear_object(&self->approvals);
+	g_clear_object(&self->elicitations);
 	g_free(self->approvals_owner);
 	g_free(self->approvals_session);
 	g_free(self->defer_response);
@@ -460,6 +462,25 @@ confab_agent_loop_set_approvals(ConfabAgentLoop *self,
 		g_warning("the tool servers of %s: %s",
 			  confab_agent_get_id(self->agent),
 			  error->message);
+}
+
+/**
+ * confab_agent_loop_set_elicitations:
+ * @self: a #ConfabAgentLoop, not running, with its approvals set (their
+ *   owner and session are the elicitations' too)
+ * @elicitations: where the servers' questions wait for the person
+ *
+ * Puts an `elicitation/create` that a server sends during one of the
+ * loop's tool calls to the person, as a pending `mcpe_…` request and a
+ * tool_event `elicitation_request`; the call waits for the answer (or the
+ * timeout, answered `cancel`). Without this, elicitations are answered
+ * `cancel`.
+ */
+void
+confab_agent_loop_set_elicitations(ConfabAgentLoop *self, ConfabElicitations *elicitations)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_set_object(&self->elicitations, elicitations);
 }
 
 /**
@@ -1251,6 +1272,152 @@ tool_call_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		  tool_result->text);
 }
 
+/* ---------- elicitations ---------- */
+
+static void
+waiting_begins(ConfabAgentLoop *self);
+static void
+waiting_ends(ConfabAgentLoop *self);
+
+/* A server's question during a call, while the person answers: it holds
+ * the loop, not the call (the call may end first, by its own timeout). */
+typedef struct {
+	ConfabAgentLoop *loop;		   /* owned */
+	ConfabMcpElicitation *elicitation; /* owned */
+	gchar *tool_call_id;		   /* owned */
+} Ask;
+
+/* The wait is over. A call may end before its server's question is
+ * answered (the call's own timeout), and the loop with it: a loop that has
+ * finished hears nothing more and keeps no deadline. */
+static gboolean
+ask_waiting_ends(ConfabAgentLoop *self)
+{
+	if (self->task == NULL)
+		self->deadline_left_ms = 0;
+	waiting_ends(self);
+	return self->task != NULL;
+}
+
+static void
+ask_free(Ask *ask)
+{
+	g_object_unref(ask->loop);
+	g_free(ask->tool_call_id);
+	g_free(ask);
+}
+
+/* Answers the server (from the toolbox's context), with what is stored. */
+static void
+ask_answer(Ask *ask, const ConfabElicitationRequest *answered)
+{
+	g_autoptr(JsonNode) content = NULL;
+	const gchar *action = "cancel";
+
+	if (answered != NULL && g_strcmp0(answered->state, CONFAB_ELICITATION_ACCEPTED) == 0) {
+		action = "accept";
+		content =
+		    confab_json_from_string(answered->content != NULL ? answered->content : "{}");
+	} else if (answered != NULL &&
+		   g_strcmp0(answered->state, CONFAB_ELICITATION_DECLINED) == 0) {
+		action = "decline";
+	}
+	confab_toolbox_answer_elicitation(ask->loop->toolbox,
+					  g_steal_pointer(&ask->elicitation),
+					  action,
+					  content != NULL && JSON_NODE_HOLDS_OBJECT(content)
+					      ? json_node_get_object(content)
+					      : NULL);
+	ask_free(ask);
+}
+
+static void
+elicitation_answered_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Ask *ask = user_data;
+	ConfabAgentLoop *self = ask->loop;
+	g_autoptr(ConfabElicitationRequest) answered = NULL;
+	g_autoptr(GString) event = g_string_new("{\"type\":\"elicitation\",\"id\":");
+
+	answered = confab_elicitations_wait_finish(CONFAB_ELICITATIONS(source), result, NULL);
+	if (ask_waiting_ends(self)) {
+		confab_json_append_string(event, answered->id);
+		g_string_append(event, ",\"state\":");
+		confab_json_append_string(event, answered->state);
+		g_string_append_c(event, '}');
+		emit_event(self, event);
+	}
+	ask_answer(ask, answered);
+}
+
+static void
+elicitation_created_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	Ask *ask = user_data;
+	ConfabAgentLoop *self = ask->loop;
+	g_autoptr(ConfabElicitationRequest) request = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GString) event = g_string_new("{\"type\":\"elicitation_request\",\"id\":");
+
+	request = confab_elicitations_create_finish(CONFAB_ELICITATIONS(source), result, &error);
+	if (request == NULL) {
+		g_message("an elicitation of %s could not be asked: %s",
+			  confab_mcp_elicitation_get_server(ask->elicitation),
+			  error->message);
+		ask_waiting_ends(self);
+		ask_answer(ask, NULL);
+		return;
+	}
+	/* waiting first: whoever hears of the request can answer it at once */
+	confab_elicitations_wait_async(CONFAB_ELICITATIONS(source),
+				       request,
+				       elicitation_answered_cb,
+				       ask);
+	if (self->task == NULL)
+		return;
+	confab_json_append_string(event, request->id);
+	g_string_append(event, ",\"tool_call_id\":");
+	confab_json_append_string(event, ask->tool_call_id);
+	g_string_append(event, ",\"server\":");
+	confab_json_append_string(event, request->server);
+	g_string_append(event, ",\"message\":");
+	confab_json_append_string(event, request->message);
+	g_string_append_printf(event, ",\"requested_schema\":%s}", request->schema);
+	emit_event(self, event);
+}
+
+/* From the toolbox: the server of @user_data's call asks the person. */
+static void
+on_elicit(ConfabMcpElicitation *elicitation, gpointer user_data)
+{
+	ServerCall *call = user_data;
+	ConfabAgentLoop *self = call->loop;
+	g_autoptr(ConfabElicitationRequest) request = NULL;
+	g_autoptr(JsonNode) schema = NULL;
+	Ask *ask = g_new0(Ask, 1);
+
+	ask->loop = g_object_ref(self);
+	ask->elicitation = confab_mcp_elicitation_ref(elicitation);
+	ask->tool_call_id = g_strdup(call->id);
+	if (self->elicitations == NULL || self->task == NULL || self->approvals_owner == NULL ||
+	    self->approvals_session == NULL || call->server == NULL) {
+		ask_answer(ask, NULL);
+		return;
+	}
+	schema = json_node_init_object(json_node_alloc(),
+				       confab_mcp_elicitation_get_schema(elicitation));
+	request = confab_elicitation_request_new();
+	request->owner = g_strdup(self->approvals_owner);
+	request->agent_id = g_strdup(confab_agent_get_id(self->agent));
+	request->session_id = g_strdup(self->approvals_session);
+	request->server = g_strdup(call->server);
+	request->message = g_strdup(confab_mcp_elicitation_get_message(elicitation));
+	request->schema = json_to_string(schema, FALSE);
+	/* the total timeout stops while the person answers */
+	waiting_begins(self);
+	confab_elicitations_create_async(self->elicitations, request, elicitation_created_cb, ask);
+}
+
 /* Runs a call on its server (approved, or needing no approval). */
 static void
 run_call(ConfabAgentLoop *self, ServerCall *call)
@@ -1262,17 +1429,18 @@ run_call(ConfabAgentLoop *self, ServerCall *call)
 		call_done(self, call, "failed", TRUE, "The arguments are not a JSON object");
 		return;
 	}
-	confab_toolbox_call_async(self->toolbox,
-				  confab_agent_get_id(self->agent),
-				  confab_agent_get_mcp_servers(self->agent),
-				  call->name,
-				  json_node_get_object(args),
-				  on_progress,
-				  call,
-				  NULL,
-				  self->cancellable,
-				  tool_call_cb,
-				  call);
+	confab_toolbox_call_elicit_async(self->toolbox,
+					 confab_agent_get_id(self->agent),
+					 confab_agent_get_mcp_servers(self->agent),
+					 call->name,
+					 json_node_get_object(args),
+					 on_progress,
+					 on_elicit,
+					 call,
+					 NULL,
+					 self->cancellable,
+					 tool_call_cb,
+					 call);
 	g_object_ref(self); /* until tool_call_cb */
 }
 

@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 
 #include "core/confab-approvals.h"
+#include "core/confab-elicitations.h"
 #include "core/confab-router.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
@@ -70,6 +71,8 @@ confab_agent_loop_set_approvals(ConfabAgentLoop *self,
 				ConfabApprovals *approvals,
 				const gchar *owner,
 				const gchar *session_id);
+void
+confab_agent_loop_set_elicitations(ConfabAgentLoop *self, ConfabElicitations *elicitations);
 void
 confab_agent_loop_defer_approvals(ConfabAgentLoop *self, const gchar *response_id);
 void

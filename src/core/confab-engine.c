@@ -38,16 +38,17 @@
 
 struct _ConfabEngine {
 	GObject parent_instance;
-	const ConfabConfig *config;   /* unowned: the daemon's */
-	ConfabStore *store;	      /* owned */
-	ConfabIdGenerator *ids;	      /* owned */
-	GHashTable *providers;	      /* owned: name -> ConfabProvider */
-	ConfabToolbox *toolbox;	      /* owned: the agents' own tool servers */
-	ConfabMetrics *metrics;	      /* owned */
-	ConfabRouter *router;	      /* owned: routing across targets, their health */
-	ConfabSecretStore *secrets;   /* owned, nullable: confabd --user's keyring */
-	ConfabApprovals *approvals;   /* owned: tool calls waiting for a person */
-	ConfabBackground *background; /* owned: background responses running here */
+	const ConfabConfig *config;	  /* unowned: the daemon's */
+	ConfabStore *store;		  /* owned */
+	ConfabIdGenerator *ids;		  /* owned */
+	GHashTable *providers;		  /* owned: name -> ConfabProvider */
+	ConfabToolbox *toolbox;		  /* owned: the agents' own tool servers */
+	ConfabMetrics *metrics;		  /* owned */
+	ConfabRouter *router;		  /* owned: routing across targets, their health */
+	ConfabSecretStore *secrets;	  /* owned, nullable: confabd --user's keyring */
+	ConfabApprovals *approvals;	  /* owned: tool calls waiting for a person */
+	ConfabElicitations *elicitations; /* owned: MCP servers' questions to a person */
+	ConfabBackground *background;	  /* owned: background responses running here */
 
 	GMainContext *context;	       /* owned: where ::drained is emitted */
 	GHashTable *context_providers; /* owned: GMainContext -> (name -> ConfabProvider) */
@@ -193,6 +194,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_object(&self->ids);
 	g_clear_object(&self->toolbox);
 	g_clear_object(&self->approvals);
+	g_clear_object(&self->elicitations);
 	g_clear_object(&self->background);
 	g_clear_object(&self->metrics);
 	g_clear_object(&self->router);
@@ -468,6 +470,8 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 				 self);
 	self->approvals =
 	    confab_approvals_new(store, self->ids, self->metrics, config->tool_approval_timeout);
+	self->elicitations =
+	    confab_elicitations_new(store, self->ids, config->tool_approval_timeout);
 	self->router = confab_router_new(self->metrics, config->upstream_health_skip_ms);
 	self->background = confab_background_new(store, config);
 	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
@@ -496,6 +500,18 @@ confab_engine_get_approvals(ConfabEngine *self)
 {
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	return self->approvals;
+}
+
+/**
+ * confab_engine_get_elicitations:
+ *
+ * Returns: (transfer none): the MCP servers' questions waiting for a person
+ */
+ConfabElicitations *
+confab_engine_get_elicitations(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->elicitations;
 }
 
 /**
@@ -2008,6 +2024,7 @@ confab_engine_begin_shutdown(ConfabEngine *self)
 	/* nobody is expected to decide within the grace: the turns that wait
 	 * for a person go on at once, their calls declined */
 	confab_approvals_expire_all(self->approvals, "confabd is stopping");
+	confab_elicitations_expire_all(self->elicitations);
 	if (none)
 		drained(self);
 }
@@ -2065,4 +2082,5 @@ confab_engine_cancel_turns(ConfabEngine *self)
 	/* a turn waiting for a person would wait on through a cancel (its
 	 * client's leaving does not void the decision): stopping ends it */
 	confab_approvals_expire_all(self->approvals, "confabd stopped before anybody decided");
+	confab_elicitations_expire_all(self->elicitations);
 }

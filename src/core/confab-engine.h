@@ -10,6 +10,7 @@
 #include "core/confab-approvals.h"
 #include "core/confab-background.h"
 #include "core/confab-config.h"
+#include "core/confab-elicitations.h"
 #include "core/confab-router.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
@@ -69,6 +70,8 @@ ConfabToolbox *
 confab_engine_get_toolbox(ConfabEngine *self);
 ConfabApprovals *
 confab_engine_get_approvals(ConfabEngine *self);
+ConfabElicitations *
+confab_engine_get_elicitations(ConfabEngine *self);
 ConfabMetrics *
 confab_engine_get_metrics(ConfabEngine *self);
 ConfabRouter *

@@ -1147,6 +1147,8 @@ confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer u
 					confab_engine_get_approvals(self->engine),
 					self->principal->owner,
 					confab_session_get_id(self->session));
+	confab_agent_loop_set_elicitations(self->loop,
+					   confab_engine_get_elicitations(self->engine));
 	/* a response does not wait: its calls that need a person end it, and
 	 * its continuation answers them */
 	if (self->response_id != NULL)

@@ -14,6 +14,7 @@
 #include "dbus/confab-dbus-caller.h"
 #include "dbus/confab-dbus-chat-impl.h"
 #include "util/confab-error.h"
+#include "util/confab-json.h"
 
 /*
  * org.confab.Confab1.Chat: a desktop program talks to an agent. The owner
@@ -111,6 +112,41 @@ on_approval_request(ConfabTurn *turn, const ConfabApproval *approval, gpointer u
 /* A Send turn's answer comes whole at the end; only a request for approval
  * is shown as it comes, on the desktop. */
 /* its approval decided (here, elsewhere, or timed out): the question goes */
+/* an MCP server's question: told to the Send caller only */
+static void
+signal_elicitation(SendCall *call, const gchar *event_json)
+{
+	GDBusInterfaceSkeleton *skeleton = G_DBUS_INTERFACE_SKELETON(call->self);
+	GDBusConnection *connection = g_dbus_method_invocation_get_connection(call->invocation);
+	g_autoptr(JsonNode) node = confab_json_from_string(event_json);
+	g_autoptr(JsonNode) schema_node = NULL;
+	g_autofree gchar *schema = NULL;
+	JsonObject *event;
+	g_autoptr(GError) error = NULL;
+
+	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		return;
+	event = json_node_get_object(node);
+	if (g_strcmp0(confab_json_get_string(event, "type"), "elicitation_request") != 0 ||
+	    g_dbus_interface_skeleton_get_object_path(skeleton) == NULL)
+		return;
+	schema_node = json_object_dup_member(event, "requested_schema");
+	schema = schema_node != NULL ? json_to_string(schema_node, FALSE) : g_strdup("{}");
+	if (!g_dbus_connection_emit_signal(
+		connection,
+		g_dbus_method_invocation_get_sender(call->invocation),
+		g_dbus_interface_skeleton_get_object_path(skeleton),
+		"org.confab.Confab1.Chat",
+		"ElicitationRequested",
+		g_variant_new("(ssss)",
+			      confab_json_get_string(event, "id") ?: "",
+			      confab_json_get_string(event, "server") ?: "",
+			      confab_json_get_string(event, "message") ?: "",
+			      schema),
+		&error))
+		g_message("telling the caller of an elicitation: %s", error->message);
+}
+
 static void
 on_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
 {
@@ -118,6 +154,7 @@ on_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
 
 	if (call->self->notifier != NULL)
 		confab_dbus_approval_prompt_tool_event(call->self->notifier, event_json);
+	signal_elicitation(call, event_json);
 }
 
 static const ConfabTurnSink send_sink = {
@@ -146,8 +183,8 @@ caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	    g_steal_pointer(&principal),
 	    confab_chat_request_new_text(call->agent_id, call->session_id, call->text));
 	turn = call->turn;
-	if (call->self->notifier != NULL)
-		confab_turn_set_sink(turn, &send_sink, call);
+	/* approvals on the desktop; elicitations to the caller */
+	confab_turn_set_sink(turn, &send_sink, call);
 	confab_turn_start_async(turn, start_cb, g_steal_pointer(&call));
 }
 
@@ -327,6 +364,107 @@ handle_approve(ConfabDbusChat *object,
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* ---------- AnswerElicitation ---------- */
+
+typedef struct {
+	ConfabDbusChatImpl *self;	   /* owned */
+	GDBusMethodInvocation *invocation; /* owned */
+	gchar *id;			   /* owned */
+	gchar *action;			   /* owned */
+	JsonObject *content;		   /* owned, nullable */
+} ElicitCall;
+
+static void
+elicit_call_free(ElicitCall *call)
+{
+	g_clear_object(&call->self);
+	g_clear_object(&call->invocation);
+	g_free(call->id);
+	g_free(call->action);
+	g_clear_pointer(&call->content, json_object_unref);
+	g_free(call);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ElicitCall, elicit_call_free)
+
+static void
+elicitation_answered_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ElicitCall) call = user_data;
+	g_autoptr(ConfabElicitationRequest) answered = NULL;
+	GError *error = NULL;
+
+	answered = confab_elicitations_answer_finish(CONFAB_ELICITATIONS(source), result, &error);
+	if (answered == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	confab_dbus_chat_complete_answer_elicitation(CONFAB_DBUS_CHAT(call->self),
+						     call->invocation);
+}
+
+static void
+elicit_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ElicitCall) call = user_data;
+	g_autofree gchar *owner = NULL;
+	GError *error = NULL;
+	guint32 uid = 0;
+	ElicitCall *pending;
+
+	if (!confab_dbus_caller_get_uid_finish(result, &uid, &error)) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	/* an administrator answers anyone's; another user only their own */
+	if (!confab_dbus_caller_uid_is_admin(uid, call->self->admin_group))
+		owner = confab_dbus_caller_user_name_for_uid(uid);
+	pending = g_steal_pointer(&call);
+	confab_elicitations_answer_async(confab_engine_get_elicitations(pending->self->engine),
+					 pending->id,
+					 owner,
+					 NULL,
+					 pending->action,
+					 pending->content,
+					 "dbus",
+					 elicitation_answered_cb,
+					 pending);
+}
+
+static gboolean
+handle_answer_elicitation(ConfabDbusChat *object,
+			  GDBusMethodInvocation *invocation,
+			  const gchar *elicitation_id,
+			  const gchar *action,
+			  const gchar *content_json)
+{
+	ConfabDbusChatImpl *self = CONFAB_DBUS_CHAT_IMPL(object);
+	g_autoptr(JsonNode) content = NULL;
+	ElicitCall *call;
+
+	if (*content_json != '\0') {
+		content = confab_json_from_string(content_json);
+		if (content == NULL || !JSON_NODE_HOLDS_OBJECT(content)) {
+			GError *error = NULL;
+			confab_error_set(&error,
+					 CONFAB_ERROR_INVALID_VALUE,
+					 "content",
+					 "content_json must be a JSON object, or empty");
+			confab_error_return_dbus(invocation, error);
+			return G_DBUS_METHOD_INVOCATION_HANDLED;
+		}
+	}
+	call = g_new0(ElicitCall, 1);
+	call->self = g_object_ref(self);
+	call->invocation = g_object_ref(invocation);
+	call->id = g_strdup(elicitation_id);
+	call->action = g_strdup(action);
+	call->content = content != NULL ? json_object_ref(json_node_get_object(content)) : NULL;
+	/* the owner comes from the bus, never from an argument */
+	confab_dbus_caller_get_uid_async(invocation, NULL, elicit_caller_cb, call);
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static gboolean
 handle_list_approvals(ConfabDbusChat *object, GDBusMethodInvocation *invocation)
 {
@@ -345,6 +483,7 @@ confab_dbus_chat_impl_iface_init(ConfabDbusChatIface *iface)
 	iface->handle_send = handle_send;
 	iface->handle_approve = handle_approve;
 	iface->handle_list_approvals = handle_list_approvals;
+	iface->handle_answer_elicitation = handle_answer_elicitation;
 }
 
 static void

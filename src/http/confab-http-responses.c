@@ -586,6 +586,32 @@ approval_asked(RespCtx *ctx, JsonObject *event)
 	item_done(ctx, index, item);
 }
 
+/* An MCP server asks the person (elicitation/create) during the call of
+ * an mcp_call item: Confab's own event, beside the item's (OpenAI's API
+ * has none); POST /api/v1/elicitations/{id} answers it. */
+static void
+elicitation_asked(RespCtx *ctx, JsonObject *event)
+{
+	McpItem *item = find_mcp(ctx, confab_json_get_string(event, "tool_call_id"));
+	JsonNode *schema = json_object_get_member(event, "requested_schema");
+	g_autofree gchar *schema_text = schema != NULL ? json_to_string(schema, FALSE) : NULL;
+	GString *f;
+
+	if (item == NULL)
+		return;
+	f = item_fields(item->item_id, item->index);
+	g_string_append(f, ",\"elicitation_id\":");
+	confab_json_append_string(f, confab_json_get_string(event, "id"));
+	g_string_append(f, ",\"server_label\":");
+	confab_json_append_string(f, confab_json_get_string(event, "server"));
+	g_string_append(f, ",\"message\":");
+	confab_json_append_string(f, confab_json_get_string(event, "message"));
+	g_string_append_printf(f,
+			       ",\"requested_schema\":%s",
+			       schema_text != NULL ? schema_text : "{}");
+	emit(ctx, "response.mcp_call.elicitation_request", f);
+}
+
 /* ---------- the sink ---------- */
 
 static void
@@ -620,6 +646,8 @@ on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data
 		mcp_result(ctx, event);
 	else if (g_strcmp0(type, "approval_request") == 0)
 		approval_asked(ctx, event);
+	else if (g_strcmp0(type, "elicitation_request") == 0)
+		elicitation_asked(ctx, event);
 	/* progress has no Responses event */
 }
 

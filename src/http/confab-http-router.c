@@ -15,6 +15,7 @@
 #include "http/confab-http-approvals.h"
 #include "http/confab-http-chat.h"
 #include "http/confab-http-conversations.h"
+#include "http/confab-http-elicitations.h"
 #include "http/confab-http-health.h"
 #include "http/confab-http-lists.h"
 #include "http/confab-http-metrics.h"
@@ -153,6 +154,11 @@ static const Route routes[] = {
      ROUTE_API_TOKEN | ROUTE_JSON_BODY,
      confab_http_approvals_decide,
      "/api/v1/approvals/{id}"},
+    {"POST",
+     "/api/v1/elicitations/{}",
+     ROUTE_API_TOKEN | ROUTE_JSON_BODY,
+     confab_http_elicitations_answer,
+     "/api/v1/elicitations/{id}"},
 };
 
 /* the route label of requests that matched none: no path from a client

@@ -9,14 +9,15 @@
 
 G_BEGIN_DECLS
 
-#define CONFAB_PREFIX_AGENT	 "agt_"
-#define CONFAB_PREFIX_SESSION	 "cts_"
-#define CONFAB_PREFIX_MESSAGE	 "msg_"
-#define CONFAB_PREFIX_TOKEN	 "tok_"
-#define CONFAB_PREFIX_SECRET	 "nca_"
-#define CONFAB_PREFIX_COMPLETION "chatcmpl-"
-#define CONFAB_PREFIX_APPROVAL	 "mcpr_"
-#define CONFAB_PREFIX_RESPONSE	 "resp_"
+#define CONFAB_PREFIX_AGENT	  "agt_"
+#define CONFAB_PREFIX_SESSION	  "cts_"
+#define CONFAB_PREFIX_MESSAGE	  "msg_"
+#define CONFAB_PREFIX_TOKEN	  "tok_"
+#define CONFAB_PREFIX_SECRET	  "nca_"
+#define CONFAB_PREFIX_COMPLETION  "chatcmpl-"
+#define CONFAB_PREFIX_APPROVAL	  "mcpr_"
+#define CONFAB_PREFIX_ELICITATION "mcpe_"
+#define CONFAB_PREFIX_RESPONSE	  "resp_"
 
 /* characters after the prefix: 10 of time (ms) and 16 of randomness */
 #define CONFAB_ID_BODY_LEN 26

@@ -63,6 +63,8 @@ static const ConfabOpenaiErrorInfo table[] = {
 						 "approval_asked_by_response"},
     [CONFAB_ERROR_RATE_LIMITED] = {429, "rate_limit_error", "rate_limit_exceeded"},
     [CONFAB_ERROR_ITEM_NOT_FOUND] = {404, "not_found_error", "item_not_found"},
+    [CONFAB_ERROR_ELICITATION_NOT_FOUND] = {404, "not_found_error", "elicitation_not_found"},
+    [CONFAB_ERROR_ELICITATION_ANSWERED] = {409, "conflict_error", "elicitation_already_answered"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(table) == CONFAB_ERROR_LAST);

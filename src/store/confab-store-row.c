@@ -200,6 +200,32 @@ confab_store_row_to_approval(ConfabStoreRow *row)
 }
 
 /**
+ * confab_store_row_to_elicitation:
+ * @row: a row of %CONFAB_STORE_ELICITATION_COLUMNS
+ *
+ * Returns: (transfer full): the elicitation request it holds
+ */
+ConfabElicitationRequest *
+confab_store_row_to_elicitation(ConfabStoreRow *row)
+{
+	ConfabElicitationRequest *request = confab_elicitation_request_new();
+
+	request->id = g_strdup(confab_store_row_text(row, 0));
+	request->owner = g_strdup(confab_store_row_text(row, 1));
+	request->agent_id = g_strdup(confab_store_row_text(row, 2));
+	request->session_id = g_strdup(confab_store_row_text(row, 3));
+	request->server = g_strdup(confab_store_row_text(row, 4));
+	request->message = g_strdup(confab_store_row_text(row, 5));
+	request->schema = g_strdup(confab_store_row_text(row, 6));
+	request->state = g_strdup(confab_store_row_text(row, 7));
+	request->content = g_strdup(confab_store_row_text(row, 8));
+	request->answered_by = g_strdup(confab_store_row_text(row, 9));
+	request->created_at = confab_store_row_int(row, 10);
+	request->answered_at = confab_store_row_int(row, 11);
+	return request;
+}
+
+/**
  * confab_store_row_to_response_record:
  * @row: a row of %CONFAB_STORE_RESPONSE_COLUMNS
  *

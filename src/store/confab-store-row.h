@@ -7,6 +7,7 @@
 
 #include "model/confab-agent.h"
 #include "model/confab-approval.h"
+#include "model/confab-elicitation-request.h"
 #include "model/confab-message.h"
 #include "model/confab-response-record.h"
 #include "model/confab-session.h"
@@ -81,6 +82,9 @@ typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_APPROVAL_COLUMNS                                                              \
 	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
 	"decided_by, reason, created_at, decided_at, response_id"
+#define CONFAB_STORE_ELICITATION_COLUMNS                                                           \
+	"id, owner, agent_id, session_id, server, message, schema, state, content, answered_by, "  \
+	"created_at, answered_at"
 #define CONFAB_STORE_RESPONSE_COLUMNS                                                              \
 	"id, owner, agent_id, session_id, background, stream, status, params, error, "             \
 	"cancel_requested, created_at, completed_at"
@@ -97,6 +101,8 @@ gpointer
 confab_store_row_to_message(ConfabStoreRow *row);
 gpointer
 confab_store_row_to_approval(ConfabStoreRow *row);
+ConfabElicitationRequest *
+confab_store_row_to_elicitation(ConfabStoreRow *row);
 gpointer
 confab_store_row_to_response_record(ConfabStoreRow *row);
 gpointer

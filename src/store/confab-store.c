@@ -553,6 +553,42 @@ static const ConfabStoreOp op_save_approval = {
     .changed = -1,
 };
 
+static const ConfabStoreOp op_get_elicitation = {
+    .what = "reading an elicitation",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT " CONFAB_STORE_ELICITATION_COLUMNS " FROM elicitations WHERE id = $1",
+    .map = (ConfabStoreRowMap)confab_store_row_to_elicitation,
+    .free = (GDestroyNotify)confab_elicitation_request_free,
+    .missing = CONFAB_ERROR_ELICITATION_NOT_FOUND,
+    .missing_format = "No elicitation '%s'",
+    .changed = -1,
+};
+
+/* the instance whose turn waits is kept (PostgreSQL): an answer counts
+ * only while its lease runs */
+static const ConfabStoreOp op_save_elicitation = {
+    .what = "storing an elicitation",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO elicitations (" CONFAB_STORE_ELICITATION_COLUMNS ", instance_id) VALUES "
+	   "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+    .changed = -1,
+};
+
+/* one conditional write: only a pending row, of a live waiting instance */
+static const ConfabStoreOp op_answer_elicitation = {
+    .what = "answering an elicitation",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE elicitations SET state = $2, content = $3, answered_by = $4, "
+	   "answered_at = $5 WHERE id = $1 AND state = 'pending' "
+	   "AND (instance_id IS NULL OR EXISTS (SELECT 1 FROM instances AS i "
+	   "WHERE i.id = elicitations.instance_id AND i.expires_at > now()))",
+    .sql_sqlite = "UPDATE elicitations SET state = $2, content = $3, answered_by = $4, "
+		  "answered_at = $5 WHERE id = $1 AND state = 'pending'",
+    .missing = CONFAB_ERROR_ELICITATION_ANSWERED,
+    .missing_format = "The elicitation '%s' is no longer pending",
+    .changed = -1,
+};
+
 /* Whether the store answers at all: the cheapest read a reader runs. */
 static gpointer
 map_ping(ConfabStoreRow *row)
@@ -2587,4 +2623,144 @@ GPtrArray *
 confab_store_list_approvals_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_pointer(self, result, error);
+}
+
+/* ---------- elicitations ---------- */
+
+/**
+ * confab_store_save_elicitation_async:
+ * @self: a #ConfabStore
+ * @request: a new pending elicitation request
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once it is stored
+ * @user_data: data for @callback
+ *
+ * Stores @request; on a shared store, with this instance as the one
+ * whose turn waits for it.
+ */
+void
+confab_store_save_elicitation_async(ConfabStore *self,
+				    const ConfabElicitationRequest *request,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(request != NULL && request->id != NULL);
+	call = call_with_text(&op_save_elicitation, request->id);
+	confab_store_call_add_text(call, request->owner);
+	confab_store_call_add_text(call, request->agent_id);
+	confab_store_call_add_text(call, request->session_id);
+	confab_store_call_add_text(call, request->server);
+	confab_store_call_add_text(call, request->message);
+	confab_store_call_add_text(call, request->schema);
+	confab_store_call_add_text(call, request->state);
+	confab_store_call_add_text(call, request->content);
+	confab_store_call_add_text(call, request->answered_by);
+	confab_store_call_add_int(call, request->created_at);
+	confab_store_call_add_int(call, request->answered_at);
+	confab_store_call_add_instance(call);
+	store_run(self,
+		  call,
+		  confab_store_save_elicitation_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_save_elicitation_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_save_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_get_elicitation_async:
+ * @self: a #ConfabStore
+ * @elicitation_id: an elicitation's id
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the request as stored now
+ * @user_data: data for @callback
+ */
+void
+confab_store_get_elicitation_async(ConfabStore *self,
+				   const gchar *elicitation_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  call_with_text(&op_get_elicitation, elicitation_id),
+		  confab_store_get_elicitation_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_get_elicitation_finish:
+ *
+ * Returns: (transfer full): the request; CONFAB_ERROR_ELICITATION_NOT_FOUND
+ *   if there is none
+ */
+ConfabElicitationRequest *
+confab_store_get_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_answer_elicitation_async:
+ * @self: a #ConfabStore
+ * @answer: @id, @state, @content, @answered_by and @answered_at
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the answer is stored, or refused
+ * @user_data: data for @callback
+ *
+ * Answers a pending request, in one conditional write: of two answers
+ * (or an answer and the timeout) exactly one counts. Refused with
+ * CONFAB_ERROR_ELICITATION_ANSWERED when the row is no longer pending, or
+ * (shared store) the instance whose turn waits is gone.
+ */
+void
+confab_store_answer_elicitation_async(ConfabStore *self,
+				      const ConfabElicitationRequest *answer,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(answer != NULL && answer->id != NULL && answer->state != NULL);
+	call = call_with_text(&op_answer_elicitation, answer->id);
+	confab_store_call_add_text(call, answer->state);
+	confab_store_call_add_text(call, answer->content);
+	confab_store_call_add_text(call, answer->answered_by);
+	confab_store_call_add_int(call, answer->answered_at);
+	store_run(self,
+		  call,
+		  confab_store_answer_elicitation_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_answer_elicitation_finish:
+ *
+ * Returns: %TRUE once the answer counts
+ */
+gboolean
+confab_store_answer_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
 }

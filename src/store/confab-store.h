@@ -9,6 +9,7 @@
 
 #include "model/confab-agent.h"
 #include "model/confab-approval.h"
+#include "model/confab-elicitation-request.h"
 #include "model/confab-enums.h"
 #include "model/confab-message.h"
 #include "model/confab-response-record.h"
@@ -558,6 +559,31 @@ confab_store_list_approvals_async(ConfabStore *self,
 				  gpointer user_data);
 GPtrArray *
 confab_store_list_approvals_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+
+void
+confab_store_save_elicitation_async(ConfabStore *self,
+				    const ConfabElicitationRequest *request,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data);
+gboolean
+confab_store_save_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_get_elicitation_async(ConfabStore *self,
+				   const gchar *elicitation_id,
+				   GCancellable *cancellable,
+				   GAsyncReadyCallback callback,
+				   gpointer user_data);
+ConfabElicitationRequest *
+confab_store_get_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_answer_elicitation_async(ConfabStore *self,
+				      const ConfabElicitationRequest *answer,
+				      GCancellable *cancellable,
+				      GAsyncReadyCallback callback,
+				      gpointer user_data);
+gboolean
+confab_store_answer_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);

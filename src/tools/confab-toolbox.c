@@ -98,6 +98,7 @@ struct _Server {
 	GPtrArray *tools;	       /* owned, nullable: of ConfabMcpTool, the last list */
 	gboolean refreshing;
 	gboolean refresh_again;
+	GQueue calls; /* of Call, unowned: in flight, oldest first (elicitations) */
 };
 
 struct _Agent {
@@ -347,6 +348,7 @@ server_unref(Server *server)
 		return;
 	g_assert(server->client == NULL);
 	g_assert(g_queue_is_empty(&server->waiters));
+	g_queue_clear(&server->calls);
 	g_clear_pointer(&server->tools, g_ptr_array_unref);
 	g_clear_error(&server->error);
 	g_object_unref(server->config);
@@ -658,6 +660,9 @@ on_server_started(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
+on_server_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data);
+
+static void
 server_start(Server *server)
 {
 	GError *error = NULL;
@@ -673,6 +678,11 @@ server_start(Server *server)
 	server->client = confab_mcp_client_new(server->label, transport);
 	g_signal_connect(server->client, "closed", G_CALLBACK(on_client_closed), server);
 	g_signal_connect(server->client, "tools-changed", G_CALLBACK(on_tools_changed), server);
+	/* the client holds the server until it goes */
+	confab_mcp_client_set_elicitation_handler(server->client,
+						  on_server_elicit,
+						  server_ref(server),
+						  (GDestroyNotify)server_unref);
 	g_message("%s: starting the MCP server", server->label);
 	confab_mcp_client_start_async(server->client, NULL, on_server_started, server_ref(server));
 }
@@ -1136,6 +1146,7 @@ typedef struct {
 	gchar *name;	  /* nullable: a listing */
 	gchar *arguments; /* nullable: JSON text */
 	ConfabToolboxProgressFunc progress;
+	ConfabToolboxElicitFunc elicit;
 	gpointer progress_data;
 	GDestroyNotify progress_notify;
 	gpointer result;   /* owned: until handed back */
@@ -1278,6 +1289,44 @@ on_remote_progress(gdouble progress, gdouble total, const gchar *message, gpoint
 		    (GDestroyNotify)remote_progress_free);
 }
 
+typedef struct {
+	Remote *remote;			   /* owned */
+	ConfabMcpElicitation *elicitation; /* owned */
+} RemoteElicit;
+
+static void
+remote_elicit_free(RemoteElicit *re)
+{
+	/* a turn that took it holds its own reference; the last one is
+	 * dropped on the toolbox's context */
+	confab_toolbox_answer_elicitation(re->remote->toolbox, re->elicitation, NULL, NULL);
+	remote_unref(re->remote);
+	g_free(re);
+}
+
+/* on the caller's context */
+static gboolean
+remote_elicit_deliver(gpointer user_data)
+{
+	RemoteElicit *re = user_data;
+
+	if (!re->remote->finished && re->remote->elicit != NULL)
+		re->remote->elicit(re->elicitation, re->remote->progress_data);
+	return G_SOURCE_REMOVE;
+}
+
+/* on the toolbox's context */
+static void
+on_remote_elicit(ConfabMcpElicitation *elicitation, gpointer user_data)
+{
+	Remote *remote = user_data;
+	RemoteElicit *re = g_new0(RemoteElicit, 1);
+
+	re->remote = remote_ref(remote);
+	re->elicitation = confab_mcp_elicitation_ref(elicitation);
+	attach_idle(remote->caller, remote_elicit_deliver, re, (GDestroyNotify)remote_elicit_free);
+}
+
 /* on the toolbox's context: the listing or call itself */
 static gboolean
 remote_start(gpointer user_data)
@@ -1296,13 +1345,14 @@ remote_start(gpointer user_data)
 	}
 	if (remote->arguments != NULL)
 		args = json_from_string(remote->arguments, NULL);
-	confab_toolbox_call_async(
+	confab_toolbox_call_elicit_async(
 	    remote->toolbox,
 	    remote->agent_id,
 	    remote->config_json,
 	    remote->name,
 	    args != NULL && JSON_NODE_HOLDS_OBJECT(args) ? json_node_get_object(args) : NULL,
 	    remote->progress != NULL ? on_remote_progress : NULL,
+	    remote->elicit != NULL ? on_remote_elicit : NULL,
 	    remote,
 	    NULL,
 	    remote->inner,
@@ -1413,10 +1463,30 @@ typedef struct {
 	gchar *tool;	       /* owned, nullable: its name on the server */
 	JsonObject *arguments; /* owned, nullable */
 	ConfabToolboxProgressFunc progress;
+	ConfabToolboxElicitFunc elicit;
 	gpointer progress_data;
 	GDestroyNotify progress_notify;
 	gboolean listed;
 } Call;
+
+/* An `elicitation/create` of the server's: the oldest call in flight on it
+ * that takes elicitations has it. The client does not say which request's
+ * stream (streamable HTTP) brought it, and over stdio nothing ties it to a
+ * call; with none in flight, dropping it answers `cancel`. */
+static void
+on_server_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data)
+{
+	Server *server = user_data;
+
+	for (GList *l = server->calls.head; l != NULL; l = l->next) {
+		Call *call = l->data;
+		if (call->elicit != NULL) {
+			call->elicit(elicitation, call->progress_data);
+			return;
+		}
+	}
+	g_message("%s: no call in flight takes an elicitation: cancel", server->label);
+}
 
 /* The progress function is done with once the call ends. */
 static void
@@ -1425,6 +1495,9 @@ call_end_progress(Call *call)
 	GDestroyNotify notify = g_steal_pointer(&call->progress_notify);
 
 	call->progress = NULL;
+	call->elicit = NULL;
+	if (call->server != NULL)
+		g_queue_remove(&call->server->calls, call);
 	if (notify != NULL)
 		notify(g_steal_pointer(&call->progress_data));
 }
@@ -1495,6 +1568,7 @@ on_call_ready(GObject *source, GAsyncResult *result, gpointer user_data)
 				      server->label));
 		return;
 	}
+	g_queue_push_tail(&server->calls, call);
 	confab_mcp_client_call_tool_async(server->client,
 					  call->tool,
 					  call->arguments,
@@ -1583,6 +1657,7 @@ call_async_remote(ConfabToolbox *self,
 		  const gchar *name,
 		  JsonObject *arguments,
 		  ConfabToolboxProgressFunc progress,
+		  ConfabToolboxElicitFunc elicit,
 		  gpointer progress_data,
 		  GDestroyNotify progress_notify,
 		  GCancellable *cancellable,
@@ -1599,6 +1674,7 @@ call_async_remote(ConfabToolbox *self,
 		remote->arguments = json_to_string(node, FALSE);
 	}
 	remote->progress = progress;
+	remote->elicit = elicit;
 	remote->progress_data = progress_data;
 	remote->progress_notify = progress_notify;
 	remote_run(self, remote, confab_toolbox_call_async, cancellable, callback, user_data);
@@ -1627,6 +1703,7 @@ call_async_remote(ConfabToolbox *self,
  * died (or was stopped), the server's start error when it cannot start or
  * waits to start again, and %CONFAB_ERROR_UPSTREAM for a JSON-RPC error.
  * A tool that failed by its own account is a result with @is_error set.
+ * The server's elicitations are refused (answered `cancel`).
  */
 void
 confab_toolbox_call_async(ConfabToolbox *self,
@@ -1640,6 +1717,55 @@ confab_toolbox_call_async(ConfabToolbox *self,
 			  GCancellable *cancellable,
 			  GAsyncReadyCallback callback,
 			  gpointer user_data)
+{
+	confab_toolbox_call_elicit_async(self,
+					 agent_id,
+					 config_json,
+					 name,
+					 arguments,
+					 progress,
+					 NULL,
+					 progress_data,
+					 progress_notify,
+					 cancellable,
+					 callback,
+					 user_data);
+}
+
+/**
+ * confab_toolbox_call_elicit_async:
+ * @self: a #ConfabToolbox
+ * @agent_id: the agent
+ * @config_json: (nullable): its `mcp_servers`
+ * @name: the tool's name as the model saw it (`SERVER__tool`)
+ * @arguments: (nullable): its arguments; %NULL for none
+ * @progress: (nullable) (scope notified): called for each
+ *   `notifications/progress` about the call
+ * @elicit: (nullable) (scope notified): called, on the caller's context,
+ *   with each `elicitation/create` the server sends while the call is in
+ *   flight (see #ConfabToolboxElicitFunc)
+ * @progress_data: data for @progress and @elicit
+ * @progress_notify: (nullable): frees @progress_data when the call ends
+ * @cancellable: (nullable): cancels the call
+ * @callback: called with the result
+ * @user_data: data for @callback
+ *
+ * As confab_toolbox_call_async(), with the server's elicitations handed
+ * to @elicit.
+ */
+void
+confab_toolbox_call_elicit_async(ConfabToolbox *self,
+				 const gchar *agent_id,
+				 const gchar *config_json,
+				 const gchar *name,
+				 JsonObject *arguments,
+				 ConfabToolboxProgressFunc progress,
+				 ConfabToolboxElicitFunc elicit,
+				 gpointer progress_data,
+				 GDestroyNotify progress_notify,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
 {
 	g_autoptr(GTask) task = NULL;
 	GError *error = NULL;
@@ -1656,6 +1782,7 @@ confab_toolbox_call_async(ConfabToolbox *self,
 				  name,
 				  arguments,
 				  progress,
+				  elicit,
 				  progress_data,
 				  progress_notify,
 				  cancellable,
@@ -1667,6 +1794,7 @@ confab_toolbox_call_async(ConfabToolbox *self,
 	call->name = g_strdup(name);
 	call->arguments = arguments != NULL ? json_object_ref(arguments) : NULL;
 	call->progress = progress;
+	call->elicit = elicit;
 	call->progress_data = progress_data;
 	call->progress_notify = progress_notify;
 	task = g_task_new(self, cancellable, callback, user_data);
@@ -1680,6 +1808,68 @@ confab_toolbox_call_async(ConfabToolbox *self,
 	if (g_task_return_error_if_cancelled(task))
 		return;
 	call_resolve(g_steal_pointer(&task));
+}
+
+typedef struct {
+	ConfabMcpElicitation *elicitation; /* owned */
+	gchar *action;			   /* owned, nullable: only drop it */
+	JsonObject *content;		   /* owned, nullable */
+} Answer;
+
+static void
+answer_free(Answer *answer)
+{
+	confab_mcp_elicitation_unref(answer->elicitation);
+	g_free(answer->action);
+	g_clear_pointer(&answer->content, json_object_unref);
+	g_free(answer);
+}
+
+/* on the toolbox's context */
+static gboolean
+answer_deliver(gpointer user_data)
+{
+	Answer *answer = user_data;
+	g_autoptr(GError) error = NULL;
+
+	if (answer->action != NULL && !confab_mcp_elicitation_is_answered(answer->elicitation) &&
+	    !confab_mcp_elicitation_respond(answer->elicitation,
+					    answer->action,
+					    answer->content,
+					    &error))
+		g_message("answering an elicitation of %s: %s",
+			  confab_mcp_elicitation_get_server(answer->elicitation),
+			  error->message);
+	return G_SOURCE_REMOVE;
+}
+
+/**
+ * confab_toolbox_answer_elicitation:
+ * @self: a #ConfabToolbox
+ * @elicitation: (transfer full): an elicitation a #ConfabToolboxElicitFunc
+ *   was given (and referenced)
+ * @action: (nullable): `accept`, `decline` or `cancel`; %NULL to answer
+ *   nothing but drop the reference (an elicitation nobody answers is
+ *   answered `cancel` when its last reference goes)
+ * @content: (nullable): with `accept`, the content (checked again against
+ *   the schema; content that does not match answers nothing)
+ *
+ * Answers the server from any thread: the answer, and the last reference,
+ * are handed to the toolbox's context, where the server's client runs.
+ */
+void
+confab_toolbox_answer_elicitation(ConfabToolbox *self,
+				  ConfabMcpElicitation *elicitation,
+				  const gchar *action,
+				  JsonObject *content)
+{
+	Answer *answer = g_new0(Answer, 1);
+
+	g_return_if_fail(CONFAB_IS_TOOLBOX(self));
+	answer->elicitation = elicitation;
+	answer->action = g_strdup(action);
+	answer->content = content != NULL ? json_object_ref(content) : NULL;
+	attach_idle(self->context, answer_deliver, answer, (GDestroyNotify)answer_free);
 }
 
 /**

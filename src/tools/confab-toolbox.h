@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "tools/mcp/confab-mcp-elicitation.h"
 #include "tools/mcp/confab-mcp-tool.h"
 
 G_BEGIN_DECLS
@@ -62,6 +63,17 @@ typedef void (*ConfabToolboxProgressFunc)(gdouble progress,
 					  const gchar *message,
 					  gpointer user_data);
 
+/**
+ * ConfabToolboxElicitFunc:
+ * @elicitation: the server's `elicitation/create`; reference it to answer
+ *   it later, with confab_toolbox_answer_elicitation()
+ * @user_data: data given with the function
+ *
+ * An elicitation the server of a call in flight sends: a question for the
+ * person whose call it is.
+ */
+typedef void (*ConfabToolboxElicitFunc)(ConfabMcpElicitation *elicitation, gpointer user_data);
+
 #define CONFAB_TYPE_TOOLBOX (confab_toolbox_get_type())
 G_DECLARE_FINAL_TYPE(ConfabToolbox, confab_toolbox, CONFAB, TOOLBOX, GObject)
 
@@ -92,6 +104,24 @@ confab_toolbox_call_async(ConfabToolbox *self,
 			  GCancellable *cancellable,
 			  GAsyncReadyCallback callback,
 			  gpointer user_data);
+void
+confab_toolbox_call_elicit_async(ConfabToolbox *self,
+				 const gchar *agent_id,
+				 const gchar *config_json,
+				 const gchar *name,
+				 JsonObject *arguments,
+				 ConfabToolboxProgressFunc progress,
+				 ConfabToolboxElicitFunc elicit,
+				 gpointer progress_data,
+				 GDestroyNotify progress_notify,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+void
+confab_toolbox_answer_elicitation(ConfabToolbox *self,
+				  ConfabMcpElicitation *elicitation,
+				  const gchar *action,
+				  JsonObject *content);
 ConfabMcpToolResult *
 confab_toolbox_call_finish(ConfabToolbox *self, GAsyncResult *result, GError **error);
 

@@ -84,6 +84,8 @@ static const GDBusErrorEntry dbus_error_entries[] = {
     {CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE, "org.confab.Confab1.Error.AskedByResponse"},
     {CONFAB_ERROR_RATE_LIMITED, "org.confab.Confab1.Error.RateLimited"},
     {CONFAB_ERROR_ITEM_NOT_FOUND, "org.confab.Confab1.Error.ItemNotFound"},
+    {CONFAB_ERROR_ELICITATION_NOT_FOUND, "org.confab.Confab1.Error.ElicitationNotFound"},
+    {CONFAB_ERROR_ELICITATION_ANSWERED, "org.confab.Confab1.Error.AlreadyAnswered"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(dbus_error_entries) == CONFAB_ERROR_LAST);

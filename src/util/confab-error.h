@@ -59,6 +59,8 @@ typedef enum {
 	CONFAB_ERROR_APPROVAL_ASKED_BY_RESPONSE, /* 409: only its response's continuation decides */
 	CONFAB_ERROR_RATE_LIMITED,		 /* 429: too much at once; retry later */
 	CONFAB_ERROR_ITEM_NOT_FOUND,		 /* 404: a conversation's item */
+	CONFAB_ERROR_ELICITATION_NOT_FOUND,	 /* 404 */
+	CONFAB_ERROR_ELICITATION_ANSWERED,	 /* 409: answered or timed out already */
 	CONFAB_ERROR_LAST
 } ConfabErrorCode;
 

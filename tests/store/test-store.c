@@ -2513,7 +2513,7 @@ test_pg_migrate_v1(void)
 	    url,
 	    "ALTER TABLE messages DROP COLUMN response_id;"
 	    "DROP TABLE approvals;"
-	    "DROP TABLE responses; DROP TABLE response_events;"
+	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
@@ -2556,7 +2556,7 @@ test_pg_migrate_v4(void)
 	out = confab_test_pg_query(
 	    url,
 	    "ALTER TABLE approvals DROP COLUMN instance_id;"
-	    "DROP TABLE responses; DROP TABLE response_events;"
+	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "UPDATE schema_version SET version = 4;"
 	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
@@ -3079,6 +3079,114 @@ test_approvals(Fixture *f, gconstpointer data)
 	g_clear_error(&error);
 	g_assert_null(get_approval(f, "mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz", &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND);
+}
+
+/* ---------- elicitations ---------- */
+
+static gboolean
+answer_elicitation(Fixture *f, const gchar *id, const gchar *state, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(ConfabElicitationRequest) answer = confab_elicitation_request_new();
+
+	answer->id = g_strdup(id);
+	answer->state = g_strdup(state);
+	answer->content = g_strdup("{\"email\":\"é@example.org\"}");
+	answer->answered_by = g_strdup("api");
+	answer->answered_at = 1700000200;
+	confab_store_answer_elicitation_async(f->store, answer, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_answer_elicitation_finish(f->store, res, error);
+}
+
+static ConfabElicitationRequest *
+get_elicitation(Fixture *f, const gchar *id, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+
+	confab_store_get_elicitation_async(f->store, id, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_get_elicitation_finish(f->store, res, error);
+}
+
+/* An elicitation request is stored pending, read back whole, answered
+ * exactly once; a second answer (or the timeout's) is refused and changes
+ * nothing. */
+static void
+test_elicitations(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabElicitationRequest) request = confab_elicitation_request_new();
+	g_autoptr(ConfabElicitationRequest) read = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+
+	request->id = confab_id_generator_next(f->ids, CONFAB_PREFIX_ELICITATION);
+	request->owner = g_strdup("alice");
+	request->agent_id = g_strdup("agt_x");
+	request->session_id = g_strdup("cts_x");
+	request->server = g_strdup("crm");
+	request->message = g_strdup("Which account? ✓");
+	request->schema = g_strdup("{\"type\":\"object\",\"properties\":{}}");
+	request->state = g_strdup(CONFAB_ELICITATION_PENDING);
+	request->created_at = 1700000100;
+	confab_store_save_elicitation_async(f->store, request, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_save_elicitation_finish(f->store, res, &error));
+	g_assert_no_error(error);
+
+	read = get_elicitation(f, request->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(read->owner, ==, "alice");
+	g_assert_cmpstr(read->message, ==, "Which account? ✓");
+	g_assert_cmpstr(read->schema, ==, request->schema);
+	g_assert_cmpstr(read->state, ==, CONFAB_ELICITATION_PENDING);
+	g_assert_null(read->content);
+	g_assert_cmpint(read->created_at, ==, 1700000100);
+
+	g_assert_true(answer_elicitation(f, request->id, CONFAB_ELICITATION_ACCEPTED, &error));
+	g_assert_no_error(error);
+	g_assert_false(answer_elicitation(f, request->id, CONFAB_ELICITATION_TIMED_OUT, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ELICITATION_ANSWERED);
+	g_clear_error(&error);
+	g_clear_pointer(&read, confab_elicitation_request_free);
+	reopen(f);
+	read = get_elicitation(f, request->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(read->state, ==, CONFAB_ELICITATION_ACCEPTED);
+	g_assert_cmpstr(read->content, ==, "{\"email\":\"é@example.org\"}");
+	g_assert_cmpstr(read->answered_by, ==, "api");
+	g_assert_cmpint(read->answered_at, ==, 1700000200);
+
+	g_assert_false(answer_elicitation(f,
+					  "mcpe_01jzzzzzzzzzzzzzzzzzzzzzzz",
+					  CONFAB_ELICITATION_DECLINED,
+					  &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ELICITATION_ANSWERED);
+	g_clear_error(&error);
+	g_assert_null(get_elicitation(f, "mcpe_01jzzzzzzzzzzzzzzzzzzzzzzz", &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ELICITATION_NOT_FOUND);
+	g_clear_error(&error);
+
+	/* one pending when its confabd stops: nobody can answer it any more
+	 * (SQLite at open, PostgreSQL's confab_reap() of the closing
+	 * instance) */
+	g_free(request->id);
+	request->id = confab_id_generator_next(f->ids, CONFAB_PREFIX_ELICITATION);
+	confab_store_save_elicitation_async(f->store, request, NULL, on_result, &slot);
+	g_clear_object(&res);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_save_elicitation_finish(f->store, res, &error));
+	reopen(f);
+	g_clear_pointer(&read, confab_elicitation_request_free);
+	read = get_elicitation(f, request->id, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(read->state, ==, CONFAB_ELICITATION_TIMED_OUT);
+	g_assert_cmpstr(read->answered_by, ==, "timeout");
+	g_assert_false(answer_elicitation(f, request->id, CONFAB_ELICITATION_ACCEPTED, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ELICITATION_ANSWERED);
 }
 
 static ConfabApproval *
@@ -3606,6 +3714,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"search-limit-and-snippet", test_search_limit_and_snippet},
 	    {"approvals", test_approvals},
 	    {"approvals-orphaned", test_approvals_orphaned},
+	    {"elicitations", test_elicitations},
 	    {"response-records", test_response_records},
 	    {"conversation-create", test_conversation_create},
 	    {"conversation-items", test_conversation_items},

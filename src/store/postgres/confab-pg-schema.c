@@ -351,7 +351,22 @@
 
 /* confab_reap() of v1, and the pending approvals of the instances it ends
  * timed out: their turns are gone, so no decision can run their calls. */
-#define REAP_V5                                                                                    \
+#define REAP_V5 REAP_V5_BODY REAP_V5_END
+
+/* v9's: v5's, and the pending elicitations of the instances it ends timed
+ * out (their turns are gone; nobody can answer them any more). */
+#define REAP_V9                                                                                    \
+	REAP_V5_BODY                                                                               \
+	"  UPDATE elicitations SET state = 'timed_out', answered_by = 'timeout', "                 \
+	"    answered_at = extract(epoch FROM now())::bigint "                                     \
+	"    WHERE state = 'pending' AND instance_id = ANY (dead); " REAP_V5_END
+
+#define REAP_V5_END                                                                                \
+	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
+	"  RETURN cardinality(dead); "                                                             \
+	"END $$;"
+
+#define REAP_V5_BODY                                                                               \
 	"CREATE OR REPLACE FUNCTION confab_reap(only_instance text) RETURNS integer "              \
 	"LANGUAGE plpgsql AS $$ "                                                                  \
 	"DECLARE "                                                                                 \
@@ -386,10 +401,7 @@
 	"  UPDATE approvals SET state = 'timed_out', decided_by = 'timeout', "                     \
 	"    reason = 'Its confabd stopped: nobody waits for it any more', "                       \
 	"    decided_at = extract(epoch FROM now())::bigint "                                      \
-	"    WHERE state = 'pending' AND instance_id = ANY (dead); "                               \
-	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
-	"  RETURN cardinality(dead); "                                                             \
-	"END $$;"
+	"    WHERE state = 'pending' AND instance_id = ANY (dead); "
 
 /*
  * v6 (background responses, issue 31): a response's record beside its
@@ -456,6 +468,33 @@
 	    MESSAGE_INSERT_V8,                                                                     \
 	    MESSAGE_RECORD_V8)
 
+/*
+ * v9 (elicitations, issue 34): an MCP server's `elicitation/create`, put
+ * to the person whose turn called it. Any instance answers a row with one
+ * conditional UPDATE (pending, and the waiting instance's lease live); the
+ * instance whose turn waits polls it (confab-elicitations.c); confab_reap()
+ * times out the pending ones of the instances it ends.
+ */
+#define MIGRATE_V9_ELICITATIONS                                                                    \
+	"CREATE TABLE elicitations ("                                                              \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  session_id text COLLATE \"C\" NOT NULL,"                                                \
+	"  server text NOT NULL,"                                                                  \
+	"  message text NOT NULL,"                                                                 \
+	"  schema text NOT NULL,"                                                                  \
+	"  state text NOT NULL DEFAULT 'pending',"                                                 \
+	"  content text,"                                                                          \
+	"  answered_by text,"                                                                      \
+	"  created_at bigint NOT NULL,"                                                            \
+	"  answered_at bigint NOT NULL DEFAULT 0,"                                                 \
+	"  instance_id text COLLATE \"C\""                                                         \
+	");"                                                                                       \
+	"CREATE INDEX elicitations_by_session ON elicitations (session_id);"                       \
+	"CREATE INDEX elicitations_by_instance ON elicitations (instance_id) "                     \
+	"  WHERE state = 'pending';" REAP_V9
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -466,6 +505,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V6_RESPONSES,
     MIGRATE_V7_CONVERSATION_METADATA,
     MIGRATE_V8_TARGETS,
+    MIGRATE_V9_ELICITATIONS,
 };
 
 typedef enum {

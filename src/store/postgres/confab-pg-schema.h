@@ -26,7 +26,8 @@ G_BEGIN_DECLS
 /*  8: agents.upstreams, agents.routing and messages.upstream (upstream
  *     routing); confab_commit_turn() stores messages.upstream
  */
-#define CONFAB_PG_SCHEMA_VERSION 8
+/*  9: elicitations (MCP servers' questions to a person, issue 34) */
+#define CONFAB_PG_SCHEMA_VERSION 9
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

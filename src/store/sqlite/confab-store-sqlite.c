@@ -574,6 +574,34 @@ migrate_v7_approvals(Conn *conn, GError **error)
 }
 
 /*
+ * v12 (elicitations, issue 34): an MCP server's `elicitation/create`, put
+ * to the person whose turn called it; answered with one conditional
+ * UPDATE of a pending row (confab-elicitations.c).
+ */
+static gboolean
+migrate_v12_elicitations(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE elicitations ("
+			 "  id TEXT PRIMARY KEY NOT NULL,"
+			 "  owner TEXT NOT NULL,"
+			 "  agent_id TEXT NOT NULL,"
+			 "  session_id TEXT NOT NULL,"
+			 "  server TEXT NOT NULL,"
+			 "  message TEXT NOT NULL,"
+			 "  schema TEXT NOT NULL,"
+			 "  state TEXT NOT NULL DEFAULT 'pending',"
+			 "  content TEXT,"
+			 "  answered_by TEXT,"
+			 "  created_at INTEGER NOT NULL,"
+			 "  answered_at INTEGER NOT NULL DEFAULT 0,"
+			 "  instance_id TEXT"
+			 ") STRICT;"
+			 "CREATE INDEX elicitations_by_session ON elicitations (session_id);",
+			 error);
+}
+
+/*
  * v8 (approvals asked by a response, issue 22): the Responses API's
  * approval requests end their response; the response that asked is kept,
  * so that only its continuation decides them, and no timeout does.
@@ -732,7 +760,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 10:
 		if (!migrate_v11_targets(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 11: migrate_v12() here */
+		/* fall through */
+	case 11:
+		if (!migrate_v12_elicitations(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 12: migrate_v13() here */
 	default:
 		break;
 	}
@@ -2528,6 +2560,27 @@ confab_store_sqlite_close(ConfabStore *store)
  * that a turn waited for was asked by a turn of a confabd that is gone (it
  * was killed, or the machine stopped). No decision can run its call any
  * more: it times out now, so that it is neither listed nor decided. */
+/* At open, as for approvals: every elicitation still pending was asked by
+ * a turn of a confabd gone; nobody can answer it any more. */
+static gboolean
+expire_orphaned_elicitations(Conn *conn, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare(conn,
+			 "UPDATE elicitations SET state = 'timed_out', answered_by = 'timeout', "
+			 "answered_at = ?1 WHERE state = 'pending'",
+			 error);
+
+	if (stmt == NULL)
+		return FALSE;
+	sqlite3_bind_int64(stmt, 1, g_get_real_time() / G_USEC_PER_SEC);
+	if (!stmt_step_done(conn, stmt, error)) {
+		g_prefix_error_literal(error, "timing out the elicitations of a confabd gone: ");
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean
 expire_orphaned_approvals(Conn *conn, GError **error)
 {
@@ -2943,6 +2996,8 @@ confab_store_sqlite_new(const gchar *path, guint n_readers, GError **error)
 	if (!conn_migrate(self->writer, error))
 		return NULL;
 	if (!expire_orphaned_approvals(self->writer, error))
+		return NULL;
+	if (!expire_orphaned_elicitations(self->writer, error))
 		return NULL;
 	if (!load_counts(self, error))
 		return NULL;

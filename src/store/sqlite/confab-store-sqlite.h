@@ -18,7 +18,8 @@ G_BEGIN_DECLS
 /* 11: agents.upstreams, agents.routing and messages.upstream (upstream
  *     routing, issue 29)
  */
-#define CONFAB_DB_VERSION 11
+/* 12: elicitations (MCP servers' questions to a person, issue 34) */
+#define CONFAB_DB_VERSION 12
 
 #define CONFAB_TYPE_STORE_SQLITE (confab_store_sqlite_get_type())
 G_DECLARE_FINAL_TYPE(ConfabStoreSqlite, confab_store_sqlite, CONFAB, STORE_SQLITE, GObject)
