@@ -1664,6 +1664,20 @@ quota_verdict(ConfabStoreUsage *usage, ConfabQuotaInfo *info, GError **error)
 	info->limit = usage->limit;
 	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
 	info->reset_seconds = seconds_to_month_end();
+	info->rpm = usage->rpm;
+	info->rate_remaining = usage->rate_remaining;
+	info->rate_reset_ms = usage->rate_reset_ms;
+	info->retry_after_ms = usage->rate_limited ? usage->retry_after_ms : 0;
+	if (usage->rate_limited) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_RATE_LIMITED,
+					NULL,
+					"Rate limit reached: %" G_GUINT64_FORMAT
+					" requests per minute; retry in %" G_GINT64_FORMAT " ms",
+					usage->rpm,
+					usage->retry_after_ms);
+		return FALSE;
+	}
 	if (!usage->admitted) {
 		confab_error_set_printf(error,
 					CONFAB_ERROR_QUOTA_EXCEEDED,
@@ -1722,7 +1736,8 @@ confab_engine_admit_quota_now(ConfabEngine *self,
 	usage = confab_store_admit_quota_now(self->store,
 					     owner,
 					     month,
-					     self->config->default_monthly_requests);
+					     self->config->default_monthly_requests,
+					     self->config->default_rpm);
 	return quota_verdict(usage, info, error);
 }
 
@@ -1748,9 +1763,9 @@ confab_engine_answers_now(ConfabEngine *self)
  * @callback: called with the verdict
  * @user_data: data for @callback
  *
- * Counts one request against the owner's monthly quota (see
+ * Counts one request against the owner's monthly quota and rate (see
  * confab_store_admit_quota_async()), or refuses it with
- * CONFAB_ERROR_QUOTA_EXCEEDED.
+ * CONFAB_ERROR_QUOTA_EXCEEDED or CONFAB_ERROR_RATE_LIMITED.
  */
 void
 confab_engine_admit_quota_async(ConfabEngine *self,
@@ -1768,6 +1783,7 @@ confab_engine_admit_quota_async(ConfabEngine *self,
 				       owner,
 				       month,
 				       self->config->default_monthly_requests,
+				       self->config->default_rpm,
 				       cancellable,
 				       admit_cb,
 				       task);

@@ -124,7 +124,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
  * @limit: the owner's monthly quota; 0 when unlimited
  * @is_override: whether @limit is the owner's own rather than the default
  * @admitted: from confab_store_admit_quota_async(): whether the request was
- *   counted (%FALSE: the quota is spent)
+ *   counted (%FALSE: the quota is spent, or @rate_limited)
+ * @rpm: from confab_store_admit_quota_async(): the owner's requests per
+ *   minute; 0 when unlimited
+ * @rate_limited: from confab_store_admit_quota_async(): refused because
+ *   the rate is spent (the monthly quota was not counted)
+ * @rate_remaining: requests the rate admits at once after this one
+ * @rate_reset_ms: milliseconds until the rate is whole again
+ * @retry_after_ms: when @rate_limited: milliseconds until a request would be
+ *   admitted
  *
  * An owner's quota and use, as the store sees them.
  */
@@ -135,6 +143,11 @@ typedef struct {
 	guint64 limit;
 	gboolean is_override;
 	gboolean admitted;
+	guint64 rpm;
+	gboolean rate_limited;
+	guint64 rate_remaining;
+	gint64 rate_reset_ms;
+	gint64 retry_after_ms;
 } ConfabStoreUsage;
 
 void
@@ -237,6 +250,7 @@ struct _ConfabStoreInterface {
 			    const gchar *owner,
 			    const gchar *month,
 			    guint64 default_limit,
+			    guint64 rpm,
 			    GCancellable *cancellable,
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
@@ -290,7 +304,8 @@ struct _ConfabStoreInterface {
 	ConfabStoreUsage *(*admit_quota_now)(ConfabStore *self,
 					     const gchar *owner,
 					     const gchar *month,
-					     guint64 default_limit);
+					     guint64 default_limit,
+					     guint64 rpm);
 	gboolean (*acquire_session_now)(ConfabStore *self, const gchar *session_id, GError **error);
 };
 
@@ -363,11 +378,22 @@ confab_store_list_usage_async(ConfabStore *self,
 GPtrArray *
 confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
+gint64
+confab_store_rate_interval(guint64 rpm);
+gboolean
+confab_store_rate_admit(gint64 *tat, gint64 now, guint64 rpm);
+void
+confab_store_usage_set_rate(ConfabStoreUsage *usage,
+			    guint64 rpm,
+			    gint64 tat,
+			    gint64 now,
+			    gboolean admitted);
 void
 confab_store_admit_quota_async(ConfabStore *self,
 			       const gchar *owner,
 			       const gchar *month,
 			       guint64 default_limit,
+			       guint64 rpm,
 			       GCancellable *cancellable,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data);
@@ -381,7 +407,8 @@ ConfabStoreUsage *
 confab_store_admit_quota_now(ConfabStore *self,
 			     const gchar *owner,
 			     const gchar *month,
-			     guint64 default_limit);
+			     guint64 default_limit,
+			     guint64 rpm);
 gboolean
 confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GError **error);
 void

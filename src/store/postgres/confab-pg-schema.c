@@ -429,6 +429,17 @@
  */
 #define MIGRATE_V7_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
 
+/*
+ * v8 (limits, issue 30): each owner's requests-per-minute rate, GCRA's
+ * theoretical arrival time in microseconds of the database's clock (one
+ * clock for every instance).
+ */
+#define MIGRATE_V8_RATES                                                                           \
+	"CREATE TABLE rates ("                                                                     \
+	"  owner text COLLATE \"C\" PRIMARY KEY,"                                                  \
+	"  tat bigint NOT NULL"                                                                    \
+	");"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -438,6 +449,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V5_APPROVAL_INSTANCE,
     MIGRATE_V6_RESPONSES,
     MIGRATE_V7_CONVERSATION_METADATA,
+    MIGRATE_V8_RATES,
 };
 
 typedef enum {

@@ -23,7 +23,7 @@ G_BEGIN_DECLS
  *  6: responses and response_events (background responses)
  *  7: sessions.metadata (the Conversations API)
  */
-#define CONFAB_PG_SCHEMA_VERSION 7
+#define CONFAB_PG_SCHEMA_VERSION 8
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

@@ -531,6 +531,7 @@ typedef struct {
 	gchar *owner;
 	gchar *month;
 	guint64 default_limit;
+	guint64 rpm;	/* admit_quota's */
 	gchar *hold_id; /* admit_quota's */
 } UsageQuery;
 
@@ -738,6 +739,16 @@ quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
 	usage->requests = (guint64)column_int(res, 0, usage->admitted ? 0 : 1);
 	usage->limit = (guint64)column_int(res, 0, 2);
 	usage->is_override = column_bool(res, 0, 3);
+	if (query->rpm > 0) {
+		/* the rate refused it unless it admitted it or the month was spent */
+		gboolean rate_ok = !PQgetisnull(res, 0, 4);
+		gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
+		confab_store_usage_set_rate(usage,
+					    query->rpm,
+					    column_int(res, 0, rate_ok ? 4 : 5),
+					    column_int(res, 0, 6),
+					    rate_ok || spent);
+	}
 	if (usage->admitted)
 		holds_push(op->self, query->owner, query->month, g_steal_pointer(&query->hold_id));
 	op_return_pointer(op, usage, (GDestroyNotify)confab_store_usage_free);
@@ -758,33 +769,63 @@ run_admit_quota(ConfabStorePostgres *self, Op *op)
 	params_add_int(p, (gint64)query->default_limit);
 	params_add(p, query->hold_id);
 	params_add(p, self->instance_id);
+	params_add_int(p, (gint64)MIN(query->rpm, (guint64)G_MAXINT32));
+	params_add_int(p, query->rpm > 0 ? confab_store_rate_interval(query->rpm) : 0);
 	/*
 	 * One statement: the quota (the owner's own, else the default; 0 is
-	 * unlimited), then one more pending request on the (owner, month)
-	 * row unless requests + pending has reached it. ON CONFLICT DO UPDATE
-	 * locks the row and checks its WHERE against the newest version, so
-	 * concurrent admissions from every instance queue on that row. A
-	 * new row is always admitted: no quota is below 1. The hold names
-	 * this instance, should it die before the count is committed.
+	 * unlimited), then the rate, then one more pending request on the
+	 * (owner, month) row unless requests + pending has reached it.
+	 *
+	 * The rate ($6 requests a minute, one every $7 microseconds) is GCRA
+	 * on the owner's row of rates, on the database's clock: the upsert
+	 * moves the arrival time on only while at most $6 - 1 intervals are
+	 * owed. ON CONFLICT DO UPDATE locks the row and checks its WHERE
+	 * against the newest version, so concurrent admissions from every
+	 * instance queue on that row: the rate is exact. It is skipped when
+	 * the month is already spent as far as this statement sees (a
+	 * request refused for the month costs no rate, bar a race with the
+	 * last request of the month).
+	 *
+	 * The count: the usage upsert is proposed only when the rate admitted
+	 * (or there is none); ON CONFLICT DO UPDATE queues it on the (owner,
+	 * month) row likewise. A new row is always admitted: no quota is
+	 * below 1. The hold names this instance, should it die before the
+	 * count is committed. Rows are locked in one order (rates, then
+	 * usage) by every admission: no deadlock.
 	 */
-	op_query(op,
-		 "WITH lim AS (SELECT COALESCE(q.monthly_requests, $3::bigint) AS l, "
-		 "                    q.owner IS NOT NULL AS own "
-		 "             FROM (SELECT 1) AS one "
-		 "             LEFT JOIN quotas AS q ON q.owner = $1), "
-		 "u AS (INSERT INTO usage AS u (owner, month, requests, pending) "
-		 "      VALUES ($1, $2, 0, 1) "
-		 "      ON CONFLICT (owner, month) DO UPDATE SET pending = u.pending + 1 "
-		 "      WHERE (SELECT l FROM lim) = 0 "
-		 "         OR u.requests + u.pending < (SELECT l FROM lim) "
-		 "      RETURNING u.requests + u.pending AS used), "
-		 "h AS (INSERT INTO usage_holds (id, instance_id, owner, month) "
-		 "      SELECT $4, $5, $1, $2 FROM u) "
-		 "SELECT (SELECT used FROM u), "
-		 "       (SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2), "
-		 "       lim.l, lim.own FROM lim",
-		 p,
-		 quota_admitted);
+	op_query(
+	    op,
+	    "WITH lim AS (SELECT COALESCE(q.monthly_requests, $3::bigint) AS l, "
+	    "                    q.owner IS NOT NULL AS own "
+	    "             FROM (SELECT 1) AS one "
+	    "             LEFT JOIN quotas AS q ON q.owner = $1), "
+	    "clk AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now), "
+	    "r AS (INSERT INTO rates AS r (owner, tat) "
+	    "      SELECT $1, clk.now + $7::bigint FROM clk "
+	    "      WHERE $6::bigint > 0 "
+	    "        AND ((SELECT l FROM lim) = 0 "
+	    "             OR COALESCE((SELECT requests + pending FROM usage "
+	    "                          WHERE owner = $1 AND month = $2), 0) "
+	    "                < (SELECT l FROM lim)) "
+	    "      ON CONFLICT (owner) DO UPDATE "
+	    "      SET tat = GREATEST(r.tat, EXCLUDED.tat - $7::bigint) + $7::bigint "
+	    "      WHERE GREATEST(r.tat, EXCLUDED.tat - $7::bigint) "
+	    "            - (EXCLUDED.tat - $7::bigint) <= ($6::bigint - 1) * $7::bigint "
+	    "      RETURNING r.tat), "
+	    "u AS (INSERT INTO usage AS u (owner, month, requests, pending) "
+	    "      SELECT $1, $2, 0, 1 WHERE $6::bigint = 0 OR EXISTS (SELECT 1 FROM r) "
+	    "      ON CONFLICT (owner, month) DO UPDATE SET pending = u.pending + 1 "
+	    "      WHERE (SELECT l FROM lim) = 0 "
+	    "         OR u.requests + u.pending < (SELECT l FROM lim) "
+	    "      RETURNING u.requests + u.pending AS used), "
+	    "h AS (INSERT INTO usage_holds (id, instance_id, owner, month) "
+	    "      SELECT $4, $5, $1, $2 FROM u) "
+	    "SELECT (SELECT used FROM u), "
+	    "       (SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2), "
+	    "       lim.l, lim.own, (SELECT tat FROM r), "
+	    "       (SELECT tat FROM rates WHERE owner = $1), clk.now FROM lim, clk",
+	    p,
+	    quota_admitted);
 }
 
 static void
@@ -792,13 +833,17 @@ confab_store_postgres_admit_quota(ConfabStore *store,
 				  const gchar *owner,
 				  const gchar *month,
 				  guint64 default_limit,
+				  guint64 rpm,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
 {
+	UsageQuery *query = usage_query_new(owner, month, default_limit);
+
+	query->rpm = rpm;
 	op_queue(CONFAB_STORE_POSTGRES(store),
 		 run_admit_quota,
-		 usage_query_new(owner, month, default_limit),
+		 query,
 		 (GDestroyNotify)usage_query_free,
 		 FALSE,
 		 confab_store_postgres_admit_quota,

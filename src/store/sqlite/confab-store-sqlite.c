@@ -101,6 +101,7 @@ struct _ConfabStoreSqlite {
 	GHashTable *quotas; /* owned: owner -> guint64*, the owners' own quotas */
 	GHashTable *usage;  /* owned: owner -> guint64*, requests in usage_month */
 	gchar *usage_month; /* owned: YYYY-MM */
+	GHashTable *rates;  /* owned: owner -> gint64*, GCRA's arrival time (monotonic) */
 	GHashTable *busy;   /* owned: session ids with a turn running */
 };
 
@@ -1683,13 +1684,25 @@ static ConfabStoreUsage *
 confab_store_sqlite_admit_quota_now(ConfabStore *store,
 				    const gchar *owner,
 				    const gchar *month,
-				    guint64 default_limit)
+				    guint64 default_limit,
+				    guint64 rpm)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 	ConfabStoreUsage *usage = usage_of(self, owner, month, default_limit);
 
 	usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
+	/* the rate after the month: a request the quota refuses costs no rate */
+	if (usage->admitted && rpm > 0) {
+		gint64 now = g_get_monotonic_time();
+		gint64 *tat = g_hash_table_lookup(self->rates, owner);
+		if (tat == NULL) {
+			tat = g_new0(gint64, 1);
+			g_hash_table_insert(self->rates, g_strdup(owner), tat);
+		}
+		usage->admitted = confab_store_rate_admit(tat, now, rpm);
+		confab_store_usage_set_rate(usage, rpm, *tat, now, usage->admitted);
+	}
 	if (usage->admitted) {
 		guint64 *used = g_hash_table_lookup(self->usage, owner);
 		if (used == NULL)
@@ -1706,6 +1719,7 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 				const gchar *owner,
 				const gchar *month,
 				guint64 default_limit,
+				guint64 rpm,
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
@@ -1715,7 +1729,7 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
 	g_task_return_pointer(
 	    task,
-	    confab_store_sqlite_admit_quota_now(store, owner, month, default_limit),
+	    confab_store_sqlite_admit_quota_now(store, owner, month, default_limit, rpm),
 	    (GDestroyNotify)confab_store_usage_free);
 }
 
@@ -2803,6 +2817,7 @@ confab_store_sqlite_finalize(GObject *object)
 	g_clear_pointer(&self->reader_threads, g_ptr_array_unref);
 	g_clear_pointer(&self->quotas, g_hash_table_unref);
 	g_clear_pointer(&self->usage, g_hash_table_unref);
+	g_clear_pointer(&self->rates, g_hash_table_unref);
 	g_clear_pointer(&self->busy, g_hash_table_unref);
 	g_free(self->usage_month);
 	g_mutex_clear(&self->lock);
@@ -2826,6 +2841,7 @@ confab_store_sqlite_init(ConfabStoreSqlite *self)
 	self->search_index = TRUE;
 	self->reader_threads = g_ptr_array_new();
 	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_mutex_init(&self->lock);
 }
 
