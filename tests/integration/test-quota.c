@@ -588,7 +588,7 @@ test_restart(void)
 /* ---------- requests per minute ([quota] default_rpm) ---------- */
 
 #define RPM_1_CONFIG   "[quota]\ndefault_rpm=1\n"
-#define RPM_10_CONFIG  "[quota]\ndefault_rpm=10\n"
+#define RPM_10_CONFIG  "[quota]\ndefault_rpm=10\n[limits]\nmax_connections_per_peer=200\n"
 #define RPM_100_CONFIG "[quota]\ndefault_rpm=100\n"
 
 static ConfabTestResponse *
@@ -719,8 +719,12 @@ rate_race_thread(gpointer data)
 	else if (r->status == 429 && g_strcmp0(header(r, "x-should-retry"), "true") == 0 &&
 		 header(r, "retry-after-ms") != NULL)
 		race->limited++;
-	else
+	else {
+		g_autofree gchar *body =
+		    g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+		g_test_message("unexpected: %u %s", r->status, body);
 		race->other++;
+	}
 	g_mutex_unlock(&race->lock);
 	return NULL;
 }
