@@ -1668,6 +1668,16 @@ quota_verdict(ConfabStoreUsage *usage, ConfabQuotaInfo *info, GError **error)
 	info->rate_remaining = usage->rate_remaining;
 	info->rate_reset_ms = usage->rate_reset_ms;
 	info->retry_after_ms = usage->rate_limited ? usage->retry_after_ms : 0;
+	info->parallel_taken = usage->admitted && usage->parallel_taken;
+	if (usage->parallel_limited) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_RATE_LIMITED,
+					NULL,
+					"Rate limit reached: %" G_GUINT64_FORMAT
+					" turns in flight at most; retry when one has ended",
+					usage->max_parallel);
+		return FALSE;
+	}
 	if (usage->rate_limited) {
 		confab_error_set_printf(error,
 					CONFAB_ERROR_RATE_LIMITED,
@@ -1703,6 +1713,9 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_error(task, error);
 		return;
 	}
+	/* a slot taken for a turn the month then refused */
+	if (!usage->admitted && usage->parallel_taken)
+		confab_store_release_parallel(CONFAB_STORE(source), usage->owner);
 	if (!quota_verdict(usage, info, &error)) {
 		g_task_return_error(task, error);
 		return;
@@ -1737,8 +1750,23 @@ confab_engine_admit_quota_now(ConfabEngine *self,
 					     owner,
 					     month,
 					     self->config->default_monthly_requests,
-					     self->config->default_rpm);
+					     self->config->default_rpm,
+					     self->config->default_max_parallel);
 	return quota_verdict(usage, info, error);
+}
+
+/**
+ * confab_engine_release_parallel:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ *
+ * Gives back the slot of a turn that ends (ConfabQuotaInfo.parallel_taken).
+ */
+void
+confab_engine_release_parallel(ConfabEngine *self, const gchar *owner)
+{
+	g_return_if_fail(CONFAB_IS_ENGINE(self));
+	confab_store_release_parallel(self->store, owner);
 }
 
 /**
@@ -1784,6 +1812,7 @@ confab_engine_admit_quota_async(ConfabEngine *self,
 				       month,
 				       self->config->default_monthly_requests,
 				       self->config->default_rpm,
+				       self->config->default_max_parallel,
 				       cancellable,
 				       admit_cb,
 				       task);

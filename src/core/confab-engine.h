@@ -42,6 +42,9 @@ G_BEGIN_DECLS
  * @rate_reset_ms: milliseconds until the rate is whole again
  * @retry_after_ms: when refused for the rate: milliseconds until a request
  *   would be admitted; 0 otherwise
+ * @parallel_taken: the admitted turn holds one of its owner's slots
+ *   (`[quota] default_max_parallel`): give it back with
+ *   confab_engine_release_parallel() when the turn ends
  */
 typedef struct {
 	guint64 limit;
@@ -51,6 +54,7 @@ typedef struct {
 	guint64 rate_remaining;
 	gint64 rate_reset_ms;
 	gint64 retry_after_ms;
+	gboolean parallel_taken;
 } ConfabQuotaInfo;
 
 #define CONFAB_TYPE_ENGINE (confab_engine_get_type())
@@ -200,6 +204,8 @@ confab_engine_admit_quota_finish(ConfabEngine *self,
 				 GError **error);
 gboolean
 confab_engine_answers_now(ConfabEngine *self);
+void
+confab_engine_release_parallel(ConfabEngine *self, const gchar *owner);
 gboolean
 confab_engine_admit_quota_now(ConfabEngine *self,
 			      const gchar *owner,

@@ -127,7 +127,7 @@ confab_http_response_format_duration(gint64 ms)
 	return g_string_free(out, FALSE);
 }
 
-/* The requests-per-minute rate's headers; Retry-After when it refused. */
+/* The requests-per-minute rate's headers. */
 static void
 add_rate_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
@@ -139,15 +139,18 @@ add_rate_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->rate_remaining);
 	confab_http_exchange_add_header(exchange, "x-ratelimit-remaining-requests", buf);
 	confab_http_exchange_add_header(exchange, "x-ratelimit-reset-requests", reset);
-	if (info->retry_after_ms > 0) {
-		g_snprintf(buf,
-			   sizeof(buf),
-			   "%" G_GINT64_FORMAT,
-			   (info->retry_after_ms + 999) / 1000);
-		confab_http_exchange_add_header(exchange, "Retry-After", buf);
-		g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, info->retry_after_ms);
-		confab_http_exchange_add_header(exchange, "retry-after-ms", buf);
-	}
+}
+
+/* When the rate or the turns in flight refused: when to come back. */
+static void
+add_retry_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
+{
+	gchar buf[32];
+
+	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, (info->retry_after_ms + 999) / 1000);
+	confab_http_exchange_add_header(exchange, "Retry-After", buf);
+	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, info->retry_after_ms);
+	confab_http_exchange_add_header(exchange, "retry-after-ms", buf);
 }
 
 /**
@@ -158,13 +161,15 @@ add_rate_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
  * Adds the x-ratelimit-*-requests headers, when a quota or a rate applies:
  * of the two, the one with fewer requests left (the rate on a tie; the
  * month while it refuses), and `Retry-After` with `retry-after-ms` when the
- * rate refused the request.
+ * rate or the turns in flight refused the request.
  */
 void
 confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
 	gchar buf[32];
 
+	if (info->retry_after_ms > 0)
+		add_retry_headers(exchange, info);
 	if (info->rpm > 0 && (info->retry_after_ms > 0 || info->limit == 0 ||
 			      info->rate_remaining <= info->remaining)) {
 		add_rate_headers(exchange, info);

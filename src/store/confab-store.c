@@ -940,6 +940,7 @@ confab_store_usage_set_rate(ConfabStoreUsage *usage,
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
  * @rpm: the owner's requests per minute; 0 for none
+ * @max_parallel: the owner's turns in flight at most; 0 for none
  * @cancellable: (nullable): a #GCancellable
  * @callback: called with the verdict
  * @user_data: data for @callback
@@ -950,7 +951,10 @@ confab_store_usage_set_rate(ConfabStoreUsage *usage,
  * the count admitted never exceeds the quota, and the requests admitted
  * never exceed the rate. The rate is GCRA (a continuous token bucket of
  * @rpm requests refilled one every 60/@rpm seconds), its clock the store's
- * (the database's on PostgreSQL), so every instance agrees. The count stands once the turn's first
+ * (the database's on PostgreSQL), so every instance agrees. With
+ * @max_parallel, the admitted turn also takes one of the owner's slots
+ * (usage->parallel_taken), given back by confab_store_release_parallel()
+ * when the turn ends. The count stands once the turn's first
  * commit carries it (see #ConfabStoreTurn); a turn that is refused before that gives it back with
  * confab_store_release_quota().
  */
@@ -960,13 +964,21 @@ confab_store_admit_quota_async(ConfabStore *self,
 			       const gchar *month,
 			       guint64 default_limit,
 			       guint64 rpm,
+			       guint64 max_parallel,
 			       GCancellable *cancellable,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)
-	    ->admit_quota(self, owner, month, default_limit, rpm, cancellable, callback, user_data);
+	STORE_IFACE(self)->admit_quota(self,
+				       owner,
+				       month,
+				       default_limit,
+				       rpm,
+				       max_parallel,
+				       cancellable,
+				       callback,
+				       user_data);
 }
 
 /**
@@ -992,6 +1004,21 @@ confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *m
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->release_quota(self, owner, month);
+}
+
+/**
+ * confab_store_release_parallel:
+ * @self: a #ConfabStore
+ * @owner: the owner
+ *
+ * Gives back the turn slot an admission took (usage->parallel_taken), when
+ * the turn ends.
+ */
+void
+confab_store_release_parallel(ConfabStore *self, const gchar *owner)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->release_parallel(self, owner);
 }
 
 /**
@@ -1022,10 +1049,12 @@ confab_store_admit_quota_now(ConfabStore *self,
 			     const gchar *owner,
 			     const gchar *month,
 			     guint64 default_limit,
-			     guint64 rpm)
+			     guint64 rpm,
+			     guint64 max_parallel)
 {
 	g_return_val_if_fail(confab_store_answers_now(self), NULL);
-	return STORE_IFACE(self)->admit_quota_now(self, owner, month, default_limit, rpm);
+	return STORE_IFACE(self)
+	    ->admit_quota_now(self, owner, month, default_limit, rpm, max_parallel);
 }
 
 /**

@@ -133,6 +133,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
  * @rate_reset_ms: milliseconds until the rate is whole again
  * @retry_after_ms: when @rate_limited: milliseconds until a request would be
  *   admitted
+ * @max_parallel: the owner's turns in flight at most; 0 when unlimited
+ * @parallel_limited: refused because @max_parallel turns are in flight
+ *   (also sets @rate_limited)
+ * @parallel_taken: a turn's slot was taken, to be given back with
+ *   confab_store_release_parallel() (also when the month refused it)
  *
  * An owner's quota and use, as the store sees them.
  */
@@ -148,6 +153,9 @@ typedef struct {
 	guint64 rate_remaining;
 	gint64 rate_reset_ms;
 	gint64 retry_after_ms;
+	guint64 max_parallel;
+	gboolean parallel_limited;
+	gboolean parallel_taken;
 } ConfabStoreUsage;
 
 void
@@ -251,10 +259,12 @@ struct _ConfabStoreInterface {
 			    const gchar *month,
 			    guint64 default_limit,
 			    guint64 rpm,
+			    guint64 max_parallel,
 			    GCancellable *cancellable,
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
 	void (*release_quota)(ConfabStore *self, const gchar *owner, const gchar *month);
+	void (*release_parallel)(ConfabStore *self, const gchar *owner);
 	void (*acquire_session)(ConfabStore *self,
 				const gchar *session_id,
 				GCancellable *cancellable,
@@ -305,7 +315,8 @@ struct _ConfabStoreInterface {
 					     const gchar *owner,
 					     const gchar *month,
 					     guint64 default_limit,
-					     guint64 rpm);
+					     guint64 rpm,
+					     guint64 max_parallel);
 	gboolean (*acquire_session_now)(ConfabStore *self, const gchar *session_id, GError **error);
 };
 
@@ -394,6 +405,7 @@ confab_store_admit_quota_async(ConfabStore *self,
 			       const gchar *month,
 			       guint64 default_limit,
 			       guint64 rpm,
+			       guint64 max_parallel,
 			       GCancellable *cancellable,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data);
@@ -401,6 +413,8 @@ ConfabStoreUsage *
 confab_store_admit_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *month);
+void
+confab_store_release_parallel(ConfabStore *self, const gchar *owner);
 gboolean
 confab_store_answers_now(ConfabStore *self);
 ConfabStoreUsage *
@@ -408,7 +422,8 @@ confab_store_admit_quota_now(ConfabStore *self,
 			     const gchar *owner,
 			     const gchar *month,
 			     guint64 default_limit,
-			     guint64 rpm);
+			     guint64 rpm,
+			     guint64 max_parallel);
 gboolean
 confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GError **error);
 void

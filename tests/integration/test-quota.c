@@ -802,6 +802,116 @@ test_rate_and_month(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(used(f, "alice"), ==, 2);
 }
 
+/* ---------- turns in flight ([quota] default_max_parallel) ---------- */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *agent;
+	GMutex lock;
+	GCond cond;
+	guint ok;
+	guint limited;
+	guint other;
+} Flight;
+
+static gpointer
+flight_thread(gpointer data)
+{
+	Flight *flight = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(flight->daemon, flight->token, flight->agent, NULL, "fly", TRUE);
+
+	g_mutex_lock(&flight->lock);
+	if (r->status == 200)
+		flight->ok++;
+	else if (r->status == 429 &&
+		 g_strcmp0(confab_test_json_string(r->json, "error.code"), "rate_limit_exceeded") ==
+		     0 &&
+		 g_strcmp0(header(r, "Retry-After"), "1") == 0)
+		flight->limited++;
+	else
+		flight->other++;
+	g_cond_broadcast(&flight->cond);
+	g_mutex_unlock(&flight->lock);
+	return NULL;
+}
+
+static gboolean
+turn_admitted(gpointer data)
+{
+	Flight *flight = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(flight->daemon, flight->token, flight->agent, NULL, "after", FALSE);
+	return r->status == 200;
+}
+
+static void
+test_max_parallel(void)
+{
+	const guint n = 10;
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	ConfabTestDaemon *daemon = confab_test_daemon_start(
+	    "[quota]\ndefault_max_parallel=2\n[limits]\nmax_connections_per_peer=200\n",
+	    NULL);
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *token = NULL;
+	g_autoptr(GPtrArray) threads = g_ptr_array_new();
+	Flight flight = {daemon};
+	GVariantDict dict;
+	gint64 deadline;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "held");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
+	g_variant_dict_insert(&dict, "upstream_model", "s", "held-model");
+	agent = confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+	token = confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	flight.token = token;
+	flight.agent = agent;
+	g_mutex_init(&flight.lock);
+	g_cond_init(&flight.cond);
+
+	/* ten streams at once: two are admitted and wait at the upstream,
+	 * which holds them; the eight others are refused at once */
+	for (guint i = 0; i < n; i++)
+		g_ptr_array_add(threads, g_thread_new("flight", flight_thread, &flight));
+	g_assert_true(confab_test_upstream_wait_waiting(up, 2, 30000));
+	deadline = g_get_monotonic_time() + 60 * G_TIME_SPAN_SECOND;
+	g_mutex_lock(&flight.lock);
+	while (flight.ok + flight.limited + flight.other < n - 2)
+		if (!g_cond_wait_until(&flight.cond, &flight.lock, deadline))
+			break;
+	g_assert_cmpuint(flight.ok, ==, 0);
+	g_assert_cmpuint(flight.other, ==, 0);
+	g_assert_cmpuint(flight.limited, ==, n - 2);
+	g_mutex_unlock(&flight.lock);
+
+	/* the two end; their slots come back */
+	confab_test_upstream_set_hold(up, FALSE);
+	for (guint i = 0; i < threads->len; i++)
+		g_thread_join(g_ptr_array_index(threads, i));
+	g_assert_cmpuint(flight.ok, ==, 2);
+	g_assert_cmpuint(flight.limited, ==, n - 2);
+	g_assert_true(confab_test_wait_until(turn_admitted, &flight, 10000));
+	{
+		/* refused turns did not count against the month */
+		g_autoptr(GError) error = NULL;
+		g_autoptr(GVariant) usage = NULL;
+		guint64 requests = 0;
+		confab_dbus_admin_call_get_usage_sync(daemon->admin, "alice", &usage, NULL, &error);
+		g_assert_no_error(error);
+		g_assert_true(g_variant_lookup(usage, "requests", "t", &requests));
+		g_assert_cmpuint(requests, ==, 3);
+	}
+	g_mutex_clear(&flight.lock);
+	g_cond_clear(&flight.cond);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	confab_test_daemon_free(daemon);
+	confab_test_upstream_stop(up);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -850,6 +960,7 @@ main(int argc, char **argv)
 		   fixture_setup,
 		   test_rate_race,
 		   fixture_teardown);
+	g_test_add_func("/confab/quota/max-parallel", test_max_parallel);
 	g_test_add("/confab/quota/rate-and-month",
 		   Fixture,
 		   RPM_100_CONFIG,

@@ -292,6 +292,7 @@ admit(Fixture *f, const gchar *owner, guint64 default_limit)
 				       f->month,
 				       default_limit,
 				       0,
+				       0,
 				       NULL,
 				       on_result,
 				       &slot);
@@ -1438,6 +1439,7 @@ test_admit_concurrent(Fixture *f, gconstpointer data)
 					       "gina",
 					       f->month,
 					       37,
+					       0,
 					       0,
 					       NULL,
 					       on_admitted,
@@ -2683,6 +2685,7 @@ test_pg_instances_share(Fixture *f, gconstpointer data)
 		confab_store_admit_quota_async(i % 2 ? f->store : other,
 					       "gina",
 					       f->month,
+					       0,
 					       0,
 					       0,
 					       NULL,
