@@ -307,6 +307,11 @@ flyer_thread(gpointer data)
 	else if (r->status == 429 && g_strcmp0(confab_test_json_string(r->json, "error.code"),
 					       "rate_limit_exceeded") == 0)
 		which = 1;
+	else {
+		g_autofree gchar *body =
+		    g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+		g_test_message("unexpected: %u %s", r->status, body);
+	}
 	g_mutex_lock(flyer->lock);
 	flyer->counts[which]++;
 	g_cond_broadcast(flyer->cond);

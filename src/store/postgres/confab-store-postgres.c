@@ -754,8 +754,19 @@ quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
 		 * spent, or the turns in flight were at most, or the rate */
 		gboolean row_ok = !PQgetisnull(res, 0, 4);
 		gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
-		gboolean full = !row_ok && !spent && query->max_parallel > 0 &&
-				(guint64)column_int(res, 0, 8) >= query->max_parallel;
+		gboolean full = FALSE;
+		/* refused by the row: which of its two limits, as far as this
+		 * statement's snapshot tells (the row's newest version decided;
+		 * either answer is a 429 rate_limit_exceeded) */
+		if (!row_ok && !spent && query->max_parallel > 0) {
+			gint64 tat = column_int(res, 0, 5), now = column_int(res, 0, 6);
+			gboolean rate_refuses =
+			    query->rpm > 0 &&
+			    MAX(tat, now) - now >
+				(gint64)(query->rpm - 1) * confab_store_rate_interval(query->rpm);
+			full =
+			    (guint64)column_int(res, 0, 8) >= query->max_parallel || !rate_refuses;
+		}
 		if (query->rpm > 0)
 			confab_store_usage_set_rate(usage,
 						    query->rpm,
