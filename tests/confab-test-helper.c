@@ -1331,3 +1331,71 @@ confab_test_fake_upstream_requests(ConfabTestFakeUpstream *up)
 	g_assert_true(JSON_NODE_HOLDS_ARRAY(node));
 	return node;
 }
+
+/**
+ * confab_test_raw_read_until:
+ * @conn: a connection to a daemon
+ * @received: what was read so far, appended to
+ * @needle: what to read up to
+ *
+ * Reads until @received holds @needle (the socket's timeout bounds it).
+ */
+void
+confab_test_raw_read_until(GSocketConnection *conn, GString *received, const gchar *needle)
+{
+	while (strstr(received->str, needle) == NULL) {
+		g_autoptr(GError) error = NULL;
+		gchar buf[4096];
+		gssize n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)),
+					       buf,
+					       sizeof(buf),
+					       NULL,
+					       &error);
+		if (error != NULL)
+			g_test_message("waiting for %s, got: %s", needle, received->str);
+		g_assert_no_error(error);
+		g_assert_cmpint(n, >, 0);
+		g_string_append_len(received, buf, n);
+	}
+}
+
+/**
+ * confab_test_raw_open:
+ * @daemon: a running daemon
+ * @request: a whole HTTP request, as sent
+ * @received: what is read, appended to
+ * @needle: what to read up to
+ *
+ * Sends @request on a connection of its own and reads its answer up to
+ * @needle: for a stream read (or left) by hand.
+ *
+ * Returns: (transfer full): the connection, still open
+ */
+GSocketConnection *
+confab_test_raw_open(ConfabTestDaemon *daemon,
+		     const gchar *request,
+		     GString *received,
+		     const gchar *needle)
+{
+	g_autoptr(GUri) uri = g_uri_parse(daemon->url, G_URI_FLAGS_NONE, NULL);
+	g_autoptr(GSocketClient) client = g_socket_client_new();
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+
+	conn = g_socket_client_connect_to_host(client,
+					       g_uri_get_host(uri),
+					       (guint16)g_uri_get_port(uri),
+					       NULL,
+					       &error);
+	g_assert_no_error(error);
+	g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
+	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+				  request,
+				  strlen(request),
+				  NULL,
+				  NULL,
+				  &error);
+	g_assert_no_error(error);
+	confab_test_raw_read_until(conn, received, needle);
+	return g_steal_pointer(&conn);
+}

@@ -135,6 +135,13 @@ confab_test_chat(ConfabTestDaemon *daemon,
 		 gboolean stream);
 GPtrArray *
 confab_test_sse_events(ConfabTestResponse *response);
+void
+confab_test_raw_read_until(GSocketConnection *conn, GString *received, const gchar *needle);
+GSocketConnection *
+confab_test_raw_open(ConfabTestDaemon *daemon,
+		     const gchar *request,
+		     GString *received,
+		     const gchar *needle);
 
 const gchar *
 confab_test_json_string(JsonNode *node, const gchar *path);

@@ -35,6 +35,12 @@
  *   malformed      an SSE event whose data is not JSON
  *   hang           never answers
  *   close          two chunks, then the connection is closed mid-stream
+ *   close-empty    the role chunk only, then the connection is closed: a
+ *                  stream that ends before any content
+ *   status:N       status N with an OpenAI error body, always
+ *   call-once:NAME calls the tool NAME until a tool result is in the
+ *                  messages, then 500
+ *   429ms:MS       429 with retry-after-ms: MS (and Retry-After), always
  *   error-event    a chunk, then an in-stream {"error": ...} event
  *   reasoning      reasoning_content deltas (vLLM, DeepSeek), then the text
  *   reasoning-or   the same as OpenRouter names it: "reasoning"
@@ -1119,6 +1125,22 @@ script_close(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model, gbo
 }
 
 static void
+script_close_empty(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model, gboolean usage)
+{
+	g_autoptr(Answer) answer = answer_new(model, usage, "stop");
+	g_autoptr(GPtrArray) events = NULL;
+	Stream *s;
+
+	answer_add_text(answer, "never sent");
+	events = answer_to_events(answer);
+	s = stream_new(fake, msg, "text/event-stream");
+	/* the role chunk, then nothing */
+	stream_add_event(s, g_ptr_array_index(events, 0), 10);
+	s->close_at_end = TRUE;
+	stream_start(s);
+}
+
+static void
 script_error_event(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model)
 {
 	g_autoptr(Answer) answer = answer_new(model, FALSE, "stop");
@@ -1427,6 +1449,32 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 		stream_new(fake, msg, NULL);
 	} else if (g_str_equal(name, "close")) {
 		script_close(fake, msg, model, usage);
+	} else if (g_str_equal(name, "close-empty")) {
+		script_close_empty(fake, msg, model, usage);
+	} else if (g_str_equal(name, "call-once")) {
+		if (count_tool_messages(body) > 0)
+			respond_error(msg,
+				      500,
+				      "server_error",
+				      "The fake upstream failed after a call");
+		else
+			script_call(fake, msg, body, model, arg, stream, usage);
+	} else if (g_str_equal(name, "status")) {
+		guint64 status = 500;
+		if (arg != NULL)
+			g_ascii_string_to_unsigned(arg, 10, 100, 599, &status, NULL);
+		respond_error(msg,
+			      (guint)status,
+			      "fake_error",
+			      "The fake upstream was told to fail");
+	} else if (g_str_equal(name, "429ms")) {
+		SoupMessageHeaders *headers = soup_server_message_get_response_headers(msg);
+		soup_message_headers_replace(headers, "retry-after-ms", arg != NULL ? arg : "1000");
+		soup_message_headers_replace(headers, "Retry-After", "1");
+		respond_error(msg,
+			      429,
+			      "rate_limit_error",
+			      "Rate limit reached for the fake model");
 	} else if (g_str_equal(name, "error-event")) {
 		script_error_event(fake, msg, model);
 	} else if (g_str_equal(name, "endless")) {

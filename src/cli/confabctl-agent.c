@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <glib/gi18n.h>
+#include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +31,9 @@ typedef struct {
 	gchar *mcp_config;
 	gint max_steps;
 	gboolean remove_api_key;
+	gchar **upstreams; /* --upstream, repeated */
+	gchar *routing;
+	gint hedge_after_ms;
 } AgentOptions;
 
 static void
@@ -43,6 +47,8 @@ agent_options_clear(AgentOptions *o)
 	g_free(o->api_key_file);
 	g_free(o->params);
 	g_free(o->mcp_config);
+	g_strfreev(o->upstreams);
+	g_free(o->routing);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(AgentOptions, agent_options_clear)
 
@@ -94,12 +100,36 @@ add_limit_entries(GOptionContext *context, AgentOptions *o)
 	     &o->max_steps,
 	     N_("Model calls of one turn that may ask for tools (1 to 100)"),
 	     N_("N")},
+	    {"upstream",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING_ARRAY,
+	     &o->upstreams,
+	     N_("A target, in order (repeat for each; replaces them all): "
+		"label=L,base_url=U,model=M[,key_file=FILE][,weight=W][,connect_timeout=S]"
+		"[,first_byte_timeout=S][,idle_timeout=S][,total_timeout=S]"),
+	     N_("SPEC")},
+	    {"routing",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &o->routing,
+	     N_("How a model call picks its target: fallback, weighted or least-busy"),
+	     N_("STRATEGY")},
+	    {"hedge-after-ms",
+	     0,
+	     0,
+	     G_OPTION_ARG_INT,
+	     &o->hedge_after_ms,
+	     N_("Start the next target beside one that sent nothing for this long (0: never)"),
+	     N_("MS")},
 	    {NULL},
 	};
 
 	g_option_context_add_main_entries(context, entries, GETTEXT_PACKAGE);
 	o->connect_timeout = o->first_byte_timeout = o->idle_timeout = o->total_timeout = -1;
 	o->max_steps = -1;
+	o->hedge_after_ms = -1;
 }
 
 static GOptionContext *
@@ -232,6 +262,123 @@ read_mcp_config(const gchar *path)
 	return g_strstrip(g_steal_pointer(&text));
 }
 
+static gboolean
+spec_error(gint *exit_code, const gchar *spec, const gchar *why)
+{
+	g_autofree gchar *msg = g_strdup_printf(_("--upstream %s: %s"), spec, why);
+	*exit_code = confabctl_common_usage_error(msg, NULL);
+	return FALSE;
+}
+
+/* One --upstream SPEC into @builder's array: its keys read here, from
+ * key_file, as --api-key-file does. */
+static gboolean
+add_upstream_spec(JsonBuilder *builder, const gchar *spec, gint *exit_code)
+{
+	static const gchar *const numbers[] = {"weight",
+					       "connect_timeout",
+					       "first_byte_timeout",
+					       "idle_timeout",
+					       "total_timeout",
+					       NULL};
+	g_auto(GStrv) pairs = g_strsplit(spec, ",", -1);
+
+	json_builder_begin_object(builder);
+	for (guint i = 0; pairs[i] != NULL; i++) {
+		const gchar *eq = strchr(pairs[i], '=');
+		g_autofree gchar *key = NULL;
+		const gchar *value;
+		guint64 number;
+
+		if (eq == NULL || eq == pairs[i])
+			return spec_error(exit_code, spec, _("each part must be KEY=VALUE"));
+		key = g_strndup(pairs[i], eq - pairs[i]);
+		value = eq + 1;
+		if (g_str_equal(key, "label") || g_str_equal(key, "base_url")) {
+			json_builder_set_member_name(builder, key);
+			json_builder_add_string_value(builder, value);
+		} else if (g_str_equal(key, "model")) {
+			json_builder_set_member_name(builder, "upstream_model");
+			json_builder_add_string_value(builder, value);
+		} else if (g_str_equal(key, "key_file")) {
+			g_autofree gchar *api_key = read_api_key(value);
+			if (api_key == NULL) {
+				*exit_code = CONFABCTL_EXIT_FAILED;
+				return FALSE;
+			}
+			json_builder_set_member_name(builder, "api_key");
+			json_builder_add_string_value(builder, api_key);
+			memset(api_key, 0, strlen(api_key));
+		} else if (g_strv_contains(numbers, key)) {
+			if (!g_ascii_string_to_unsigned(value, 10, 0, 86400, &number, NULL))
+				return spec_error(exit_code, spec, _("a number is expected"));
+			json_builder_set_member_name(builder, key);
+			json_builder_add_int_value(builder, (gint64)number);
+		} else {
+			return spec_error(exit_code,
+					  spec,
+					  _("the keys are label, base_url, model, key_file, weight "
+					    "and the four timeouts"));
+		}
+	}
+	json_builder_end_object(builder);
+	return TRUE;
+}
+
+/* --upstream (the targets, all of them), --routing and --hedge-after-ms
+ * into @props. */
+static gboolean
+add_routing_props(AgentOptions *o, GVariantBuilder *props, gint *exit_code)
+{
+	if (o->upstreams != NULL) {
+		g_autoptr(JsonBuilder) builder = json_builder_new();
+		g_autoptr(JsonNode) root = NULL;
+		g_autofree gchar *json = NULL;
+
+		if (o->base_url != NULL || o->upstream_model != NULL || o->api_key_file != NULL) {
+			*exit_code = confabctl_common_usage_error(
+			    _("--upstream names every target: --base-url, --upstream-model "
+			      "and --api-key-file go in its first"),
+			    NULL);
+			return FALSE;
+		}
+		json_builder_begin_array(builder);
+		for (guint i = 0; o->upstreams[i] != NULL; i++)
+			if (!add_upstream_spec(builder, o->upstreams[i], exit_code))
+				return FALSE;
+		json_builder_end_array(builder);
+		root = json_builder_get_root(builder);
+		json = json_to_string(root, FALSE);
+		g_variant_builder_add(props, "{sv}", "upstreams", g_variant_new_string(json));
+		memset(json, 0, strlen(json));
+	}
+	if (o->routing != NULL || o->hedge_after_ms != -1) {
+		g_autofree gchar *json = NULL;
+		if (o->hedge_after_ms < -1) {
+			*exit_code =
+			    confabctl_common_usage_error(_("--hedge-after-ms must be 0 or more"),
+							 NULL);
+			return FALSE;
+		}
+		if (o->routing != NULL && o->hedge_after_ms != -1)
+			json = g_strdup_printf("{\"strategy\":\"%s\",\"hedge_after_ms\":%d}",
+					       o->routing,
+					       o->hedge_after_ms);
+		else if (o->routing != NULL)
+			json = g_strdup_printf("{\"strategy\":\"%s\"}", o->routing);
+		else
+			json = g_strdup_printf("{\"hedge_after_ms\":%d}", o->hedge_after_ms);
+		if (o->routing != NULL && strpbrk(o->routing, "\"\\") != NULL) {
+			*exit_code = confabctl_common_usage_error(
+			    _("--routing is fallback, weighted or least-busy"),
+			    NULL);
+			return FALSE;
+		}
+		g_variant_builder_add(props, "{sv}", "routing", g_variant_new_string(json));
+	}
+	return TRUE;
+}
+
 /* The agent's tool options, into @props; FALSE and *exit_code set if one is
  * unusable. */
 static gboolean
@@ -327,7 +474,7 @@ agent_props(AgentOptions *o, gint *exit_code)
 	}
 	if (o->remove_api_key)
 		g_variant_builder_add(&props, "{sv}", "api_key", g_variant_new_string(""));
-	if (!add_tool_props(o, &props, exit_code)) {
+	if (!add_tool_props(o, &props, exit_code) || !add_routing_props(o, &props, exit_code)) {
 		g_variant_builder_clear(&props);
 		return NULL;
 	}
@@ -464,6 +611,8 @@ confabctl_agent_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 				     "total_timeout",
 				     "max_steps",
 				     "mcp_servers",
+				     "upstreams",
+				     "routing",
 				     "created_at",
 				     "updated_at",
 				     NULL};
@@ -481,6 +630,8 @@ confabctl_agent_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 				       N_("Total timeout"),
 				       N_("Max steps"),
 				       N_("Tool servers"),
+				       N_("Upstream targets"),
+				       N_("Routing"),
 				       N_("Created"),
 				       N_("Updated"),
 				       NULL};
@@ -570,6 +721,84 @@ confabctl_agent_tools(ConfabctlContext *ctx, gint argc, gchar **argv)
 		row[3] = confabctl_common_dict_string(tool, "description");
 		confabctl_common_table_add(table, row);
 		g_variant_unref(tool);
+	}
+	confabctl_common_table_print_free(table);
+	return CONFABCTL_EXIT_OK;
+}
+
+/* "since" and "skip_until" as people read them; 0 is never */
+static gchar *
+health_time(GVariant *target, const gchar *key)
+{
+	gint64 when = 0;
+
+	if (!g_variant_lookup(target, key, "x", &when) || when == 0)
+		return g_strdup("-");
+	return confabctl_common_format_time(when);
+}
+
+/**
+ * confabctl_agent_health:
+ * @ctx: the connection
+ * @argc: the arguments' count
+ * @argv: `health AGENT_ID`
+ *
+ * Prints the health of an agent's upstream targets, as the daemon sees it.
+ *
+ * Returns: the exit code
+ */
+gint
+confabctl_agent_health(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_autoptr(GOptionContext) context = confabctl_common_subcommand_context(
+	    _("AGENT_ID"),
+	    _("Shows the health of an agent's upstream targets on this daemon."),
+	    NULL);
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) targets = NULL;
+	const gchar *header[] = {N_("TARGET"),
+				 N_("STATE"),
+				 N_("FAILURES"),
+				 N_("SINCE"),
+				 N_("SKIPPED UNTIL"),
+				 N_("LAST ERROR"),
+				 NULL};
+	const gchar *translated[G_N_ELEMENTS(header)] = {NULL};
+	gint code = CONFABCTL_EXIT_OK;
+	ConfabctlTable *table;
+	GVariantIter iter;
+	GVariant *target;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 2)
+		return confabctl_common_usage_error(_("agent health needs one agent id"), context);
+	reply =
+	    confabctl_common_call(ctx, "GetAgentHealth", g_variant_new("(s)", argv[1]), "(aa{sv})");
+	if (reply == NULL)
+		return ctx->exit_code;
+	targets = g_variant_get_child_value(reply, 0);
+	if (ctx->json) {
+		confabctl_common_print_variant_json(targets);
+		return CONFABCTL_EXIT_OK;
+	}
+	for (guint i = 0; header[i] != NULL; i++)
+		translated[i] = _(header[i]);
+	table = confabctl_common_table_new(translated);
+	g_variant_iter_init(&iter, targets);
+	while ((target = g_variant_iter_next_value(&iter)) != NULL) {
+		GStrv row = g_new0(gchar *, 7);
+		guint32 failures = 0;
+
+		g_variant_lookup(target, "failures", "u", &failures);
+		row[0] = confabctl_common_dict_string(target, "label");
+		row[1] = confabctl_common_dict_string(target, "state");
+		row[2] = g_strdup_printf("%u", failures);
+		row[3] = health_time(target, "since");
+		row[4] = health_time(target, "skip_until");
+		row[5] = confabctl_common_dict_string(target, "last_error");
+		confabctl_common_table_add(table, row);
+		g_variant_unref(target);
 	}
 	confabctl_common_table_print_free(table);
 	return CONFABCTL_EXIT_OK;

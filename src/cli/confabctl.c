@@ -25,6 +25,7 @@
 #include "cli/confabctl-approval.h"
 #include "cli/confabctl-common.h"
 #include "cli/confabctl-quota.h"
+#include "cli/confabctl-response.h"
 #include "cli/confabctl-session.h"
 #include "cli/confabctl-status.h"
 #include "cli/confabctl-token.h"
@@ -41,7 +42,8 @@ static const Command commands[] = {
      "create",
      confabctl_agent_create,
      N_("agent create --name N --provider P [--instructions T] [--base-url U] "
-	"[--upstream-model M] [--api-key-file F] [--mcp-config F] [--max-steps N]")},
+	"[--upstream-model M] [--api-key-file F] [--mcp-config F] [--max-steps N] "
+	"[--upstream SPEC]... [--routing STRATEGY] [--hedge-after-ms N]")},
     {"agent", "list", confabctl_agent_list, N_("agent list")},
     {"agent", "show", confabctl_agent_show, N_("agent show AGENT_ID")},
     {"agent",
@@ -50,6 +52,7 @@ static const Command commands[] = {
      N_("agent update AGENT_ID [options of create] [--remove-api-key]")},
     {"agent", "delete", confabctl_agent_delete, N_("agent delete AGENT_ID")},
     {"agent", "tools", confabctl_agent_tools, N_("agent tools AGENT_ID")},
+    {"agent", "health", confabctl_agent_health, N_("agent health AGENT_ID")},
     {"token",
      "create",
      confabctl_token_create,
@@ -72,6 +75,8 @@ static const Command commands[] = {
     {"approval", "list", confabctl_approval_list, N_("approval list")},
     {"approval", "allow", confabctl_approval_allow, N_("approval allow APPROVAL_ID")},
     {"approval", "deny", confabctl_approval_deny, N_("approval deny APPROVAL_ID")},
+    {"response", "list", confabctl_response_list, N_("response list [--owner O]")},
+    {"response", "cancel", confabctl_response_cancel, N_("response cancel RESPONSE_ID")},
     {"status", NULL, confabctl_status_show, N_("status")},
 };
 

@@ -130,6 +130,10 @@ struct _ConfabAgentLoop {
 	const ConfabAgentLoopSink *sink;
 	gpointer sink_data;
 	ConfabMetrics *metrics;	       /* owned, nullable */
+	ConfabRouter *router;	       /* owned, nullable: the provider called directly */
+	gchar *target;		       /* owned, nullable: the last model call's target */
+	gchar *target_model;	       /* owned, nullable: its upstream model */
+	guint attempts;		       /* targets tried, over every model call */
 	ConfabFlow *flow;	       /* owned, nullable: the client's backpressure */
 	guint flow_wait;	       /* the next model or tool call waits for the client */
 	ConfabApprovals *approvals;    /* owned, nullable: no approvals asked */
@@ -198,6 +202,9 @@ confab_agent_loop_finalize(GObject *object)
 	g_clear_object(&self->agent);
 	g_clear_object(&self->provider);
 	g_clear_object(&self->metrics);
+	g_clear_object(&self->router);
+	g_free(self->target);
+	g_free(self->target_model);
 	g_clear_pointer(&self->context, json_array_unref);
 	g_clear_pointer(&self->client_params, json_object_unref);
 	g_clear_object(&self->toolbox);
@@ -354,6 +361,39 @@ confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics)
 {
 	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
 	g_set_object(&self->metrics, metrics);
+}
+
+/**
+ * confab_agent_loop_set_router:
+ * @self: a #ConfabAgentLoop, not running
+ * @router: (nullable): routes each model call across the agent's targets;
+ *   %NULL calls the provider with the agent as it is (target 0)
+ */
+void
+confab_agent_loop_set_router(ConfabAgentLoop *self, ConfabRouter *router)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	g_set_object(&self->router, router);
+}
+
+/**
+ * confab_agent_loop_get_target:
+ * @self: a #ConfabAgentLoop
+ * @upstream_model: (out) (optional) (transfer none): its upstream model
+ * @attempts: (out) (optional): the targets tried, over every model call
+ *
+ * Returns: (nullable): the label of the target the last model call went
+ *   to; %NULL before any, or without a router
+ */
+const gchar *
+confab_agent_loop_get_target(ConfabAgentLoop *self, const gchar **upstream_model, guint *attempts)
+{
+	g_return_val_if_fail(CONFAB_IS_AGENT_LOOP(self), NULL);
+	if (upstream_model != NULL)
+		*upstream_model = self->target_model;
+	if (attempts != NULL)
+		*attempts = self->attempts;
+	return self->target;
 }
 
 /**
@@ -898,7 +938,16 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(ConfabProviderResult) presult = NULL;
 	GError *error = NULL;
 
-	presult = confab_provider_complete_finish(CONFAB_PROVIDER(source), result, &error);
+	if (CONFAB_IS_ROUTER(source)) {
+		presult = confab_router_complete_finish(CONFAB_ROUTER(source), result, &error);
+		g_free(self->target);
+		self->target = g_strdup(self->request->target);
+		g_free(self->target_model);
+		self->target_model = g_strdup(self->request->target_model);
+		self->attempts += self->request->attempts;
+	} else {
+		presult = confab_provider_complete_finish(CONFAB_PROVIDER(source), result, &error);
+	}
 	confab_metrics_add(self->metrics,
 			   CONFAB_METRIC_UPSTREAM_REQUESTS,
 			   1,
@@ -1034,6 +1083,17 @@ run_step(ConfabAgentLoop *self)
 	request->stream = self->stream;
 	request->flow = self->flow != NULL ? confab_flow_ref(self->flow) : NULL;
 	self->request = request;
+	if (self->router != NULL) {
+		confab_router_complete_async(self->router,
+					     self->provider,
+					     request,
+					     on_delta,
+					     self,
+					     self->cancellable,
+					     step_done_cb,
+					     g_object_ref(self));
+		return;
+	}
 	confab_provider_complete_async(self->provider,
 				       request,
 				       on_delta,

@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 
 #include "core/confab-approvals.h"
+#include "core/confab-router.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
 #include "providers/confab-provider.h"
@@ -58,6 +59,10 @@ confab_agent_loop_set_tools(ConfabAgentLoop *self,
 			    guint total_timeout);
 void
 confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics);
+void
+confab_agent_loop_set_router(ConfabAgentLoop *self, ConfabRouter *router);
+const gchar *
+confab_agent_loop_get_target(ConfabAgentLoop *self, const gchar **upstream_model, guint *attempts);
 void
 confab_agent_loop_set_flow(ConfabAgentLoop *self, ConfabFlow *flow);
 void

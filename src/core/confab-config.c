@@ -47,6 +47,7 @@ confab_config_new(void)
 	self->upstream_total_timeout = 900;
 	self->upstream_max_retries = 2;
 	self->upstream_max_connections = 256;
+	self->upstream_health_skip_ms = 30000;
 	/* systemd's LoadCredential= puts them there */
 	if (g_getenv("CREDENTIALS_DIRECTORY") != NULL && *g_getenv("CREDENTIALS_DIRECTORY") != '\0')
 		self->credentials_dir = g_strdup(g_getenv("CREDENTIALS_DIRECTORY"));
@@ -128,6 +129,7 @@ static const KeySpec keys[] = {
     {"upstream", "total_timeout", KEY_UINT, OFF(upstream_total_timeout), 1, 86400},
     {"upstream", "max_retries", KEY_UINT, OFF(upstream_max_retries), 0, 10},
     {"upstream", "max_connections", KEY_UINT, OFF(upstream_max_connections), 1, 100000},
+    {"upstream", "health_skip_ms", KEY_UINT, OFF(upstream_health_skip_ms), 100, 300000},
     {"upstream", "credentials_dir", KEY_STRING, OFF(credentials_dir), 0, 0},
     {"tools", "max_output_bytes", KEY_SIZE, OFF(tool_max_output_bytes), 1024, 16 * 1024 * 1024},
     {"tools", "approval_timeout", KEY_UINT, OFF(tool_approval_timeout), 1, 86400},

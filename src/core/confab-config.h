@@ -48,7 +48,8 @@ typedef struct {
 	guint upstream_total_timeout;
 	guint upstream_max_retries;
 	guint upstream_max_connections;
-	gchar *credentials_dir; /* the only place api_key_file may point */
+	guint upstream_health_skip_ms; /* a target failing 3 times is skipped this long, at first */
+	gchar *credentials_dir;	       /* the only place api_key_file may point */
 	/* [tools] */
 	gsize tool_max_output_bytes; /* tool output handed to a model */
 	guint tool_approval_timeout; /* seconds a call waits for a person */

@@ -44,6 +44,7 @@ struct _ConfabEngine {
 	GHashTable *providers;	      /* owned: name -> ConfabProvider */
 	ConfabToolbox *toolbox;	      /* owned: the agents' own tool servers */
 	ConfabMetrics *metrics;	      /* owned */
+	ConfabRouter *router;	      /* owned: routing across targets, their health */
 	ConfabSecretStore *secrets;   /* owned, nullable: confabd --user's keyring */
 	ConfabApprovals *approvals;   /* owned: tool calls waiting for a person */
 	ConfabBackground *background; /* owned: background responses running here */
@@ -194,6 +195,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_object(&self->approvals);
 	g_clear_object(&self->background);
 	g_clear_object(&self->metrics);
+	g_clear_object(&self->router);
 	g_clear_object(&self->secrets);
 	g_clear_pointer(&self->providers, g_hash_table_unref);
 	g_clear_pointer(&self->agents, g_hash_table_unref);
@@ -466,6 +468,7 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 				 self);
 	self->approvals =
 	    confab_approvals_new(store, self->ids, self->metrics, config->tool_approval_timeout);
+	self->router = confab_router_new(self->metrics, config->upstream_health_skip_ms);
 	self->background = confab_background_new(store, config);
 	g_signal_connect(store, "changed", G_CALLBACK(on_store_changed), self);
 	return self;
@@ -560,6 +563,19 @@ confab_engine_get_metrics(ConfabEngine *self)
 {
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	return self->metrics;
+}
+
+/**
+ * confab_engine_get_router:
+ *
+ * Returns: (transfer none): the router every model call goes through, and
+ *   the health of every agent's targets on this instance
+ */
+ConfabRouter *
+confab_engine_get_router(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->router;
 }
 
 /**
@@ -1019,6 +1035,59 @@ secrets_kept_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				      g_steal_pointer(&task));
 }
 
+/* Each target beyond the first, as the provider sees it: its errors name
+ * the target (`upstreams[2].base_url`). */
+static gboolean
+check_targets(ConfabProvider *provider, ConfabAgent *agent, GError **error)
+{
+	for (guint i = 1; i < confab_agent_get_n_targets(agent); i++) {
+		g_autoptr(ConfabAgent) as_target = confab_agent_for_target(agent, i);
+		g_autoptr(GError) local = NULL;
+		g_autofree gchar *param = NULL;
+
+		if (confab_provider_check_agent(provider, as_target, &local))
+			continue;
+		param = g_strdup_printf("upstreams[%u].%s",
+					i,
+					confab_error_get_param(local) ?: "base_url");
+		confab_error_set_printf(error,
+					local->code,
+					param,
+					"upstreams[%u] (%s): %s",
+					i,
+					confab_agent_get_target_label(agent, i),
+					local->message);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* With the keyring, an agent's key stays out of the database; the keyring
+ * holds one key per agent, target 0's: the others must come from key files. */
+static gboolean
+check_target_keys_for_keyring(ConfabAgent *agent, GError **error)
+{
+	g_autoptr(GPtrArray) targets = confab_agent_dup_targets(agent);
+
+	for (guint i = 1; i < targets->len; i++) {
+		ConfabAgentTarget *target = g_ptr_array_index(targets, i);
+		g_autofree gchar *param = NULL;
+
+		if (target->api_key == NULL)
+			continue;
+		param = g_strdup_printf("upstreams[%u].api_key", i);
+		confab_error_set_printf(
+		    error,
+		    CONFAB_ERROR_INVALID_VALUE,
+		    param,
+		    "upstreams[%u].api_key: with the keyring, only the first target's "
+		    "key is kept there; give this one as api_key_file",
+		    i);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* The agent's own tools: servers in the mcpServers shape, a sane max_steps. */
 static gboolean
 check_tools(ConfabAgent *agent, GError **error)
@@ -1093,11 +1162,16 @@ confab_engine_save_agent_async(ConfabEngine *self,
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
-	if (!confab_provider_check_agent(provider, agent, &error) || !check_tools(agent, &error)) {
+	if (!confab_provider_check_agent(provider, agent, &error) ||
+	    !check_targets(provider, agent, &error) || !check_tools(agent, &error)) {
 		g_task_return_error(task, g_steal_pointer(&error));
 		return;
 	}
 	if (self->secrets != NULL && confab_secret_store_is_available(self->secrets)) {
+		if (!check_target_keys_for_keyring(agent, &error)) {
+			g_task_return_error(task, g_steal_pointer(&error));
+			return;
+		}
 		/* the keyring first; the database keeps the agent without them */
 		confab_agent_secrets_keep_async(self->secrets,
 						agent,

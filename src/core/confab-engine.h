@@ -10,6 +10,7 @@
 #include "core/confab-approvals.h"
 #include "core/confab-background.h"
 #include "core/confab-config.h"
+#include "core/confab-router.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
 #include "model/confab-enums.h"
@@ -83,6 +84,8 @@ ConfabApprovals *
 confab_engine_get_approvals(ConfabEngine *self);
 ConfabMetrics *
 confab_engine_get_metrics(ConfabEngine *self);
+ConfabRouter *
+confab_engine_get_router(ConfabEngine *self);
 void
 confab_engine_add_provider(ConfabEngine *self, ConfabProvider *provider);
 void

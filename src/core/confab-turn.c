@@ -293,6 +293,26 @@ user_side_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data
 	g_task_return_boolean(task, TRUE);
 }
 
+/* Which target answered the turn's last model call, and how many targets
+ * its model calls tried: stored with the answer. */
+static void
+set_upstream(ConfabTurn *self, ConfabMessage *msg)
+{
+	const gchar *model = NULL;
+	guint attempts = 0;
+	const gchar *target = confab_turn_get_target(self, &model, &attempts);
+	g_autoptr(GString) json = NULL;
+
+	if (target == NULL)
+		return;
+	json = g_string_new("{\"label\":");
+	confab_json_append_string(json, target);
+	g_string_append(json, ",\"upstream_model\":");
+	confab_json_append_string(json, model);
+	g_string_append_printf(json, ",\"attempts\":%u}", attempts);
+	confab_message_set_upstream(msg, json->str);
+}
+
 /* What a stream's answer is stored as if the daemon dies before it ends:
  * a shared store keeps it with the session's lease (ConfabStoreTurn). */
 static ConfabMessage *
@@ -336,6 +356,7 @@ add_fork(ConfabTurn *self, ConfabStoreTurn *record)
 		confab_message_set_completion_tokens(msg,
 						     confab_message_get_completion_tokens(old));
 		confab_message_set_created_at(msg, confab_message_get_created_at(old));
+		confab_message_set_upstream(msg, confab_message_get_upstream(old));
 		g_ptr_array_add(record->messages, g_steal_pointer(&msg));
 	}
 }
@@ -940,6 +961,7 @@ build_assistant_message(ConfabTurn *self)
 	confab_message_set_completion_tokens(msg, completion_tokens);
 	confab_message_set_created_at(msg, now_seconds());
 	confab_message_set_response_id(msg, self->response_id);
+	set_upstream(self, msg);
 	return msg;
 }
 
@@ -1119,6 +1141,7 @@ confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer u
 	confab_agent_loop_set_sink(self->loop, &loop_sink, self);
 	confab_agent_loop_set_flow(self->loop, self->flow);
 	confab_agent_loop_set_metrics(self->loop, metrics);
+	confab_agent_loop_set_router(self->loop, confab_engine_get_router(self->engine));
 	self->time_to_first_token = confab_metrics_series(metrics,
 							  CONFAB_METRIC_TIME_TO_FIRST_TOKEN,
 							  confab_agent_get_id(self->agent));
@@ -1253,6 +1276,29 @@ JsonObject *
 confab_turn_get_logprobs(ConfabTurn *self)
 {
 	return self->loop != NULL ? confab_agent_loop_get_logprobs(self->loop) : NULL;
+}
+
+/**
+ * confab_turn_get_target:
+ * @self: a #ConfabTurn
+ * @upstream_model: (out) (optional) (transfer none): its upstream model
+ * @attempts: (out) (optional): the targets tried, over the turn's model calls
+ *
+ * Returns: (nullable): the label of the target that answered the turn's
+ *   last model call (or was tried last); %NULL before any
+ */
+const gchar *
+confab_turn_get_target(ConfabTurn *self, const gchar **upstream_model, guint *attempts)
+{
+	g_return_val_if_fail(CONFAB_IS_TURN(self), NULL);
+	if (self->loop == NULL) {
+		if (upstream_model != NULL)
+			*upstream_model = NULL;
+		if (attempts != NULL)
+			*attempts = 0;
+		return NULL;
+	}
+	return confab_agent_loop_get_target(self->loop, upstream_model, attempts);
 }
 
 /**

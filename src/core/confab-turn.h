@@ -83,6 +83,8 @@ confab_turn_get_logprobs(ConfabTurn *self);
 gchar *
 confab_turn_get_tool_calls_json(ConfabTurn *self);
 const gchar *
+confab_turn_get_target(ConfabTurn *self, const gchar **upstream_model, guint *attempts);
+const gchar *
 confab_turn_get_finish_reason(ConfabTurn *self);
 gboolean
 confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completion_tokens);

@@ -64,6 +64,7 @@ invalid_arg(const gchar *format, const gchar *key)
 typedef enum {
 	FIELD_STRING,
 	FIELD_UINT,
+	FIELD_ROUTING, /* upstreams, routing: JSON, applied after the others */
 } FieldKind;
 
 typedef struct {
@@ -88,7 +89,48 @@ static const AgentField agent_fields[] = {
     {"total_timeout", FIELD_UINT, NULL, confab_agent_set_total_timeout},
     {"mcp_servers", FIELD_STRING, confab_agent_set_mcp_servers, NULL},
     {"max_steps", FIELD_UINT, NULL, confab_agent_set_max_steps},
+    {"upstreams", FIELD_ROUTING, NULL, NULL},
+    {"routing", FIELD_ROUTING, NULL, NULL},
 };
+
+/* `upstreams` (a JSON array of targets) and `routing` (a JSON object):
+ * given upstreams, the single-upstream properties describe target 0, so
+ * they are applied last. A target given without a key keeps the one it
+ * had under the same label and base_url: keys are write-only, and what
+ * GetAgent shows can be sent back. */
+static gboolean
+apply_routing_props(ConfabAgent *agent, GVariant *props, GError **error)
+{
+	g_autoptr(GVariant) upstreams = g_variant_lookup_value(props, "upstreams", NULL);
+	g_autoptr(GVariant) routing = g_variant_lookup_value(props, "routing", NULL);
+
+	if (upstreams != NULL) {
+		g_autoptr(GPtrArray) before = confab_agent_dup_targets(agent);
+		g_autoptr(GPtrArray) targets = NULL;
+
+		targets =
+		    confab_agent_targets_parse(g_variant_get_string(upstreams, NULL), FALSE, error);
+		if (targets == NULL)
+			return FALSE;
+		for (guint i = 0; i < targets->len; i++) {
+			ConfabAgentTarget *target = g_ptr_array_index(targets, i);
+			for (guint j = 0; j < before->len; j++) {
+				ConfabAgentTarget *old = g_ptr_array_index(before, j);
+				if (target->api_key != NULL || target->api_key_file != NULL ||
+				    g_strcmp0(old->label, target->label) != 0 ||
+				    g_strcmp0(old->base_url, target->base_url) != 0)
+					continue;
+				target->api_key = g_strdup(old->api_key);
+				target->api_key_file = g_strdup(old->api_key_file);
+			}
+		}
+		confab_agent_set_targets(agent, targets);
+	}
+	if (routing != NULL &&
+	    !confab_agent_set_routing_json(agent, g_variant_get_string(routing, NULL), error))
+		return FALSE;
+	return TRUE;
+}
 
 /**
  * confab_dbus_admin_impl_apply_agent_props:
@@ -116,7 +158,12 @@ confab_dbus_admin_impl_apply_agent_props(ConfabAgent *agent, GVariant *props, GE
 			*error = invalid_arg("Unknown agent property '%s'", key);
 			return FALSE;
 		}
-		if (field->kind == FIELD_STRING) {
+		if (field->kind == FIELD_ROUTING) {
+			if (!g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
+				*error = invalid_arg("Agent property '%s' must be a string", key);
+				return FALSE;
+			}
+		} else if (field->kind == FIELD_STRING) {
 			const gchar *str;
 			if (!g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
 				*error = invalid_arg("Agent property '%s' must be a string", key);
@@ -142,6 +189,8 @@ confab_dbus_admin_impl_apply_agent_props(ConfabAgent *agent, GVariant *props, GE
 			field->set_uint(agent, g_variant_get_uint32(value));
 		}
 	}
+	if (!apply_routing_props(agent, props, error))
+		return FALSE;
 	if (confab_agent_get_params(agent) != NULL) {
 		const gchar *params = confab_agent_get_params(agent);
 		g_autoptr(JsonNode) node = NULL;
@@ -194,6 +243,14 @@ agent_to_variant(ConfabAgent *agent)
 		dict_add_string(&dict, "mcp_servers", masked);
 	}
 	g_variant_dict_insert(&dict, "max_steps", "u", confab_agent_get_max_steps(agent));
+	g_variant_dict_insert_value(
+	    &dict,
+	    "upstreams",
+	    g_variant_new_take_string(confab_agent_get_upstreams_json(agent)));
+	g_variant_dict_insert_value(
+	    &dict,
+	    "routing",
+	    g_variant_new_take_string(confab_agent_get_routing_json(agent, TRUE)));
 	g_variant_dict_insert(&dict, "created_at", "x", confab_agent_get_created_at(agent));
 	g_variant_dict_insert(&dict, "updated_at", "x", confab_agent_get_updated_at(agent));
 	return g_variant_dict_end(&dict);
@@ -253,6 +310,7 @@ message_to_variant(ConfabMessage *message)
 	dict_add_string(&dict, "content_blocks", confab_message_get_content_blocks(message));
 	dict_add_string(&dict, "finish_reason", confab_message_get_finish_reason(message));
 	dict_add_string(&dict, "response_id", confab_message_get_response_id(message));
+	dict_add_string(&dict, "upstream", confab_message_get_upstream(message));
 	return g_variant_dict_end(&dict);
 }
 
@@ -567,6 +625,47 @@ handle_get_agent(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, con
 		return G_DBUS_METHOD_INVOCATION_HANDLED;
 	}
 	confab_dbus_admin_complete_get_agent(object, invocation, agent_to_variant(agent));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static GVariant *
+target_health_to_variant(ConfabRouterTargetHealth *health)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "label", "s", health->label);
+	g_variant_dict_insert(&dict, "state", "s", health->state);
+	g_variant_dict_insert(&dict, "failures", "u", health->failures);
+	dict_add_string(&dict, "last_error", health->last_error);
+	g_variant_dict_insert(&dict, "since", "x", health->since);
+	g_variant_dict_insert(&dict, "skip_until", "x", health->skip_until);
+	g_variant_dict_insert(&dict, "in_flight", "u", health->in_flight);
+	return g_variant_dict_end(&dict);
+}
+
+static gboolean
+handle_get_agent_health(ConfabDbusAdmin *object,
+			GDBusMethodInvocation *invocation,
+			const gchar *agent_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(ConfabAgent) agent = confab_engine_lookup_agent(self->engine, agent_id);
+	g_autoptr(GPtrArray) health = NULL;
+
+	if (agent == NULL) {
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_AGENT_NOT_FOUND,
+						     "No agent '%s'",
+						     agent_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	health = confab_router_get_health(confab_engine_get_router(self->engine), agent);
+	confab_dbus_admin_complete_get_agent_health(
+	    object,
+	    invocation,
+	    array_to_variant(health, (GVariant * (*)(gpointer)) target_health_to_variant));
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -979,6 +1078,141 @@ handle_delete_session(ConfabDbusAdmin *object,
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* ---------- background responses ---------- */
+
+#define LIST_BACKGROUND_MAX 1000
+
+static GVariant *
+record_to_variant(ConfabResponseRecord *r)
+{
+	GVariantBuilder b;
+
+	g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+	g_variant_builder_add(&b, "{sv}", "id", g_variant_new_string(r->id));
+	g_variant_builder_add(&b, "{sv}", "owner", g_variant_new_string(r->owner));
+	g_variant_builder_add(&b, "{sv}", "agent_id", g_variant_new_string(r->agent_id));
+	g_variant_builder_add(&b,
+			      "{sv}",
+			      "session_id",
+			      g_variant_new_string(r->session_id != NULL ? r->session_id : ""));
+	g_variant_builder_add(&b, "{sv}", "status", g_variant_new_string(r->status));
+	g_variant_builder_add(&b, "{sv}", "stream", g_variant_new_boolean(r->stream));
+	g_variant_builder_add(&b, "{sv}", "created_at", g_variant_new_int64(r->created_at));
+	return g_variant_builder_end(&b);
+}
+
+static void
+list_background_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(GPtrArray) records = NULL;
+	GError *error = NULL;
+
+	records = confab_store_list_running_responses_finish(CONFAB_STORE(source), result, &error);
+	if (records == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_list_background_responses(
+	    CONFAB_DBUS_ADMIN(call->self),
+	    call->invocation,
+	    array_to_variant(records, (GVariant * (*)(gpointer)) record_to_variant));
+}
+
+static gboolean
+handle_list_background_responses(ConfabDbusAdmin *object,
+				 GDBusMethodInvocation *invocation,
+				 GVariant *filter)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	const gchar *owner = NULL;
+
+	g_variant_lookup(filter, "owner", "&s", &owner);
+	confab_store_list_running_responses_async(confab_engine_get_store(self->engine),
+						  owner,
+						  LIST_BACKGROUND_MAX,
+						  NULL,
+						  list_background_cb,
+						  call_new(self, invocation, NULL));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+cancel_asked_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+
+	if (!confab_store_cancel_response_finish(CONFAB_STORE(source), result, &error)) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	/* here at once; another instance within its poll */
+	confab_background_cancel(confab_engine_get_background(call->self->engine), call->id);
+	g_info("asked background response %s to stop", call->id);
+	confab_dbus_admin_complete_cancel_response(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static void
+cancel_record_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(ConfabResponseRecord) record = NULL;
+	GError *error = NULL;
+
+	record = confab_store_get_response_record_finish(CONFAB_STORE(source), result, &error);
+	if (record == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	if (!record->background) {
+		confab_error_return_dbus(
+		    call->invocation,
+		    g_error_new(CONFAB_ERROR,
+				CONFAB_ERROR_INVALID_VALUE,
+				"Response '%s' was not created in the background",
+				call->id));
+		return;
+	}
+	if (!confab_response_record_is_running(record)) {
+		confab_dbus_admin_complete_cancel_response(CONFAB_DBUS_ADMIN(call->self),
+							   call->invocation);
+		return;
+	}
+	/* the call goes to the callback: read it before it is handed over */
+	{
+		Call *pending = g_steal_pointer(&call);
+		confab_store_cancel_response_async(CONFAB_STORE(source),
+						   pending->id,
+						   NULL,
+						   cancel_asked_cb,
+						   pending);
+	}
+}
+
+static gboolean
+handle_cancel_response(ConfabDbusAdmin *object,
+		       GDBusMethodInvocation *invocation,
+		       const gchar *response_id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+
+	if (!confab_id_is_valid(response_id, CONFAB_PREFIX_RESPONSE)) {
+		confab_error_return_dbus(invocation,
+					 g_error_new(CONFAB_ERROR,
+						     CONFAB_ERROR_RESPONSE_NOT_FOUND,
+						     "No response '%s'",
+						     response_id));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_store_get_response_record_async(confab_engine_get_store(self->engine),
+					       response_id,
+					       NULL,
+					       cancel_record_cb,
+					       call_new(self, invocation, response_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 /* ---------- who may call ---------- */
 
 static gboolean
@@ -1237,6 +1471,7 @@ confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 	iface->handle_update_agent = handle_update_agent;
 	iface->handle_delete_agent = handle_delete_agent;
 	iface->handle_get_agent = handle_get_agent;
+	iface->handle_get_agent_health = handle_get_agent_health;
 	iface->handle_list_agents = handle_list_agents;
 	iface->handle_list_agent_tools = handle_list_agent_tools;
 	iface->handle_create_token = handle_create_token;
@@ -1247,6 +1482,8 @@ confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 	iface->handle_list_sessions = handle_list_sessions;
 	iface->handle_get_messages = handle_get_messages;
 	iface->handle_delete_session = handle_delete_session;
+	iface->handle_list_background_responses = handle_list_background_responses;
+	iface->handle_cancel_response = handle_cancel_response;
 }
 
 static void

@@ -372,6 +372,8 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(GError) error = NULL;
 	gboolean ok = confab_turn_run_finish(CONFAB_TURN(source), result, &error);
 
+	if (!ctx->streaming)
+		confab_http_response_add_target_headers(ctx->exchange, ctx->turn);
 	if (ctx->streaming)
 		finish_stream(ctx, ok ? NULL : error);
 	else if (ok)

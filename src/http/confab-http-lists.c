@@ -180,6 +180,12 @@ messages_json(ConfabStorePage *page)
 		/* the Responses API response it belongs to, if any */
 		g_string_append(out, ",\"response_id\":");
 		confab_json_append_string(out, confab_message_get_response_id(message));
+		/* the upstream target that answered, as JSON this program wrote */
+		g_string_append(out, ",\"upstream\":");
+		g_string_append(out,
+				confab_message_get_upstream(message) != NULL
+				    ? confab_message_get_upstream(message)
+				    : "null");
 		/* stored as JSON this program wrote: spliced in as it is */
 		g_string_append(out, ",\"content\":");
 		g_string_append(out, confab_message_get_content(message));

@@ -51,6 +51,7 @@ list_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_warning("metrics: the quotas could not be read: %s", error->message);
 	confab_metrics_render(confab_engine_get_metrics(engine), out);
 	write_quotas(out, usage);
+	confab_router_write_metrics(confab_engine_get_router(engine), out);
 	confab_metrics_write_process(out);
 	confab_http_exchange_respond_take(exchange, 200, CONTENT_TYPE, g_string_free(out, FALSE));
 }

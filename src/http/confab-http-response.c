@@ -275,3 +275,30 @@ confab_http_response_log_request(ConfabHttpExchange *exchange, gboolean complete
 			 "%s",
 			 session);
 }
+
+/**
+ * confab_http_response_add_target_headers:
+ * @exchange: (nullable): a JSON answer; nothing is added once it was sent
+ * @turn: its turn, run
+ *
+ * `x-confab-upstream` (the label of the target that answered, or was tried
+ * last) and `x-confab-attempts` (the targets tried, over the turn's model
+ * calls), once any model call ran.
+ */
+void
+confab_http_response_add_target_headers(ConfabHttpExchange *exchange, ConfabTurn *turn)
+{
+	guint attempts = 0;
+	const gchar *target = NULL;
+	gchar buf[16];
+
+	/* a background response was answered long before its turn ended */
+	if (exchange == NULL || confab_http_exchange_has_responded(exchange))
+		return;
+	target = confab_turn_get_target(turn, NULL, &attempts);
+	if (target == NULL)
+		return;
+	confab_http_exchange_add_header(exchange, "x-confab-upstream", target);
+	g_snprintf(buf, sizeof(buf), "%u", attempts);
+	confab_http_exchange_add_header(exchange, "x-confab-attempts", buf);
+}

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/confab-engine.h"
+#include "core/confab-turn.h"
 #include "http/server/confab-http-exchange.h"
 
 G_BEGIN_DECLS
@@ -27,5 +28,8 @@ confab_http_response_log_set(ConfabHttpExchange *exchange,
 			     const gchar *session);
 void
 confab_http_response_log_request(ConfabHttpExchange *exchange, gboolean completed);
+
+void
+confab_http_response_add_target_headers(ConfabHttpExchange *exchange, ConfabTurn *turn);
 
 G_END_DECLS

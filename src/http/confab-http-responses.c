@@ -1013,7 +1013,7 @@ status_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	RespCtx *ctx = user_data;
 	g_autoptr(GError) error = NULL;
 
-	if (!confab_store_set_response_status_finish(CONFAB_STORE(source), result, &error))
+	if (!confab_store_end_response_finish(CONFAB_STORE(source), result, &error))
 		g_warning("storing how response %s ended: %s", ctx->response_id, error->message);
 	confab_background_remove(confab_engine_get_background(ctx->engine), ctx->response_id);
 	resp_ctx_free(ctx);
@@ -1026,6 +1026,8 @@ static void
 store_end(RespCtx *ctx)
 {
 	g_autofree gchar *error_json = NULL;
+	ConfabResponseEvents events = {0};
+	ConfabResponseEvents *last = NULL;
 	const gchar *status;
 
 	if (ctx->run_ok) {
@@ -1042,15 +1044,22 @@ store_end(RespCtx *ctx)
 		error_json = g_string_free(e, FALSE);
 		status = "failed";
 	}
-	confab_store_set_response_status_async(confab_engine_get_store(ctx->engine),
-					       ctx->response_id,
-					       status,
-					       error_json,
-					       g_get_real_time() / G_USEC_PER_SEC,
-					       confab_turn_get_session_id(ctx->turn),
-					       NULL,
-					       status_cb,
-					       ctx);
+	/* with the events told since the last batch: one transaction */
+	if (ctx->kept != NULL && ctx->kept->len > 0) {
+		events.first = ctx->kept_first;
+		events.last = (gint64)ctx->sequence - 1;
+		events.data = ctx->kept->str;
+		last = &events;
+	}
+	confab_store_end_response_async(confab_engine_get_store(ctx->engine),
+					ctx->response_id,
+					status,
+					error_json,
+					g_get_real_time() / G_USEC_PER_SEC,
+					last,
+					NULL,
+					status_cb,
+					ctx);
 }
 
 static void
@@ -1064,11 +1073,7 @@ kept_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 			  ctx->response_id,
 			  error->message);
 	ctx->flushing = FALSE;
-	if (!ctx->ending)
-		return;
-	if (ctx->kept->len > 0)
-		flush_kept(ctx);
-	else
+	if (ctx->ending)
 		store_end(ctx);
 }
 
@@ -1107,10 +1112,7 @@ background_end(RespCtx *ctx)
 	g_clear_handle_id(&ctx->flush_source, g_source_remove);
 	if (ctx->flushing)
 		return; /* kept_cb goes on */
-	if (ctx->kept != NULL && ctx->kept->len > 0)
-		flush_kept(ctx);
-	else
-		store_end(ctx);
+	store_end(ctx);
 }
 
 /* The turn has begun: the POST is answered `queued` at once (JSON), or
@@ -1120,15 +1122,6 @@ background_begin(RespCtx *ctx)
 {
 	ConfabTurn *turn = ctx->turn;
 
-	confab_store_set_response_status_async(confab_engine_get_store(ctx->engine),
-					       ctx->response_id,
-					       "in_progress",
-					       NULL,
-					       0,
-					       confab_turn_get_session_id(turn),
-					       NULL,
-					       NULL,
-					       NULL);
 	confab_background_add(confab_engine_get_background(ctx->engine), ctx->response_id, turn);
 	if (confab_turn_get_request(turn)->stream) {
 		ctx->kept = g_string_new(NULL);
@@ -1216,6 +1209,8 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	RespCtx *ctx = user_data;
 
 	ctx->run_ok = confab_turn_run_finish(CONFAB_TURN(source), result, &ctx->run_error);
+	if (!ctx->streaming)
+		confab_http_response_add_target_headers(ctx->exchange, ctx->turn);
 	if (!ctx->request->store) {
 		forget(ctx);
 		return;
@@ -1272,15 +1267,15 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	if (!ok) {
 		/* a background one does not stay queued, nor count as running */
 		if (ctx->request->background)
-			confab_store_set_response_status_async(confab_engine_get_store(ctx->engine),
-							       ctx->response_id,
-							       "failed",
-							       NULL,
-							       g_get_real_time() / G_USEC_PER_SEC,
-							       NULL,
-							       NULL,
-							       NULL,
-							       NULL);
+			confab_store_end_response_async(confab_engine_get_store(ctx->engine),
+							ctx->response_id,
+							"failed",
+							NULL,
+							g_get_real_time() / G_USEC_PER_SEC,
+							NULL,
+							NULL,
+							NULL,
+							NULL);
 		name_client_param(ctx, error);
 		confab_http_response_error(ctx->exchange, error);
 		resp_ctx_free(ctx);
@@ -1405,7 +1400,8 @@ start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 	record->session_id = fork == NULL ? g_strdup(ctx->request->chat->session_id) : NULL;
 	record->background = ctx->request->background;
 	record->stream = ctx->request->chat->stream;
-	record->status = g_strdup(ctx->request->background ? "queued" : "foreground");
+	/* it runs as soon as its turn starts, which is now */
+	record->status = g_strdup(ctx->request->background ? "in_progress" : "foreground");
 	record->params = record_params(ctx);
 	record->created_at = g_get_real_time() / G_USEC_PER_SEC;
 	confab_store_save_response_async(confab_engine_get_store(ctx->engine),

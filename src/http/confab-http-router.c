@@ -15,6 +15,7 @@
 #include "http/confab-http-approvals.h"
 #include "http/confab-http-chat.h"
 #include "http/confab-http-conversations.h"
+#include "http/confab-http-health.h"
 #include "http/confab-http-lists.h"
 #include "http/confab-http-metrics.h"
 #include "http/confab-http-models.h"
@@ -144,6 +145,8 @@ static const Route routes[] = {
     {"GET", "/api/v1/models", ROUTE_API_TOKEN, confab_http_models_list, "/api/v1/models"},
     {"GET", "/api/v1/models/{}", ROUTE_API_TOKEN, confab_http_models_get, "/api/v1/models/{id}"},
     {"GET", "/metrics", ROUTE_METRICS_TOKEN, confab_http_metrics_handle, "/metrics"},
+    {"GET", "/healthz", 0, confab_http_health_alive, "/healthz"},
+    {"GET", "/readyz", 0, confab_http_health_ready, "/readyz"},
     {"GET", "/api/v1/approvals", ROUTE_API_TOKEN, confab_http_approvals_list, "/api/v1/approvals"},
     {"POST",
      "/api/v1/approvals/{}",

@@ -108,6 +108,10 @@ static const Family families[CONFAB_METRIC_N_FAMILIES] = {
 				      "Tool calls a person was asked to approve, by decision",
 				      FALSE,
 				      {"decision"}},
+    [CONFAB_METRIC_UPSTREAM_ATTEMPTS] = {"confab_upstream_attempts_total",
+					 "Calls to an agent's upstream targets, by outcome",
+					 FALSE,
+					 {"agent", "target", "outcome"}},
 };
 
 struct _ConfabMetricsSeries {

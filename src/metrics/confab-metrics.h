@@ -23,6 +23,7 @@ G_BEGIN_DECLS
  * @CONFAB_METRIC_TOOL_DURATION: histogram {server}
  * @CONFAB_METRIC_STORE_COMMIT: histogram, no labels
  * @CONFAB_METRIC_TOOL_APPROVALS: counter {decision}
+ * @CONFAB_METRIC_UPSTREAM_ATTEMPTS: counter {agent, target, outcome}
  *
  * The families Confab counts on its request path. Gauges (active turns,
  * connections, quotas, the process) are read when scraped.
@@ -40,6 +41,7 @@ typedef enum {
 	CONFAB_METRIC_TOOL_DURATION,
 	CONFAB_METRIC_STORE_COMMIT,
 	CONFAB_METRIC_TOOL_APPROVALS,
+	CONFAB_METRIC_UPSTREAM_ATTEMPTS,
 	CONFAB_METRIC_N_FAMILIES,
 } ConfabMetric;
 

@@ -7,6 +7,7 @@
 
 #include <glib-object.h>
 
+#include "model/confab-agent-target.h"
 #include "model/confab-enums.h"
 
 G_BEGIN_DECLS
@@ -90,5 +91,34 @@ guint
 confab_agent_get_max_steps(ConfabAgent *self);
 void
 confab_agent_set_max_steps(ConfabAgent *self, guint max_steps);
+
+guint
+confab_agent_get_n_targets(ConfabAgent *self);
+const gchar *
+confab_agent_get_target_label(ConfabAgent *self, guint index);
+guint
+confab_agent_get_target_weight(ConfabAgent *self, guint index);
+GPtrArray *
+confab_agent_dup_targets(ConfabAgent *self);
+void
+confab_agent_set_targets(ConfabAgent *self, GPtrArray *targets);
+ConfabAgent *
+confab_agent_for_target(ConfabAgent *self, guint index);
+gchar *
+confab_agent_get_stored_upstreams(ConfabAgent *self);
+void
+confab_agent_set_stored_upstreams(ConfabAgent *self, const gchar *json);
+gchar *
+confab_agent_get_upstreams_json(ConfabAgent *self);
+ConfabRoutingStrategy
+confab_agent_get_routing_strategy(ConfabAgent *self);
+guint
+confab_agent_get_max_attempts(ConfabAgent *self);
+guint
+confab_agent_get_hedge_after_ms(ConfabAgent *self);
+gboolean
+confab_agent_set_routing_json(ConfabAgent *self, const gchar *json, GError **error);
+gchar *
+confab_agent_get_routing_json(ConfabAgent *self, gboolean with_defaults);
 
 G_END_DECLS

@@ -27,6 +27,7 @@ struct _ConfabMessage {
 	gint64 completion_tokens;
 	gint64 created_at;
 	gchar *response_id; /* owned, nullable: the Responses API response it belongs to */
+	gchar *upstream;    /* owned, nullable: the target that answered, as JSON */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabMessage, confab_message, G_TYPE_OBJECT)
@@ -44,6 +45,7 @@ confab_message_finalize(GObject *object)
 	g_free(self->content_blocks);
 	g_free(self->finish_reason);
 	g_free(self->response_id);
+	g_free(self->upstream);
 
 	G_OBJECT_CLASS(confab_message_parent_class)->finalize(object);
 }
@@ -357,4 +359,34 @@ confab_message_set_response_id(ConfabMessage *self, const gchar *response_id)
 	g_return_if_fail(CONFAB_IS_MESSAGE(self));
 	g_free(self->response_id);
 	self->response_id = g_strdup(response_id);
+}
+
+/**
+ * confab_message_get_upstream:
+ * @self: a #ConfabMessage
+ *
+ * Returns: (nullable): for an assistant message that a routed model call
+ *   answered, the target as JSON: `{"label","upstream_model","attempts"}`
+ *   (the last model call's target, the targets tried over the turn)
+ */
+const gchar *
+confab_message_get_upstream(ConfabMessage *self)
+{
+	g_return_val_if_fail(CONFAB_IS_MESSAGE(self), NULL);
+	return self->upstream;
+}
+
+/**
+ * confab_message_set_upstream:
+ * @self: a #ConfabMessage
+ * @upstream: (nullable): what confab_message_get_upstream() returns
+ *
+ * Records the target that answered.
+ */
+void
+confab_message_set_upstream(ConfabMessage *self, const gchar *upstream)
+{
+	g_return_if_fail(CONFAB_IS_MESSAGE(self));
+	g_free(self->upstream);
+	self->upstream = g_strdup(upstream);
 }

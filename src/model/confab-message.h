@@ -71,6 +71,10 @@ const gchar *
 confab_message_get_response_id(ConfabMessage *self);
 void
 confab_message_set_response_id(ConfabMessage *self, const gchar *response_id);
+const gchar *
+confab_message_get_upstream(ConfabMessage *self);
+void
+confab_message_set_upstream(ConfabMessage *self, const gchar *upstream);
 
 const gchar *
 confab_message_status_to_string(ConfabMessageStatus status);

@@ -344,6 +344,7 @@ typedef struct {
 	gulong cancelled_id;
 	ConfabUpstreamExchange *exchange; /* owned: this attempt's */
 	gchar *retry_after;		  /* owned: the response's Retry-After */
+	gchar *retry_after_ms;		  /* owned: its retry-after-ms (OpenAI's) */
 	guint status;
 	gchar *reason;		 /* owned */
 	ConfabSseParser *parser; /* owned */
@@ -403,6 +404,7 @@ call_clear_attempt(Call *call)
 	confab_source_clear(&call->timer);
 	call_drop_exchange(call);
 	g_clear_pointer(&call->retry_after, g_free);
+	g_clear_pointer(&call->retry_after_ms, g_free);
 	g_clear_pointer(&call->reason, g_free);
 	call->status = 0;
 	g_clear_object(&call->parser);
@@ -481,11 +483,17 @@ timeout_for(Call *call, Phase phase)
 static void
 call_flush(Call *call);
 
+static gint64
+retry_delay_ms(Call *call);
+
 static void
 call_fail(Call *call, GError *error)
 {
 	GTask *task = call->task;
 
+	/* for a router: whether another target may be worth it */
+	call->request->status = call->status;
+	call->request->retry_after_ms = retry_delay_ms(call);
 	call_clear_attempt(call);
 	/* what was held back goes to the turn, which stores it with the
 	 * error; not to a client that left */
@@ -651,11 +659,24 @@ parse_retry_after(const gchar *value)
 	return -1;
 }
 
+/* How long the upstream asked us to wait, in ms: its retry-after-ms
+ * (OpenAI's, finer), else its Retry-After; -1 when it did not say. */
+static gint64
+retry_delay_ms(Call *call)
+{
+	guint64 ms = 0;
+
+	if (call->retry_after_ms != NULL &&
+	    g_ascii_string_to_unsigned(call->retry_after_ms, 10, 0, 86400000, &ms, NULL))
+		return (gint64)ms;
+	return parse_retry_after(call->retry_after);
+}
+
 /* Before the first byte of an answer only: try again later, or give up. */
 static gboolean
 maybe_retry(Call *call, GError *error)
 {
-	gint64 delay = parse_retry_after(call->retry_after);
+	gint64 delay = retry_delay_ms(call);
 	gint64 left = (call->deadline - g_get_monotonic_time()) / 1000;
 
 	if (call->relayed || call->attempts > call->self->options.max_retries ||
@@ -1298,6 +1319,7 @@ on_upstream_head(guint status,
 	call->status = status;
 	call->reason = g_strdup(reason);
 	call->retry_after = g_strdup(confab_http_fields_get(fields, "Retry-After"));
+	call->retry_after_ms = g_strdup(confab_http_fields_get(fields, "retry-after-ms"));
 	if (status != 200) {
 		call->error_body = g_string_new(NULL);
 	} else if (confab_http_fields_media_type_is(content_type, "text/event-stream")) {

@@ -25,6 +25,8 @@ confab_provider_request_free(ConfabProviderRequest *request)
 	g_clear_pointer(&request->messages, json_array_unref);
 	g_clear_pointer(&request->params, json_object_unref);
 	g_clear_pointer(&request->flow, confab_flow_unref);
+	g_free(request->target);
+	g_free(request->target_model);
 	g_free(request);
 }
 

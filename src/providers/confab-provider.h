@@ -26,6 +26,14 @@ G_BEGIN_DECLS
  * @flow: (nullable): the client's backpressure: while it is held the
  *   provider makes no more deltas (it stops reading its upstream), and
  *   its idle timer does not run
+ * @status: set by the provider when it fails: the HTTP status the upstream
+ *   last answered, 0 for none (no connection, no head in time)
+ * @retry_after_ms: set with @status: the upstream's `retry-after-ms` or
+ *   `Retry-After`, in milliseconds; -1 for none
+ * @target: set by the router: the label of the target that answered (or
+ *   was tried last); %NULL when no router ran the call
+ * @target_model: set with @target: that target's upstream model
+ * @attempts: set with @target: the targets tried, the last included
  */
 typedef struct {
 	ConfabAgent *agent;
@@ -34,6 +42,11 @@ typedef struct {
 	gboolean stream;
 	guint retries;
 	ConfabFlow *flow;
+	guint status;
+	gint64 retry_after_ms;
+	gchar *target;
+	gchar *target_model;
+	guint attempts;
 } ConfabProviderRequest;
 
 void

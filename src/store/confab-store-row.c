@@ -47,6 +47,7 @@ gpointer
 confab_store_row_to_agent(ConfabStoreRow *row)
 {
 	ConfabAgent *agent = confab_agent_new();
+	g_autoptr(GError) error = NULL;
 
 	confab_agent_set_id(agent, confab_store_row_text(row, 0));
 	confab_agent_set_name(agent, confab_store_row_text(row, 1));
@@ -65,6 +66,12 @@ confab_store_row_to_agent(ConfabStoreRow *row)
 	confab_agent_set_updated_at(agent, confab_store_row_int(row, 14));
 	confab_agent_set_mcp_servers(agent, confab_store_row_text(row, 15));
 	confab_agent_set_max_steps(agent, (guint)confab_store_row_int(row, 16));
+	confab_agent_set_stored_upstreams(agent, confab_store_row_text(row, 17));
+	if (!confab_agent_set_routing_json(agent, confab_store_row_text(row, 18), &error))
+		g_warning(
+		    "agent %s: its stored routing cannot be read (%s): it falls back in order",
+		    confab_agent_get_id(agent),
+		    error->message);
 	return agent;
 }
 
@@ -157,6 +164,7 @@ confab_store_row_to_message(ConfabStoreRow *row)
 	confab_message_set_completion_tokens(msg, confab_store_row_int_or(row, 9, -1));
 	confab_message_set_created_at(msg, confab_store_row_int(row, 10));
 	confab_message_set_response_id(msg, confab_store_row_text(row, 11));
+	confab_message_set_upstream(msg, confab_store_row_text(row, 12));
 	return msg;
 }
 

@@ -69,7 +69,7 @@ typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_AGENT_COLUMNS                                                                 \
 	"id, name, instructions, provider, base_url, upstream_model, api_key, api_key_file, "      \
 	"params, connect_timeout, first_byte_timeout, idle_timeout, total_timeout, created_at, "   \
-	"updated_at, mcp_servers, max_steps"
+	"updated_at, mcp_servers, max_steps, upstreams, routing"
 #define CONFAB_STORE_TOKEN_COLUMNS                                                                 \
 	"id, hash, owner, name, scopes, agent_id, created_at, expires_at, revoked_at"
 #define CONFAB_STORE_SESSION_COLUMNS "id, owner, agent_id, source, title, created_at, updated_at"
@@ -77,7 +77,7 @@ typedef gpointer (*ConfabStoreRowMap)(ConfabStoreRow *row);
 #define CONFAB_STORE_CONVERSATION_COLUMNS CONFAB_STORE_SESSION_COLUMNS ", metadata"
 #define CONFAB_STORE_MESSAGE_COLUMNS                                                               \
 	"id, session_id, role, model, content, content_blocks, status, finish_reason, "            \
-	"prompt_tokens, completion_tokens, created_at, response_id"
+	"prompt_tokens, completion_tokens, created_at, response_id, upstream"
 #define CONFAB_STORE_APPROVAL_COLUMNS                                                              \
 	"id, owner, agent_id, session_id, server, tool, name, arguments, tool_call_id, state, "    \
 	"decided_by, reason, created_at, decided_at, response_id"

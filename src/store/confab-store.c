@@ -213,13 +213,16 @@ static const ConfabStoreOp op_load_tokens = {
 static const ConfabStoreOp op_save_agent = {
     .what = "storing an agent",
     .rows = CONFAB_STORE_ROWS_NONE,
-    .sql = "INSERT INTO agents (" CONFAB_STORE_AGENT_COLUMNS ") "
-	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
-	   "ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
-	   "base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, params = $9, "
-	   "connect_timeout = $10, first_byte_timeout = $11, idle_timeout = $12, "
-	   "total_timeout = $13, updated_at = $15, mcp_servers = $16, max_steps = $17 "
-	   "WHERE agents.deleted_at = 0",
+    .sql =
+	"INSERT INTO agents (" CONFAB_STORE_AGENT_COLUMNS ") "
+	"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
+	"$19) "
+	"ON CONFLICT (id) DO UPDATE SET name = $2, instructions = $3, provider = $4, "
+	"base_url = $5, upstream_model = $6, api_key = $7, api_key_file = $8, params = $9, "
+	"connect_timeout = $10, first_byte_timeout = $11, idle_timeout = $12, "
+	"total_timeout = $13, updated_at = $15, mcp_servers = $16, max_steps = $17, "
+	"upstreams = $18, routing = $19 "
+	"WHERE agents.deleted_at = 0",
     .changed = CONFAB_STORE_CHANGE_AGENTS,
 };
 
@@ -381,19 +384,39 @@ static const ConfabStoreOp op_get_response_record = {
     .changed = -1,
 };
 
-/* only a running one moves; one asked to stop ends cancelled, unless it
- * completed first */
-static const ConfabStoreOp op_set_response_status = {
-    .what = "storing a response's status",
+/* only a running one ends; one asked to stop ends cancelled, unless it
+ * completed first; with its last batch of events, in the same transaction
+ * (a follower that sees it ended has every event) */
+static const ConfabStoreOp op_end_response = {
+    .what = "storing how a response ended",
     .rows = CONFAB_STORE_ROWS_NONE,
-    .sql = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
-	   "$2::text NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2::text END, "
-	   "error = $3, completed_at = $4::bigint, session_id = COALESCE($5, session_id) "
+    .sql = "WITH kept AS (INSERT INTO response_events (response_id, first_seq, last_seq, data) "
+	   "SELECT $1, $5::bigint, $6::bigint, $7 WHERE $7::text IS NOT NULL) "
+	   "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
+	   "$2::text <> 'completed' THEN 'cancelled' ELSE $2::text END, "
+	   "error = $3, completed_at = $4::bigint "
 	   "WHERE id = $1 AND status IN ('queued', 'in_progress')",
-    .sql_sqlite = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
-		  "$2 NOT IN ('completed', 'in_progress') THEN 'cancelled' ELSE $2 END, "
-		  "error = $3, completed_at = $4, session_id = COALESCE($5, session_id) "
-		  "WHERE id = $1 AND status IN ('queued', 'in_progress')",
+    .sql_sqlite = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
+		  "SELECT $1, $5, $6, $7 WHERE $7 IS NOT NULL",
+    .sql_sqlite_then = "UPDATE responses SET status = CASE WHEN cancel_requested = 1 AND "
+		       "$2 <> 'completed' THEN 'cancelled' ELSE $2 END, "
+		       "error = $3, completed_at = $4 "
+		       "WHERE id = $1 AND status IN ('queued', 'in_progress')",
+    .changed = -1,
+};
+
+/* what runs in the background now, on every instance */
+static const ConfabStoreOp op_list_running_responses = {
+    .what = "listing background responses",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
+	   "AND status IN ('queued', 'in_progress') AND ($1::text IS NULL OR owner = $1) "
+	   "ORDER BY id LIMIT $2::bigint",
+    .sql_sqlite = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
+		  "AND status IN ('queued', 'in_progress') AND ($1 IS NULL OR owner = $1) "
+		  "ORDER BY id LIMIT $2",
+    .map = confab_store_row_to_response_record,
+    .free = (GDestroyNotify)confab_response_record_free,
     .changed = -1,
 };
 
@@ -530,6 +553,24 @@ static const ConfabStoreOp op_save_approval = {
     .changed = -1,
 };
 
+/* Whether the store answers at all: the cheapest read a reader runs. */
+static gpointer
+map_ping(ConfabStoreRow *row)
+{
+	return g_strdup(confab_store_row_text(row, 0));
+}
+
+static const ConfabStoreOp op_ping = {
+    .what = "asking the store whether it answers",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT 'ok'",
+    .map = map_ping,
+    .free = g_free,
+    .missing = CONFAB_ERROR_STORE_UNAVAILABLE,
+    .missing_format = "the store gave no row%s",
+    .changed = -1,
+};
+
 /* A call of @op with its one text argument. */
 static ConfabStoreCall *
 call_with_text(const ConfabStoreOp *op, const gchar *text)
@@ -634,9 +675,13 @@ confab_store_save_agent_async(ConfabStore *self,
 			      gpointer user_data)
 {
 	ConfabStoreCall *call = NULL;
+	g_autofree gchar *upstreams = NULL;
+	g_autofree gchar *routing = NULL;
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_return_if_fail(CONFAB_IS_AGENT(agent));
+	upstreams = confab_agent_get_stored_upstreams(agent);
+	routing = confab_agent_get_routing_json(agent, FALSE);
 	call = confab_store_call_new(&op_save_agent);
 	confab_store_call_add_text(call, confab_agent_get_id(agent));
 	confab_store_call_add_text(call, confab_agent_get_name(agent));
@@ -655,6 +700,8 @@ confab_store_save_agent_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_agent_get_updated_at(agent));
 	confab_store_call_add_text(call, confab_agent_get_mcp_servers(agent));
 	confab_store_call_add_int(call, confab_agent_get_max_steps(agent));
+	confab_store_call_add_text(call, upstreams);
+	confab_store_call_add_text(call, routing);
 	store_run(self, call, confab_store_save_agent_async, cancellable, callback, user_data);
 }
 
@@ -1961,6 +2008,42 @@ confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change)
 }
 
 /**
+ * confab_store_ping_async:
+ * @self: a #ConfabStore
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once the store answered, or failed to
+ * @user_data: data for @callback
+ *
+ * Runs the cheapest read the store has, for `GET /readyz`.
+ */
+void
+confab_store_ping_async(ConfabStore *self,
+			GCancellable *cancellable,
+			GAsyncReadyCallback callback,
+			gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  confab_store_call_new(&op_ping),
+		  confab_store_ping_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_ping_finish:
+ *
+ * Returns: whether the store answered
+ */
+gboolean
+confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	g_autofree gchar *answer = finish_pointer(self, result, error);
+	return answer != NULL;
+}
+
+/**
  * confab_store_close:
  *
  * Waits for every queued write to commit, and stops the store.
@@ -2135,57 +2218,98 @@ confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result,
 }
 
 /**
- * confab_store_set_response_status_async:
+ * confab_store_end_response_async:
  * @self: a #ConfabStore
- * @response_id: a running response's id
- * @status: where it stands now: `in_progress`, or how it ended
+ * @response_id: a running background response's id
+ * @status: how it ended: `completed`, `incomplete` or `failed`
  * @error_json: (nullable): how it failed, `{"code","message"}`
- * @completed_at: when it ended (Unix seconds), 0 while it runs
- * @session_id: (nullable): its conversation, once its turn has begun one
+ * @completed_at: when it ended (Unix seconds)
+ * @events: (nullable): a background stream's last batch of events
  * @cancellable: (nullable): a #GCancellable
  * @callback: called once it is committed
  * @user_data: data for @callback
  *
- * Moves a queued or running response on; one that has ended stays as it
- * ended. One asked to stop ends `cancelled`, unless it completed.
+ * Ends a queued or running response, with its last events, in one
+ * transaction; one that has ended stays as it ended. One asked to stop
+ * ends `cancelled`, unless it completed.
  */
 void
-confab_store_set_response_status_async(ConfabStore *self,
-				       const gchar *response_id,
-				       const gchar *status,
-				       const gchar *error_json,
-				       gint64 completed_at,
-				       const gchar *session_id,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data)
+confab_store_end_response_async(ConfabStore *self,
+				const gchar *response_id,
+				const gchar *status,
+				const gchar *error_json,
+				gint64 completed_at,
+				const ConfabResponseEvents *events,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
 {
 	ConfabStoreCall *call;
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_return_if_fail(status != NULL);
-	call = call_with_text(&op_set_response_status, response_id);
+	call = call_with_text(&op_end_response, response_id);
 	confab_store_call_add_text(call, status);
 	confab_store_call_add_text(call, error_json);
 	confab_store_call_add_int(call, completed_at);
-	confab_store_call_add_text(call, session_id);
+	confab_store_call_add_int(call, events != NULL ? events->first : 0);
+	confab_store_call_add_int(call, events != NULL ? events->last : 0);
+	confab_store_call_add_text(call, events != NULL ? events->data : NULL);
+	store_run(self, call, confab_store_end_response_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_end_response_finish:
+ *
+ * Returns: %TRUE once committed (also when the response had ended)
+ */
+gboolean
+confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_list_running_responses_async:
+ * @self: a #ConfabStore
+ * @owner: (nullable): only this owner's; %NULL for everyone's
+ * @limit: at most this many
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the records, oldest first
+ * @user_data: data for @callback
+ *
+ * The background responses queued or running now, on any instance.
+ */
+void
+confab_store_list_running_responses_async(ConfabStore *self,
+					  const gchar *owner,
+					  guint limit,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data)
+{
+	ConfabStoreCall *call;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_list_running_responses, owner);
+	confab_store_call_add_int(call, limit);
 	store_run(self,
 		  call,
-		  confab_store_set_response_status_async,
+		  confab_store_list_running_responses_async,
 		  cancellable,
 		  callback,
 		  user_data);
 }
 
 /**
- * confab_store_set_response_status_finish:
+ * confab_store_list_running_responses_finish:
  *
- * Returns: %TRUE once committed (also when the response had ended)
+ * Returns: (transfer full) (element-type ConfabResponseRecord): the records
  */
-gboolean
-confab_store_set_response_status_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+GPtrArray *
+confab_store_list_running_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
-	return finish_boolean(self, result, error);
+	return finish_pointer(self, result, error);
 }
 
 /**

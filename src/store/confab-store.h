@@ -605,6 +605,13 @@ void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);
 void
 confab_store_close(ConfabStore *self);
+void
+confab_store_ping_async(ConfabStore *self,
+			GCancellable *cancellable,
+			GAsyncReadyCallback callback,
+			gpointer user_data);
+gboolean
+confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
 confab_store_get_response_async(ConfabStore *self,
@@ -640,17 +647,26 @@ confab_store_get_response_record_async(ConfabStore *self,
 ConfabResponseRecord *
 confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
-confab_store_set_response_status_async(ConfabStore *self,
-				       const gchar *response_id,
-				       const gchar *status,
-				       const gchar *error_json,
-				       gint64 completed_at,
-				       const gchar *session_id,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data);
+confab_store_end_response_async(ConfabStore *self,
+				const gchar *response_id,
+				const gchar *status,
+				const gchar *error_json,
+				gint64 completed_at,
+				const ConfabResponseEvents *events,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data);
 gboolean
-confab_store_set_response_status_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_list_running_responses_async(ConfabStore *self,
+					  const gchar *owner,
+					  guint limit,
+					  GCancellable *cancellable,
+					  GAsyncReadyCallback callback,
+					  gpointer user_data);
+GPtrArray *
+confab_store_list_running_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_cancel_response_async(ConfabStore *self,
 				   const gchar *response_id,

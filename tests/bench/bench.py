@@ -228,6 +228,7 @@ class Bench:
             "[limits]\nmax_connections=65536\nmax_inflight_turns=65536\nidle_timeout=300\n"
             "max_connections_per_peer=65536\nmax_body_bytes=67108864\n"
             "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n"
+            "[responses]\nmax_background=0\n"
             # --limits: every turn under a rate and a cap on turns in flight
             # that never refuse, to weigh what admitting them costs
             + ("[quota]\ndefault_rpm=2147483647\ndefault_max_parallel=2147483647\n"
@@ -424,6 +425,24 @@ class Bench:
                   f"{j2 / j1:.2f} (target <= 1.10: {verdict(j2 / j1 <= 1.10)})")
         self.line(f"  streamed / JSON turn: {st:.1f} / {j1:.1f} us = {st / j1:.2f} "
                   f"(target <= 1.5: {verdict(st / j1 <= 1.5)})")
+
+    def scenario_responses(self):
+        """a streamed Responses turn, then the same in the background (its
+        events kept in the store as it runs): requests/s and confabd's CPU
+        per turn (all threads, and its writer's), same daemon, same run"""
+        url = f"{self.url}/api/v1/responses"
+        got = {}
+        for label, extra in (("foreground", {}), ("background", {"background": True})):
+            body = json.dumps({"model": self.agent_sse, "input": "Hello", "stream": True,
+                               **extra})
+            wrk(url, 64, 2, body=body, token=self.token)
+            got[label] = wrk(url, 64, self.args.seconds, body=body, token=self.token,
+                             cpu=[self.confab.pid])
+        fg, bg = got["foreground"], got["background"]
+        self.line(f"responses streamed c=64: foreground {fg[0]:.0f}/s, CPU {fg[5][1]:.1f} us/turn "
+                  f"(writer {fg[5][0].get('confab-writer', 0.0):.1f}) | background, events kept "
+                  f"{bg[0]:.0f}/s, CPU {bg[5][1]:.1f} us/turn (writer "
+                  f"{bg[5][0].get('confab-writer', 0.0):.1f}) = {bg[5][1] / fg[5][1]:.2f}")
 
     def scenario_open_streams(self):
         n = self.args.open_streams
@@ -793,6 +812,8 @@ ANALYZE messages;
             self.scenario_writer()
         if "streams" in self.args.only:
             self.scenario_streams()
+        if "responses" in self.args.only:
+            self.scenario_responses()
         if "rss" in self.args.only:
             self.scenario_rss()
         if "open" in self.args.only:
@@ -954,7 +975,7 @@ def main():
     ap.add_argument("--conversations", type=int, default=1000000)
     ap.add_argument("--messages-per-conversation", type=int, default=10)
     ap.add_argument("--only",
-                    default="targets,turns,streams,writer,open,rss,lists,postgres")
+                    default="targets,turns,streams,responses,writer,open,rss,lists,postgres")
     ap.add_argument("--limits", action="store_true",
                     help="confabd with [quota] default_rpm and default_max_parallel set "
                          "(never reached): the cost of admitting turns under limits")

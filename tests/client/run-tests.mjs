@@ -21,6 +21,7 @@
 // `meson test --setup valgrind`) is put in front of confabd.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +60,8 @@ import {
   setQuota,
   getUsage,
   channelSend,
+  startFakeUpstream,
+  createUpstreamAgent,
 } from './confabd.mjs';
 
 /* ------------------------------------------------------------------ */
@@ -797,6 +800,58 @@ test('a failing upstream: 502 with x-should-retry false, and the SDK does not re
   assert.equal(counter.calls, 1, 'one request reached Confab');
 });
 
+test('a stream through a failover: the first target refuses, the second answers (routing)', async (skip) => {
+  const fakePath = process.env.CONFAB_FAKE_UPSTREAM;
+  if (!fakePath) return skip('CONFAB_FAKE_UPSTREAM is not set');
+  const net = await import('node:net');
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const p = srv.address().port;
+      srv.close(() => resolve(p));
+    });
+  });
+  // the scripted fake upstream: its first line names its address
+  const fake = spawn(fakePath, ['--stdin-watch'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  try {
+    const fakeUrl = await new Promise((resolve, reject) => {
+      let buf = '';
+      fake.stdout.on('data', (d) => {
+        buf += d;
+        const m = buf.match(/listening on (\S+)/);
+        if (m) resolve(m[1]);
+      });
+      fake.on('exit', () => reject(new Error('the fake upstream exited')));
+    });
+    const upstreams = JSON.stringify([
+      { label: 'down', base_url: `http://127.0.0.1:${port}/v1`, upstream_model: 'plain' },
+      { label: 'fake', base_url: `${fakeUrl}/v1`, upstream_model: 'plain' },
+    ]);
+    const out = await gdbus(
+      `${BUS_NAME}.Admin.CreateAgent`,
+      `{'name': <'routed'>, 'provider': <'openai'>, 'upstreams': <'${upstreams}'>}`,
+    );
+    const agent = out.match(/\('(agt_\w+)',\)/)[1];
+    const stream = await client(ctx.token).chat.completions.create({
+      model: agent,
+      messages: userMsg('through a failover'),
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    // one answer, from the second target only
+    assert.equal(text, 'Hello, world! héllo 🌍');
+    const { data, response } = await client(ctx.token)
+      .chat.completions.create({ model: agent, messages: userMsg('again') })
+      .withResponse();
+    assert.equal(data.choices[0].message.content, 'Hello, world! héllo 🌍');
+    assert.equal(response.headers.get('x-confab-upstream'), 'fake');
+    assert.equal(response.headers.get('x-confab-attempts'), '2');
+  } finally {
+    fake.kill();
+  }
+});
+
 /* ---- an agent with tools of its own: tool_event chunks break no client ---- */
 
 async function toolAgent(skip) {
@@ -995,6 +1050,65 @@ test('responses: a function tool call, answered with function_call_output', asyn
     input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21 °C' }],
   });
   assert.equal(second.output_text, 'sunny, 21 °C');
+});
+
+test('responses: background — create, retrieve, stream again after a sequence number, cancel', async () => {
+  const fake = await startFakeUpstream();
+  // 20 words, one every 30 ms; and one that takes 100 s
+  const agent = await createUpstreamAgent('bg', fake.baseUrl, 'slow:30:20');
+  const slow = await createUpstreamAgent('bg-slow', fake.baseUrl, 'slow:1000:100');
+  const c = client(ctx.token);
+  const until = async (id, done) => {
+    for (let i = 0; i < 600; i++) {
+      const r = await c.responses.retrieve(id);
+      if (done(r)) return r;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.fail(`response ${id} did not end`);
+  };
+
+  // polled to its end
+  const queued = await c.responses.create({ model: agent, input: 'x', background: true });
+  assert.equal(queued.status, 'queued');
+  assert.equal(queued.background, true);
+  const done = await until(queued.id, (r) => r.status === 'completed');
+  assert.ok(done.output_text.length > 0, 'the answer is there');
+  assert.equal(done.background, true);
+
+  // a stream left after three events: it runs on, and is told again
+  const s = await c.responses.create({ model: agent, input: 'y', background: true, stream: true });
+  let id = null;
+  let n = 0;
+  for await (const ev of s) {
+    if (ev.type === 'response.created') id = ev.response.id;
+    if (++n === 3) break;
+  }
+  assert.ok(id);
+  const resumed = await c.responses.retrieve(id, { stream: true, starting_after: 2 });
+  const seqs = [];
+  let last = null;
+  for await (const ev of resumed) {
+    seqs.push(ev.sequence_number);
+    last = ev;
+  }
+  assert.equal(seqs[0], 3);
+  seqs.forEach((q, i) => assert.equal(q, 3 + i));
+  assert.equal(last.type, 'response.completed');
+  // the SDK's own helper for it
+  const final = await c.responses.stream({ response_id: id, starting_after: 5 }).finalResponse();
+  assert.equal(final.status, 'completed');
+  assert.equal(final.output_text, last.response.output_text ?? final.output_text);
+
+  // cancelled while it runs; cancelling again changes nothing
+  const long = await c.responses.create({ model: slow, input: 'z', background: true });
+  await until(long.id, (r) => r.status === 'in_progress');
+  const cancelled = await c.responses.cancel(long.id);
+  assert.equal(cancelled.status, 'cancelled');
+  assert.equal((await c.responses.cancel(long.id)).status, 'cancelled');
+  assert.equal((await c.responses.retrieve(long.id)).status, 'cancelled');
+  // not created in the background: 400
+  const plain = await c.responses.create({ model: ctx.agent, input: 'p' });
+  await expectApiError(() => c.responses.cancel(plain.id), OpenAI.BadRequestError, 400, 'invalid_value');
 });
 
 test('responses: refusals in the OpenAI error shape', async () => {

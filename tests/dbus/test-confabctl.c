@@ -1117,6 +1117,195 @@ test_default_bus(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+/* --upstream (repeated), --routing, --hedge-after-ms: in, and shown back
+ * without keys; bad specs refused before anything is sent */
+static void
+test_upstreams(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(NULL, NULL);
+	g_autofree gchar *dir = confab_test_make_tmpdir("ctl-upstreams");
+	g_autofree gchar *keyfile = g_build_filename(dir, "key", NULL);
+	g_autofree gchar *first = NULL;
+	g_autofree gchar *id = NULL;
+	g_autoptr(Run) created = NULL;
+	g_autoptr(Run) shown = NULL;
+	g_autoptr(Run) updated = NULL;
+	g_autoptr(Run) again = NULL;
+	g_autoptr(JsonNode) upstreams = NULL;
+	g_autoptr(JsonNode) routing = NULL;
+	JsonArray *targets;
+	const gchar *const bad[][2] = {
+	    {"--upstream", "label=a,base_url=http://x/v1,model=m,weight=0"},
+	    {"--upstream", "label=a,base_url=ftp://x/v1,model=m"},
+	    {"--upstream", "label=a,base_url=http://x/v1,model=m,colour=red"},
+	    {"--upstream", "label=a,base_url=http://x/v1,model=m,weight=lots"},
+	    {"--routing", "random"},
+	};
+
+	g_assert_true(g_file_set_contents(keyfile, API_KEY "\n", -1, NULL));
+	first =
+	    g_strdup_printf("label=hosted,base_url=https://api.example/v1,model=big,key_file=%s,"
+			    "weight=3",
+			    keyfile);
+	created = ctl("agent",
+		      "create",
+		      "--name",
+		      "routed",
+		      "--provider",
+		      "openai",
+		      "--upstream",
+		      first,
+		      "--upstream",
+		      "label=local,base_url=http://127.0.0.1:11434/v1,model=small",
+		      "--routing",
+		      "weighted",
+		      "--hedge-after-ms",
+		      "800",
+		      NULL);
+	assert_ok(created);
+	id = g_strstrip(g_strdup(created->out));
+	shown = ctl("--json", "agent", "show", id, NULL);
+	assert_ok(shown);
+	g_assert_null(strstr(shown->out, API_KEY));
+	upstreams = json_from_string(confab_test_json_string(shown->json, "upstreams"), NULL);
+	targets = json_node_get_array(upstreams);
+	g_assert_cmpuint(json_array_get_length(targets), ==, 2);
+	g_assert_true(json_object_get_boolean_member(json_array_get_object_element(targets, 0),
+						     "has_api_key"));
+	g_assert_cmpint(
+	    json_object_get_int_member(json_array_get_object_element(targets, 0), "weight"),
+	    ==,
+	    3);
+	g_assert_cmpstr(
+	    json_object_get_string_member(json_array_get_object_element(targets, 1), "label"),
+	    ==,
+	    "local");
+	routing = json_from_string(confab_test_json_string(shown->json, "routing"), NULL);
+	g_assert_cmpstr(json_object_get_string_member(json_node_get_object(routing), "strategy"),
+			==,
+			"weighted");
+
+	/* --routing alone keeps hedge_after_ms */
+	updated = ctl("agent", "update", id, "--routing", "least-busy", NULL);
+	assert_ok(updated);
+	again = ctl("--json", "agent", "show", id, NULL);
+	g_clear_pointer(&routing, json_node_unref);
+	routing = json_from_string(confab_test_json_string(again->json, "routing"), NULL);
+	g_assert_cmpstr(json_object_get_string_member(json_node_get_object(routing), "strategy"),
+			==,
+			"least-busy");
+	g_assert_cmpint(json_object_get_int_member(json_node_get_object(routing), "hedge_after_ms"),
+			==,
+			800);
+
+	{
+		/* health: every target, up before any call */
+		g_autoptr(Run) health = ctl("--json", "agent", "health", id, NULL);
+		g_autoptr(Run) table = ctl("agent", "health", id, NULL);
+		g_autoptr(Run) missing =
+		    ctl("agent", "health", "agt_00000000000000000000000000", NULL);
+		JsonArray *rows;
+
+		assert_ok(health);
+		rows = json_node_get_array(health->json);
+		g_assert_cmpuint(json_array_get_length(rows), ==, 2);
+		g_assert_cmpstr(
+		    json_object_get_string_member(json_array_get_object_element(rows, 1), "label"),
+		    ==,
+		    "local");
+		g_assert_cmpstr(
+		    json_object_get_string_member(json_array_get_object_element(rows, 0), "state"),
+		    ==,
+		    "up");
+		assert_ok(table);
+		g_assert_nonnull(strstr(table->out, "hosted"));
+		g_assert_cmpint(missing->status, !=, 0);
+	}
+	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autoptr(Run) refused = ctl("agent", "update", id, bad[i][0], bad[i][1], NULL);
+		g_assert_cmpint(refused->status, !=, 0);
+		g_assert_cmpstr(refused->err, !=, "");
+	}
+	{
+		/* --upstream names every target: not with --base-url */
+		g_autoptr(Run) both = ctl("agent",
+					  "update",
+					  id,
+					  "--base-url",
+					  "http://x/v1",
+					  "--upstream",
+					  "label=a,base_url=http://x/v1,model=m",
+					  NULL);
+		g_assert_cmpint(both->status, !=, 0);
+	}
+	confab_test_rm_rf(dir);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
+/* confabctl response list|cancel: a background response that runs (its
+ * upstream holds the answer), listed, stopped, and listed no more */
+static void
+test_background_responses(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(NULL, NULL);
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *path = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(Run) listed = NULL;
+	g_autoptr(Run) bobs = NULL;
+	g_autoptr(Run) cancelled = NULL;
+	g_autoptr(Run) empty = NULL;
+	g_autoptr(Run) unknown = NULL;
+	const gchar *id;
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "held");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
+	g_variant_dict_insert(&dict, "upstream_model", "s", "m");
+	agent = confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+	body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"go\",\"background\":true}", agent);
+	r = confab_test_http(daemon, "POST", "/api/v1/responses", token, body);
+	g_assert_cmpuint(r->status, ==, 200);
+	id = confab_test_json_string(r->json, "id");
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+
+	listed = ctl("response", "list", NULL);
+	assert_ok(listed);
+	g_assert_nonnull(strstr(listed->out, id));
+	g_assert_nonnull(strstr(listed->out, "alice"));
+	g_assert_nonnull(strstr(listed->out, "in_progress"));
+	bobs = ctl("response", "list", "--owner", "bob", NULL);
+	assert_ok(bobs);
+	g_assert_null(strstr(bobs->out, id));
+
+	cancelled = ctl("response", "cancel", id, NULL);
+	assert_ok(cancelled);
+	/* it ends cancelled: then it is no longer listed */
+	path = g_strdup_printf("/api/v1/responses/%s", id);
+	for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;;) {
+		g_autoptr(ConfabTestResponse) got =
+		    confab_test_http(daemon, "GET", path, token, NULL);
+		if (g_strcmp0(confab_test_json_string(got->json, "status"), "cancelled") == 0)
+			break;
+		g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+		g_usleep(20000);
+	}
+	empty = ctl("response", "list", NULL);
+	assert_ok(empty);
+	g_assert_null(strstr(empty->out, id));
+	unknown = ctl("response", "cancel", "resp_00000000000000000000000000", NULL);
+	assert_refused(unknown, "resp_00000000000000000000000000");
+	confab_test_upstream_set_hold(up, FALSE);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	confab_test_upstream_stop(up);
+}
+
 gint
 main(gint argc, gchar **argv)
 {
@@ -1128,11 +1317,13 @@ main(gint argc, gchar **argv)
 	}
 	g_test_add_func("/confab/confabctl/agents", test_agents);
 	g_test_add_func("/confab/confabctl/api-key", test_api_key);
+	g_test_add_func("/confab/confabctl/upstreams", test_upstreams);
 	g_test_add_func("/confab/confabctl/tokens", test_tokens);
 	g_test_add_func("/confab/confabctl/quota-usage", test_quota_usage);
 	g_test_add_func("/confab/confabctl/sessions", test_sessions);
 	g_test_add_func("/confab/confabctl/hostile-text", test_hostile_text);
 	g_test_add_func("/confab/confabctl/session-responses", test_session_responses);
+	g_test_add_func("/confab/confabctl/background-responses", test_background_responses);
 	g_test_add_func("/confab/confabctl/usage-errors", test_usage_errors);
 	g_test_add_func("/confab/confabctl/unreachable", test_unreachable);
 	g_test_add_func("/confab/confabctl/default-bus", test_default_bus);

@@ -1656,6 +1656,260 @@ test_move_drops_key(Fixture *f, gconstpointer data)
 	g_assert_true(agent_has_key(f, id, NULL));
 }
 
+/* ---------- upstream targets ---------- */
+
+#define TWO_TARGETS                                                                                \
+	"[{\"label\":\"hosted\",\"base_url\":\"https://api.example/v1\",\"upstream_model\":"       \
+	"\"big\",\"api_key\":\"" UPSTREAM_KEY "\",\"weight\":3,\"first_byte_timeout\":7},"         \
+	"{\"label\":\"local\",\"base_url\":\"http://127.0.0.1:11434/v1\",\"upstream_model\":"      \
+	"\"small\",\"api_key\":\"" UPSTREAM_KEY "-2\"}]"
+
+static GVariant *
+openai_props(const gchar *upstreams, const gchar *routing)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "Routed");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	if (upstreams != NULL)
+		g_variant_dict_insert(&dict, "upstreams", "s", upstreams);
+	if (routing != NULL)
+		g_variant_dict_insert(&dict, "routing", "s", routing);
+	return g_variant_dict_end(&dict);
+}
+
+static JsonNode *
+agent_json(Fixture *f, const gchar *id, const gchar *key)
+{
+	g_autoptr(GVariant) agent = get_agent(f, id);
+	const gchar *text = confab_test_variant_string(agent, key);
+
+	g_assert_nonnull(text);
+	/* keys are write-only, whatever holds them */
+	g_assert_null(strstr(text, UPSTREAM_KEY));
+	g_assert_null(strstr(text, "\"api_key\""));
+	return json_from_string(text, NULL);
+}
+
+/* A target list's labels, comma-separated, and whether each has a key. */
+static gchar *
+target_labels(Fixture *f, const gchar *id)
+{
+	g_autoptr(JsonNode) upstreams = agent_json(f, id, "upstreams");
+	JsonArray *array = json_node_get_array(upstreams);
+	GString *out = g_string_new(NULL);
+
+	for (guint i = 0; i < json_array_get_length(array); i++) {
+		JsonObject *target = json_array_get_object_element(array, i);
+		g_string_append_printf(
+		    out,
+		    "%s%s%s",
+		    i > 0 ? "," : "",
+		    json_object_get_string_member(target, "label"),
+		    json_object_get_boolean_member(target, "has_api_key") ? "+key" : "");
+	}
+	return g_string_free(out, FALSE);
+}
+
+/* Bad targets and routing are refused, the field named, nothing stored. */
+static void
+test_targets_errors(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GString) seventeen = g_string_new("[");
+	const struct {
+		const gchar *upstreams;
+		const gchar *routing;
+		const gchar *field;
+	} cases[] = {
+	    {"[]", NULL, "upstreams"},
+	    {NULL, NULL, "upstreams"}, /* seventeen */
+	    {"{}", NULL, "upstreams"},
+	    {"[{\"label\":\"a\",\"base_url\":\"ftp://x/v1\",\"upstream_model\":\"m\"}]",
+	     NULL,
+	     "upstreams[0].base_url"},
+	    {"[{\"label\":\"a\",\"base_url\":\"http://x/v1\",\"upstream_model\":\"m\"},"
+	     "{\"label\":\"b\",\"base_url\":\"not a url\",\"upstream_model\":\"m\"}]",
+	     NULL,
+	     "upstreams[1].base_url"},
+	    {"[{\"label\":\"a\",\"base_url\":\"http://x/v1\",\"upstream_model\":\"m\","
+	     "\"weight\":0}]",
+	     NULL,
+	     "upstreams[0].weight"},
+	    {"[{\"label\":\"a\",\"base_url\":\"http://x/v1\",\"upstream_model\":\"m\","
+	     "\"weight\":1001}]",
+	     NULL,
+	     "upstreams[0].weight"},
+	    {"[{\"label\":\"a\",\"base_url\":\"http://x/v1\",\"upstream_model\":\"m\"},"
+	     "{\"label\":\"a\",\"base_url\":\"http://y/v1\",\"upstream_model\":\"m\"}]",
+	     NULL,
+	     "upstreams[1].label"},
+	    {"[{\"base_url\":\"http://x/v1\",\"upstream_model\":\"m\"}]",
+	     NULL,
+	     "upstreams[0].label"},
+	    {"[{\"label\":\"a\",\"base_url\":\"http://x/v1\"}]",
+	     NULL,
+	     "upstreams[0].upstream_model"},
+	    {"[{\"label\":\"a\",\"base_url\":\"http://x/v1\",\"upstream_model\":\"m\","
+	     "\"colour\":1}]",
+	     NULL,
+	     "upstreams[0].colour"},
+	    /* a key file outside the credentials directory, as for one target */
+	    {"[{\"label\":\"a\",\"base_url\":\"http://x/v1\",\"upstream_model\":\"m\"},"
+	     "{\"label\":\"b\",\"base_url\":\"http://y/v1\",\"upstream_model\":\"m\","
+	     "\"api_key_file\":\"/etc/passwd\"}]",
+	     NULL,
+	     "upstreams[1]"},
+	    {TWO_TARGETS, "{\"strategy\":\"random\"}", "routing.strategy"},
+	    {TWO_TARGETS, "{\"hedge_after_ms\":-1}", "routing.hedge_after_ms"},
+	    {TWO_TARGETS, "{\"max_attempts\":\"2\"}", "routing.max_attempts"},
+	    {TWO_TARGETS, "[]", "routing"},
+	};
+	g_autoptr(GVariant) before = list_agents(f);
+	g_autoptr(GVariant) after = NULL;
+	g_autofree gchar *id = NULL;
+
+	for (guint i = 0; i < 17; i++)
+		g_string_append_printf(seventeen,
+				       "%s{\"label\":\"t%u\",\"base_url\":\"http://x/v1\","
+				       "\"upstream_model\":\"m\"}",
+				       i > 0 ? "," : "",
+				       i);
+	g_string_append(seventeen, "]");
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		const gchar *upstreams = cases[i].upstreams ?: seventeen->str;
+		g_autoptr(GError) error = NULL;
+
+		g_test_message("CreateAgent with upstreams %s routing %s",
+			       upstreams,
+			       cases[i].routing);
+		error = create_agent_error(f, openai_props(upstreams, cases[i].routing));
+		assert_dbus_error(error, INVALID_ARGUMENT);
+		g_assert_nonnull(strstr(error->message, cases[i].field));
+	}
+	after = list_agents(f);
+	g_assert_cmpuint(g_variant_n_children(after), ==, g_variant_n_children(before));
+
+	/* an update refused leaves the agent as it was */
+	id = confab_test_create_agent_props(f->daemon, openai_props(TWO_TARGETS, NULL));
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		const gchar *upstreams = cases[i].upstreams ?: seventeen->str;
+		g_autoptr(GError) error = NULL;
+		g_autoptr(GVariantDict) props = g_variant_dict_new(NULL);
+
+		g_variant_dict_insert(props, "upstreams", "s", upstreams);
+		if (cases[i].routing != NULL)
+			g_variant_dict_insert(props, "routing", "s", cases[i].routing);
+		confab_dbus_admin_call_update_agent_sync(f->daemon->admin,
+							 id,
+							 g_variant_dict_end(props),
+							 NULL,
+							 &error);
+		assert_dbus_error(error, INVALID_ARGUMENT);
+	}
+	{
+		g_autofree gchar *labels = target_labels(f, id);
+		g_assert_cmpstr(labels, ==, "hosted+key,local+key");
+	}
+}
+
+/* Targets and routing in, shown back without keys; an agent from before
+ * targets has one, "primary"; a restart keeps them. */
+static void
+test_targets(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = confab_test_create_agent_props(
+	    f->daemon,
+	    openai_props(TWO_TARGETS, "{\"strategy\":\"weighted\",\"hedge_after_ms\":500}"));
+	g_autofree gchar *legacy = NULL;
+	g_autoptr(GVariant) agent = get_agent(f, id);
+	g_autoptr(JsonNode) upstreams = agent_json(f, id, "upstreams");
+	g_autoptr(JsonNode) routing = agent_json(f, id, "routing");
+	JsonObject *first = json_array_get_object_element(json_node_get_array(upstreams), 0);
+	g_autofree gchar *labels = NULL;
+	ConfabTestDaemon *old = NULL;
+	g_autofree gchar *config = NULL;
+
+	/* the single-upstream properties describe target 0 */
+	g_assert_cmpstr(confab_test_variant_string(agent, "base_url"),
+			==,
+			"https://api.example/v1");
+	g_assert_cmpstr(confab_test_variant_string(agent, "upstream_model"), ==, "big");
+	g_assert_cmpint(json_object_get_int_member(first, "weight"), ==, 3);
+	g_assert_cmpint(json_object_get_int_member(first, "first_byte_timeout"), ==, 7);
+	g_assert_cmpstr(json_object_get_string_member(json_node_get_object(routing), "strategy"),
+			==,
+			"weighted");
+	g_assert_cmpint(json_object_get_int_member(json_node_get_object(routing), "hedge_after_ms"),
+			==,
+			500);
+
+	/* routing members not given keep their values */
+	update_agent(f,
+		     id,
+		     props_new("routing", g_variant_new_string("{\"max_attempts\":2}"), NULL));
+	g_clear_pointer(&routing, json_node_unref);
+	routing = agent_json(f, id, "routing");
+	g_assert_cmpstr(json_object_get_string_member(json_node_get_object(routing), "strategy"),
+			==,
+			"weighted");
+	g_assert_cmpint(json_object_get_int_member(json_node_get_object(routing), "max_attempts"),
+			==,
+			2);
+
+	/* what GetAgent shows, sent back, keeps the keys (same label, same URL) */
+	update_agent(f,
+		     id,
+		     props_new("upstreams",
+			       g_variant_new_string(confab_test_variant_string(agent, "upstreams")),
+			       NULL));
+	labels = target_labels(f, id);
+	g_assert_cmpstr(labels, ==, "hosted+key,local+key");
+	g_clear_pointer(&labels, g_free);
+
+	/* the old single-upstream calls still work: target 0 changes */
+	update_agent(f, id, props_new("upstream_model", g_variant_new_string("bigger"), NULL));
+	g_clear_pointer(&agent, g_variant_unref);
+	agent = get_agent(f, id);
+	g_assert_nonnull(strstr(confab_test_variant_string(agent, "upstreams"), "\"bigger\""));
+
+	legacy =
+	    confab_test_create_agent_props(f->daemon,
+					   props_new("name",
+						     g_variant_new_string("Old"),
+						     "provider",
+						     g_variant_new_string("openai"),
+						     "base_url",
+						     g_variant_new_string("https://api.example/v1"),
+						     "upstream_model",
+						     g_variant_new_string("m"),
+						     "api_key",
+						     g_variant_new_string(UPSTREAM_KEY),
+						     NULL));
+	labels = target_labels(f, legacy);
+	g_assert_cmpstr(labels, ==, "primary+key");
+	g_clear_pointer(&labels, g_free);
+
+	/* a restart keeps them */
+	old = f->daemon;
+	g_assert_cmpint(confab_test_daemon_stop(old), ==, 0);
+	config = g_strdup_printf("[upstream]\ncredentials_dir=%s\n", f->keys_dir);
+	f->daemon = confab_test_daemon_start_full(old->state_dir, config, NULL);
+	old->own_state_dir = FALSE;
+	f->daemon->own_state_dir = TRUE;
+	confab_test_daemon_free(old);
+	labels = target_labels(f, id);
+	g_assert_cmpstr(labels, ==, "hosted+key,local+key");
+	g_clear_pointer(&labels, g_free);
+	labels = target_labels(f, legacy);
+	g_assert_cmpstr(labels, ==, "primary+key");
+	g_clear_pointer(&routing, json_node_unref);
+	routing = agent_json(f, id, "routing");
+	g_assert_cmpint(json_object_get_int_member(json_node_get_object(routing), "hedge_after_ms"),
+			==,
+			500);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1666,6 +1920,8 @@ main(int argc, char **argv)
 	ADD("create-agent-errors", test_create_agent_errors);
 	ADD("agent-lifecycle", test_agent_lifecycle);
 	ADD("move-drops-key", test_move_drops_key);
+	ADD("targets", test_targets);
+	ADD("targets-errors", test_targets_errors);
 	ADD("tokens", test_tokens);
 	ADD("create-token-errors", test_create_token_errors);
 	ADD("quota", test_quota);

@@ -304,6 +304,26 @@ test_keys_in_keyring(void)
 	sent = key_sent(daemon, up, agent);
 	g_assert_cmpstr(sent, ==, "Bearer " API_KEY);
 
+	/* a second target's key would have to sit in the database: refused */
+	{
+		g_autoptr(GVariantDict) props = g_variant_dict_new(NULL);
+		g_autofree gchar *upstreams = g_strdup_printf(
+		    "[{\"label\":\"primary\",\"base_url\":\"%s/v1\",\"upstream_model\":\"plain\"},"
+		    "{\"label\":\"second\",\"base_url\":\"http://127.0.0.1:9/v1\","
+		    "\"upstream_model\":\"m\",\"api_key\":\"sk-second-SECRET\"}]",
+		    up->url);
+		g_autoptr(GError) refused = NULL;
+
+		g_variant_dict_insert(props, "upstreams", "s", upstreams);
+		confab_dbus_admin_call_update_agent_sync(daemon->admin,
+							 agent,
+							 g_variant_dict_end(props),
+							 NULL,
+							 &refused);
+		g_assert_nonnull(refused);
+		g_assert_nonnull(strstr(refused->message, "upstreams[1].api_key"));
+	}
+
 	/* a new start reads them back from the keyring */
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 	confab_test_daemon_free(g_steal_pointer(&daemon));

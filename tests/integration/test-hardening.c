@@ -618,6 +618,11 @@ static void
 test_reader_stops_dropped(void)
 {
 	g_autoptr(ConfabTestDaemon) daemon = NULL;
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *token = NULL;
+	/* ASan keeps freed memory in quarantine: RSS says nothing there */
+	gboolean measure = g_getenv("ASAN_OPTIONS") == NULL;
+	guint64 rss_start;
 
 	/* five 3 MB echo turns at once (12 MB of rows each) take PostgreSQL
 	 * past the store's 3 s query deadline on two cores: 503 before the
@@ -627,12 +632,9 @@ test_reader_stops_dropped(void)
 		return;
 	}
 	daemon = confab_test_daemon_start(CONFIG_SLOW_READERS, NULL);
-	g_autofree gchar *agent = confab_test_create_agent(daemon, "echo", "echo");
-	g_autofree gchar *token =
-	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
-	/* ASan keeps freed memory in quarantine: RSS says nothing there */
-	gboolean measure = g_getenv("ASAN_OPTIONS") == NULL;
-	guint64 rss_start = daemon_rss_kib(daemon);
+	agent = confab_test_create_agent(daemon, "echo", "echo");
+	token = confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	rss_start = daemon_rss_kib(daemon);
 
 	/*
 	 * The first round grows the heap, SQLite's caches and the like to a

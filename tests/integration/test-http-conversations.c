@@ -800,6 +800,77 @@ test_busy(Fixture *f, gconstpointer data)
 	confab_test_upstream_stop(up);
 }
 
+/* ---------- administration sees them as any conversation ---------- */
+
+/* the a{sv} of session @id in ListSessions(owner alice), or NULL */
+static GVariant *
+listed_session(Fixture *f, const gchar *id)
+{
+	GVariantDict filter;
+	g_autoptr(GVariant) sessions = NULL;
+	g_autoptr(GError) error = NULL;
+	GVariantIter iter;
+	GVariant *session;
+
+	g_variant_dict_init(&filter, NULL);
+	g_variant_dict_insert(&filter, "owner", "s", "alice");
+	confab_dbus_admin_call_list_sessions_sync(f->daemon->admin,
+						  g_variant_dict_end(&filter),
+						  &sessions,
+						  NULL,
+						  &error);
+	g_assert_no_error(error);
+	g_variant_iter_init(&iter, sessions);
+	while ((session = g_variant_iter_next_value(&iter)) != NULL) {
+		if (g_strcmp0(confab_test_variant_string(session, "id"), id) == 0)
+			return session;
+		g_variant_unref(session);
+	}
+	return NULL;
+}
+
+static void
+test_administration(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *id = create(
+	    f,
+	    "{\"items\":[{\"type\":\"message\",\"role\":\"user\",\"content\":\"remember 7\"}]}");
+	g_autofree gchar *body =
+	    g_strdup_printf("{\"model\":\"%s\",\"conversation\":\"%s\",\"input\":\"and?\"}",
+			    f->echo,
+			    id);
+	g_autoptr(GVariant) before = listed_session(f, id);
+	g_autoptr(GVariant) after = NULL;
+	g_autoptr(GVariant) messages = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) gone = NULL;
+	g_autoptr(GError) error = NULL;
+	GVariantDict options;
+
+	/* listed before its first turn, with no agent yet */
+	g_assert_nonnull(before);
+	g_assert_cmpstr(confab_test_variant_string(before, "agent_id"), ==, "");
+	g_variant_dict_init(&options, NULL);
+	confab_dbus_admin_call_get_messages_sync(f->daemon->admin,
+						 id,
+						 g_variant_dict_end(&options),
+						 &messages,
+						 NULL,
+						 &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(g_variant_n_children(messages), ==, 1);
+	/* its first response gives it its agent */
+	r = call(f, "POST", f->alice, body, "/api/v1/responses");
+	g_assert_cmpuint(r->status, ==, 200);
+	after = listed_session(f, id);
+	g_assert_cmpstr(confab_test_variant_string(after, "agent_id"), ==, f->echo);
+	/* deleted by an administrator: gone for its owner too */
+	confab_dbus_admin_call_delete_session_sync(f->daemon->admin, id, NULL, &error);
+	g_assert_no_error(error);
+	gone = call(f, "GET", f->alice, NULL, "/api/v1/conversations/%s", id);
+	confab_test_assert_error(gone, 404, "conversation_not_found");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -815,6 +886,7 @@ main(int argc, char **argv)
 	ADD("/confab/conversations/both-doors", test_both_doors);
 	ADD("/confab/conversations/mcp-items", test_mcp_items);
 	ADD("/confab/conversations/busy", test_busy);
+	ADD("/confab/conversations/administration", test_administration);
 #undef ADD
 	ret = g_test_run();
 	confab_test_finish();

@@ -161,6 +161,34 @@ test_access(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(text, "# TYPE confab_turns_total counter\n"));
 }
 
+/* /healthz and /readyz take no token, and say nothing but the status */
+static void
+test_health(Fixture *f, gconstpointer data)
+{
+	const gchar *paths[] = {"/healthz", "/readyz"};
+
+	for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
+		g_autoptr(ConfabTestResponse) none =
+		    confab_test_http(f->daemon, "GET", paths[i], NULL, NULL);
+		g_autoptr(ConfabTestResponse) bad =
+		    confab_test_http(f->daemon,
+				     "GET",
+				     paths[i],
+				     "nca_000000000000000000000000000000",
+				     NULL);
+		g_autoptr(ConfabTestResponse) post =
+		    confab_test_http(f->daemon, "POST", paths[i], NULL, "{}");
+		gsize len;
+		const gchar *body;
+
+		g_assert_cmpuint(none->status, ==, 200);
+		body = g_bytes_get_data(none->body, &len);
+		g_assert_cmpmem(body, len, "ok\n", 3);
+		g_assert_cmpuint(bad->status, ==, 200);
+		confab_test_assert_error(post, 405, "method_not_allowed");
+	}
+}
+
 static void
 test_format(Fixture *f, gconstpointer data)
 {
@@ -402,6 +430,7 @@ main(int argc, char **argv)
 		   fixture_teardown)
 	ADD("access", NULL, test_access);
 	ADD("format", NULL, test_format);
+	ADD("health", NULL, test_health);
 	ADD("counts", NULL, test_counts);
 	ADD("no-user-text", NULL, test_no_user_text);
 	ADD("quota-gauge", NULL, test_quota_gauge);

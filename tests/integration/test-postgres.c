@@ -793,6 +793,80 @@ test_response_killed_delete(Fixture *f, gconstpointer data)
 	confab_test_upstream_stop(up);
 }
 
+/* ---------- background responses across instances (issue 31) ---------- */
+
+/*
+ * A background stream runs on instance 0, its client gone; instance 1
+ * follows it live from its kept events; instance 2 cancels another one
+ * that instance 0 runs, and it stops there.
+ */
+static void
+test_background_across(Fixture *f, gconstpointer data)
+{
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *agent = held_agent(f, up);
+	g_autoptr(GString) received = g_string_new(NULL);
+	g_autoptr(GString) followed = g_string_new(NULL);
+	g_autoptr(GSocketConnection) conn = NULL;
+	g_autoptr(GSocketConnection) follower = NULL;
+	g_autofree gchar *body = g_strdup_printf(
+	    "{\"model\":\"%s\",\"input\":\"go\",\"stream\":true,\"background\":true}",
+	    agent);
+	g_autofree gchar *post = g_strdup_printf(
+	    "POST /api/v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	    f->token,
+	    strlen(body),
+	    body);
+	g_autofree gchar *get = NULL;
+	g_autofree gchar *id = NULL;
+	g_autofree gchar *json_body =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":\"stop me\",\"background\":true}", agent);
+	g_autofree gchar *cancel = NULL;
+	g_autofree gchar *path = NULL;
+	const gchar *at;
+
+	conn = confab_test_raw_open(f->d[0], post, received, "event: response.in_progress\n");
+	at = strstr(received->str, "\"id\":\"resp_");
+	g_assert_nonnull(at);
+	id = g_strndup(at + strlen("\"id\":\""), strlen("resp_") + 26);
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+	g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+	get = g_strdup_printf("GET /api/v1/responses/%s?stream=true HTTP/1.1\r\nHost: x\r\n"
+			      "Authorization: Bearer %s\r\n\r\n",
+			      id,
+			      f->token);
+	follower = confab_test_raw_open(f->d[1], get, followed, "event: response.in_progress\n");
+	g_assert_null(strstr(followed->str, "response.completed"));
+	confab_test_upstream_set_hold(up, FALSE);
+	read_stream_until(follower, followed, "event: response.completed\n");
+	g_assert_nonnull(strstr(followed->str, "event: response.output_text.done\n"));
+
+	/* cancelled from instance 2 while instance 0 runs it */
+	confab_test_upstream_set_hold(up, TRUE);
+	{
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->d[0], "POST", "/api/v1/responses", f->token, json_body);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(r->json, "status"), ==, "queued");
+		cancel = g_strdup_printf("/api/v1/responses/%s/cancel",
+					 confab_test_json_string(r->json, "id"));
+		path =
+		    g_strdup_printf("/api/v1/responses/%s", confab_test_json_string(r->json, "id"));
+	}
+	g_assert_true(confab_test_upstream_wait_waiting(up, 1, 30000));
+	{
+		g_autoptr(ConfabTestResponse) c =
+		    confab_test_http(f->d[2], "POST", cancel, f->token, NULL);
+		g_autoptr(ConfabTestResponse) g =
+		    confab_test_http(f->d[1], "GET", path, f->token, NULL);
+		g_assert_cmpuint(c->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(c->json, "status"), ==, "cancelled");
+		g_assert_cmpstr(confab_test_json_string(g->json, "status"), ==, "cancelled");
+	}
+	confab_test_upstream_stop(up);
+}
+
 /* ---------- the database goes away, and comes back ---------- */
 
 typedef struct {
@@ -926,6 +1000,7 @@ main(int argc, char **argv)
 	ADD("/confab/postgres/response-running-across", test_response_running_across);
 	ADD("/confab/postgres/kill-instance", test_kill_instance);
 	ADD("/confab/postgres/response-killed-delete", test_response_killed_delete);
+	ADD("/confab/postgres/background-across", test_background_across);
 	ADD("/confab/postgres/database-down", test_database_down);
 #undef ADD
 	status = g_test_run();

@@ -174,34 +174,12 @@ test_json(Fixture *f, gconstpointer data)
 
 /* ---------- a stream whose client leaves, replayed ---------- */
 
-static void
-read_until(GSocketConnection *conn, GString *received, const gchar *needle)
-{
-	while (strstr(received->str, needle) == NULL) {
-		g_autoptr(GError) error = NULL;
-		gchar buf[4096];
-		gssize n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)),
-					       buf,
-					       sizeof(buf),
-					       NULL,
-					       &error);
-		if (error != NULL)
-			g_test_message("waiting for %s, got: %s", needle, received->str);
-		g_assert_no_error(error);
-		g_assert_cmpint(n, >, 0);
-		g_string_append_len(received, buf, n);
-	}
-}
-
 /* POST a background stream by hand; returns the connection, read up to
  * response.in_progress, and the response's id. */
 static GSocketConnection *
 open_stream(Fixture *f, GString *received, gchar **id)
 {
-	g_autoptr(GUri) uri = g_uri_parse(f->daemon->url, G_URI_FLAGS_NONE, NULL);
-	g_autoptr(GSocketClient) client = g_socket_client_new();
 	g_autoptr(GSocketConnection) conn = NULL;
-	g_autoptr(GError) error = NULL;
 	g_autofree gchar *body = g_strdup_printf(
 	    "{\"model\":\"%s\",\"input\":\"Say it\",\"stream\":true,\"background\":true}",
 	    f->agent);
@@ -214,21 +192,7 @@ open_stream(Fixture *f, GString *received, gchar **id)
 			    body);
 	const gchar *at;
 
-	conn = g_socket_client_connect_to_host(client,
-					       g_uri_get_host(uri),
-					       (guint16)g_uri_get_port(uri),
-					       NULL,
-					       &error);
-	g_assert_no_error(error);
-	g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
-	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
-				  request,
-				  strlen(request),
-				  NULL,
-				  NULL,
-				  &error);
-	g_assert_no_error(error);
-	read_until(conn, received, "event: response.in_progress\n");
+	conn = confab_test_raw_open(f->daemon, request, received, "event: response.in_progress\n");
 	at = strstr(received->str, "\"id\":\"resp_");
 	g_assert_nonnull(at);
 	*id = g_strndup(at + strlen("\"id\":\""), strlen("resp_") + 26);
@@ -292,32 +256,12 @@ test_stream_replay(Fixture *f, gconstpointer data)
 static GSocketConnection *
 open_replay(Fixture *f, const gchar *id, GString *received, const gchar *needle)
 {
-	g_autoptr(GUri) uri = g_uri_parse(f->daemon->url, G_URI_FLAGS_NONE, NULL);
-	g_autoptr(GSocketClient) client = g_socket_client_new();
-	g_autoptr(GSocketConnection) conn = NULL;
-	g_autoptr(GError) error = NULL;
 	g_autofree gchar *request =
 	    g_strdup_printf("GET /api/v1/responses/%s?stream=true HTTP/1.1\r\nHost: x\r\n"
 			    "Authorization: Bearer %s\r\n\r\n",
 			    id,
 			    f->token);
-
-	conn = g_socket_client_connect_to_host(client,
-					       g_uri_get_host(uri),
-					       (guint16)g_uri_get_port(uri),
-					       NULL,
-					       &error);
-	g_assert_no_error(error);
-	g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
-	g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
-				  request,
-				  strlen(request),
-				  NULL,
-				  NULL,
-				  &error);
-	g_assert_no_error(error);
-	read_until(conn, received, needle);
-	return g_steal_pointer(&conn);
+	return confab_test_raw_open(f->daemon, request, received, needle);
 }
 
 /* A second client follows the background stream live from GET: it has
@@ -338,8 +282,8 @@ test_stream_follow(Fixture *f, gconstpointer data)
 	follower = open_replay(f, id, followed, "event: response.in_progress\n");
 	g_assert_null(strstr(followed->str, "response.completed"));
 	confab_test_upstream_set_hold(f->up, FALSE);
-	read_until(follower, followed, "event: response.completed\n");
-	read_until(conn, received, "event: response.completed\n");
+	confab_test_raw_read_until(follower, followed, "event: response.completed\n");
+	confab_test_raw_read_until(conn, received, "event: response.completed\n");
 	/* the follower's events end as the first client's do */
 	g_assert_nonnull(strstr(followed->str, "event: response.created\n"));
 	g_assert_nonnull(strstr(followed->str, "event: response.output_text.done\n"));
@@ -480,6 +424,81 @@ test_killed(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_test_json_string(got->json, "error.code"), ==, "server_error");
 }
 
+/* ---------- administration over D-Bus ---------- */
+
+static GVariant *
+list_background(Fixture *f, const gchar *owner)
+{
+	GVariantDict filter;
+	g_autoptr(GError) error = NULL;
+	GVariant *list = NULL;
+
+	g_variant_dict_init(&filter, NULL);
+	if (owner != NULL)
+		g_variant_dict_insert(&filter, "owner", "s", owner);
+	confab_dbus_admin_call_list_background_responses_sync(f->daemon->admin,
+							      g_variant_dict_end(&filter),
+							      &list,
+							      NULL,
+							      &error);
+	g_assert_no_error(error);
+	return list;
+}
+
+static void
+test_dbus(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTestResponse) r = post(f, ",\"stream\":false");
+	g_autoptr(ConfabTestResponse) cancelled = NULL;
+	g_autoptr(ConfabTestResponse) plain = NULL;
+	g_autoptr(GVariant) all = NULL;
+	g_autoptr(GVariant) bobs = NULL;
+	g_autoptr(GVariant) first = NULL;
+	g_autoptr(GVariant) after = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"hi\"}", f->agent);
+	const gchar *id;
+
+	g_assert_cmpuint(r->status, ==, 200);
+	id = confab_test_json_string(r->json, "id");
+	g_assert_true(confab_test_upstream_wait_waiting(f->up, 1, 30000));
+	all = list_background(f, NULL);
+	g_assert_cmpuint(g_variant_n_children(all), ==, 1);
+	first = g_variant_get_child_value(all, 0);
+	g_assert_cmpstr(confab_test_variant_string(first, "id"), ==, id);
+	g_assert_cmpstr(confab_test_variant_string(first, "owner"), ==, "alice");
+	g_assert_cmpstr(confab_test_variant_string(first, "status"), ==, "in_progress");
+	bobs = list_background(f, "bob");
+	g_assert_cmpuint(g_variant_n_children(bobs), ==, 0);
+
+	/* an administrator stops it */
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin, id, NULL, &error);
+	g_assert_no_error(error);
+	cancelled = wait_status(f, id, "cancelled");
+	after = list_background(f, NULL);
+	g_assert_cmpuint(g_variant_n_children(after), ==, 0);
+	/* again: nothing changes */
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin, id, NULL, &error);
+	g_assert_no_error(error);
+
+	confab_test_upstream_set_hold(f->up, FALSE);
+	plain = confab_test_http(f->daemon, "POST", "/api/v1/responses", f->token, body);
+	g_assert_cmpuint(plain->status, ==, 200);
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin,
+						    confab_test_json_string(plain->json, "id"),
+						    NULL,
+						    &error);
+	g_assert_nonnull(error);
+	g_assert_nonnull(strstr(g_dbus_error_get_remote_error(error), "InvalidArgument"));
+	g_clear_error(&error);
+	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin,
+						    "resp_00000000000000000000000000",
+						    NULL,
+						    &error);
+	g_assert_nonnull(error);
+	g_assert_nonnull(strstr(g_dbus_error_get_remote_error(error), "ResponseNotFound"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -520,6 +539,12 @@ main(int argc, char **argv)
 		   "[responses]\nmax_background = 1\n",
 		   fixture_setup,
 		   test_max_background,
+		   fixture_teardown);
+	g_test_add("/confab/responses-background/dbus",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_dbus,
 		   fixture_teardown);
 	g_test_add("/confab/responses-background/killed",
 		   Fixture,

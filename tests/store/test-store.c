@@ -760,6 +760,9 @@ test_responses(Fixture *f, gconstpointer data)
 	g_autoptr(GError) error = NULL;
 
 	confab_message_set_response_id(reply, "resp_one");
+	/* the target that answered, kept with the answer */
+	confab_message_set_upstream(reply,
+				    "{\"label\":\"b\",\"upstream_model\":\"m\",\"attempts\":2}");
 	g_assert_true(finish_turn(f, reply, &error));
 	second->session = confab_session_new();
 	confab_session_set_id(second->session, sid);
@@ -777,7 +780,11 @@ test_responses(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_message_get_response_id(g_ptr_array_index(first_response, 0)),
 			==,
 			"resp_one");
+	g_assert_cmpstr(confab_message_get_upstream(g_ptr_array_index(first_response, 0)),
+			==,
+			"{\"label\":\"b\",\"upstream_model\":\"m\",\"attempts\":2}");
 	other = get_response(f, "resp_two");
+	g_assert_null(confab_message_get_upstream(g_ptr_array_index(other, 0)));
 	g_assert_cmpuint(other->len, ==, 2);
 	g_assert_cmpstr(confab_message_get_role(g_ptr_array_index(other, 0)), ==, "user");
 	g_assert_cmpstr(confab_message_get_role(g_ptr_array_index(other, 1)), ==, "assistant");
@@ -1635,9 +1642,22 @@ test_closed_store(Fixture *f, gconstpointer data)
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(ConfabStorePage) page = NULL;
 
+	g_autoptr(GAsyncResult) ping = NULL;
+	g_autoptr(GAsyncResult) ping_closed = NULL;
+
+	/* what /readyz asks: yes while open, no once closed */
+	confab_store_ping_async(f->store, NULL, on_result, &slot);
+	ping = wait_for(&slot);
+	g_assert_true(confab_store_ping_finish(f->store, ping, &error));
+	g_assert_no_error(error);
 	confab_store_close(f->store);
 	/* closing twice is harmless */
 	confab_store_close(f->store);
+	confab_store_ping_async(f->store, NULL, on_result, &slot);
+	ping_closed = wait_for(&slot);
+	g_assert_false(confab_store_ping_finish(f->store, ping_closed, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_SHUTTING_DOWN);
+	g_clear_error(&error);
 	g_assert_false(save_agent(f, agent, &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_SHUTTING_DOWN);
 	g_clear_error(&error);
@@ -1973,6 +1993,19 @@ test_migrate_v1(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(confab_agent_get_max_steps(g_ptr_array_index(agents, 0)),
 			 ==,
 			 CONFAB_AGENT_DEFAULT_MAX_STEPS);
+	/* its one upstream is target 0, "primary", its key kept */
+	{
+		ConfabAgent *keyed = g_ptr_array_index(agents, 1);
+		g_autoptr(GPtrArray) targets = confab_agent_dup_targets(keyed);
+		ConfabAgentTarget *primary = g_ptr_array_index(targets, 0);
+		g_assert_cmpuint(targets->len, ==, 1);
+		g_assert_cmpstr(primary->label, ==, "primary");
+		g_assert_cmpstr(primary->api_key, ==, "sk-fixture");
+		g_assert_cmpuint(primary->weight, ==, 1);
+		g_assert_cmpint(confab_agent_get_routing_strategy(keyed),
+				==,
+				CONFAB_ROUTING_FALLBACK);
+	}
 	history = get_history(f, "cts_01jfixture0000000000000000");
 	g_assert_cmpuint(history->len, ==, 2);
 	{
@@ -2501,6 +2534,10 @@ test_pg_migrate_v1(void)
 	kept = confab_test_pg_query(url, "SELECT id FROM messages");
 	g_assert_cmpstr(kept, ==, "msg_01jmigrate000000000000001");
 	column = confab_test_pg_query(url, "SELECT count(response_id) FROM messages");
+	g_assert_cmpstr(column, ==, "0");
+	g_free(column);
+	/* v8: agents from before targets have none beyond their one */
+	column = confab_test_pg_query(url, "SELECT count(upstreams) + count(routing) FROM agents");
 	g_assert_cmpstr(column, ==, "0");
 	confab_store_close(again);
 }
@@ -3160,23 +3197,27 @@ get_record(Fixture *f, const gchar *id, GError **error)
 }
 
 static void
-set_status(Fixture *f, const gchar *id, const gchar *status, gint64 completed_at)
+end_response(Fixture *f,
+	     const gchar *id,
+	     const gchar *status,
+	     gint64 completed_at,
+	     const ConfabResponseEvents *events)
 {
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(GError) error = NULL;
 	GAsyncResult *slot = NULL;
 
-	confab_store_set_response_status_async(f->store,
-					       id,
-					       status,
-					       NULL,
-					       completed_at,
-					       "cts_y",
-					       NULL,
-					       on_result,
-					       &slot);
+	confab_store_end_response_async(f->store,
+					id,
+					status,
+					NULL,
+					completed_at,
+					events,
+					NULL,
+					on_result,
+					&slot);
 	res = wait_for(&slot);
-	g_assert_true(confab_store_set_response_status_finish(f->store, res, &error));
+	g_assert_true(confab_store_end_response_finish(f->store, res, &error));
 	g_assert_no_error(error);
 }
 
@@ -3242,14 +3283,19 @@ test_response_records(Fixture *f, gconstpointer data)
 	g_assert_true(confab_response_record_is_running(read));
 	g_clear_pointer(&read, confab_response_record_free);
 
-	/* one ends: another may start */
-	set_status(f, "resp_a", "in_progress", 0);
-	set_status(f, "resp_a", "completed", 1700000300);
-	set_status(f, "resp_a", "failed", 1700000400); /* ended: stays */
+	/* one ends, with its last events: another may start */
+	{
+		ConfabResponseEvents last = {0, 1, (gchar *)"e0e1"};
+		end_response(f, "resp_a", "completed", 1700000300, &last);
+	}
+	end_response(f, "resp_a", "failed", 1700000400, NULL); /* ended: stays */
 	read = get_record(f, "resp_a", &error);
 	g_assert_cmpstr(read->status, ==, "completed");
 	g_assert_cmpint(read->completed_at, ==, 1700000300);
-	g_assert_cmpstr(read->session_id, ==, "cts_y");
+	events = list_events(f, "resp_a", -1);
+	g_assert_cmpuint(events->len, ==, 1);
+	g_assert_cmpstr(((ConfabResponseEvents *)events->pdata[0])->data, ==, "e0e1");
+	g_clear_pointer(&events, g_ptr_array_unref);
 	g_clear_pointer(&read, confab_response_record_free);
 	g_assert_true(save_record(f, "resp_c", TRUE, 2, &error));
 	g_assert_no_error(error);
@@ -3262,7 +3308,7 @@ test_response_records(Fixture *f, gconstpointer data)
 	read = get_record(f, "resp_b", &error);
 	g_assert_true(read->cancel_requested);
 	g_clear_pointer(&read, confab_response_record_free);
-	set_status(f, "resp_b", "incomplete", 1700000500);
+	end_response(f, "resp_b", "incomplete", 1700000500, NULL);
 	read = get_record(f, "resp_b", &error);
 	g_assert_cmpstr(read->status, ==, "cancelled");
 	g_clear_pointer(&read, confab_response_record_free);

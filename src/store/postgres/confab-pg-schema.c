@@ -203,7 +203,9 @@
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
 	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id "
 
-#define COMMIT_TURN_V2                                                                             \
+/* v2's commit, and v8's (messages.upstream): the same function, over the
+ * messages' columns of its version */
+#define COMMIT_TURN_WITH(INSERT, RECORD)                                                           \
 	"CREATE OR REPLACE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS " \
 	"$$ "                                                                                      \
 	"DECLARE "                                                                                 \
@@ -223,11 +225,9 @@
 	"    IF n = 0 THEN "                                                                       \
 	"      RAISE EXCEPTION 'no session %', sid USING ERRCODE = 'CF404'; "                      \
 	"    END IF; "                                                                             \
-	"  END IF; " MESSAGE_INSERT_V2                                                             \
-	"FROM jsonb_to_recordset(t -> 'messages') AS m " MESSAGE_RECORD_V2 "; "                    \
-	"  IF t -> 'assistant' IS NOT NULL THEN " MESSAGE_INSERT_V2                                \
-	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " MESSAGE_RECORD_V2     \
-	"; "                                                                                       \
+	"  END IF; " INSERT "FROM jsonb_to_recordset(t -> 'messages') AS m " RECORD "; "           \
+	"  IF t -> 'assistant' IS NOT NULL THEN " INSERT                                           \
+	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " RECORD "; "           \
 	"    DELETE FROM session_leases WHERE session_id = sid AND lease_id = t ->> 'lease'; "     \
 	"    UPDATE session_leases SET answer_id = NULL "                                          \
 	"      WHERE session_id = sid AND answer_id = t #>> '{assistant,id}'; "                    \
@@ -248,6 +248,8 @@
 	"      SET requests = u.requests + 1, pending = GREATEST(u.pending - n, 0); "              \
 	"  END IF; "                                                                               \
 	"END $$;"
+
+#define COMMIT_TURN_V2 COMMIT_TURN_WITH(MESSAGE_INSERT_V2, MESSAGE_RECORD_V2)
 
 #define MIGRATE_V2                                                                                 \
 	"ALTER TABLE messages ADD COLUMN response_id text COLLATE \"C\";"                          \
@@ -430,14 +432,39 @@
 #define MIGRATE_V7_CONVERSATION_METADATA "ALTER TABLE sessions ADD COLUMN metadata text;"
 
 /*
- * v8 (limits, issue 30): each owner's row of rates: GCRA's theoretical
+ * v8 (upstream routing, issue 29): an agent's targets beyond the first
+ * (the single-upstream columns stay target 0, "primary" while upstreams is
+ * NULL) and its routing settings, both JSON; the target that answered an
+ * assistant message (messages.upstream, JSON), which the commit stores.
+ */
+#define MESSAGE_RECORD_V8                                                                          \
+	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
+	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
+	"created_at bigint, response_id text, upstream text)"
+
+#define MESSAGE_INSERT_V8                                                                          \
+	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
+	"finish_reason, prompt_tokens, completion_tokens, created_at, response_id, upstream) "     \
+	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
+	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id, "     \
+	"m.upstream "
+
+#define MIGRATE_V8_TARGETS                                                                         \
+	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS upstreams text;"                              \
+	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS routing text;"                                \
+	"ALTER TABLE messages ADD COLUMN IF NOT EXISTS upstream text;" COMMIT_TURN_WITH(           \
+	    MESSAGE_INSERT_V8,                                                                     \
+	    MESSAGE_RECORD_V8)
+
+/*
+ * v9 (limits, issue 30): each owner's row of rates: GCRA's theoretical
  * arrival time for the requests per minute, in microseconds of the
  * database's clock (one clock for every instance), and its turns in
  * flight; a parallel_holds row per turn in flight, naming its instance, so
  * that confab_reap() gives back a dead instance's (it locks rates before
  * usage, as admissions do).
  */
-#define MIGRATE_V8_RATES                                                                           \
+#define MIGRATE_V9_RATES                                                                           \
 	"CREATE TABLE rates ("                                                                     \
 	"  owner text COLLATE \"C\" PRIMARY KEY,"                                                  \
 	"  tat bigint NOT NULL DEFAULT 0,"                                                         \
@@ -448,11 +475,11 @@
 	"  instance_id text COLLATE \"C\" NOT NULL,"                                               \
 	"  owner text COLLATE \"C\" NOT NULL"                                                      \
 	");"                                                                                       \
-	"CREATE INDEX parallel_holds_by_instance ON parallel_holds (instance_id);" REAP_V8
+	"CREATE INDEX parallel_holds_by_instance ON parallel_holds (instance_id);" REAP_V9
 
 /* confab_reap() of v5, and the turns in flight of the instances it ends
  * given back (before usage: the order admissions lock in). */
-#define REAP_V8                                                                                    \
+#define REAP_V9                                                                                    \
 	"CREATE OR REPLACE FUNCTION confab_reap(only_instance text) RETURNS integer "              \
 	"LANGUAGE plpgsql AS $$ "                                                                  \
 	"DECLARE "                                                                                 \
@@ -506,7 +533,8 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V5_APPROVAL_INSTANCE,
     MIGRATE_V6_RESPONSES,
     MIGRATE_V7_CONVERSATION_METADATA,
-    MIGRATE_V8_RATES,
+    MIGRATE_V8_TARGETS,
+    MIGRATE_V9_RATES,
 };
 
 typedef enum {

@@ -23,7 +23,13 @@ G_BEGIN_DECLS
  *  6: responses and response_events (background responses)
  *  7: sessions.metadata (the Conversations API)
  */
-#define CONFAB_PG_SCHEMA_VERSION 8
+/*  8: agents.upstreams, agents.routing and messages.upstream (upstream
+ *     routing); confab_commit_turn() stores messages.upstream
+ */
+/*  9: rates and parallel_holds (limits: requests per minute, turns in flight);
+ *     confab_reap() gives back a dead instance's turns in flight
+ */
+#define CONFAB_PG_SCHEMA_VERSION 9
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

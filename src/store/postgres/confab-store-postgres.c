@@ -1238,6 +1238,7 @@ append_message(GString *json, ConfabMessage *msg)
 				  confab_message_get_completion_tokens(msg));
 	append_int_member(json, "created_at", confab_message_get_created_at(msg));
 	append_string_member(json, "response_id", confab_message_get_response_id(msg));
+	append_string_member(json, "upstream", confab_message_get_upstream(msg));
 	g_string_append_c(json, '}');
 }
 

@@ -638,6 +638,22 @@ migrate_v10_conversation_metadata(Conn *conn, GError **error)
 	return conn_exec(conn, "ALTER TABLE sessions ADD COLUMN metadata TEXT;", error);
 }
 
+/*
+ * v11 (upstream routing, issue 29): an agent's targets beyond the first
+ * (the single-upstream columns stay target 0, "primary" while upstreams is
+ * NULL) and its routing settings, both JSON; the target that answered an
+ * assistant message (messages.upstream, JSON).
+ */
+static gboolean
+migrate_v11_targets(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
+			 "ALTER TABLE agents ADD COLUMN routing TEXT;"
+			 "ALTER TABLE messages ADD COLUMN upstream TEXT;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -714,7 +730,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 9:
 		if (!migrate_v10_conversation_metadata(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 10: migrate_v11() here */
+		/* fall through */
+	case 10:
+		if (!migrate_v11_targets(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 11: migrate_v12() here */
 	default:
 		break;
 	}
@@ -1961,7 +1981,7 @@ insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 	g_autoptr(ConfabCachedStmt) stmt =
 	    conn_prepare_static(conn,
 				"INSERT INTO messages (" CONFAB_STORE_MESSAGE_COLUMNS ") "
-				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 				error);
 	if (stmt == NULL)
 		return FALSE;
@@ -1979,6 +1999,7 @@ insert_message(Conn *conn, ConfabMessage *msg, GError **error)
 		sqlite3_bind_int64(stmt, 10, confab_message_get_completion_tokens(msg));
 	sqlite3_bind_int64(stmt, 11, confab_message_get_created_at(msg));
 	bind_text(stmt, 12, confab_message_get_response_id(msg));
+	bind_text(stmt, 13, confab_message_get_upstream(msg));
 	if (!stmt_step_done(conn, stmt, error)) {
 		if (error != NULL && *error != NULL && (*error)->code == CONFAB_ERROR_NOT_FOUND)
 			(*error)->code = CONFAB_ERROR_CONVERSATION_NOT_FOUND;

@@ -15,7 +15,10 @@ G_BEGIN_DECLS
  *  3: search_docs and the FTS5 table search, kept by triggers (the desktop's
  *     search)
  */
-#define CONFAB_DB_VERSION 10
+/* 11: agents.upstreams, agents.routing and messages.upstream (upstream
+ *     routing, issue 29)
+ */
+#define CONFAB_DB_VERSION 11
 
 #define CONFAB_TYPE_STORE_SQLITE (confab_store_sqlite_get_type())
 G_DECLARE_FINAL_TYPE(ConfabStoreSqlite, confab_store_sqlite, CONFAB, STORE_SQLITE, GObject)
