@@ -121,6 +121,8 @@ static const KeySpec keys[] = {
     {"limits", "max_inflight_body_bytes", KEY_SIZE, OFF(max_inflight_body_bytes), 1024, G_MAXINT64},
     {"limits", "max_answer_bytes", KEY_SIZE, OFF(max_answer_bytes), 1024, G_MAXINT32},
     {"quota", "default_monthly_requests", KEY_UINT64, OFF(default_monthly_requests), 0, G_MAXINT64},
+    {"quota", "default_rpm", KEY_UINT64, OFF(default_rpm), 0, G_MAXINT32},
+    {"quota", "default_max_parallel", KEY_UINT64, OFF(default_max_parallel), 0, G_MAXINT32},
     {"upstream", "connect_timeout", KEY_UINT, OFF(upstream_connect_timeout), 1, 3600},
     {"upstream", "first_byte_timeout", KEY_UINT, OFF(upstream_first_byte_timeout), 1, 86400},
     {"upstream", "idle_timeout", KEY_UINT, OFF(upstream_idle_timeout), 1, 86400},

@@ -39,6 +39,8 @@ typedef struct {
 	gsize max_answer_bytes;	       /* the largest assembled answer */
 	/* [quota] */
 	guint64 default_monthly_requests; /* 0: unlimited */
+	guint64 default_rpm;		  /* requests per minute per owner; 0: unlimited */
+	guint64 default_max_parallel;	  /* turns in flight per owner; 0: unlimited */
 	/* [upstream] */
 	guint upstream_connect_timeout;
 	guint upstream_first_byte_timeout;

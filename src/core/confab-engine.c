@@ -1754,6 +1754,30 @@ quota_verdict(ConfabStoreUsage *usage, ConfabQuotaInfo *info, GError **error)
 	info->limit = usage->limit;
 	info->remaining = usage->limit > usage->requests ? usage->limit - usage->requests : 0;
 	info->reset_seconds = seconds_to_month_end();
+	info->rpm = usage->rpm;
+	info->rate_remaining = usage->rate_remaining;
+	info->rate_reset_ms = usage->rate_reset_ms;
+	info->retry_after_ms = usage->rate_limited ? usage->retry_after_ms : 0;
+	info->parallel_taken = usage->admitted && usage->parallel_taken;
+	if (usage->parallel_limited) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_RATE_LIMITED,
+					NULL,
+					"Rate limit reached: %" G_GUINT64_FORMAT
+					" turns in flight at most; retry when one has ended",
+					usage->max_parallel);
+		return FALSE;
+	}
+	if (usage->rate_limited) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_RATE_LIMITED,
+					NULL,
+					"Rate limit reached: %" G_GUINT64_FORMAT
+					" requests per minute; retry in %" G_GINT64_FORMAT " ms",
+					usage->rpm,
+					usage->retry_after_ms);
+		return FALSE;
+	}
 	if (!usage->admitted) {
 		confab_error_set_printf(error,
 					CONFAB_ERROR_QUOTA_EXCEEDED,
@@ -1779,6 +1803,9 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_error(task, error);
 		return;
 	}
+	/* a slot taken for a turn the month then refused */
+	if (!usage->admitted && usage->parallel_taken)
+		confab_store_release_parallel(CONFAB_STORE(source), usage->owner);
 	if (!quota_verdict(usage, info, &error)) {
 		g_task_return_error(task, error);
 		return;
@@ -1812,8 +1839,24 @@ confab_engine_admit_quota_now(ConfabEngine *self,
 	usage = confab_store_admit_quota_now(self->store,
 					     owner,
 					     month,
-					     self->config->default_monthly_requests);
+					     self->config->default_monthly_requests,
+					     self->config->default_rpm,
+					     self->config->default_max_parallel);
 	return quota_verdict(usage, info, error);
+}
+
+/**
+ * confab_engine_release_parallel:
+ * @self: a #ConfabEngine
+ * @owner: the owner
+ *
+ * Gives back the slot of a turn that ends (ConfabQuotaInfo.parallel_taken).
+ */
+void
+confab_engine_release_parallel(ConfabEngine *self, const gchar *owner)
+{
+	g_return_if_fail(CONFAB_IS_ENGINE(self));
+	confab_store_release_parallel(self->store, owner);
 }
 
 /**
@@ -1838,9 +1881,9 @@ confab_engine_answers_now(ConfabEngine *self)
  * @callback: called with the verdict
  * @user_data: data for @callback
  *
- * Counts one request against the owner's monthly quota (see
+ * Counts one request against the owner's monthly quota and rate (see
  * confab_store_admit_quota_async()), or refuses it with
- * CONFAB_ERROR_QUOTA_EXCEEDED.
+ * CONFAB_ERROR_QUOTA_EXCEEDED or CONFAB_ERROR_RATE_LIMITED.
  */
 void
 confab_engine_admit_quota_async(ConfabEngine *self,
@@ -1858,6 +1901,8 @@ confab_engine_admit_quota_async(ConfabEngine *self,
 				       owner,
 				       month,
 				       self->config->default_monthly_requests,
+				       self->config->default_rpm,
+				       self->config->default_max_parallel,
 				       cancellable,
 				       admit_cb,
 				       task);

@@ -39,11 +39,24 @@ G_BEGIN_DECLS
  * @limit: requests a month; 0 when unlimited
  * @remaining: requests left this month
  * @reset_seconds: seconds until the month rolls over (UTC)
+ * @rpm: requests a minute; 0 when unlimited
+ * @rate_remaining: requests the rate admits at once after this one
+ * @rate_reset_ms: milliseconds until the rate is whole again
+ * @retry_after_ms: when refused for the rate: milliseconds until a request
+ *   would be admitted; 0 otherwise
+ * @parallel_taken: the admitted turn holds one of its owner's slots
+ *   (`[quota] default_max_parallel`): give it back with
+ *   confab_engine_release_parallel() when the turn ends
  */
 typedef struct {
 	guint64 limit;
 	guint64 remaining;
 	gint64 reset_seconds;
+	guint64 rpm;
+	guint64 rate_remaining;
+	gint64 rate_reset_ms;
+	gint64 retry_after_ms;
+	gboolean parallel_taken;
 } ConfabQuotaInfo;
 
 #define CONFAB_TYPE_ENGINE (confab_engine_get_type())
@@ -197,6 +210,8 @@ confab_engine_admit_quota_finish(ConfabEngine *self,
 				 GError **error);
 gboolean
 confab_engine_answers_now(ConfabEngine *self);
+void
+confab_engine_release_parallel(ConfabEngine *self, const gchar *owner);
 gboolean
 confab_engine_admit_quota_now(ConfabEngine *self,
 			      const gchar *owner,

@@ -55,6 +55,7 @@ struct _ConfabTurn {
 	gboolean registered;	 /* counted in the engine's turns in flight */
 	gboolean busy_held;	 /* holds the session */
 	gboolean quota_taken;	 /* counted, the count not yet committed */
+	gboolean parallel_taken; /* one of the owner's turns in flight */
 	gboolean admitted;	 /* the user's messages are committed: a turn served */
 	gboolean commit_first;	 /* commit them before the answer, even without a stream */
 	ConfabStoreTurn *record; /* owned: what is still to commit */
@@ -106,6 +107,10 @@ confab_turn_release(ConfabTurn *self)
 	if (self->quota_taken) {
 		confab_store_release_quota(self->store, self->principal->owner, self->month);
 		self->quota_taken = FALSE;
+	}
+	if (self->parallel_taken) {
+		confab_engine_release_parallel(self->engine, self->principal->owner);
+		self->parallel_taken = FALSE;
 	}
 	if (self->busy_held) {
 		confab_store_release_session(self->store, confab_session_get_id(self->session));
@@ -420,6 +425,7 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	self->quota_taken = TRUE;
+	self->parallel_taken = self->quota.parallel_taken;
 	start_commit(self, task);
 }
 
@@ -443,6 +449,7 @@ start_admit(ConfabTurn *self, GTask *task)
 			return;
 		}
 		self->quota_taken = TRUE;
+		self->parallel_taken = self->quota.parallel_taken;
 		start_commit(self, task);
 		return;
 	}

@@ -7,6 +7,8 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include "http/confab-http-response.h"
 #include "openai/confab-openai-error.h"
 #include "util/confab-error.h"
@@ -75,22 +77,104 @@ confab_http_response_error(ConfabHttpExchange *exchange, const GError *error)
 
 	if (info->status == 500)
 		g_warning("internal error answered 500: %s", error != NULL ? error->message : "?");
-	confab_http_response_add_error_headers(exchange, info->status);
+	/* a rate refusal is for the SDKs to retry (Retry-After says when) */
+	if (g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_RATE_LIMITED))
+		confab_http_exchange_add_header(exchange, "x-should-retry", "true");
+	else
+		confab_http_response_add_error_headers(exchange, info->status);
 	confab_http_response_json(exchange, info->status, confab_openai_error_body(error));
+}
+
+/**
+ * confab_http_response_format_duration:
+ * @ms: milliseconds, 0 or more
+ *
+ * Writes a duration as OpenAI's x-ratelimit-reset-* headers do (Go's
+ * notation): `20ms` under a second, else `1s`, `1.5s`, `6m0s`, `1h0m0s`.
+ *
+ * Returns: (transfer full): the duration
+ */
+gchar *
+confab_http_response_format_duration(gint64 ms)
+{
+	GString *out = g_string_new(NULL);
+	gint64 hours, minutes, seconds, rest;
+
+	ms = MAX(ms, 0);
+	if (ms < 1000) {
+		g_string_printf(out, "%" G_GINT64_FORMAT "ms", ms);
+		return g_string_free(out, FALSE);
+	}
+	hours = ms / 3600000;
+	minutes = ms / 60000 % 60;
+	seconds = ms / 1000 % 60;
+	rest = ms % 1000;
+	if (hours > 0)
+		g_string_append_printf(out, "%" G_GINT64_FORMAT "h", hours);
+	if (hours > 0 || minutes > 0)
+		g_string_append_printf(out, "%" G_GINT64_FORMAT "m", minutes);
+	g_string_append_printf(out, "%" G_GINT64_FORMAT, seconds);
+	if (rest > 0) {
+		gchar frac[8];
+		gsize len;
+		g_snprintf(frac, sizeof(frac), ".%03" G_GINT64_FORMAT, rest);
+		len = strlen(frac);
+		while (frac[len - 1] == '0')
+			frac[--len] = '\0';
+		g_string_append(out, frac);
+	}
+	g_string_append_c(out, 's');
+	return g_string_free(out, FALSE);
+}
+
+/* The requests-per-minute rate's headers. */
+static void
+add_rate_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
+{
+	g_autofree gchar *reset = confab_http_response_format_duration(info->rate_reset_ms);
+	gchar buf[32];
+
+	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->rpm);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-limit-requests", buf);
+	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->rate_remaining);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-remaining-requests", buf);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-reset-requests", reset);
+}
+
+/* When the rate or the turns in flight refused: when to come back. */
+static void
+add_retry_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
+{
+	gchar buf[32];
+
+	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, (info->retry_after_ms + 999) / 1000);
+	confab_http_exchange_add_header(exchange, "Retry-After", buf);
+	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, info->retry_after_ms);
+	confab_http_exchange_add_header(exchange, "retry-after-ms", buf);
 }
 
 /**
  * confab_http_response_add_quota_headers:
  * @exchange: the exchange
- * @info: the owner's quota after this request
+ * @info: the owner's quota and rate after this request
  *
- * Adds the x-ratelimit-*-requests headers, when a quota applies.
+ * Adds the x-ratelimit-*-requests headers, when a quota or a rate applies:
+ * of the two, the one with fewer requests left (the rate on a tie; the
+ * month while it refuses), and `Retry-After` with `retry-after-ms` when the
+ * rate or the turns in flight refused the request.
  */
 void
 confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
 	gchar buf[32];
 
+	if (info->retry_after_ms > 0)
+		add_retry_headers(exchange, info);
+	if (info->rpm > 0 && (info->retry_after_ms > 0 || info->limit == 0 ||
+			      info->rate_remaining <= info->remaining)) {
+		add_rate_headers(exchange, info);
+		return;
+	}
 	if (info->limit == 0)
 		return;
 	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->limit);

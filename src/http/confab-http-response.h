@@ -17,6 +17,8 @@ void
 confab_http_response_error(ConfabHttpExchange *exchange, const GError *error);
 void
 confab_http_response_add_error_headers(ConfabHttpExchange *exchange, guint status);
+gchar *
+confab_http_response_format_duration(gint64 ms);
 void
 confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info);
 void

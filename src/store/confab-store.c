@@ -945,20 +945,100 @@ confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError *
 }
 
 /**
+ * confab_store_rate_interval:
+ * @rpm: requests per minute, above 0
+ *
+ * Returns: the GCRA emission interval of @rpm, in microseconds: one request
+ *   comes back every so often
+ */
+gint64
+confab_store_rate_interval(guint64 rpm)
+{
+	return MAX((gint64)(G_USEC_PER_SEC * 60 / MAX(rpm, 1)), 1);
+}
+
+/**
+ * confab_store_rate_admit:
+ * @tat: (inout): the rate's theoretical arrival time, microseconds on the
+ *   store's clock; 0 for a rate never used
+ * @now: the store's clock, microseconds
+ * @rpm: requests per minute, above 0
+ *
+ * GCRA: admits a request when at most @rpm - 1 intervals are still owed,
+ * and then owes one more. A full burst is @rpm requests at once; after it,
+ * one request per interval: never twice @rpm at a minute's edge.
+ *
+ * Returns: whether the request is admitted (@tat moved on)
+ */
+gboolean
+confab_store_rate_admit(gint64 *tat, gint64 now, guint64 rpm)
+{
+	gint64 interval = confab_store_rate_interval(rpm);
+	gint64 from = MAX(*tat, now);
+
+	if (from - now > (gint64)(rpm - 1) * interval)
+		return FALSE;
+	*tat = from + interval;
+	return TRUE;
+}
+
+/**
+ * confab_store_usage_set_rate:
+ * @usage: the usage of an admission
+ * @rpm: requests per minute; 0 for none
+ * @tat: the rate's theoretical arrival time after the admission
+ * @now: the store's clock when it was decided
+ * @admitted: whether the rate admitted it
+ *
+ * Fills @usage's rate members from GCRA's state (confab_store_rate_admit()).
+ */
+void
+confab_store_usage_set_rate(ConfabStoreUsage *usage,
+			    guint64 rpm,
+			    gint64 tat,
+			    gint64 now,
+			    gboolean admitted)
+{
+	gint64 interval, ahead;
+
+	usage->rpm = rpm;
+	if (rpm == 0)
+		return;
+	interval = confab_store_rate_interval(rpm);
+	ahead = MAX(tat - now, 0);
+	usage->rate_limited = !admitted;
+	usage->rate_reset_ms = (ahead + 999) / 1000;
+	usage->rate_remaining =
+	    ahead >= (gint64)rpm * interval ? 0 : ((gint64)rpm * interval - ahead) / interval;
+	if (!admitted) {
+		usage->rate_remaining = 0;
+		usage->retry_after_ms = MAX((ahead - (gint64)(rpm - 1) * interval + 999) / 1000, 1);
+	}
+}
+
+/**
  * confab_store_admit_quota_async:
  * @self: a #ConfabStore
  * @owner: the owner
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
+ * @rpm: the owner's requests per minute; 0 for none
+ * @max_parallel: the owner's turns in flight at most; 0 for none
  * @cancellable: (nullable): a #GCancellable
  * @callback: called with the verdict
  * @user_data: data for @callback
  *
- * Counts one request against the owner's monthly quota, unless it is spent
- * (then the result says not admitted). Check and count are one atomic step, however
- * many requests (and daemons) race: the count admitted never exceeds the
- * quota. The count stands once the turn's first commit carries it (see
- * #ConfabStoreTurn); a turn that is refused before that gives it back with
+ * Counts one request against the owner's monthly quota and rate, unless
+ * either is spent (then the result says not admitted, and which). Check
+ * and count are one atomic step, however many requests (and daemons) race:
+ * the count admitted never exceeds the quota, and the requests admitted
+ * never exceed the rate. The rate is GCRA (a continuous token bucket of
+ * @rpm requests refilled one every 60/@rpm seconds), its clock the store's
+ * (the database's on PostgreSQL), so every instance agrees. With
+ * @max_parallel, the admitted turn also takes one of the owner's slots
+ * (usage->parallel_taken), given back by confab_store_release_parallel()
+ * when the turn ends. The count stands once the turn's first
+ * commit carries it (see #ConfabStoreTurn); a turn that is refused before that gives it back with
  * confab_store_release_quota().
  */
 void
@@ -966,13 +1046,22 @@ confab_store_admit_quota_async(ConfabStore *self,
 			       const gchar *owner,
 			       const gchar *month,
 			       guint64 default_limit,
+			       guint64 rpm,
+			       guint64 max_parallel,
 			       GCancellable *cancellable,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)
-	    ->admit_quota(self, owner, month, default_limit, cancellable, callback, user_data);
+	STORE_IFACE(self)->admit_quota(self,
+				       owner,
+				       month,
+				       default_limit,
+				       rpm,
+				       max_parallel,
+				       cancellable,
+				       callback,
+				       user_data);
 }
 
 /**
@@ -998,6 +1087,21 @@ confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *m
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->release_quota(self, owner, month);
+}
+
+/**
+ * confab_store_release_parallel:
+ * @self: a #ConfabStore
+ * @owner: the owner
+ *
+ * Gives back the turn slot an admission took (usage->parallel_taken), when
+ * the turn ends.
+ */
+void
+confab_store_release_parallel(ConfabStore *self, const gchar *owner)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->release_parallel(self, owner);
 }
 
 /**
@@ -1027,10 +1131,13 @@ ConfabStoreUsage *
 confab_store_admit_quota_now(ConfabStore *self,
 			     const gchar *owner,
 			     const gchar *month,
-			     guint64 default_limit)
+			     guint64 default_limit,
+			     guint64 rpm,
+			     guint64 max_parallel)
 {
 	g_return_val_if_fail(confab_store_answers_now(self), NULL);
-	return STORE_IFACE(self)->admit_quota_now(self, owner, month, default_limit);
+	return STORE_IFACE(self)
+	    ->admit_quota_now(self, owner, month, default_limit, rpm, max_parallel);
 }
 
 /**

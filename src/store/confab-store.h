@@ -125,7 +125,20 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
  * @limit: the owner's monthly quota; 0 when unlimited
  * @is_override: whether @limit is the owner's own rather than the default
  * @admitted: from confab_store_admit_quota_async(): whether the request was
- *   counted (%FALSE: the quota is spent)
+ *   counted (%FALSE: the quota is spent, or @rate_limited)
+ * @rpm: from confab_store_admit_quota_async(): the owner's requests per
+ *   minute; 0 when unlimited
+ * @rate_limited: from confab_store_admit_quota_async(): refused because
+ *   the rate is spent (the monthly quota was not counted)
+ * @rate_remaining: requests the rate admits at once after this one
+ * @rate_reset_ms: milliseconds until the rate is whole again
+ * @retry_after_ms: when @rate_limited: milliseconds until a request would be
+ *   admitted
+ * @max_parallel: the owner's turns in flight at most; 0 when unlimited
+ * @parallel_limited: refused because @max_parallel turns are in flight
+ *   (also sets @rate_limited)
+ * @parallel_taken: a turn's slot was taken, to be given back with
+ *   confab_store_release_parallel() (also when the month refused it)
  *
  * An owner's quota and use, as the store sees them.
  */
@@ -136,6 +149,14 @@ typedef struct {
 	guint64 limit;
 	gboolean is_override;
 	gboolean admitted;
+	guint64 rpm;
+	gboolean rate_limited;
+	guint64 rate_remaining;
+	gint64 rate_reset_ms;
+	gint64 retry_after_ms;
+	guint64 max_parallel;
+	gboolean parallel_limited;
+	gboolean parallel_taken;
 } ConfabStoreUsage;
 
 void
@@ -238,10 +259,13 @@ struct _ConfabStoreInterface {
 			    const gchar *owner,
 			    const gchar *month,
 			    guint64 default_limit,
+			    guint64 rpm,
+			    guint64 max_parallel,
 			    GCancellable *cancellable,
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
 	void (*release_quota)(ConfabStore *self, const gchar *owner, const gchar *month);
+	void (*release_parallel)(ConfabStore *self, const gchar *owner);
 	void (*acquire_session)(ConfabStore *self,
 				const gchar *session_id,
 				GCancellable *cancellable,
@@ -291,7 +315,9 @@ struct _ConfabStoreInterface {
 	ConfabStoreUsage *(*admit_quota_now)(ConfabStore *self,
 					     const gchar *owner,
 					     const gchar *month,
-					     guint64 default_limit);
+					     guint64 default_limit,
+					     guint64 rpm,
+					     guint64 max_parallel);
 	gboolean (*acquire_session_now)(ConfabStore *self, const gchar *session_id, GError **error);
 };
 
@@ -364,11 +390,23 @@ confab_store_list_usage_async(ConfabStore *self,
 GPtrArray *
 confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
+gint64
+confab_store_rate_interval(guint64 rpm);
+gboolean
+confab_store_rate_admit(gint64 *tat, gint64 now, guint64 rpm);
+void
+confab_store_usage_set_rate(ConfabStoreUsage *usage,
+			    guint64 rpm,
+			    gint64 tat,
+			    gint64 now,
+			    gboolean admitted);
 void
 confab_store_admit_quota_async(ConfabStore *self,
 			       const gchar *owner,
 			       const gchar *month,
 			       guint64 default_limit,
+			       guint64 rpm,
+			       guint64 max_parallel,
 			       GCancellable *cancellable,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data);
@@ -376,13 +414,17 @@ ConfabStoreUsage *
 confab_store_admit_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *month);
+void
+confab_store_release_parallel(ConfabStore *self, const gchar *owner);
 gboolean
 confab_store_answers_now(ConfabStore *self);
 ConfabStoreUsage *
 confab_store_admit_quota_now(ConfabStore *self,
 			     const gchar *owner,
 			     const gchar *month,
-			     guint64 default_limit);
+			     guint64 default_limit,
+			     guint64 rpm,
+			     guint64 max_parallel);
 gboolean
 confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GError **error);
 void

@@ -228,7 +228,11 @@ class Bench:
             "[limits]\nmax_connections=65536\nmax_inflight_turns=65536\nidle_timeout=300\n"
             "max_connections_per_peer=65536\nmax_body_bytes=67108864\n"
             "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n"
-            "[responses]\nmax_background=0\n")
+            "[responses]\nmax_background=0\n"
+            # --limits: every turn under a rate and a cap on turns in flight
+            # that never refuse, to weigh what admitting them costs
+            + ("[quota]\ndefault_rpm=2147483647\ndefault_max_parallel=2147483647\n"
+               if self.args.limits else ""))
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
                                   f"--state-dir={state}", f"--bus={bus}", f"--config={conf}",
                                   *extra])
@@ -972,6 +976,9 @@ def main():
     ap.add_argument("--messages-per-conversation", type=int, default=10)
     ap.add_argument("--only",
                     default="targets,turns,streams,responses,writer,open,rss,lists,postgres")
+    ap.add_argument("--limits", action="store_true",
+                    help="confabd with [quota] default_rpm and default_max_parallel set "
+                         "(never reached): the cost of admitting turns under limits")
     ap.add_argument("--target-runs", type=int, default=3,
                     help="runs of the targets scenario; each figure is their median")
     ap.add_argument("--keep", action="store_true")

@@ -12,7 +12,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -35,7 +35,7 @@ if (!CONFABD) {
 /* processes                                                            */
 
 const children = [];
-export const harness = { daemonLog: '', stateDir: null, busEnv: null };
+export const harness = { daemonLog: '', stateDir: null, busEnv: null, otherDirs: [] };
 
 export function cleanup() {
   for (const child of children.reverse()) {
@@ -52,6 +52,7 @@ export function cleanup() {
     rmSync(harness.stateDir, { recursive: true, force: true });
     harness.stateDir = null;
   }
+  for (const dir of harness.otherDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 process.on('exit', cleanup);
@@ -103,14 +104,18 @@ export async function startBus() {
   return out.split('\n')[0].trim();
 }
 
-export async function startDaemon(busAddress) {
-  harness.stateDir = mkdtempSync(join(tmpdir(), 'confab-client-'));
+// The suite's daemon; `config`, for another one (on a bus of its own): the
+// text of its config file.
+export async function startDaemon(busAddress, { config = null } = {}) {
+  const stateDir = mkdtempSync(join(tmpdir(), 'confab-client-'));
+  if (harness.stateDir === null) harness.stateDir = stateDir;
+  else harness.otherDirs.push(stateDir);
   const env = { ...process.env };
   // the echo provider, whatever the caller's environment says
   delete env.CONFAB_OPENAI_BASE_URL;
   env.DBUS_SESSION_BUS_ADDRESS = busAddress;
-  env.XDG_DATA_HOME = join(harness.stateDir, 'data');
-  env.XDG_CONFIG_HOME = join(harness.stateDir, 'config');
+  env.XDG_DATA_HOME = join(stateDir, 'data');
+  env.XDG_CONFIG_HOME = join(stateDir, 'config');
   // G_DEBUG=fatal-warnings comes from meson's test environment: keep it,
   // a warning from the daemon is a bug.
   const argv = [
@@ -120,8 +125,12 @@ export async function startDaemon(busAddress) {
     '--listen',
     '127.0.0.1:0',
     '--state-dir',
-    join(harness.stateDir, 'state'),
+    join(stateDir, 'state'),
   ];
+  if (config !== null) {
+    writeFileSync(join(stateDir, 'confab.conf'), config);
+    argv.push('--config', join(stateDir, 'confab.conf'));
+  }
   const daemon = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(daemon);
   daemon.on('error', (e) => {

@@ -1595,6 +1595,60 @@ test('openai SDK: responses.stream continues an approval chain (declined with a 
   assert.equal((await c.responses.retrieve(final.id)).output_text, final.output_text);
 });
 
+test('rpm: a burst over the rate completes through the SDK\'s own retries (retry-after-ms)', async () => {
+  // a daemon of its own, on a bus of its own, every owner at 60 a minute
+  const bus = await startBus();
+  const d = await startDaemon(bus, { config: '[quota]\ndefault_rpm=60\n' });
+  try {
+    // every answer the SDK got, the 429s it retried included
+    const refused = [];
+    let calls = 0;
+    const recording = async (input, init) => {
+      calls += 1;
+      const r = await fetch(input, init);
+      if (r.status === 429) refused.push({ headers: r.headers, body: await r.clone().json() });
+      return r;
+    };
+    const c = new OpenAI({
+      baseURL: `${d.url}/api/v1`,
+      apiKey: d.token,
+      timeout: REQUEST_TIMEOUT_MS,
+      maxRetries: 8,
+      fetch: recording,
+    });
+    // 63 at once: the burst is 60, then one a second; each refused
+    // request is told when to come back and the SDK waits that long
+    const n = 63;
+    const answers = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        c.chat.completions.create({ model: d.agent, messages: userMsg(`burst ${i}`) }).withResponse(),
+      ),
+    );
+    assert.equal(answers.length, n);
+    for (const { data, response } of answers) {
+      assert.equal(typeof data.choices[0].message.content, 'string');
+      assert.equal(response.headers.get('x-ratelimit-limit-requests'), '60');
+      assert.match(response.headers.get('x-ratelimit-reset-requests') ?? '', /^(\d+m)?\d+(\.\d+)?s$|^\d+ms$/);
+    }
+    // (under a slow wrapper the burst may spread over its own refills)
+    if (SLOW === 1) assert.ok(refused.length > 0, `the SDK retried (${calls} calls for ${n})`);
+    assert.equal(calls, n + refused.length);
+    for (const { headers, body } of refused) {
+      assert.equal(body.error.code, 'rate_limit_exceeded');
+      assert.equal(body.error.type, 'rate_limit_error');
+      assert.equal(headers.get('x-should-retry'), 'true');
+      const ms = Number(headers.get('retry-after-ms'));
+      assert.ok(ms >= 1 && ms <= 1000, `retry-after-ms within an interval: ${ms}`);
+      assert.equal(Number(headers.get('retry-after')), Math.ceil(ms / 1000));
+      assert.equal(headers.get('x-ratelimit-remaining-requests'), '0');
+    }
+  } finally {
+    const exited = new Promise((resolve) => d.daemon.once('exit', (code, sig) => resolve(code ?? sig)));
+    d.daemon.kill('SIGTERM');
+    assert.equal(await exited, 0, 'the rate-limited daemon exits 0');
+  }
+});
+
 test('quota: rate-limit headers, then RateLimitError 429 without retries', async () => {
   const owner = 'carol';
   await setQuota(owner, 2);

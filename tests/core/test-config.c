@@ -34,6 +34,8 @@ test_defaults(void)
 	g_assert_cmpuint(config->max_json_depth, <=, 10000);
 	/* unlimited quota unless the file says otherwise */
 	g_assert_cmpuint(config->default_monthly_requests, ==, 0);
+	g_assert_cmpuint(config->default_rpm, ==, 0);
+	g_assert_cmpuint(config->default_max_parallel, ==, 0);
 	g_assert_cmpuint(config->upstream_connect_timeout, >, 0);
 	g_assert_cmpuint(config->upstream_total_timeout, >=, config->upstream_first_byte_timeout);
 	g_assert_cmpuint(config->read_connections, >=, 1);
@@ -101,6 +103,8 @@ test_every_section(void)
 			    "max_stream_buffer=65536\n"
 			    "[quota]\n"
 			    "default_monthly_requests=12345678901\n"
+			    "default_rpm=60\n"
+			    "default_max_parallel=4\n"
 			    "[upstream]\n"
 			    "connect_timeout=3\n"
 			    "first_byte_timeout=4\n"
@@ -131,6 +135,8 @@ test_every_section(void)
 	g_assert_cmpuint(config->max_header_bytes, ==, 8192);
 	g_assert_cmpuint(config->max_stream_buffer, ==, 65536);
 	g_assert_cmpuint(config->default_monthly_requests, ==, G_GUINT64_CONSTANT(12345678901));
+	g_assert_cmpuint(config->default_rpm, ==, 60);
+	g_assert_cmpuint(config->default_max_parallel, ==, 4);
 	g_assert_cmpuint(config->upstream_connect_timeout, ==, 3);
 	g_assert_cmpuint(config->upstream_first_byte_timeout, ==, 4);
 	g_assert_cmpuint(config->upstream_total_timeout, ==, 600);
@@ -384,7 +390,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 39);
+	g_assert_cmpuint(keys, ==, 41);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);

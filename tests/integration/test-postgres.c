@@ -29,7 +29,8 @@
 static ConfabTestPg *cluster;
 
 typedef struct {
-	gchar *url; /* the test's database */
+	gchar *url;	     /* the test's database */
+	const gchar *config; /* nullable: every instance's config file */
 	ConfabTestDaemon *d[N_INSTANCES];
 	gchar *agent; /* echo */
 	gchar *token; /* alice, chat.completions */
@@ -41,19 +42,22 @@ wait_status(ConfabTestDaemon *daemon,
 	    const gchar *token,
 	    guint status,
 	    guint timeout_ms);
+static gchar *
+held_agent(Fixture *f, ConfabTestUpstream *up);
 
 static ConfabTestDaemon *
 start_instance(Fixture *f)
 {
 	g_autofree gchar *arg = g_strdup_printf("--store-url=%s", f->url);
 	const gchar *args[] = {arg, NULL};
-	return confab_test_daemon_start_private_bus(NULL, args);
+	return confab_test_daemon_start_private_bus(f->config, args);
 }
 
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
 	f->url = confab_test_pg_new_database(cluster);
+	f->config = data;
 	for (guint i = 0; i < N_INSTANCES; i++)
 		f->d[i] = start_instance(f);
 	f->agent = confab_test_create_agent(f->d[0], "echo", "echo");
@@ -202,6 +206,178 @@ test_quota_exact(Fixture *f, gconstpointer data)
 	g_assert_no_error(error);
 	g_assert_true(g_variant_lookup(usage, "requests", "t", &requests));
 	g_assert_cmpuint(requests, ==, quota);
+}
+
+/* ---------- requests per minute, exact across instances ---------- */
+
+static gpointer
+rate_client_thread(gpointer data)
+{
+	Client *c = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(c->daemon, c->token, c->agent, NULL, "race", FALSE);
+
+	if (r->status == 200)
+		c->admitted++;
+	else if (r->status == 429 &&
+		 g_strcmp0(confab_test_json_string(r->json, "error.code"), "rate_limit_exceeded") ==
+		     0 &&
+		 soup_message_headers_get_one(r->headers, "retry-after-ms") != NULL)
+		c->refused++;
+	else
+		c->other++;
+	return NULL;
+}
+
+static void
+test_rate_exact(Fixture *f, gconstpointer data)
+{
+	const guint rpm = 10, n = 100;
+	g_autofree Client *clients = g_new0(Client, n);
+	GThread *threads[100];
+	guint admitted = 0, refused = 0, other = 0;
+	g_autoptr(GVariant) usage = NULL;
+	g_autoptr(GError) error = NULL;
+	guint64 requests = 0;
+	gint64 start, took;
+
+	/* an owner of its own, its token made on another instance */
+	g_autofree gchar *token =
+	    confab_test_create_token(f->d[1], "rate-owner", "chat.completions", NULL, NULL);
+	/* known everywhere, without spending the rate (GET /models) */
+	for (guint i = 0; i < N_INSTANCES; i++)
+		wait_status(f->d[i], "/api/v1/models", token, 200, 1000);
+	start = g_get_monotonic_time();
+	for (guint i = 0; i < n; i++) {
+		clients[i] = (Client){f->d[i % N_INSTANCES], token, f->agent, 0, 0, 0};
+		threads[i] = g_thread_new("client", rate_client_thread, &clients[i]);
+	}
+	for (guint i = 0; i < n; i++) {
+		g_thread_join(threads[i]);
+		admitted += clients[i].admitted;
+		refused += clients[i].refused;
+		other += clients[i].other;
+	}
+	took = g_get_monotonic_time() - start;
+	g_test_message("%u instances, %u requests at once, rpm %u: %u admitted, %u refused "
+		       "(429 rate_limit_exceeded), %u other, in %.2f s",
+		       N_INSTANCES,
+		       n,
+		       rpm,
+		       admitted,
+		       refused,
+		       other,
+		       took / 1e6);
+	g_assert_cmpuint(other, ==, 0);
+	g_assert_cmpuint(admitted + refused, ==, n);
+	/* exactly the burst; one more per interval (6 s) the race lasted */
+	g_assert_cmpuint(admitted, >=, rpm);
+	g_assert_cmpuint(admitted, <=, rpm + took / (60 * G_USEC_PER_SEC / rpm));
+	if (took < 60 * G_USEC_PER_SEC / rpm)
+		g_assert_cmpuint(admitted, ==, rpm);
+
+	/* what the rate refused did not count against the month */
+	confab_dbus_admin_call_get_usage_sync(f->d[0]->admin, "rate-owner", &usage, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_true(g_variant_lookup(usage, "requests", "t", &requests));
+	g_assert_cmpuint(requests, ==, admitted);
+}
+
+/* ---------- turns in flight, exact across instances ---------- */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *agent;
+	guint *counts; /* ok, limited, other; under lock */
+	GMutex *lock;
+	GCond *cond;
+} Flyer;
+
+static gpointer
+flyer_thread(gpointer data)
+{
+	Flyer *flyer = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(flyer->daemon, flyer->token, flyer->agent, NULL, "fly", TRUE);
+	guint which = 2;
+
+	if (r->status == 200)
+		which = 0;
+	else if (r->status == 429 && g_strcmp0(confab_test_json_string(r->json, "error.code"),
+					       "rate_limit_exceeded") == 0)
+		which = 1;
+	else {
+		g_autofree gchar *body =
+		    g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+		g_test_message("unexpected: %u %s", r->status, body);
+	}
+	g_mutex_lock(flyer->lock);
+	flyer->counts[which]++;
+	g_cond_broadcast(flyer->cond);
+	g_mutex_unlock(flyer->lock);
+	return NULL;
+}
+
+static gboolean
+admitted_again(gpointer data)
+{
+	Flyer *flyer = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(flyer->daemon, flyer->token, flyer->agent, NULL, "again", FALSE);
+	return r->status == 200;
+}
+
+static void
+test_parallel_across(Fixture *f, gconstpointer data)
+{
+	const guint n = 10;
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *agent = held_agent(f, up);
+	guint counts[3] = {0, 0, 0};
+	GMutex lock;
+	GCond cond;
+	Flyer flyers[10];
+	GThread *threads[10];
+	gint64 deadline;
+
+	g_mutex_init(&lock);
+	g_cond_init(&cond);
+	for (guint i = 1; i < N_INSTANCES; i++) {
+		g_autofree gchar *path = g_strdup_printf("/api/v1/models/%s", agent);
+		wait_status(f->d[i], path, f->token, 200, 1000);
+	}
+	/* ten streams at once over three instances: two are admitted and
+	 * held by the upstream, eight are refused */
+	for (guint i = 0; i < n; i++) {
+		flyers[i] = (Flyer){f->d[i % N_INSTANCES], f->token, agent, counts, &lock, &cond};
+		threads[i] = g_thread_new("flyer", flyer_thread, &flyers[i]);
+	}
+	g_assert_true(confab_test_upstream_wait_waiting(up, 2, 30000));
+	deadline = g_get_monotonic_time() + 60 * G_TIME_SPAN_SECOND;
+	g_mutex_lock(&lock);
+	while (counts[0] + counts[1] + counts[2] < n - 2)
+		if (!g_cond_wait_until(&cond, &lock, deadline))
+			break;
+	g_test_message("max_parallel 2, %u streams over %u instances: %u refused while two run",
+		       n,
+		       N_INSTANCES,
+		       counts[1]);
+	g_assert_cmpuint(counts[0], ==, 0);
+	g_assert_cmpuint(counts[2], ==, 0);
+	g_assert_cmpuint(counts[1], ==, n - 2);
+	g_mutex_unlock(&lock);
+
+	confab_test_upstream_set_hold(up, FALSE);
+	for (guint i = 0; i < n; i++)
+		g_thread_join(threads[i]);
+	g_assert_cmpuint(counts[0], ==, 2);
+	g_assert_cmpuint(counts[1], ==, n - 2);
+	/* their slots came back: any instance admits a turn again */
+	g_assert_true(confab_test_wait_until(admitted_again, &flyers[2], 10000));
+	g_mutex_clear(&lock);
+	g_cond_clear(&cond);
+	confab_test_upstream_stop(up);
 }
 
 /* ---------- admin changes, on every instance within a second ---------- */
@@ -806,6 +982,18 @@ main(int argc, char **argv)
 	cluster = confab_test_pg_start();
 #define ADD(name, func) g_test_add(name, Fixture, NULL, fixture_setup, func, fixture_teardown)
 	ADD("/confab/postgres/quota-exact", test_quota_exact);
+	g_test_add("/confab/postgres/parallel-across",
+		   Fixture,
+		   "[quota]\ndefault_max_parallel=2\n",
+		   fixture_setup,
+		   test_parallel_across,
+		   fixture_teardown);
+	g_test_add("/confab/postgres/rate-exact",
+		   Fixture,
+		   "[quota]\ndefault_rpm=10\n",
+		   fixture_setup,
+		   test_rate_exact,
+		   fixture_teardown);
 	ADD("/confab/postgres/admin-propagates", test_admin_propagates);
 	ADD("/confab/postgres/conversation-across", test_conversation_across);
 	ADD("/confab/postgres/busy-across", test_busy_across);

@@ -585,6 +585,333 @@ test_restart(void)
 	confab_test_rm_rf(state);
 }
 
+/* ---------- requests per minute ([quota] default_rpm) ---------- */
+
+#define RPM_1_CONFIG   "[quota]\ndefault_rpm=1\n"
+#define RPM_10_CONFIG  "[quota]\ndefault_rpm=10\n[limits]\nmax_connections_per_peer=200\n"
+#define RPM_100_CONFIG "[quota]\ndefault_rpm=100\n"
+
+static ConfabTestResponse *
+responses_turn(Fixture *f, const gchar *token, gboolean stream)
+{
+	g_autofree gchar *body =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":\"count me\",\"stream\":%s}",
+			    f->agent,
+			    stream ? "true" : "false");
+	return confab_test_http(f->daemon, "POST", "/api/v1/responses", token, body);
+}
+
+/* "1m0s", "59.998s", "20ms": OpenAI's (Go's) durations, as milliseconds */
+static gint64
+parse_duration(const gchar *value)
+{
+	g_autoptr(GRegex) regex =
+	    g_regex_new("^(?:(\\d+)m)?(\\d+)(?:\\.(\\d{1,3}))?s$|^(\\d+)ms$", 0, 0, NULL);
+	g_autoptr(GMatchInfo) match = NULL;
+	g_autofree gchar *m = NULL, *sec = NULL, *frac = NULL, *ms = NULL;
+	gint64 total;
+
+	g_assert_nonnull(value);
+	if (!g_regex_match(regex, value, 0, &match))
+		g_error("not an OpenAI duration: %s", value);
+	ms = g_match_info_fetch(match, 4);
+	if (ms != NULL && *ms != '\0')
+		return g_ascii_strtoll(ms, NULL, 10);
+	m = g_match_info_fetch(match, 1);
+	sec = g_match_info_fetch(match, 2);
+	frac = g_match_info_fetch(match, 3);
+	total = (g_ascii_strtoll(m, NULL, 10) * 60 + g_ascii_strtoll(sec, NULL, 10)) * 1000;
+	if (frac != NULL && *frac != '\0') {
+		gint64 f = g_ascii_strtoll(frac, NULL, 10);
+		for (gsize i = strlen(frac); i < 3; i++)
+			f *= 10;
+		total += f;
+	}
+	return total;
+}
+
+/* 429 rate_limit_exceeded, to be retried: Retry-After, retry-after-ms */
+static void
+assert_rate_limited(ConfabTestResponse *r, guint64 rpm)
+{
+	guint64 retry_ms = header_u64(r, "retry-after-ms");
+	guint64 retry_s = header_u64(r, "Retry-After");
+
+	confab_test_assert_error(r, 429, "rate_limit_exceeded");
+	g_assert_cmpstr(confab_test_json_string(r->json, "error.type"), ==, "rate_limit_error");
+	g_assert_cmpstr(header(r, "x-should-retry"), ==, "true");
+	g_assert_cmpuint(retry_ms, >=, 1);
+	g_assert_cmpuint(retry_ms, <=, 60000 / rpm);
+	/* whole seconds, rounded up */
+	g_assert_cmpuint(retry_s, ==, (retry_ms + 999) / 1000);
+	g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, rpm);
+	g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
+	g_assert_cmpint(parse_duration(header(r, "x-ratelimit-reset-requests")), <=, 60000);
+}
+
+static void
+test_rate_headers(Fixture *f, gconstpointer data)
+{
+	/* rpm 1: the first request of each owner is the burst; the window
+	 * is whole again a minute after it, whatever the machine's speed */
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
+		g_assert_cmpstr(header(r, "x-ratelimit-reset-requests"), ==, "1m0s");
+		g_assert_null(header(r, "Retry-After"));
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, TRUE);
+		assert_rate_limited(r, 1);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_rate_limited(r, 1);
+	}
+	/* the other door, streamed: the same headers; another owner's rate */
+	{
+		g_autoptr(ConfabTestResponse) r = responses_turn(f, f->bob, TRUE);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
+		g_assert_cmpstr(header(r, "x-ratelimit-reset-requests"), ==, "1m0s");
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = responses_turn(f, f->bob, FALSE);
+		assert_rate_limited(r, 1);
+	}
+	/* a request the rate refuses does not count against the month */
+	g_assert_cmpuint(used(f, "alice"), ==, 1);
+	g_assert_cmpuint(used(f, "bob"), ==, 1);
+}
+
+typedef struct {
+	Fixture *f;
+	GMutex lock;
+	GCond cond;
+	gboolean go;
+	guint ok;
+	guint limited;
+	guint other;
+} RateRace;
+
+static gpointer
+rate_race_thread(gpointer data)
+{
+	RateRace *race = data;
+	g_autoptr(ConfabTestResponse) r = NULL;
+
+	g_mutex_lock(&race->lock);
+	while (!race->go)
+		g_cond_wait(&race->cond, &race->lock);
+	g_mutex_unlock(&race->lock);
+	r = confab_test_chat(race->f->daemon,
+			     race->f->alice,
+			     race->f->agent,
+			     NULL,
+			     "race",
+			     g_random_boolean());
+	g_mutex_lock(&race->lock);
+	if (r->status == 200)
+		race->ok++;
+	else if (r->status == 429 && g_strcmp0(header(r, "x-should-retry"), "true") == 0 &&
+		 header(r, "retry-after-ms") != NULL)
+		race->limited++;
+	else {
+		g_autofree gchar *body =
+		    g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+		g_test_message("unexpected: %u %s", r->status, body);
+		race->other++;
+	}
+	g_mutex_unlock(&race->lock);
+	return NULL;
+}
+
+static void
+test_rate_race(Fixture *f, gconstpointer data)
+{
+	const guint n_threads = 100, rpm = 10;
+	g_autoptr(GPtrArray) threads = g_ptr_array_new();
+	RateRace race = {f};
+	gint64 start, took;
+
+	g_mutex_init(&race.lock);
+	g_cond_init(&race.cond);
+	for (guint i = 0; i < n_threads; i++)
+		g_ptr_array_add(threads, g_thread_new("race", rate_race_thread, &race));
+	start = g_get_monotonic_time();
+	g_mutex_lock(&race.lock);
+	race.go = TRUE;
+	g_cond_broadcast(&race.cond);
+	g_mutex_unlock(&race.lock);
+	for (guint i = 0; i < threads->len; i++)
+		g_thread_join(g_ptr_array_index(threads, i));
+	took = g_get_monotonic_time() - start;
+
+	g_test_message("rpm %u, %u at once: 200: %u, 429: %u, other: %u, in %.2f s",
+		       rpm,
+		       n_threads,
+		       race.ok,
+		       race.limited,
+		       race.other,
+		       took / 1e6);
+	g_assert_cmpuint(race.other, ==, 0);
+	g_assert_cmpuint(race.ok + race.limited, ==, n_threads);
+	/* the burst is exactly rpm; a request more only for each interval
+	 * (6 s) the race itself lasted, on a machine that slow */
+	g_assert_cmpuint(race.ok, >=, rpm);
+	g_assert_cmpuint(race.ok, <=, rpm + took / (60 * G_USEC_PER_SEC / rpm));
+	if (took < 60 * G_USEC_PER_SEC / rpm)
+		g_assert_cmpuint(race.ok, ==, rpm);
+	g_assert_cmpuint(used(f, "alice"), ==, race.ok);
+	g_mutex_clear(&race.lock);
+	g_cond_clear(&race.cond);
+}
+
+static void
+test_rate_and_month(Fixture *f, gconstpointer data)
+{
+	confab_test_set_quota(f->daemon, "alice", 2);
+	{
+		/* the month has fewer left than the rate: its headers */
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 2, 1);
+	}
+	{
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, TRUE);
+		g_assert_cmpuint(r->status, ==, 200);
+		assert_quota_headers(r, 2, 0);
+	}
+	{
+		/* a spent month stays insufficient_quota, not to be retried */
+		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
+		assert_over_quota(r);
+		g_assert_null(header(r, "retry-after-ms"));
+	}
+	{
+		/* an owner without a quota of their own: the rate's headers */
+		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 100);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 99);
+		g_assert_cmpstr(header(r, "x-ratelimit-reset-requests"), ==, "600ms");
+	}
+	g_assert_cmpuint(used(f, "alice"), ==, 2);
+}
+
+/* ---------- turns in flight ([quota] default_max_parallel) ---------- */
+
+typedef struct {
+	ConfabTestDaemon *daemon;
+	const gchar *token;
+	const gchar *agent;
+	GMutex lock;
+	GCond cond;
+	guint ok;
+	guint limited;
+	guint other;
+} Flight;
+
+static gpointer
+flight_thread(gpointer data)
+{
+	Flight *flight = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(flight->daemon, flight->token, flight->agent, NULL, "fly", TRUE);
+
+	g_mutex_lock(&flight->lock);
+	if (r->status == 200)
+		flight->ok++;
+	else if (r->status == 429 &&
+		 g_strcmp0(confab_test_json_string(r->json, "error.code"), "rate_limit_exceeded") ==
+		     0 &&
+		 g_strcmp0(header(r, "Retry-After"), "1") == 0)
+		flight->limited++;
+	else
+		flight->other++;
+	g_cond_broadcast(&flight->cond);
+	g_mutex_unlock(&flight->lock);
+	return NULL;
+}
+
+static gboolean
+turn_admitted(gpointer data)
+{
+	Flight *flight = data;
+	g_autoptr(ConfabTestResponse) r =
+	    confab_test_chat(flight->daemon, flight->token, flight->agent, NULL, "after", FALSE);
+	return r->status == 200;
+}
+
+static void
+test_max_parallel(void)
+{
+	const guint n = 10;
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	ConfabTestDaemon *daemon = confab_test_daemon_start(
+	    "[quota]\ndefault_max_parallel=2\n[limits]\nmax_connections_per_peer=200\n",
+	    NULL);
+	g_autofree gchar *agent = NULL;
+	g_autofree gchar *token = NULL;
+	g_autoptr(GPtrArray) threads = g_ptr_array_new();
+	Flight flight = {daemon};
+	GVariantDict dict;
+	gint64 deadline;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "held");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
+	g_variant_dict_insert(&dict, "upstream_model", "s", "held-model");
+	agent = confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+	token = confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	flight.token = token;
+	flight.agent = agent;
+	g_mutex_init(&flight.lock);
+	g_cond_init(&flight.cond);
+
+	/* ten streams at once: two are admitted and wait at the upstream,
+	 * which holds them; the eight others are refused at once */
+	for (guint i = 0; i < n; i++)
+		g_ptr_array_add(threads, g_thread_new("flight", flight_thread, &flight));
+	g_assert_true(confab_test_upstream_wait_waiting(up, 2, 30000));
+	deadline = g_get_monotonic_time() + 60 * G_TIME_SPAN_SECOND;
+	g_mutex_lock(&flight.lock);
+	while (flight.ok + flight.limited + flight.other < n - 2)
+		if (!g_cond_wait_until(&flight.cond, &flight.lock, deadline))
+			break;
+	g_assert_cmpuint(flight.ok, ==, 0);
+	g_assert_cmpuint(flight.other, ==, 0);
+	g_assert_cmpuint(flight.limited, ==, n - 2);
+	g_mutex_unlock(&flight.lock);
+
+	/* the two end; their slots come back */
+	confab_test_upstream_set_hold(up, FALSE);
+	for (guint i = 0; i < threads->len; i++)
+		g_thread_join(g_ptr_array_index(threads, i));
+	g_assert_cmpuint(flight.ok, ==, 2);
+	g_assert_cmpuint(flight.limited, ==, n - 2);
+	g_assert_true(confab_test_wait_until(turn_admitted, &flight, 10000));
+	{
+		/* refused turns did not count against the month */
+		g_autoptr(GError) error = NULL;
+		g_autoptr(GVariant) usage = NULL;
+		guint64 requests = 0;
+		confab_dbus_admin_call_get_usage_sync(daemon->admin, "alice", &usage, NULL, &error);
+		g_assert_no_error(error);
+		g_assert_true(g_variant_lookup(usage, "requests", "t", &requests));
+		g_assert_cmpuint(requests, ==, 3);
+	}
+	g_mutex_clear(&flight.lock);
+	g_cond_clear(&flight.cond);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	confab_test_daemon_free(daemon);
+	confab_test_upstream_stop(up);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -621,6 +948,25 @@ main(int argc, char **argv)
 		   test_config_default,
 		   fixture_teardown);
 	g_test_add_func("/confab/quota/restart", test_restart);
+	g_test_add("/confab/quota/rate-headers",
+		   Fixture,
+		   RPM_1_CONFIG,
+		   fixture_setup,
+		   test_rate_headers,
+		   fixture_teardown);
+	g_test_add("/confab/quota/rate-race",
+		   Fixture,
+		   RPM_10_CONFIG,
+		   fixture_setup,
+		   test_rate_race,
+		   fixture_teardown);
+	g_test_add_func("/confab/quota/max-parallel", test_max_parallel);
+	g_test_add("/confab/quota/rate-and-month",
+		   Fixture,
+		   RPM_100_CONFIG,
+		   fixture_setup,
+		   test_rate_and_month,
+		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();
 	return ret;

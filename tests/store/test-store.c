@@ -291,6 +291,8 @@ admit(Fixture *f, const gchar *owner, guint64 default_limit)
 				       owner,
 				       f->month,
 				       default_limit,
+				       0,
+				       0,
 				       NULL,
 				       on_result,
 				       &slot);
@@ -1444,6 +1446,8 @@ test_admit_concurrent(Fixture *f, gconstpointer data)
 					       "gina",
 					       f->month,
 					       37,
+					       0,
+					       0,
 					       NULL,
 					       on_admitted,
 					       &a);
@@ -2515,6 +2519,7 @@ test_pg_migrate_v1(void)
 	    "DROP TABLE approvals;"
 	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
+	    "DROP TABLE rates; DROP TABLE parallel_holds;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
 	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
@@ -2558,6 +2563,7 @@ test_pg_migrate_v4(void)
 	    "ALTER TABLE approvals DROP COLUMN instance_id;"
 	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
+	    "DROP TABLE rates; DROP TABLE parallel_holds;"
 	    "UPDATE schema_version SET version = 4;"
 	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
 	    "arguments, tool_call_id, created_at, response_id) VALUES "
@@ -2718,6 +2724,8 @@ test_pg_instances_share(Fixture *f, gconstpointer data)
 		confab_store_admit_quota_async(i % 2 ? f->store : other,
 					       "gina",
 					       f->month,
+					       0,
+					       0,
 					       0,
 					       NULL,
 					       on_admitted,

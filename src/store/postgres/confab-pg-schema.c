@@ -495,6 +495,77 @@
 	"CREATE INDEX elicitations_by_instance ON elicitations (instance_id) "                     \
 	"  WHERE state = 'pending';" REAP_V9
 
+/*
+ * v10 (limits, issue 30): each owner's row of rates: GCRA's theoretical
+ * arrival time for the requests per minute, in microseconds of the
+ * database's clock (one clock for every instance), and its turns in
+ * flight; a parallel_holds row per turn in flight, naming its instance, so
+ * that confab_reap() gives back a dead instance's (it locks rates before
+ * usage, as admissions do).
+ */
+#define MIGRATE_V10_RATES                                                                          \
+	"CREATE TABLE rates ("                                                                     \
+	"  owner text COLLATE \"C\" PRIMARY KEY,"                                                  \
+	"  tat bigint NOT NULL DEFAULT 0,"                                                         \
+	"  in_flight bigint NOT NULL DEFAULT 0"                                                    \
+	");"                                                                                       \
+	"CREATE TABLE parallel_holds ("                                                            \
+	"  id text COLLATE \"C\" PRIMARY KEY,"                                                     \
+	"  instance_id text COLLATE \"C\" NOT NULL,"                                               \
+	"  owner text COLLATE \"C\" NOT NULL"                                                      \
+	");"                                                                                       \
+	"CREATE INDEX parallel_holds_by_instance ON parallel_holds (instance_id);" REAP_V10
+
+/* confab_reap() of v9, and the turns in flight of the instances it ends
+ * given back (before usage: the order admissions lock in). */
+#define REAP_V10                                                                                   \
+	"CREATE OR REPLACE FUNCTION confab_reap(only_instance text) RETURNS integer "              \
+	"LANGUAGE plpgsql AS $$ "                                                                  \
+	"DECLARE "                                                                                 \
+	"  dead text[]; "                                                                          \
+	"BEGIN "                                                                                   \
+	"  IF only_instance IS NOT NULL THEN "                                                     \
+	"    dead := ARRAY[only_instance]; "                                                       \
+	"  ELSE "                                                                                  \
+	"    SELECT array_agg(d.id) INTO dead FROM (SELECT id FROM instances "                     \
+	"      WHERE expires_at < now() FOR UPDATE SKIP LOCKED) AS d; "                            \
+	"  END IF; "                                                                               \
+	"  IF dead IS NULL THEN "                                                                  \
+	"    RETURN 0; "                                                                           \
+	"  END IF; "                                                                               \
+	"  UPDATE rates AS r SET in_flight = GREATEST(r.in_flight - s.n, 0) "                      \
+	"    FROM (SELECT owner, count(*) AS n FROM parallel_holds "                               \
+	"          WHERE instance_id = ANY (dead) GROUP BY owner) AS s "                           \
+	"    WHERE r.owner = s.owner; "                                                            \
+	"  DELETE FROM parallel_holds WHERE instance_id = ANY (dead); "                            \
+	"  UPDATE usage AS u SET pending = GREATEST(u.pending - h.n, 0) "                          \
+	"    FROM (SELECT owner, month, count(*) AS n FROM usage_holds "                           \
+	"          WHERE instance_id = ANY (dead) GROUP BY owner, month) AS h "                    \
+	"    WHERE u.owner = h.owner AND u.month = h.month; "                                      \
+	"  DELETE FROM usage_holds WHERE instance_id = ANY (dead); "                               \
+	"  INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "   \
+	"                        created_at) "                                                     \
+	"    SELECT l.answer_id, l.session_id, 'assistant', l.answer_model, '[]', '[]', 1, "       \
+	"           l.answer_created_at "                                                          \
+	"    FROM session_leases AS l JOIN sessions AS s ON s.id = l.session_id "                  \
+	"    WHERE l.instance_id = ANY (dead) AND l.answer_id IS NOT NULL "                        \
+	"    ON CONFLICT DO NOTHING; "                                                             \
+	"  UPDATE sessions AS s SET updated_at = GREATEST(s.updated_at, l.answer_created_at) "     \
+	"    FROM session_leases AS l "                                                            \
+	"    WHERE l.session_id = s.id AND l.instance_id = ANY (dead) "                            \
+	"      AND l.answer_id IS NOT NULL; "                                                      \
+	"  DELETE FROM session_leases WHERE instance_id = ANY (dead); "                            \
+	"  UPDATE approvals SET state = 'timed_out', decided_by = 'timeout', "                     \
+	"    reason = 'Its confabd stopped: nobody waits for it any more', "                       \
+	"    decided_at = extract(epoch FROM now())::bigint "                                      \
+	"    WHERE state = 'pending' AND instance_id = ANY (dead); "                               \
+	"  UPDATE elicitations SET state = 'timed_out', answered_by = 'timeout', "                 \
+	"    answered_at = extract(epoch FROM now())::bigint "                                     \
+	"    WHERE state = 'pending' AND instance_id = ANY (dead); "                               \
+	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
+	"  RETURN cardinality(dead); "                                                             \
+	"END $$;"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -506,6 +577,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V7_CONVERSATION_METADATA,
     MIGRATE_V8_TARGETS,
     MIGRATE_V9_ELICITATIONS,
+    MIGRATE_V10_RATES,
 };
 
 typedef enum {

@@ -26,8 +26,11 @@ G_BEGIN_DECLS
 /*  8: agents.upstreams, agents.routing and messages.upstream (upstream
  *     routing); confab_commit_turn() stores messages.upstream
  */
-/*  9: elicitations (MCP servers' questions to a person, issue 34) */
-#define CONFAB_PG_SCHEMA_VERSION 9
+/*  9: elicitations (MCP servers' questions to a person, issue 34)
+ * 10: rates and parallel_holds (limits: requests per minute, turns in flight);
+ *     confab_reap() gives back a dead instance's turns in flight
+ */
+#define CONFAB_PG_SCHEMA_VERSION 10
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

@@ -531,7 +531,10 @@ typedef struct {
 	gchar *owner;
 	gchar *month;
 	guint64 default_limit;
-	gchar *hold_id; /* admit_quota's */
+	guint64 rpm;	      /* admit_quota's */
+	guint64 max_parallel; /* admit_quota's */
+	gchar *hold_id;	      /* admit_quota's */
+	gchar *slot_id;	      /* admit_quota's: its parallel_holds row */
 } UsageQuery;
 
 static UsageQuery *
@@ -550,6 +553,7 @@ usage_query_free(UsageQuery *query)
 	g_free(query->owner);
 	g_free(query->month);
 	g_free(query->hold_id);
+	g_free(query->slot_id);
 	g_free(query);
 }
 
@@ -718,6 +722,10 @@ release_later(ConfabStorePostgres *self, gboolean is_hold, const gchar *id, cons
 static gboolean
 wait_for_releases(ConfabStorePostgres *self, Op *op);
 
+/* the "month" under which holds_push() keeps an owner's parallel_holds
+ * (a month is YYYY-MM: never this) */
+#define PARALLEL_KEY "parallel"
+
 static void
 quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
 {
@@ -730,6 +738,8 @@ quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
 	if (res == NULL) {
 		/* it may have been counted all the same: the hold goes */
 		release_later(op->self, TRUE, query->hold_id, NULL);
+		if (query->max_parallel > 0)
+			release_later(op->self, TRUE, query->slot_id, PARALLEL_KEY);
 		op_return_error(op, store_error(g_steal_pointer(&error), "counting a request"));
 		return;
 	}
@@ -738,6 +748,43 @@ quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
 	usage->requests = (guint64)column_int(res, 0, usage->admitted ? 0 : 1);
 	usage->limit = (guint64)column_int(res, 0, 2);
 	usage->is_override = column_bool(res, 0, 3);
+	usage->max_parallel = query->max_parallel;
+	if (query->rpm > 0 || query->max_parallel > 0) {
+		/* the owner's row admitted it (column 4), or the month was
+		 * spent, or the turns in flight were at most, or the rate */
+		gboolean row_ok = !PQgetisnull(res, 0, 4);
+		gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
+		gboolean full = FALSE;
+		/* refused by the row: which of its two limits, as far as this
+		 * statement's snapshot tells (the row's newest version decided;
+		 * either answer is a 429 rate_limit_exceeded) */
+		if (!row_ok && !spent && query->max_parallel > 0) {
+			gint64 tat = column_int(res, 0, 5), now = column_int(res, 0, 6);
+			gboolean rate_refuses =
+			    query->rpm > 0 &&
+			    MAX(tat, now) - now >
+				(gint64)(query->rpm - 1) * confab_store_rate_interval(query->rpm);
+			full =
+			    (guint64)column_int(res, 0, 8) >= query->max_parallel || !rate_refuses;
+		}
+		if (query->rpm > 0)
+			confab_store_usage_set_rate(usage,
+						    query->rpm,
+						    column_int(res, 0, row_ok ? 4 : 5),
+						    column_int(res, 0, 6),
+						    row_ok || spent || full);
+		if (full) {
+			usage->parallel_limited = TRUE;
+			usage->rate_limited = TRUE;
+			usage->retry_after_ms = 1000;
+		}
+		usage->parallel_taken = row_ok && query->max_parallel > 0;
+		if (usage->parallel_taken)
+			holds_push(op->self,
+				   query->owner,
+				   PARALLEL_KEY,
+				   g_steal_pointer(&query->slot_id));
+	}
 	if (usage->admitted)
 		holds_push(op->self, query->owner, query->month, g_steal_pointer(&query->hold_id));
 	op_return_pointer(op, usage, (GDestroyNotify)confab_store_usage_free);
@@ -758,33 +805,80 @@ run_admit_quota(ConfabStorePostgres *self, Op *op)
 	params_add_int(p, (gint64)query->default_limit);
 	params_add(p, query->hold_id);
 	params_add(p, self->instance_id);
+	params_add_int(p, (gint64)MIN(query->rpm, (guint64)G_MAXINT32));
+	params_add_int(p, query->rpm > 0 ? confab_store_rate_interval(query->rpm) : 0);
+	params_add_int(p, (gint64)MIN(query->max_parallel, (guint64)G_MAXINT32));
+	query->slot_id = g_uuid_string_random();
+	params_add(p, query->slot_id);
 	/*
 	 * One statement: the quota (the owner's own, else the default; 0 is
-	 * unlimited), then one more pending request on the (owner, month)
-	 * row unless requests + pending has reached it. ON CONFLICT DO UPDATE
-	 * locks the row and checks its WHERE against the newest version, so
-	 * concurrent admissions from every instance queue on that row. A
-	 * new row is always admitted: no quota is below 1. The hold names
-	 * this instance, should it die before the count is committed.
+	 * unlimited), then the owner's row of rates, then one more pending
+	 * request on the (owner, month) row unless requests + pending has
+	 * reached the quota.
+	 *
+	 * The row of rates holds the rate ($6 requests a minute, one every $7
+	 * microseconds: GCRA on the database's clock) and the turns in flight
+	 * (at most $8). The upsert moves the arrival time on and adds a turn
+	 * only while at most $6 - 1 intervals are owed and fewer than $8
+	 * turns fly. ON CONFLICT DO UPDATE locks the row and checks its WHERE
+	 * against the newest version, so concurrent admissions from every
+	 * instance queue on that row: both are exact. It is skipped when the
+	 * month is already spent as far as this statement sees (a request
+	 * refused for the month costs no rate, bar a race with the month's
+	 * last request; a slot taken then is given back by the caller).
+	 *
+	 * The count: the usage upsert is proposed only when the row of rates
+	 * admitted (or there are no such limits); ON CONFLICT DO UPDATE
+	 * queues it on the (owner, month) row likewise. A new row is always
+	 * admitted: no quota is below 1. The holds name this instance, should
+	 * it die before the count is committed or the turn ends. Rows are
+	 * locked in one order (rates, then usage) by every admission and by
+	 * confab_reap(): no deadlock.
 	 */
-	op_query(op,
-		 "WITH lim AS (SELECT COALESCE(q.monthly_requests, $3::bigint) AS l, "
-		 "                    q.owner IS NOT NULL AS own "
-		 "             FROM (SELECT 1) AS one "
-		 "             LEFT JOIN quotas AS q ON q.owner = $1), "
-		 "u AS (INSERT INTO usage AS u (owner, month, requests, pending) "
-		 "      VALUES ($1, $2, 0, 1) "
-		 "      ON CONFLICT (owner, month) DO UPDATE SET pending = u.pending + 1 "
-		 "      WHERE (SELECT l FROM lim) = 0 "
-		 "         OR u.requests + u.pending < (SELECT l FROM lim) "
-		 "      RETURNING u.requests + u.pending AS used), "
-		 "h AS (INSERT INTO usage_holds (id, instance_id, owner, month) "
-		 "      SELECT $4, $5, $1, $2 FROM u) "
-		 "SELECT (SELECT used FROM u), "
-		 "       (SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2), "
-		 "       lim.l, lim.own FROM lim",
-		 p,
-		 quota_admitted);
+	op_query(
+	    op,
+	    "WITH lim AS (SELECT COALESCE(q.monthly_requests, $3::bigint) AS l, "
+	    "                    q.owner IS NOT NULL AS own "
+	    "             FROM (SELECT 1) AS one "
+	    "             LEFT JOIN quotas AS q ON q.owner = $1), "
+	    "clk AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now), "
+	    "r AS (INSERT INTO rates AS r (owner, tat, in_flight) "
+	    "      SELECT $1, CASE WHEN $6::bigint > 0 THEN clk.now + $7::bigint ELSE 0 END, "
+	    "             CASE WHEN $8::bigint > 0 THEN 1 ELSE 0 END FROM clk "
+	    "      WHERE ($6::bigint > 0 OR $8::bigint > 0) "
+	    "        AND ((SELECT l FROM lim) = 0 "
+	    "             OR COALESCE((SELECT requests + pending FROM usage "
+	    "                          WHERE owner = $1 AND month = $2), 0) "
+	    "                < (SELECT l FROM lim)) "
+	    "      ON CONFLICT (owner) DO UPDATE "
+	    "      SET tat = CASE WHEN $6::bigint > 0 "
+	    "                THEN GREATEST(r.tat, (SELECT now FROM clk)) + $7::bigint "
+	    "                ELSE r.tat END, "
+	    "          in_flight = r.in_flight + CASE WHEN $8::bigint > 0 THEN 1 ELSE 0 END "
+	    "      WHERE ($6::bigint = 0 "
+	    "             OR GREATEST(r.tat, (SELECT now FROM clk)) - (SELECT now FROM clk) "
+	    "                <= ($6::bigint - 1) * $7::bigint) "
+	    "        AND ($8::bigint = 0 OR r.in_flight < $8::bigint) "
+	    "      RETURNING r.tat), "
+	    "s AS (INSERT INTO parallel_holds (id, instance_id, owner) "
+	    "      SELECT $9, $5, $1 FROM r WHERE $8::bigint > 0), "
+	    "u AS (INSERT INTO usage AS u (owner, month, requests, pending) "
+	    "      SELECT $1, $2, 0, 1 "
+	    "      WHERE ($6::bigint = 0 AND $8::bigint = 0) OR EXISTS (SELECT 1 FROM r) "
+	    "      ON CONFLICT (owner, month) DO UPDATE SET pending = u.pending + 1 "
+	    "      WHERE (SELECT l FROM lim) = 0 "
+	    "         OR u.requests + u.pending < (SELECT l FROM lim) "
+	    "      RETURNING u.requests + u.pending AS used), "
+	    "h AS (INSERT INTO usage_holds (id, instance_id, owner, month) "
+	    "      SELECT $4, $5, $1, $2 FROM u) "
+	    "SELECT (SELECT used FROM u), "
+	    "       (SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2), "
+	    "       lim.l, lim.own, (SELECT tat FROM r), "
+	    "       (SELECT tat FROM rates WHERE owner = $1), clk.now, "
+	    "       (SELECT 1 FROM r), "
+	    "       (SELECT in_flight FROM rates WHERE owner = $1) FROM lim, clk",
+	    p,
+	    quota_admitted);
 }
 
 static void
@@ -792,13 +886,19 @@ confab_store_postgres_admit_quota(ConfabStore *store,
 				  const gchar *owner,
 				  const gchar *month,
 				  guint64 default_limit,
+				  guint64 rpm,
+				  guint64 max_parallel,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
 {
+	UsageQuery *query = usage_query_new(owner, month, default_limit);
+
+	query->rpm = rpm;
+	query->max_parallel = max_parallel;
 	op_queue(CONFAB_STORE_POSTGRES(store),
 		 run_admit_quota,
-		 usage_query_new(owner, month, default_limit),
+		 query,
 		 (GDestroyNotify)usage_query_free,
 		 FALSE,
 		 confab_store_postgres_admit_quota,
@@ -885,6 +985,16 @@ run_release(ConfabStorePostgres *self, Op *op)
 	g_autoptr(GPtrArray) p = params_new();
 
 	params_add(p, release->id);
+	/* a turn's slot (a hold whose lease says so) */
+	if (release->is_hold && g_strcmp0(release->lease, PARALLEL_KEY) == 0) {
+		op_query(op,
+			 "WITH s AS (DELETE FROM parallel_holds WHERE id = $1 RETURNING owner) "
+			 "UPDATE rates AS r SET in_flight = GREATEST(r.in_flight - 1, 0) FROM s "
+			 "WHERE r.owner = s.owner",
+			 p,
+			 released);
+		return;
+	}
 	if (release->is_hold) {
 		op_query(op,
 			 "WITH h AS (DELETE FROM usage_holds WHERE id = $1 RETURNING owner, month) "
@@ -929,6 +1039,36 @@ run_release_quota(ConfabStorePostgres *self, Op *op)
 		release_start(self, release);
 	}
 	op_return_boolean(op);
+}
+
+static void
+run_release_parallel(ConfabStorePostgres *self, Op *op)
+{
+	UsageQuery *query = op->data;
+	gchar *slot_id = holds_pop(self, query->owner, PARALLEL_KEY);
+
+	if (slot_id != NULL) {
+		Release *release = g_new0(Release, 1);
+		release->is_hold = TRUE;
+		release->id = slot_id;
+		release->lease = g_strdup(PARALLEL_KEY);
+		release_start(self, release);
+	}
+	op_return_boolean(op);
+}
+
+static void
+confab_store_postgres_release_parallel(ConfabStore *store, const gchar *owner)
+{
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_release_parallel,
+		 usage_query_new(owner, PARALLEL_KEY, 0),
+		 (GDestroyNotify)usage_query_free,
+		 FALSE,
+		 confab_store_postgres_release_parallel,
+		 NULL,
+		 NULL,
+		 NULL);
 }
 
 static void
@@ -2114,6 +2254,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->list_usage = confab_store_postgres_list_usage;
 	iface->admit_quota = confab_store_postgres_admit_quota;
 	iface->release_quota = confab_store_postgres_release_quota;
+	iface->release_parallel = confab_store_postgres_release_parallel;
 	iface->acquire_session = confab_store_postgres_acquire_session;
 	iface->release_session = confab_store_postgres_release_session;
 	iface->session_is_running = confab_store_postgres_session_is_running;

@@ -101,6 +101,8 @@ struct _ConfabStoreSqlite {
 	GHashTable *quotas; /* owned: owner -> guint64*, the owners' own quotas */
 	GHashTable *usage;  /* owned: owner -> guint64*, requests in usage_month */
 	gchar *usage_month; /* owned: YYYY-MM */
+	GHashTable *rates;  /* owned: owner -> gint64*, GCRA's arrival time (monotonic) */
+	GHashTable *flying; /* owned: owner -> its turns in flight (admitted, not ended) */
 	GHashTable *busy;   /* owned: session ids with a turn running */
 };
 
@@ -1731,17 +1733,48 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 	g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
 }
 
+/* called with the lock held: the rate of @usage's owner, GCRA */
+static gboolean
+admit_rate(ConfabStoreSqlite *self, ConfabStoreUsage *usage, guint64 rpm)
+{
+	gint64 now = g_get_monotonic_time();
+	gint64 *tat = g_hash_table_lookup(self->rates, usage->owner);
+	gboolean admitted;
+
+	if (tat == NULL) {
+		tat = g_new0(gint64, 1);
+		g_hash_table_insert(self->rates, g_strdup(usage->owner), tat);
+	}
+	admitted = confab_store_rate_admit(tat, now, rpm);
+	confab_store_usage_set_rate(usage, rpm, *tat, now, admitted);
+	return admitted;
+}
+
 static ConfabStoreUsage *
 confab_store_sqlite_admit_quota_now(ConfabStore *store,
 				    const gchar *owner,
 				    const gchar *month,
-				    guint64 default_limit)
+				    guint64 default_limit,
+				    guint64 rpm,
+				    guint64 max_parallel)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 	ConfabStoreUsage *usage = usage_of(self, owner, month, default_limit);
+	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, owner));
 
+	/* one critical section: the month, the turns in flight, the rate;
+	 * what refuses first costs nothing of what follows */
 	usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
+	usage->max_parallel = max_parallel;
+	if (usage->admitted && max_parallel > 0 && flying >= max_parallel) {
+		usage->admitted = FALSE;
+		usage->parallel_limited = TRUE;
+		usage->rate_limited = TRUE;
+		usage->retry_after_ms = 1000;
+	}
+	if (usage->admitted && rpm > 0)
+		usage->admitted = admit_rate(self, usage, rpm);
 	if (usage->admitted) {
 		guint64 *used = g_hash_table_lookup(self->usage, owner);
 		if (used == NULL)
@@ -1749,8 +1782,27 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store,
 		else
 			(*used)++;
 		usage->requests++;
+		if (max_parallel > 0) {
+			g_hash_table_insert(self->flying,
+					    g_strdup(owner),
+					    GUINT_TO_POINTER(flying + 1));
+			usage->parallel_taken = TRUE;
+		}
 	}
 	return usage;
+}
+
+static void
+confab_store_sqlite_release_parallel(ConfabStore *store, const gchar *owner)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, owner));
+
+	if (flying > 1)
+		g_hash_table_insert(self->flying, g_strdup(owner), GUINT_TO_POINTER(flying - 1));
+	else
+		g_hash_table_remove(self->flying, owner);
 }
 
 static void
@@ -1758,6 +1810,8 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 				const gchar *owner,
 				const gchar *month,
 				guint64 default_limit,
+				guint64 rpm,
+				guint64 max_parallel,
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
@@ -1765,10 +1819,14 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
 
 	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
-	g_task_return_pointer(
-	    task,
-	    confab_store_sqlite_admit_quota_now(store, owner, month, default_limit),
-	    (GDestroyNotify)confab_store_usage_free);
+	g_task_return_pointer(task,
+			      confab_store_sqlite_admit_quota_now(store,
+								  owner,
+								  month,
+								  default_limit,
+								  rpm,
+								  max_parallel),
+			      (GDestroyNotify)confab_store_usage_free);
 }
 
 static void
@@ -2850,6 +2908,7 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->admit_quota = confab_store_sqlite_admit_quota;
 	iface->list_usage = confab_store_sqlite_list_usage;
 	iface->release_quota = confab_store_sqlite_release_quota;
+	iface->release_parallel = confab_store_sqlite_release_parallel;
 	iface->acquire_session = confab_store_sqlite_acquire_session;
 	iface->admit_quota_now = confab_store_sqlite_admit_quota_now;
 	iface->acquire_session_now = confab_store_sqlite_acquire_session_now;
@@ -2877,6 +2936,8 @@ confab_store_sqlite_finalize(GObject *object)
 	g_clear_pointer(&self->reader_threads, g_ptr_array_unref);
 	g_clear_pointer(&self->quotas, g_hash_table_unref);
 	g_clear_pointer(&self->usage, g_hash_table_unref);
+	g_clear_pointer(&self->rates, g_hash_table_unref);
+	g_clear_pointer(&self->flying, g_hash_table_unref);
 	g_clear_pointer(&self->busy, g_hash_table_unref);
 	g_free(self->usage_month);
 	g_mutex_clear(&self->lock);
@@ -2900,6 +2961,8 @@ confab_store_sqlite_init(ConfabStoreSqlite *self)
 	self->search_index = TRUE;
 	self->reader_threads = g_ptr_array_new();
 	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	self->flying = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_mutex_init(&self->lock);
 }
 
