@@ -128,6 +128,34 @@ content_text(const gchar *content_json)
 	return g_string_free(out, FALSE);
 }
 
+/* The conversation's background responses running now, on any instance. */
+static void
+print_background(ConfabctlContext *ctx, const gchar *session_id)
+{
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) responses = NULL;
+	GVariantBuilder filter;
+	GVariantIter iter;
+	GVariant *response;
+
+	g_variant_builder_init(&filter, G_VARIANT_TYPE_VARDICT);
+	g_variant_builder_add(&filter, "{sv}", "session_id", g_variant_new_string(session_id));
+	reply = confabctl_common_call(ctx,
+				      "ListBackgroundResponses",
+				      g_variant_new("(a{sv})", &filter),
+				      "(aa{sv})");
+	if (reply == NULL)
+		return;
+	responses = g_variant_get_child_value(reply, 0);
+	g_variant_iter_init(&iter, responses);
+	while ((response = g_variant_iter_next_value(&iter)) != NULL) {
+		g_autofree gchar *id = confabctl_common_dict_string(response, "id");
+		g_autofree gchar *status = confabctl_common_dict_string(response, "status");
+		g_print(_("-- response %s runs in the background (%s) --\n"), id, status);
+		g_variant_unref(response);
+	}
+}
+
 gint
 confabctl_session_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 {
@@ -206,6 +234,7 @@ confabctl_session_show(ConfabctlContext *ctx, gint argc, gchar **argv)
 			g_print("[%s] %s (%s): %s\n", when, role, status, text);
 		g_variant_unref(message);
 	}
+	print_background(ctx, argv[1]);
 	return CONFABCTL_EXIT_OK;
 }
 

@@ -58,6 +58,7 @@ struct _ConfabTurn {
 	gboolean parallel_taken; /* one of the owner's turns in flight */
 	gboolean admitted;	 /* the user's messages are committed: a turn served */
 	gboolean commit_first;	 /* commit them before the answer, even without a stream */
+	gchar *new_session_id;	 /* owned, nullable: the id a new session takes */
 	ConfabStoreTurn *record; /* owned: what is still to commit */
 
 	const ConfabTurnSink *sink;
@@ -157,6 +158,7 @@ confab_turn_finalize(GObject *object)
 	g_clear_error(&self->run_error);
 	g_free(self->instructions);
 	g_free(self->response_id);
+	g_free(self->new_session_id);
 	g_clear_pointer(&self->fork, g_ptr_array_unref);
 	g_free(self->fork_title);
 	g_ptr_array_unref(self->answers);
@@ -623,8 +625,10 @@ static void
 start_new_session(ConfabTurn *self, GTask *task)
 {
 	g_autofree gchar *id =
-	    confab_id_generator_next(confab_engine_get_id_generator(self->engine),
-				     CONFAB_PREFIX_SESSION);
+	    self->new_session_id != NULL
+		? g_strdup(self->new_session_id)
+		: confab_id_generator_next(confab_engine_get_id_generator(self->engine),
+					   CONFAB_PREFIX_SESSION);
 	g_autofree gchar *title = NULL;
 	gint64 now = now_seconds();
 
@@ -1397,6 +1401,21 @@ confab_turn_set_commit_first(ConfabTurn *self)
 {
 	g_return_if_fail(CONFAB_IS_TURN(self));
 	self->commit_first = TRUE;
+}
+
+/**
+ * confab_turn_set_new_session_id:
+ * @self: a #ConfabTurn, not yet started, that starts a conversation (or a
+ *   fork)
+ * @session_id: the id the new conversation takes, chosen before the turn
+ *   starts (a background response's record names it)
+ */
+void
+confab_turn_set_new_session_id(ConfabTurn *self, const gchar *session_id)
+{
+	g_return_if_fail(CONFAB_IS_TURN(self));
+	g_free(self->new_session_id);
+	self->new_session_id = g_strdup(session_id);
 }
 
 void

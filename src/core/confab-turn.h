@@ -101,6 +101,8 @@ confab_turn_get_transcript(ConfabTurn *self);
 void
 confab_turn_set_commit_first(ConfabTurn *self);
 void
+confab_turn_set_new_session_id(ConfabTurn *self, const gchar *session_id);
+void
 confab_turn_set_response_id(ConfabTurn *self, const gchar *response_id);
 void
 confab_turn_set_fork(ConfabTurn *self, GPtrArray *history, const gchar *title);

@@ -1126,10 +1126,13 @@ handle_list_background_responses(ConfabDbusAdmin *object,
 {
 	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
 	const gchar *owner = NULL;
+	const gchar *session_id = NULL;
 
 	g_variant_lookup(filter, "owner", "&s", &owner);
+	g_variant_lookup(filter, "session_id", "&s", &session_id);
 	confab_store_list_running_responses_async(confab_engine_get_store(self->engine),
 						  owner,
+						  session_id,
 						  LIST_BACKGROUND_MAX,
 						  NULL,
 						  list_background_cb,

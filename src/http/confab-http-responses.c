@@ -85,6 +85,7 @@ typedef struct {
 	gboolean cut;	    /* the server is cutting the stream: its client took nothing */
 	GPtrArray *fork;    /* owned, nullable: a fork's history, while the record is saved */
 	gchar *fork_title;  /* owned */
+	gchar *new_session; /* owned, nullable: a new conversation's id, chosen for its record */
 	/* background: the turn runs with no client attached; a stream's
 	 * events are kept, in batches, for clients to replay */
 	gboolean detached;  /* the POST is answered, or its client gone */
@@ -124,6 +125,7 @@ resp_ctx_free(RespCtx *ctx)
 	g_ptr_array_unref(ctx->answers);
 	g_clear_pointer(&ctx->fork, g_ptr_array_unref);
 	g_free(ctx->fork_title);
+	g_free(ctx->new_session);
 	g_clear_handle_id(&ctx->flush_source, g_source_remove);
 	if (ctx->kept != NULL)
 		g_string_free(ctx->kept, TRUE);
@@ -1359,6 +1361,8 @@ create_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 	/* no client waits for it: GET reads it while it runs */
 	if (ctx->request->background)
 		confab_turn_set_commit_first(ctx->turn);
+	if (ctx->new_session != NULL)
+		confab_turn_set_new_session_id(ctx->turn, ctx->new_session);
 	confab_turn_start_async(ctx->turn, start_cb, ctx);
 }
 
@@ -1425,7 +1429,14 @@ start_turn(RespCtx *ctx, GPtrArray *fork, const gchar *fork_title)
 	record->id = g_strdup(ctx->response_id);
 	record->owner = g_strdup(ctx->principal->owner);
 	record->agent_id = g_strdup(ctx->request->chat->model);
-	record->session_id = fork == NULL ? g_strdup(ctx->request->chat->session_id) : NULL;
+	/* a new conversation's id, chosen now: the record names it while
+	 * the response runs (confabctl session show) */
+	if (fork != NULL || ctx->request->chat->session_id == NULL)
+		ctx->new_session =
+		    confab_id_generator_next(confab_engine_get_id_generator(ctx->engine),
+					     CONFAB_PREFIX_SESSION);
+	record->session_id =
+	    g_strdup(ctx->new_session != NULL ? ctx->new_session : ctx->request->chat->session_id);
 	record->background = ctx->request->background;
 	record->stream = ctx->request->chat->stream;
 	/* it runs as soon as its turn starts, which is now */

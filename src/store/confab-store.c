@@ -411,10 +411,10 @@ static const ConfabStoreOp op_list_running_responses = {
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
 	   "AND status IN ('queued', 'in_progress') AND ($1::text IS NULL OR owner = $1) "
-	   "ORDER BY id LIMIT $2::bigint",
+	   "AND ($3::text IS NULL OR session_id = $3) ORDER BY id LIMIT $2::bigint",
     .sql_sqlite = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
 		  "AND status IN ('queued', 'in_progress') AND ($1 IS NULL OR owner = $1) "
-		  "ORDER BY id LIMIT $2",
+		  "AND ($3 IS NULL OR session_id = $3) ORDER BY id LIMIT $2",
     .map = confab_store_row_to_response_record,
     .free = (GDestroyNotify)confab_response_record_free,
     .changed = -1,
@@ -2309,6 +2309,7 @@ confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError
  * confab_store_list_running_responses_async:
  * @self: a #ConfabStore
  * @owner: (nullable): only this owner's; %NULL for everyone's
+ * @session_id: (nullable): only this conversation's
  * @limit: at most this many
  * @cancellable: (nullable): a #GCancellable
  * @callback: called with the records, oldest first
@@ -2319,6 +2320,7 @@ confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError
 void
 confab_store_list_running_responses_async(ConfabStore *self,
 					  const gchar *owner,
+					  const gchar *session_id,
 					  guint limit,
 					  GCancellable *cancellable,
 					  GAsyncReadyCallback callback,
@@ -2329,6 +2331,7 @@ confab_store_list_running_responses_async(ConfabStore *self,
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	call = call_with_text(&op_list_running_responses, owner);
 	confab_store_call_add_int(call, limit);
+	confab_store_call_add_text(call, session_id);
 	store_run(self,
 		  call,
 		  confab_store_list_running_responses_async,

@@ -687,6 +687,7 @@ confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError
 void
 confab_store_list_running_responses_async(ConfabStore *self,
 					  const gchar *owner,
+					  const gchar *session_id,
 					  guint limit,
 					  GCancellable *cancellable,
 					  GAsyncReadyCallback callback,

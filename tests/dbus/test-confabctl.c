@@ -1260,6 +1260,8 @@ test_background_responses(void)
 	g_autoptr(Run) cancelled = NULL;
 	g_autoptr(Run) empty = NULL;
 	g_autoptr(Run) unknown = NULL;
+	g_autoptr(Run) shown = NULL;
+	g_autofree gchar *running = NULL;
 	const gchar *id;
 	GVariantDict dict;
 
@@ -1283,6 +1285,11 @@ test_background_responses(void)
 	bobs = ctl("response", "list", "--owner", "bob", NULL);
 	assert_ok(bobs);
 	g_assert_null(strstr(bobs->out, id));
+	/* and in its conversation, new as it is */
+	shown = ctl("session", "show", confab_test_json_string(r->json, "conversation.id"), NULL);
+	assert_ok(shown);
+	running = g_strdup_printf("-- response %s runs in the background (in_progress) --", id);
+	g_assert_nonnull(strstr(shown->out, running));
 
 	cancelled = ctl("response", "cancel", id, NULL);
 	assert_ok(cancelled);
