@@ -400,7 +400,10 @@ call_drop_exchange(Call *call)
 static void
 call_clear_attempt(Call *call)
 {
-	confab_flow_clear_wait(call->request->flow, &call->flow_wait);
+	/* a call that has returned no longer waits, and its request may be
+	 * gone (a router frees its attempts' once it has its answer) */
+	if (call->flow_wait != 0)
+		confab_flow_clear_wait(call->request->flow, &call->flow_wait);
 	confab_source_clear(&call->timer);
 	call_drop_exchange(call);
 	g_clear_pointer(&call->retry_after, g_free);

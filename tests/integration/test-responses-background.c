@@ -457,6 +457,7 @@ test_dbus(Fixture *f, gconstpointer data)
 	g_autoptr(GVariant) after = NULL;
 	g_autoptr(GError) error = NULL;
 	g_autofree gchar *body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"hi\"}", f->agent);
+	g_autofree gchar *remote = NULL;
 	const gchar *id;
 
 	g_assert_cmpuint(r->status, ==, 200);
@@ -489,14 +490,17 @@ test_dbus(Fixture *f, gconstpointer data)
 						    NULL,
 						    &error);
 	g_assert_nonnull(error);
-	g_assert_nonnull(strstr(g_dbus_error_get_remote_error(error), "InvalidArgument"));
+	remote = g_dbus_error_get_remote_error(error);
+	g_assert_nonnull(strstr(remote, "InvalidArgument"));
+	g_clear_pointer(&remote, g_free);
 	g_clear_error(&error);
 	confab_dbus_admin_call_cancel_response_sync(f->daemon->admin,
 						    "resp_00000000000000000000000000",
 						    NULL,
 						    &error);
 	g_assert_nonnull(error);
-	g_assert_nonnull(strstr(g_dbus_error_get_remote_error(error), "ResponseNotFound"));
+	remote = g_dbus_error_get_remote_error(error);
+	g_assert_nonnull(strstr(remote, "ResponseNotFound"));
 }
 
 int
