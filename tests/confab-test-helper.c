@@ -705,6 +705,42 @@ confab_test_daemon_free(ConfabTestDaemon *daemon)
 /* ---------- provisioning ---------- */
 
 /**
+ * confab_test_fake_mcp_http:
+ * @option: (nullable): one option of the fake MCP server's
+ * @value: (nullable): its value
+ * @url: (out): where it serves
+ *
+ * Starts the fake MCP server (CONFAB_FAKE_MCP) over Streamable HTTP on a
+ * free port; it exits when its stdin closes, with the subprocess.
+ *
+ * Returns: (transfer full): the server
+ */
+GSubprocess *
+confab_test_fake_mcp_http(const gchar *option, const gchar *value, gchar **url)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GDataInputStream) out = NULL;
+	g_autofree gchar *line = NULL;
+	GSubprocess *server =
+	    g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+			     &error,
+			     g_getenv("CONFAB_FAKE_MCP"),
+			     "--http",
+			     "0",
+			     option,
+			     option != NULL ? value : NULL,
+			     NULL);
+
+	g_assert_no_error(error);
+	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(server));
+	line = g_data_input_stream_read_line(out, NULL, NULL, NULL);
+	g_assert_nonnull(line);
+	g_assert_true(g_str_has_prefix(line, "PORT="));
+	*url = g_strdup_printf("http://127.0.0.1:%s/mcp", line + 5);
+	return server;
+}
+
+/**
  * confab_test_create_agent_props:
  * @daemon: a daemon
  * @props: (transfer floating): CreateAgent properties

@@ -660,7 +660,10 @@ on_server_started(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
-on_server_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data);
+on_server_elicit(ConfabMcpClient *client,
+		 ConfabMcpElicitation *elicitation,
+		 gpointer call_data,
+		 gpointer user_data);
 
 static void
 server_start(Server *server)
@@ -1469,15 +1472,28 @@ typedef struct {
 	gboolean listed;
 } Call;
 
-/* An `elicitation/create` of the server's: the oldest call in flight on it
- * that takes elicitations has it. The client does not say which request's
- * stream (streamable HTTP) brought it, and over stdio nothing ties it to a
- * call; with none in flight, dropping it answers `cancel`. */
+/* An `elicitation/create` of the server's: the call whose answer stream
+ * brought it has it (Streamable HTTP); where nothing ties it to a call
+ * (stdio, the standalone stream), the oldest call in flight on the server
+ * that takes elicitations. With none, dropping it answers `cancel`. */
 static void
-on_server_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data)
+on_server_elicit(ConfabMcpClient *client,
+		 ConfabMcpElicitation *elicitation,
+		 gpointer call_data,
+		 gpointer user_data)
 {
 	Server *server = user_data;
+	GList *related = call_data != NULL ? g_queue_find(&server->calls, call_data) : NULL;
 
+	if (related != NULL) {
+		Call *call = related->data;
+		if (call->elicit != NULL)
+			call->elicit(elicitation, call->progress_data);
+		else
+			g_message("%s: the call asking takes no elicitation: cancel",
+				  server->label);
+		return;
+	}
 	for (GList *l = server->calls.head; l != NULL; l = l->next) {
 		Call *call = l->data;
 		if (call->elicit != NULL) {

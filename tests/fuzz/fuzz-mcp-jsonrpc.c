@@ -49,6 +49,7 @@ on_request(ConfabMcpJsonrpc *rpc,
 	   const gchar *method,
 	   JsonObject *params,
 	   JsonNode *id,
+	   gint64 answering,
 	   gpointer user_data)
 {
 	g_autoptr(ConfabMcpElicitation) elicitation = NULL;
@@ -76,7 +77,7 @@ on_request(ConfabMcpJsonrpc *rpc,
 static void
 on_line(const gchar *line, gsize len, gpointer user_data)
 {
-	confab_mcp_transport_emit_message(user_data, line, len);
+	confab_mcp_transport_emit_message(user_data, line, len, NULL);
 }
 
 static void

@@ -663,33 +663,6 @@ test_everything_http(Fixture *f, gconstpointer data)
 	g_subprocess_wait(server, NULL, NULL);
 }
 
-/* The fake MCP server over streamable HTTP with @arg (one option and its
- * value); its URL in @url. */
-static GSubprocess *
-start_fake_http(const gchar *option, const gchar *value, gchar **url)
-{
-	g_autoptr(GError) error = NULL;
-	g_autoptr(GDataInputStream) out = NULL;
-	g_autofree gchar *line = NULL;
-	GSubprocess *server =
-	    g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
-			     &error,
-			     g_getenv("CONFAB_FAKE_MCP"),
-			     "--http",
-			     "0",
-			     option,
-			     value,
-			     NULL);
-
-	g_assert_no_error(error);
-	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(server));
-	line = g_data_input_stream_read_line(out, NULL, NULL, NULL);
-	g_assert_nonnull(line);
-	g_assert_true(g_str_has_prefix(line, "PORT="));
-	*url = g_strdup_printf("http://127.0.0.1:%s/mcp", line + 5);
-	return server;
-}
-
 /* Servers of the older protocol versions and one without tools, through a
  * turn: 2025-03-26 over HTTP (its answer's stream cut and resumed),
  * 2024-11-05 over stdio (a batch), and a server that declares no tools
@@ -699,7 +672,7 @@ test_older_servers(Fixture *f, gconstpointer data)
 {
 	const gchar *fake = g_getenv("CONFAB_FAKE_MCP");
 	g_autofree gchar *url = NULL;
-	g_autoptr(GSubprocess) server = start_fake_http("--protocol", "2025-03-26", &url);
+	g_autoptr(GSubprocess) server = confab_test_fake_mcp_http("--protocol", "2025-03-26", &url);
 	g_autofree gchar *servers =
 	    g_strdup_printf("{\"mcpServers\":{\"march\":{\"url\":\"%s\"},"
 			    "\"nov\":{\"command\":\"%s\",\"args\":[\"--protocol\",\"2024-11-05\"]},"

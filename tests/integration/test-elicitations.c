@@ -32,12 +32,14 @@ typedef struct {
 
 static ConfabTestPg *cluster; /* started by the first PostgreSQL test */
 
+/* An agent with the fake MCP server "fake": over stdio, or at @url. */
 static gchar *
-create_agent(ConfabTestDaemon *daemon)
+create_agent_at(ConfabTestDaemon *daemon, const gchar *url)
 {
 	g_autofree gchar *servers =
-	    g_strdup_printf("{\"mcpServers\":{\"fake\":{\"command\":\"%s\"}}}",
-			    g_getenv("CONFAB_FAKE_MCP"));
+	    url != NULL ? g_strdup_printf("{\"mcpServers\":{\"fake\":{\"url\":\"%s\"}}}", url)
+			: g_strdup_printf("{\"mcpServers\":{\"fake\":{\"command\":\"%s\"}}}",
+					  g_getenv("CONFAB_FAKE_MCP"));
 	GVariantDict dict;
 
 	g_variant_dict_init(&dict, NULL);
@@ -45,6 +47,12 @@ create_agent(ConfabTestDaemon *daemon)
 	g_variant_dict_insert(&dict, "provider", "s", "echo");
 	g_variant_dict_insert(&dict, "mcp_servers", "s", servers);
 	return confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+}
+
+static gchar *
+create_agent(ConfabTestDaemon *daemon)
+{
+	return create_agent_at(daemon, NULL);
 }
 
 static void
@@ -322,6 +330,60 @@ test_accept(Fixture *f, gconstpointer data)
 	confab_test_assert_error(again, 409, "elicitation_already_answered");
 }
 
+/* Two turns wait on one server (Streamable HTTP) at once: each gets the
+ * elicitation its own call brought, not the older turn both, and each
+ * answer reaches its own call. */
+static void
+test_two_turns(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *url = NULL;
+	g_autoptr(GSubprocess) server = NULL;
+	g_autoptr(Stream) first = NULL;
+	g_autoptr(Stream) second = NULL;
+	g_autoptr(JsonObject) first_request = NULL;
+	g_autoptr(JsonObject) second_request = NULL;
+	g_autoptr(ConfabTestResponse) r = NULL;
+	g_autoptr(ConfabTestResponse) r2 = NULL;
+	g_autoptr(JsonObject) got = NULL;
+	g_autoptr(JsonObject) got2 = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *text2 = NULL;
+
+	if (f->daemon == NULL)
+		return;
+	server = confab_test_fake_mcp_http(NULL, NULL, &url);
+	g_free(f->agent);
+	f->agent = create_agent_at(f->daemon, url);
+	first = stream_open(f);
+	first_request = stream_until_event(first, "elicitation_request");
+	second = stream_open(f);
+	second_request = stream_until_event(second, "elicitation_request");
+	g_assert_cmpstr(json_object_get_string_member(first_request, "id"),
+			!=,
+			json_object_get_string_member(second_request, "id"));
+	r = answer(f->daemon,
+		   f->token,
+		   json_object_get_string_member(second_request, "id"),
+		   "{\"action\":\"accept\",\"content\":{\"email\":\"second@example.org\"}}");
+	g_assert_cmpuint(r->status, ==, 200);
+	text2 = stream_rest(second);
+	got2 = parse_answer(text2);
+	g_assert_cmpstr(
+	    json_object_get_string_member(json_object_get_object_member(got2, "content"), "email"),
+	    ==,
+	    "second@example.org");
+	r2 = answer(f->daemon,
+		    f->token,
+		    json_object_get_string_member(first_request, "id"),
+		    "{\"action\":\"decline\"}");
+	g_assert_cmpuint(r2->status, ==, 200);
+	text = stream_rest(first);
+	got = parse_answer(text);
+	g_assert_cmpstr(json_object_get_string_member(got, "action"), ==, "decline");
+	g_subprocess_force_exit(server);
+	g_subprocess_wait(server, NULL, NULL);
+}
+
 /* Declined: the server is told decline, with no content. */
 static void
 test_decline(Fixture *f, gconstpointer data)
@@ -584,6 +646,7 @@ main(int argc, char **argv)
 		   fixture_teardown)
 	ADD("accept", test_accept, NULL);
 	ADD("decline", test_decline, NULL);
+	ADD("two-turns-one-server", test_two_turns, NULL);
 	ADD("timeout-cancels", test_timeout, "[tools]\napproval_timeout = 1\n");
 	ADD("bad-input", test_bad_input, NULL);
 	ADD("dbus", test_dbus, NULL);

@@ -131,7 +131,10 @@ call_tool(ConfabMcpClient *client, ConfabMcpTool *tool)
 }
 
 static void
-on_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data)
+on_elicit(ConfabMcpClient *client,
+	  ConfabMcpElicitation *elicitation,
+	  gpointer call_data,
+	  gpointer user_data)
 {
 	g_autoptr(GError) error = NULL;
 

@@ -44,6 +44,7 @@ typedef struct {
 	GError *closed_error;
 	guint tools_changed;
 	ConfabMcpElicitation *elicitation; /* the last one the handler got */
+	gpointer elicitation_call;	   /* the call data it came with */
 	gboolean drop_elicitation;	   /* the handler drops it unanswered */
 } Fixture;
 
@@ -446,11 +447,15 @@ malformed_counted(gpointer data)
 }
 
 static void
-on_elicit(ConfabMcpClient *client, ConfabMcpElicitation *elicitation, gpointer user_data)
+on_elicit(ConfabMcpClient *client,
+	  ConfabMcpElicitation *elicitation,
+	  gpointer call_data,
+	  gpointer user_data)
 {
 	Fixture *f = user_data;
 
 	g_clear_pointer(&f->elicitation, confab_mcp_elicitation_unref);
+	f->elicitation_call = call_data;
 	if (!f->drop_elicitation)
 		f->elicitation = confab_mcp_elicitation_ref(elicitation);
 }
@@ -999,6 +1004,44 @@ test_elicitation(Fixture *f, gconstpointer data)
 	dropped = call(f, "elicit", NULL, &error);
 	g_assert_no_error(error);
 	g_assert_cmpstr(dropped->text, ==, "{\"action\":\"cancel\"}");
+}
+
+/* With two calls in flight, an elicitation names the call it serves:
+ * over Streamable HTTP the one whose answer stream brought it, not the
+ * oldest; over stdio nothing says, and it names none. */
+static void
+test_elicitation_routed(Fixture *f, gconstpointer data)
+{
+	Kind kind = GPOINTER_TO_INT(data);
+	g_autoptr(GCancellable) cancellable = g_cancellable_new();
+	g_autoptr(ConfabMcpToolResult) asked = NULL;
+	g_autoptr(ConfabMcpToolResult) slow = NULL;
+	g_autoptr(GError) error = NULL;
+	CallCheck arrived = {f, "slow"};
+	Progress slow_progress = {0};
+	Progress elicit_progress = {0};
+	Wait slow_wait = {0};
+	Wait elicit_wait = {0};
+
+	start_eliciting(f);
+	call_async(f, "slow", "{\"ms\":60000}", 0, 0, &slow_progress, cancellable, &slow_wait);
+	g_assert_true(confab_test_wait_until(call_recorded, &arrived, 10000));
+	call_async(f, "elicit", NULL, 30000, 0, &elicit_progress, NULL, &elicit_wait);
+	g_assert_true(confab_test_wait_until(elicitation_arrived, f, 20000));
+	if (kind == KIND_HTTP)
+		g_assert_true(f->elicitation_call == &elicit_progress);
+	else
+		g_assert_null(f->elicitation_call);
+	g_assert_true(confab_mcp_elicitation_respond(f->elicitation, "decline", NULL, &error));
+	g_assert_no_error(error);
+	asked = call_finish(f, &elicit_wait, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(asked->text, ==, "{\"action\":\"decline\"}");
+	/* an elicitation holds its connection */
+	g_clear_pointer(&f->elicitation, confab_mcp_elicitation_unref);
+	g_cancellable_cancel(cancellable);
+	slow = call_finish(f, &slow_wait, &error);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
 }
 
 /* A form MCP does not allow is refused without asking anyone; a client
@@ -1686,6 +1729,7 @@ add_tests(Kind kind)
 	    {"no-tools-capability", test_no_tools_capability, -1},
 	    {"elicitation", test_elicitation, -1},
 	    {"elicitation-refused", test_elicitation_refused, -1},
+	    {"elicitation-routed", test_elicitation_routed, -1},
 	    {"malformed", test_malformed, -1},
 	    {"server-requests", test_server_requests, -1},
 	    {"environment", test_stdio_environment, KIND_STDIO},

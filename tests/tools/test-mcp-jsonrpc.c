@@ -22,7 +22,10 @@
 static void
 inject(TestTransport *transport, const gchar *text)
 {
-	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(transport), text, strlen(text));
+	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(transport),
+					  text,
+					  strlen(text),
+					  NULL);
 }
 
 /* ---------- helpers ---------- */

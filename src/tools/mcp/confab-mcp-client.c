@@ -529,11 +529,15 @@ check_ready(ConfabMcpClient *self, GTask *task)
 
 /* ---------- requests of the server's ---------- */
 
+static gpointer
+call_data_by_request(ConfabMcpClient *self, gint64 request_id);
+
 static gboolean
 on_server_request(ConfabMcpJsonrpc *rpc,
 		  const gchar *method,
 		  JsonObject *params,
 		  JsonNode *id,
+		  gint64 answering,
 		  gpointer user_data)
 {
 	ConfabMcpClient *self = user_data;
@@ -550,7 +554,10 @@ on_server_request(ConfabMcpJsonrpc *rpc,
 	}
 	/* the handler keeps a reference until it answers; dropped unanswered,
 	 * the server is answered cancel */
-	self->elicit_func(self, elicitation, self->elicit_data);
+	self->elicit_func(self,
+			  elicitation,
+			  call_data_by_request(self, answering),
+			  self->elicit_data);
 	return TRUE;
 }
 
@@ -934,9 +941,27 @@ struct _Call {
 	gpointer progress_data;
 	GDestroyNotify progress_notify;
 	gint64 token;
+	gint64 request_id; /* the tools/call's JSON-RPC id, as last sent */
 	guint session;
 	gboolean retried;
 };
+
+/* The progress data of the call in flight whose tools/call @request_id
+ * is, or NULL. */
+static gpointer
+call_data_by_request(ConfabMcpClient *self, gint64 request_id)
+{
+	GHashTableIter iter;
+	Call *call;
+
+	if (request_id == 0)
+		return NULL;
+	g_hash_table_iter_init(&iter, self->calls);
+	while (g_hash_table_iter_next(&iter, NULL, (gpointer *)&call))
+		if (call->request_id == request_id)
+			return call->progress_data;
+	return NULL;
+}
 
 static void
 call_free(Call *call)
@@ -1023,13 +1048,13 @@ call_send(Call *call)
 	json_object_set_int_member(meta, "progressToken", call->token);
 	json_object_set_object_member(object, "_meta", meta);
 	json_node_take_object(params, object);
-	confab_mcp_jsonrpc_request_async(self->rpc,
-					 "tools/call",
-					 params,
-					 timeout_ms,
-					 g_task_get_cancellable(call->task),
-					 on_call_answer,
-					 call);
+	call->request_id = confab_mcp_jsonrpc_request_async(self->rpc,
+							    "tools/call",
+							    params,
+							    timeout_ms,
+							    g_task_get_cancellable(call->task),
+							    on_call_answer,
+							    call);
 }
 
 /**

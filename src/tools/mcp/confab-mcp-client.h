@@ -39,12 +39,17 @@ G_DECLARE_FINAL_TYPE(ConfabMcpClient, confab_mcp_client, CONFAB, MCP_CLIENT, GOb
  * ConfabMcpElicitFunc:
  * @client: the client the request came to
  * @elicitation: the request; ref it to answer later
+ * @call_data: (nullable): the progress data of the tool call the request
+ *   serves, where the transport says (Streamable HTTP: it came on that
+ *   call's answer stream); %NULL when nothing ties it to a call (stdio,
+ *   the standalone stream)
  * @user_data: data given with the function
  *
  * An `elicitation/create` (form mode) of the server's, to put to a person.
  */
 typedef void (*ConfabMcpElicitFunc)(ConfabMcpClient *client,
 				    ConfabMcpElicitation *elicitation,
+				    gpointer call_data,
 				    gpointer user_data);
 
 void

@@ -312,7 +312,10 @@ on_event(const gchar *event, const gchar *data, gsize data_len, gpointer user_da
 	ex->n_events++;
 	if (ex->request_id != NULL && !ex->answered && answers(ex->request_id, data, data_len))
 		ex->answered = TRUE;
-	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(ex->self), data, data_len);
+	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(ex->self),
+					  data,
+					  data_len,
+					  ex->request_id);
 }
 
 static void
@@ -547,7 +550,8 @@ on_done(GError *error, gpointer user_data)
 		/* may close us: @keep */
 		confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(self),
 						  ex->body->str,
-						  ex->body->len);
+						  ex->body->len,
+						  ex->request_id);
 	}
 	if (kind == KIND_LISTEN && error == NULL) {
 		if (!ex->sse)

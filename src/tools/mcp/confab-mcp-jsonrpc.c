@@ -242,8 +242,11 @@ on_request_sent(GObject *source, GAsyncResult *result, gpointer user_data)
  * @user_data: data for @callback
  *
  * Sends a request and waits for its answer.
+ *
+ * Returns: the request's id (what #ConfabMcpRequestFunc's @answering
+ *   names), 0 when it failed at once
  */
-void
+gint64
 confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
 				 const gchar *method,
 				 JsonNode *params,
@@ -258,9 +261,9 @@ confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
 	SendContext *ctx;
 	gint64 id;
 
-	g_return_if_fail(CONFAB_IS_MCP_JSONRPC(self));
-	g_return_if_fail(method != NULL);
-	g_return_if_fail(params == NULL || JSON_NODE_HOLDS_OBJECT(params));
+	g_return_val_if_fail(CONFAB_IS_MCP_JSONRPC(self), 0);
+	g_return_val_if_fail(method != NULL, 0);
+	g_return_val_if_fail(params == NULL || JSON_NODE_HOLDS_OBJECT(params), 0);
 
 	task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_source_tag(task, confab_mcp_jsonrpc_request_async);
@@ -269,11 +272,11 @@ confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
 					G_IO_ERROR,
 					G_IO_ERROR_CONNECTION_CLOSED,
 					"The connection to the MCP server is closed");
-		return;
+		return 0;
 	}
 	if (g_cancellable_is_cancelled(cancellable)) {
 		g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "Cancelled");
-		return;
+		return 0;
 	}
 	if (g_hash_table_size(self->pending) >= self->max_pending) {
 		g_task_return_new_error(task,
@@ -281,7 +284,7 @@ confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
 					G_IO_ERROR_BUSY,
 					"Too many requests to the MCP server at once (%u)",
 					self->max_pending);
-		return;
+		return 0;
 	}
 	id = ++self->next_id;
 	message = build_message(id, method, params);
@@ -292,7 +295,7 @@ confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
 					"The %s request is larger than %" G_GSIZE_FORMAT " bytes",
 					method,
 					self->max_message_size);
-		return;
+		return 0;
 	}
 
 	p = g_new0(Pending, 1);
@@ -326,6 +329,7 @@ confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
 					p->send_cancellable,
 					on_request_sent,
 					ctx);
+	return id;
 }
 
 /**
@@ -622,8 +626,26 @@ handle_answer(ConfabMcpJsonrpc *self, JsonObject *message, JsonNode *id_node)
 	g_task_return_pointer(task, json_node_ref(result_node), (GDestroyNotify)json_node_unref);
 }
 
+/* Which request of ours a message came in answer to (0: none), from the
+ * transport's word: only a request still waiting for its answer counts. */
+static gint64
+pending_answered(ConfabMcpJsonrpc *self, const gchar *answering)
+{
+	gint64 id;
+
+	if (answering == NULL ||
+	    !g_ascii_string_to_signed(answering, 10, 1, G_MAXINT64, &id, NULL) ||
+	    !g_hash_table_contains(self->pending, &id))
+		return 0;
+	return id;
+}
+
 static void
-handle_server_request(ConfabMcpJsonrpc *self, const gchar *method, JsonNode *params, JsonNode *id)
+handle_server_request(ConfabMcpJsonrpc *self,
+		      const gchar *method,
+		      JsonNode *params,
+		      JsonNode *id,
+		      gint64 answering)
 {
 	if (strcmp(method, "ping") == 0) {
 		answer_server(self, id, NULL, 0, NULL);
@@ -634,6 +656,7 @@ handle_server_request(ConfabMcpJsonrpc *self, const gchar *method, JsonNode *par
 			       method,
 			       params != NULL ? json_node_get_object(params) : NULL,
 			       id,
+			       answering,
 			       self->request_data))
 		return;
 	g_debug("%s: the server asked for %s, which this client does not offer",
@@ -649,9 +672,10 @@ malformed(ConfabMcpJsonrpc *self, const gchar *why)
 	g_message("%s: ignoring a message from the MCP server: %s", self->name, why);
 }
 
-/* One message (an object, else malformed) from the server. */
+/* One message (an object, else malformed) from the server, on the stream
+ * of our request @answering's answer where that is known. */
 static void
-handle_message(ConfabMcpJsonrpc *self, JsonNode *root)
+handle_message(ConfabMcpJsonrpc *self, JsonNode *root, const gchar *answering)
 {
 	JsonObject *message;
 	JsonNode *id;
@@ -683,7 +707,11 @@ handle_message(ConfabMcpJsonrpc *self, JsonNode *root)
 				malformed(self, "its id is neither a string nor an integer");
 				return;
 			}
-			handle_server_request(self, method, params, id);
+			handle_server_request(self,
+					      method,
+					      params,
+					      id,
+					      pending_answered(self, answering));
 			return;
 		}
 		g_signal_emit(self, signals[SIGNAL_NOTIFICATION], 0, method, params);
@@ -710,7 +738,10 @@ handle_message(ConfabMcpJsonrpc *self, JsonNode *root)
 }
 
 static void
-on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user_data)
+on_transport_message(ConfabMcpTransport *transport,
+		     GBytes *bytes,
+		     const gchar *answering,
+		     gpointer user_data)
 {
 	ConfabMcpJsonrpc *self = user_data;
 	gsize len;
@@ -737,7 +768,7 @@ on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user
 	/* a handler may drop the last reference to us */
 	keep = g_object_ref(self);
 	if (!JSON_NODE_HOLDS_ARRAY(root) || !self->batches) {
-		handle_message(self, root);
+		handle_message(self, root, answering);
 		return;
 	}
 	/* a batch (2025-03-26 and 2024-11-05): its members one by one, each
@@ -748,7 +779,7 @@ on_transport_message(ConfabMcpTransport *transport, GBytes *bytes, gpointer user
 		return;
 	}
 	for (guint i = 0; i < json_array_get_length(batch) && !self->closed; i++)
-		handle_message(self, json_array_get_element(batch, i));
+		handle_message(self, json_array_get_element(batch, i), answering);
 }
 
 /* An id at the very start or the very end of a top-level object. */

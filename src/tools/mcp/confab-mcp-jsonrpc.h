@@ -23,6 +23,9 @@ typedef struct _ConfabMcpJsonrpc ConfabMcpJsonrpc;
  * @method: the server's request
  * @params: (nullable): its params
  * @id: its id, to answer with confab_mcp_jsonrpc_respond()
+ * @answering: the id of the request of ours, still waiting, whose answer's
+ *   stream brought it (Streamable HTTP ties a server's request to the
+ *   client request it serves that way); 0 when nothing says
  * @user_data: data given with the function
  *
  * Offered a request of the server's.
@@ -33,6 +36,7 @@ typedef gboolean (*ConfabMcpRequestFunc)(ConfabMcpJsonrpc *rpc,
 					 const gchar *method,
 					 JsonObject *params,
 					 JsonNode *id,
+					 gint64 answering,
 					 gpointer user_data);
 
 #define CONFAB_TYPE_MCP_JSONRPC (confab_mcp_jsonrpc_get_type())
@@ -61,7 +65,7 @@ confab_mcp_jsonrpc_respond(ConfabMcpJsonrpc *self,
 			   gint code,
 			   const gchar *message);
 
-void
+gint64
 confab_mcp_jsonrpc_request_async(ConfabMcpJsonrpc *self,
 				 const gchar *method,
 				 JsonNode *params,

@@ -248,7 +248,7 @@ on_exited(GObject *source, GAsyncResult *result, gpointer user_data)
 static void
 on_line(const gchar *line, gsize len, gpointer user_data)
 {
-	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(user_data), line, len);
+	confab_mcp_transport_emit_message(CONFAB_MCP_TRANSPORT(user_data), line, len, NULL);
 }
 
 static void

@@ -36,6 +36,9 @@ confab_mcp_transport_default_init(ConfabMcpTransportInterface *iface)
 	 * ConfabMcpTransport::message:
 	 * @self: the transport
 	 * @message: one message as it arrived (not checked yet)
+	 * @answering: (nullable): the id (as JSON text) of the request whose
+	 *   answer's stream brought it (Streamable HTTP); %NULL when nothing
+	 *   ties it to one (stdio, the standalone stream)
 	 */
 	signals[SIGNAL_MESSAGE] = g_signal_new("message",
 					       G_TYPE_FROM_INTERFACE(iface),
@@ -45,8 +48,9 @@ confab_mcp_transport_default_init(ConfabMcpTransportInterface *iface)
 					       NULL,
 					       NULL,
 					       G_TYPE_NONE,
-					       1,
-					       G_TYPE_BYTES);
+					       2,
+					       G_TYPE_BYTES,
+					       G_TYPE_STRING);
 	/**
 	 * ConfabMcpTransport::dropped:
 	 * @self: the transport
@@ -247,12 +251,17 @@ confab_mcp_transport_is_closed(ConfabMcpTransport *self)
  * @self: a #ConfabMcpTransport
  * @data: (array length=len): the message
  * @len: its length
+ * @answering: (nullable): the id (JSON text) of the request whose answer's
+ *   stream brought it, where the transport knows it
  *
  * For implementations: hands one arrived message on. Nothing is emitted
  * once the transport is closed.
  */
 void
-confab_mcp_transport_emit_message(ConfabMcpTransport *self, const gchar *data, gsize len)
+confab_mcp_transport_emit_message(ConfabMcpTransport *self,
+				  const gchar *data,
+				  gsize len,
+				  const gchar *answering)
 {
 	g_autoptr(GBytes) bytes = NULL;
 
@@ -260,7 +269,7 @@ confab_mcp_transport_emit_message(ConfabMcpTransport *self, const gchar *data, g
 	if (confab_mcp_transport_is_closed(self))
 		return;
 	bytes = g_bytes_new(data, len);
-	g_signal_emit(self, signals[SIGNAL_MESSAGE], 0, bytes);
+	g_signal_emit(self, signals[SIGNAL_MESSAGE], 0, bytes, answering);
 }
 
 /**

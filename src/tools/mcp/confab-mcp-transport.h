@@ -92,7 +92,10 @@ confab_mcp_transport_is_closed(ConfabMcpTransport *self);
 
 /* for implementations */
 void
-confab_mcp_transport_emit_message(ConfabMcpTransport *self, const gchar *data, gsize len);
+confab_mcp_transport_emit_message(ConfabMcpTransport *self,
+				  const gchar *data,
+				  gsize len,
+				  const gchar *answering);
 void
 confab_mcp_transport_emit_dropped(ConfabMcpTransport *self,
 				  const gchar *head,
