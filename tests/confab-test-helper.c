@@ -705,6 +705,44 @@ confab_test_daemon_free(ConfabTestDaemon *daemon)
 /* ---------- provisioning ---------- */
 
 /**
+ * confab_test_confabctl:
+ * @out: (out): its standard output
+ * @args: its arguments
+ *
+ * Runs confabctl (CONFABCTL) with @args on the test's session bus.
+ *
+ * Returns: 0 when it succeeded, 1 when not
+ */
+gint
+confab_test_confabctl(gchar **out, const gchar *const *args)
+{
+	g_autoptr(GPtrArray) argv = g_ptr_array_new();
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *err = NULL;
+	gint status = 0;
+
+	g_ptr_array_add(argv, (gpointer)g_getenv("CONFABCTL"));
+	g_ptr_array_add(argv, "--session");
+	for (guint i = 0; args[i] != NULL; i++)
+		g_ptr_array_add(argv, (gpointer)args[i]);
+	g_ptr_array_add(argv, NULL);
+	g_assert_true(g_spawn_sync(NULL,
+				   (gchar **)argv->pdata,
+				   NULL,
+				   G_SPAWN_DEFAULT,
+				   NULL,
+				   NULL,
+				   out,
+				   &err,
+				   &status,
+				   &error));
+	g_assert_no_error(error);
+	if (err != NULL && *err != '\0')
+		g_test_message("confabctl said: %s", err);
+	return g_spawn_check_wait_status(status, NULL) ? 0 : 1;
+}
+
+/**
  * confab_test_fake_mcp_http:
  * @option: (nullable): one option of the fake MCP server's
  * @value: (nullable): its value

@@ -85,6 +85,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestDaemon, confab_test_daemon_free)
 
 gchar *
 confab_test_create_agent(ConfabTestDaemon *daemon, const gchar *name, const gchar *provider);
+gint
+confab_test_confabctl(gchar **out, const gchar *const *args);
 GSubprocess *
 confab_test_fake_mcp_http(const gchar *option, const gchar *value, gchar **url);
 gchar *

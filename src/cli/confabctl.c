@@ -24,6 +24,7 @@
 #include "cli/confabctl-agent.h"
 #include "cli/confabctl-approval.h"
 #include "cli/confabctl-common.h"
+#include "cli/confabctl-elicitation.h"
 #include "cli/confabctl-quota.h"
 #include "cli/confabctl-response.h"
 #include "cli/confabctl-session.h"
@@ -75,6 +76,19 @@ static const Command commands[] = {
     {"approval", "list", confabctl_approval_list, N_("approval list")},
     {"approval", "allow", confabctl_approval_allow, N_("approval allow APPROVAL_ID")},
     {"approval", "deny", confabctl_approval_deny, N_("approval deny APPROVAL_ID")},
+    {"elicitation", "list", confabctl_elicitation_list, N_("elicitation list")},
+    {"elicitation",
+     "accept",
+     confabctl_elicitation_accept,
+     N_("elicitation accept ELICITATION_ID [CONTENT_JSON]")},
+    {"elicitation",
+     "decline",
+     confabctl_elicitation_decline,
+     N_("elicitation decline ELICITATION_ID")},
+    {"elicitation",
+     "cancel",
+     confabctl_elicitation_cancel,
+     N_("elicitation cancel ELICITATION_ID")},
     {"response", "list", confabctl_response_list, N_("response list [--owner O]")},
     {"response", "cancel", confabctl_response_cancel, N_("response cancel RESPONSE_ID")},
     {"status", NULL, confabctl_status_show, N_("status")},

@@ -325,6 +325,7 @@ approvals_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	if (call->approval_id == NULL) {
 		confab_store_list_approvals_async(confab_engine_get_store(engine),
 						  owner,
+						  NULL,
 						  LIST_APPROVALS_MAX,
 						  NULL,
 						  approvals_listed_cb,
@@ -403,6 +404,67 @@ elicitation_answered_cb(GObject *source, GAsyncResult *result, gpointer user_dat
 						     call->invocation);
 }
 
+#define LIST_ELICITATIONS_MAX 100
+
+static void
+elicitations_listed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(ElicitCall) call = user_data;
+	g_autoptr(GPtrArray) elicitations = NULL;
+	GVariantBuilder builder;
+	GError *error = NULL;
+
+	elicitations = confab_store_list_elicitations_finish(CONFAB_STORE(source), result, &error);
+	if (elicitations == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	g_variant_builder_init(&builder, G_VARIANT_TYPE("aa{sv}"));
+	for (guint i = 0; i < elicitations->len; i++) {
+		ConfabElicitationRequest *e = g_ptr_array_index(elicitations, i);
+		g_variant_builder_open(&builder, G_VARIANT_TYPE("a{sv}"));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "id",
+				      g_variant_new_string(e->id != NULL ? e->id : ""));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "owner",
+				      g_variant_new_string(e->owner != NULL ? e->owner : ""));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "agent_id",
+				      g_variant_new_string(e->agent_id != NULL ? e->agent_id : ""));
+		g_variant_builder_add(
+		    &builder,
+		    "{sv}",
+		    "session_id",
+		    g_variant_new_string(e->session_id != NULL ? e->session_id : ""));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "server",
+				      g_variant_new_string(e->server != NULL ? e->server : ""));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "message",
+				      g_variant_new_string(e->message != NULL ? e->message : ""));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "requested_schema",
+				      g_variant_new_string(e->schema != NULL ? e->schema : ""));
+		g_variant_builder_add(&builder,
+				      "{sv}",
+				      "created_at",
+				      g_variant_new_int64(e->created_at));
+		g_variant_builder_close(&builder);
+	}
+	confab_dbus_chat_complete_list_elicitations(CONFAB_DBUS_CHAT(call->self),
+						    call->invocation,
+						    g_variant_builder_end(&builder));
+}
+
+/* The caller's owner name, or NULL for an administrator (anyone's): then
+ * AnswerElicitation answers, or ListElicitations lists (no id). */
 static void
 elicit_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -419,6 +481,18 @@ elicit_caller_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	/* an administrator answers anyone's; another user only their own */
 	if (!confab_dbus_caller_uid_is_admin(uid, call->self->admin_group))
 		owner = confab_dbus_caller_user_name_for_uid(uid);
+	if (call->id == NULL) {
+		/* read before the call is handed over */
+		ConfabStore *store = confab_engine_get_store(call->self->engine);
+		confab_store_list_elicitations_async(store,
+						     owner,
+						     NULL,
+						     LIST_ELICITATIONS_MAX,
+						     NULL,
+						     elicitations_listed_cb,
+						     g_steal_pointer(&call));
+		return;
+	}
 	pending = g_steal_pointer(&call);
 	confab_elicitations_answer_async(confab_engine_get_elicitations(pending->self->engine),
 					 pending->id,
@@ -477,6 +551,18 @@ handle_list_approvals(ConfabDbusChat *object, GDBusMethodInvocation *invocation)
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+static gboolean
+handle_list_elicitations(ConfabDbusChat *object, GDBusMethodInvocation *invocation)
+{
+	ConfabDbusChatImpl *self = CONFAB_DBUS_CHAT_IMPL(object);
+	ElicitCall *call = g_new0(ElicitCall, 1);
+
+	call->self = g_object_ref(self);
+	call->invocation = g_object_ref(invocation);
+	confab_dbus_caller_get_uid_async(invocation, NULL, elicit_caller_cb, call);
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static void
 confab_dbus_chat_impl_iface_init(ConfabDbusChatIface *iface)
 {
@@ -484,6 +570,7 @@ confab_dbus_chat_impl_iface_init(ConfabDbusChatIface *iface)
 	iface->handle_approve = handle_approve;
 	iface->handle_list_approvals = handle_list_approvals;
 	iface->handle_answer_elicitation = handle_answer_elicitation;
+	iface->handle_list_elicitations = handle_list_elicitations;
 }
 
 static void

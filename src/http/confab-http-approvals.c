@@ -180,47 +180,22 @@ confab_http_approvals_decide(ConfabEngine *engine,
 /* at most this many in one list; has_more says there are others */
 #define LIST_MAX 100
 
-typedef struct {
-	ConfabHttpExchange *exchange; /* owned */
-	gchar *agent_id;	      /* owned, nullable: a bound token's agent */
-} Listing;
-
-static void
-listing_free(Listing *listing)
-{
-	confab_http_exchange_unref(listing->exchange);
-	g_free(listing->agent_id);
-	g_free(listing);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Listing, listing_free)
-
 static void
 listed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
-	g_autoptr(Listing) listing = user_data;
+	ConfabHttpExchange *exchange = user_data;
 	g_autoptr(GPtrArray) approvals = NULL;
 	g_autoptr(GError) error = NULL;
-	GString *out;
-	guint n = 0;
 
 	approvals = confab_store_list_approvals_finish(CONFAB_STORE(source), result, &error);
-	if (approvals == NULL) {
-		confab_http_response_error(listing->exchange, error);
-		return;
-	}
-	out = g_string_new("{\"object\":\"list\",\"data\":[");
-	for (guint i = 0; i < approvals->len && n < LIST_MAX; i++) {
-		ConfabApproval *a = g_ptr_array_index(approvals, i);
-		if (listing->agent_id != NULL && g_strcmp0(a->agent_id, listing->agent_id) != 0)
-			continue;
-		if (n++ > 0)
-			g_string_append_c(out, ',');
-		append_approval(out, a);
-	}
-	g_string_append_printf(out,
-			       "],\"has_more\":%s}",
-			       approvals->len > LIST_MAX ? "true" : "false");
-	confab_http_response_json(listing->exchange, 200, g_string_free(out, FALSE));
+	if (approvals == NULL)
+		confab_http_response_error(exchange, error);
+	else
+		confab_http_response_pending_list(exchange,
+						  approvals,
+						  LIST_MAX,
+						  (ConfabHttpAppendFunc)append_approval);
+	confab_http_exchange_unref(exchange);
 }
 
 /**
@@ -241,15 +216,13 @@ confab_http_approvals_list(ConfabEngine *engine,
 			   const gchar *param)
 {
 	g_autoptr(ConfabPrincipal) owned = principal;
-	Listing *listing = g_new0(Listing, 1);
 
-	listing->exchange = confab_http_exchange_ref(exchange);
-	listing->agent_id = g_strdup(principal->agent_id);
 	/* one more than a page: has_more */
 	confab_store_list_approvals_async(confab_engine_get_store(engine),
 					  principal->owner,
+					  principal->agent_id,
 					  LIST_MAX + 1,
 					  NULL,
 					  listed_cb,
-					  listing);
+					  confab_http_exchange_ref(exchange));
 }

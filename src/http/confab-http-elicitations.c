@@ -160,3 +160,55 @@ confab_http_elicitations_answer(ConfabEngine *engine,
 					 answered_cb,
 					 confab_http_exchange_ref(exchange));
 }
+
+/* ---------- GET /api/v1/elicitations ---------- */
+
+/* at most this many in one list; has_more says there are others */
+#define LIST_MAX 100
+
+static void
+listed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConfabHttpExchange *exchange = user_data;
+	g_autoptr(GPtrArray) elicitations = NULL;
+	g_autoptr(GError) error = NULL;
+
+	elicitations = confab_store_list_elicitations_finish(CONFAB_STORE(source), result, &error);
+	if (elicitations == NULL)
+		confab_http_response_error(exchange, error);
+	else
+		confab_http_response_pending_list(exchange,
+						  elicitations,
+						  LIST_MAX,
+						  (ConfabHttpAppendFunc)append_elicitation);
+	confab_http_exchange_unref(exchange);
+}
+
+/**
+ * confab_http_elicitations_list:
+ * @engine: the engine
+ * @exchange: a GET /api/v1/elicitations whose head was checked
+ * @principal: (transfer full): who asks
+ * @param: unused
+ *
+ * Lists the caller's pending elicitations, oldest first (a bound token's,
+ * its agent's only): what a client that does not read the stream's tool
+ * events answers with POST.
+ */
+void
+confab_http_elicitations_list(ConfabEngine *engine,
+			      ConfabHttpExchange *exchange,
+			      ConfabPrincipal *principal,
+			      const gchar *param)
+{
+	g_autoptr(ConfabPrincipal) owned = principal;
+
+	/* one more than a page: has_more */
+	confab_store_list_elicitations_async(confab_engine_get_store(engine),
+					     principal->owner,
+					     principal->agent_id,
+					     LIST_MAX + 1,
+					     NULL,
+					     listed_cb,
+					     confab_http_exchange_ref(exchange));
+}

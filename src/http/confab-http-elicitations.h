@@ -15,5 +15,10 @@ confab_http_elicitations_answer(ConfabEngine *engine,
 				ConfabHttpExchange *exchange,
 				ConfabPrincipal *principal,
 				const gchar *param);
+void
+confab_http_elicitations_list(ConfabEngine *engine,
+			      ConfabHttpExchange *exchange,
+			      ConfabPrincipal *principal,
+			      const gchar *param);
 
 G_END_DECLS

@@ -302,3 +302,31 @@ confab_http_response_add_target_headers(ConfabHttpExchange *exchange, ConfabTurn
 	g_snprintf(buf, sizeof(buf), "%u", attempts);
 	confab_http_exchange_add_header(exchange, "x-confab-attempts", buf);
 }
+
+/**
+ * confab_http_response_pending_list:
+ * @exchange: the exchange
+ * @items: what waits for a person (approvals, elicitations), oldest first
+ * @max: at most this many are listed; a list read with one more says
+ *   `has_more`
+ * @append: writes one item
+ *
+ * Answers 200 with an OpenAI-style list `{"object":"list","data":[…],
+ * "has_more":…}`.
+ */
+void
+confab_http_response_pending_list(ConfabHttpExchange *exchange,
+				  GPtrArray *items,
+				  guint max,
+				  ConfabHttpAppendFunc append)
+{
+	GString *out = g_string_new("{\"object\":\"list\",\"data\":[");
+
+	for (guint i = 0; i < items->len && i < max; i++) {
+		if (i > 0)
+			g_string_append_c(out, ',');
+		append(out, g_ptr_array_index(items, i));
+	}
+	g_string_append_printf(out, "],\"has_more\":%s}", items->len > max ? "true" : "false");
+	confab_http_response_json(exchange, 200, g_string_free(out, FALSE));
+}

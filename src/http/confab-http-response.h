@@ -29,6 +29,20 @@ confab_http_response_log_set(ConfabHttpExchange *exchange,
 void
 confab_http_response_log_request(ConfabHttpExchange *exchange, gboolean completed);
 
+/**
+ * ConfabHttpAppendFunc:
+ * @out: the JSON text so far
+ * @item: one item of a list
+ *
+ * Appends @item's JSON object to @out.
+ */
+typedef void (*ConfabHttpAppendFunc)(GString *out, gconstpointer item);
+
+void
+confab_http_response_pending_list(ConfabHttpExchange *exchange,
+				  GPtrArray *items,
+				  guint max,
+				  ConfabHttpAppendFunc append);
 void
 confab_http_response_add_target_headers(ConfabHttpExchange *exchange, ConfabTurn *turn);
 

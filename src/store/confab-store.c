@@ -529,12 +529,14 @@ static const ConfabStoreOp op_list_approvals = {
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals WHERE state = 'pending' "
 	   "AND response_id IS NULL AND ($1::text IS NULL OR owner = $1) "
+	   "AND ($3::text IS NULL OR agent_id = $3) "
 	   "AND EXISTS (SELECT 1 FROM instances AS i WHERE i.id = approvals.instance_id "
 	   "AND i.expires_at > now()) "
 	   "ORDER BY id LIMIT $2::bigint",
     .sql_sqlite = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals "
 		  "WHERE state = 'pending' AND response_id IS NULL "
-		  "AND ($1 IS NULL OR owner = $1) ORDER BY id LIMIT $2",
+		  "AND ($1 IS NULL OR owner = $1) AND ($3 IS NULL OR agent_id = $3) "
+		  "ORDER BY id LIMIT $2",
     .map = confab_store_row_to_approval,
     .free = (GDestroyNotify)confab_approval_free,
     .changed = -1,
@@ -586,6 +588,24 @@ static const ConfabStoreOp op_answer_elicitation = {
 		  "answered_at = $5 WHERE id = $1 AND state = 'pending'",
     .missing = CONFAB_ERROR_ELICITATION_ANSWERED,
     .missing_format = "The elicitation '%s' is no longer pending",
+    .changed = -1,
+};
+
+/* what a live turn waits for, as op_list_approvals */
+static const ConfabStoreOp op_list_elicitations = {
+    .what = "listing elicitations",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " CONFAB_STORE_ELICITATION_COLUMNS " FROM elicitations "
+	   "WHERE state = 'pending' AND ($1::text IS NULL OR owner = $1) "
+	   "AND ($3::text IS NULL OR agent_id = $3) "
+	   "AND EXISTS (SELECT 1 FROM instances AS i WHERE i.id = elicitations.instance_id "
+	   "AND i.expires_at > now()) "
+	   "ORDER BY created_at, id LIMIT $2::bigint",
+    .sql_sqlite = "SELECT " CONFAB_STORE_ELICITATION_COLUMNS " FROM elicitations "
+		  "WHERE state = 'pending' AND ($1 IS NULL OR owner = $1) "
+		  "AND ($3 IS NULL OR agent_id = $3) ORDER BY created_at, id LIMIT $2",
+    .map = (ConfabStoreRowMap)confab_store_row_to_elicitation,
+    .free = (GDestroyNotify)confab_elicitation_request_free,
     .changed = -1,
 };
 
@@ -2699,6 +2719,7 @@ confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GEr
  * confab_store_list_approvals_async:
  * @self: a #ConfabStore
  * @owner: (nullable): only this owner's; %NULL for everyone's
+ * @agent_id: (nullable): only this agent's; %NULL for any
  * @limit: at most this many
  * @cancellable: (nullable): a #GCancellable
  * @callback: called with the approvals
@@ -2711,6 +2732,7 @@ confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GEr
 void
 confab_store_list_approvals_async(ConfabStore *self,
 				  const gchar *owner,
+				  const gchar *agent_id,
 				  guint limit,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
@@ -2721,6 +2743,7 @@ confab_store_list_approvals_async(ConfabStore *self,
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	call = call_with_text(&op_list_approvals, owner);
 	confab_store_call_add_int(call, limit);
+	confab_store_call_add_text(call, agent_id);
 	store_run(self, call, confab_store_list_approvals_async, cancellable, callback, user_data);
 }
 
@@ -2873,4 +2896,52 @@ gboolean
 confab_store_answer_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_list_elicitations_async:
+ * @self: a #ConfabStore
+ * @owner: (nullable): only this owner's; %NULL for everyone's
+ * @agent_id: (nullable): only this agent's; %NULL for any
+ * @limit: at most this many
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the requests
+ * @user_data: data for @callback
+ *
+ * Lists the pending elicitations a person can answer (the turn that asked
+ * waits for them, on an instance that lives), oldest first.
+ */
+void
+confab_store_list_elicitations_async(ConfabStore *self,
+				     const gchar *owner,
+				     const gchar *agent_id,
+				     guint limit,
+				     GCancellable *cancellable,
+				     GAsyncReadyCallback callback,
+				     gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_list_elicitations, owner);
+	confab_store_call_add_int(call, limit);
+	confab_store_call_add_text(call, agent_id);
+	store_run(self,
+		  call,
+		  confab_store_list_elicitations_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_list_elicitations_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabElicitationRequest): the
+ *   requests
+ */
+GPtrArray *
+confab_store_list_elicitations_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
 }

@@ -595,6 +595,7 @@ confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GEr
 void
 confab_store_list_approvals_async(ConfabStore *self,
 				  const gchar *owner,
+				  const gchar *agent_id,
 				  guint limit,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
@@ -626,6 +627,16 @@ confab_store_answer_elicitation_async(ConfabStore *self,
 				      gpointer user_data);
 gboolean
 confab_store_answer_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_list_elicitations_async(ConfabStore *self,
+				     const gchar *owner,
+				     const gchar *agent_id,
+				     guint limit,
+				     GCancellable *cancellable,
+				     GAsyncReadyCallback callback,
+				     gpointer user_data);
+GPtrArray *
+confab_store_list_elicitations_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);

@@ -296,37 +296,6 @@ test_ask_allow(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(written, ==, "asked from the shell");
 }
 
-/* confabctl ARGS… on the test's session bus: its exit status, and its
- * standard output in @out */
-static gint
-ctl(gchar **out, const gchar *const *args)
-{
-	g_autoptr(GPtrArray) argv = g_ptr_array_new();
-	g_autoptr(GError) error = NULL;
-	g_autofree gchar *err = NULL;
-	gint status = 0;
-
-	g_ptr_array_add(argv, (gpointer)g_getenv("CONFABCTL"));
-	g_ptr_array_add(argv, "--session");
-	for (guint i = 0; args[i] != NULL; i++)
-		g_ptr_array_add(argv, (gpointer)args[i]);
-	g_ptr_array_add(argv, NULL);
-	g_assert_true(g_spawn_sync(NULL,
-				   (gchar **)argv->pdata,
-				   NULL,
-				   G_SPAWN_DEFAULT,
-				   NULL,
-				   NULL,
-				   out,
-				   &err,
-				   &status,
-				   &error));
-	g_assert_no_error(error);
-	if (err != NULL && *err != '\0')
-		g_test_message("confabctl said: %s", err);
-	return g_spawn_check_wait_status(status, NULL) ? 0 : 1;
-}
-
 /* From the terminal: confabctl approval list shows the waiting call,
  * approval deny declines it (by "dbus"), its notification is withdrawn,
  * and a second decision fails. */
@@ -356,7 +325,10 @@ test_terminal_deny(Fixture *f, gconstpointer data)
 	text = write_text(f, "from the terminal");
 	confab_dbus_chat_call_send(f->daemon->chat, f->agent, "", text, NULL, on_done, &p);
 	check_prompt(f, 0, "from the terminal");
-	g_assert_cmpint(ctl(&listed, (const gchar *[]){"--json", "approval", "list", NULL}), ==, 0);
+	g_assert_cmpint(
+	    confab_test_confabctl(&listed, (const gchar *[]){"--json", "approval", "list", NULL}),
+	    ==,
+	    0);
 	list = json_from_string(listed, NULL);
 	g_assert_nonnull(list);
 	g_assert_cmpuint(json_array_get_length(json_node_get_array(list)), ==, 1);
@@ -367,7 +339,10 @@ test_terminal_deny(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(json_object_get_string_member(item, "arguments"), "terminal"));
 	g_strlcpy(id, json_object_get_string_member(item, "id"), sizeof(id));
 
-	g_assert_cmpint(ctl(&denied, (const gchar *[]){"approval", "deny", id, NULL}), ==, 0);
+	g_assert_cmpint(
+	    confab_test_confabctl(&denied, (const gchar *[]){"approval", "deny", id, NULL}),
+	    ==,
+	    0);
 	g_assert_nonnull(strstr(denied, id));
 	g_assert_true(confab_test_wait_until(pending_done, &p, 30000));
 	g_assert_true(confab_dbus_chat_call_send_finish(f->daemon->chat,
@@ -385,8 +360,14 @@ test_terminal_deny(Fixture *f, gconstpointer data)
 	g_assert_true(confab_fake_notifications_wait_closed(f->notifications, 0, 30000));
 
 	/* decided: not listed, and not decided twice */
-	g_assert_cmpint(ctl(&again, (const gchar *[]){"approval", "allow", id, NULL}), !=, 0);
-	g_assert_cmpint(ctl(&empty, (const gchar *[]){"--json", "approval", "list", NULL}), ==, 0);
+	g_assert_cmpint(
+	    confab_test_confabctl(&again, (const gchar *[]){"approval", "allow", id, NULL}),
+	    !=,
+	    0);
+	g_assert_cmpint(
+	    confab_test_confabctl(&empty, (const gchar *[]){"--json", "approval", "list", NULL}),
+	    ==,
+	    0);
 	g_assert_cmpstr(g_strstrip(empty), ==, "[]");
 	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
 }

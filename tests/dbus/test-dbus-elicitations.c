@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "confab-test-helper.h"
+#include "util/confab-json.h"
 
 /*
  * Elicitations over D-Bus (issue 34): a Chat.Send turn whose agent's MCP
@@ -198,6 +199,95 @@ test_send_answer(Fixture *f, gconstpointer data)
 	g_free(p.schema);
 }
 
+/* From the terminal: confabctl elicitation list shows the question the
+ * turn waits for, elicitation accept answers it with the content given,
+ * and it is then neither listed nor answered twice. */
+static void
+test_terminal_answer(Fixture *f, gconstpointer data)
+{
+	Pending p = {NULL};
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *session = NULL;
+	g_autofree gchar *reply = NULL;
+	g_autofree gchar *listed = NULL;
+	g_autofree gchar *answered = NULL;
+	g_autofree gchar *again = NULL;
+	g_autofree gchar *empty = NULL;
+	g_autoptr(GVariant) over_dbus = NULL;
+	g_autoptr(JsonNode) list = NULL;
+	JsonObject *item;
+	gchar id[64];
+	gulong handler;
+
+	if (f->daemon == NULL)
+		return;
+	if (g_getenv("CONFABCTL") == NULL) {
+		g_test_skip("CONFABCTL is not set; run the tests with meson test");
+		return;
+	}
+	handler = g_signal_connect(f->daemon->chat,
+				   "elicitation-requested",
+				   G_CALLBACK(on_requested),
+				   &p);
+	confab_dbus_chat_call_send(f->daemon->chat,
+				   f->agent,
+				   "",
+				   "/tool fake__elicit {}",
+				   NULL,
+				   on_done,
+				   &p);
+	/* told once stored */
+	g_assert_true(confab_test_wait_until(has_request, &p, 30000));
+	confab_dbus_chat_call_list_elicitations_sync(f->daemon->chat, &over_dbus, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(g_variant_n_children(over_dbus), ==, 1);
+	g_assert_cmpint(
+	    confab_test_confabctl(&listed,
+				  (const gchar *[]){"--json", "elicitation", "list", NULL}),
+	    ==,
+	    0);
+	list = confab_json_from_string(listed);
+	g_assert_nonnull(list);
+	g_assert_cmpuint(json_array_get_length(json_node_get_array(list)), ==, 1);
+	item = json_array_get_object_element(json_node_get_array(list), 0);
+	g_assert_cmpstr(json_object_get_string_member(item, "server"), ==, "fake");
+	g_assert_cmpstr(json_object_get_string_member(item, "message"), ==, "Who are you?");
+	g_assert_cmpstr(json_object_get_string_member(item, "agent_id"), ==, f->agent);
+	g_assert_nonnull(strstr(json_object_get_string_member(item, "requested_schema"), "email"));
+	g_strlcpy(id, json_object_get_string_member(item, "id"), sizeof(id));
+	g_assert_cmpstr(id, ==, p.id);
+
+	g_assert_cmpint(confab_test_confabctl(&answered,
+					      (const gchar *[]){"elicitation",
+								"accept",
+								id,
+								"{\"email\":\"t@example.org\"}",
+								NULL}),
+			==,
+			0);
+	g_assert_nonnull(strstr(answered, id));
+	g_assert_true(confab_test_wait_until(is_done, &p, 30000));
+	g_assert_true(
+	    confab_dbus_chat_call_send_finish(f->daemon->chat, &session, &reply, p.result, &error));
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(reply, "\"email\":\"t@example.org\""));
+	g_assert_cmpint(
+	    confab_test_confabctl(&again, (const gchar *[]){"elicitation", "cancel", id, NULL}),
+	    !=,
+	    0);
+	g_assert_cmpint(
+	    confab_test_confabctl(&empty, (const gchar *[]){"--json", "elicitation", "list", NULL}),
+	    ==,
+	    0);
+	g_assert_cmpstr(g_strstrip(empty), ==, "[]");
+	g_signal_handler_disconnect(f->daemon->chat, handler);
+	g_object_unref(p.result);
+	g_free(p.id);
+	g_free(p.server);
+	g_free(p.message);
+	g_free(p.schema);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -209,6 +299,12 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_send_answer,
+		   fixture_teardown);
+	g_test_add("/confab/dbus-elicitations/terminal-answer",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_terminal_answer,
 		   fixture_teardown);
 	ret = g_test_run();
 	confab_test_finish();

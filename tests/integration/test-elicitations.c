@@ -309,6 +309,23 @@ test_accept(Fixture *f, gconstpointer data)
 			    "type"),
 			==,
 			"object");
+	/* listed for its owner, and for nobody else */
+	{
+		g_autofree gchar *bob =
+		    confab_test_create_token(f->daemon, "bob", "chat.completions", NULL, NULL);
+		g_autoptr(ConfabTestResponse) mine =
+		    confab_test_http(f->daemon, "GET", "/api/v1/elicitations", f->token, NULL);
+		g_autoptr(ConfabTestResponse) theirs =
+		    confab_test_http(f->daemon, "GET", "/api/v1/elicitations", bob, NULL);
+		g_assert_cmpuint(mine->status, ==, 200);
+		g_assert_cmpstr(confab_test_json_string(mine->json, "object"), ==, "list");
+		g_assert_cmpstr(confab_test_json_string(mine->json, "data.0.id"), ==, id);
+		g_assert_cmpstr(confab_test_json_string(mine->json, "data.0.state"), ==, "pending");
+		g_assert_cmpstr(confab_test_json_string(mine->json, "data.0.server"), ==, "fake");
+		g_assert_null(confab_test_json_string(mine->json, "data.1.id"));
+		g_assert_cmpuint(theirs->status, ==, 200);
+		g_assert_null(confab_test_json_string(theirs->json, "data.0.id"));
+	}
 	r = answer(f->daemon,
 		   f->token,
 		   id,
@@ -328,6 +345,12 @@ test_accept(Fixture *f, gconstpointer data)
 	g_assert_true(json_object_get_boolean_member(content, "verified"));
 	again = answer(f->daemon, f->token, id, "{\"action\":\"decline\"}");
 	confab_test_assert_error(again, 409, "elicitation_already_answered");
+	{
+		g_autoptr(ConfabTestResponse) none =
+		    confab_test_http(f->daemon, "GET", "/api/v1/elicitations", f->token, NULL);
+		g_assert_cmpuint(none->status, ==, 200);
+		g_assert_null(confab_test_json_string(none->json, "data.0.id"));
+	}
 }
 
 /* Two turns wait on one server (Streamable HTTP) at once: each gets the

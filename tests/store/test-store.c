@@ -3108,6 +3108,22 @@ answer_elicitation(Fixture *f, const gchar *id, const gchar *state, GError **err
 	return confab_store_answer_elicitation_finish(f->store, res, error);
 }
 
+static GPtrArray *
+list_elicitations(Fixture *f, const gchar *owner, const gchar *agent_id)
+{
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GAsyncResult *slot = NULL;
+	GPtrArray *list;
+
+	confab_store_list_elicitations_async(f->store, owner, agent_id, 10, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	list = confab_store_list_elicitations_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(list);
+	return list;
+}
+
 static ConfabElicitationRequest *
 get_elicitation(Fixture *f, const gchar *id, GError **error)
 {
@@ -3153,6 +3169,20 @@ test_elicitations(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(read->state, ==, CONFAB_ELICITATION_PENDING);
 	g_assert_null(read->content);
 	g_assert_cmpint(read->created_at, ==, 1700000100);
+	/* listed while pending: for its owner, and for everyone (NULL) */
+	{
+		g_autoptr(GPtrArray) mine = list_elicitations(f, "alice", NULL);
+		g_autoptr(GPtrArray) all = list_elicitations(f, NULL, NULL);
+		g_autoptr(GPtrArray) theirs = list_elicitations(f, "bob", NULL);
+		g_autoptr(GPtrArray) of_agent = list_elicitations(f, "alice", "agt_x");
+		g_autoptr(GPtrArray) of_other = list_elicitations(f, "alice", "agt_y");
+		g_assert_cmpuint(of_agent->len, ==, 1);
+		g_assert_cmpuint(of_other->len, ==, 0);
+		g_assert_cmpuint(mine->len, ==, 1);
+		g_assert_cmpstr(((ConfabElicitationRequest *)mine->pdata[0])->id, ==, request->id);
+		g_assert_cmpuint(all->len, ==, 1);
+		g_assert_cmpuint(theirs->len, ==, 0);
+	}
 
 	g_assert_true(answer_elicitation(f, request->id, CONFAB_ELICITATION_ACCEPTED, &error));
 	g_assert_no_error(error);
@@ -3167,6 +3197,10 @@ test_elicitations(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(read->content, ==, "{\"email\":\"é@example.org\"}");
 	g_assert_cmpstr(read->answered_by, ==, "api");
 	g_assert_cmpint(read->answered_at, ==, 1700000200);
+	{
+		g_autoptr(GPtrArray) answered = list_elicitations(f, NULL, NULL);
+		g_assert_cmpuint(answered->len, ==, 0);
+	}
 
 	g_assert_false(answer_elicitation(f,
 					  "mcpe_01jzzzzzzzzzzzzzzzzzzzzzzz",
@@ -3224,18 +3258,24 @@ save_new_approval(Fixture *f, const gchar *response_id)
 }
 
 static guint
-n_listed(Fixture *f)
+n_listed_of(Fixture *f, const gchar *agent_id)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
 	g_autoptr(GPtrArray) list = NULL;
 	g_autoptr(GError) error = NULL;
 
-	confab_store_list_approvals_async(f->store, "alice", 10, NULL, on_result, &slot);
+	confab_store_list_approvals_async(f->store, "alice", agent_id, 10, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	list = confab_store_list_approvals_finish(f->store, res, &error);
 	g_assert_no_error(error);
 	return list->len;
+}
+
+static guint
+n_listed(Fixture *f)
+{
+	return n_listed_of(f, NULL);
 }
 
 /* Issue 35: the approvals that the turns of a store (a confabd) waited for
@@ -3252,6 +3292,9 @@ test_approvals_orphaned(Fixture *f, gconstpointer data)
 	g_autoptr(GError) error = NULL;
 
 	g_assert_cmpuint(n_listed(f), ==, 1);
+	/* a bound token's list: its agent's only */
+	g_assert_cmpuint(n_listed_of(f, "agt_x"), ==, 1);
+	g_assert_cmpuint(n_listed_of(f, "agt_y"), ==, 0);
 	reopen(f);
 	g_assert_cmpuint(n_listed(f), ==, 0);
 	read = get_approval(f, waited->id, &error);
