@@ -1407,6 +1407,33 @@ confab_test_fake_upstream_requests(ConfabTestFakeUpstream *up)
 }
 
 /**
+ * confab_test_fake_upstream_release:
+ * @up: a fake upstream
+ *
+ * Lets its "held" streams go on (GET /_release).
+ *
+ * Returns: how many were waiting
+ */
+guint
+confab_test_fake_upstream_release(ConfabTestFakeUpstream *up)
+{
+	g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 30, NULL);
+	g_autofree gchar *uri = g_strconcat(up->url, "/_release", NULL);
+	g_autoptr(SoupMessage) msg = soup_message_new("GET", uri);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GBytes) body = soup_session_send_and_read(session, msg, NULL, &error);
+	g_autofree gchar *text = NULL;
+	g_autoptr(JsonNode) node = NULL;
+
+	g_assert_no_error(error);
+	g_assert_cmpuint(soup_message_get_status(msg), ==, 200);
+	text = g_strndup(g_bytes_get_data(body, NULL), g_bytes_get_size(body));
+	node = json_from_string(text, &error);
+	g_assert_no_error(error);
+	return (guint)confab_test_json_int(node, "released");
+}
+
+/**
  * confab_test_raw_read_until:
  * @conn: a connection to a daemon
  * @received: what was read so far, appended to

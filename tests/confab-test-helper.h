@@ -185,6 +185,8 @@ void
 confab_test_fake_upstream_free(ConfabTestFakeUpstream *up);
 JsonNode *
 confab_test_fake_upstream_requests(ConfabTestFakeUpstream *up);
+guint
+confab_test_fake_upstream_release(ConfabTestFakeUpstream *up);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestFakeUpstream, confab_test_fake_upstream_free)
 
 G_END_DECLS

@@ -34,10 +34,14 @@
  *   500            500 with an OpenAI error body, always
  *   malformed      an SSE event whose data is not JSON
  *   hang           never answers
+ *   held           the head (200, text/event-stream) at once, then nothing
+ *                  until GET /_release, then the plain answer: an upstream
+ *                  that took the call and is slow to say anything
  *   close          two chunks, then the connection is closed mid-stream
  *   close-empty    the role chunk only, then the connection is closed: a
  *                  stream that ends before any content
- *   status:N       status N with an OpenAI error body, always
+ *   status:N       status N with an OpenAI error body (type fake_error,
+ *                  code fake_refusal, param messages), always
  *   call-once:NAME calls the tool NAME until a tool result is in the
  *                  messages, then 500
  *   429ms:MS       429 with retry-after-ms: MS (and Retry-After), always
@@ -79,7 +83,8 @@
  *                  odd-sized content deltas and in a tool call's arguments
  *
  * Every completion request is recorded (method, path, headers, body) and
- * listed by GET /_requests; GET /_stats counts the TCP connections that
+ * listed by GET /_requests; GET /_release lets the "held" streams go on
+ * (it answers {"released": N}, N of them waiting); GET /_stats counts the TCP connections that
  * carried completions, the streams in progress, those finished, and those
  * the client abandoned before their end (the server saw the connection go
  * while it still had pieces to write), and says whether the last stream to
@@ -98,6 +103,7 @@ typedef struct {
 	GMainLoop *loop;     /* owned */
 	JsonArray *requests; /* owned: every completion request, in order */
 	GHashTable *counts;  /* owned: model -> requests seen, for "429" */
+	GPtrArray *held;     /* owned: Stream (unowned), "held" ones waiting */
 	guint connections;
 	guint completed;
 	guint aborted;
@@ -436,6 +442,7 @@ stream_add_event(Stream *stream, const gchar *data, guint delay_ms)
 static void
 stream_free(Stream *stream)
 {
+	g_ptr_array_remove(stream->fake->held, stream);
 	if (stream->watch != NULL) {
 		g_source_destroy(stream->watch);
 		g_clear_pointer(&stream->watch, g_source_unref);
@@ -703,8 +710,14 @@ respond_json(SoupServerMessage *msg, guint status, const gchar *json)
 					 strlen(json));
 }
 
+/* An OpenAI error body; @code and @param may be NULL (null). */
 static void
-respond_error(SoupServerMessage *msg, guint status, const gchar *type, const gchar *message)
+respond_error_full(SoupServerMessage *msg,
+		   guint status,
+		   const gchar *type,
+		   const gchar *code,
+		   const gchar *param,
+		   const gchar *message)
 {
 	g_autoptr(JsonObject) root = json_object_new();
 	JsonObject *error = json_object_new();
@@ -712,11 +725,23 @@ respond_error(SoupServerMessage *msg, guint status, const gchar *type, const gch
 
 	json_object_set_string_member(error, "message", message);
 	json_object_set_string_member(error, "type", type);
-	json_object_set_null_member(error, "param");
-	json_object_set_null_member(error, "code");
+	if (param != NULL)
+		json_object_set_string_member(error, "param", param);
+	else
+		json_object_set_null_member(error, "param");
+	if (code != NULL)
+		json_object_set_string_member(error, "code", code);
+	else
+		json_object_set_null_member(error, "code");
 	json_object_set_object_member(root, "error", error);
 	json = object_to_string(root);
 	respond_json(msg, status, json);
+}
+
+static void
+respond_error(SoupServerMessage *msg, guint status, const gchar *type, const gchar *message)
+{
+	respond_error_full(msg, status, type, NULL, NULL, message);
 }
 
 /* Writes @answer as SSE, one event every @interval_ms, or as JSON. */
@@ -1140,6 +1165,22 @@ script_close_empty(FakeUpstream *fake, SoupServerMessage *msg, const gchar *mode
 	stream_start(s);
 }
 
+/* The head now (libsoup writes it, then waits for a chunk), the answer
+ * once the test asks for it (GET /_release). */
+static void
+script_held(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model, gboolean usage)
+{
+	g_autoptr(Answer) answer = plain_answer(model, usage, "stop");
+	g_autoptr(GPtrArray) events = answer_to_events(answer);
+	Stream *s = stream_new(fake, msg, "text/event-stream");
+
+	for (guint i = 0; i < events->len; i++)
+		stream_add_event(s, g_ptr_array_index(events, i), 0);
+	stream_add_event(s, "[DONE]", 0);
+	g_ptr_array_add(fake->held, s);
+	soup_server_message_unpause(msg);
+}
+
 static void
 script_error_event(FakeUpstream *fake, SoupServerMessage *msg, const gchar *model)
 {
@@ -1444,6 +1485,8 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 		respond_error(msg, 500, "server_error", "The fake upstream had an internal error");
 	} else if (g_str_equal(name, "malformed")) {
 		script_malformed(fake, msg, model);
+	} else if (g_str_equal(name, "held") && stream) {
+		script_held(fake, msg, model, usage);
 	} else if (g_str_equal(name, "hang")) {
 		/* never answers; only counted when the client gives up */
 		stream_new(fake, msg, NULL);
@@ -1463,10 +1506,12 @@ run_script(FakeUpstream *fake, SoupServerMessage *msg, JsonObject *body)
 		guint64 status = 500;
 		if (arg != NULL)
 			g_ascii_string_to_unsigned(arg, 10, 100, 599, &status, NULL);
-		respond_error(msg,
-			      (guint)status,
-			      "fake_error",
-			      "The fake upstream was told to fail");
+		respond_error_full(msg,
+				   (guint)status,
+				   "fake_error",
+				   "fake_refusal",
+				   "messages",
+				   "The fake upstream was told to fail");
 	} else if (g_str_equal(name, "429ms")) {
 		SoupMessageHeaders *headers = soup_server_message_get_response_headers(msg);
 		soup_message_headers_replace(headers, "retry-after-ms", arg != NULL ? arg : "1000");
@@ -1594,6 +1639,23 @@ requests_cb(SoupServer *server,
 }
 
 static void
+release_cb(SoupServer *server,
+	   SoupServerMessage *msg,
+	   const gchar *path,
+	   GHashTable *query,
+	   gpointer user_data)
+{
+	FakeUpstream *fake = user_data;
+	g_autoptr(GPtrArray) held = g_steal_pointer(&fake->held);
+	g_autofree gchar *json = g_strdup_printf("{\"released\":%u}", held->len);
+
+	fake->held = g_ptr_array_new();
+	for (guint i = 0; i < held->len; i++)
+		stream_start(g_ptr_array_index(held, i));
+	respond_json(msg, SOUP_STATUS_OK, json);
+}
+
+static void
 stats_cb(SoupServer *server,
 	 SoupServerMessage *msg,
 	 const gchar *path,
@@ -1659,10 +1721,12 @@ main(int argc, char **argv)
 	fake.loop = g_main_loop_new(NULL, FALSE);
 	fake.requests = json_array_new();
 	fake.counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	fake.held = g_ptr_array_new();
 	fake.server = soup_server_new("server-header", "fake-upstream", NULL);
 	soup_server_add_handler(fake.server, "/v1/chat/completions", completions_cb, &fake, NULL);
 	soup_server_add_handler(fake.server, "/_requests", requests_cb, &fake, NULL);
 	soup_server_add_handler(fake.server, "/_stats", stats_cb, &fake, NULL);
+	soup_server_add_handler(fake.server, "/_release", release_cb, &fake, NULL);
 	if (!soup_server_listen_local(fake.server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error)) {
 		g_printerr("fake-upstream: cannot listen: %s\n", error->message);
 		return 1;
@@ -1681,6 +1745,7 @@ main(int argc, char **argv)
 	soup_server_disconnect(fake.server);
 	g_clear_object(&fake.server);
 	g_hash_table_unref(fake.counts);
+	g_ptr_array_unref(fake.held);
 	json_array_unref(fake.requests);
 	g_main_loop_unref(fake.loop);
 	return 0;

@@ -157,6 +157,8 @@ struct _ConfabAgentLoop {
 	gboolean timed_out;
 
 	ConfabProviderRequest *request; /* owned: the step's */
+	gboolean calling;		/* @request is running */
+	gboolean call_failed;		/* @request failed: it ended the loop */
 	GString *content;		/* owned: every step's text */
 	gsize step_start;		/* where the step's text starts in @content */
 	GString *step_reasoning;	/* owned */
@@ -391,11 +393,36 @@ const gchar *
 confab_agent_loop_get_target(ConfabAgentLoop *self, const gchar **upstream_model, guint *attempts)
 {
 	g_return_val_if_fail(CONFAB_IS_AGENT_LOOP(self), NULL);
+	/* while a routed call runs: the target it went to so far (the one
+	 * that answered, once one has) */
+	if (self->calling && self->request->target != NULL) {
+		if (upstream_model != NULL)
+			*upstream_model = self->request->target_model;
+		if (attempts != NULL)
+			*attempts = self->attempts + self->request->attempts;
+		return self->request->target;
+	}
 	if (upstream_model != NULL)
 		*upstream_model = self->target_model;
 	if (attempts != NULL)
 		*attempts = self->attempts;
 	return self->target;
+}
+
+/**
+ * confab_agent_loop_get_failed_call:
+ * @self: a #ConfabAgentLoop that failed
+ *
+ * Returns: (nullable): the model call whose failure ended the loop, with
+ *   the upstream's last status and what its error said
+ *   (ConfabProviderRequest @status, @retry_after_ms, @error_type,
+ *   @error_code, @error_param); %NULL when no model call failed
+ */
+const ConfabProviderRequest *
+confab_agent_loop_get_failed_call(ConfabAgentLoop *self)
+{
+	g_return_val_if_fail(CONFAB_IS_AGENT_LOOP(self), NULL);
+	return self->call_failed ? self->request : NULL;
 }
 
 /**
@@ -959,6 +986,7 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(ConfabProviderResult) presult = NULL;
 	GError *error = NULL;
 
+	self->calling = FALSE;
 	if (CONFAB_IS_ROUTER(source)) {
 		presult = confab_router_complete_finish(CONFAB_ROUTER(source), result, &error);
 		g_free(self->target);
@@ -984,6 +1012,7 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		add_text_block(self, self->content->str + self->step_start);
 	add_logprobs_block(self);
 	if (presult == NULL) {
+		self->call_failed = TRUE;
 		finish(self, error);
 		return;
 	}
@@ -1074,6 +1103,16 @@ on_flow_open_step(gpointer user_data)
 	run_step(self);
 }
 
+/* An upstream took the model call: the door may send its head. */
+static void
+on_answered(ConfabProviderRequest *request, gpointer user_data)
+{
+	ConfabAgentLoop *self = user_data;
+
+	if (self->sink != NULL && self->sink->answered != NULL)
+		self->sink->answered(self->sink_data);
+}
+
 /* The next model call: once the client has caught up (or the loop is
  * cancelled, which the provider then says at once). */
 static void
@@ -1103,7 +1142,13 @@ run_step(ConfabAgentLoop *self)
 	request->params = step_params(self);
 	request->stream = self->stream;
 	request->flow = self->flow != NULL ? confab_flow_ref(self->flow) : NULL;
+	request->retry_after_ms = -1;
+	if (self->sink != NULL && self->sink->answered != NULL) {
+		request->answered = on_answered;
+		request->answered_data = self;
+	}
 	self->request = request;
+	self->calling = TRUE;
 	if (self->router != NULL) {
 		confab_router_complete_async(self->router,
 					     self->provider,

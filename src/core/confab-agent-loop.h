@@ -31,6 +31,9 @@ G_BEGIN_DECLS
  * @approval_request: (nullable): a call of the agent's own tools waits for
  *   a person's decision (the approval is stored, pending): a door that can
  *   ask a person (a desktop notification) does so
+ * @answered: (nullable): an upstream has answered a model call with a
+ *   success status (its head, before any content); told for each model
+ *   call, once
  *
  * What a loop tells its turn as it runs.
  */
@@ -40,6 +43,7 @@ typedef struct {
 	void (*tool_event)(const gchar *event_json, gpointer user_data);
 	void (*extra)(const ConfabDelta *delta, gpointer user_data);
 	void (*approval_request)(const ConfabApproval *approval, gpointer user_data);
+	void (*answered)(gpointer user_data);
 } ConfabAgentLoopSink;
 
 #define CONFAB_AGENT_LOOP_MAX_PARALLEL_TOOLS 8
@@ -64,6 +68,8 @@ void
 confab_agent_loop_set_router(ConfabAgentLoop *self, ConfabRouter *router);
 const gchar *
 confab_agent_loop_get_target(ConfabAgentLoop *self, const gchar **upstream_model, guint *attempts);
+const ConfabProviderRequest *
+confab_agent_loop_get_failed_call(ConfabAgentLoop *self);
 void
 confab_agent_loop_set_flow(ConfabAgentLoop *self, ConfabFlow *flow);
 void

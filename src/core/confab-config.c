@@ -38,6 +38,7 @@ confab_config_new(void)
 	self->max_stream_buffer = 1024 * 1024;
 	self->max_connections_per_peer = 64;
 	self->body_timeout = 60;
+	self->stream_head_wait = 15;
 	self->max_inflight_body_bytes = 256 * 1024 * 1024;
 	self->max_answer_bytes = 8 * 1024 * 1024;
 	self->default_monthly_requests = 0;
@@ -120,6 +121,7 @@ static const KeySpec keys[] = {
     {"limits", "body_timeout", KEY_UINT, OFF(body_timeout), 1, 86400},
     {"limits", "max_inflight_body_bytes", KEY_SIZE, OFF(max_inflight_body_bytes), 1024, G_MAXINT64},
     {"limits", "max_answer_bytes", KEY_SIZE, OFF(max_answer_bytes), 1024, G_MAXINT32},
+    {"http", "stream_head_wait", KEY_UINT, OFF(stream_head_wait), 0, 3600},
     {"quota", "default_monthly_requests", KEY_UINT64, OFF(default_monthly_requests), 0, G_MAXINT64},
     {"quota", "default_rpm", KEY_UINT64, OFF(default_rpm), 0, G_MAXINT32},
     {"quota", "default_max_parallel", KEY_UINT64, OFF(default_max_parallel), 0, G_MAXINT32},

@@ -37,6 +37,8 @@ typedef struct {
 	guint body_timeout;	       /* seconds for a whole request body */
 	gsize max_inflight_body_bytes; /* request bodies held at once */
 	gsize max_answer_bytes;	       /* the largest assembled answer */
+
+	guint stream_head_wait; /* seconds a stream's head waits for an upstream; 0: none */
 	/* [quota] */
 	guint64 default_monthly_requests; /* 0: unlimited */
 	guint64 default_rpm;		  /* requests per minute per owner; 0: unlimited */

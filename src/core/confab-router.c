@@ -338,7 +338,8 @@ struct _Call {
 	GPtrArray *attempts; /* owned: Attempt, every one started */
 	Attempt *winner;     /* unowned: the one whose deltas pass */
 	guint running;
-	GSource *hedge; /* owned: starts the next target beside a silent one */
+	GSource *hedge;	   /* owned: starts the next target beside a silent one */
+	gboolean answered; /* a target took the call (a success status) */
 	gboolean returned;
 	GError *error; /* owned: the last target's failure */
 };
@@ -390,6 +391,9 @@ stop_hedge(Call *call)
 }
 
 static void
+call_name_target(Call *call, Attempt *attempt);
+
+static void
 on_delta(const ConfabDelta *delta, gpointer user_data)
 {
 	Attempt *attempt = user_data;
@@ -410,6 +414,21 @@ on_delta(const ConfabDelta *delta, gpointer user_data)
 	if (call->winner != attempt)
 		return;
 	call->delta_func(delta, call->delta_data);
+}
+
+/* A target took the call: the caller hears it from the first one only
+ * (of a hedge, whichever answers first), named as the call's target. */
+static void
+on_answered(ConfabProviderRequest *request, gpointer user_data)
+{
+	Attempt *attempt = user_data;
+	Call *call = attempt->call;
+
+	if (call->answered || call->returned || attempt->lost)
+		return;
+	call->answered = TRUE;
+	call_name_target(call, attempt);
+	confab_provider_request_answered(call->request);
 }
 
 /* What an attempt's failure says: its outcome for the metrics, and
@@ -556,6 +575,10 @@ attempt_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	call->request->status = attempt->request->status;
 	call->request->retry_after_ms = attempt->request->retry_after_ms;
+	confab_provider_request_set_error_fields(call->request,
+						 attempt->request->error_type,
+						 attempt->request->error_code,
+						 attempt->request->error_param);
 	call_name_target(call, attempt);
 	g_clear_error(&call->error);
 	call->error = error;
@@ -610,6 +633,10 @@ try_next(Call *call)
 	request->stream = call->request->stream;
 	request->flow = call->request->flow != NULL ? confab_flow_ref(call->request->flow) : NULL;
 	request->retry_after_ms = -1;
+	if (call->request->answered != NULL) {
+		request->answered = on_answered;
+		request->answered_data = attempt;
+	}
 	attempt->request = request;
 	g_ptr_array_add(call->attempts, attempt);
 	call->request->attempts++;

@@ -871,7 +871,16 @@ on_loop_approval_request(const ConfabApproval *approval, gpointer user_data)
 		self->sink->approval_request(self, approval, self->sink_data);
 }
 
+static void
+on_loop_answered(gpointer user_data)
+{
+	ConfabTurn *self = user_data;
+	if (self->sink != NULL && self->sink->answered != NULL)
+		self->sink->answered(self, self->sink_data);
+}
+
 static const ConfabAgentLoopSink loop_sink = {
+    .answered = on_loop_answered,
     .text = on_loop_text,
     .tool_calls = on_loop_tool_calls,
     .tool_event = on_loop_tool_event,
@@ -1305,6 +1314,21 @@ confab_turn_get_target(ConfabTurn *self, const gchar **upstream_model, guint *at
 		return NULL;
 	}
 	return confab_agent_loop_get_target(self->loop, upstream_model, attempts);
+}
+
+/**
+ * confab_turn_get_failed_call:
+ * @self: a #ConfabTurn that ran and failed
+ *
+ * Returns: (nullable): the model call whose failure ended the turn: the
+ *   upstream's last status and what its error said, for a door that
+ *   relays a refusal; %NULL when no model call failed
+ */
+const ConfabProviderRequest *
+confab_turn_get_failed_call(ConfabTurn *self)
+{
+	g_return_val_if_fail(CONFAB_IS_TURN(self), NULL);
+	return self->loop != NULL ? confab_agent_loop_get_failed_call(self->loop) : NULL;
 }
 
 /**

@@ -29,6 +29,10 @@ G_DECLARE_FINAL_TYPE(ConfabTurn, confab_turn, CONFAB, TURN, GObject)
  *   and decided)
  * @approval_request: (nullable): a call waits for a person's approval
  *   (stored, pending): a door that can ask a person does so
+ * @answered: (nullable): an upstream has answered one of the turn's model
+ *   calls with a success status, before any content: a streaming door
+ *   sends its head now (told once per model call; the first is the one
+ *   that matters)
  *
  * What a door does with an answer as it comes.
  */
@@ -39,6 +43,7 @@ typedef struct {
 	void (*approval_request)(ConfabTurn *turn,
 				 const ConfabApproval *approval,
 				 gpointer user_data);
+	void (*answered)(ConfabTurn *turn, gpointer user_data);
 } ConfabTurnSink;
 
 ConfabTurn *
@@ -84,6 +89,8 @@ gchar *
 confab_turn_get_tool_calls_json(ConfabTurn *self);
 const gchar *
 confab_turn_get_target(ConfabTurn *self, const gchar **upstream_model, guint *attempts);
+const ConfabProviderRequest *
+confab_turn_get_failed_call(ConfabTurn *self);
 const gchar *
 confab_turn_get_finish_reason(ConfabTurn *self);
 gboolean

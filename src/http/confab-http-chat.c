@@ -15,15 +15,20 @@
 #include "openai/confab-openai-error.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
+#include "util/confab-source.h"
 
 /*
  * POST /api/v1/chat/completions: the sink side of a turn.
  *
- * For a stream, the head and the first chunk go out once the user's messages
- * are committed, then one SSE event per delta, each sent at once (no
- * batching), then the final chunk, the usage chunk if asked, and [DONE] —
- * after the assistant message is committed. Without streaming, one JSON body
- * at the end. If the client goes away the turn is cancelled.
+ * For a stream, the head and the first chunk go out once an upstream has
+ * answered the turn's first model call with a success status (the user's
+ * messages are committed by then), or after [http] stream_head_wait at the
+ * latest; then one SSE event per delta, each sent at once (no batching),
+ * then the final chunk, the usage chunk if asked, and [DONE] — after the
+ * assistant message is committed. A turn that fails before its head answers
+ * an HTTP error, as a JSON one does (confab_http_response_turn_error());
+ * after it, the error travels in the stream. Without streaming, one JSON
+ * body at the end. If the client goes away the turn is cancelled.
  *
  * A stream is as fast as its reader: the exchange's flow, held while more
  * than max_stream_buffer bytes wait unsent, goes to the turn, which makes
@@ -38,6 +43,7 @@ typedef struct {
 	ConfabHttpExchange *exchange; /* owned */
 	ConfabTurn *turn;	      /* owned */
 	gboolean streaming;	      /* the head is sent */
+	GSource *head_wait;	      /* owned: sends the head if no upstream answered */
 	gboolean cut;		      /* the server is cutting the stream */
 	gchar *chunk_head;	      /* owned: {"id":…,"choices":[{"index":0,"delta": */
 	gchar *chunk_tail;	      /* owned: ,"finish_reason":null}],…}\n\n */
@@ -52,6 +58,7 @@ chat_ctx_free(ChatCtx *ctx)
 	confab_http_exchange_set_cut_func(ctx->exchange, NULL, NULL);
 	if (ctx->turn != NULL)
 		confab_turn_set_sink(ctx->turn, NULL, NULL);
+	confab_source_clear(&ctx->head_wait);
 	g_clear_object(&ctx->turn);
 	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
 	g_clear_object(&ctx->engine);
@@ -184,10 +191,14 @@ send_delta_event(ChatCtx *ctx, const gchar *content, JsonArray *tool_calls, gboo
 }
 
 static void
+begin_stream(ChatCtx *ctx, gboolean answered);
+
+static void
 on_turn_delta(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data)
 {
 	ChatCtx *ctx = user_data;
 
+	begin_stream(ctx, TRUE);
 	if (delta->refusal != NULL || delta->reasoning != NULL || delta->logprobs != NULL)
 		send_extra_event(ctx, delta);
 	if (delta->content != NULL || delta->tool_calls != NULL)
@@ -209,6 +220,12 @@ on_turn_drain(ConfabTurn *turn, gpointer user_data)
 {
 	ChatCtx *ctx = user_data;
 
+	/* no head yet: nothing was given to the client, which hears the end
+	 * from run_cb */
+	if (!ctx->streaming) {
+		confab_turn_sink_drained(turn, TRUE);
+		return;
+	}
 	if (confab_http_exchange_is_gone(ctx->exchange)) {
 		confab_turn_sink_drained(turn, FALSE);
 		return;
@@ -226,8 +243,10 @@ static void
 on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data)
 {
 	ChatCtx *ctx = user_data;
-	GString *event = g_string_new("data: {\"id\":");
+	GString *event;
 
+	begin_stream(ctx, FALSE);
+	event = g_string_new("data: {\"id\":");
 	confab_json_append_string(event, confab_turn_get_completion_id(turn));
 	g_string_append_printf(event,
 			       ",\"object\":\"chat.completion.chunk\",\"created\":%" G_GINT64_FORMAT
@@ -243,7 +262,15 @@ on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data
 	append_event(ctx, event);
 }
 
+/* An upstream took the first model call: the head goes out. */
+static void
+on_turn_answered(ConfabTurn *turn, gpointer user_data)
+{
+	begin_stream(user_data, TRUE);
+}
+
 static const ConfabTurnSink stream_sink = {
+    .answered = on_turn_answered,
     .delta = on_turn_delta,
     .drain = on_turn_drain,
     .tool_event = on_turn_tool_event,
@@ -372,6 +399,10 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(GError) error = NULL;
 	gboolean ok = confab_turn_run_finish(CONFAB_TURN(source), result, &error);
 
+	/* a stream whose head still waited: a success is streamed whole, a
+	 * failure is an HTTP error */
+	if (ok && confab_turn_get_request(ctx->turn)->stream)
+		begin_stream(ctx, TRUE);
 	if (!ctx->streaming)
 		confab_http_response_add_target_headers(ctx->exchange, ctx->turn);
 	if (ctx->streaming)
@@ -379,23 +410,56 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	else if (ok)
 		confab_http_response_json(ctx->exchange, 200, build_completion_json(ctx->turn));
 	else
-		confab_http_response_error(ctx->exchange, error);
+		confab_http_response_turn_error(ctx->exchange, ctx->turn, error);
 	chat_ctx_free(ctx);
 }
 
+/* The head, and the first chunk (the role). @answered: an upstream took
+ * the call, and the head names it (x-confab-upstream, x-confab-attempts);
+ * not when it goes out because no upstream answered in time. Once. */
 static void
-begin_stream(ChatCtx *ctx)
+begin_stream(ChatCtx *ctx, gboolean answered)
 {
+	if (ctx->streaming)
+		return;
 	ctx->streaming = TRUE;
+	confab_source_clear(&ctx->head_wait);
 	build_chunk_templates(ctx);
 	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
 	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
+	if (answered)
+		confab_http_response_add_target_headers(ctx->exchange, ctx->turn);
 	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
 	confab_http_exchange_set_cut_func(ctx->exchange, on_stream_cut, ctx);
+	send_delta_event(ctx, NULL, NULL, TRUE);
+}
+
+/* [http] stream_head_wait and no upstream has answered: the head goes out
+ * anyway, so that a proxy in front does not give up on a silent stream. */
+static gboolean
+on_head_wait(gpointer user_data)
+{
+	ChatCtx *ctx = user_data;
+
+	g_clear_pointer(&ctx->head_wait, g_source_unref);
+	g_debug("no upstream answered within stream_head_wait: the head goes out");
+	begin_stream(ctx, FALSE);
+	return G_SOURCE_REMOVE;
+}
+
+/* A stream: the turn writes to it from the start (its backpressure
+ * included), but its head waits for an upstream's answer. */
+static void
+wait_for_head(ChatCtx *ctx)
+{
+	guint wait = confab_engine_get_config(ctx->engine)->stream_head_wait;
+
 	confab_turn_set_flow(ctx->turn, confab_http_exchange_get_flow(ctx->exchange));
 	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
-	/* the first byte: the user's messages are committed */
-	send_delta_event(ctx, NULL, NULL, TRUE);
+	if (wait == 0)
+		begin_stream(ctx, FALSE);
+	else
+		ctx->head_wait = confab_source_add_timeout(wait * 1000, on_head_wait, ctx);
 }
 
 static void
@@ -420,7 +484,7 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 					"x-session-id",
 					confab_turn_get_session_id(turn));
 	if (confab_turn_get_request(turn)->stream)
-		begin_stream(ctx);
+		wait_for_head(ctx);
 	confab_turn_run_async(turn, run_cb, ctx);
 }
 

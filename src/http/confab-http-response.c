@@ -12,6 +12,7 @@
 #include "http/confab-http-response.h"
 #include "openai/confab-openai-error.h"
 #include "util/confab-error.h"
+#include "util/confab-json.h"
 #include "util/confab-log.h"
 
 /*
@@ -83,6 +84,83 @@ confab_http_response_error(ConfabHttpExchange *exchange, const GError *error)
 	else
 		confab_http_response_add_error_headers(exchange, info->status);
 	confab_http_response_json(exchange, info->status, confab_openai_error_body(error));
+}
+
+/* The upstream statuses a turn's error answers with as they are: the
+ * request's own fault (400, 404, 413, 422), or too much at once (429). */
+static gboolean
+is_relayed_status(guint status)
+{
+	return status == 400 || status == 404 || status == 413 || status == 422 || status == 429;
+}
+
+/* 429 relayed: when to come back (the upstream's time, else a second), and
+ * whether to at all (not for a spent quota, which waiting does not mend). */
+static void
+add_relayed_429_headers(ConfabHttpExchange *exchange, const ConfabProviderRequest *call)
+{
+	gint64 ms = call->retry_after_ms > 0 ? call->retry_after_ms : 1000;
+	gchar buf[32];
+
+	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, (ms + 999) / 1000);
+	confab_http_exchange_add_header(exchange, "Retry-After", buf);
+	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, ms);
+	confab_http_exchange_add_header(exchange, "retry-after-ms", buf);
+	confab_http_exchange_add_header(exchange,
+					"x-should-retry",
+					g_strcmp0(call->error_code, "insufficient_quota") == 0 ||
+						g_strcmp0(call->error_type, "insufficient_quota") ==
+						    0
+					    ? "false"
+					    : "true");
+}
+
+/**
+ * confab_http_response_turn_error:
+ * @exchange: the exchange
+ * @turn: (nullable): the turn that failed, once it ran
+ * @error: how it failed
+ *
+ * The one mapping from a turn's failure to an HTTP error, for JSON answers
+ * and for streams whose head has not gone out. An upstream's refusal that
+ * is the request's own fault (400, 404, 413, 422) or a rate limit (429,
+ * with `Retry-After`, `retry-after-ms` and `x-should-retry`) is relayed
+ * with its status and its error's type, code and param (scrubbed), the
+ * message naming the upstream and what it said; anything else is
+ * confab_http_response_error(): 502 `upstream_error`, 504
+ * `upstream_timeout`, and so on.
+ */
+void
+confab_http_response_turn_error(ConfabHttpExchange *exchange, ConfabTurn *turn, const GError *error)
+{
+	const ConfabProviderRequest *call = turn != NULL ? confab_turn_get_failed_call(turn) : NULL;
+	GString *body;
+	gboolean is_429;
+
+	if (call == NULL || !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_UPSTREAM) ||
+	    !is_relayed_status(call->status)) {
+		confab_http_response_error(exchange, error);
+		return;
+	}
+	is_429 = call->status == 429;
+	if (is_429)
+		add_relayed_429_headers(exchange, call);
+	body = g_string_new("{\"error\":{\"message\":");
+	confab_json_append_string(body, error->message);
+	g_string_append(body, ",\"type\":");
+	confab_json_append_string(body,
+				  call->error_type != NULL ? call->error_type
+				  : is_429		   ? "rate_limit_error"
+							   : "invalid_request_error");
+	g_string_append(body, ",\"param\":");
+	confab_json_append_string(body, call->error_param);
+	g_string_append(body, ",\"code\":");
+	confab_json_append_string(body,
+				  call->error_code != NULL ? call->error_code
+				  : is_429		   ? "rate_limit_exceeded"
+							   : NULL);
+	g_string_append(body, "}}");
+	confab_http_response_json(exchange, call->status, g_string_free(body, FALSE));
 }
 
 /**

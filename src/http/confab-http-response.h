@@ -16,6 +16,10 @@ confab_http_response_json(ConfabHttpExchange *exchange, guint status, gchar *bod
 void
 confab_http_response_error(ConfabHttpExchange *exchange, const GError *error);
 void
+confab_http_response_turn_error(ConfabHttpExchange *exchange,
+				ConfabTurn *turn,
+				const GError *error);
+void
 confab_http_response_add_error_headers(ConfabHttpExchange *exchange, guint status);
 gchar *
 confab_http_response_format_duration(gint64 ms);

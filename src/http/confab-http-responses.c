@@ -19,6 +19,7 @@
 #include "openai/confab-responses-request.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
+#include "util/confab-source.h"
 
 /*
  * POST /api/v1/responses: the Responses API's door on a turn.
@@ -30,6 +31,13 @@
  * as OpenAI sends them; the terminal event (response.completed,
  * .incomplete or .failed) goes out once the answer is committed, and no
  * [DONE] follows. Without streaming, the items make one JSON object.
+ *
+ * A stream's head (and response.created, response.in_progress) waits for an
+ * upstream to answer the turn's first model call with a success status, or
+ * for [http] stream_head_wait; a turn that fails before that answers an
+ * HTTP error, as a JSON one does. In the background the same holds: the
+ * response's record (created first) then says `failed`, and a client that
+ * leaves before the head gets the stream begun for it, its events kept.
  */
 
 typedef struct {
@@ -61,6 +69,7 @@ typedef struct {
 	gchar *response_id;		 /* owned */
 	gchar *stored_id;		 /* owned: what its messages carry (store: false) */
 	gboolean streaming;		 /* the head is sent */
+	GSource *head_wait;		 /* owned: sends the head if no upstream answered */
 	gboolean closed;		 /* the items are all done */
 	guint64 sequence;		 /* the next sequence_number */
 	GPtrArray *items;		 /* owned: gchar*, the done items' JSON; NULL while open */
@@ -107,6 +116,7 @@ resp_ctx_free(RespCtx *ctx)
 	confab_http_exchange_set_cut_func(ctx->exchange, NULL, NULL);
 	if (ctx->turn != NULL)
 		confab_turn_set_sink(ctx->turn, NULL, NULL);
+	confab_source_clear(&ctx->head_wait);
 	g_clear_object(&ctx->turn);
 	g_clear_pointer(&ctx->exchange, confab_http_exchange_unref);
 	g_clear_object(&ctx->engine);
@@ -133,13 +143,19 @@ resp_ctx_free(RespCtx *ctx)
 }
 
 static void
+begin_stream(RespCtx *ctx, gboolean answered);
+
+static void
 on_client_gone(ConfabHttpExchange *exchange, gpointer user_data)
 {
 	RespCtx *ctx = user_data;
 	g_debug("the client left during its response");
 	if (ctx->request->background && ctx->turn != NULL) {
-		/* it runs on without its client; its events are kept */
+		/* it runs on without its client; its events are kept, from
+		 * the first (a head that waited is not waited for) */
 		ctx->detached = TRUE;
+		if (ctx->kept != NULL)
+			begin_stream(ctx, FALSE);
 		return;
 	}
 	if (ctx->turn != NULL)
@@ -621,6 +637,7 @@ on_turn_delta(ConfabTurn *turn, const ConfabDelta *delta, gpointer user_data)
 {
 	RespCtx *ctx = user_data;
 
+	begin_stream(ctx, TRUE);
 	flush_mcp(ctx, FALSE);
 	if (delta->reasoning != NULL && *delta->reasoning != '\0')
 		add_reasoning(ctx, delta->reasoning);
@@ -637,6 +654,7 @@ on_turn_tool_event(ConfabTurn *turn, const gchar *event_json, gpointer user_data
 	JsonObject *event;
 	const gchar *type;
 
+	begin_stream(ctx, FALSE);
 	flush_mcp(ctx, FALSE);
 	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
 		return;
@@ -767,6 +785,12 @@ on_turn_drain(ConfabTurn *turn, gpointer user_data)
 {
 	RespCtx *ctx = user_data;
 
+	/* no head yet: nothing was given to the client, which hears the end
+	 * from answer() */
+	if (!ctx->streaming) {
+		confab_turn_sink_drained(turn, TRUE);
+		return;
+	}
 	close_items(ctx, TRUE);
 	if (confab_http_exchange_is_gone(ctx->exchange)) {
 		/* a background answer is whole without its client: kept */
@@ -780,7 +804,15 @@ on_turn_drain(ConfabTurn *turn, gpointer user_data)
 	confab_http_exchange_set_drained_func(ctx->exchange, on_exchange_drained, ctx);
 }
 
+/* An upstream took the first model call: the head goes out. */
+static void
+on_turn_answered(ConfabTurn *turn, gpointer user_data)
+{
+	begin_stream(user_data, TRUE);
+}
+
 static const ConfabTurnSink stream_sink = {
+    .answered = on_turn_answered,
     .delta = on_turn_delta,
     .drain = on_turn_drain,
     .tool_event = on_turn_tool_event,
@@ -1035,7 +1067,7 @@ finish_stream(RespCtx *ctx, const GError *error)
 static void
 flush_kept(RespCtx *ctx);
 static void
-begin_stream(RespCtx *ctx);
+wait_for_head(RespCtx *ctx);
 
 static void
 status_cb(GObject *source, GAsyncResult *result, gpointer user_data)
@@ -1156,7 +1188,7 @@ background_begin(RespCtx *ctx)
 	if (confab_turn_get_request(turn)->stream) {
 		ctx->kept = g_string_new(NULL);
 		ctx->flush_source = g_timeout_add(FLUSH_MS, flush_tick, ctx);
-		begin_stream(ctx);
+		wait_for_head(ctx);
 		return;
 	}
 	confab_http_response_json(ctx->exchange, 200, build_response(ctx, "queued", FALSE, NULL));
@@ -1179,6 +1211,14 @@ answer(RespCtx *ctx)
 					     "response was stopped and stored as incomplete",
 					     config->idle_timeout);
 	}
+	/* a stream whose head still waited: a success (or a background one
+	 * stopped by its cancel) is streamed whole, a failure is an HTTP
+	 * error */
+	if (!ctx->streaming && confab_turn_get_request(ctx->turn)->stream &&
+	    (ctx->run_ok ||
+	     (ctx->request->background &&
+	      g_error_matches(ctx->run_error, CONFAB_ERROR, CONFAB_ERROR_CANCELLED))))
+		begin_stream(ctx, TRUE);
 	if (ctx->streaming) {
 		finish_stream(ctx, ctx->run_ok ? NULL : ctx->run_error);
 	} else if (ctx->detached) {
@@ -1190,7 +1230,7 @@ answer(RespCtx *ctx)
 					  200,
 					  build_response(ctx, final_status(ctx), TRUE, NULL));
 	} else {
-		confab_http_response_error(ctx->exchange, ctx->run_error);
+		confab_http_response_turn_error(ctx->exchange, ctx->turn, ctx->run_error);
 	}
 	if (ctx->request->background) {
 		background_end(ctx);
@@ -1248,27 +1288,63 @@ run_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	answer(ctx);
 }
 
+/* The head, response.created and response.in_progress. @answered: an
+ * upstream took the call, and the head names it (x-confab-upstream,
+ * x-confab-attempts); not when it goes out because none answered in time.
+ * Once. */
 static void
-begin_stream(RespCtx *ctx)
+begin_stream(RespCtx *ctx, gboolean answered)
 {
-	g_autofree gchar *response = build_response(ctx, "in_progress", FALSE, NULL);
+	g_autofree gchar *response = NULL;
 	GString *f;
 
+	/* the sink's functions serve JSON answers too */
+	if (ctx->streaming || !confab_turn_get_request(ctx->turn)->stream)
+		return;
 	ctx->streaming = TRUE;
+	confab_source_clear(&ctx->head_wait);
+	response = build_response(ctx, "in_progress", FALSE, NULL);
 	confab_http_exchange_add_header(ctx->exchange, "Cache-Control", "no-cache");
 	confab_http_exchange_add_header(ctx->exchange, "x-accel-buffering", "no");
+	if (answered)
+		confab_http_response_add_target_headers(ctx->exchange, ctx->turn);
 	confab_http_exchange_begin_stream(ctx->exchange, 200, "text/event-stream");
 	/* as fast as its reader: the turn waits while the client is behind */
 	confab_http_exchange_set_cut_func(ctx->exchange, on_stream_cut, ctx);
-	confab_turn_set_flow(ctx->turn, confab_http_exchange_get_flow(ctx->exchange));
-	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
-	/* the first bytes: the user's messages are committed */
 	f = g_string_new("\"response\":");
 	g_string_append(f, response);
 	emit(ctx, "response.created", f);
 	f = g_string_new("\"response\":");
 	g_string_append(f, response);
 	emit(ctx, "response.in_progress", f);
+}
+
+/* [http] stream_head_wait and no upstream has answered: the head goes out
+ * anyway, so that a proxy in front does not give up on a silent stream. */
+static gboolean
+on_head_wait(gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+
+	g_clear_pointer(&ctx->head_wait, g_source_unref);
+	g_debug("no upstream answered within stream_head_wait: the head goes out");
+	begin_stream(ctx, FALSE);
+	return G_SOURCE_REMOVE;
+}
+
+/* A stream: the turn tells its sink from the start (its backpressure
+ * included), but the head waits for an upstream's answer. */
+static void
+wait_for_head(RespCtx *ctx)
+{
+	guint wait = confab_engine_get_config(ctx->engine)->stream_head_wait;
+
+	confab_turn_set_flow(ctx->turn, confab_http_exchange_get_flow(ctx->exchange));
+	confab_turn_set_sink(ctx->turn, &stream_sink, ctx);
+	if (wait == 0)
+		begin_stream(ctx, FALSE);
+	else
+		ctx->head_wait = confab_source_add_timeout(wait * 1000, on_head_wait, ctx);
 }
 
 /* The turn names the conversation as a chat completions client gives it,
@@ -1323,7 +1399,7 @@ start_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	if (ctx->request->background)
 		background_begin(ctx);
 	else if (confab_turn_get_request(turn)->stream)
-		begin_stream(ctx);
+		wait_for_head(ctx);
 	else
 		confab_turn_set_sink(ctx->turn, &json_sink, ctx);
 	confab_turn_run_async(turn, run_cb, ctx);

@@ -324,6 +324,8 @@ confab_provider_echo_complete_async(ConfabProvider *provider,
 	run->delta_data = delta_data;
 	run->flow = request->flow != NULL ? confab_flow_ref(request->flow) : NULL;
 	g_task_set_task_data(task, run, (GDestroyNotify)echo_run_free);
+	/* it answers at once */
+	confab_provider_request_answered(request);
 	echo_schedule(task);
 }
 

@@ -49,8 +49,10 @@
 
 #define READ_CHUNK     16384
 #define ERROR_BODY_MAX 65536
-#define RETRY_BASE_MS  250
-#define RETRY_MAX_MS   20000
+/* the longest type, code or param of an upstream's error that is relayed */
+#define ERROR_FIELD_MAX 256
+#define RETRY_BASE_MS	250
+#define RETRY_MAX_MS	20000
 
 #define UPSTREAM_JSON_MAX_DEPTH 128
 #define MAX_TOOL_CALL_INDEX	1024 /* as many as a turn stores */
@@ -347,6 +349,7 @@ typedef struct {
 	gchar *retry_after_ms;		  /* owned: its retry-after-ms (OpenAI's) */
 	guint status;
 	gchar *reason;		 /* owned */
+	gchar *error_fields[3];	 /* owned: the error body's type, code, param, scrubbed */
 	ConfabSseParser *parser; /* owned */
 	GString *error_body;	 /* owned: a non-200 body */
 	GString *json_body;	 /* owned: a non-streamed 200 body */
@@ -409,6 +412,8 @@ call_clear_attempt(Call *call)
 	g_clear_pointer(&call->retry_after, g_free);
 	g_clear_pointer(&call->retry_after_ms, g_free);
 	g_clear_pointer(&call->reason, g_free);
+	for (guint i = 0; i < G_N_ELEMENTS(call->error_fields); i++)
+		g_clear_pointer(&call->error_fields[i], g_free);
 	call->status = 0;
 	g_clear_object(&call->parser);
 	if (call->error_body != NULL)
@@ -494,9 +499,14 @@ call_fail(Call *call, GError *error)
 {
 	GTask *task = call->task;
 
-	/* for a router: whether another target may be worth it */
+	/* for a router: whether another target may be worth it; for a door:
+	 * what to relay of a refusal */
 	call->request->status = call->status;
 	call->request->retry_after_ms = retry_delay_ms(call);
+	confab_provider_request_set_error_fields(call->request,
+						 call->error_fields[0],
+						 call->error_fields[1],
+						 call->error_fields[2]);
 	call_clear_attempt(call);
 	/* what was held back goes to the turn, which stores it with the
 	 * error; not to a client that left */
@@ -1142,6 +1152,22 @@ finish_json_body(Call *call)
 	call_succeed(call);
 }
 
+/* What an error body says besides its message, kept (scrubbed) for a door
+ * that relays the refusal; a member that is no short string is left out. */
+static void
+keep_error_fields(Call *call, JsonObject *error_obj)
+{
+	static const gchar *const names[] = {"type", "code", "param"};
+
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+		const gchar *value = string_member(error_obj, names[i]);
+
+		g_clear_pointer(&call->error_fields[i], g_free);
+		if (value != NULL && *value != '\0' && strlen(value) <= ERROR_FIELD_MAX)
+			call->error_fields[i] = confab_secret_scrubber_scrub(call->scrubber, value);
+	}
+}
+
 static void
 finish_error_body(Call *call)
 {
@@ -1160,6 +1186,7 @@ finish_error_body(Call *call)
 	reason = g_strdup_printf("HTTP %u %s", status, call->reason != NULL ? call->reason : "");
 	if (error_obj != NULL) {
 		const gchar *message = string_member(error_obj, "message");
+		keep_error_fields(call, error_obj);
 		error = g_error_new(CONFAB_ERROR,
 				    CONFAB_ERROR_UPSTREAM,
 				    "The upstream %s answered %s: %s",
@@ -1325,13 +1352,18 @@ on_upstream_head(guint status,
 	call->retry_after_ms = g_strdup(confab_http_fields_get(fields, "retry-after-ms"));
 	if (status != 200) {
 		call->error_body = g_string_new(NULL);
-	} else if (confab_http_fields_media_type_is(content_type, "text/event-stream")) {
+		return;
+	}
+	if (confab_http_fields_media_type_is(content_type, "text/event-stream")) {
 		call->parser = confab_sse_parser_new(on_sse_event, call);
 		confab_sse_parser_set_max_event_size(call->parser, json_body_max(call));
 	} else {
 		/* an upstream that ignored "stream": one JSON answer */
 		call->json_body = g_string_new(NULL);
 	}
+	/* a success status: the upstream has taken the call (a door may send
+	 * its own head now) */
+	confab_provider_request_answered(call->request);
 }
 
 static void

@@ -27,7 +27,52 @@ confab_provider_request_free(ConfabProviderRequest *request)
 	g_clear_pointer(&request->flow, confab_flow_unref);
 	g_free(request->target);
 	g_free(request->target_model);
+	g_free(request->error_type);
+	g_free(request->error_code);
+	g_free(request->error_param);
 	g_free(request);
+}
+
+/**
+ * confab_provider_request_answered:
+ * @request: a request being run
+ *
+ * For providers: the upstream has answered @request with a success status.
+ * Calls its @answered function, the first time only.
+ */
+void
+confab_provider_request_answered(ConfabProviderRequest *request)
+{
+	ConfabAnsweredFunc answered = request->answered;
+
+	if (answered == NULL)
+		return;
+	request->answered = NULL;
+	answered(request, request->answered_data);
+}
+
+/**
+ * confab_provider_request_set_error_fields:
+ * @request: a request that failed
+ * @type: (nullable): the upstream error's `type`
+ * @code: (nullable): its `code`
+ * @param: (nullable): its `param`
+ *
+ * Sets (or clears) what the upstream's OpenAI-shaped error said besides its
+ * message, for a door that relays it.
+ */
+void
+confab_provider_request_set_error_fields(ConfabProviderRequest *request,
+					 const gchar *type,
+					 const gchar *code,
+					 const gchar *param)
+{
+	g_free(request->error_type);
+	request->error_type = g_strdup(type);
+	g_free(request->error_code);
+	request->error_code = g_strdup(code);
+	g_free(request->error_param);
+	request->error_param = g_strdup(param);
 }
 
 /**

@@ -13,6 +13,17 @@
 
 G_BEGIN_DECLS
 
+typedef struct _ConfabProviderRequest ConfabProviderRequest;
+
+/**
+ * ConfabAnsweredFunc:
+ * @request: the request an upstream answered with a success status
+ * @user_data: data given with the function
+ *
+ * An upstream took the call: what it says next is the answer.
+ */
+typedef void (*ConfabAnsweredFunc)(ConfabProviderRequest *request, gpointer user_data);
+
 /**
  * ConfabProviderRequest:
  * @agent: the agent, with its provider settings
@@ -34,8 +45,17 @@ G_BEGIN_DECLS
  *   was tried last); %NULL when no router ran the call
  * @target_model: set with @target: that target's upstream model
  * @attempts: set with @target: the targets tried, the last included
+ * @error_type: (nullable): set with @status: the `type` of the upstream's
+ *   OpenAI-shaped error, scrubbed; %NULL when it said none
+ * @error_code: (nullable): set with @status: its `code`, scrubbed
+ * @error_param: (nullable): set with @status: its `param`, scrubbed
+ * @answered: (nullable): called once, by the provider, when the upstream has
+ *   answered with a success status: its head, before any content (for a
+ *   door that holds its own head until then); see
+ *   confab_provider_request_answered()
+ * @answered_data: data for @answered
  */
-typedef struct {
+struct _ConfabProviderRequest {
 	ConfabAgent *agent;
 	JsonArray *messages;
 	JsonObject *params;
@@ -47,10 +67,22 @@ typedef struct {
 	gchar *target;
 	gchar *target_model;
 	guint attempts;
-} ConfabProviderRequest;
+	gchar *error_type;
+	gchar *error_code;
+	gchar *error_param;
+	ConfabAnsweredFunc answered;
+	gpointer answered_data;
+};
 
 void
 confab_provider_request_free(ConfabProviderRequest *request);
+void
+confab_provider_request_answered(ConfabProviderRequest *request);
+void
+confab_provider_request_set_error_fields(ConfabProviderRequest *request,
+					 const gchar *type,
+					 const gchar *code,
+					 const gchar *param);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabProviderRequest, confab_provider_request_free)
 
 /**

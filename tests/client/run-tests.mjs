@@ -852,6 +852,60 @@ test('a stream through a failover: the first target refuses, the second answers 
   }
 });
 
+test("a stream's head waits for the upstream: a 400 throws BadRequestError, a 429 is retried", async () => {
+  // the scripted fake upstream: status:400 refuses every request;
+  // 429:3 refuses the first three (Confab's own three tries), then answers
+  const fake = await startFakeUpstream();
+  const refusing = await createUpstreamAgent('head-400', fake.baseUrl, 'status:400');
+  const limited = await createUpstreamAgent('head-429', fake.baseUrl, '429:3');
+  const counter = countingFetch();
+  const c = client(ctx.token, { maxRetries: 2, fetch: counter });
+
+  // the refusal is the HTTP answer, not an event inside a 200: the SDK
+  // throws when it creates the stream, and does not retry a 400
+  const e = await expectApiError(
+    async () => {
+      const stream = await c.chat.completions.create({
+        model: refusing,
+        messages: userMsg('refused'),
+        stream: true,
+      });
+      for await (const _ of stream) assert.fail('a refused stream yields no chunk');
+    },
+    OpenAI.BadRequestError,
+    400,
+    'fake_refusal',
+  );
+  assert.equal(e.error.type, 'fake_error');
+  assert.equal(e.error.param, 'messages');
+  assert.match(e.error.message, /The fake upstream was told to fail/);
+  assert.equal(counter.calls, 1, 'a 400 is not retried');
+  // the Responses door alike
+  await expectApiError(
+    async () => {
+      const stream = await c.responses.create({ model: refusing, input: 'refused', stream: true });
+      for await (const _ of stream) assert.fail('a refused stream yields no event');
+    },
+    OpenAI.BadRequestError,
+    400,
+    'fake_refusal',
+  );
+
+  // a 429 that outlasted Confab's own retries reaches the SDK with
+  // Retry-After, and the SDK's retry gets the answer
+  counter.calls = 0;
+  const stream = await c.chat.completions.create({
+    model: limited,
+    messages: userMsg('busy?'),
+    stream: true,
+  });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.equal(text, 'Hello, world! héllo 🌍');
+  assert.equal(counter.calls, 2, 'one 429, retried once by the SDK');
+  assert.equal((await fake.requests()).filter((r) => r.body.model === '429:3').length, 4);
+});
+
 /* ---- an agent with tools of its own: tool_event chunks break no client ---- */
 
 async function toolAgent(skip) {

@@ -38,6 +38,8 @@ test_defaults(void)
 	g_assert_cmpuint(config->default_max_parallel, ==, 0);
 	g_assert_cmpuint(config->upstream_connect_timeout, >, 0);
 	g_assert_cmpuint(config->upstream_total_timeout, >=, config->upstream_first_byte_timeout);
+	/* a stream's head waits 15 s at most for an upstream's answer */
+	g_assert_cmpuint(config->stream_head_wait, ==, 15);
 	g_assert_cmpuint(config->read_connections, >=, 1);
 	g_assert_cmpstr(config->credentials_dir, ==, "/etc/confab/keys");
 	/* the contract's approval timeout */
@@ -101,6 +103,8 @@ test_every_section(void)
 			    "idle_timeout=5\n"
 			    "max_header_bytes=8192\n"
 			    "max_stream_buffer=65536\n"
+			    "[http]\n"
+			    "stream_head_wait=2\n"
 			    "[quota]\n"
 			    "default_monthly_requests=12345678901\n"
 			    "default_rpm=60\n"
@@ -128,6 +132,7 @@ test_every_section(void)
 	g_assert_cmpuint(config->max_files_per_message, ==, 3);
 	g_assert_cmpuint(config->max_file_bytes, ==, 1000);
 	g_assert_cmpuint(config->max_connections, ==, 50);
+	g_assert_cmpuint(config->stream_head_wait, ==, 2);
 	g_assert_cmpuint(config->max_inflight_turns, ==, 7);
 	/* [limits] idle_timeout and [upstream] idle_timeout are different keys */
 	g_assert_cmpuint(config->idle_timeout, ==, 5);
@@ -390,7 +395,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 41);
+	g_assert_cmpuint(keys, ==, 42);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
@@ -414,6 +419,7 @@ test_documented_defaults(void)
 			 ==,
 			 defaults->max_connections_per_peer);
 	g_assert_cmpuint(documented->body_timeout, ==, defaults->body_timeout);
+	g_assert_cmpuint(documented->stream_head_wait, ==, defaults->stream_head_wait);
 	g_assert_cmpuint(documented->responses_max_background,
 			 ==,
 			 defaults->responses_max_background);

@@ -697,10 +697,11 @@ test_health_all_skipped(Fixture *f, gconstpointer data)
 	g_variant_dict_insert(dict, "provider", "s", "openai");
 	g_variant_dict_insert(dict, "upstreams", "s", upstreams);
 	agent = confab_test_create_agent_props(f->daemon, g_variant_dict_end(dict));
+	/* the last target's error: a 500's 502, or its 429 relayed */
 	for (guint i = 0; i < 3; i++) {
 		g_autoptr(ConfabTestResponse) r =
 		    confab_test_chat(f->daemon, f->token, agent, NULL, "hi", FALSE);
-		g_assert_cmpuint(r->status, >=, 500);
+		g_assert_true(r->status == 429 || r->status >= 500);
 	}
 	a_state = state_of(f, agent, 0);
 	b_state = state_of(f, agent, 1);
@@ -710,7 +711,7 @@ test_health_all_skipped(Fixture *f, gconstpointer data)
 		guint before = n_requests(f->a) + n_requests(f->b);
 		g_autoptr(ConfabTestResponse) r =
 		    confab_test_chat(f->daemon, f->token, agent, NULL, "hi", FALSE);
-		g_assert_cmpuint(r->status, >=, 500);
+		g_assert_true(r->status == 429 || r->status >= 500);
 		/* tried anyway: an agent never fails without trying */
 		g_assert_cmpuint(n_requests(f->a) + n_requests(f->b), >, before);
 	}

@@ -1003,7 +1003,6 @@ test_hang_timeout(Fixture *f, gconstpointer data)
 	    confab_test_chat(f->daemon, f->token, agent, NULL, "hello?", FALSE);
 	gint64 elapsed_ms = (g_get_monotonic_time() - start) / 1000;
 	g_autoptr(ConfabTestResponse) sse = NULL;
-	g_autoptr(Stream) s = NULL;
 	g_autofree gchar *session_id = NULL;
 
 	confab_test_assert_error(r, 504, "upstream_timeout");
@@ -1016,12 +1015,11 @@ test_hang_timeout(Fixture *f, gconstpointer data)
 	session_id = only_session(f);
 	assert_failed_turn(f, session_id, "hello?", "upstream_timeout");
 
-	/* once the stream has begun, the error travels in it */
+	/* a stream's head waits for the upstream's: no answer, no head, and
+	 * the same error as an HTTP answer */
 	sse = confab_test_chat(f->daemon, f->token, agent, NULL, "hello?", TRUE);
-	s = parse_stream(sse);
-	g_assert_true(s->done);
-	g_assert_nonnull(s->error);
-	g_assert_cmpstr(confab_test_json_string(s->error, "code"), ==, "upstream_timeout");
+	confab_test_assert_error(sse, 504, "upstream_timeout");
+	g_assert_cmpstr(soup_message_headers_get_one(sse->headers, "x-session-id"), !=, NULL);
 }
 
 /* The upstream closes the connection mid-stream: an error event, [DONE]. */
@@ -1124,7 +1122,11 @@ test_client_error(Fixture *f, gconstpointer data)
 	    confab_test_chat(f->daemon, f->token, agent, NULL, "which model?", FALSE);
 	const gchar *message;
 
-	confab_test_assert_error(r, 502, "upstream_error");
+	/* relayed: the request's own fault, which another try would not mend */
+	confab_test_assert_error(r, 404, NULL);
+	g_assert_cmpstr(confab_test_json_string(r->json, "error.type"),
+			==,
+			"invalid_request_error");
 	message = confab_test_json_string(r->json, "error.message");
 	/* a message that helps: the status and what the upstream said */
 	g_assert_nonnull(strstr(message, "404"));
@@ -1132,7 +1134,8 @@ test_client_error(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(upstream_n_requests(f->up), ==, 1);
 }
 
-/* 429 every time: bounded retries, then 502. */
+/* 429 every time: bounded retries, then the 429 relayed, with when to
+ * come back. */
 static void
 test_429_exhausted(Fixture *f, gconstpointer data)
 {
@@ -1140,8 +1143,11 @@ test_429_exhausted(Fixture *f, gconstpointer data)
 	g_autoptr(ConfabTestResponse) r =
 	    confab_test_chat(f->daemon, f->token, agent, NULL, "busy?", FALSE);
 
-	confab_test_assert_error(r, 502, "upstream_error");
+	confab_test_assert_error(r, 429, "rate_limit_exceeded");
+	g_assert_cmpstr(confab_test_json_string(r->json, "error.type"), ==, "rate_limit_error");
 	g_assert_nonnull(strstr(confab_test_json_string(r->json, "error.message"), "429"));
+	g_assert_cmpstr(soup_message_headers_get_one(r->headers, "Retry-After"), ==, "1");
+	g_assert_cmpstr(soup_message_headers_get_one(r->headers, "x-should-retry"), ==, "true");
 	g_assert_cmpuint(upstream_n_requests(f->up), ==, 3);
 }
 
@@ -1390,7 +1396,8 @@ test_userinfo_not_leaked(Fixture *f, gconstpointer data)
 	base_url = g_strdup_printf("http://bob:hunter2@127.0.0.1:%s/nowhere", port);
 	agent = create_agent_full(f, "plain", base_url, NULL, 0);
 	r = confab_test_chat(f->daemon, f->token, agent, NULL, "leak?", FALSE);
-	confab_test_assert_error(r, 502, "upstream_error");
+	/* a 404 is relayed as the request's own fault */
+	g_assert_cmpuint(r->status, ==, 404);
 	g_assert_null(strstr(confab_test_json_string(r->json, "error.message"), "hunter2"));
 	g_assert_null(strstr(confab_test_json_string(r->json, "error.message"), API_KEY));
 }
@@ -1635,9 +1642,9 @@ test_echo_auth_error(Fixture *f, gconstpointer data)
 		g_autofree gchar *text = g_strdup_printf("who am I, %s?", models[i]);
 		g_autoptr(ConfabTestResponse) r =
 		    confab_test_chat(f->daemon, f->token, agent, NULL, text, FALSE);
+		/* a stream fails before its head: the same HTTP error */
 		g_autoptr(ConfabTestResponse) sse =
 		    confab_test_chat(f->daemon, f->token, agent, NULL, text, TRUE);
-		g_autoptr(Stream) s = parse_stream(sse);
 		g_autoptr(ConfabTestResponse) convs = NULL;
 		const gchar *message;
 		JsonArray *data_array;
@@ -1648,10 +1655,9 @@ test_echo_auth_error(Fixture *f, gconstpointer data)
 		g_assert_nonnull(strstr(message, "Incorrect API key provided"));
 		g_assert_nonnull(strstr(message, "Authorization: Bearer [REDACTED]"));
 		assert_response_no_trace(r);
-		g_assert_true(s->done);
-		g_assert_nonnull(s->error);
-		g_assert_nonnull(
-		    strstr(confab_test_json_string(s->error, "message"), "Bearer [REDACTED]"));
+		confab_test_assert_error(sse, 502, "upstream_error");
+		g_assert_nonnull(strstr(confab_test_json_string(sse->json, "error.message"),
+					"Bearer [REDACTED]"));
 		assert_response_no_trace(sse);
 
 		convs = confab_test_http(f->daemon, "GET", "/api/v1/conversations", f->token, NULL);

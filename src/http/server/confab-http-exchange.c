@@ -381,7 +381,8 @@ confab_http_exchange_begin_stream(ConfabHttpExchange *self, guint status, const 
 	g_return_if_fail(!self->responded);
 	self->responded = TRUE;
 	self->streaming = TRUE;
-	self->flow = confab_flow_new();
+	if (self->flow == NULL)
+		self->flow = confab_flow_new();
 	self->status = status;
 	g_string_append_printf(self->headers, "Content-Type: %s\r\n", content_type);
 	if (self->conn != NULL)
@@ -481,12 +482,17 @@ confab_http_exchange_get_unsent(ConfabHttpExchange *self)
  * bytes wait unsent, open again once the client has taken half of them,
  * closed when the exchange is over. Who produces the stream waits for it.
  *
- * Returns: (transfer none) (nullable): the flow of a streamed response,
- *   %NULL before confab_http_exchange_begin_stream()
+ * A handler that will stream may take it before its head goes out (the
+ * flow is made at the first ask), to hand it to what produces the stream
+ * from the start; it is open until the stream's writes wait unsent.
+ *
+ * Returns: (transfer none): the flow of the (streamed) response
  */
 ConfabFlow *
 confab_http_exchange_get_flow(ConfabHttpExchange *self)
 {
+	if (self->flow == NULL)
+		self->flow = confab_flow_new();
 	return self->flow;
 }
 
