@@ -869,18 +869,14 @@ test_large_delta_fast_reader(void)
 	    {16 * 1024 * 1024, " and a tail"},
 	};
 
-	for (guint round = 0; round < G_N_ELEMENTS(rounds); round++) {
-		g_autofree gchar *big = NULL;
-		/* a 16 MB turn's commit (32 MB of rows) can take PostgreSQL
-		 * past the store's 3 s statement deadline on a loaded two-core
-		 * machine: 503 before the stream (docs/deployment.md); what
-		 * this tests is the HTTP server's, and the 1.2 MB rounds test
-		 * it there */
-		if (rounds[round].size > 4 * 1024 * 1024 && confab_test_store_is_postgres()) {
-			g_test_message("the 16 MB round is not run on PostgreSQL");
-			continue;
-		}
-		big = g_strnfill(rounds[round].size, 'a' + round);
+	/* a 16 MB turn's commit (32 MB of rows) can take PostgreSQL past the
+	 * store's 3 s statement deadline on a loaded two-core machine: 503
+	 * before the stream (docs/deployment.md); what this tests is the
+	 * HTTP server's, and the 1.2 MB rounds test it there */
+	guint n_rounds = confab_test_store_is_postgres() ? 2 : G_N_ELEMENTS(rounds);
+
+	for (guint round = 0; round < n_rounds; round++) {
+		g_autofree gchar *big = g_strnfill(rounds[round].size, 'a' + round);
 		g_autofree gchar *word = g_strconcat(big, rounds[round].tail, NULL);
 		g_autofree gchar *session = NULL;
 		g_autoptr(GPtrArray) events = stream_fast(daemon, token, agent, word, &session);
