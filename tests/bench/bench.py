@@ -10,6 +10,7 @@ and provides a private D-Bus session bus.
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import re
@@ -165,6 +166,7 @@ class Bench:
         self.args = args
         self.dir = tempfile.mkdtemp(prefix="confab-bench-")
         self.procs = []
+        self.upstream_retries = None  # [upstream] max_retries; None: the default
 
     def spawn(self, cmd, **kw):
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
@@ -228,7 +230,9 @@ class Bench:
             "[limits]\nmax_connections=65536\nmax_inflight_turns=65536\nidle_timeout=300\n"
             "max_connections_per_peer=65536\nmax_body_bytes=67108864\n"
             "[upstream]\nmax_connections=65536\nfirst_byte_timeout=600\nidle_timeout=600\n"
-            "[responses]\nmax_background=0\n"
+            + (f"max_retries={self.upstream_retries}\n" if self.upstream_retries is not None
+               else "")
+            + "[responses]\nmax_background=0\n"
             # --limits: every turn under a rate and a cap on turns in flight
             # that never refuse, to weigh what admitting them costs
             + ("[quota]\ndefault_rpm=2147483647\ndefault_max_parallel=2147483647\n"
@@ -425,6 +429,75 @@ class Bench:
                   f"{j2 / j1:.2f} (target <= 1.10: {verdict(j2 / j1 <= 1.10)})")
         self.line(f"  streamed / JSON turn: {st:.1f} / {j1:.1f} us = {st / j1:.2f} "
                   f"(target <= 1.5: {verdict(st / j1 <= 1.5)})")
+
+    def scenario_failover(self):
+        """issue 29: what moving on to a healthy next target adds beyond
+        the time the failed target took. Each of N agents has a first target
+        that refuses connections and a healthy second one; N more have only
+        the healthy one. Every agent answers one JSON turn (its first: no
+        health state yet, so the dead target is tried), sequentially, over
+        one kept-alive connection; [upstream] max_retries=0, so the failed
+        target's time is one refused connect, measured alone beside it."""
+        n = 100
+        self.stop_confab()
+        self.upstream_retries = 0
+        self.start_confab(state=os.path.join(self.dir, "failover"))
+        self.provision()
+        dead = free_port()
+        healthy = {"label": "up", "base_url": f"{self.upstream}/json/v1",
+                   "upstream_model": "bench", "api_key": "sk-bench"}
+        down = dict(healthy, label="down", base_url=f"http://127.0.0.1:{dead}/v1")
+
+        def agent(name, targets):
+            return self.admin("CreateAgent",
+                              f"{{'name': <'{name}'>, 'provider': <'openai'>, "
+                              f"'upstreams': <'{json.dumps(targets)}'>}}")[0]
+
+        pairs = [(agent(f"fo-{i}", [down, healthy]), agent(f"one-{i}", [healthy]))
+                 for i in range(n)]
+        conn = http.client.HTTPConnection("127.0.0.1", self.confab_port)
+        headers = {"Authorization": f"Bearer {self.token}",
+                   "Content-Type": "application/json"}
+
+        def turn(agent_id):
+            t = time.perf_counter()
+            conn.request("POST", "/api/v1/chat/completions", self.body(agent_id), headers)
+            r = conn.getresponse()
+            r.read()
+            elapsed = (time.perf_counter() - t) * 1000
+            return elapsed, r.status, r.getheader("x-confab-attempts")
+
+        # warm: the upstream's connection, the token
+        turn(self.agent_json)
+        over, direct, refused, bad = [], [], [], 0
+        for fo, one in pairs:
+            ms, status, attempts = turn(fo)
+            bad += status != 200 or attempts != "2"
+            over.append(ms)
+            ms, status, _ = turn(one)
+            bad += status != 200
+            direct.append(ms)
+            t = time.perf_counter()
+            try:
+                socket.create_connection(("127.0.0.1", dead), timeout=1).close()
+            except OSError:
+                pass
+            refused.append((time.perf_counter() - t) * 1000)
+        conn.close()
+        self.upstream_retries = None
+        self.stop_confab()
+        self.start_confab()
+        self.provision()
+        med = statistics.median
+        added = med(over) - med(direct) - med(refused)
+        over.sort()
+        direct.sort()
+        self.line(f"failover ({n} turns each, sequential): dead-then-healthy p50 "
+                  f"{med(over):.3f} ms p99 {over[int(n * 0.99) - 1]:.3f} ms | healthy alone "
+                  f"p50 {med(direct):.3f} ms p99 {direct[int(n * 0.99) - 1]:.3f} ms | a "
+                  f"refused connect p50 {med(refused):.3f} ms | added by moving on p50 "
+                  f"{added:.3f} ms (target <= 1 ms: {'met' if added <= 1 else 'NOT met'}) | "
+                  f"unexpected answers {bad}")
 
     def scenario_responses(self):
         """a streamed Responses turn, then the same in the background (its
@@ -804,6 +877,8 @@ ANALYZE messages;
         self.line(f"idle RSS: {rss_kib(self.confab.pid) / 1024:.1f} MiB")
         if "targets" in self.args.only:
             self.scenario_targets()
+        if "failover" in self.args.only:
+            self.scenario_failover()
         if "turns" in self.args.only:
             self.scenario_turns()
         else:
