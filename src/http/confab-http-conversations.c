@@ -29,8 +29,11 @@
  * (confab_responses_request_parse_items()) and its rendering shows
  * messages as items (confab_http_responses_message_items()). A message is
  * one item or, an answer, several: the first has the message's id, the
- * next ones the message's id and `_1`, `_2`… Deleting an item deletes its
- * message.
+ * next ones the message's id and `_1`, `_2`… Deleting one of an
+ * answer's items marks it deleted in the message's content blocks
+ * (confab_http_responses_message_drop_item()): the others keep their
+ * ids, and are what the next response's model is sent; deleting a
+ * message's only item, or its last one left, deletes the message.
  *
  * Only the caller's own API conversations exist here (a bound token: its
  * agent's). Adding or deleting while a turn of the conversation runs is
@@ -50,6 +53,7 @@ typedef enum {
 	ACTION_ADD_ITEMS,
 	ACTION_GET_ITEM,
 	ACTION_DELETE_ITEM,
+	ACTION_DELETE_MESSAGE, /* an item's whole message, once read */
 } Action;
 
 typedef struct {
@@ -181,28 +185,54 @@ read_item_id(const gchar *item, const gchar **rest)
 }
 
 /* The items of @message as JSON, each with its conversation item id in
- * place of the one it was rendered with (no parse: ids come first). */
+ * place of the one it was rendered with (no parse: ids come first); a
+ * deleted one is NULL in its place. */
 static GPtrArray *
 message_items(ConfabMessage *message)
 {
-	g_autoptr(GPtrArray) rendered = confab_http_responses_message_items(message);
-	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
+	GPtrArray *items = confab_http_responses_message_items(message);
 
-	for (guint i = 0; i < rendered->len; i++) {
-		g_autofree gchar *id = item_id(confab_message_get_id(message), i);
+	for (guint i = 0; i < items->len; i++) {
+		g_autofree gchar *id = NULL;
 		g_autofree gchar *old = NULL;
 		const gchar *rest = NULL;
 		GString *out;
 
-		old = read_item_id(g_ptr_array_index(rendered, i), &rest);
-		if (old == NULL)
+		if (g_ptr_array_index(items, i) == NULL)
 			continue;
+		old = read_item_id(g_ptr_array_index(items, i), &rest);
+		if (old == NULL) {
+			g_clear_pointer(&g_ptr_array_index(items, i), g_free);
+			continue;
+		}
+		id = item_id(confab_message_get_id(message), i);
 		out = g_string_new(ID_HEAD);
 		confab_json_append_string(out, id);
 		g_string_append(out, rest);
-		g_ptr_array_add(items, g_string_free(out, FALSE));
+		g_free(g_ptr_array_index(items, i));
+		g_ptr_array_index(items, i) = g_string_free(out, FALSE);
 	}
 	return items;
+}
+
+/* Moves @message's items to @out in the list's order (@desc), past the
+ * cursor's item @cursor of it, or all for -1; deleted ones are none. */
+static void
+take_message_items(GPtrArray *out, ConfabMessage *message, gboolean desc, gint64 cursor)
+{
+	g_autoptr(GPtrArray) items = message_items(message);
+	guint n = items->len;
+	guint first = !desc && cursor >= 0 ? (guint)cursor + 1 : 0;
+	guint end = desc && cursor >= 0 ? MIN((guint)cursor, n) : n;
+
+	for (guint k = first; k < end; k++) {
+		guint i = desc ? end - 1 - (k - first) : k;
+		gpointer item = g_ptr_array_index(items, i);
+		if (item == NULL)
+			continue;
+		g_ptr_array_index(items, i) = NULL;
+		g_ptr_array_add(out, item);
+	}
 }
 
 /* `{"object":"list","data":[…],"first_id":…,"last_id":…,"has_more":…}`;
@@ -369,56 +399,24 @@ messages_items(GPtrArray *messages)
 {
 	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
 
-	for (guint i = 0; i < messages->len; i++) {
-		g_autoptr(GPtrArray) some = message_items(g_ptr_array_index(messages, i));
-		for (guint j = 0; j < some->len; j++)
-			g_ptr_array_add(items, g_strdup(g_ptr_array_index(some, j)));
-	}
+	for (guint i = 0; i < messages->len; i++)
+		take_message_items(items, g_ptr_array_index(messages, i), FALSE, -1);
 	return items;
 }
 
 /* ---------- POST /conversations ---------- */
 
 static void
-created_items_cb(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-	g_autoptr(ConvCtx) ctx = user_data;
-	g_autoptr(GError) error = NULL;
-
-	if (!confab_store_append_messages_finish(CONFAB_STORE(source), result, &error)) {
-		confab_http_response_error(ctx->exchange, error);
-		return;
-	}
-	confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
-}
-
-static void
 created_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ConvCtx) ctx = user_data;
-	g_autoptr(GPtrArray) messages = NULL;
 	g_autoptr(GError) error = NULL;
 
 	if (!confab_store_create_conversation_finish(CONFAB_STORE(source), result, &error)) {
 		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
-	if (ctx->items == NULL) {
-		confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
-		return;
-	}
-	/* nobody knows the conversation yet: no turn to hold it against */
-	messages = take_messages(ctx,
-				 confab_session_get_agent_id(ctx->session),
-				 confab_session_get_created_at(ctx->session));
-	confab_store_append_messages_async(CONFAB_STORE(source),
-					   ctx->session_id,
-					   messages,
-					   confab_session_get_created_at(ctx->session),
-					   NULL,
-					   created_items_cb,
-					   ctx);
-	ctx = NULL; /* the callback's */
+	confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
 }
 
 /* The session POST /conversations creates: the caller's, of its bound
@@ -482,6 +480,7 @@ confab_http_conversations_create(ConfabEngine *engine,
 {
 	g_autoptr(ConvCtx) ctx = conv_ctx_new(engine, exchange, principal, ACTION_GET, NULL);
 	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(GPtrArray) messages = NULL;
 	g_autoptr(GError) error = NULL;
 	JsonObject *body;
 	JsonNode *items;
@@ -510,8 +509,13 @@ confab_http_conversations_create(ConfabEngine *engine,
 	ctx->session_id =
 	    confab_id_generator_next(confab_engine_get_id_generator(engine), CONFAB_PREFIX_SESSION);
 	ctx->session = new_session(ctx, now);
+	/* the conversation and its items in one commit; nobody knows it yet:
+	 * no turn to hold it against */
+	if (ctx->items != NULL)
+		messages = take_messages(ctx, confab_session_get_agent_id(ctx->session), now);
 	confab_store_create_conversation_async(confab_engine_get_store(engine),
 					       ctx->session,
+					       messages,
 					       NULL,
 					       created_cb,
 					       ctx);
@@ -562,7 +566,6 @@ static gboolean
 take_cursor(ConvCtx *ctx, ConfabStorePage *page, GError **error)
 {
 	ConfabMessage *msg = page->items->len > 0 ? g_ptr_array_index(page->items, 0) : NULL;
-	g_autoptr(GPtrArray) items = NULL;
 
 	ctx->from_cursor = FALSE;
 	if (msg == NULL || g_strcmp0(confab_message_get_id(msg), ctx->message_id) != 0) {
@@ -573,14 +576,7 @@ take_cursor(ConvCtx *ctx, ConfabStorePage *page, GError **error)
 				 "from first_id or last_id");
 		return FALSE;
 	}
-	items = message_items(msg);
-	if (ctx->order == CONFAB_ORDER_DESC) {
-		for (guint i = MIN(ctx->item_index, items->len); i > 0; i--)
-			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i - 1)));
-	} else {
-		for (guint i = ctx->item_index + 1; i < items->len; i++)
-			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i)));
-	}
+	take_message_items(ctx->out, msg, ctx->order == CONFAB_ORDER_DESC, ctx->item_index);
 	g_ptr_array_remove_index(page->items, 0);
 	return TRUE;
 }
@@ -604,11 +600,7 @@ page_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	for (guint i = 0; i < page->items->len && ctx->out->len <= ctx->limit; i++) {
 		ConfabMessage *msg = g_ptr_array_index(page->items, i);
-		g_autoptr(GPtrArray) items = message_items(msg);
-		for (guint j = 0; j < items->len; j++)
-			g_ptr_array_add(
-			    ctx->out,
-			    g_strdup(g_ptr_array_index(items, desc ? items->len - 1 - j : j)));
+		take_message_items(ctx->out, msg, desc, -1);
 		g_free(ctx->message_id);
 		ctx->message_id = g_strdup(confab_message_get_id(msg));
 	}
@@ -660,12 +652,45 @@ item_deleted_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ConvCtx) ctx = user_data;
 	g_autoptr(GError) error = NULL;
+	gboolean done =
+	    ctx->action == ACTION_DELETE_MESSAGE
+		? confab_store_delete_message_finish(CONFAB_STORE(source), result, &error)
+		: confab_store_set_message_content_finish(CONFAB_STORE(source), result, &error);
 
-	if (!confab_store_delete_message_finish(CONFAB_STORE(source), result, &error)) {
+	if (!done) {
 		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
 	confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
+}
+
+/* Deletes the item of @msg that @ctx names: the message, when it is its
+ * only item or last one left; else the item, marked deleted in the
+ * message's content blocks. */
+static void
+delete_item(ConvCtx *ctx, ConfabMessage *msg)
+{
+	gboolean emptied = TRUE;
+
+	confab_http_responses_message_drop_item(msg, ctx->item_index, &emptied);
+	if (emptied) {
+		ctx->action = ACTION_DELETE_MESSAGE;
+		confab_store_delete_message_async(ctx_store(ctx),
+						  ctx->session_id,
+						  ctx->message_id,
+						  NULL,
+						  item_deleted_cb,
+						  ctx);
+		return;
+	}
+	confab_store_set_message_content_async(ctx_store(ctx),
+					       ctx->session_id,
+					       ctx->message_id,
+					       confab_message_get_content(msg),
+					       confab_message_get_content_blocks(msg),
+					       NULL,
+					       item_deleted_cb,
+					       ctx);
 }
 
 /* The item's message: answered (GET), or deleted (DELETE). */
@@ -681,7 +706,8 @@ item_message_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	msg = confab_store_get_message_finish(CONFAB_STORE(source), result, &error);
 	if (msg != NULL)
 		items = message_items(msg);
-	if (msg == NULL || ctx->item_index >= items->len) {
+	if (msg == NULL || ctx->item_index >= items->len ||
+	    g_ptr_array_index(items, ctx->item_index) == NULL) {
 		id = item_id(ctx->message_id, ctx->item_index);
 		g_clear_error(&error);
 		error = item_not_found(id, ctx->session_id);
@@ -694,12 +720,7 @@ item_message_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 					  g_strdup(g_ptr_array_index(items, ctx->item_index)));
 		return;
 	}
-	confab_store_delete_message_async(CONFAB_STORE(source),
-					  ctx->session_id,
-					  ctx->message_id,
-					  NULL,
-					  item_deleted_cb,
-					  ctx);
+	delete_item(ctx, msg);
 	ctx = NULL; /* the callback's */
 }
 
@@ -815,6 +836,8 @@ run(ConvCtx *ctx)
 	case ACTION_DELETE_ITEM:
 		hold(ctx);
 		return;
+	case ACTION_DELETE_MESSAGE:
+		g_assert_not_reached();
 	}
 }
 
@@ -1059,7 +1082,8 @@ confab_http_conversations_get_item(ConfabEngine *engine,
  * @principal: (transfer full): who asks
  * @ids: the conversation's and the item's id, from the path, as `id/item_id`
  *
- * Deletes the item's message; answers with the conversation.
+ * Deletes the item (its message, when it is the message's only item);
+ * answers with the conversation.
  */
 void
 confab_http_conversations_delete_item(ConfabEngine *engine,

@@ -2063,9 +2063,11 @@ decision_item(JsonObject *block)
 }
 
 /* The output items of a stored answer, from its content blocks, each
- * added to @items as JSON. */
+ * added to @items as JSON; an item deleted from a conversation (its block
+ * a `{"type":"deleted"}`) as NULL, so that the others keep their places.
+ * With @origins, the index of the block each item comes from. */
 static void
-stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
+stored_output_items(GPtrArray *items, GArray *origins, ConfabMessage *answer, const gchar *id)
 {
 	g_autoptr(JsonNode) node = NULL;
 	JsonArray *blocks;
@@ -2080,6 +2082,12 @@ stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 		const gchar *type = block != NULL ? confab_json_get_string(block, "type") : NULL;
 		g_autofree gchar *item = NULL;
 
+		if (g_strcmp0(type, "deleted") == 0) {
+			g_ptr_array_add(items, NULL);
+			if (origins != NULL)
+				g_array_append_val(origins, i);
+			continue;
+		}
 		if (g_strcmp0(type, "text") == 0) {
 			g_autofree gchar *iid = item_id(CONFAB_PREFIX_MESSAGE, id, n_messages++);
 			item =
@@ -2133,8 +2141,11 @@ stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 							  ?: "");
 			item = stored_mcp_item(blocks, i, call, iid);
 		}
-		if (item != NULL)
-			g_ptr_array_add(items, g_steal_pointer(&item));
+		if (item == NULL)
+			continue;
+		g_ptr_array_add(items, g_steal_pointer(&item));
+		if (origins != NULL)
+			g_array_append_val(origins, i);
 	}
 }
 
@@ -2144,9 +2155,11 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 {
 	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
 
-	stored_output_items(items, answer, id);
-	for (guint i = 0; i < items->len; i++) {
-		if (i > 0)
+	stored_output_items(items, NULL, answer, id);
+	for (guint i = 0, n = 0; i < items->len; i++) {
+		if (g_ptr_array_index(items, i) == NULL)
+			continue;
+		if (n++ > 0)
 			g_string_append_c(out, ',');
 		g_string_append(out, g_ptr_array_index(items, i));
 	}
@@ -2396,9 +2409,11 @@ input_item_json(ConfabMessage *msg)
  * system or developer message, or a tool's answer, is one input item (its
  * id the message's); an answer is its output items (a message, reasoning,
  * function calls, MCP calls and approval requests), with the ids the
- * response shows (the message's response id, or the message's).
+ * response shows (the message's response id, or the message's). An item
+ * deleted from the message (confab_http_responses_message_drop_item()) is
+ * NULL in its place.
  *
- * Returns: (transfer full) (element-type utf8): each item, as JSON
+ * Returns: (transfer full) (element-type utf8): each item, as JSON, or NULL
  */
 GPtrArray *
 confab_http_responses_message_items(ConfabMessage *message)
@@ -2408,6 +2423,7 @@ confab_http_responses_message_items(ConfabMessage *message)
 	g_return_val_if_fail(CONFAB_IS_MESSAGE(message), items);
 	if (g_strcmp0(confab_message_get_role(message), "assistant") == 0)
 		stored_output_items(items,
+				    NULL,
 				    message,
 				    confab_message_get_response_id(message) != NULL
 					? confab_message_get_response_id(message)
@@ -2415,6 +2431,123 @@ confab_http_responses_message_items(ConfabMessage *message)
 	else
 		g_ptr_array_add(items, input_item_json(message));
 	return items;
+}
+
+/* Whether block @at of an answer is an item's (@origins). */
+static gboolean
+block_is_item(GArray *origins, guint at)
+{
+	for (guint i = 0; i < origins->len; i++)
+		if (g_array_index(origins, guint, i) == at)
+			return TRUE;
+	return FALSE;
+}
+
+/* Whether @block goes with the item of @item_block, which is deleted: a
+ * call's result, and a call that asked a person first and has no item of
+ * its own (its item was the request). */
+static gboolean
+block_goes_with(JsonObject *block, JsonObject *item_block, gboolean is_item)
+{
+	const gchar *item_type = confab_json_get_string(item_block, "type");
+	const gchar *type = confab_json_get_string(block, "type");
+	const gchar *call_id = g_strcmp0(item_type, "tool_call") == 0
+				   ? confab_json_get_string(item_block, "id")
+				   : confab_json_get_string(item_block, "tool_call_id");
+
+	if (call_id == NULL || type == NULL)
+		return FALSE;
+	if (g_str_equal(type, "tool_result"))
+		return g_strcmp0(confab_json_get_string(block, "tool_call_id"), call_id) == 0;
+	return g_str_equal(type, "tool_call") && !is_item &&
+	       g_strcmp0(item_type, "approval_request") == 0 &&
+	       g_strcmp0(confab_json_get_string(block, "id"), call_id) == 0;
+}
+
+/* @message without the item whose block is @at: that block becomes
+ * `{"type":"deleted"}`, what goes with it goes, and the content is the
+ * text blocks left. */
+static void
+drop_block(ConfabMessage *message, JsonArray *blocks, guint at, GArray *origins)
+{
+	JsonObject *item_block = json_array_get_object_element(blocks, at);
+	g_autoptr(GString) out = g_string_new("[");
+	g_autoptr(GString) content = g_string_new("[");
+
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		g_autoptr(JsonNode) node = NULL;
+		g_autofree gchar *json = NULL;
+
+		if (block == NULL ||
+		    (i != at && block_goes_with(block, item_block, block_is_item(origins, i))))
+			continue;
+		if (out->len > 1)
+			g_string_append_c(out, ',');
+		if (i == at) {
+			g_string_append(out, "{\"type\":\"deleted\"}");
+			continue;
+		}
+		node = json_node_init_object(json_node_alloc(), block);
+		json = confab_json_to_string(node);
+		g_string_append(out, json);
+		if (g_strcmp0(confab_json_get_string(block, "type"), "text") != 0)
+			continue;
+		g_string_append(content,
+				content->len > 1 ? ",{\"type\":\"text\",\"text\":"
+						 : "{\"type\":\"text\",\"text\":");
+		confab_json_append_string(content, confab_json_get_string(block, "text"));
+		g_string_append_c(content, '}');
+	}
+	g_string_append_c(out, ']');
+	g_string_append_c(content, ']');
+	confab_message_set_content_blocks(message, out->str);
+	confab_message_set_content(message, content->str);
+}
+
+/**
+ * confab_http_responses_message_drop_item:
+ * @message: a stored message
+ * @index: one of its items, as confab_http_responses_message_items() has
+ *   them
+ * @emptied: (out): whether that was the message's last item: the whole
+ *   message goes
+ *
+ * Deletes one item of a message, in @message itself (its content and
+ * content blocks, to be stored): an answer's item is marked deleted in its
+ * content blocks (`{"type":"deleted"}`, so that the other items keep their
+ * place and ids), with what belongs to it (a call's result); what is left
+ * is what the next turn's model is sent. The only item of a message, or
+ * its last one left, is the whole message (*@emptied).
+ *
+ * Returns: %FALSE when @message has no such item (or it is deleted already)
+ */
+gboolean
+confab_http_responses_message_drop_item(ConfabMessage *message, guint index, gboolean *emptied)
+{
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GArray) origins = g_array_new(FALSE, FALSE, sizeof(guint));
+	g_autoptr(JsonNode) node = NULL;
+	gboolean others = FALSE;
+
+	g_return_val_if_fail(CONFAB_IS_MESSAGE(message), FALSE);
+	*emptied = TRUE;
+	if (g_strcmp0(confab_message_get_role(message), "assistant") != 0)
+		return index == 0;
+	stored_output_items(items, origins, message, confab_message_get_id(message));
+	if (index >= items->len || g_ptr_array_index(items, index) == NULL)
+		return FALSE;
+	for (guint i = 0; i < items->len && !others; i++)
+		others = i != index && g_ptr_array_index(items, i) != NULL;
+	if (!others)
+		return TRUE;
+	*emptied = FALSE;
+	node = confab_json_from_string(confab_message_get_content_blocks(message));
+	drop_block(message,
+		   json_node_get_array(node),
+		   g_array_index(origins, guint, index),
+		   origins);
+	return TRUE;
 }
 
 static gchar *

@@ -37,5 +37,7 @@ confab_http_responses_input_items(ConfabEngine *engine,
 				  const gchar *response_id);
 GPtrArray *
 confab_http_responses_message_items(ConfabMessage *message);
+gboolean
+confab_http_responses_message_drop_item(ConfabMessage *message, guint index, gboolean *emptied);
 
 G_END_DECLS
