@@ -184,35 +184,12 @@ read_item_id(const gchar *item, const gchar **rest)
 	return id;
 }
 
-/* The items of @message as JSON, each with its conversation item id in
- * place of the one it was rendered with (no parse: ids come first); a
+/* The items of @message as JSON, with their conversation item ids; a
  * deleted one is NULL in its place. */
 static GPtrArray *
 message_items(ConfabMessage *message)
 {
-	GPtrArray *items = confab_http_responses_message_items(message);
-
-	for (guint i = 0; i < items->len; i++) {
-		g_autofree gchar *id = NULL;
-		g_autofree gchar *old = NULL;
-		const gchar *rest = NULL;
-		GString *out;
-
-		if (g_ptr_array_index(items, i) == NULL)
-			continue;
-		old = read_item_id(g_ptr_array_index(items, i), &rest);
-		if (old == NULL) {
-			g_clear_pointer(&g_ptr_array_index(items, i), g_free);
-			continue;
-		}
-		id = item_id(confab_message_get_id(message), i);
-		out = g_string_new(ID_HEAD);
-		confab_json_append_string(out, id);
-		g_string_append(out, rest);
-		g_free(g_ptr_array_index(items, i));
-		g_ptr_array_index(items, i) = g_string_free(out, FALSE);
-	}
-	return items;
+	return confab_http_responses_message_items(message, confab_message_get_id(message));
 }
 
 /* Moves @message's items to @out in the list's order (@desc), past the

@@ -16,6 +16,7 @@
 #include "model/confab-id.h"
 #include "openai/confab-list-params.h"
 #include "openai/confab-openai-error.h"
+#include "openai/confab-openai-message.h"
 #include "openai/confab-responses-request.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -2401,9 +2402,74 @@ input_item_json(ConfabMessage *msg)
 	return g_string_free(out, FALSE);
 }
 
+/* The one item of a message that is one text (most are), read without a
+ * tree: what input_item_json() or stored_output_items() would make of it;
+ * NULL for any other message. */
+static gchar *
+one_text_item(ConfabMessage *message, const gchar *id)
+{
+	const gchar *role = confab_message_get_role(message);
+	gboolean assistant = g_strcmp0(role, "assistant") == 0;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *iid = NULL;
+	GString *out;
+
+	if (g_strcmp0(role, "tool") == 0)
+		return NULL;
+	text = confab_openai_message_one_text(assistant ? confab_message_get_content_blocks(message)
+							: confab_message_get_content(message));
+	if (text == NULL)
+		return NULL;
+	if (assistant) {
+		if (id == NULL)
+			id = iid = item_id(CONFAB_PREFIX_MESSAGE,
+					   confab_message_get_response_id(message) != NULL
+					       ? confab_message_get_response_id(message)
+					       : confab_message_get_id(message),
+					   0);
+		return message_item(id, "completed", text);
+	}
+	out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id != NULL ? id : confab_message_get_id(message));
+	g_string_append(out, ",\"type\":\"message\",\"role\":");
+	confab_json_append_string(out, role);
+	g_string_append(
+	    out,
+	    ",\"status\":\"completed\",\"content\":[{\"type\":\"input_text\",\"text\":");
+	confab_json_append_string(out, text);
+	g_string_append(out, "}]}");
+	return g_string_free(out, FALSE);
+}
+
+#define ITEM_ID_HEAD "{\"id\":"
+
+/* @item (consumed) with @id in place of the id it starts with, as every
+ * rendered item does. */
+static gchar *
+renamed_item(gchar *item, const gchar *id)
+{
+	gsize head = strlen(ITEM_ID_HEAD);
+	gsize used = 0;
+	g_autofree gchar *old = NULL;
+	GString *out;
+
+	g_assert(g_str_has_prefix(item, ITEM_ID_HEAD));
+	old = confab_json_read_string(item + head, strlen(item + head), &used);
+	g_assert(old != NULL);
+	out = g_string_sized_new(strlen(item) + strlen(id));
+	g_string_append(out, ITEM_ID_HEAD);
+	confab_json_append_string(out, id);
+	g_string_append(out, item + head + used);
+	g_free(item);
+	return g_string_free(out, FALSE);
+}
+
 /**
  * confab_http_responses_message_items:
  * @message: a stored message
+ * @first_id: (nullable): the ids to give the items: this for the first,
+ *   and this and `_1`, `_2`… for the next ones (the Conversations API's);
+ *   %NULL for the ids the response shows
  *
  * The items of a stored message as the Responses API shows them: a user,
  * system or developer message, or a tool's answer, is one input item (its
@@ -2411,16 +2477,23 @@ input_item_json(ConfabMessage *msg)
  * function calls, MCP calls and approval requests), with the ids the
  * response shows (the message's response id, or the message's). An item
  * deleted from the message (confab_http_responses_message_drop_item()) is
- * NULL in its place.
+ * NULL in its place. A message that is one text, most are, is read
+ * without building a tree.
  *
  * Returns: (transfer full) (element-type utf8): each item, as JSON, or NULL
  */
 GPtrArray *
-confab_http_responses_message_items(ConfabMessage *message)
+confab_http_responses_message_items(ConfabMessage *message, const gchar *first_id)
 {
 	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
+	gchar *one;
 
 	g_return_val_if_fail(CONFAB_IS_MESSAGE(message), items);
+	one = one_text_item(message, first_id);
+	if (one != NULL) {
+		g_ptr_array_add(items, one);
+		return items;
+	}
 	if (g_strcmp0(confab_message_get_role(message), "assistant") == 0)
 		stored_output_items(items,
 				    NULL,
@@ -2430,6 +2503,13 @@ confab_http_responses_message_items(ConfabMessage *message)
 					: confab_message_get_id(message));
 	else
 		g_ptr_array_add(items, input_item_json(message));
+	for (guint i = 0; first_id != NULL && i < items->len; i++) {
+		g_autofree gchar *id = NULL;
+		if (g_ptr_array_index(items, i) == NULL)
+			continue;
+		id = i == 0 ? g_strdup(first_id) : g_strdup_printf("%s_%u", first_id, i);
+		g_ptr_array_index(items, i) = renamed_item(g_ptr_array_index(items, i), id);
+	}
 	return items;
 }
 
