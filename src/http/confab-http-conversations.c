@@ -316,27 +316,28 @@ check_metadata(JsonNode *node, gchar **out, GError **error)
 	return TRUE;
 }
 
-/* The body as a JSON object. */
+/* The body as a JSON object; NULL once the error is answered. */
 static JsonNode *
-parse_body(ConfabEngine *engine, ConfabHttpExchange *exchange, GError **error)
+parse_body(ConfabEngine *engine, ConfabHttpExchange *exchange)
 {
 	g_autoptr(GBytes) bytes = confab_http_exchange_steal_body(exchange);
 	const ConfabConfig *config = confab_engine_get_config(engine);
 	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(GError) error = NULL;
 
 	root = confab_json_parse(bytes != NULL ? g_bytes_get_data(bytes, NULL) : "",
 				 bytes != NULL ? g_bytes_get_size(bytes) : 0,
 				 config->max_json_depth,
-				 error);
-	if (root == NULL)
-		return NULL;
-	if (!JSON_NODE_HOLDS_OBJECT(root)) {
-		confab_error_set(error,
+				 &error);
+	if (root != NULL && !JSON_NODE_HOLDS_OBJECT(root)) {
+		g_clear_pointer(&root, json_node_unref);
+		confab_error_set(&error,
 				 CONFAB_ERROR_INVALID_JSON,
 				 NULL,
 				 "The request body must be a JSON object");
-		return NULL;
 	}
+	if (root == NULL)
+		confab_http_response_error(exchange, error);
 	return g_steal_pointer(&root);
 }
 
@@ -463,11 +464,9 @@ confab_http_conversations_create(ConfabEngine *engine,
 	JsonNode *items;
 	gint64 now = now_seconds();
 
-	root = parse_body(engine, exchange, &error);
-	if (root == NULL) {
-		confab_http_response_error(exchange, error);
+	root = parse_body(engine, exchange);
+	if (root == NULL)
 		return;
-	}
 	body = json_node_get_object(root);
 	if (!check_metadata(json_object_get_member(body, "metadata"), &ctx->metadata, &error)) {
 		confab_http_response_error(exchange, error);
@@ -894,11 +893,9 @@ confab_http_conversations_update(ConfabEngine *engine,
 	g_autoptr(GError) error = NULL;
 	JsonNode *metadata;
 
-	root = parse_body(engine, exchange, &error);
-	if (root == NULL) {
-		confab_http_response_error(exchange, error);
+	root = parse_body(engine, exchange);
+	if (root == NULL)
 		return;
-	}
 	metadata = json_object_get_member(json_node_get_object(root), "metadata");
 	if (metadata == NULL) {
 		confab_error_set(&error,
@@ -996,11 +993,9 @@ confab_http_conversations_add_items(ConfabEngine *engine,
 	g_autoptr(JsonNode) root = NULL;
 	g_autoptr(GError) error = NULL;
 
-	root = parse_body(engine, exchange, &error);
-	if (root == NULL) {
-		confab_http_response_error(exchange, error);
+	root = parse_body(engine, exchange);
+	if (root == NULL)
 		return;
-	}
 	ctx->items = parse_items(engine,
 				 json_object_get_member(json_node_get_object(root), "items"),
 				 &error);

@@ -152,6 +152,15 @@ static const gchar *const FIVE_ITEMS =
     "\"arguments\":\"{}\"},"
     "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"found\"}]";
 
+/* a question, and an answer of three items (its text and two calls), one
+ * call's output */
+static const gchar *const ONE_ANSWER =
+    "{\"items\":[{\"role\":\"user\",\"content\":\"q\"},"
+    "{\"role\":\"assistant\",\"content\":\"a\"},"
+    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+    "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"arguments\":\"{}\"},"
+    "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"}]}";
+
 /* ---------- the conversation ---------- */
 
 /* POST, GET, POST (metadata), DELETE; the list shows it with no agent. */
@@ -279,13 +288,7 @@ test_items(Fixture *f, gconstpointer data)
 static void
 test_items_of_one_message(Fixture *f, gconstpointer data)
 {
-	g_autofree gchar *id = create(
-	    f,
-	    "{\"items\":[{\"role\":\"user\",\"content\":\"q\"},"
-	    "{\"role\":\"assistant\",\"content\":\"a\"},"
-	    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
-	    "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"arguments\":\"{}\"},"
-	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"}]}");
+	g_autofree gchar *id = create(f, ONE_ANSWER);
 	const gchar *const orders[] = {"asc", "desc"};
 	const gchar *const expected[] = {"q|a|call:f|call:g|out:r", "out:r|call:g|call:f|a|q"};
 	g_autofree gchar *second = NULL;
@@ -353,15 +356,26 @@ create_upstream_agent(Fixture *f, const gchar *model);
 static gchar *
 last_upstream_messages(Fixture *f);
 
+/* The messages of the upstream's last request (@all holds them). */
+static JsonArray *
+last_upstream_request(Fixture *f, JsonNode **all)
+{
+	JsonArray *requests;
+	JsonNode *last;
+
+	*all = confab_test_fake_upstream_requests(f->up);
+	requests = json_node_get_array(*all);
+	last = json_array_get_element(requests, json_array_get_length(requests) - 1);
+	return json_node_get_array(confab_test_json_get(last, "body.messages"));
+}
+
 /* The calls of the upstream's last request: "id,id|…" per assistant
  * message with calls. */
 static gchar *
 last_upstream_calls(Fixture *f)
 {
-	g_autoptr(JsonNode) all = confab_test_fake_upstream_requests(f->up);
-	JsonArray *requests = json_node_get_array(all);
-	JsonNode *last = json_array_get_element(requests, json_array_get_length(requests) - 1);
-	JsonArray *messages = json_node_get_array(confab_test_json_get(last, "body.messages"));
+	g_autoptr(JsonNode) all = NULL;
+	JsonArray *messages = last_upstream_request(f, &all);
 	g_autoptr(GString) out = g_string_new(NULL);
 
 	for (guint i = 0; i < json_array_get_length(messages); i++) {
@@ -383,6 +397,20 @@ last_upstream_calls(Fixture *f)
 	return g_string_free(g_steal_pointer(&out), FALSE);
 }
 
+/* DELETE the item @item of alice's conversation @id. */
+static ConfabTestResponse *
+delete_item(Fixture *f, const gchar *id, const gchar *item)
+{
+	return call(f, "DELETE", f->alice, NULL, "/api/v1/conversations/%s/items/%s", id, item);
+}
+
+/* The /messages replay of alice's conversation @id, oldest first. */
+static ConfabTestResponse *
+replay_all(Fixture *f, const gchar *id)
+{
+	return call(f, "GET", f->alice, NULL, "/api/v1/conversations/%s/messages?order=asc", id);
+}
+
 /* Deleting one item of a message of several (an answer's text and two
  * calls) deletes that item only: the others stay listed with their ids,
  * and are the next response's context, which lacks only that one; the
@@ -392,13 +420,7 @@ static void
 test_delete_one_item(Fixture *f, gconstpointer data)
 {
 	g_autofree gchar *agent = create_upstream_agent(f, "plain");
-	g_autofree gchar *id = create(
-	    f,
-	    "{\"items\":[{\"role\":\"user\",\"content\":\"q\"},"
-	    "{\"role\":\"assistant\",\"content\":\"a\"},"
-	    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
-	    "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"arguments\":\"{}\"},"
-	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"}]}");
+	g_autofree gchar *id = create(f, ONE_ANSWER);
 	g_autofree gchar *ids = list_ids(f, id);
 	g_auto(GStrv) before = g_strsplit(ids, "|", -1);
 	g_autofree gchar *body = NULL;
@@ -424,20 +446,8 @@ test_delete_one_item(Fixture *f, gconstpointer data)
 	}
 	{
 		/* the answer's third item, its second call (c2) */
-		g_autoptr(ConfabTestResponse) gone = call(f,
-							  "DELETE",
-							  f->alice,
-							  NULL,
-							  "/api/v1/conversations/%s/items/%s",
-							  id,
-							  before[3]);
-		g_autoptr(ConfabTestResponse) again = call(f,
-							   "DELETE",
-							   f->alice,
-							   NULL,
-							   "/api/v1/conversations/%s/items/%s",
-							   id,
-							   before[3]);
+		g_autoptr(ConfabTestResponse) gone = delete_item(f, id, before[3]);
+		g_autoptr(ConfabTestResponse) again = delete_item(f, id, before[3]);
 		g_autoptr(ConfabTestResponse) get = call(f,
 							 "GET",
 							 f->alice,
@@ -475,13 +485,7 @@ test_delete_one_item(Fixture *f, gconstpointer data)
 	}
 	{
 		/* the replay shows the message without it */
-		g_autoptr(ConfabTestResponse) replay =
-		    call(f,
-			 "GET",
-			 f->alice,
-			 NULL,
-			 "/api/v1/conversations/%s/messages?order=asc",
-			 id);
+		g_autoptr(ConfabTestResponse) replay = replay_all(f, id);
 		g_autofree gchar *raw =
 		    g_strndup(g_bytes_get_data(replay->body, NULL), g_bytes_get_size(replay->body));
 		g_assert_cmpuint(replay->status, ==, 200);
@@ -494,14 +498,7 @@ test_delete_one_item(Fixture *f, gconstpointer data)
 		 * message */
 		const gchar *rest[] = {before[1], before[2]};
 		for (guint i = 0; i < G_N_ELEMENTS(rest); i++) {
-			g_autoptr(ConfabTestResponse) gone =
-			    call(f,
-				 "DELETE",
-				 f->alice,
-				 NULL,
-				 "/api/v1/conversations/%s/items/%s",
-				 id,
-				 rest[i]);
+			g_autoptr(ConfabTestResponse) gone = delete_item(f, id, rest[i]);
 			g_assert_cmpuint(gone->status, ==, 200);
 		}
 		g_clear_pointer(&texts, g_free);
@@ -509,13 +506,7 @@ test_delete_one_item(Fixture *f, gconstpointer data)
 		g_assert_cmpstr(texts, ==, "q|out:r|next");
 	}
 	{
-		g_autoptr(ConfabTestResponse) replay =
-		    call(f,
-			 "GET",
-			 f->alice,
-			 NULL,
-			 "/api/v1/conversations/%s/messages?order=asc",
-			 id);
+		g_autoptr(ConfabTestResponse) replay = replay_all(f, id);
 		g_assert_cmpstr(confab_test_json_string(replay->json, "data.1.role"), ==, "tool");
 	}
 }
@@ -704,10 +695,8 @@ create_upstream_agent(Fixture *f, const gchar *model)
 static gchar *
 last_upstream_messages(Fixture *f)
 {
-	g_autoptr(JsonNode) all = confab_test_fake_upstream_requests(f->up);
-	JsonArray *requests = json_node_get_array(all);
-	JsonNode *last = json_array_get_element(requests, json_array_get_length(requests) - 1);
-	JsonArray *messages = json_node_get_array(confab_test_json_get(last, "body.messages"));
+	g_autoptr(JsonNode) all = NULL;
+	JsonArray *messages = last_upstream_request(f, &all);
 	g_autoptr(GString) out = g_string_new(NULL);
 
 	g_assert_cmpstr(confab_test_json_string(json_array_get_element(messages, 0), "content"),
