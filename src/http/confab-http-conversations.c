@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "core/confab-approvals.h"
 #include "http/confab-http-conversations.h"
 #include "http/confab-http-response.h"
 #include "http/confab-http-responses.h"
@@ -34,6 +35,13 @@
  * (confab_http_responses_message_drop_item()): the others keep their
  * ids, and are what the next response's model is sent; deleting a
  * message's only item, or its last one left, deletes the message.
+ *
+ * An mcp_approval_response item that answers an approval a turn of the
+ * conversation waits for (a chat completion's, or a D-Bus one's: not a
+ * response's, which a response continuing it answers) decides it, as
+ * POST /api/v1/approvals/{id} does, before anything is stored. That turn
+ * holds the conversation, so such items are not stored beside it: its
+ * answer records the decisions, as it does for any decision.
  *
  * Only the caller's own API conversations exist here (a bound token: its
  * agent's). Adding or deleting while a turn of the conversation runs is
@@ -72,6 +80,9 @@ typedef struct {
 	guint limit;
 	GPtrArray *out;	      /* owned: item JSON, for lists */
 	gboolean from_cursor; /* the next page starts with the cursor's message */
+	GPtrArray *decisions; /* owned: per item, the approval it decides, or NULL */
+	gboolean turn_runs;   /* a turn of the conversation runs (and waits) */
+	guint next;	      /* the next item whose decision to make */
 } ConvCtx;
 
 static void
@@ -88,6 +99,7 @@ conv_ctx_free(ConvCtx *ctx)
 	g_free(ctx->metadata);
 	g_clear_pointer(&ctx->items, confab_chat_request_free);
 	g_clear_pointer(&ctx->out, g_ptr_array_unref);
+	g_clear_pointer(&ctx->decisions, g_ptr_array_unref);
 	g_free(ctx);
 }
 
@@ -700,6 +712,183 @@ item_message_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	ctx = NULL; /* the callback's */
 }
 
+/* ---------- mcp_approval_response items: decisions ---------- */
+
+static void
+hold(ConvCtx *ctx);
+
+#define DECISION_HEAD "[{\"type\":\"approval\",\"id\":"
+
+/* The decision block of an mcp_approval_response item's message
+ * (`[{"type":"approval","id":…,"approve":…,"reason":…}]`), or NULL. */
+static JsonObject *
+decision_of(ConfabMessage *msg)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonObject *block;
+
+	if (!g_str_has_prefix(confab_message_get_content_blocks(msg), DECISION_HEAD))
+		return NULL;
+	node = confab_json_from_string(confab_message_get_content_blocks(msg));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node) ||
+	    json_array_get_length(json_node_get_array(node)) != 1)
+		return NULL;
+	block = json_array_get_object_element(json_node_get_array(node), 0);
+	return block != NULL ? json_object_ref(block) : NULL;
+}
+
+static void
+decide_next(ConvCtx *ctx);
+
+static void
+decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConvCtx *ctx = user_data;
+	g_autoptr(ConfabApproval) decided = NULL;
+	g_autoptr(GError) error = NULL;
+
+	decided = confab_approvals_decide_finish(CONFAB_APPROVALS(source), result, &error);
+	if (decided == NULL) {
+		fail_ctx(ctx, error);
+		return;
+	}
+	decide_next(ctx);
+}
+
+/* The items added while a turn waits for their decisions: answered as
+ * they stand, not stored (the turn's answer records the decisions). */
+static void
+answer_decided(ConvCtx *ctx)
+{
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+
+	for (guint i = 0; i < ctx->items->messages->len; i++)
+		take_message_items(items, g_ptr_array_index(ctx->items->messages, i), FALSE, -1);
+	confab_http_response_json(ctx->exchange, 200, items_list_json(items, FALSE));
+	conv_ctx_free(ctx);
+}
+
+/* Decides, in order, the approvals that the items answer (as POST
+ * /api/v1/approvals/{id}, by "api"); then stores the items, or, while
+ * the turn that waited runs, answers them. */
+static void
+decide_next(ConvCtx *ctx)
+{
+	GPtrArray *messages = ctx->items->messages;
+	g_autoptr(JsonObject) block = NULL;
+	ConfabApproval *approval;
+
+	while (ctx->next < messages->len && g_ptr_array_index(ctx->decisions, ctx->next) == NULL)
+		ctx->next++;
+	if (ctx->next == messages->len) {
+		if (ctx->turn_runs)
+			answer_decided(ctx);
+		else
+			hold(ctx);
+		return;
+	}
+	approval = g_ptr_array_index(ctx->decisions, ctx->next);
+	block = decision_of(g_ptr_array_index(messages, ctx->next));
+	ctx->next++;
+	confab_approvals_decide_async(
+	    confab_engine_get_approvals(ctx->engine),
+	    approval->id,
+	    ctx->principal->owner,
+	    ctx->principal->agent_id,
+	    json_object_get_boolean_member_with_default(block, "approve", FALSE),
+	    json_object_get_string_member_with_default(block, "reason", NULL),
+	    "api",
+	    decided_cb,
+	    ctx);
+}
+
+/* Whether @approval is one an item of this conversation decides: the
+ * caller's, asked by a turn of this conversation that waits for it (not
+ * a response's), and pending. Any other is a record only. */
+static gboolean
+decides(ConvCtx *ctx, const ConfabApproval *approval)
+{
+	return approval != NULL && g_strcmp0(approval->owner, ctx->principal->owner) == 0 &&
+	       (ctx->principal->agent_id == NULL ||
+		g_strcmp0(approval->agent_id, ctx->principal->agent_id) == 0) &&
+	       g_strcmp0(approval->session_id, ctx->session_id) == 0 &&
+	       approval->response_id == NULL && approval->state == CONFAB_APPROVAL_STATE_PENDING;
+}
+
+static void
+read_decisions(ConvCtx *ctx);
+
+static void
+decision_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConvCtx *ctx = user_data;
+	g_autoptr(ConfabApproval) approval = NULL;
+	g_autoptr(GError) error = NULL;
+
+	approval = confab_store_get_approval_finish(CONFAB_STORE(source), result, &error);
+	if (approval == NULL &&
+	    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND)) {
+		fail_ctx(ctx, error);
+		return;
+	}
+	g_ptr_array_add(ctx->decisions, decides(ctx, approval) ? g_steal_pointer(&approval) : NULL);
+	read_decisions(ctx);
+}
+
+/* Reads, item after item, the approval each mcp_approval_response item
+ * names; then decides. While a turn runs, every item must decide what
+ * it waits for: else 409 conversation_busy, before anything is decided. */
+static void
+read_decisions(ConvCtx *ctx)
+{
+	guint n = ctx->items->messages->len;
+
+	for (guint i = ctx->decisions->len; i < n; i++) {
+		g_autoptr(JsonObject) block =
+		    decision_of(g_ptr_array_index(ctx->items->messages, i));
+		const gchar *id = block != NULL ? confab_json_get_string(block, "id") : NULL;
+
+		if (id != NULL && confab_id_is_valid(id, CONFAB_PREFIX_APPROVAL)) {
+			confab_store_get_approval_async(ctx_store(ctx),
+							id,
+							NULL,
+							decision_read_cb,
+							ctx);
+			return;
+		}
+		g_ptr_array_add(ctx->decisions, NULL);
+	}
+	for (guint i = 0; ctx->turn_runs && i < n; i++) {
+		if (g_ptr_array_index(ctx->decisions, i) == NULL) {
+			g_autoptr(GError) busy = g_error_new_literal(
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_CONVERSATION_BUSY,
+			    "A turn is running in this conversation: while it runs, items may "
+			    "only decide the approvals it waits for; retry when it has finished");
+			fail_ctx(ctx, busy);
+			return;
+		}
+	}
+	decide_next(ctx);
+}
+
+static void
+running_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConvCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_session_is_running_finish(CONFAB_STORE(source),
+						    result,
+						    &ctx->turn_runs,
+						    &error)) {
+		fail_ctx(ctx, error);
+		return;
+	}
+	ctx->decisions = g_ptr_array_new_with_free_func((GDestroyNotify)confab_approval_free);
+	read_decisions(ctx);
+}
+
 /* ---------- what each does, once the conversation is the caller's ---------- */
 
 /* Writes that change the conversation's messages, or remove it, hold it
@@ -807,8 +996,15 @@ run(ConvCtx *ctx)
 					       item_message_cb,
 					       ctx);
 		return;
-	case ACTION_DELETE:
 	case ACTION_ADD_ITEMS:
+		/* its mcp_approval_response items first decide what they answer */
+		confab_store_session_is_running_async(store,
+						      ctx->session_id,
+						      NULL,
+						      running_cb,
+						      ctx);
+		return;
+	case ACTION_DELETE:
 	case ACTION_DELETE_ITEM:
 		hold(ctx);
 		return;
