@@ -36,12 +36,14 @@
  * ids, and are what the next response's model is sent; deleting a
  * message's only item, or its last one left, deletes the message.
  *
- * An mcp_approval_response item that answers an approval a turn of the
- * conversation waits for (a chat completion's, or a D-Bus one's: not a
- * response's, which a response continuing it answers) decides it, as
- * POST /api/v1/approvals/{id} does, before anything is stored. That turn
- * holds the conversation, so such items are not stored beside it: its
- * answer records the decisions, as it does for any decision.
+ * An mcp_approval_response item that answers a pending approval asked in
+ * the conversation decides it before anything is stored: one a turn waits
+ * for (a chat completion's, or a D-Bus one's) as POST
+ * /api/v1/approvals/{id} does, and that turn goes on; it holds the
+ * conversation, so such items are not stored beside it (its answer records
+ * the decisions). One a response asked is decided as its continuation
+ * would (confab_approvals_answer_async()), the item stored, and the
+ * conversation's next response runs the call, or not, as decided.
  *
  * Only the caller's own API conversations exist here (a bound token: its
  * agent's). Adding or deleting while a turn of the conversation runs is
@@ -790,6 +792,20 @@ decide_next(ConvCtx *ctx)
 	approval = g_ptr_array_index(ctx->decisions, ctx->next);
 	block = decision_of(g_ptr_array_index(messages, ctx->next));
 	ctx->next++;
+	/* a response's request: the next response of the conversation runs
+	 * the call, or not, as decided here */
+	if (approval->response_id != NULL) {
+		confab_approvals_answer_async(
+		    confab_engine_get_approvals(ctx->engine),
+		    approval->id,
+		    ctx->principal->owner,
+		    approval->response_id,
+		    json_object_get_boolean_member_with_default(block, "approve", FALSE),
+		    json_object_get_string_member_with_default(block, "reason", NULL),
+		    decided_cb,
+		    ctx);
+		return;
+	}
 	confab_approvals_decide_async(
 	    confab_engine_get_approvals(ctx->engine),
 	    approval->id,
@@ -803,8 +819,9 @@ decide_next(ConvCtx *ctx)
 }
 
 /* Whether @approval is one an item of this conversation decides: the
- * caller's, asked by a turn of this conversation that waits for it (not
- * a response's), and pending. Any other is a record only. */
+ * caller's, pending, and asked in this conversation by a turn that waits
+ * for it, or by a response (not while a turn runs: the item is stored).
+ * Any other is a record only. */
 static gboolean
 decides(ConvCtx *ctx, const ConfabApproval *approval)
 {
@@ -812,7 +829,8 @@ decides(ConvCtx *ctx, const ConfabApproval *approval)
 	       (ctx->principal->agent_id == NULL ||
 		g_strcmp0(approval->agent_id, ctx->principal->agent_id) == 0) &&
 	       g_strcmp0(approval->session_id, ctx->session_id) == 0 &&
-	       approval->response_id == NULL && approval->state == CONFAB_APPROVAL_STATE_PENDING;
+	       approval->state == CONFAB_APPROVAL_STATE_PENDING &&
+	       (approval->response_id == NULL || !ctx->turn_runs);
 }
 
 static void

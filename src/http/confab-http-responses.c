@@ -99,6 +99,9 @@ typedef struct {
 
 /* how often a background stream's events are kept */
 #define FLUSH_MS 200
+/* how many of a conversation's newest messages a response continuing it
+ * reads for the decisions added as items since its last answer */
+#define CONVERSATION_TAIL 64
 
 static void
 resp_ctx_free(RespCtx *ctx)
@@ -1591,7 +1594,9 @@ answer_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		refuse(g_steal_pointer(&a->ctx), unknown_request(response->approval_request_id));
 		return;
 	}
-	if (approval->state != CONFAB_APPROVAL_STATE_PENDING) {
+	/* one an item of the conversation decided is run, or not, as decided */
+	if (approval->state != CONFAB_APPROVAL_STATE_PENDING &&
+	    !(response->adopted && approval->state != CONFAB_APPROVAL_STATE_TIMED_OUT)) {
 		refuse(g_steal_pointer(&a->ctx),
 		       g_error_new(CONFAB_ERROR,
 				   CONFAB_ERROR_APPROVAL_DECIDED,
@@ -1810,6 +1815,96 @@ previous_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				       g_steal_pointer(&c));
 }
 
+/* The decision block of an mcp_approval_response item added to a
+ * conversation (an assistant message of that one block), or NULL. */
+static JsonObject *
+stored_decision(ConfabMessage *msg)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	if (g_strcmp0(confab_message_get_role(msg), "assistant") != 0 ||
+	    !g_str_has_prefix(confab_message_get_content_blocks(msg),
+			      "[{\"type\":\"approval\",\"id\":"))
+		return NULL;
+	node = confab_json_from_string(confab_message_get_content_blocks(msg));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return NULL;
+	blocks = json_node_get_array(node);
+	if (json_array_get_length(blocks) != 1 || json_array_get_object_element(blocks, 0) == NULL)
+		return NULL;
+	return json_object_ref(json_array_get_object_element(blocks, 0));
+}
+
+/* The last answer of @messages that is not an item's decision, or NULL;
+ * its index in *@at. */
+static ConfabMessage *
+last_asking_answer(GPtrArray *messages, guint *at)
+{
+	for (guint i = messages->len; i > 0; i--) {
+		ConfabMessage *msg = g_ptr_array_index(messages, i - 1);
+		g_autoptr(JsonObject) decision = stored_decision(msg);
+		if (decision == NULL && g_strcmp0(confab_message_get_role(msg), "assistant") == 0) {
+			*at = i - 1;
+			return msg;
+		}
+	}
+	return NULL;
+}
+
+/* The mcp_approval_response items added to the conversation after
+ * @answer (at @at of @messages) that answer its requests, and that the
+ * input does not answer itself: answered by this response as its input's
+ * are (the items decided them when they were added). */
+static void
+adopt_decisions(RespCtx *ctx, GPtrArray *messages, ConfabMessage *answer, guint at)
+{
+	GPtrArray *responses = ctx->request->approval_responses;
+
+	for (guint i = at + 1; answer != NULL && i < messages->len; i++) {
+		g_autoptr(JsonObject) decision = stored_decision(g_ptr_array_index(messages, i));
+		const gchar *id = decision != NULL ? confab_json_get_string(decision, "id") : NULL;
+		ConfabApprovalResponse *response;
+		gboolean answered = FALSE;
+
+		if (id == NULL || confab_message_get_response_id(answer) == NULL ||
+		    !message_asked(answer, id))
+			continue;
+		for (guint j = 0; j < responses->len && !answered; j++)
+			answered =
+			    g_str_equal(((ConfabApprovalResponse *)g_ptr_array_index(responses, j))
+					    ->approval_request_id,
+					id);
+		if (answered)
+			continue;
+		response = g_new0(ConfabApprovalResponse, 1);
+		response->approval_request_id = g_strdup(id);
+		response->approve =
+		    json_object_get_boolean_member_with_default(decision, "approve", FALSE);
+		response->reason = g_strdup(confab_json_get_string(decision, "reason"));
+		response->adopted = TRUE;
+		g_ptr_array_add(responses, response);
+	}
+}
+
+/* The end of a conversation's history (@messages, oldest first): the
+ * input's outputs and answers, and the decisions added as items since
+ * its last answer, answer that answer. */
+static void
+continue_conversation(RespCtx *ctx, GPtrArray *messages)
+{
+	guint at = 0;
+	ConfabMessage *answer = last_asking_answer(messages, &at);
+	GError *error = NULL;
+
+	if (!check_call_outputs(ctx, answer, &error)) {
+		refuse(ctx, error);
+		return;
+	}
+	adopt_decisions(ctx, messages, answer, at);
+	check_answers(ctx, answer, NULL, NULL);
+}
+
 static void
 conversation_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -1822,11 +1917,28 @@ conversation_history_cb(GObject *source, GAsyncResult *result, gpointer user_dat
 		refuse(ctx, error);
 		return;
 	}
-	if (!check_call_outputs(ctx, last_answer(history), &error)) {
+	continue_conversation(ctx, history);
+}
+
+/* The newest messages of a conversation, newest first: the end of its
+ * history, for what continues it. */
+static void
+conversation_tail_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(ConfabStorePage) page = NULL;
+	g_autoptr(GPtrArray) tail = NULL;
+	GError *error = NULL;
+
+	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
+	if (page == NULL) {
 		refuse(ctx, error);
 		return;
 	}
-	check_answers(ctx, last_answer(history), NULL, NULL);
+	tail = g_ptr_array_new_with_free_func(g_object_unref);
+	for (guint i = page->items->len; i > 0; i--)
+		g_ptr_array_add(tail, g_object_ref(g_ptr_array_index(page->items, i - 1)));
+	continue_conversation(ctx, tail);
 }
 
 static void
@@ -1835,6 +1947,7 @@ conversation_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	RespCtx *ctx = user_data;
 	g_autoptr(ConfabSession) session = NULL;
 	g_autoptr(GError) error = NULL;
+	g_auto(ConfabStoreMessageQuery) query = {NULL};
 
 	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
 	/* not the caller's: the turn says 404, as for chat completions */
@@ -1842,11 +1955,24 @@ conversation_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		start_turn(ctx, NULL, NULL);
 		return;
 	}
-	confab_store_get_history_async(CONFAB_STORE(source),
-				       confab_session_get_id(session),
-				       NULL,
-				       conversation_history_cb,
-				       ctx);
+	/* answers and outputs in the input: they must answer the last answer,
+	 * wherever it is; else the items added since it, if any */
+	if (ctx->request->call_ids->len > 0 || ctx->request->approval_responses->len > 0) {
+		confab_store_get_history_async(CONFAB_STORE(source),
+					       confab_session_get_id(session),
+					       NULL,
+					       conversation_history_cb,
+					       ctx);
+		return;
+	}
+	query.session_id = g_strdup(confab_session_get_id(session));
+	query.order = CONFAB_ORDER_DESC;
+	query.limit = CONVERSATION_TAIL;
+	confab_store_list_messages_async(CONFAB_STORE(source),
+					 &query,
+					 NULL,
+					 conversation_tail_cb,
+					 ctx);
 }
 
 /* The request is whole: on to the conversation it continues, or a new one. */
@@ -1873,9 +1999,7 @@ route(RespCtx *ctx)
 	/* conversation (or metadata.session_id): the turn checks the session;
 	 * function call outputs must answer its last answer's calls */
 	conversation = ctx->request->chat->session_id;
-	if (conversation != NULL &&
-	    (ctx->request->call_ids->len > 0 || ctx->request->approval_responses->len > 0) &&
-	    confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
+	if (conversation != NULL && confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
 		confab_store_get_session_async(store, conversation, NULL, conversation_cb, ctx);
 		return;
 	}

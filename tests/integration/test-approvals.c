@@ -1305,6 +1305,77 @@ ask(Fixture *f, ConfabTestDaemon *daemon, const gchar *content, gchar **response
 	return json_object_ref(request);
 }
 
+/* A response in a conversation asks; an mcp_approval_response item added
+ * to the conversation decides it then (the same item again is a record),
+ * and the conversation's next response runs the call, once. */
+static void
+test_conversation_item_answers_response(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTestResponse) made = NULL;
+	g_autoptr(ConfabTestResponse) asked = NULL;
+	g_autoptr(ConfabTestResponse) added = NULL;
+	g_autoptr(ConfabTestResponse) again = NULL;
+	g_autoptr(ConfabTestResponse) next = NULL;
+	g_autoptr(ConfabTestResponse) later = NULL;
+	g_autoptr(GPtrArray) requests = NULL;
+	g_autofree gchar *extra = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *decision = NULL;
+	g_autofree gchar *go_on = NULL;
+	g_autofree gchar *written = NULL;
+	const gchar *conversation;
+
+	if (f->daemon == NULL)
+		return;
+	made = confab_test_http(f->daemon, "POST", "/api/v1/conversations", f->token, "{}");
+	g_assert_cmpuint(made->status, ==, 200);
+	conversation = confab_test_json_string(made->json, "id");
+	extra = g_strdup_printf(",\"conversation\":\"%s\"", conversation);
+	body = responses_body(f, "asked in a conversation", extra);
+	asked = respond(f->daemon, f->token, body);
+	g_assert_cmpuint(asked->status, ==, 200);
+	requests = items_of(asked->json, "mcp_approval_request");
+	g_assert_cmpuint(requests->len, ==, 1);
+
+	path = g_strdup_printf("/api/v1/conversations/%s/items", conversation);
+	decision = g_strdup_printf(
+	    "{\"items\":[{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\","
+	    "\"approve\":true}]}",
+	    json_object_get_string_member(g_ptr_array_index(requests, 0), "id"));
+	added = confab_test_http(f->daemon, "POST", path, f->token, decision);
+	g_assert_cmpuint(added->status, ==, 200);
+	/* decided, not run: no turn runs it yet */
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	{
+		/* POST /approvals finds it decided */
+		g_autofree gchar *direct_path = g_strdup_printf(
+		    "/api/v1/approvals/%s",
+		    json_object_get_string_member(g_ptr_array_index(requests, 0), "id"));
+		g_autoptr(ConfabTestResponse) direct = confab_test_http(f->daemon,
+									"POST",
+									direct_path,
+									f->token,
+									"{\"approve\":false}");
+		g_assert_cmpuint(direct->status, >=, 400);
+	}
+	again = confab_test_http(f->daemon, "POST", path, f->token, decision);
+	g_assert_cmpuint(again->status, ==, 200);
+
+	go_on = g_strdup_printf("{\"model\":\"%s\",\"input\":\"go on\",\"conversation\":\"%s\"}",
+				f->agent,
+				conversation);
+	next = respond(f->daemon, f->token, go_on);
+	g_assert_cmpuint(next->status, ==, 200);
+	g_assert_cmpuint(n_items(next->json, "mcp_call"), ==, 1);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "asked in a conversation");
+	/* once */
+	later = respond(f->daemon, f->token, go_on);
+	g_assert_cmpuint(later->status, ==, 200);
+	g_assert_cmpuint(n_items(later->json, "mcp_call"), ==, 0);
+}
+
 /* Approved: the continuation runs the call (an mcp_call item) and the
  * model answers; the stored responses say the same; the request cannot
  * be answered twice, nor over POST /api/v1/approvals. */
@@ -1843,6 +1914,7 @@ main(int argc, char **argv)
 	ADD("responses-deny-stream", test_responses_deny_stream, NULL);
 	ADD("responses-bad-input", test_responses_bad_input, NULL);
 	ADD("responses-everything", test_responses_everything, NULL);
+	ADD("conversation-item-answers-response", test_conversation_item_answers_response, NULL);
 #undef ADD
 	g_test_add("/confab/approvals/postgres-across-instances",
 		   Fixture,
