@@ -719,26 +719,6 @@ item_message_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 static void
 hold(ConvCtx *ctx);
 
-#define DECISION_HEAD "[{\"type\":\"approval\",\"id\":"
-
-/* The decision block of an mcp_approval_response item's message
- * (`[{"type":"approval","id":…,"approve":…,"reason":…}]`), or NULL. */
-static JsonObject *
-decision_of(ConfabMessage *msg)
-{
-	g_autoptr(JsonNode) node = NULL;
-	JsonObject *block;
-
-	if (!g_str_has_prefix(confab_message_get_content_blocks(msg), DECISION_HEAD))
-		return NULL;
-	node = confab_json_from_string(confab_message_get_content_blocks(msg));
-	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node) ||
-	    json_array_get_length(json_node_get_array(node)) != 1)
-		return NULL;
-	block = json_array_get_object_element(json_node_get_array(node), 0);
-	return block != NULL ? json_object_ref(block) : NULL;
-}
-
 static void
 decide_next(ConvCtx *ctx);
 
@@ -790,7 +770,7 @@ decide_next(ConvCtx *ctx)
 		return;
 	}
 	approval = g_ptr_array_index(ctx->decisions, ctx->next);
-	block = decision_of(g_ptr_array_index(messages, ctx->next));
+	block = confab_http_responses_message_decision(g_ptr_array_index(messages, ctx->next));
 	ctx->next++;
 	/* a response's request: the next response of the conversation runs
 	 * the call, or not, as decided here */
@@ -862,8 +842,8 @@ read_decisions(ConvCtx *ctx)
 	guint n = ctx->items->messages->len;
 
 	for (guint i = ctx->decisions->len; i < n; i++) {
-		g_autoptr(JsonObject) block =
-		    decision_of(g_ptr_array_index(ctx->items->messages, i));
+		g_autoptr(JsonObject) block = confab_http_responses_message_decision(
+		    g_ptr_array_index(ctx->items->messages, i));
 		const gchar *id = block != NULL ? confab_json_get_string(block, "id") : NULL;
 
 		if (id != NULL && confab_id_is_valid(id, CONFAB_PREFIX_APPROVAL)) {

@@ -1815,10 +1815,19 @@ previous_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				       g_steal_pointer(&c));
 }
 
-/* The decision block of an mcp_approval_response item added to a
- * conversation (an assistant message of that one block), or NULL. */
-static JsonObject *
-stored_decision(ConfabMessage *msg)
+/**
+ * confab_http_responses_message_decision:
+ * @msg: a message
+ *
+ * The decision an `mcp_approval_response` item was stored as: an assistant
+ * message of the one block `{"type":"approval","id":…,"approve":…,
+ * "reason":…}`.
+ *
+ * Returns: (transfer full) (nullable): that block, or %NULL for any other
+ *   message
+ */
+JsonObject *
+confab_http_responses_message_decision(ConfabMessage *msg)
 {
 	g_autoptr(JsonNode) node = NULL;
 	JsonArray *blocks;
@@ -1843,7 +1852,7 @@ last_asking_answer(GPtrArray *messages, guint *at)
 {
 	for (guint i = messages->len; i > 0; i--) {
 		ConfabMessage *msg = g_ptr_array_index(messages, i - 1);
-		g_autoptr(JsonObject) decision = stored_decision(msg);
+		g_autoptr(JsonObject) decision = confab_http_responses_message_decision(msg);
 		if (decision == NULL && g_strcmp0(confab_message_get_role(msg), "assistant") == 0) {
 			*at = i - 1;
 			return msg;
@@ -1862,7 +1871,8 @@ adopt_decisions(RespCtx *ctx, GPtrArray *messages, ConfabMessage *answer, guint 
 	GPtrArray *responses = ctx->request->approval_responses;
 
 	for (guint i = at + 1; answer != NULL && i < messages->len; i++) {
-		g_autoptr(JsonObject) decision = stored_decision(g_ptr_array_index(messages, i));
+		g_autoptr(JsonObject) decision =
+		    confab_http_responses_message_decision(g_ptr_array_index(messages, i));
 		const gchar *id = decision != NULL ? confab_json_get_string(decision, "id") : NULL;
 		ConfabApprovalResponse *response;
 		gboolean answered = FALSE;
