@@ -1774,6 +1774,15 @@ answer_call(ConfabAgentLoop *self, ServerCall *call)
 {
 	ConfabApproval *approval = call->approval;
 
+	/* decided already, by an item added to its conversation (the
+	 * Conversations API's): it runs, or not, as decided */
+	if (approval->state != CONFAB_APPROVAL_STATE_PENDING) {
+		call->server = approval->server;
+		call->tool = approval->tool;
+		apply_decision(self, call);
+		return;
+	}
+
 	/* a person's answer outlives a client that leaves now, as a wait does */
 	waiting_begins(self);
 	g_object_ref(self); /* until answered_cb */

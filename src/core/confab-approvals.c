@@ -32,8 +32,11 @@
  *   this process, and decides "timed out" itself when the timeout passes.
  * - end the turn and continue later (the Responses API): create only, with
  *   the response that asks (@response_id); its continuation decides
- *   (confab_approvals_answer_async()) and runs the call or not. Nothing
- *   else decides such a request, and it does not time out: nobody waits.
+ *   (confab_approvals_answer_async()) and runs the call or not; or an
+ *   mcp_approval_response item added to its conversation decides it the
+ *   same way, and the conversation's next response runs the call or not.
+ *   Nothing else decides such a request, and it does not time out: nobody
+ *   waits.
  *
  * Waiters live on the context of the thread that waits (a serving thread,
  * or the main context); a decision made on another thread wakes them with

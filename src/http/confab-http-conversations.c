@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "core/confab-approvals.h"
 #include "http/confab-http-conversations.h"
 #include "http/confab-http-response.h"
 #include "http/confab-http-responses.h"
@@ -29,8 +30,20 @@
  * (confab_responses_request_parse_items()) and its rendering shows
  * messages as items (confab_http_responses_message_items()). A message is
  * one item or, an answer, several: the first has the message's id, the
- * next ones the message's id and `_1`, `_2`… Deleting an item deletes its
- * message.
+ * next ones the message's id and `_1`, `_2`… Deleting one of an
+ * answer's items marks it deleted in the message's content blocks
+ * (confab_http_responses_message_drop_item()): the others keep their
+ * ids, and are what the next response's model is sent; deleting a
+ * message's only item, or its last one left, deletes the message.
+ *
+ * An mcp_approval_response item that answers a pending approval asked in
+ * the conversation decides it before anything is stored: one a turn waits
+ * for (a chat completion's, or a D-Bus one's) as POST
+ * /api/v1/approvals/{id} does, and that turn goes on; it holds the
+ * conversation, so such items are not stored beside it (its answer records
+ * the decisions). One a response asked is decided as its continuation
+ * would (confab_approvals_answer_async()), the item stored, and the
+ * conversation's next response runs the call, or not, as decided.
  *
  * Only the caller's own API conversations exist here (a bound token: its
  * agent's). Adding or deleting while a turn of the conversation runs is
@@ -50,6 +63,7 @@ typedef enum {
 	ACTION_ADD_ITEMS,
 	ACTION_GET_ITEM,
 	ACTION_DELETE_ITEM,
+	ACTION_DELETE_MESSAGE, /* an item's whole message, once read */
 } Action;
 
 typedef struct {
@@ -68,6 +82,9 @@ typedef struct {
 	guint limit;
 	GPtrArray *out;	      /* owned: item JSON, for lists */
 	gboolean from_cursor; /* the next page starts with the cursor's message */
+	GPtrArray *decisions; /* owned: per item, the approval it decides, or NULL */
+	gboolean turn_runs;   /* a turn of the conversation runs (and waits) */
+	guint next;	      /* the next item whose decision to make */
 } ConvCtx;
 
 static void
@@ -84,6 +101,7 @@ conv_ctx_free(ConvCtx *ctx)
 	g_free(ctx->metadata);
 	g_clear_pointer(&ctx->items, confab_chat_request_free);
 	g_clear_pointer(&ctx->out, g_ptr_array_unref);
+	g_clear_pointer(&ctx->decisions, g_ptr_array_unref);
 	g_free(ctx);
 }
 
@@ -180,29 +198,32 @@ read_item_id(const gchar *item, const gchar **rest)
 	return id;
 }
 
-/* The items of @message as JSON, each with its conversation item id in
- * place of the one it was rendered with (no parse: ids come first). */
+/* The items of @message as JSON, with their conversation item ids; a
+ * deleted one is NULL in its place. */
 static GPtrArray *
 message_items(ConfabMessage *message)
 {
-	g_autoptr(GPtrArray) rendered = confab_http_responses_message_items(message);
-	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
+	return confab_http_responses_message_items(message, confab_message_get_id(message));
+}
 
-	for (guint i = 0; i < rendered->len; i++) {
-		g_autofree gchar *id = item_id(confab_message_get_id(message), i);
-		g_autofree gchar *old = NULL;
-		const gchar *rest = NULL;
-		GString *out;
+/* Moves @message's items to @out in the list's order (@desc), past the
+ * cursor's item @cursor of it, or all for -1; deleted ones are none. */
+static void
+take_message_items(GPtrArray *out, ConfabMessage *message, gboolean desc, gint64 cursor)
+{
+	g_autoptr(GPtrArray) items = message_items(message);
+	guint n = items->len;
+	guint first = !desc && cursor >= 0 ? (guint)cursor + 1 : 0;
+	guint end = desc && cursor >= 0 ? MIN((guint)cursor, n) : n;
 
-		old = read_item_id(g_ptr_array_index(rendered, i), &rest);
-		if (old == NULL)
+	for (guint k = first; k < end; k++) {
+		guint i = desc ? end - 1 - (k - first) : k;
+		gpointer item = g_ptr_array_index(items, i);
+		if (item == NULL)
 			continue;
-		out = g_string_new(ID_HEAD);
-		confab_json_append_string(out, id);
-		g_string_append(out, rest);
-		g_ptr_array_add(items, g_string_free(out, FALSE));
+		g_ptr_array_index(items, i) = NULL;
+		g_ptr_array_add(out, item);
 	}
-	return items;
 }
 
 /* `{"object":"list","data":[…],"first_id":…,"last_id":…,"has_more":…}`;
@@ -309,27 +330,28 @@ check_metadata(JsonNode *node, gchar **out, GError **error)
 	return TRUE;
 }
 
-/* The body as a JSON object. */
+/* The body as a JSON object; NULL once the error is answered. */
 static JsonNode *
-parse_body(ConfabEngine *engine, ConfabHttpExchange *exchange, GError **error)
+parse_body(ConfabEngine *engine, ConfabHttpExchange *exchange)
 {
 	g_autoptr(GBytes) bytes = confab_http_exchange_steal_body(exchange);
 	const ConfabConfig *config = confab_engine_get_config(engine);
 	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(GError) error = NULL;
 
 	root = confab_json_parse(bytes != NULL ? g_bytes_get_data(bytes, NULL) : "",
 				 bytes != NULL ? g_bytes_get_size(bytes) : 0,
 				 config->max_json_depth,
-				 error);
-	if (root == NULL)
-		return NULL;
-	if (!JSON_NODE_HOLDS_OBJECT(root)) {
-		confab_error_set(error,
+				 &error);
+	if (root != NULL && !JSON_NODE_HOLDS_OBJECT(root)) {
+		g_clear_pointer(&root, json_node_unref);
+		confab_error_set(&error,
 				 CONFAB_ERROR_INVALID_JSON,
 				 NULL,
 				 "The request body must be a JSON object");
-		return NULL;
 	}
+	if (root == NULL)
+		confab_http_response_error(exchange, error);
 	return g_steal_pointer(&root);
 }
 
@@ -369,56 +391,24 @@ messages_items(GPtrArray *messages)
 {
 	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
 
-	for (guint i = 0; i < messages->len; i++) {
-		g_autoptr(GPtrArray) some = message_items(g_ptr_array_index(messages, i));
-		for (guint j = 0; j < some->len; j++)
-			g_ptr_array_add(items, g_strdup(g_ptr_array_index(some, j)));
-	}
+	for (guint i = 0; i < messages->len; i++)
+		take_message_items(items, g_ptr_array_index(messages, i), FALSE, -1);
 	return items;
 }
 
 /* ---------- POST /conversations ---------- */
 
 static void
-created_items_cb(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-	g_autoptr(ConvCtx) ctx = user_data;
-	g_autoptr(GError) error = NULL;
-
-	if (!confab_store_append_messages_finish(CONFAB_STORE(source), result, &error)) {
-		confab_http_response_error(ctx->exchange, error);
-		return;
-	}
-	confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
-}
-
-static void
 created_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ConvCtx) ctx = user_data;
-	g_autoptr(GPtrArray) messages = NULL;
 	g_autoptr(GError) error = NULL;
 
 	if (!confab_store_create_conversation_finish(CONFAB_STORE(source), result, &error)) {
 		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
-	if (ctx->items == NULL) {
-		confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
-		return;
-	}
-	/* nobody knows the conversation yet: no turn to hold it against */
-	messages = take_messages(ctx,
-				 confab_session_get_agent_id(ctx->session),
-				 confab_session_get_created_at(ctx->session));
-	confab_store_append_messages_async(CONFAB_STORE(source),
-					   ctx->session_id,
-					   messages,
-					   confab_session_get_created_at(ctx->session),
-					   NULL,
-					   created_items_cb,
-					   ctx);
-	ctx = NULL; /* the callback's */
+	confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
 }
 
 /* The session POST /conversations creates: the caller's, of its bound
@@ -482,16 +472,15 @@ confab_http_conversations_create(ConfabEngine *engine,
 {
 	g_autoptr(ConvCtx) ctx = conv_ctx_new(engine, exchange, principal, ACTION_GET, NULL);
 	g_autoptr(JsonNode) root = NULL;
+	g_autoptr(GPtrArray) messages = NULL;
 	g_autoptr(GError) error = NULL;
 	JsonObject *body;
 	JsonNode *items;
 	gint64 now = now_seconds();
 
-	root = parse_body(engine, exchange, &error);
-	if (root == NULL) {
-		confab_http_response_error(exchange, error);
+	root = parse_body(engine, exchange);
+	if (root == NULL)
 		return;
-	}
 	body = json_node_get_object(root);
 	if (!check_metadata(json_object_get_member(body, "metadata"), &ctx->metadata, &error)) {
 		confab_http_response_error(exchange, error);
@@ -510,8 +499,13 @@ confab_http_conversations_create(ConfabEngine *engine,
 	ctx->session_id =
 	    confab_id_generator_next(confab_engine_get_id_generator(engine), CONFAB_PREFIX_SESSION);
 	ctx->session = new_session(ctx, now);
+	/* the conversation and its items in one commit; nobody knows it yet:
+	 * no turn to hold it against */
+	if (ctx->items != NULL)
+		messages = take_messages(ctx, confab_session_get_agent_id(ctx->session), now);
 	confab_store_create_conversation_async(confab_engine_get_store(engine),
 					       ctx->session,
+					       messages,
 					       NULL,
 					       created_cb,
 					       ctx);
@@ -562,7 +556,6 @@ static gboolean
 take_cursor(ConvCtx *ctx, ConfabStorePage *page, GError **error)
 {
 	ConfabMessage *msg = page->items->len > 0 ? g_ptr_array_index(page->items, 0) : NULL;
-	g_autoptr(GPtrArray) items = NULL;
 
 	ctx->from_cursor = FALSE;
 	if (msg == NULL || g_strcmp0(confab_message_get_id(msg), ctx->message_id) != 0) {
@@ -573,14 +566,7 @@ take_cursor(ConvCtx *ctx, ConfabStorePage *page, GError **error)
 				 "from first_id or last_id");
 		return FALSE;
 	}
-	items = message_items(msg);
-	if (ctx->order == CONFAB_ORDER_DESC) {
-		for (guint i = MIN(ctx->item_index, items->len); i > 0; i--)
-			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i - 1)));
-	} else {
-		for (guint i = ctx->item_index + 1; i < items->len; i++)
-			g_ptr_array_add(ctx->out, g_strdup(g_ptr_array_index(items, i)));
-	}
+	take_message_items(ctx->out, msg, ctx->order == CONFAB_ORDER_DESC, ctx->item_index);
 	g_ptr_array_remove_index(page->items, 0);
 	return TRUE;
 }
@@ -604,11 +590,7 @@ page_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	}
 	for (guint i = 0; i < page->items->len && ctx->out->len <= ctx->limit; i++) {
 		ConfabMessage *msg = g_ptr_array_index(page->items, i);
-		g_autoptr(GPtrArray) items = message_items(msg);
-		for (guint j = 0; j < items->len; j++)
-			g_ptr_array_add(
-			    ctx->out,
-			    g_strdup(g_ptr_array_index(items, desc ? items->len - 1 - j : j)));
+		take_message_items(ctx->out, msg, desc, -1);
 		g_free(ctx->message_id);
 		ctx->message_id = g_strdup(confab_message_get_id(msg));
 	}
@@ -660,12 +642,45 @@ item_deleted_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(ConvCtx) ctx = user_data;
 	g_autoptr(GError) error = NULL;
+	gboolean done =
+	    ctx->action == ACTION_DELETE_MESSAGE
+		? confab_store_delete_message_finish(CONFAB_STORE(source), result, &error)
+		: confab_store_set_message_content_finish(CONFAB_STORE(source), result, &error);
 
-	if (!confab_store_delete_message_finish(CONFAB_STORE(source), result, &error)) {
+	if (!done) {
 		confab_http_response_error(ctx->exchange, error);
 		return;
 	}
 	confab_http_response_json(ctx->exchange, 200, conversation_json(ctx->session));
+}
+
+/* Deletes the item of @msg that @ctx names: the message, when it is its
+ * only item or last one left; else the item, marked deleted in the
+ * message's content blocks. */
+static void
+delete_item(ConvCtx *ctx, ConfabMessage *msg)
+{
+	gboolean emptied = TRUE;
+
+	confab_http_responses_message_drop_item(msg, ctx->item_index, &emptied);
+	if (emptied) {
+		ctx->action = ACTION_DELETE_MESSAGE;
+		confab_store_delete_message_async(ctx_store(ctx),
+						  ctx->session_id,
+						  ctx->message_id,
+						  NULL,
+						  item_deleted_cb,
+						  ctx);
+		return;
+	}
+	confab_store_set_message_content_async(ctx_store(ctx),
+					       ctx->session_id,
+					       ctx->message_id,
+					       confab_message_get_content(msg),
+					       confab_message_get_content_blocks(msg),
+					       NULL,
+					       item_deleted_cb,
+					       ctx);
 }
 
 /* The item's message: answered (GET), or deleted (DELETE). */
@@ -681,7 +696,8 @@ item_message_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	msg = confab_store_get_message_finish(CONFAB_STORE(source), result, &error);
 	if (msg != NULL)
 		items = message_items(msg);
-	if (msg == NULL || ctx->item_index >= items->len) {
+	if (msg == NULL || ctx->item_index >= items->len ||
+	    g_ptr_array_index(items, ctx->item_index) == NULL) {
 		id = item_id(ctx->message_id, ctx->item_index);
 		g_clear_error(&error);
 		error = item_not_found(id, ctx->session_id);
@@ -694,13 +710,181 @@ item_message_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 					  g_strdup(g_ptr_array_index(items, ctx->item_index)));
 		return;
 	}
-	confab_store_delete_message_async(CONFAB_STORE(source),
-					  ctx->session_id,
-					  ctx->message_id,
-					  NULL,
-					  item_deleted_cb,
-					  ctx);
+	delete_item(ctx, msg);
 	ctx = NULL; /* the callback's */
+}
+
+/* ---------- mcp_approval_response items: decisions ---------- */
+
+static void
+hold(ConvCtx *ctx);
+
+static void
+decide_next(ConvCtx *ctx);
+
+static void
+decided_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConvCtx *ctx = user_data;
+	g_autoptr(ConfabApproval) decided = NULL;
+	g_autoptr(GError) error = NULL;
+
+	decided = confab_approvals_decide_finish(CONFAB_APPROVALS(source), result, &error);
+	if (decided == NULL) {
+		fail_ctx(ctx, error);
+		return;
+	}
+	decide_next(ctx);
+}
+
+/* The items added while a turn waits for their decisions: answered as
+ * they stand, not stored (the turn's answer records the decisions). */
+static void
+answer_decided(ConvCtx *ctx)
+{
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+
+	for (guint i = 0; i < ctx->items->messages->len; i++)
+		take_message_items(items, g_ptr_array_index(ctx->items->messages, i), FALSE, -1);
+	confab_http_response_json(ctx->exchange, 200, items_list_json(items, FALSE));
+	conv_ctx_free(ctx);
+}
+
+/* Decides, in order, the approvals that the items answer (as POST
+ * /api/v1/approvals/{id}, by "api"); then stores the items, or, while
+ * the turn that waited runs, answers them. */
+static void
+decide_next(ConvCtx *ctx)
+{
+	GPtrArray *messages = ctx->items->messages;
+	g_autoptr(JsonObject) block = NULL;
+	ConfabApproval *approval;
+
+	while (ctx->next < messages->len && g_ptr_array_index(ctx->decisions, ctx->next) == NULL)
+		ctx->next++;
+	if (ctx->next == messages->len) {
+		if (ctx->turn_runs)
+			answer_decided(ctx);
+		else
+			hold(ctx);
+		return;
+	}
+	approval = g_ptr_array_index(ctx->decisions, ctx->next);
+	block = confab_http_responses_message_decision(g_ptr_array_index(messages, ctx->next));
+	ctx->next++;
+	/* a response's request: the next response of the conversation runs
+	 * the call, or not, as decided here */
+	if (approval->response_id != NULL) {
+		confab_approvals_answer_async(
+		    confab_engine_get_approvals(ctx->engine),
+		    approval->id,
+		    ctx->principal->owner,
+		    approval->response_id,
+		    json_object_get_boolean_member_with_default(block, "approve", FALSE),
+		    json_object_get_string_member_with_default(block, "reason", NULL),
+		    decided_cb,
+		    ctx);
+		return;
+	}
+	confab_approvals_decide_async(
+	    confab_engine_get_approvals(ctx->engine),
+	    approval->id,
+	    ctx->principal->owner,
+	    ctx->principal->agent_id,
+	    json_object_get_boolean_member_with_default(block, "approve", FALSE),
+	    json_object_get_string_member_with_default(block, "reason", NULL),
+	    "api",
+	    decided_cb,
+	    ctx);
+}
+
+/* Whether @approval is one an item of this conversation decides: the
+ * caller's, pending, and asked in this conversation by a turn that waits
+ * for it, or by a response (not while a turn runs: the item is stored).
+ * Any other is a record only. */
+static gboolean
+decides(ConvCtx *ctx, const ConfabApproval *approval)
+{
+	return approval != NULL && g_strcmp0(approval->owner, ctx->principal->owner) == 0 &&
+	       (ctx->principal->agent_id == NULL ||
+		g_strcmp0(approval->agent_id, ctx->principal->agent_id) == 0) &&
+	       g_strcmp0(approval->session_id, ctx->session_id) == 0 &&
+	       approval->state == CONFAB_APPROVAL_STATE_PENDING &&
+	       (approval->response_id == NULL || !ctx->turn_runs);
+}
+
+static void
+read_decisions(ConvCtx *ctx);
+
+static void
+decision_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConvCtx *ctx = user_data;
+	g_autoptr(ConfabApproval) approval = NULL;
+	g_autoptr(GError) error = NULL;
+
+	approval = confab_store_get_approval_finish(CONFAB_STORE(source), result, &error);
+	if (approval == NULL &&
+	    !g_error_matches(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND)) {
+		fail_ctx(ctx, error);
+		return;
+	}
+	g_ptr_array_add(ctx->decisions, decides(ctx, approval) ? g_steal_pointer(&approval) : NULL);
+	read_decisions(ctx);
+}
+
+/* Reads, item after item, the approval each mcp_approval_response item
+ * names; then decides. While a turn runs, every item must decide what
+ * it waits for: else 409 conversation_busy, before anything is decided. */
+static void
+read_decisions(ConvCtx *ctx)
+{
+	guint n = ctx->items->messages->len;
+
+	for (guint i = ctx->decisions->len; i < n; i++) {
+		g_autoptr(JsonObject) block = confab_http_responses_message_decision(
+		    g_ptr_array_index(ctx->items->messages, i));
+		const gchar *id = block != NULL ? confab_json_get_string(block, "id") : NULL;
+
+		if (id != NULL && confab_id_is_valid(id, CONFAB_PREFIX_APPROVAL)) {
+			confab_store_get_approval_async(ctx_store(ctx),
+							id,
+							NULL,
+							decision_read_cb,
+							ctx);
+			return;
+		}
+		g_ptr_array_add(ctx->decisions, NULL);
+	}
+	for (guint i = 0; ctx->turn_runs && i < n; i++) {
+		if (g_ptr_array_index(ctx->decisions, i) == NULL) {
+			g_autoptr(GError) busy = g_error_new_literal(
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_CONVERSATION_BUSY,
+			    "A turn is running in this conversation: while it runs, items may "
+			    "only decide the approvals it waits for; retry when it has finished");
+			fail_ctx(ctx, busy);
+			return;
+		}
+	}
+	decide_next(ctx);
+}
+
+static void
+running_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConvCtx *ctx = user_data;
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_store_session_is_running_finish(CONFAB_STORE(source),
+						    result,
+						    &ctx->turn_runs,
+						    &error)) {
+		fail_ctx(ctx, error);
+		return;
+	}
+	ctx->decisions = g_ptr_array_new_with_free_func((GDestroyNotify)confab_approval_free);
+	read_decisions(ctx);
 }
 
 /* ---------- what each does, once the conversation is the caller's ---------- */
@@ -810,11 +994,20 @@ run(ConvCtx *ctx)
 					       item_message_cb,
 					       ctx);
 		return;
-	case ACTION_DELETE:
 	case ACTION_ADD_ITEMS:
+		/* its mcp_approval_response items first decide what they answer */
+		confab_store_session_is_running_async(store,
+						      ctx->session_id,
+						      NULL,
+						      running_cb,
+						      ctx);
+		return;
+	case ACTION_DELETE:
 	case ACTION_DELETE_ITEM:
 		hold(ctx);
 		return;
+	case ACTION_DELETE_MESSAGE:
+		g_assert_not_reached();
 	}
 }
 
@@ -894,11 +1087,9 @@ confab_http_conversations_update(ConfabEngine *engine,
 	g_autoptr(GError) error = NULL;
 	JsonNode *metadata;
 
-	root = parse_body(engine, exchange, &error);
-	if (root == NULL) {
-		confab_http_response_error(exchange, error);
+	root = parse_body(engine, exchange);
+	if (root == NULL)
 		return;
-	}
 	metadata = json_object_get_member(json_node_get_object(root), "metadata");
 	if (metadata == NULL) {
 		confab_error_set(&error,
@@ -996,11 +1187,9 @@ confab_http_conversations_add_items(ConfabEngine *engine,
 	g_autoptr(JsonNode) root = NULL;
 	g_autoptr(GError) error = NULL;
 
-	root = parse_body(engine, exchange, &error);
-	if (root == NULL) {
-		confab_http_response_error(exchange, error);
+	root = parse_body(engine, exchange);
+	if (root == NULL)
 		return;
-	}
 	ctx->items = parse_items(engine,
 				 json_object_get_member(json_node_get_object(root), "items"),
 				 &error);
@@ -1059,7 +1248,8 @@ confab_http_conversations_get_item(ConfabEngine *engine,
  * @principal: (transfer full): who asks
  * @ids: the conversation's and the item's id, from the path, as `id/item_id`
  *
- * Deletes the item's message; answers with the conversation.
+ * Deletes the item (its message, when it is the message's only item);
+ * answers with the conversation.
  */
 void
 confab_http_conversations_delete_item(ConfabEngine *engine,

@@ -16,6 +16,7 @@
 #include "model/confab-id.h"
 #include "openai/confab-list-params.h"
 #include "openai/confab-openai-error.h"
+#include "openai/confab-openai-message.h"
 #include "openai/confab-responses-request.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
@@ -107,6 +108,9 @@ typedef struct {
 
 /* how often a background stream's events are kept */
 #define FLUSH_MS 200
+/* how many of a conversation's newest messages a response continuing it
+ * reads for the decisions added as items since its last answer */
+#define CONVERSATION_TAIL 64
 
 static void
 resp_ctx_free(RespCtx *ctx)
@@ -1666,7 +1670,9 @@ answer_read_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		refuse(g_steal_pointer(&a->ctx), unknown_request(response->approval_request_id));
 		return;
 	}
-	if (approval->state != CONFAB_APPROVAL_STATE_PENDING) {
+	/* one an item of the conversation decided is run, or not, as decided */
+	if (approval->state != CONFAB_APPROVAL_STATE_PENDING &&
+	    !(response->adopted && approval->state != CONFAB_APPROVAL_STATE_TIMED_OUT)) {
 		refuse(g_steal_pointer(&a->ctx),
 		       g_error_new(CONFAB_ERROR,
 				   CONFAB_ERROR_APPROVAL_DECIDED,
@@ -1885,6 +1891,106 @@ previous_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				       g_steal_pointer(&c));
 }
 
+/**
+ * confab_http_responses_message_decision:
+ * @msg: a message
+ *
+ * The decision an `mcp_approval_response` item was stored as: an assistant
+ * message of the one block `{"type":"approval","id":…,"approve":…,
+ * "reason":…}`.
+ *
+ * Returns: (transfer full) (nullable): that block, or %NULL for any other
+ *   message
+ */
+JsonObject *
+confab_http_responses_message_decision(ConfabMessage *msg)
+{
+	g_autoptr(JsonNode) node = NULL;
+	JsonArray *blocks;
+
+	if (g_strcmp0(confab_message_get_role(msg), "assistant") != 0 ||
+	    !g_str_has_prefix(confab_message_get_content_blocks(msg),
+			      "[{\"type\":\"approval\",\"id\":"))
+		return NULL;
+	node = confab_json_from_string(confab_message_get_content_blocks(msg));
+	if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+		return NULL;
+	blocks = json_node_get_array(node);
+	if (json_array_get_length(blocks) != 1 || json_array_get_object_element(blocks, 0) == NULL)
+		return NULL;
+	return json_object_ref(json_array_get_object_element(blocks, 0));
+}
+
+/* The last answer of @messages that is not an item's decision, or NULL;
+ * its index in *@at. */
+static ConfabMessage *
+last_asking_answer(GPtrArray *messages, guint *at)
+{
+	for (guint i = messages->len; i > 0; i--) {
+		ConfabMessage *msg = g_ptr_array_index(messages, i - 1);
+		g_autoptr(JsonObject) decision = confab_http_responses_message_decision(msg);
+		if (decision == NULL && g_strcmp0(confab_message_get_role(msg), "assistant") == 0) {
+			*at = i - 1;
+			return msg;
+		}
+	}
+	return NULL;
+}
+
+/* The mcp_approval_response items added to the conversation after
+ * @answer (at @at of @messages) that answer its requests, and that the
+ * input does not answer itself: answered by this response as its input's
+ * are (the items decided them when they were added). */
+static void
+adopt_decisions(RespCtx *ctx, GPtrArray *messages, ConfabMessage *answer, guint at)
+{
+	GPtrArray *responses = ctx->request->approval_responses;
+
+	for (guint i = at + 1; answer != NULL && i < messages->len; i++) {
+		g_autoptr(JsonObject) decision =
+		    confab_http_responses_message_decision(g_ptr_array_index(messages, i));
+		const gchar *id = decision != NULL ? confab_json_get_string(decision, "id") : NULL;
+		ConfabApprovalResponse *response;
+		gboolean answered = FALSE;
+
+		if (id == NULL || confab_message_get_response_id(answer) == NULL ||
+		    !message_asked(answer, id))
+			continue;
+		for (guint j = 0; j < responses->len && !answered; j++)
+			answered =
+			    g_str_equal(((ConfabApprovalResponse *)g_ptr_array_index(responses, j))
+					    ->approval_request_id,
+					id);
+		if (answered)
+			continue;
+		response = g_new0(ConfabApprovalResponse, 1);
+		response->approval_request_id = g_strdup(id);
+		response->approve =
+		    json_object_get_boolean_member_with_default(decision, "approve", FALSE);
+		response->reason = g_strdup(confab_json_get_string(decision, "reason"));
+		response->adopted = TRUE;
+		g_ptr_array_add(responses, response);
+	}
+}
+
+/* The end of a conversation's history (@messages, oldest first): the
+ * input's outputs and answers, and the decisions added as items since
+ * its last answer, answer that answer. */
+static void
+continue_conversation(RespCtx *ctx, GPtrArray *messages)
+{
+	guint at = 0;
+	ConfabMessage *answer = last_asking_answer(messages, &at);
+	GError *error = NULL;
+
+	if (!check_call_outputs(ctx, answer, &error)) {
+		refuse(ctx, error);
+		return;
+	}
+	adopt_decisions(ctx, messages, answer, at);
+	check_answers(ctx, answer, NULL, NULL);
+}
+
 static void
 conversation_history_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -1897,11 +2003,28 @@ conversation_history_cb(GObject *source, GAsyncResult *result, gpointer user_dat
 		refuse(ctx, error);
 		return;
 	}
-	if (!check_call_outputs(ctx, last_answer(history), &error)) {
+	continue_conversation(ctx, history);
+}
+
+/* The newest messages of a conversation, newest first: the end of its
+ * history, for what continues it. */
+static void
+conversation_tail_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	RespCtx *ctx = user_data;
+	g_autoptr(ConfabStorePage) page = NULL;
+	g_autoptr(GPtrArray) tail = NULL;
+	GError *error = NULL;
+
+	page = confab_store_list_messages_finish(CONFAB_STORE(source), result, &error);
+	if (page == NULL) {
 		refuse(ctx, error);
 		return;
 	}
-	check_answers(ctx, last_answer(history), NULL, NULL);
+	tail = g_ptr_array_new_with_free_func(g_object_unref);
+	for (guint i = page->items->len; i > 0; i--)
+		g_ptr_array_add(tail, g_object_ref(g_ptr_array_index(page->items, i - 1)));
+	continue_conversation(ctx, tail);
 }
 
 static void
@@ -1910,6 +2033,7 @@ conversation_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	RespCtx *ctx = user_data;
 	g_autoptr(ConfabSession) session = NULL;
 	g_autoptr(GError) error = NULL;
+	g_auto(ConfabStoreMessageQuery) query = {NULL};
 
 	session = confab_store_get_session_finish(CONFAB_STORE(source), result, &error);
 	/* not the caller's: the turn says 404, as for chat completions */
@@ -1917,11 +2041,24 @@ conversation_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		start_turn(ctx, NULL, NULL);
 		return;
 	}
-	confab_store_get_history_async(CONFAB_STORE(source),
-				       confab_session_get_id(session),
-				       NULL,
-				       conversation_history_cb,
-				       ctx);
+	/* answers and outputs in the input: they must answer the last answer,
+	 * wherever it is; else the items added since it, if any */
+	if (ctx->request->call_ids->len > 0 || ctx->request->approval_responses->len > 0) {
+		confab_store_get_history_async(CONFAB_STORE(source),
+					       confab_session_get_id(session),
+					       NULL,
+					       conversation_history_cb,
+					       ctx);
+		return;
+	}
+	query.session_id = g_strdup(confab_session_get_id(session));
+	query.order = CONFAB_ORDER_DESC;
+	query.limit = CONVERSATION_TAIL;
+	confab_store_list_messages_async(CONFAB_STORE(source),
+					 &query,
+					 NULL,
+					 conversation_tail_cb,
+					 ctx);
 }
 
 /* The request is whole: on to the conversation it continues, or a new one. */
@@ -1948,9 +2085,7 @@ route(RespCtx *ctx)
 	/* conversation (or metadata.session_id): the turn checks the session;
 	 * function call outputs must answer its last answer's calls */
 	conversation = ctx->request->chat->session_id;
-	if (conversation != NULL &&
-	    (ctx->request->call_ids->len > 0 || ctx->request->approval_responses->len > 0) &&
-	    confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
+	if (conversation != NULL && confab_id_is_valid(conversation, CONFAB_PREFIX_SESSION)) {
 		confab_store_get_session_async(store, conversation, NULL, conversation_cb, ctx);
 		return;
 	}
@@ -2139,9 +2274,11 @@ decision_item(JsonObject *block)
 }
 
 /* The output items of a stored answer, from its content blocks, each
- * added to @items as JSON. */
+ * added to @items as JSON; an item deleted from a conversation (its block
+ * a `{"type":"deleted"}`) as NULL, so that the others keep their places.
+ * With @origins, the index of the block each item comes from. */
 static void
-stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
+stored_output_items(GPtrArray *items, GArray *origins, ConfabMessage *answer, const gchar *id)
 {
 	g_autoptr(JsonNode) node = NULL;
 	JsonArray *blocks;
@@ -2156,6 +2293,12 @@ stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 		const gchar *type = block != NULL ? confab_json_get_string(block, "type") : NULL;
 		g_autofree gchar *item = NULL;
 
+		if (g_strcmp0(type, "deleted") == 0) {
+			g_ptr_array_add(items, NULL);
+			if (origins != NULL)
+				g_array_append_val(origins, i);
+			continue;
+		}
 		if (g_strcmp0(type, "text") == 0) {
 			g_autofree gchar *iid = item_id(CONFAB_PREFIX_MESSAGE, id, n_messages++);
 			item =
@@ -2209,8 +2352,11 @@ stored_output_items(GPtrArray *items, ConfabMessage *answer, const gchar *id)
 							  ?: "");
 			item = stored_mcp_item(blocks, i, call, iid);
 		}
-		if (item != NULL)
-			g_ptr_array_add(items, g_steal_pointer(&item));
+		if (item == NULL)
+			continue;
+		g_ptr_array_add(items, g_steal_pointer(&item));
+		if (origins != NULL)
+			g_array_append_val(origins, i);
 	}
 }
 
@@ -2220,9 +2366,11 @@ append_stored_output(GString *out, ConfabMessage *answer, const gchar *id)
 {
 	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
 
-	stored_output_items(items, answer, id);
-	for (guint i = 0; i < items->len; i++) {
-		if (i > 0)
+	stored_output_items(items, NULL, answer, id);
+	for (guint i = 0, n = 0; i < items->len; i++) {
+		if (g_ptr_array_index(items, i) == NULL)
+			continue;
+		if (n++ > 0)
 			g_string_append_c(out, ',');
 		g_string_append(out, g_ptr_array_index(items, i));
 	}
@@ -2464,33 +2612,232 @@ input_item_json(ConfabMessage *msg)
 	return g_string_free(out, FALSE);
 }
 
+/* The one item of a message that is one text (most are), read without a
+ * tree: what input_item_json() or stored_output_items() would make of it;
+ * NULL for any other message. */
+static gchar *
+one_text_item(ConfabMessage *message, const gchar *id)
+{
+	const gchar *role = confab_message_get_role(message);
+	gboolean assistant = g_strcmp0(role, "assistant") == 0;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *iid = NULL;
+	GString *out;
+
+	if (g_strcmp0(role, "tool") == 0)
+		return NULL;
+	text = confab_openai_message_one_text(assistant ? confab_message_get_content_blocks(message)
+							: confab_message_get_content(message));
+	if (text == NULL)
+		return NULL;
+	if (assistant) {
+		if (id == NULL)
+			id = iid = item_id(CONFAB_PREFIX_MESSAGE,
+					   confab_message_get_response_id(message) != NULL
+					       ? confab_message_get_response_id(message)
+					       : confab_message_get_id(message),
+					   0);
+		return message_item(id, "completed", text);
+	}
+	out = g_string_new("{\"id\":");
+	confab_json_append_string(out, id != NULL ? id : confab_message_get_id(message));
+	g_string_append(out, ",\"type\":\"message\",\"role\":");
+	confab_json_append_string(out, role);
+	g_string_append(
+	    out,
+	    ",\"status\":\"completed\",\"content\":[{\"type\":\"input_text\",\"text\":");
+	confab_json_append_string(out, text);
+	g_string_append(out, "}]}");
+	return g_string_free(out, FALSE);
+}
+
+#define ITEM_ID_HEAD "{\"id\":"
+
+/* @item (consumed) with @id in place of the id it starts with, as every
+ * rendered item does. */
+static gchar *
+renamed_item(gchar *item, const gchar *id)
+{
+	gsize head = strlen(ITEM_ID_HEAD);
+	gsize used = 0;
+	g_autofree gchar *old = NULL;
+	GString *out;
+
+	g_assert(g_str_has_prefix(item, ITEM_ID_HEAD));
+	old = confab_json_read_string(item + head, strlen(item + head), &used);
+	g_assert(old != NULL);
+	out = g_string_sized_new(strlen(item) + strlen(id));
+	g_string_append(out, ITEM_ID_HEAD);
+	confab_json_append_string(out, id);
+	g_string_append(out, item + head + used);
+	g_free(item);
+	return g_string_free(out, FALSE);
+}
+
 /**
  * confab_http_responses_message_items:
  * @message: a stored message
+ * @first_id: (nullable): the ids to give the items: this for the first,
+ *   and this and `_1`, `_2`… for the next ones (the Conversations API's);
+ *   %NULL for the ids the response shows
  *
  * The items of a stored message as the Responses API shows them: a user,
  * system or developer message, or a tool's answer, is one input item (its
  * id the message's); an answer is its output items (a message, reasoning,
  * function calls, MCP calls and approval requests), with the ids the
- * response shows (the message's response id, or the message's).
+ * response shows (the message's response id, or the message's). An item
+ * deleted from the message (confab_http_responses_message_drop_item()) is
+ * NULL in its place. A message that is one text, most are, is read
+ * without building a tree.
  *
- * Returns: (transfer full) (element-type utf8): each item, as JSON
+ * Returns: (transfer full) (element-type utf8): each item, as JSON, or NULL
  */
 GPtrArray *
-confab_http_responses_message_items(ConfabMessage *message)
+confab_http_responses_message_items(ConfabMessage *message, const gchar *first_id)
 {
 	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
+	gchar *one;
 
 	g_return_val_if_fail(CONFAB_IS_MESSAGE(message), items);
+	one = one_text_item(message, first_id);
+	if (one != NULL) {
+		g_ptr_array_add(items, one);
+		return items;
+	}
 	if (g_strcmp0(confab_message_get_role(message), "assistant") == 0)
 		stored_output_items(items,
+				    NULL,
 				    message,
 				    confab_message_get_response_id(message) != NULL
 					? confab_message_get_response_id(message)
 					: confab_message_get_id(message));
 	else
 		g_ptr_array_add(items, input_item_json(message));
+	for (guint i = 0; first_id != NULL && i < items->len; i++) {
+		g_autofree gchar *id = NULL;
+		if (g_ptr_array_index(items, i) == NULL)
+			continue;
+		id = i == 0 ? g_strdup(first_id) : g_strdup_printf("%s_%u", first_id, i);
+		g_ptr_array_index(items, i) = renamed_item(g_ptr_array_index(items, i), id);
+	}
 	return items;
+}
+
+/* Whether block @at of an answer is an item's (@origins). */
+static gboolean
+block_is_item(GArray *origins, guint at)
+{
+	for (guint i = 0; i < origins->len; i++)
+		if (g_array_index(origins, guint, i) == at)
+			return TRUE;
+	return FALSE;
+}
+
+/* Whether @block goes with the item of @item_block, which is deleted: a
+ * call's result, and a call that asked a person first and has no item of
+ * its own (its item was the request). */
+static gboolean
+block_goes_with(JsonObject *block, JsonObject *item_block, gboolean is_item)
+{
+	const gchar *item_type = confab_json_get_string(item_block, "type");
+	const gchar *type = confab_json_get_string(block, "type");
+	const gchar *call_id = g_strcmp0(item_type, "tool_call") == 0
+				   ? confab_json_get_string(item_block, "id")
+				   : confab_json_get_string(item_block, "tool_call_id");
+
+	if (call_id == NULL || type == NULL)
+		return FALSE;
+	if (g_str_equal(type, "tool_result"))
+		return g_strcmp0(confab_json_get_string(block, "tool_call_id"), call_id) == 0;
+	return g_str_equal(type, "tool_call") && !is_item &&
+	       g_strcmp0(item_type, "approval_request") == 0 &&
+	       g_strcmp0(confab_json_get_string(block, "id"), call_id) == 0;
+}
+
+/* @message without the item whose block is @at: that block becomes
+ * `{"type":"deleted"}`, what goes with it goes, and the content is the
+ * text blocks left. */
+static void
+drop_block(ConfabMessage *message, JsonArray *blocks, guint at, GArray *origins)
+{
+	JsonObject *item_block = json_array_get_object_element(blocks, at);
+	g_autoptr(GString) out = g_string_new("[");
+	g_autoptr(GString) content = g_string_new("[");
+
+	for (guint i = 0; i < json_array_get_length(blocks); i++) {
+		JsonObject *block = json_array_get_object_element(blocks, i);
+		g_autoptr(JsonNode) node = NULL;
+		g_autofree gchar *json = NULL;
+
+		if (block == NULL ||
+		    (i != at && block_goes_with(block, item_block, block_is_item(origins, i))))
+			continue;
+		if (out->len > 1)
+			g_string_append_c(out, ',');
+		if (i == at) {
+			g_string_append(out, "{\"type\":\"deleted\"}");
+			continue;
+		}
+		node = json_node_init_object(json_node_alloc(), block);
+		json = confab_json_to_string(node);
+		g_string_append(out, json);
+		if (g_strcmp0(confab_json_get_string(block, "type"), "text") != 0)
+			continue;
+		g_string_append(content,
+				content->len > 1 ? ",{\"type\":\"text\",\"text\":"
+						 : "{\"type\":\"text\",\"text\":");
+		confab_json_append_string(content, confab_json_get_string(block, "text"));
+		g_string_append_c(content, '}');
+	}
+	g_string_append_c(out, ']');
+	g_string_append_c(content, ']');
+	confab_message_set_content_blocks(message, out->str);
+	confab_message_set_content(message, content->str);
+}
+
+/**
+ * confab_http_responses_message_drop_item:
+ * @message: a stored message
+ * @index: one of its items, as confab_http_responses_message_items() has
+ *   them
+ * @emptied: (out): whether that was the message's last item: the whole
+ *   message goes
+ *
+ * Deletes one item of a message, in @message itself (its content and
+ * content blocks, to be stored): an answer's item is marked deleted in its
+ * content blocks (`{"type":"deleted"}`, so that the other items keep their
+ * place and ids), with what belongs to it (a call's result); what is left
+ * is what the next turn's model is sent. The only item of a message, or
+ * its last one left, is the whole message (*@emptied).
+ *
+ * Returns: %FALSE when @message has no such item (or it is deleted already)
+ */
+gboolean
+confab_http_responses_message_drop_item(ConfabMessage *message, guint index, gboolean *emptied)
+{
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GArray) origins = g_array_new(FALSE, FALSE, sizeof(guint));
+	g_autoptr(JsonNode) node = NULL;
+	gboolean others = FALSE;
+
+	g_return_val_if_fail(CONFAB_IS_MESSAGE(message), FALSE);
+	*emptied = TRUE;
+	if (g_strcmp0(confab_message_get_role(message), "assistant") != 0)
+		return index == 0;
+	stored_output_items(items, origins, message, confab_message_get_id(message));
+	if (index >= items->len || g_ptr_array_index(items, index) == NULL)
+		return FALSE;
+	for (guint i = 0; i < items->len && !others; i++)
+		others = i != index && g_ptr_array_index(items, i) != NULL;
+	if (!others)
+		return TRUE;
+	*emptied = FALSE;
+	node = confab_json_from_string(confab_message_get_content_blocks(message));
+	drop_block(message,
+		   json_node_get_array(node),
+		   g_array_index(origins, guint, index),
+		   origins);
+	return TRUE;
 }
 
 static gchar *

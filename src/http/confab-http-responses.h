@@ -36,6 +36,10 @@ confab_http_responses_input_items(ConfabEngine *engine,
 				  ConfabPrincipal *principal,
 				  const gchar *response_id);
 GPtrArray *
-confab_http_responses_message_items(ConfabMessage *message);
+confab_http_responses_message_items(ConfabMessage *message, const gchar *first_id);
+JsonObject *
+confab_http_responses_message_decision(ConfabMessage *msg);
+gboolean
+confab_http_responses_message_drop_item(ConfabMessage *message, guint index, gboolean *emptied);
 
 G_END_DECLS

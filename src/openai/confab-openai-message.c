@@ -67,10 +67,18 @@ parts_of(GPtrArray *kept)
 
 #define ONE_TEXT_HEAD "[{\"type\":\"text\",\"text\":"
 
-/* The text of blocks that are one text block as Confab writes it (most
- * messages); %NULL for any other blocks, which are parsed whole. */
-static gchar *
-one_text_block(const gchar *blocks)
+/**
+ * confab_openai_message_one_text:
+ * @blocks: (nullable): a message's content blocks, or its content
+ *
+ * The text of blocks that are one text block as Confab writes it (most
+ * messages), read without building a tree.
+ *
+ * Returns: (transfer full) (nullable): the text; %NULL for any other
+ *   blocks, which are to be parsed whole
+ */
+gchar *
+confab_openai_message_one_text(const gchar *blocks)
 {
 	gsize head = strlen(ONE_TEXT_HEAD);
 	gsize len;
@@ -234,7 +242,7 @@ append_assistant(JsonArray *context, JsonArray *blocks)
 				  : "";
 
 		if (g_str_equal(type, "text")) {
-			/* an empty text is none, as in one_text_block()'s case */
+			/* an empty text is none, as in confab_openai_message_one_text()'s case */
 			if (*json_object_get_string_member_with_default(block, "text", "") != '\0')
 				g_ptr_array_add(texts, block);
 		} else if (g_str_equal(type, "reasoning")) {
@@ -268,7 +276,7 @@ confab_openai_message_append_stored(JsonArray *context, ConfabMessage *message)
 {
 	g_autoptr(JsonNode) blocks = NULL;
 	JsonObject *msg;
-	gchar *text = one_text_block(confab_message_get_content_blocks(message));
+	gchar *text = confab_openai_message_one_text(confab_message_get_content_blocks(message));
 
 	/* one text needs no tree: the same message as the one built below */
 	if (text != NULL) {

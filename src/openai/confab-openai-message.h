@@ -17,6 +17,9 @@ confab_openai_message_append_stored(JsonArray *context, ConfabMessage *message);
 gchar *
 confab_openai_message_get_text(JsonObject *message);
 
+gchar *
+confab_openai_message_one_text(const gchar *blocks);
+
 void
 confab_openai_message_settle_calls(JsonArray *context, const gchar *unanswered);
 

@@ -47,6 +47,8 @@ G_BEGIN_DECLS
  * @approval_request_id: the `mcpr_…` id of the request it answers
  * @approve: whether the call may run
  * @reason: (nullable): what the person said
+ * @adopted: not the input's: an `mcp_approval_response` item added to the
+ *   conversation since the answer that asked, which decided it then
  *
  * An `mcp_approval_response` input item.
  */
@@ -54,6 +56,7 @@ typedef struct {
 	gchar *approval_request_id;
 	gboolean approve;
 	gchar *reason;
+	gboolean adopted;
 } ConfabApprovalResponse;
 
 typedef struct {

@@ -257,12 +257,27 @@ static const ConfabStoreOp op_get_session = {
 };
 
 /* the Conversations API's: a conversation before its first turn, with no
- * agent ('') unless its token is bound to one */
+ * agent ('') unless its token is bound to one, and its first items ($9,
+ * the messages as op_append_messages takes them, created when it is): one
+ * statement on PostgreSQL, one savepoint on SQLite, so all or nothing */
 static const ConfabStoreOp op_create_conversation = {
     .what = "creating a conversation",
     .rows = CONFAB_STORE_ROWS_NONE,
-    .sql = "INSERT INTO sessions (" CONFAB_STORE_CONVERSATION_COLUMNS ") "
-	   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    .sql = "WITH s AS (INSERT INTO sessions (" CONFAB_STORE_CONVERSATION_COLUMNS ") "
+	   "VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8) RETURNING id) "
+	   "INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "
+	   "created_at) "
+	   "SELECT m.id, s.id, m.role, m.model, m.content, m.content_blocks, m.status, $6::bigint "
+	   "FROM s, jsonb_to_recordset($9::jsonb) AS m (id text, role text, model text, "
+	   "content text, content_blocks text, status integer)",
+    .sql_sqlite = "INSERT INTO sessions (" CONFAB_STORE_CONVERSATION_COLUMNS ") "
+		  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    .sql_sqlite_then = "INSERT INTO messages (id, session_id, role, model, content, "
+		       "content_blocks, status, created_at) "
+		       "SELECT json_extract(m.value, '$.id'), $1, json_extract(m.value, '$.role'), "
+		       "json_extract(m.value, '$.model'), json_extract(m.value, '$.content'), "
+		       "json_extract(m.value, '$.content_blocks'), "
+		       "json_extract(m.value, '$.status'), $6 FROM json_each($9) AS m",
     .changed = -1,
 };
 
@@ -317,6 +332,19 @@ static const ConfabStoreOp op_get_message = {
     .sql = "SELECT " CONFAB_STORE_MESSAGE_COLUMNS " FROM messages "
 	   "WHERE session_id = $1 AND id = $2",
     .map = confab_store_row_to_message,
+    .missing = CONFAB_ERROR_ITEM_NOT_FOUND,
+    .missing_format = "no such message in session %s",
+    .changed = -1,
+};
+
+/* what is left of a message once one of its items is deleted; SQLite's
+ * search index still finds the text until the conversation is indexed
+ * anew */
+static const ConfabStoreOp op_set_message_content = {
+    .what = "storing a message's content",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE messages SET content = $3, content_blocks = $4 "
+	   "WHERE session_id = $1 AND id = $2",
     .missing = CONFAB_ERROR_ITEM_NOT_FOUND,
     .missing_format = "no such message in session %s",
     .changed = -1,
@@ -1348,25 +1376,59 @@ confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GErr
 	return finish_boolean(self, result, error);
 }
 
+/* The messages as op_append_messages and op_create_conversation read
+ * them; none is `[]`. */
+static gchar *
+messages_json(GPtrArray *messages)
+{
+	g_autoptr(GString) out = g_string_new("[");
+
+	for (guint i = 0; messages != NULL && i < messages->len; i++) {
+		ConfabMessage *msg = g_ptr_array_index(messages, i);
+		g_string_append(out, i > 0 ? ",{\"id\":" : "{\"id\":");
+		confab_json_append_string(out, confab_message_get_id(msg));
+		g_string_append(out, ",\"role\":");
+		confab_json_append_string(out, confab_message_get_role(msg));
+		g_string_append(out, ",\"model\":");
+		confab_json_append_string(out, confab_message_get_model(msg) ?: "");
+		g_string_append(out, ",\"content\":");
+		confab_json_append_string(out, confab_message_get_content(msg));
+		g_string_append(out, ",\"content_blocks\":");
+		confab_json_append_string(out, confab_message_get_content_blocks(msg));
+		g_string_append_printf(out,
+				       ",\"status\":%d}",
+				       (gint)confab_message_get_status(msg));
+	}
+	g_string_append_c(out, ']');
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
 /**
  * confab_store_create_conversation_async:
  * @self: a #ConfabStore
  * @session: the new conversation: its id, owner, agent (`""` for none
  *   yet), source, title, times and metadata
+ * @messages: (nullable) (element-type ConfabMessage): its first messages,
+ *   each with its id, role, model, content, content blocks and status,
+ *   created when the conversation is
  * @cancellable: (nullable): ignored once the write is queued
  * @callback: called once it is committed
  * @user_data: for @callback
  *
- * Stores a conversation that has no message yet (the Conversations API's
- * `POST /conversations`); a turn's conversation is stored with its turn.
+ * Stores a conversation before its first turn (the Conversations API's
+ * `POST /conversations`), with its first messages if any: one writer job
+ * and one commit, the conversation and all its messages or nothing. A
+ * turn's conversation is stored with its turn.
  */
 void
 confab_store_create_conversation_async(ConfabStore *self,
 				       ConfabSession *session,
+				       GPtrArray *messages,
 				       GCancellable *cancellable,
 				       GAsyncReadyCallback callback,
 				       gpointer user_data)
 {
+	g_autofree gchar *json = NULL;
 	ConfabStoreCall *call = NULL;
 
 	g_return_if_fail(CONFAB_IS_STORE(self));
@@ -1379,6 +1441,8 @@ confab_store_create_conversation_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_session_get_created_at(session));
 	confab_store_call_add_int(call, confab_session_get_updated_at(session));
 	confab_store_call_add_text(call, confab_session_get_metadata(session));
+	json = messages_json(messages);
+	confab_store_call_add_text(call, json);
 	store_run(self,
 		  call,
 		  confab_store_create_conversation_async,
@@ -1490,32 +1554,6 @@ gboolean
 confab_store_set_conversation_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
-}
-
-/* The messages as op_append_messages reads them. */
-static gchar *
-messages_json(GPtrArray *messages)
-{
-	g_autoptr(GString) out = g_string_new("[");
-
-	for (guint i = 0; i < messages->len; i++) {
-		ConfabMessage *msg = g_ptr_array_index(messages, i);
-		g_string_append(out, i > 0 ? ",{\"id\":" : "{\"id\":");
-		confab_json_append_string(out, confab_message_get_id(msg));
-		g_string_append(out, ",\"role\":");
-		confab_json_append_string(out, confab_message_get_role(msg));
-		g_string_append(out, ",\"model\":");
-		confab_json_append_string(out, confab_message_get_model(msg) ?: "");
-		g_string_append(out, ",\"content\":");
-		confab_json_append_string(out, confab_message_get_content(msg));
-		g_string_append(out, ",\"content_blocks\":");
-		confab_json_append_string(out, confab_message_get_content_blocks(msg));
-		g_string_append_printf(out,
-				       ",\"status\":%d}",
-				       (gint)confab_message_get_status(msg));
-	}
-	g_string_append_c(out, ']');
-	return g_string_free(g_steal_pointer(&out), FALSE);
 }
 
 /**
@@ -1641,6 +1679,58 @@ confab_store_delete_message_async(ConfabStore *self,
  */
 gboolean
 confab_store_delete_message_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_set_message_content_async:
+ * @self: a #ConfabStore
+ * @session_id: the conversation
+ * @message_id: one of its messages
+ * @content: its new content
+ * @content_blocks: its new content blocks
+ * @cancellable: (nullable): ignored once the write is queued
+ * @callback: called once it is committed
+ * @user_data: for @callback
+ *
+ * Replaces what a message holds: what is left of it once one of its items
+ * is deleted (the Conversations API's). The caller holds the session.
+ */
+void
+confab_store_set_message_content_async(ConfabStore *self,
+				       const gchar *session_id,
+				       const gchar *message_id,
+				       const gchar *content,
+				       const gchar *content_blocks,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(content != NULL && content_blocks != NULL);
+	call = call_with_text(&op_set_message_content, session_id);
+	confab_store_call_add_text(call, message_id);
+	confab_store_call_add_text(call, content);
+	confab_store_call_add_text(call, content_blocks);
+	store_run(self,
+		  call,
+		  confab_store_set_message_content_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_set_message_content_finish:
+ *
+ * Returns: %TRUE once committed; %CONFAB_ERROR_ITEM_NOT_FOUND when the
+ *   conversation has no such message
+ */
+gboolean
+confab_store_set_message_content_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
 }

@@ -468,6 +468,7 @@ confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GErr
 void
 confab_store_create_conversation_async(ConfabStore *self,
 				       ConfabSession *session,
+				       GPtrArray *messages,
 				       GCancellable *cancellable,
 				       GAsyncReadyCallback callback,
 				       gpointer user_data);
@@ -522,6 +523,17 @@ confab_store_delete_message_async(ConfabStore *self,
 				  gpointer user_data);
 gboolean
 confab_store_delete_message_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_set_message_content_async(ConfabStore *self,
+				       const gchar *session_id,
+				       const gchar *message_id,
+				       const gchar *content,
+				       const gchar *content_blocks,
+				       GCancellable *cancellable,
+				       GAsyncReadyCallback callback,
+				       gpointer user_data);
+gboolean
+confab_store_set_message_content_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_get_session_async(ConfabStore *self,
 			       const gchar *session_id,

@@ -1313,6 +1313,99 @@ test_background_responses(void)
 	confab_test_upstream_stop(up);
 }
 
+/* Conversations made by the Conversations API (POST /conversations), one
+ * with items and no agent yet, one empty: listed and shown sanely (no
+ * agent is "-", no title either), and an answer of which an item was
+ * deleted shows what is left. */
+static void
+test_api_conversations(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(NULL, NULL);
+	g_autofree gchar *agent = confab_test_create_agent(daemon, "echo", "echo");
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
+	g_autoptr(ConfabTestResponse) made =
+	    confab_test_http(daemon,
+			     "POST",
+			     "/api/v1/conversations",
+			     token,
+			     "{\"items\":[{\"role\":\"user\",\"content\":\"made of items\"},"
+			     "{\"role\":\"assistant\",\"content\":\"noted\"},"
+			     "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"lookup\","
+			     "\"arguments\":\"{}\"}],\"metadata\":{\"k\":\"v\"}}");
+	g_autoptr(ConfabTestResponse) empty =
+	    confab_test_http(daemon, "POST", "/api/v1/conversations", token, "{}");
+	g_autoptr(Run) listed = NULL;
+	g_autoptr(Run) listed_text = NULL;
+	g_autoptr(Run) by_agent = NULL;
+	g_autoptr(Run) shown = NULL;
+	g_autoptr(Run) shown_text = NULL;
+	g_autoptr(Run) shown_empty = NULL;
+	g_autoptr(Run) shown_after = NULL;
+	const gchar *id, *empty_id;
+	JsonArray *sessions;
+
+	g_assert_cmpuint(made->status, ==, 200);
+	g_assert_cmpuint(empty->status, ==, 200);
+	id = confab_test_json_string(made->json, "id");
+	empty_id = confab_test_json_string(empty->json, "id");
+
+	listed = ctl("session", "list", "--json", NULL);
+	assert_ok(listed);
+	sessions = array(listed);
+	g_assert_cmpuint(json_array_get_length(sessions), ==, 2);
+	g_assert_cmpstr(member(json_array_get_element(sessions, 0), "id"), ==, empty_id);
+	g_assert_cmpstr(member(json_array_get_element(sessions, 0), "agent_id"), ==, "");
+	g_assert_cmpstr(member(json_array_get_element(sessions, 0), "title"), ==, "");
+	g_assert_cmpstr(member(json_array_get_element(sessions, 1), "id"), ==, id);
+	g_assert_cmpstr(member(json_array_get_element(sessions, 1), "source"), ==, "api");
+	g_assert_cmpstr(member(json_array_get_element(sessions, 1), "owner"), ==, "alice");
+	g_assert_cmpstr(member(json_array_get_element(sessions, 1), "agent_id"), ==, "");
+	g_assert_cmpstr(member(json_array_get_element(sessions, 1), "title"), ==, "made of items");
+	listed_text = ctl("session", "list", NULL);
+	assert_ok(listed_text);
+	g_assert_cmpuint(count_substrings(listed_text->out, "\n"), ==, 3);
+	g_assert_nonnull(strstr(listed_text->out, "made of items"));
+	g_assert_nonnull(strstr(listed_text->out, " - "));
+	/* no agent's conversations */
+	by_agent = ctl("session", "list", "--agent", agent, "--json", NULL);
+	assert_ok(by_agent);
+	g_assert_cmpuint(json_array_get_length(array(by_agent)), ==, 0);
+
+	shown = ctl("session", "show", id, "--json", NULL);
+	assert_ok(shown);
+	g_assert_cmpuint(json_array_get_length(array(shown)), ==, 2);
+	g_assert_cmpstr(member(json_array_get_element(array(shown), 1), "role"), ==, "assistant");
+	shown_text = ctl("session", "show", id, NULL);
+	assert_ok(shown_text);
+	g_assert_nonnull(strstr(shown_text->out, "user: made of items"));
+	g_assert_nonnull(strstr(shown_text->out, "assistant: noted"));
+	shown_empty = ctl("session", "show", empty_id, "--json", NULL);
+	assert_ok(shown_empty);
+	g_assert_cmpuint(json_array_get_length(array(shown_empty)), ==, 0);
+	{
+		/* the answer's text deleted as an item: its call is left */
+		g_autoptr(ConfabTestResponse) items = NULL;
+		g_autoptr(ConfabTestResponse) gone = NULL;
+		g_autofree gchar *path = g_strdup_printf("/api/v1/conversations/%s/items", id);
+		g_autofree gchar *item_path = NULL;
+
+		items = confab_test_http(daemon, "GET", path, token, NULL);
+		g_assert_cmpuint(items->status, ==, 200);
+		/* newest first: the call, the answer's text, the question */
+		item_path = g_strdup_printf("%s/%s",
+					    path,
+					    confab_test_json_string(items->json, "data.1.id"));
+		gone = confab_test_http(daemon, "DELETE", item_path, token, NULL);
+		g_assert_cmpuint(gone->status, ==, 200);
+	}
+	shown_after = ctl("session", "show", id, NULL);
+	assert_ok(shown_after);
+	g_assert_null(strstr(shown_after->out, "noted"));
+	g_assert_nonnull(strstr(shown_after->out, "user: made of items"));
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
 gint
 main(gint argc, gchar **argv)
 {
@@ -1328,6 +1421,7 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/confabctl/tokens", test_tokens);
 	g_test_add_func("/confab/confabctl/quota-usage", test_quota_usage);
 	g_test_add_func("/confab/confabctl/sessions", test_sessions);
+	g_test_add_func("/confab/confabctl/api-conversations", test_api_conversations);
 	g_test_add_func("/confab/confabctl/hostile-text", test_hostile_text);
 	g_test_add_func("/confab/confabctl/session-responses", test_session_responses);
 	g_test_add_func("/confab/confabctl/background-responses", test_background_responses);

@@ -357,6 +357,71 @@ test_deleted_response(Fixture *f, gconstpointer data)
 	}
 }
 
+/* A conversation created by the Conversations API (POST /conversations,
+ * no agent until its first response) is found, described and shown as any
+ * other; one created empty (no title, no message) too, when asked for. */
+static void
+test_conversations_api(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTestResponse) made = confab_test_http(
+	    f->daemon,
+	    "POST",
+	    "/api/v1/conversations",
+	    f->me,
+	    "{\"items\":[{\"role\":\"user\",\"content\":\"Gazpacho from the items\"},"
+	    "{\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
+	    "\"text\":\"A cold soup\"}]},"
+	    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\","
+	    "\"arguments\":\"{}\"}]}");
+	g_autoptr(ConfabTestResponse) empty =
+	    confab_test_http(f->daemon, "POST", "/api/v1/conversations", f->me, "{}");
+	const gchar *id, *empty_id;
+	const gchar *summary = NULL;
+	const gchar *body = NULL;
+
+	g_assert_cmpuint(made->status, ==, 200);
+	g_assert_cmpuint(empty->status, ==, 200);
+	id = confab_test_json_string(made->json, "id");
+	empty_id = confab_test_json_string(empty->json, "id");
+	{
+		g_auto(GStrv) found = initial("gazpacho");
+		g_auto(GStrv) by_answer = initial("cold soup");
+		g_autoptr(GVariant) m = NULL;
+		g_autoptr(GVariant) conv = NULL;
+
+		g_assert_cmpuint(g_strv_length(found), ==, 2);
+		g_assert_true(g_str_has_prefix(found[0], "ask:"));
+		g_assert_cmpstr(found[1], ==, id);
+		g_assert_cmpuint(g_strv_length(by_answer), ==, 2);
+		g_assert_cmpstr(by_answer[1], ==, id);
+		m = metas((const gchar *const *)found);
+		g_assert_cmpuint(g_variant_n_children(m), ==, 2);
+		conv = g_variant_get_child_value(m, 1);
+		g_assert_cmpstr(confab_test_variant_string(conv, "id"), ==, id);
+		g_assert_cmpstr(confab_test_variant_string(conv, "name"),
+				==,
+				"Gazpacho from the items");
+	}
+	{
+		/* the empty one, asked for by id: described, with no title */
+		const gchar *const direct[] = {empty_id, NULL};
+		g_autoptr(GVariant) m = metas(direct);
+		g_autoptr(GVariant) conv = NULL;
+		g_assert_cmpuint(g_variant_n_children(m), ==, 1);
+		conv = g_variant_get_child_value(m, 0);
+		g_assert_cmpstr(confab_test_variant_string(conv, "id"), ==, empty_id);
+		g_assert_nonnull(confab_test_variant_string(conv, "name"));
+	}
+	/* activated: its last answer, though no agent wrote it */
+	activate(id, "gazpacho");
+	notification(f, 0, &summary, &body);
+	g_assert_cmpstr(summary, ==, "Gazpacho from the items");
+	g_assert_cmpstr(body, ==, "A cold soup");
+	activate(empty_id, "x");
+	notification(f, 1, &summary, &body);
+	g_assert_cmpstr(body, ==, "No answer yet.");
+}
+
 static void
 test_default_agent(void)
 {
@@ -454,6 +519,12 @@ main(gint argc, gchar **argv)
 		   NULL,
 		   fixture_setup,
 		   test_deleted_response,
+		   fixture_teardown);
+	g_test_add("/confab/dbus-search/conversations-api",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_conversations_api,
 		   fixture_teardown);
 	g_test_add_func("/confab/dbus-search/default-agent", test_default_agent);
 	g_test_add_func("/confab/dbus-search/no-agent", test_no_agent);

@@ -37,14 +37,29 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
 		ConfabMessage *msg = g_ptr_array_index(request->messages, i);
 		g_autoptr(GPtrArray) shown = NULL;
 
+		g_autoptr(GPtrArray) left = NULL;
+		gboolean emptied = FALSE;
+
 		confab_message_set_id(msg, "msg_01jfuzz0000000000000000001");
-		shown = confab_http_responses_message_items(msg);
+		shown = confab_http_responses_message_items(msg, confab_message_get_id(msg));
 		for (guint j = 0; j < shown->len; j++) {
 			g_autoptr(JsonNode) node =
 			    confab_json_from_string(g_ptr_array_index(shown, j));
 			g_assert_nonnull(node);
 			g_assert_true(JSON_NODE_HOLDS_OBJECT(node));
 		}
+		/* its first item deleted: the others keep their places and ids */
+		g_assert_true(shown->len == 0 ||
+			      confab_http_responses_message_drop_item(msg, 0, &emptied));
+		if (shown->len == 0 || emptied)
+			continue;
+		left = confab_http_responses_message_items(msg, confab_message_get_id(msg));
+		g_assert_cmpuint(left->len, ==, shown->len);
+		g_assert_null(g_ptr_array_index(left, 0));
+		for (guint j = 1; j < left->len; j++)
+			g_assert_cmpstr(g_ptr_array_index(left, j),
+					==,
+					g_ptr_array_index(shown, j));
 	}
 	return 0;
 }

@@ -1305,6 +1305,77 @@ ask(Fixture *f, ConfabTestDaemon *daemon, const gchar *content, gchar **response
 	return json_object_ref(request);
 }
 
+/* A response in a conversation asks; an mcp_approval_response item added
+ * to the conversation decides it then (the same item again is a record),
+ * and the conversation's next response runs the call, once. */
+static void
+test_conversation_item_answers_response(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTestResponse) made = NULL;
+	g_autoptr(ConfabTestResponse) asked = NULL;
+	g_autoptr(ConfabTestResponse) added = NULL;
+	g_autoptr(ConfabTestResponse) again = NULL;
+	g_autoptr(ConfabTestResponse) next = NULL;
+	g_autoptr(ConfabTestResponse) later = NULL;
+	g_autoptr(GPtrArray) requests = NULL;
+	g_autofree gchar *extra = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *decision = NULL;
+	g_autofree gchar *go_on = NULL;
+	g_autofree gchar *written = NULL;
+	const gchar *conversation;
+
+	if (f->daemon == NULL)
+		return;
+	made = confab_test_http(f->daemon, "POST", "/api/v1/conversations", f->token, "{}");
+	g_assert_cmpuint(made->status, ==, 200);
+	conversation = confab_test_json_string(made->json, "id");
+	extra = g_strdup_printf(",\"conversation\":\"%s\"", conversation);
+	body = responses_body(f, "asked in a conversation", extra);
+	asked = respond(f->daemon, f->token, body);
+	g_assert_cmpuint(asked->status, ==, 200);
+	requests = items_of(asked->json, "mcp_approval_request");
+	g_assert_cmpuint(requests->len, ==, 1);
+
+	path = g_strdup_printf("/api/v1/conversations/%s/items", conversation);
+	decision = g_strdup_printf(
+	    "{\"items\":[{\"type\":\"mcp_approval_response\",\"approval_request_id\":\"%s\","
+	    "\"approve\":true}]}",
+	    json_object_get_string_member(g_ptr_array_index(requests, 0), "id"));
+	added = confab_test_http(f->daemon, "POST", path, f->token, decision);
+	g_assert_cmpuint(added->status, ==, 200);
+	/* decided, not run: no turn runs it yet */
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+	{
+		/* POST /approvals finds it decided */
+		g_autofree gchar *direct_path = g_strdup_printf(
+		    "/api/v1/approvals/%s",
+		    json_object_get_string_member(g_ptr_array_index(requests, 0), "id"));
+		g_autoptr(ConfabTestResponse) direct = confab_test_http(f->daemon,
+									"POST",
+									direct_path,
+									f->token,
+									"{\"approve\":false}");
+		g_assert_cmpuint(direct->status, >=, 400);
+	}
+	again = confab_test_http(f->daemon, "POST", path, f->token, decision);
+	g_assert_cmpuint(again->status, ==, 200);
+
+	go_on = g_strdup_printf("{\"model\":\"%s\",\"input\":\"go on\",\"conversation\":\"%s\"}",
+				f->agent,
+				conversation);
+	next = respond(f->daemon, f->token, go_on);
+	g_assert_cmpuint(next->status, ==, 200);
+	g_assert_cmpuint(n_items(next->json, "mcp_call"), ==, 1);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "asked in a conversation");
+	/* once */
+	later = respond(f->daemon, f->token, go_on);
+	g_assert_cmpuint(later->status, ==, 200);
+	g_assert_cmpuint(n_items(later->json, "mcp_call"), ==, 0);
+}
+
 /* Approved: the continuation runs the call (an mcp_call item) and the
  * model answers; the stored responses say the same; the request cannot
  * be answered twice, nor over POST /api/v1/approvals. */
@@ -1725,6 +1796,89 @@ test_responses_across_instances(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(written, ==, "asked on A");
 }
 
+/* The Conversations API (issue 32): an mcp_approval_response item added
+ * to the conversation whose chat completion waits decides that approval
+ * as POST /approvals does, and the turn goes on; while it waits, any
+ * other item is 409 conversation_busy and decides nothing. Once the turn
+ * is over, the same item decides nothing more: a record. */
+static void
+test_conversation_item_decides(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabTestResponse) made = NULL;
+	g_autoptr(ConfabTestResponse) busy = NULL;
+	g_autoptr(ConfabTestResponse) added = NULL;
+	g_autoptr(ConfabTestResponse) again = NULL;
+	g_autoptr(ConfabTestResponse) listed = NULL;
+	g_autoptr(Stream) s = NULL;
+	g_autoptr(JsonObject) request = NULL;
+	g_autoptr(GPtrArray) events =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)json_object_unref);
+	g_autofree gchar *plain = NULL;
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *path = NULL;
+	g_autofree gchar *decision = NULL;
+	g_autofree gchar *mixed = NULL;
+	g_autofree gchar *text = NULL;
+	g_autofree gchar *written = NULL;
+	gboolean approval_event = FALSE;
+
+	if (f->daemon == NULL)
+		return;
+	made = confab_test_http(f->daemon, "POST", "/api/v1/conversations", f->token, "{}");
+	g_assert_cmpuint(made->status, ==, 200);
+	path = g_strdup_printf("/api/v1/conversations/%s/items",
+			       confab_test_json_string(made->json, "id"));
+	plain = write_body(f, TRUE, "from an item");
+	body = g_strdup_printf("%.*s,\"metadata\":{\"session_id\":\"%s\"}}",
+			       (int)strlen(plain) - 1,
+			       plain,
+			       confab_test_json_string(made->json, "id"));
+	s = stream_open(f, body);
+	request = stream_until_event(s, "approval_request");
+	decision = g_strdup_printf("{\"items\":[{\"type\":\"mcp_approval_response\","
+				   "\"approval_request_id\":\"%s\",\"approve\":true,"
+				   "\"reason\":\"go\"}]}",
+				   json_object_get_string_member(request, "id"));
+	/* with another item: busy, and nothing decided */
+	mixed = g_strdup_printf("{\"items\":[{\"type\":\"mcp_approval_response\","
+				"\"approval_request_id\":\"%s\",\"approve\":false},"
+				"{\"role\":\"user\",\"content\":\"meanwhile\"}]}",
+				json_object_get_string_member(request, "id"));
+	busy = confab_test_http(f->daemon, "POST", path, f->token, mixed);
+	confab_test_assert_error(busy, 409, "conversation_busy");
+	g_assert_false(g_file_test(f->file, G_FILE_TEST_EXISTS));
+
+	added = confab_test_http(f->daemon, "POST", path, f->token, decision);
+	g_assert_cmpuint(added->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(added->json, "data.0.type"),
+			==,
+			"mcp_approval_response");
+	g_assert_cmpstr(confab_test_json_string(added->json, "data.0.approval_request_id"),
+			==,
+			json_object_get_string_member(request, "id"));
+	text = stream_rest(s, events);
+	for (guint i = 0; i < events->len; i++) {
+		JsonObject *e = g_ptr_array_index(events, i);
+		if (!g_str_equal(json_object_get_string_member(e, "type"), "approval"))
+			continue;
+		approval_event = TRUE;
+		g_assert_true(json_object_get_boolean_member(e, "approve"));
+		g_assert_cmpstr(json_object_get_string_member(e, "by"), ==, "api");
+	}
+	g_assert_true(approval_event);
+	g_assert_true(g_file_get_contents(f->file, &written, NULL, NULL));
+	g_assert_cmpstr(written, ==, "from an item");
+
+	/* the turn is over: the same item is a record, and decides nothing */
+	again = confab_test_http(f->daemon, "POST", path, f->token, decision);
+	g_assert_cmpuint(again->status, ==, 200);
+	listed = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpuint(listed->status, ==, 200);
+	g_assert_cmpstr(confab_test_json_string(listed->json, "data.0.type"),
+			==,
+			"mcp_approval_response");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1740,6 +1894,7 @@ main(int argc, char **argv)
 		   fixture_teardown)
 	ADD("deny", test_deny, NULL);
 	ADD("approve", test_approve, NULL);
+	ADD("conversation-item-decides", test_conversation_item_decides, NULL);
 	ADD("timeout", test_timeout, "[tools]\napproval_timeout = 1\n");
 	ADD("hang-up-then-decide", test_hang_up_then_decide, NULL);
 	ADD("bad-input", test_bad_input, NULL);
@@ -1759,6 +1914,7 @@ main(int argc, char **argv)
 	ADD("responses-deny-stream", test_responses_deny_stream, NULL);
 	ADD("responses-bad-input", test_responses_bad_input, NULL);
 	ADD("responses-everything", test_responses_everything, NULL);
+	ADD("conversation-item-answers-response", test_conversation_item_answers_response, NULL);
 #undef ADD
 	g_test_add("/confab/approvals/postgres-across-instances",
 		   Fixture,

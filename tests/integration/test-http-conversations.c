@@ -152,6 +152,15 @@ static const gchar *const FIVE_ITEMS =
     "\"arguments\":\"{}\"},"
     "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"found\"}]";
 
+/* a question, and an answer of three items (its text and two calls), one
+ * call's output */
+static const gchar *const ONE_ANSWER =
+    "{\"items\":[{\"role\":\"user\",\"content\":\"q\"},"
+    "{\"role\":\"assistant\",\"content\":\"a\"},"
+    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+    "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"arguments\":\"{}\"},"
+    "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"}]}";
+
 /* ---------- the conversation ---------- */
 
 /* POST, GET, POST (metadata), DELETE; the list shows it with no agent. */
@@ -279,13 +288,7 @@ test_items(Fixture *f, gconstpointer data)
 static void
 test_items_of_one_message(Fixture *f, gconstpointer data)
 {
-	g_autofree gchar *id = create(
-	    f,
-	    "{\"items\":[{\"role\":\"user\",\"content\":\"q\"},"
-	    "{\"role\":\"assistant\",\"content\":\"a\"},"
-	    "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
-	    "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"arguments\":\"{}\"},"
-	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"}]}");
+	g_autofree gchar *id = create(f, ONE_ANSWER);
 	const gchar *const orders[] = {"asc", "desc"};
 	const gchar *const expected[] = {"q|a|call:f|call:g|out:r", "out:r|call:g|call:f|a|q"};
 	g_autofree gchar *second = NULL;
@@ -323,20 +326,188 @@ test_items_of_one_message(Fixture *f, gconstpointer data)
 	{
 		g_autoptr(ConfabTestResponse) item =
 		    call(f, "GET", f->alice, NULL, "/api/v1/conversations/%s/items/%s", id, second);
-		g_autoptr(ConfabTestResponse) gone = call(f,
-							  "DELETE",
-							  f->alice,
-							  NULL,
-							  "/api/v1/conversations/%s/items/%s",
-							  id,
-							  second);
-		g_autofree gchar *left = NULL;
 		g_assert_cmpuint(item->status, ==, 200);
 		g_assert_cmpstr(confab_test_json_string(item->json, "type"), ==, "function_call");
 		g_assert_cmpstr(confab_test_json_string(item->json, "call_id"), ==, "c1");
+	}
+}
+
+/* The ids of a conversation's items, in order, "|"-separated. */
+static gchar *
+list_ids(Fixture *f, const gchar *id)
+{
+	g_autoptr(ConfabTestResponse) r =
+	    call(f, "GET", f->alice, NULL, "/api/v1/conversations/%s/items?order=asc", id);
+	JsonArray *data = json_node_get_array(confab_test_json_get(r->json, "data"));
+	g_autoptr(GString) out = g_string_new(NULL);
+
+	g_assert_cmpuint(r->status, ==, 200);
+	for (guint i = 0; i < json_array_get_length(data); i++)
+		g_string_append_printf(
+		    out,
+		    "%s%s",
+		    i > 0 ? "|" : "",
+		    confab_test_json_string(json_array_get_element(data, i), "id"));
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+static gchar *
+create_upstream_agent(Fixture *f, const gchar *model);
+static gchar *
+last_upstream_messages(Fixture *f);
+
+/* The messages of the upstream's last request (@all holds them). */
+static JsonArray *
+last_upstream_request(Fixture *f, JsonNode **all)
+{
+	JsonArray *requests;
+	JsonNode *last;
+
+	*all = confab_test_fake_upstream_requests(f->up);
+	requests = json_node_get_array(*all);
+	last = json_array_get_element(requests, json_array_get_length(requests) - 1);
+	return json_node_get_array(confab_test_json_get(last, "body.messages"));
+}
+
+/* The calls of the upstream's last request: "id,id|…" per assistant
+ * message with calls. */
+static gchar *
+last_upstream_calls(Fixture *f)
+{
+	g_autoptr(JsonNode) all = NULL;
+	JsonArray *messages = last_upstream_request(f, &all);
+	g_autoptr(GString) out = g_string_new(NULL);
+
+	for (guint i = 0; i < json_array_get_length(messages); i++) {
+		JsonNode *calls =
+		    confab_test_json_get(json_array_get_element(messages, i), "tool_calls");
+		if (calls == NULL || !JSON_NODE_HOLDS_ARRAY(calls))
+			continue;
+		if (out->len > 0)
+			g_string_append_c(out, '|');
+		for (guint c = 0; c < json_array_get_length(json_node_get_array(calls)); c++)
+			g_string_append_printf(
+			    out,
+			    "%s%s",
+			    c > 0 ? "," : "",
+			    confab_test_json_string(
+				json_array_get_element(json_node_get_array(calls), c),
+				"id"));
+	}
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* DELETE the item @item of alice's conversation @id. */
+static ConfabTestResponse *
+delete_item(Fixture *f, const gchar *id, const gchar *item)
+{
+	return call(f, "DELETE", f->alice, NULL, "/api/v1/conversations/%s/items/%s", id, item);
+}
+
+/* The /messages replay of alice's conversation @id, oldest first. */
+static ConfabTestResponse *
+replay_all(Fixture *f, const gchar *id)
+{
+	return call(f, "GET", f->alice, NULL, "/api/v1/conversations/%s/messages?order=asc", id);
+}
+
+/* Deleting one item of a message of several (an answer's text and two
+ * calls) deletes that item only: the others stay listed with their ids,
+ * and are the next response's context, which lacks only that one; the
+ * /messages replay shows the message without it. Its last item left
+ * deletes the message. */
+static void
+test_delete_one_item(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = create_upstream_agent(f, "plain");
+	g_autofree gchar *id = create(f, ONE_ANSWER);
+	g_autofree gchar *ids = list_ids(f, id);
+	g_auto(GStrv) before = g_strsplit(ids, "|", -1);
+	g_autofree gchar *body = NULL;
+	g_autofree gchar *context = NULL;
+	g_autofree gchar *calls = NULL;
+	g_autofree gchar *texts = NULL;
+	g_autofree gchar *ids_after = NULL;
+	g_autofree gchar *expected_ids = NULL;
+
+	g_assert_cmpuint(g_strv_length(before), ==, 5);
+	g_assert_true(g_str_has_suffix(before[3], "_2"));
+	body = g_strdup_printf("{\"model\":\"%s\",\"input\":\"next\",\"conversation\":\"%s\"}",
+			       agent,
+			       id);
+	{
+		/* before: both calls are the model's context */
+		g_autoptr(ConfabTestResponse) r =
+		    call(f, "POST", f->alice, body, "/api/v1/responses");
+		g_assert_cmpuint(r->status, ==, 200);
+		calls = last_upstream_calls(f);
+		g_assert_cmpstr(calls, ==, "c1,c2");
+		g_clear_pointer(&calls, g_free);
+	}
+	{
+		/* the answer's third item, its second call (c2) */
+		g_autoptr(ConfabTestResponse) gone = delete_item(f, id, before[3]);
+		g_autoptr(ConfabTestResponse) again = delete_item(f, id, before[3]);
+		g_autoptr(ConfabTestResponse) get = call(f,
+							 "GET",
+							 f->alice,
+							 NULL,
+							 "/api/v1/conversations/%s/items/%s",
+							 id,
+							 before[3]);
 		g_assert_cmpuint(gone->status, ==, 200);
-		left = list_texts(f, id, "?order=asc");
-		g_assert_cmpstr(left, ==, "q|out:r");
+		g_assert_cmpstr(confab_test_json_string(gone->json, "object"), ==, "conversation");
+		confab_test_assert_error(again, 404, "item_not_found");
+		confab_test_assert_error(get, 404, "item_not_found");
+	}
+	texts = list_texts(f, id, "?order=asc");
+	g_assert_true(g_str_has_prefix(texts, "q|a|call:f|out:r|next|"));
+	ids_after = list_ids(f, id);
+	expected_ids = g_strdup_printf("%s|%s|%s|%s|", before[0], before[1], before[2], before[4]);
+	g_assert_true(g_str_has_prefix(ids_after, expected_ids));
+	{
+		/* the walk a page at a time, both ways, skips it too */
+		g_autofree gchar *one = list_texts(f, id, "?order=desc&limit=2");
+		g_autofree gchar *after = g_strdup_printf("?order=desc&after=%s", before[4]);
+		g_autofree gchar *rest = list_texts(f, id, after);
+		g_assert_cmpstr(rest, ==, "call:f|a|q");
+		g_assert_true(g_str_has_suffix(one, "|next"));
+	}
+	{
+		/* the next response's context lacks c2 only */
+		g_autoptr(ConfabTestResponse) r =
+		    call(f, "POST", f->alice, body, "/api/v1/responses");
+		g_assert_cmpuint(r->status, ==, 200);
+		calls = last_upstream_calls(f);
+		g_assert_cmpstr(calls, ==, "c1");
+		context = last_upstream_messages(f);
+		g_assert_true(g_str_has_prefix(context, "user:q|assistant:a|tool:r|user:next|"));
+	}
+	{
+		/* the replay shows the message without it */
+		g_autoptr(ConfabTestResponse) replay = replay_all(f, id);
+		g_autofree gchar *raw =
+		    g_strndup(g_bytes_get_data(replay->body, NULL), g_bytes_get_size(replay->body));
+		g_assert_cmpuint(replay->status, ==, 200);
+		g_assert_null(strstr(raw, "\"c2\""));
+		g_assert_nonnull(strstr(raw, "\"c1\""));
+		g_assert_nonnull(strstr(raw, "\"deleted\""));
+	}
+	{
+		/* the answer's other items, one by one: the last takes the
+		 * message */
+		const gchar *rest[] = {before[1], before[2]};
+		for (guint i = 0; i < G_N_ELEMENTS(rest); i++) {
+			g_autoptr(ConfabTestResponse) gone = delete_item(f, id, rest[i]);
+			g_assert_cmpuint(gone->status, ==, 200);
+		}
+		g_clear_pointer(&texts, g_free);
+		texts = list_texts(f, id, "?order=asc&limit=3");
+		g_assert_cmpstr(texts, ==, "q|out:r|next");
+	}
+	{
+		g_autoptr(ConfabTestResponse) replay = replay_all(f, id);
+		g_assert_cmpstr(confab_test_json_string(replay->json, "data.1.role"), ==, "tool");
 	}
 }
 
@@ -524,10 +695,8 @@ create_upstream_agent(Fixture *f, const gchar *model)
 static gchar *
 last_upstream_messages(Fixture *f)
 {
-	g_autoptr(JsonNode) all = confab_test_fake_upstream_requests(f->up);
-	JsonArray *requests = json_node_get_array(all);
-	JsonNode *last = json_array_get_element(requests, json_array_get_length(requests) - 1);
-	JsonArray *messages = json_node_get_array(confab_test_json_get(last, "body.messages"));
+	g_autoptr(JsonNode) all = NULL;
+	JsonArray *messages = last_upstream_request(f, &all);
 	g_autoptr(GString) out = g_string_new(NULL);
 
 	g_assert_cmpstr(confab_test_json_string(json_array_get_element(messages, 0), "content"),
@@ -881,6 +1050,7 @@ main(int argc, char **argv)
 	ADD("/confab/conversations/lifecycle", test_conversation_lifecycle);
 	ADD("/confab/conversations/items", test_items);
 	ADD("/confab/conversations/items-of-one-message", test_items_of_one_message);
+	ADD("/confab/conversations/delete-one-item", test_delete_one_item);
 	ADD("/confab/conversations/bad-input", test_bad_input);
 	ADD("/confab/conversations/ownership", test_ownership);
 	ADD("/confab/conversations/both-doors", test_both_doors);

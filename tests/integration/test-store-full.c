@@ -127,6 +127,45 @@ test_stream_turn(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(requests_counted(f), ==, 0);
 }
 
+/* The Conversations API: a conversation created with items, or items
+ * added, too large to store: nothing of it stored (the conversation and
+ * its items are one commit), and the conversation is as it was. */
+static void
+test_conversation_items(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *body = g_strdup_printf("{\"items\":[{\"role\":\"user\","
+						 "\"content\":\"fits\"},{\"role\":\"user\","
+						 "\"content\":\"%s\"}]}",
+						 f->big_text);
+	g_autoptr(ConfabTestResponse) big =
+	    confab_test_http(f->daemon, "POST", "/api/v1/conversations", f->token, body);
+	g_autoptr(ConfabTestResponse) small = NULL;
+	g_autoptr(ConfabTestResponse) added = NULL;
+	g_autoptr(ConfabTestResponse) items = NULL;
+	g_autofree gchar *path = NULL;
+
+	assert_store_unavailable(big);
+	g_assert_cmpuint(conversations(f), ==, 0);
+
+	small = confab_test_http(f->daemon,
+				 "POST",
+				 "/api/v1/conversations",
+				 f->token,
+				 "{\"items\":[{\"role\":\"user\",\"content\":\"fits\"}]}");
+	g_assert_cmpuint(small->status, ==, 200);
+	path = g_strdup_printf("/api/v1/conversations/%s/items",
+			       confab_test_json_string(small->json, "id"));
+	added = confab_test_http(f->daemon, "POST", path, f->token, body);
+	assert_store_unavailable(added);
+	items = confab_test_http(f->daemon, "GET", path, f->token, NULL);
+	g_assert_cmpuint(items->status, ==, 200);
+	g_assert_cmpuint(
+	    json_array_get_length(json_node_get_array(confab_test_json_get(items->json, "data"))),
+	    ==,
+	    1);
+	g_assert_cmpuint(conversations(f), ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -143,6 +182,7 @@ main(int argc, char **argv)
 	g_test_add("/confab/store-full/" name, Fixture, NULL, fixture_setup, func, fixture_teardown)
 	ADD("json-turn", test_json_turn);
 	ADD("stream-turn", test_stream_turn);
+	ADD("conversation-items", test_conversation_items);
 #undef ADD
 	ret = g_test_run();
 	confab_test_finish();

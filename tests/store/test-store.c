@@ -3521,7 +3521,7 @@ create_conversation(Fixture *f, const gchar *agent_id, const gchar *metadata)
 	confab_session_set_created_at(session, 1700000000);
 	confab_session_set_updated_at(session, 1700000000);
 	confab_session_set_metadata(session, metadata);
-	confab_store_create_conversation_async(f->store, session, NULL, on_result, &slot);
+	confab_store_create_conversation_async(f->store, session, NULL, NULL, on_result, &slot);
 	res = wait_for(&slot);
 	g_assert_true(confab_store_create_conversation_finish(f->store, res, &error));
 	g_assert_no_error(error);
@@ -3667,6 +3667,91 @@ test_conversation_items(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(history->len, ==, 999);
 }
 
+/* A conversation created with its first messages is one commit: one
+ * message that cannot be stored (a duplicate id) leaves neither the
+ * conversation nor any message. A message's content replaced (an item of
+ * it deleted) is read back so; another conversation's is not found. */
+static void
+test_conversation_create_with_items(Fixture *f, gconstpointer data)
+{
+	g_autoptr(ConfabSession) session = confab_session_new();
+	g_autoptr(GPtrArray) batch = g_ptr_array_new_with_free_func(g_object_unref);
+	g_autoptr(GPtrArray) history = NULL;
+	g_autoptr(ConfabMessage) read = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *id = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+	g_autofree gchar *other = create_conversation(f, NULL, NULL);
+	GAsyncResult *slot = NULL;
+	const gchar *second;
+
+	confab_session_set_id(session, id);
+	confab_session_set_owner(session, "alice");
+	confab_session_set_agent_id(session, "");
+	confab_session_set_source(session, CONFAB_SESSION_SOURCE_API);
+	confab_session_set_created_at(session, 1700000000);
+	confab_session_set_updated_at(session, 1700000000);
+	for (guint i = 0; i < 3; i++)
+		g_ptr_array_add(batch, make_message(f, id, i % 2 ? "assistant" : "user", "x"));
+	/* the last one fails, after the conversation and the others */
+	confab_message_set_id(g_ptr_array_index(batch, 2),
+			      confab_message_get_id(g_ptr_array_index(batch, 0)));
+	confab_store_create_conversation_async(f->store, session, batch, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_false(confab_store_create_conversation_finish(f->store, res, &error));
+	g_assert_nonnull(error);
+	g_clear_error(&error);
+	g_clear_object(&res);
+	g_assert_null(get_session(f, id, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_CONVERSATION_NOT_FOUND);
+	g_clear_error(&error);
+	history = get_history(f, id);
+	g_assert_cmpuint(history->len, ==, 0);
+	g_clear_pointer(&history, g_ptr_array_unref);
+
+	/* the same, right: all of it */
+	g_ptr_array_set_size(batch, 2);
+	confab_store_create_conversation_async(f->store, session, batch, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_create_conversation_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	g_clear_object(&res);
+	history = get_history(f, id);
+	g_assert_cmpuint(history->len, ==, 2);
+	g_assert_cmpint(confab_message_get_created_at(g_ptr_array_index(history, 1)),
+			==,
+			1700000000);
+
+	second = confab_message_get_id(g_ptr_array_index(batch, 1));
+	confab_store_set_message_content_async(f->store,
+					       id,
+					       second,
+					       "[]",
+					       "[{\"type\":\"deleted\"}]",
+					       NULL,
+					       on_result,
+					       &slot);
+	res = wait_for(&slot);
+	g_assert_true(confab_store_set_message_content_finish(f->store, res, &error));
+	g_assert_no_error(error);
+	g_clear_object(&res);
+	read = get_message(f, id, second, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(confab_message_get_content(read), ==, "[]");
+	g_assert_cmpstr(confab_message_get_content_blocks(read), ==, "[{\"type\":\"deleted\"}]");
+	confab_store_set_message_content_async(f->store,
+					       other,
+					       second,
+					       "[]",
+					       "[]",
+					       NULL,
+					       on_result,
+					       &slot);
+	res = wait_for(&slot);
+	g_assert_false(confab_store_set_message_content_finish(f->store, res, &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_ITEM_NOT_FOUND);
+}
+
 /* Metadata replaced; the agent given once, to a conversation without one. */
 static void
 test_conversation_metadata_and_agent(Fixture *f, gconstpointer data)
@@ -3769,6 +3854,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"response-records", test_response_records},
 	    {"conversation-create", test_conversation_create},
 	    {"conversation-items", test_conversation_items},
+	    {"conversation-create-with-items", test_conversation_create_with_items},
 	    {"conversation-metadata-and-agent", test_conversation_metadata_and_agent},
 	};
 
