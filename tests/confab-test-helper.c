@@ -1500,3 +1500,36 @@ confab_test_raw_open(ConfabTestDaemon *daemon,
 	confab_test_raw_read_until(conn, received, needle);
 	return g_steal_pointer(&conn);
 }
+
+/**
+ * confab_test_routed_start:
+ * @f: where to keep them
+ * @config: confabd's configuration
+ *
+ * Starts a confabd with @config and two fake upstreams (tests/fake-upstream)
+ * for its agents' targets, and makes alice a chat.completions token.
+ */
+void
+confab_test_routed_start(ConfabTestRouted *f, const gchar *config)
+{
+	f->daemon = confab_test_daemon_start(config, NULL);
+	f->a = confab_test_fake_upstream_start();
+	f->b = confab_test_fake_upstream_start();
+	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+}
+
+/**
+ * confab_test_routed_stop:
+ * @f: what confab_test_routed_start() started
+ *
+ * Stops the daemon (it must exit cleanly) and the upstreams.
+ */
+void
+confab_test_routed_stop(ConfabTestRouted *f)
+{
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	confab_test_daemon_free(f->daemon);
+	confab_test_fake_upstream_free(f->a);
+	confab_test_fake_upstream_free(f->b);
+	g_free(f->token);
+}

@@ -189,4 +189,17 @@ guint
 confab_test_fake_upstream_release(ConfabTestFakeUpstream *up);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabTestFakeUpstream, confab_test_fake_upstream_free)
 
+/* a confabd, two fake upstreams for its agents' targets, alice's token */
+typedef struct {
+	ConfabTestDaemon *daemon;
+	ConfabTestFakeUpstream *a;
+	ConfabTestFakeUpstream *b;
+	gchar *token;
+} ConfabTestRouted;
+
+void
+confab_test_routed_start(ConfabTestRouted *f, const gchar *config);
+void
+confab_test_routed_stop(ConfabTestRouted *f);
+
 G_END_DECLS

@@ -26,30 +26,18 @@
 /* a port nobody listens on: connections are refused */
 #define REFUSING_URL "http://127.0.0.1:1/v1"
 
-typedef struct {
-	ConfabTestDaemon *daemon;
-	ConfabTestFakeUpstream *a;
-	ConfabTestFakeUpstream *b;
-	gchar *token;
-} Fixture;
+typedef ConfabTestRouted Fixture;
 
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
-	f->daemon = confab_test_daemon_start(data != NULL ? data : CONFIG, NULL);
-	f->a = confab_test_fake_upstream_start();
-	f->b = confab_test_fake_upstream_start();
-	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+	confab_test_routed_start(f, data != NULL ? data : CONFIG);
 }
 
 static void
 fixture_teardown(Fixture *f, gconstpointer data)
 {
-	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
-	confab_test_daemon_free(f->daemon);
-	confab_test_fake_upstream_free(f->a);
-	confab_test_fake_upstream_free(f->b);
-	g_free(f->token);
+	confab_test_routed_stop(f);
 }
 
 /* An agent whose target "a" is @a_url (or fake a) asking for @a_model

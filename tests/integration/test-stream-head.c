@@ -27,12 +27,7 @@
 #define CONFIG_RETRY   "[upstream]\nmax_retries = 1\n"
 #define CONFIG_WAIT_1  "[upstream]\nmax_retries = 0\n[http]\nstream_head_wait = 1\n"
 
-typedef struct {
-	ConfabTestDaemon *daemon;
-	ConfabTestFakeUpstream *a;
-	ConfabTestFakeUpstream *b;
-	gchar *token;
-} Fixture;
+typedef ConfabTestRouted Fixture;
 
 typedef enum {
 	DOOR_CHAT,
@@ -45,20 +40,13 @@ static const Door doors[] = {DOOR_CHAT, DOOR_RESPONSES, DOOR_BACKGROUND};
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
-	f->daemon = confab_test_daemon_start(data != NULL ? data : CONFIG, NULL);
-	f->a = confab_test_fake_upstream_start();
-	f->b = confab_test_fake_upstream_start();
-	f->token = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
+	confab_test_routed_start(f, data != NULL ? data : CONFIG);
 }
 
 static void
 fixture_teardown(Fixture *f, gconstpointer data)
 {
-	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
-	confab_test_daemon_free(f->daemon);
-	confab_test_fake_upstream_free(f->a);
-	confab_test_fake_upstream_free(f->b);
-	g_free(f->token);
+	confab_test_routed_stop(f);
 }
 
 /* An agent whose one target is fake "a" asking for @model; @first_byte:
