@@ -52,14 +52,15 @@ struct _ConfabTurn {
 	gint64 created;
 	gchar *month; /* owned: the month the request counted in */
 	ConfabQuotaInfo quota;
-	gboolean registered;	 /* counted in the engine's turns in flight */
-	gboolean busy_held;	 /* holds the session */
-	gboolean quota_taken;	 /* counted, the count not yet committed */
-	gboolean parallel_taken; /* one of the owner's turns in flight */
-	gboolean admitted;	 /* the user's messages are committed: a turn served */
-	gboolean commit_first;	 /* commit them before the answer, even without a stream */
-	gchar *new_session_id;	 /* owned, nullable: the id a new session takes */
-	ConfabStoreTurn *record; /* owned: what is still to commit */
+	gboolean registered;	       /* counted in the engine's turns in flight */
+	gboolean busy_held;	       /* holds the session */
+	gboolean quota_taken;	       /* counted, the count not yet committed */
+	gboolean parallel_taken;       /* one of the owner's turns in flight */
+	gboolean token_parallel_taken; /* one of the token's turns in flight */
+	gboolean admitted;	       /* the user's messages are committed: a turn served */
+	gboolean commit_first;	       /* commit them before the answer, even without a stream */
+	gchar *new_session_id;	       /* owned, nullable: the id a new session takes */
+	ConfabStoreTurn *record;       /* owned: what is still to commit */
 
 	const ConfabTurnSink *sink;
 	gpointer sink_data;
@@ -112,6 +113,10 @@ confab_turn_release(ConfabTurn *self)
 	if (self->parallel_taken) {
 		confab_engine_release_parallel(self->engine, self->principal->owner);
 		self->parallel_taken = FALSE;
+	}
+	if (self->token_parallel_taken) {
+		confab_engine_release_parallel(self->engine, self->principal->token_id);
+		self->token_parallel_taken = FALSE;
 	}
 	if (self->busy_held) {
 		confab_store_release_session(self->store, confab_session_get_id(self->session));
@@ -412,6 +417,16 @@ start_commit(ConfabTurn *self, GTask *task)
 	commit(self, self->record, user_side_committed_cb, g_object_ref(task));
 }
 
+/* What an admission holds, once admitted: the month's count (the v1 API
+ * only) and the turns in flight of the owner and the token. */
+static void
+admitted(ConfabTurn *self)
+{
+	self->quota_taken = self->month != NULL;
+	self->parallel_taken = self->quota.parallel_taken;
+	self->token_parallel_taken = self->quota.token_parallel_taken;
+}
+
 static void
 admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -426,41 +441,45 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		start_fail(self, task, error);
 		return;
 	}
-	self->quota_taken = TRUE;
-	self->parallel_taken = self->quota.parallel_taken;
+	admitted(self);
 	start_commit(self, task);
 }
 
-/* The session is this turn's: count the request, on the v1 API only. */
+/*
+ * The session is this turn's: admit it. On the v1 API the request counts
+ * against the owner's month, and the limits of the owner and of its token
+ * hold; a channel's turn (D-Bus Chat.Send: the caller's user is the owner)
+ * counts no month, but the owner's limits hold all the same.
+ */
 static void
 start_admit(ConfabTurn *self, GTask *task)
 {
-	if (self->principal->source != CONFAB_SESSION_SOURCE_API) {
-		start_commit(self, task);
-		return;
-	}
-	self->month = confab_engine_current_month(self->engine);
+	const gchar *token_id = self->principal->token_id;
+
+	if (self->principal->source == CONFAB_SESSION_SOURCE_API)
+		self->month = confab_engine_current_month(self->engine);
 	if (confab_engine_answers_now(self->engine)) {
 		GError *error = NULL;
-		if (!confab_engine_admit_quota_now(self->engine,
-						   self->principal->owner,
-						   self->month,
-						   &self->quota,
-						   &error)) {
+		if (!confab_engine_admit_now(self->engine,
+					     self->principal->owner,
+					     token_id,
+					     self->month,
+					     &self->quota,
+					     &error)) {
 			start_fail(self, task, error);
 			return;
 		}
-		self->quota_taken = TRUE;
-		self->parallel_taken = self->quota.parallel_taken;
+		admitted(self);
 		start_commit(self, task);
 		return;
 	}
-	confab_engine_admit_quota_async(self->engine,
-					self->principal->owner,
-					self->month,
-					NULL,
-					admit_cb,
-					g_object_ref(task));
+	confab_engine_admit_async(self->engine,
+				  self->principal->owner,
+				  token_id,
+				  self->month,
+				  NULL,
+				  admit_cb,
+				  g_object_ref(task));
 }
 
 static void

@@ -163,6 +163,21 @@ confab_store_usage_free(ConfabStoreUsage *usage)
 	g_free(usage);
 }
 
+/**
+ * confab_store_limits_free:
+ *
+ * Frees @limits.
+ */
+void
+confab_store_limits_free(ConfabStoreLimits *limits)
+{
+	if (limits == NULL)
+		return;
+	g_free(limits->kind);
+	g_free(limits->id);
+	g_free(limits);
+}
+
 #define STORE_IFACE(self) CONFAB_STORE_GET_IFACE(self)
 
 /*
@@ -234,6 +249,52 @@ static const ConfabStoreOp op_delete_agent = {
     .missing = CONFAB_ERROR_AGENT_NOT_FOUND,
     .missing_format = "no agent %s",
     .changed = CONFAB_STORE_CHANGE_AGENTS,
+};
+
+#define LIMITS_COLUMNS "kind, id, rpm, tpm, max_parallel, monthly_tokens"
+
+static gpointer
+row_to_limits(ConfabStoreRow *row)
+{
+	ConfabStoreLimits *limits = g_new0(ConfabStoreLimits, 1);
+
+	limits->kind = g_strdup(confab_store_row_text(row, 0));
+	limits->id = g_strdup(confab_store_row_text(row, 1));
+	limits->rpm = (guint64)MAX(confab_store_row_int(row, 2), 0);
+	limits->tpm = (guint64)MAX(confab_store_row_int(row, 3), 0);
+	limits->max_parallel = (guint64)MAX(confab_store_row_int(row, 4), 0);
+	limits->monthly_tokens = (guint64)MAX(confab_store_row_int(row, 5), 0);
+	return limits;
+}
+
+static const ConfabStoreOp op_load_limits = {
+    .what = "loading limits",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " LIMITS_COLUMNS " FROM limits ORDER BY kind, id",
+    .map = row_to_limits,
+    .free = (GDestroyNotify)confab_store_limits_free,
+    .changed = -1,
+};
+
+/* $3…$6: a value below 0 leaves the one stored as it is */
+static const ConfabStoreOp op_set_limits = {
+    .what = "storing limits",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO limits (" LIMITS_COLUMNS ", updated_at) "
+	   "VALUES ($1, $2, "
+	   "CASE WHEN CAST($3 AS bigint) < 0 THEN 0 ELSE $3 END, "
+	   "CASE WHEN CAST($4 AS bigint) < 0 THEN 0 ELSE $4 END, "
+	   "CASE WHEN CAST($5 AS bigint) < 0 THEN 0 ELSE $5 END, "
+	   "CASE WHEN CAST($6 AS bigint) < 0 THEN 0 ELSE $6 END, $7) "
+	   "ON CONFLICT (kind, id) DO UPDATE SET "
+	   "rpm = CASE WHEN CAST($3 AS bigint) < 0 THEN limits.rpm ELSE $3 END, "
+	   "tpm = CASE WHEN CAST($4 AS bigint) < 0 THEN limits.tpm ELSE $4 END, "
+	   "max_parallel = CASE WHEN CAST($5 AS bigint) < 0 THEN limits.max_parallel "
+	   "ELSE $5 END, "
+	   "monthly_tokens = CASE WHEN CAST($6 AS bigint) < 0 THEN limits.monthly_tokens "
+	   "ELSE $6 END, "
+	   "updated_at = $7",
+    .changed = CONFAB_STORE_CHANGE_LIMITS,
 };
 
 static const ConfabStoreOp op_save_token = {
@@ -682,6 +743,86 @@ confab_store_load_tokens_async(ConfabStore *self,
 }
 
 /**
+ * confab_store_load_limits_async:
+ * @self: a #ConfabStore
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with every owner's and token's own limits
+ * @user_data: data for @callback
+ *
+ * Reads the limits set with confab_store_set_limits_async().
+ */
+void
+confab_store_load_limits_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  confab_store_call_new(&op_load_limits),
+		  confab_store_load_limits_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_load_limits_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabStoreLimits): the limits,
+ *   by kind and id
+ */
+GPtrArray *
+confab_store_load_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_set_limits_async:
+ * @self: a #ConfabStore
+ * @kind: `owner` or `token`
+ * @id: the owner's name or the token's id
+ * @values: rpm, tpm, max_parallel and monthly_tokens, in this order: 0
+ *   removes one, a value below 0 leaves it as it is
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once stored
+ * @user_data: data for @callback
+ *
+ * Stores an owner's or a token's own limits, in one statement.
+ */
+void
+confab_store_set_limits_async(ConfabStore *self,
+			      const gchar *kind,
+			      const gchar *id,
+			      const gint64 values[4],
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	ConfabStoreCall *call = confab_store_call_new(&op_set_limits);
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	confab_store_call_add_text(call, kind);
+	confab_store_call_add_text(call, id);
+	for (guint i = 0; i < 4; i++)
+		confab_store_call_add_int(call, values[i]);
+	confab_store_call_add_int(call, g_get_real_time() / G_USEC_PER_SEC);
+	store_run(self, call, confab_store_set_limits_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_set_limits_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_set_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
  * confab_store_load_tokens_finish:
  *
  * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
@@ -1017,6 +1158,41 @@ confab_store_usage_set_rate(ConfabStoreUsage *usage,
 }
 
 /**
+ * confab_store_usage_set_token_rate:
+ * @usage: the usage of an admission, its owner's rate already set
+ * @rpm: the token's requests per minute; 0 for none
+ * @tat: the token's rate's theoretical arrival time after the admission
+ * @now: the store's clock when it was decided
+ * @admitted: whether the token's rate admitted it
+ *
+ * Keeps in @usage's rate members the tighter of the owner's rate and the
+ * token's: the one that refused, else the one with fewer requests left.
+ */
+void
+confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
+				  guint64 rpm,
+				  gint64 tat,
+				  gint64 now,
+				  gboolean admitted)
+{
+	ConfabStoreUsage token = {0};
+
+	if (rpm == 0)
+		return;
+	confab_store_usage_set_rate(&token, rpm, tat, now, admitted);
+	/* the owner's refusal (of its rate or its turns in flight) stands */
+	if (usage->rate_limited)
+		return;
+	if (usage->rpm == 0 || token.rate_limited || token.rate_remaining < usage->rate_remaining) {
+		usage->rpm = token.rpm;
+		usage->rate_limited = token.rate_limited;
+		usage->rate_remaining = token.rate_remaining;
+		usage->rate_reset_ms = token.rate_reset_ms;
+		usage->retry_after_ms = token.retry_after_ms;
+	}
+}
+
+/**
  * confab_store_admit_quota_async:
  * @self: a #ConfabStore
  * @owner: the owner
@@ -1052,16 +1228,40 @@ confab_store_admit_quota_async(ConfabStore *self,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data)
 {
+	ConfabStoreAdmission admission = {
+	    .owner = owner,
+	    .month = month,
+	    .default_limit = default_limit,
+	    .rpm = rpm,
+	    .max_parallel = max_parallel,
+	};
+
+	confab_store_admit_async(self, &admission, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_admit_async:
+ * @self: a #ConfabStore
+ * @admission: what to check: the owner's limits, and the token's (copied)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the verdict
+ * @user_data: data for @callback
+ *
+ * confab_store_admit_quota_async() with a token's limits beside the
+ * owner's, each checked and moved in the same atomic step; finish with
+ * confab_store_admit_quota_finish(). A token's turn in flight
+ * (usage->token_parallel_taken) is given back with
+ * confab_store_release_parallel() on the token's id.
+ */
+void
+confab_store_admit_async(ConfabStore *self,
+			 const ConfabStoreAdmission *admission,
+			 GCancellable *cancellable,
+			 GAsyncReadyCallback callback,
+			 gpointer user_data)
+{
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->admit_quota(self,
-				       owner,
-				       month,
-				       default_limit,
-				       rpm,
-				       max_parallel,
-				       cancellable,
-				       callback,
-				       user_data);
+	STORE_IFACE(self)->admit_quota(self, admission, cancellable, callback, user_data);
 }
 
 /**
@@ -1135,9 +1335,30 @@ confab_store_admit_quota_now(ConfabStore *self,
 			     guint64 rpm,
 			     guint64 max_parallel)
 {
+	ConfabStoreAdmission admission = {
+	    .owner = owner,
+	    .month = month,
+	    .default_limit = default_limit,
+	    .rpm = rpm,
+	    .max_parallel = max_parallel,
+	};
+
+	return confab_store_admit_now(self, &admission);
+}
+
+/**
+ * confab_store_admit_now:
+ *
+ * confab_store_admit_async(), answered at once; only where
+ * confab_store_answers_now().
+ *
+ * Returns: (transfer full): the usage, with whether it was admitted
+ */
+ConfabStoreUsage *
+confab_store_admit_now(ConfabStore *self, const ConfabStoreAdmission *admission)
+{
 	g_return_val_if_fail(confab_store_answers_now(self), NULL);
-	return STORE_IFACE(self)
-	    ->admit_quota_now(self, owner, month, default_limit, rpm, max_parallel);
+	return STORE_IFACE(self)->admit_quota_now(self, admission);
 }
 
 /**

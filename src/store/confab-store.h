@@ -139,6 +139,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
  *   (also sets @rate_limited)
  * @parallel_taken: a turn's slot was taken, to be given back with
  *   confab_store_release_parallel() (also when the month refused it)
+ * @token_parallel_taken: a turn's slot of the token's was taken, to be
+ *   given back with confab_store_release_parallel() on the token's id
+ *
+ * The rate members (@rpm, @rate_remaining, @rate_reset_ms,
+ * @retry_after_ms) describe the tighter of the owner's and the token's
+ * rates: the one that refused, else the one with fewer requests left.
  *
  * An owner's quota and use, as the store sees them.
  */
@@ -157,10 +163,63 @@ typedef struct {
 	guint64 max_parallel;
 	gboolean parallel_limited;
 	gboolean parallel_taken;
+	gboolean token_parallel_taken;
 } ConfabStoreUsage;
 
 void
 confab_store_usage_free(ConfabStoreUsage *usage);
+
+/**
+ * ConfabStoreAdmission:
+ * @owner: whose request
+ * @month: the month to count it in, `YYYY-MM`; %NULL: the month is not
+ *   counted (D-Bus Chat.Send: the monthly quota is the v1 API's), only
+ *   the rates and turns in flight hold
+ * @default_limit: the quota of owners without one of their own; 0 for none
+ * @rpm: the owner's requests per minute (its own, else `[quota]`'s); 0 for none
+ * @max_parallel: the owner's turns in flight at most; 0 for none
+ * @token_id: (nullable): the token the request came with
+ * @token_rpm: the token's own requests per minute; 0 for none
+ * @token_max_parallel: the token's own turns in flight at most; 0 for none
+ *
+ * What one admission checks: the owner's limits and the token's, each
+ * kept on its own (a token's rate is its own bucket), so that the tighter
+ * holds.
+ */
+typedef struct {
+	const gchar *owner;
+	const gchar *month;
+	guint64 default_limit;
+	guint64 rpm;
+	guint64 max_parallel;
+	const gchar *token_id;
+	guint64 token_rpm;
+	guint64 token_max_parallel;
+} ConfabStoreAdmission;
+
+/**
+ * ConfabStoreLimits:
+ * @kind: `owner` or `token`
+ * @id: the owner's name, or the token's id (`tok_…`)
+ * @rpm: requests per minute; 0 for none
+ * @tpm: tokens per minute; 0 for none
+ * @max_parallel: turns in flight at most; 0 for none
+ * @monthly_tokens: tokens a month; 0 for none
+ *
+ * An owner's or a token's own limits, as stored (issue 30).
+ */
+typedef struct {
+	gchar *kind;
+	gchar *id;
+	guint64 rpm;
+	guint64 tpm;
+	guint64 max_parallel;
+	guint64 monthly_tokens;
+} ConfabStoreLimits;
+
+void
+confab_store_limits_free(ConfabStoreLimits *limits);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreLimits, confab_store_limits_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreUsage, confab_store_usage_free)
 
 /**
@@ -191,6 +250,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreSearchHit, confab_store_search_hit_free
  * @CONFAB_STORE_CHANGE_TOKENS: tokens were created or revoked
  * @CONFAB_STORE_CHANGE_QUOTAS: a quota was set
  * @CONFAB_STORE_CHANGE_ALL: anything may have changed (after a reconnect)
+ * @CONFAB_STORE_CHANGE_LIMITS: an owner's or a token's limits were set
  *
  * What ConfabStore::changed says.
  */
@@ -199,6 +259,7 @@ typedef enum {
 	CONFAB_STORE_CHANGE_TOKENS,
 	CONFAB_STORE_CHANGE_QUOTAS,
 	CONFAB_STORE_CHANGE_ALL,
+	CONFAB_STORE_CHANGE_LIMITS,
 } ConfabStoreChange;
 
 #define CONFAB_TYPE_STORE (confab_store_get_type())
@@ -256,11 +317,7 @@ struct _ConfabStoreInterface {
 
 	/* turns */
 	void (*admit_quota)(ConfabStore *self,
-			    const gchar *owner,
-			    const gchar *month,
-			    guint64 default_limit,
-			    guint64 rpm,
-			    guint64 max_parallel,
+			    const ConfabStoreAdmission *admission,
 			    GCancellable *cancellable,
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
@@ -313,11 +370,7 @@ struct _ConfabStoreInterface {
 	 * at once, by a store that keeps their answers in memory (a turn
 	 * saves a task and a main-loop round each) */
 	ConfabStoreUsage *(*admit_quota_now)(ConfabStore *self,
-					     const gchar *owner,
-					     const gchar *month,
-					     guint64 default_limit,
-					     guint64 rpm,
-					     guint64 max_parallel);
+					     const ConfabStoreAdmission *admission);
 	gboolean (*acquire_session_now)(ConfabStore *self, const gchar *session_id, GError **error);
 };
 
@@ -400,6 +453,37 @@ confab_store_usage_set_rate(ConfabStoreUsage *usage,
 			    gint64 tat,
 			    gint64 now,
 			    gboolean admitted);
+void
+confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
+				  guint64 rpm,
+				  gint64 tat,
+				  gint64 now,
+				  gboolean admitted);
+void
+confab_store_admit_async(ConfabStore *self,
+			 const ConfabStoreAdmission *admission,
+			 GCancellable *cancellable,
+			 GAsyncReadyCallback callback,
+			 gpointer user_data);
+ConfabStoreUsage *
+confab_store_admit_now(ConfabStore *self, const ConfabStoreAdmission *admission);
+void
+confab_store_load_limits_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+GPtrArray *
+confab_store_load_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_set_limits_async(ConfabStore *self,
+			      const gchar *kind,
+			      const gchar *id,
+			      const gint64 values[4],
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
+gboolean
+confab_store_set_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_admit_quota_async(ConfabStore *self,
 			       const gchar *owner,

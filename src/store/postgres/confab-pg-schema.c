@@ -566,6 +566,25 @@
 	"  RETURN cardinality(dead); "                                                             \
 	"END $$;"
 
+/*
+ * v11 (limits per owner and per token, issue 30): an owner's or a token's
+ * own limits, 0 where it has none. Every instance keeps them in memory,
+ * reloaded when one of them sets some (NOTIFY). A token's row of rates and
+ * its parallel_holds are keyed by its id (tok_…) in the owner column, so
+ * confab_reap() gives them back as it does an owner's.
+ */
+#define MIGRATE_V11_LIMITS                                                                         \
+	"CREATE TABLE limits ("                                                                    \
+	"  kind text COLLATE \"C\" NOT NULL,"                                                      \
+	"  id text COLLATE \"C\" NOT NULL,"                                                        \
+	"  rpm bigint NOT NULL DEFAULT 0,"                                                         \
+	"  tpm bigint NOT NULL DEFAULT 0,"                                                         \
+	"  max_parallel bigint NOT NULL DEFAULT 0,"                                                \
+	"  monthly_tokens bigint NOT NULL DEFAULT 0,"                                              \
+	"  updated_at bigint NOT NULL DEFAULT 0,"                                                  \
+	"  PRIMARY KEY (kind, id)"                                                                 \
+	");"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -578,6 +597,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V8_TARGETS,
     MIGRATE_V9_ELICITATIONS,
     MIGRATE_V10_RATES,
+    MIGRATE_V11_LIMITS,
 };
 
 typedef enum {

@@ -604,6 +604,28 @@ migrate_v12_elicitations(Conn *conn, GError **error)
 }
 
 /*
+ * v13 (limits, issue 30): an owner's or a token's own limits, each 0 when
+ * it has none (the owner's then fall back to `[quota]`). The engine keeps
+ * them in memory and gives the ones that apply to each admission.
+ */
+static gboolean
+migrate_v13_limits(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE limits ("
+			 "  kind TEXT NOT NULL,"
+			 "  id TEXT NOT NULL,"
+			 "  rpm INTEGER NOT NULL DEFAULT 0,"
+			 "  tpm INTEGER NOT NULL DEFAULT 0,"
+			 "  max_parallel INTEGER NOT NULL DEFAULT 0,"
+			 "  monthly_tokens INTEGER NOT NULL DEFAULT 0,"
+			 "  updated_at INTEGER NOT NULL DEFAULT 0,"
+			 "  PRIMARY KEY (kind, id)"
+			 ") STRICT;",
+			 error);
+}
+
+/*
  * v8 (approvals asked by a response, issue 22): the Responses API's
  * approval requests end their response; the response that asked is kept,
  * so that only its continuation decides them, and no timeout does.
@@ -766,7 +788,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 11:
 		if (!migrate_v12_elicitations(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 12: migrate_v13() here */
+		/* fall through */
+	case 12:
+		if (!migrate_v13_limits(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 13: migrate_v14() here */
 	default:
 		break;
 	}
@@ -1733,61 +1759,119 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 	g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
 }
 
-/* called with the lock held: the rate of @usage's owner, GCRA */
-static gboolean
-admit_rate(ConfabStoreSqlite *self, ConfabStoreUsage *usage, guint64 rpm)
+/* called with the lock held: GCRA's arrival time of @key (an owner, or a
+ * token's id) */
+static gint64 *
+rate_of(ConfabStoreSqlite *self, const gchar *key)
 {
-	gint64 now = g_get_monotonic_time();
-	gint64 *tat = g_hash_table_lookup(self->rates, usage->owner);
-	gboolean admitted;
+	gint64 *tat = g_hash_table_lookup(self->rates, key);
 
 	if (tat == NULL) {
 		tat = g_new0(gint64, 1);
-		g_hash_table_insert(self->rates, g_strdup(usage->owner), tat);
+		g_hash_table_insert(self->rates, g_strdup(key), tat);
 	}
-	admitted = confab_store_rate_admit(tat, now, rpm);
-	confab_store_usage_set_rate(usage, rpm, *tat, now, admitted);
-	return admitted;
+	return tat;
 }
 
-static ConfabStoreUsage *
-confab_store_sqlite_admit_quota_now(ConfabStore *store,
-				    const gchar *owner,
-				    const gchar *month,
-				    guint64 default_limit,
-				    guint64 rpm,
-				    guint64 max_parallel)
+/* called with the lock held: the owner's rate and the token's, GCRA; each
+ * moves on only when both admit */
+static gboolean
+admit_rates(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreAdmission *a)
 {
-	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	ConfabStoreUsage *usage = usage_of(self, owner, month, default_limit);
-	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, owner));
+	gint64 now = g_get_monotonic_time();
+	gint64 *owner_tat = a->rpm > 0 ? rate_of(self, a->owner) : NULL;
+	gint64 *token_tat = a->token_id != NULL && a->token_rpm > 0 ? rate_of(self, a->token_id)
+								    : NULL;
+	gint64 owner_next = owner_tat != NULL ? *owner_tat : 0;
+	gint64 token_next = token_tat != NULL ? *token_tat : 0;
+	gboolean owner_ok = owner_tat == NULL || confab_store_rate_admit(&owner_next, now, a->rpm);
+	gboolean token_ok =
+	    token_tat == NULL || confab_store_rate_admit(&token_next, now, a->token_rpm);
 
-	/* one critical section: the month, the turns in flight, the rate;
-	 * what refuses first costs nothing of what follows */
-	usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
-	usage->max_parallel = max_parallel;
-	if (usage->admitted && max_parallel > 0 && flying >= max_parallel) {
-		usage->admitted = FALSE;
+	if (owner_ok && token_ok) {
+		if (owner_tat != NULL)
+			*owner_tat = owner_next;
+		if (token_tat != NULL)
+			*token_tat = token_next;
+	}
+	if (owner_tat != NULL)
+		confab_store_usage_set_rate(usage, a->rpm, owner_next, now, owner_ok);
+	if (token_tat != NULL)
+		confab_store_usage_set_token_rate(usage, a->token_rpm, token_next, now, token_ok);
+	return owner_ok && token_ok;
+}
+
+/* called with the lock held: whether the owner's turns in flight, and the
+ * token's, leave room for one more */
+static gboolean
+admit_parallel(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreAdmission *a)
+{
+	guint owner = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, a->owner));
+	guint token = a->token_id != NULL
+			  ? GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, a->token_id))
+			  : 0;
+
+	usage->max_parallel = a->max_parallel;
+	if (a->max_parallel > 0 && owner >= a->max_parallel) {
 		usage->parallel_limited = TRUE;
+	} else if (a->token_id != NULL && a->token_max_parallel > 0 &&
+		   token >= a->token_max_parallel) {
+		usage->max_parallel = a->token_max_parallel;
+		usage->parallel_limited = TRUE;
+	}
+	if (usage->parallel_limited) {
 		usage->rate_limited = TRUE;
 		usage->retry_after_ms = 1000;
 	}
-	if (usage->admitted && rpm > 0)
-		usage->admitted = admit_rate(self, usage, rpm);
-	if (usage->admitted) {
-		guint64 *used = g_hash_table_lookup(self->usage, owner);
+	return !usage->parallel_limited;
+}
+
+/* called with the lock held: one more turn in flight for @key */
+static void
+fly(ConfabStoreSqlite *self, const gchar *key)
+{
+	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, key));
+
+	g_hash_table_insert(self->flying, g_strdup(key), GUINT_TO_POINTER(flying + 1));
+}
+
+static ConfabStoreUsage *
+confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmission *a)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	ConfabStoreUsage *usage = NULL;
+
+	if (a->month != NULL) {
+		usage = usage_of(self, a->owner, a->month, a->default_limit);
+	} else {
+		usage = g_new0(ConfabStoreUsage, 1);
+		usage->owner = g_strdup(a->owner);
+	}
+	/* one critical section: the month, the turns in flight, the rates;
+	 * what refuses first costs nothing of what follows */
+	usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
+	if (usage->admitted)
+		usage->admitted = admit_parallel(self, usage, a);
+	if (usage->admitted)
+		usage->admitted = admit_rates(self, usage, a);
+	if (!usage->admitted)
+		return usage;
+	if (a->month != NULL) {
+		guint64 *used = g_hash_table_lookup(self->usage, a->owner);
 		if (used == NULL)
-			g_hash_table_insert(self->usage, g_strdup(owner), uint64_new(1));
+			g_hash_table_insert(self->usage, g_strdup(a->owner), uint64_new(1));
 		else
 			(*used)++;
 		usage->requests++;
-		if (max_parallel > 0) {
-			g_hash_table_insert(self->flying,
-					    g_strdup(owner),
-					    GUINT_TO_POINTER(flying + 1));
-			usage->parallel_taken = TRUE;
-		}
+	}
+	if (a->max_parallel > 0) {
+		fly(self, a->owner);
+		usage->parallel_taken = TRUE;
+	}
+	if (a->token_id != NULL && a->token_max_parallel > 0) {
+		fly(self, a->token_id);
+		usage->token_parallel_taken = TRUE;
 	}
 	return usage;
 }
@@ -1807,11 +1891,7 @@ confab_store_sqlite_release_parallel(ConfabStore *store, const gchar *owner)
 
 static void
 confab_store_sqlite_admit_quota(ConfabStore *store,
-				const gchar *owner,
-				const gchar *month,
-				guint64 default_limit,
-				guint64 rpm,
-				guint64 max_parallel,
+				const ConfabStoreAdmission *admission,
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
@@ -1820,12 +1900,7 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 
 	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
 	g_task_return_pointer(task,
-			      confab_store_sqlite_admit_quota_now(store,
-								  owner,
-								  month,
-								  default_limit,
-								  rpm,
-								  max_parallel),
+			      confab_store_sqlite_admit_quota_now(store, admission),
 			      (GDestroyNotify)confab_store_usage_free);
 }
 
