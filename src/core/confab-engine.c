@@ -2075,6 +2075,100 @@ confab_engine_admit_quota_finish(ConfabEngine *self,
 	return g_task_propagate_boolean(G_TASK(result), error);
 }
 
+/* ---------- tokens ---------- */
+
+/**
+ * confab_engine_tokens_init:
+ * @self: a #ConfabEngine
+ * @tokens: (out caller-allocates): the budgets of @owner and @token_id
+ * @owner: the owner
+ * @token_id: (nullable): its token
+ * @month: the month, `YYYY-MM`
+ *
+ * The token budgets a model call counts against: the owner's own, else
+ * `[quota]`'s; the token's own.
+ *
+ * Returns: whether any budget applies (else there is nothing to count)
+ */
+gboolean
+confab_engine_tokens_init(ConfabEngine *self,
+			  ConfabStoreTokens *tokens,
+			  const gchar *owner,
+			  const gchar *token_id,
+			  const gchar *month)
+{
+	g_autoptr(GRWLockReaderLocker) locker = NULL;
+	ConfabStoreLimits *own, *token;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
+	*tokens = (ConfabStoreTokens){
+	    .owner = owner,
+	    .token_id = token_id,
+	    .month = month,
+	    .tpm = self->config->default_tpm,
+	    .monthly = self->config->default_monthly_tokens,
+	};
+	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
+	if (g_hash_table_size(self->limits) > 0) {
+		g_autofree gchar *owner_key = limits_key("owner", owner);
+		own = g_hash_table_lookup(self->limits, owner_key);
+		if (own != NULL) {
+			tokens->tpm = own->tpm > 0 ? own->tpm : tokens->tpm;
+			tokens->monthly = own->monthly_tokens > 0 ? own->monthly_tokens
+								  : tokens->monthly;
+		}
+		if (token_id != NULL) {
+			g_autofree gchar *token_key = limits_key("token", token_id);
+			token = g_hash_table_lookup(self->limits, token_key);
+			if (token != NULL) {
+				tokens->token_tpm = token->tpm;
+				tokens->token_monthly = token->monthly_tokens;
+			}
+		}
+	}
+	return tokens->tpm > 0 || tokens->monthly > 0 || tokens->token_tpm > 0 ||
+	       tokens->token_monthly > 0;
+}
+
+/**
+ * confab_engine_tokens_verdict:
+ * @verdict: a reservation's verdict
+ * @info: (inout): the turn's limits, to which the tokens' rate is added
+ * @error: return location for a #GError
+ *
+ * Returns: whether the tokens were reserved; else @error is
+ *   CONFAB_ERROR_RATE_LIMITED (tokens per minute) or
+ *   CONFAB_ERROR_QUOTA_EXCEEDED (tokens per month)
+ */
+gboolean
+confab_engine_tokens_verdict(const ConfabStoreTokenVerdict *verdict,
+			     ConfabQuotaInfo *info,
+			     GError **error)
+{
+	info->tpm = verdict->tpm;
+	info->tpm_remaining = verdict->tpm_remaining;
+	info->tpm_reset_ms = verdict->tpm_reset_ms;
+	if (verdict->admitted)
+		return TRUE;
+	if (verdict->monthly_spent) {
+		confab_error_set(error,
+				 CONFAB_ERROR_QUOTA_EXCEEDED,
+				 NULL,
+				 "You exceeded your monthly token budget; it resets at the "
+				 "start of next month (UTC)");
+		return FALSE;
+	}
+	info->retry_after_ms = verdict->retry_after_ms;
+	confab_error_set_printf(error,
+				CONFAB_ERROR_RATE_LIMITED,
+				NULL,
+				"Rate limit reached: %" G_GUINT64_FORMAT
+				" tokens per minute; retry in %" G_GINT64_FORMAT " ms",
+				verdict->tpm,
+				verdict->retry_after_ms);
+	return FALSE;
+}
+
 /* ---------- limits ---------- */
 
 static gboolean

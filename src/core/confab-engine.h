@@ -49,6 +49,11 @@ G_BEGIN_DECLS
  *   confab_engine_release_parallel() when the turn ends
  * @token_parallel_taken: the admitted turn holds one of its token's slots:
  *   give it back with confab_engine_release_parallel() on the token's id
+ * @tpm: tokens a minute (the tighter of the owner's and the token's); 0
+ *   when unlimited
+ * @tpm_remaining: tokens the rate would take at once after the first
+ *   call's reservation
+ * @tpm_reset_ms: milliseconds until the tokens' rate is whole again
  * @token_id: private
  */
 typedef struct {
@@ -61,6 +66,9 @@ typedef struct {
 	gint64 retry_after_ms;
 	gboolean parallel_taken;
 	gboolean token_parallel_taken;
+	guint64 tpm;
+	guint64 tpm_remaining;
+	gint64 tpm_reset_ms;
 	gchar *token_id;
 } ConfabQuotaInfo;
 
@@ -240,6 +248,18 @@ confab_engine_admit_now(ConfabEngine *self,
 			const gchar *month,
 			ConfabQuotaInfo *info,
 			GError **error);
+
+/* tokens */
+gboolean
+confab_engine_tokens_init(ConfabEngine *self,
+			  ConfabStoreTokens *tokens,
+			  const gchar *owner,
+			  const gchar *token_id,
+			  const gchar *month);
+gboolean
+confab_engine_tokens_verdict(const ConfabStoreTokenVerdict *verdict,
+			     ConfabQuotaInfo *info,
+			     GError **error);
 
 /* limits */
 ConfabStoreLimits *

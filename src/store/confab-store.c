@@ -7,6 +7,8 @@
 
 #include "config.h"
 
+#include <math.h>
+
 #include "store/confab-store-call.h"
 #include "store/confab-store.h"
 #include "util/confab-error.h"
@@ -1157,6 +1159,92 @@ confab_store_usage_set_rate(ConfabStoreUsage *usage,
 	}
 }
 
+/* tokens per minute: a bucket of @tpm tokens, whole again in a minute */
+#define TOKEN_WINDOW (60 * G_USEC_PER_SEC)
+
+/**
+ * confab_store_token_cost:
+ * @tokens: tokens; below 0 for tokens given back
+ * @tpm: tokens per minute, above 0
+ *
+ * Returns: what @tokens cost of a GCRA arrival time, in microseconds: a
+ *   whole minute for @tpm tokens (rounded up, or down for tokens given
+ *   back, so that rounding never lets more through)
+ */
+gint64
+confab_store_token_cost(gint64 tokens, guint64 tpm)
+{
+	gdouble cost = (gdouble)tokens * (gdouble)TOKEN_WINDOW / (gdouble)MAX(tpm, 1);
+
+	return tokens >= 0 ? (gint64)ceil(cost) : (gint64)floor(cost);
+}
+
+/**
+ * confab_store_token_rate_take:
+ * @tat: (inout): the rate's theoretical arrival time, microseconds; 0 when
+ *   never used
+ * @now: the store's clock, microseconds
+ * @tpm: tokens per minute, above 0
+ * @tokens: tokens to take (below 0: to give back)
+ * @force: take them even when they do not fit (a settlement, a later call
+ *   of an admitted turn)
+ *
+ * GCRA weighted by tokens: the bucket holds @tpm tokens and refills
+ * continuously; tokens are taken when, once taken, at most a minute of
+ * arrival time is owed. Given back, they move the arrival time back, never
+ * before @now (a full bucket stays full).
+ *
+ * Returns: whether they were taken (@tat moved)
+ */
+gboolean
+confab_store_token_rate_take(gint64 *tat, gint64 now, guint64 tpm, gint64 tokens, gboolean force)
+{
+	gint64 from = MAX(*tat, now);
+	gint64 next = from + confab_store_token_cost(tokens, tpm);
+
+	if (!force && tokens > 0 && next - now > TOKEN_WINDOW)
+		return FALSE;
+	*tat = MAX(next, now);
+	return TRUE;
+}
+
+/**
+ * confab_store_token_verdict_set_rate:
+ * @verdict: a verdict
+ * @tpm: tokens per minute; 0 for none
+ * @tat: the arrival time after the decision
+ * @now: the store's clock
+ * @tokens: the tokens asked for
+ * @admitted: whether this rate took them
+ *
+ * Keeps in @verdict the tighter rate: the one that refused, else the one
+ * with fewer tokens left.
+ */
+void
+confab_store_token_verdict_set_rate(ConfabStoreTokenVerdict *verdict,
+				    guint64 tpm,
+				    gint64 tat,
+				    gint64 now,
+				    gint64 tokens,
+				    gboolean admitted)
+{
+	gint64 ahead = MAX(tat - now, 0);
+	gint64 left = MAX(TOKEN_WINDOW - ahead, 0);
+	guint64 remaining = (guint64)((gdouble)left * (gdouble)tpm / TOKEN_WINDOW);
+
+	if (tpm == 0 || (verdict->tpm > 0 && verdict->retry_after_ms > 0))
+		return;
+	if (verdict->tpm > 0 && admitted && remaining >= verdict->tpm_remaining)
+		return;
+	verdict->tpm = tpm;
+	verdict->tpm_remaining = admitted ? remaining : 0;
+	verdict->tpm_reset_ms = (ahead + 999) / 1000;
+	if (!admitted)
+		verdict->retry_after_ms =
+		    MAX((ahead + confab_store_token_cost(tokens, tpm) - TOKEN_WINDOW + 999) / 1000,
+			1);
+}
+
 /**
  * confab_store_usage_set_token_rate:
  * @usage: the usage of an admission, its owner's rate already set
@@ -1237,6 +1325,67 @@ confab_store_admit_quota_async(ConfabStore *self,
 	};
 
 	confab_store_admit_async(self, &admission, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_take_tokens_async:
+ * @self: a #ConfabStore
+ * @tokens: the tokens and the budgets they count against (copied)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the verdict
+ * @user_data: data for @callback
+ *
+ * Reserves tokens before a model call, or settles a reservation against
+ * the usage the upstream reported, against the tokens per minute and the
+ * month's tokens of the owner and of its token, in one atomic step. Unless
+ * forced, the tokens are taken only if every budget holds them; refused,
+ * nothing is taken of the owner's, and at most the token's rate was moved.
+ */
+void
+confab_store_take_tokens_async(ConfabStore *self,
+			       const ConfabStoreTokens *tokens,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->take_tokens(self, tokens, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_take_tokens_finish:
+ * @verdict: (out): what was decided
+ *
+ * Returns: %FALSE with @error when the store failed
+ */
+gboolean
+confab_store_take_tokens_finish(ConfabStore *self,
+				GAsyncResult *result,
+				ConfabStoreTokenVerdict *verdict,
+				GError **error)
+{
+	g_autofree ConfabStoreTokenVerdict *answer = NULL;
+
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	answer = g_task_propagate_pointer(G_TASK(result), error);
+	if (answer == NULL)
+		return FALSE;
+	*verdict = *answer;
+	return TRUE;
+}
+
+/**
+ * confab_store_take_tokens_now:
+ *
+ * confab_store_take_tokens_async(), answered at once; only where
+ * confab_store_answers_now().
+ *
+ * Returns: the verdict
+ */
+ConfabStoreTokenVerdict
+confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens)
+{
+	return STORE_IFACE(self)->take_tokens_now(self, tokens);
 }
 
 /**

@@ -198,6 +198,71 @@ typedef struct {
 } ConfabStoreAdmission;
 
 /**
+ * ConfabStoreTokens:
+ * @owner: whose model call
+ * @token_id: (nullable): the token its turn came with
+ * @month: the month its tokens count in, `YYYY-MM`
+ * @tpm: the owner's tokens per minute (its own, else `[quota]`'s); 0 for none
+ * @monthly: the owner's tokens per month; 0 for none
+ * @token_tpm: the token's own tokens per minute; 0 for none
+ * @token_monthly: the token's own tokens per month; 0 for none
+ * @tokens: tokens taken: a reservation (above 0), or a settlement's
+ *   difference (the reported usage less the reservation; below 0 gives
+ *   back)
+ * @force: never refuse: a later call of an admitted turn, or a settlement
+ *
+ * One reservation or settlement of tokens against the budgets of an owner
+ * and of its token (issue 30): a continuous tokens-per-minute bucket
+ * (GCRA weighted by the tokens) and a month's count, each kept per owner
+ * and per token.
+ */
+typedef struct {
+	const gchar *owner;
+	const gchar *token_id;
+	const gchar *month;
+	guint64 tpm;
+	guint64 monthly;
+	guint64 token_tpm;
+	guint64 token_monthly;
+	gint64 tokens;
+	gboolean force;
+} ConfabStoreTokens;
+
+/**
+ * ConfabStoreTokenVerdict:
+ * @admitted: whether the tokens were taken (always, with @force)
+ * @monthly_spent: refused because a month's budget cannot hold them
+ * @tpm: the tokens per minute the headers describe (the tighter of the
+ *   owner's and the token's, or the one that refused); 0 for none
+ * @tpm_remaining: tokens the rate would take at once now
+ * @tpm_reset_ms: milliseconds until the rate is whole again
+ * @retry_after_ms: when refused for the rate: milliseconds until the tokens
+ *   would fit
+ *
+ * What confab_store_take_tokens_async() decided.
+ */
+typedef struct {
+	gboolean admitted;
+	gboolean monthly_spent;
+	guint64 tpm;
+	guint64 tpm_remaining;
+	gint64 tpm_reset_ms;
+	gint64 retry_after_ms;
+} ConfabStoreTokenVerdict;
+
+gint64
+confab_store_token_cost(gint64 tokens, guint64 tpm);
+gboolean
+confab_store_token_rate_take(gint64 *tat, gint64 now, guint64 tpm, gint64 tokens, gboolean force);
+void
+confab_store_token_verdict_set_rate(ConfabStoreTokenVerdict *verdict,
+				    guint64 tpm,
+				    gint64 tat,
+				    gint64 now,
+				    gint64 tokens,
+				    gboolean admitted);
+
+/**
  * ConfabStoreLimits:
  * @kind: `owner` or `token`
  * @id: the owner's name, or the token's id (`tok_…`)
@@ -372,6 +437,16 @@ struct _ConfabStoreInterface {
 	ConfabStoreUsage *(*admit_quota_now)(ConfabStore *self,
 					     const ConfabStoreAdmission *admission);
 	gboolean (*acquire_session_now)(ConfabStore *self, const gchar *session_id, GError **error);
+
+	/* tokens: reservations and settlements (issue 30); take_tokens_now
+	 * with the *_now pair above */
+	void (*take_tokens)(ConfabStore *self,
+			    const ConfabStoreTokens *tokens,
+			    GCancellable *cancellable,
+			    GAsyncReadyCallback callback,
+			    gpointer user_data);
+	ConfabStoreTokenVerdict (*take_tokens_now)(ConfabStore *self,
+						   const ConfabStoreTokens *tokens);
 };
 
 void
@@ -459,6 +534,19 @@ confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
 				  gint64 tat,
 				  gint64 now,
 				  gboolean admitted);
+void
+confab_store_take_tokens_async(ConfabStore *self,
+			       const ConfabStoreTokens *tokens,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+gboolean
+confab_store_take_tokens_finish(ConfabStore *self,
+				GAsyncResult *result,
+				ConfabStoreTokenVerdict *verdict,
+				GError **error);
+ConfabStoreTokenVerdict
+confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens);
 void
 confab_store_admit_async(ConfabStore *self,
 			 const ConfabStoreAdmission *admission,

@@ -478,6 +478,191 @@ test_restart(void)
 	confab_test_rm_rf(state);
 }
 
+/* ---------- tokens ---------- */
+
+static GVariant *
+limits_tokens(guint64 tpm, guint64 monthly)
+{
+	GVariantDict dict;
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "tpm", "t", tpm);
+	g_variant_dict_insert(&dict, "monthly_tokens", "t", monthly);
+	return g_variant_dict_end(&dict);
+}
+
+/* a new conversation saying "hi" with max_tokens @max: it reserves
+ * HI_INPUT tokens for its input (a quarter of the bytes of its content as
+ * stored, [{"type":"text","text":"hi"}], plus four) and @max */
+static ConfabTestResponse *
+hi(ConfabTestDaemon *daemon, const gchar *token, const gchar *agent, gint64 max)
+{
+	g_autofree gchar *body = g_strdup_printf(
+	    "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+	    "\"max_tokens\":%" G_GINT64_FORMAT "}",
+	    agent,
+	    max);
+	return confab_test_http(daemon, "POST", "/api/v1/chat/completions", token, body);
+}
+
+#define HI_INPUT ((29 + 16 + 3) / 4)
+
+/* "1m0s", "59.998s", "20ms": OpenAI's (Go's) durations */
+static gboolean
+is_duration(const gchar *value)
+{
+	return value != NULL &&
+	       g_regex_match_simple("^(\\d+h)?(\\d+m)?\\d+(\\.\\d{1,3})?s$|^\\d+ms$", value, 0, 0);
+}
+
+/* tokens per minute: a call that cannot fit is refused; one that fits has
+ * the x-ratelimit-*-tokens headers */
+static void
+test_tpm(Fixture *f, gconstpointer data)
+{
+	set_limits(f->daemon, "token", f->alice_id, limits_tokens(100, 0));
+	{
+		/* 12 + 200 tokens never fit a bucket of 100 */
+		g_autoptr(ConfabTestResponse) r = hi(f->daemon, f->alice, f->agent, 200);
+		confab_test_assert_error(r, 429, "rate_limit_exceeded");
+		g_assert_cmpstr(header(r, "x-should-retry"), ==, "true");
+		g_assert_cmpuint(header_u64(r, "retry-after-ms"), >=, 1);
+		g_assert_nonnull(header(r, "Retry-After"));
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-tokens"), ==, 0);
+		g_assert_true(is_duration(header(r, "x-ratelimit-reset-tokens")));
+	}
+	{
+		/* the Responses door: max_output_tokens */
+		g_autofree gchar *body =
+		    g_strdup_printf("{\"model\":\"%s\",\"input\":\"hi\",\"max_output_tokens\":500}",
+				    f->agent);
+		g_autoptr(ConfabTestResponse) r =
+		    confab_test_http(f->daemon, "POST", "/api/v1/responses", f->alice, body);
+		confab_test_assert_error(r, 429, "rate_limit_exceeded");
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
+	}
+	{
+		/* 12 + 20 fit: 68 of 100 left, or more (the bucket refills) */
+		g_autoptr(ConfabTestResponse) r = hi(f->daemon, f->alice, f->agent, 20);
+		guint64 remaining;
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
+		remaining = header_u64(r, "x-ratelimit-remaining-tokens");
+		g_assert_cmpuint(remaining, >=, 100 - HI_INPUT - 20);
+		g_assert_cmpuint(remaining, <=, 100);
+		g_assert_true(is_duration(header(r, "x-ratelimit-reset-tokens")));
+	}
+	/* the owner's other token has no such rate: no tokens headers */
+	{
+		g_autoptr(ConfabTestResponse) r = hi(f->daemon, f->alice2, f->agent, 200);
+		g_assert_cmpuint(r->status, ==, 200);
+		g_assert_null(header(r, "x-ratelimit-limit-tokens"));
+	}
+}
+
+static gint64
+total_tokens(ConfabTestResponse *r)
+{
+	JsonNode *node = confab_test_json_get(r->json, "usage.total_tokens");
+	g_assert_nonnull(node);
+	return json_node_get_int(node);
+}
+
+/* a month's budget: what is left after @used tokens of @budget is exactly
+ * what a new "hi" may reserve: one token more is refused. Returns the
+ * tokens the one admitted used (settled: the rest was given back). */
+static gint64
+assert_budget_left(ConfabTestDaemon *daemon,
+		   const gchar *token,
+		   const gchar *agent,
+		   gint64 budget,
+		   gint64 used)
+{
+	gint64 fits = budget - used - HI_INPUT;
+	g_autoptr(ConfabTestResponse) over = NULL;
+	g_autoptr(ConfabTestResponse) ok = NULL;
+
+	g_assert_cmpint(fits, >, 0);
+	over = hi(daemon, token, agent, fits + 1);
+	confab_test_assert_error(over, 429, "insufficient_quota");
+	g_assert_cmpstr(header(over, "x-should-retry"), ==, "false");
+	ok = hi(daemon, token, agent, fits);
+	g_assert_cmpuint(ok->status, ==, 200);
+	return total_tokens(ok);
+}
+
+static gchar *
+tool_agent(ConfabTestDaemon *daemon)
+{
+	g_autofree gchar *servers =
+	    g_strdup_printf("{\"mcpServers\":{\"fake\":{\"command\":\"%s\"}}}",
+			    g_getenv("CONFAB_FAKE_MCP"));
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "hands");
+	g_variant_dict_insert(&dict, "provider", "s", "echo");
+	g_variant_dict_insert(&dict, "mcp_servers", "s", servers);
+	return confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+}
+
+/* a month's tokens: a turn of the agent loop (two model calls) reserves
+ * each call and settles it to what was used; a restart keeps the count;
+ * the budget spent refuses with insufficient_quota; a token's own budget */
+static void
+test_monthly_tokens(void)
+{
+	const gint64 budget = 5000;
+	g_autofree gchar *state = confab_test_make_tmpdir("limits-tokens");
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start_full(state, NULL, NULL);
+	g_autofree gchar *agent = tool_agent(daemon);
+	g_autofree gchar *token_id = NULL;
+	g_autofree gchar *token =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, &token_id);
+	g_autofree gchar *body = NULL;
+	g_autoptr(ConfabTestResponse) loop = NULL;
+	gint64 used;
+
+	set_limits(daemon, "owner", "alice", limits_tokens(0, budget));
+	/* two calls: the tool call, then the answer after its result; each
+	 * reserved 1024 for its answer, far more than it used */
+	body = g_strdup_printf("{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":"
+			       "\"/tool fake__echo {\\\"text\\\":\\\"hello from a tool\\\"}\"}]}",
+			       agent);
+	loop = confab_test_http(daemon, "POST", "/api/v1/chat/completions", token, body);
+	g_assert_cmpuint(loop->status, ==, 200);
+	used = total_tokens(loop);
+	g_assert_cmpint(used, >, 0);
+	g_assert_cmpint(used, <, 200);
+	/* settled: the reservations' rest came back, exactly */
+	used += assert_budget_left(daemon, token, agent, budget, used);
+
+	/* a restart keeps the count */
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	g_clear_pointer(&daemon, confab_test_daemon_free);
+	daemon = confab_test_daemon_start_full(state, NULL, NULL);
+	used += assert_budget_left(daemon, token, agent, budget, used);
+	/* spent: insufficient_quota, not to be retried */
+	set_limits(daemon, "owner", "alice", limits_tokens(0, (guint64)used));
+	{
+		g_autoptr(ConfabTestResponse) r = hi(daemon, token, agent, 1);
+		confab_test_assert_error(r, 429, "insufficient_quota");
+		g_assert_cmpstr(header(r, "x-should-retry"), ==, "false");
+		g_assert_null(header(r, "Retry-After"));
+	}
+	/* the token's own budget holds too, the tighter */
+	set_limits(daemon, "owner", "alice", limits_tokens(0, 0));
+	set_limits(daemon, "token", token_id, limits_tokens(0, 30));
+	{
+		g_autoptr(ConfabTestResponse) r = hi(daemon, token, agent, 30);
+		confab_test_assert_error(r, 429, "insufficient_quota");
+	}
+	assert_budget_left(daemon, token, agent, 30, 0);
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	g_clear_pointer(&daemon, confab_test_daemon_free);
+	confab_test_rm_rf(state);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -515,6 +700,8 @@ main(int argc, char **argv)
 		   test_chat_send,
 		   fixture_teardown);
 	g_test_add_func("/confab/limits/restart", test_restart);
+	g_test_add("/confab/limits/tpm", Fixture, NULL, fixture_setup, test_tpm, fixture_teardown);
+	g_test_add_func("/confab/limits/monthly-tokens", test_monthly_tokens);
 	ret = g_test_run();
 	confab_test_finish();
 	return ret;

@@ -728,6 +728,8 @@ static void
 release_later(ConfabStorePostgres *self, gboolean is_hold, const gchar *id, const gchar *lease);
 static gboolean
 wait_for_releases(ConfabStorePostgres *self, Op *op);
+static void
+releases_over(ConfabStorePostgres *self);
 
 /* the "month" under which holds_push() keeps an owner's parallel_holds
  * (a month is YYYY-MM: never this) */
@@ -1011,6 +1013,125 @@ confab_store_postgres_admit_quota(ConfabStore *store,
 		 (GDestroyNotify)usage_query_free,
 		 FALSE,
 		 confab_store_postgres_admit_quota,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* ---------- tokens: reservations and settlements ---------- */
+
+typedef struct {
+	gchar *owner;
+	gchar *token_id;
+	gchar *month;
+	ConfabStoreTokens tokens; /* its strings: the ones above */
+} TokensQuery;
+
+static void
+tokens_query_free(TokensQuery *query)
+{
+	g_free(query->owner);
+	g_free(query->token_id);
+	g_free(query->month);
+	g_free(query);
+}
+
+static void
+tokens_taken(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	TokensQuery *query = op->data;
+	const ConfabStoreTokens *t = &query->tokens;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+	ConfabStoreTokenVerdict *verdict;
+	guint64 tpm[2] = {t->token_id != NULL ? t->token_tpm : 0, t->tpm};
+	gint64 now;
+
+	if (t->force)
+		releases_over(op->self);
+	if (res == NULL) {
+		op_return_error(op, store_error(g_steal_pointer(&error), "counting tokens"));
+		return;
+	}
+	verdict = g_new0(ConfabStoreTokenVerdict, 1);
+	verdict->admitted = column_bool(res, 0, 0);
+	verdict->monthly_spent = column_bool(res, 0, 1);
+	now = column_int(res, 0, 6);
+	/* the owner's rate first, the token's then, as SQLite's verdicts */
+	for (gint i = 1; i >= 0; i--) {
+		gint64 tat = column_int(res, 0, 2 + 2 * i);
+		gint64 next = tat;
+		gboolean ok;
+
+		if (tpm[i] == 0)
+			continue;
+		ok = verdict->admitted ||
+		     confab_store_token_rate_take(&next, now, tpm[i], t->tokens, t->force);
+		confab_store_token_verdict_set_rate(verdict, tpm[i], tat, now, t->tokens, ok);
+	}
+	op_return_pointer(op, verdict, g_free);
+}
+
+static void
+run_take_tokens(ConfabStorePostgres *self, Op *op)
+{
+	TokensQuery *query = op->data;
+	const ConfabStoreTokens *t = &query->tokens;
+	g_autoptr(GPtrArray) p = NULL;
+	guint64 token_tpm = t->token_id != NULL ? t->token_tpm : 0;
+
+	/* a reservation sees the settlements given before it, as in a store
+	 * that keeps them in memory */
+	if (!t->force && wait_for_releases(self, op))
+		return;
+	p = params_new();
+	params_add(p, t->token_id != NULL ? t->token_id : "");
+	params_add_int(p, (gint64)MIN(token_tpm, (guint64)G_MAXINT32));
+	params_add_int(p, token_tpm > 0 ? confab_store_token_cost(t->tokens, token_tpm) : 0);
+	params_add_int(p,
+		       t->token_id != NULL ? (gint64)MIN(t->token_monthly, (guint64)G_MAXINT64)
+					   : 0);
+	params_add(p, t->owner);
+	params_add_int(p, (gint64)MIN(t->tpm, (guint64)G_MAXINT32));
+	params_add_int(p, t->tpm > 0 ? confab_store_token_cost(t->tokens, t->tpm) : 0);
+	params_add_int(p, (gint64)MIN(t->monthly, (guint64)G_MAXINT64));
+	params_add(p, t->month);
+	params_add_int(p, t->tokens);
+	params_add(p, t->force ? "true" : "false");
+	op_query(op,
+		 "SELECT ok, spent, t1, u1, t2, u2, now FROM confab_take_tokens($1, $2, $3, $4, "
+		 "$5, $6, $7, $8, $9, $10, $11)",
+		 p,
+		 tokens_taken);
+}
+
+static void
+confab_store_postgres_take_tokens(ConfabStore *store,
+				  const ConfabStoreTokens *tokens,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	TokensQuery *query = g_new0(TokensQuery, 1);
+
+	query->owner = g_strdup(tokens->owner);
+	query->token_id = g_strdup(tokens->token_id);
+	query->month = g_strdup(tokens->month);
+	query->tokens = *tokens;
+	query->tokens.owner = query->owner;
+	query->tokens.token_id = query->token_id;
+	query->tokens.month = query->month;
+	/* a settlement is waited for by the reservations after it (and by
+	 * admissions, which wait the same way for releases) */
+	if (tokens->force && !g_atomic_int_get(&CONFAB_STORE_POSTGRES(store)->closed))
+		CONFAB_STORE_POSTGRES(store)->releasing++;
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_take_tokens,
+		 query,
+		 (GDestroyNotify)tokens_query_free,
+		 FALSE,
+		 confab_store_postgres_take_tokens,
 		 cancellable,
 		 callback,
 		 user_data);
@@ -2358,6 +2479,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 {
 	iface->run = confab_store_postgres_run;
 	iface->set_quota = confab_store_postgres_set_quota;
+	iface->take_tokens = confab_store_postgres_take_tokens;
 	iface->search_sessions = confab_store_postgres_search_sessions;
 	iface->get_usage = confab_store_postgres_get_usage;
 	iface->list_usage = confab_store_postgres_list_usage;

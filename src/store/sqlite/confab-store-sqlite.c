@@ -97,13 +97,15 @@ struct _ConfabStoreSqlite {
 	guint last_batch;  /* writer thread only: the jobs of the last batch */
 	gint search_index; /* atomic: full-text search kept (the default) */
 
-	GMutex lock;	    /* guards what follows */
-	GHashTable *quotas; /* owned: owner -> guint64*, the owners' own quotas */
-	GHashTable *usage;  /* owned: owner -> guint64*, requests in usage_month */
-	gchar *usage_month; /* owned: YYYY-MM */
-	GHashTable *rates;  /* owned: owner -> gint64*, GCRA's arrival time (monotonic) */
-	GHashTable *flying; /* owned: owner -> its turns in flight (admitted, not ended) */
-	GHashTable *busy;   /* owned: session ids with a turn running */
+	GMutex lock;		  /* guards what follows */
+	GHashTable *quotas;	  /* owned: owner -> guint64*, the owners' own quotas */
+	GHashTable *usage;	  /* owned: owner -> guint64*, requests in usage_month */
+	gchar *usage_month;	  /* owned: YYYY-MM */
+	GHashTable *rates;	  /* owned: owner -> gint64*, GCRA's arrival time (monotonic) */
+	GHashTable *flying;	  /* owned: owner -> its turns in flight (admitted, not ended) */
+	GHashTable *token_rates;  /* owned: owner or token id -> gint64*, tokens' GCRA */
+	GHashTable *month_tokens; /* owned: owner or token id -> guint64*, in usage_month */
+	GHashTable *busy;	  /* owned: session ids with a turn running */
 };
 
 static void
@@ -621,6 +623,12 @@ migrate_v13_limits(Conn *conn, GError **error)
 			 "  monthly_tokens INTEGER NOT NULL DEFAULT 0,"
 			 "  updated_at INTEGER NOT NULL DEFAULT 0,"
 			 "  PRIMARY KEY (kind, id)"
+			 ") STRICT;"
+			 "CREATE TABLE token_usage ("
+			 "  key TEXT NOT NULL,"
+			 "  month TEXT NOT NULL,"
+			 "  tokens INTEGER NOT NULL DEFAULT 0,"
+			 "  PRIMARY KEY (key, month)"
 			 ") STRICT;",
 			 error);
 }
@@ -1667,6 +1675,7 @@ roll_month(ConfabStoreSqlite *self, const gchar *month)
 	g_free(self->usage_month);
 	self->usage_month = g_strdup(month);
 	g_hash_table_remove_all(self->usage);
+	g_hash_table_remove_all(self->month_tokens);
 }
 
 /* called with the lock held */
@@ -1874,6 +1883,164 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmissi
 		usage->token_parallel_taken = TRUE;
 	}
 	return usage;
+}
+
+/* ---------- tokens: reservations and settlements, in memory ---------- */
+
+typedef struct {
+	gchar *key;
+	gchar *month;
+	guint64 tokens;
+} TokenCount;
+
+static void
+token_count_free(TokenCount *count)
+{
+	g_free(count->key);
+	g_free(count->month);
+	g_free(count);
+}
+
+static gboolean
+write_token_count(Conn *conn, gpointer data, GError **error)
+{
+	TokenCount *count = data;
+	g_autoptr(ConfabCachedStmt) stmt = NULL;
+
+	stmt = conn_prepare(conn,
+			    "INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
+			    "ON CONFLICT (key, month) DO UPDATE SET tokens = ?3",
+			    error);
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, count->key);
+	bind_text(stmt, 2, count->month);
+	sqlite3_bind_int64(stmt, 3, (gint64)MIN(count->tokens, (guint64)G_MAXINT64));
+	return stmt_step_done(conn, stmt, error);
+}
+
+/* called with the lock held: a month's tokens of @key, and whether @tokens
+ * more fit in @limit (always when forced; given back, never below 0) */
+static gboolean
+month_take(ConfabStoreSqlite *self,
+	   const gchar *key,
+	   guint64 limit,
+	   gint64 tokens,
+	   gboolean force,
+	   gboolean apply)
+{
+	guint64 *used = g_hash_table_lookup(self->month_tokens, key);
+	guint64 before = used != NULL ? *used : 0;
+	guint64 after = tokens >= 0 ? before + (guint64)tokens
+				    : before - MIN(before, (guint64)-tokens);
+
+	if (!force && tokens > 0 && after > limit)
+		return FALSE;
+	if (!apply)
+		return TRUE;
+	if (used == NULL)
+		g_hash_table_insert(self->month_tokens, g_strdup(key), uint64_new(after));
+	else
+		*used = after;
+	return TRUE;
+}
+
+/* called with the lock held: the month's count of @key goes to the disk, in
+ * the order the counts changed (one writer, one queue) */
+static void
+month_write(ConfabStoreSqlite *self, const gchar *key)
+{
+	guint64 *used = g_hash_table_lookup(self->month_tokens, key);
+	TokenCount *count = g_new0(TokenCount, 1);
+
+	count->key = g_strdup(key);
+	count->month = g_strdup(self->usage_month);
+	count->tokens = used != NULL ? *used : 0;
+	writer_push(self,
+		    write_token_count,
+		    count,
+		    (GDestroyNotify)token_count_free,
+		    month_write,
+		    NULL,
+		    NULL,
+		    NULL);
+}
+
+/* called with the lock held: the tokens' rate of @key */
+static gint64 *
+token_rate_of(ConfabStoreSqlite *self, const gchar *key)
+{
+	gint64 *tat = g_hash_table_lookup(self->token_rates, key);
+
+	if (tat == NULL) {
+		tat = g_new0(gint64, 1);
+		g_hash_table_insert(self->token_rates, g_strdup(key), tat);
+	}
+	return tat;
+}
+
+static ConfabStoreTokenVerdict
+confab_store_sqlite_take_tokens_now(ConfabStore *store, const ConfabStoreTokens *t)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	ConfabStoreTokenVerdict verdict = {0};
+	const gchar *keys[2] = {t->owner, t->token_id};
+	guint64 tpm[2] = {t->tpm, t->token_id != NULL ? t->token_tpm : 0};
+	guint64 monthly[2] = {t->monthly, t->token_id != NULL ? t->token_monthly : 0};
+	gint64 now = g_get_monotonic_time();
+	gint64 next[2] = {0, 0};
+	gboolean rate_ok[2] = {TRUE, TRUE};
+
+	roll_month(self, t->month);
+	/* every budget first, then every change: all or nothing */
+	for (guint i = 0; i < 2; i++) {
+		if (monthly[i] > 0 &&
+		    !month_take(self, keys[i], monthly[i], t->tokens, t->force, FALSE))
+			verdict.monthly_spent = TRUE;
+		if (tpm[i] > 0) {
+			next[i] = *token_rate_of(self, keys[i]);
+			rate_ok[i] = confab_store_token_rate_take(&next[i],
+								  now,
+								  tpm[i],
+								  t->tokens,
+								  t->force);
+		}
+	}
+	verdict.admitted = !verdict.monthly_spent && rate_ok[0] && rate_ok[1];
+	for (guint i = 0; i < 2; i++) {
+		if (tpm[i] > 0) {
+			if (verdict.admitted)
+				*token_rate_of(self, keys[i]) = next[i];
+			confab_store_token_verdict_set_rate(
+			    &verdict,
+			    tpm[i],
+			    verdict.admitted ? next[i] : *token_rate_of(self, keys[i]),
+			    now,
+			    t->tokens,
+			    rate_ok[i]);
+		}
+		if (verdict.admitted && monthly[i] > 0) {
+			month_take(self, keys[i], monthly[i], t->tokens, TRUE, TRUE);
+			month_write(self, keys[i]);
+		}
+	}
+	return verdict;
+}
+
+static void
+confab_store_sqlite_take_tokens(ConfabStore *store,
+				const ConfabStoreTokens *tokens,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
+	ConfabStoreTokenVerdict *verdict = g_new(ConfabStoreTokenVerdict, 1);
+
+	g_task_set_source_tag(task, confab_store_sqlite_take_tokens);
+	*verdict = confab_store_sqlite_take_tokens_now(store, tokens);
+	g_task_return_pointer(task, verdict, g_free);
 }
 
 static void
@@ -2986,6 +3153,8 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->release_parallel = confab_store_sqlite_release_parallel;
 	iface->acquire_session = confab_store_sqlite_acquire_session;
 	iface->admit_quota_now = confab_store_sqlite_admit_quota_now;
+	iface->take_tokens = confab_store_sqlite_take_tokens;
+	iface->take_tokens_now = confab_store_sqlite_take_tokens_now;
 	iface->acquire_session_now = confab_store_sqlite_acquire_session_now;
 	iface->release_session = confab_store_sqlite_release_session;
 	iface->session_is_running = confab_store_sqlite_session_is_running;
@@ -3013,6 +3182,8 @@ confab_store_sqlite_finalize(GObject *object)
 	g_clear_pointer(&self->usage, g_hash_table_unref);
 	g_clear_pointer(&self->rates, g_hash_table_unref);
 	g_clear_pointer(&self->flying, g_hash_table_unref);
+	g_clear_pointer(&self->token_rates, g_hash_table_unref);
+	g_clear_pointer(&self->month_tokens, g_hash_table_unref);
 	g_clear_pointer(&self->busy, g_hash_table_unref);
 	g_free(self->usage_month);
 	g_mutex_clear(&self->lock);
@@ -3038,6 +3209,7 @@ confab_store_sqlite_init(ConfabStoreSqlite *self)
 	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	self->flying = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->token_rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_mutex_init(&self->lock);
 }
 
@@ -3058,7 +3230,14 @@ load_counts(ConfabStoreSqlite *self, GError **error)
 					"SELECT owner, requests FROM usage WHERE month = ?1",
 					self->usage_month,
 					error);
-	return self->usage != NULL;
+	if (self->usage == NULL)
+		return FALSE;
+	self->month_tokens =
+	    load_owner_counts(self->writer,
+			      "SELECT key, tokens FROM token_usage WHERE month = ?1",
+			      self->usage_month,
+			      error);
+	return self->month_tokens != NULL;
 }
 
 /* SQLite creates the -wal and -shm files with the mode of the database,
