@@ -67,6 +67,7 @@ struct _ConfabTurn {
 	gint64 reserved;	 /* the open reservation of the current model call */
 	gint64 output_guess;	 /* the tokens reserved for a call's answer */
 	gint64 last_total;	 /* the last call's usage, for the next one's estimate */
+	gint64 tokens_used;	 /* every settled call's, committed with the answer */
 	ConfabStoreTurn *record; /* owned: what is still to commit */
 
 	const ConfabTurnSink *sink;
@@ -525,6 +526,7 @@ meter_call_end(gpointer user_data, gint64 prompt_tokens, gint64 completion_token
 							    : self->reserved;
 	take_tokens(self, used - self->reserved);
 	self->last_total = used;
+	self->tokens_used += used;
 	self->reserved = 0;
 }
 
@@ -1219,6 +1221,12 @@ commit_answer(ConfabTurn *self, GTask *task)
 	if (record->session == NULL)
 		record->session = g_object_ref(self->session);
 	record->assistant = build_assistant_message(self);
+	if (self->tokens_apply && self->tokens_used != 0) {
+		record->tokens_owner = g_strdup(self->principal->owner);
+		record->tokens_token_id = g_strdup(self->principal->token_id);
+		record->tokens_month = g_strdup(self->token_month);
+		record->tokens = self->tokens_used;
+	}
 	commit(self, record, answer_committed_cb, task);
 }
 

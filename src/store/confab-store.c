@@ -126,6 +126,10 @@ confab_store_turn_copy(const ConfabStoreTurn *turn)
 		g_ptr_array_add(copy->messages, g_object_ref(g_ptr_array_index(turn->messages, i)));
 	copy->usage_owner = g_strdup(turn->usage_owner);
 	copy->usage_month = g_strdup(turn->usage_month);
+	copy->tokens_owner = g_strdup(turn->tokens_owner);
+	copy->tokens_token_id = g_strdup(turn->tokens_token_id);
+	copy->tokens_month = g_strdup(turn->tokens_month);
+	copy->tokens = turn->tokens;
 	copy->assistant = turn->assistant != NULL ? g_object_ref(turn->assistant) : NULL;
 	copy->unfinished = turn->unfinished != NULL ? g_object_ref(turn->unfinished) : NULL;
 	return copy;
@@ -146,6 +150,9 @@ confab_store_turn_free(ConfabStoreTurn *turn)
 	g_ptr_array_unref(turn->messages);
 	g_free(turn->usage_owner);
 	g_free(turn->usage_month);
+	g_free(turn->tokens_owner);
+	g_free(turn->tokens_token_id);
+	g_free(turn->tokens_month);
 	g_clear_object(&turn->assistant);
 	g_clear_object(&turn->unfinished);
 	g_free(turn);

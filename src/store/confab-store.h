@@ -97,7 +97,11 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreMessageQuery, confab_store_message_q
  *
  * What a turn writes, in one transaction: a JSON turn writes both sides at
  * once; a stream writes the user's side before its first byte and the
- * answer at its end.
+ * answer at its end. With the answer, where a token budget applies,
+ * @tokens (what the turn's model calls used) is added to the month's count
+ * of @tokens_owner and @tokens_token_id (a store that counts its tokens in
+ * memory keeps them so over a restart; PostgreSQL counts them as they are
+ * taken, and ignores these).
  */
 typedef struct {
 	ConfabSession *session;
@@ -107,6 +111,10 @@ typedef struct {
 	gchar *usage_month;
 	ConfabMessage *assistant;
 	ConfabMessage *unfinished;
+	gchar *tokens_owner;
+	gchar *tokens_token_id;
+	gchar *tokens_month;
+	gint64 tokens;
 } ConfabStoreTurn;
 
 ConfabStoreTurn *

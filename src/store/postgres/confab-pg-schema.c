@@ -597,7 +597,8 @@
  * against up to two keys (a token's id, then its owner: the order every
  * admission locks rates in), each with a rate (tokens per minute @tpm, @cost
  * microseconds of GCRA arrival time, the token_tat of its row of rates) and
- * a month's budget (token_usage). Every row is locked first (FOR UPDATE:
+ * a month's budget (token_usage; counted for both keys, budget or not, so
+ * that a budget set later sees the month's tokens). Every row is locked first (FOR UPDATE:
  * under READ COMMITTED each statement of the function reads the newest
  * version once the lock is had), then checked, then changed only if all
  * hold (or @force): all or nothing, whatever other instances do. A month's
@@ -634,13 +635,13 @@
 	"      nt[i] := GREATEST(GREATEST(t[i], clk) + cost[i], clk); "                            \
 	"      IF NOT force AND n > 0 AND nt[i] - clk > 60000000 THEN good := false; END IF; "     \
 	"    END IF; "                                                                             \
-	"    IF monthly[i] > 0 THEN "                                                              \
+	"    IF true THEN "                                                                        \
 	"      INSERT INTO token_usage (key, month) VALUES (k[i], m) ON CONFLICT DO NOTHING; "     \
 	"      SELECT tokens INTO cur FROM token_usage WHERE key = k[i] AND month = m "            \
 	"        FOR UPDATE; "                                                                     \
 	"      u[i] := cur; "                                                                      \
 	"      nu[i] := u[i] + n; "                                                                \
-	"      IF NOT force AND n > 0 AND nu[i] > monthly[i] THEN "                                \
+	"      IF NOT force AND n > 0 AND monthly[i] > 0 AND nu[i] > monthly[i] THEN "             \
 	"        good := false; is_spent := true; "                                                \
 	"      END IF; "                                                                           \
 	"    END IF; "                                                                             \
@@ -651,7 +652,7 @@
 	"      IF tpm[i] > 0 THEN "                                                                \
 	"        UPDATE rates SET token_tat = nt[i] WHERE owner = k[i]; t[i] := nt[i]; "           \
 	"      END IF; "                                                                           \
-	"      IF monthly[i] > 0 THEN "                                                            \
+	"      IF true THEN "                                                                      \
 	"        UPDATE token_usage SET tokens = nu[i] WHERE key = k[i] AND month = m; "           \
 	"        u[i] := nu[i]; "                                                                  \
 	"      END IF; "                                                                           \

@@ -1887,38 +1887,6 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmissi
 
 /* ---------- tokens: reservations and settlements, in memory ---------- */
 
-typedef struct {
-	gchar *key;
-	gchar *month;
-	guint64 tokens;
-} TokenCount;
-
-static void
-token_count_free(TokenCount *count)
-{
-	g_free(count->key);
-	g_free(count->month);
-	g_free(count);
-}
-
-static gboolean
-write_token_count(Conn *conn, gpointer data, GError **error)
-{
-	TokenCount *count = data;
-	g_autoptr(ConfabCachedStmt) stmt = NULL;
-
-	stmt = conn_prepare(conn,
-			    "INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
-			    "ON CONFLICT (key, month) DO UPDATE SET tokens = ?3",
-			    error);
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, count->key);
-	bind_text(stmt, 2, count->month);
-	sqlite3_bind_int64(stmt, 3, (gint64)MIN(count->tokens, (guint64)G_MAXINT64));
-	return stmt_step_done(conn, stmt, error);
-}
-
 /* called with the lock held: a month's tokens of @key, and whether @tokens
  * more fit in @limit (always when forced; given back, never below 0) */
 static gboolean
@@ -1943,27 +1911,6 @@ month_take(ConfabStoreSqlite *self,
 	else
 		*used = after;
 	return TRUE;
-}
-
-/* called with the lock held: the month's count of @key goes to the disk, in
- * the order the counts changed (one writer, one queue) */
-static void
-month_write(ConfabStoreSqlite *self, const gchar *key)
-{
-	guint64 *used = g_hash_table_lookup(self->month_tokens, key);
-	TokenCount *count = g_new0(TokenCount, 1);
-
-	count->key = g_strdup(key);
-	count->month = g_strdup(self->usage_month);
-	count->tokens = used != NULL ? *used : 0;
-	writer_push(self,
-		    write_token_count,
-		    count,
-		    (GDestroyNotify)token_count_free,
-		    month_write,
-		    NULL,
-		    NULL,
-		    NULL);
 }
 
 /* called with the lock held: the tokens' rate of @key */
@@ -2020,9 +1967,10 @@ confab_store_sqlite_take_tokens_now(ConfabStore *store, const ConfabStoreTokens 
 			    t->tokens,
 			    rate_ok[i]);
 		}
-		if (verdict.admitted && monthly[i] > 0) {
+		/* counted for every key, budget or not: a budget set later
+		 * sees the month's tokens, as after a restart */
+		if (verdict.admitted && keys[i] != NULL) {
 			month_take(self, keys[i], monthly[i], t->tokens, TRUE, TRUE);
-			month_write(self, keys[i]);
 		}
 	}
 	return verdict;
@@ -2381,6 +2329,35 @@ write_batch_usage(Conn *conn, GError **error)
 	return TRUE;
 }
 
+/* A turn's tokens, added to the month's counts of its owner and token in
+ * the turn's transaction (the store counts them in memory as they are
+ * taken; this keeps them over a restart). */
+static gboolean
+count_tokens(Conn *conn, const ConfabStoreTurn *turn, GError **error)
+{
+	const gchar *keys[] = {turn->tokens_owner, turn->tokens_token_id};
+
+	for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+		g_autoptr(ConfabCachedStmt) stmt = NULL;
+
+		if (keys[i] == NULL)
+			continue;
+		stmt = conn_prepare(conn,
+				    "INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
+				    "ON CONFLICT (key, month) DO UPDATE SET tokens = "
+				    "max(token_usage.tokens + ?3, 0)",
+				    error);
+		if (stmt == NULL)
+			return FALSE;
+		bind_text(stmt, 1, keys[i]);
+		bind_text(stmt, 2, turn->tokens_month);
+		sqlite3_bind_int64(stmt, 3, turn->tokens);
+		if (!stmt_step_done(conn, stmt, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean
 write_commit_turn(Conn *conn, gpointer data, GError **error)
 {
@@ -2402,6 +2379,8 @@ write_commit_turn(Conn *conn, gpointer data, GError **error)
 	}
 	if (turn->usage_owner != NULL &&
 	    !count_request(conn, turn->usage_owner, turn->usage_month, error))
+		return FALSE;
+	if (turn->tokens != 0 && !count_tokens(conn, turn, error))
 		return FALSE;
 	return turn->assistant == NULL || insert_message(conn, turn->assistant, error);
 }
