@@ -70,6 +70,8 @@ typedef struct {
 	 * the requests its turns counted, "owner\nmonth" -> count, written
 	 * once per owner at the end of the batch */
 	GHashTable *batch_usage; /* owned */
+	/* and the tokens its turns used, "key\nmonth" -> gint64* (issue 30) */
+	GHashTable *batch_tokens; /* owned */
 	gboolean tally_usage;
 } Conn;
 
@@ -140,6 +142,7 @@ conn_free(Conn *conn)
 	if (conn == NULL)
 		return;
 	g_clear_pointer(&conn->batch_usage, g_hash_table_unref);
+	g_clear_pointer(&conn->batch_tokens, g_hash_table_unref);
 	g_clear_pointer(&conn->static_stmts, g_hash_table_unref);
 	g_clear_pointer(&conn->stmts, g_hash_table_unref);
 	if (conn->db != NULL)
@@ -292,6 +295,7 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 	conn->stmts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, stmt_finalize);
 	conn->static_stmts = g_hash_table_new(g_direct_hash, g_direct_equal);
 	conn->batch_usage = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	conn->batch_tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	if (sqlite3_open_v2(path, &conn->db, flags, NULL) != SQLITE_OK) {
 		g_set_error(error,
 			    CONFAB_ERROR,
@@ -1194,6 +1198,7 @@ writer_try_batch(Conn *conn, GPtrArray *batch, gboolean savepoints, gboolean *re
 	 * once per owner at the end; with them, each job counts its own */
 	conn->tally_usage = !savepoints;
 	g_hash_table_remove_all(conn->batch_usage);
+	g_hash_table_remove_all(conn->batch_tokens);
 	committed = (savepoints ? writer_run_jobs(conn, batch, error)
 				: writer_run_jobs_plain(conn, batch, retry, error)) &&
 		    conn_run(conn, "COMMIT", error);
@@ -2309,6 +2314,9 @@ count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error
 	return TRUE;
 }
 
+static gboolean
+write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error);
+
 /* The batch's tally, written, before its commit. */
 static gboolean
 write_batch_usage(Conn *conn, GError **error)
@@ -2326,34 +2334,62 @@ write_batch_usage(Conn *conn, GError **error)
 			return FALSE;
 	}
 	g_hash_table_remove_all(conn->batch_usage);
+	g_hash_table_iter_init(&iter, conn->batch_tokens);
+	while (g_hash_table_iter_next(&iter, &key, &n)) {
+		const gchar *newline = strrchr(key, '\n');
+		g_autofree gchar *token_key = g_strndup(key, newline - (const gchar *)key);
+		if (!write_tokens(conn, token_key, newline + 1, *(gint64 *)n, error))
+			return FALSE;
+	}
+	g_hash_table_remove_all(conn->batch_tokens);
 	return TRUE;
+}
+
+static gboolean
+write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare_static(conn,
+				"INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
+				"ON CONFLICT (key, month) DO UPDATE SET tokens = "
+				"max(token_usage.tokens + ?3, 0)",
+				error);
+
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, key);
+	bind_text(stmt, 2, month);
+	sqlite3_bind_int64(stmt, 3, tokens);
+	return stmt_step_done(conn, stmt, error);
 }
 
 /* A turn's tokens, added to the month's counts of its owner and token in
  * the turn's transaction (the store counts them in memory as they are
- * taken; this keeps them over a restart). */
+ * taken; this keeps them over a restart): in the batch's tally when there
+ * is one, as its requests are, else at once. */
 static gboolean
 count_tokens(Conn *conn, const ConfabStoreTurn *turn, GError **error)
 {
 	const gchar *keys[] = {turn->tokens_owner, turn->tokens_token_id};
 
 	for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
-		g_autoptr(ConfabCachedStmt) stmt = NULL;
+		g_autofree gchar *tally = NULL;
+		gint64 *sum;
 
 		if (keys[i] == NULL)
 			continue;
-		stmt = conn_prepare(conn,
-				    "INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
-				    "ON CONFLICT (key, month) DO UPDATE SET tokens = "
-				    "max(token_usage.tokens + ?3, 0)",
-				    error);
-		if (stmt == NULL)
-			return FALSE;
-		bind_text(stmt, 1, keys[i]);
-		bind_text(stmt, 2, turn->tokens_month);
-		sqlite3_bind_int64(stmt, 3, turn->tokens);
-		if (!stmt_step_done(conn, stmt, error))
-			return FALSE;
+		if (!conn->tally_usage) {
+			if (!write_tokens(conn, keys[i], turn->tokens_month, turn->tokens, error))
+				return FALSE;
+			continue;
+		}
+		tally = g_strconcat(keys[i], "\n", turn->tokens_month, NULL);
+		sum = g_hash_table_lookup(conn->batch_tokens, tally);
+		if (sum == NULL) {
+			sum = g_new0(gint64, 1);
+			g_hash_table_insert(conn->batch_tokens, g_steal_pointer(&tally), sum);
+		}
+		*sum += turn->tokens;
 	}
 	return TRUE;
 }
