@@ -25,6 +25,7 @@
 #include "cli/confabctl-approval.h"
 #include "cli/confabctl-common.h"
 #include "cli/confabctl-elicitation.h"
+#include "cli/confabctl-limits.h"
 #include "cli/confabctl-quota.h"
 #include "cli/confabctl-response.h"
 #include "cli/confabctl-session.h"
@@ -63,6 +64,12 @@ static const Command commands[] = {
     {"token", "revoke", confabctl_token_revoke, N_("token revoke TOKEN_ID")},
     {"quota", "set", confabctl_quota_set, N_("quota set OWNER REQUESTS")},
     {"usage", NULL, confabctl_quota_usage, N_("usage OWNER")},
+    {"limits",
+     "set",
+     confabctl_limits_set,
+     N_("limits set owner|token ID [--rpm N] [--tpm N] [--max-parallel N] "
+	"[--monthly-tokens N]")},
+    {"limits", "show", confabctl_limits_show, N_("limits show owner|token ID")},
     {"session",
      "list",
      confabctl_session_list,

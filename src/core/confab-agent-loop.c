@@ -117,6 +117,9 @@ server_call_free(ServerCall *call)
 
 struct _ConfabAgentLoop {
 	GObject parent_instance;
+	const ConfabAgentLoopMeter *meter; /* nullable */
+	gpointer meter_data;
+	guint calls;		   /* model calls started */
 	ConfabAgent *agent;	   /* owned */
 	ConfabProvider *provider;  /* owned */
 	JsonArray *context;	   /* owned: what the model is sent, step by step */
@@ -365,6 +368,22 @@ confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics)
 {
 	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
 	g_set_object(&self->metrics, metrics);
+}
+
+/**
+ * confab_agent_loop_set_meter:
+ * @self: a #ConfabAgentLoop, not running
+ * @meter: (nullable): told of each model call, before and after
+ * @user_data: for @meter; must outlive the loop's run
+ */
+void
+confab_agent_loop_set_meter(ConfabAgentLoop *self,
+			    const ConfabAgentLoopMeter *meter,
+			    gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_AGENT_LOOP(self));
+	self->meter = meter;
+	self->meter_data = user_data;
 }
 
 /**
@@ -1007,6 +1026,10 @@ step_done_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 				   CONFAB_METRIC_UPSTREAM_RETRIES,
 				   self->request->retries,
 				   confab_agent_get_id(self->agent));
+	if (self->meter != NULL)
+		self->meter->call_end(self->meter_data,
+				      presult != NULL ? presult->prompt_tokens : -1,
+				      presult != NULL ? presult->completion_tokens : -1);
 	add_step_blocks(self);
 	if (self->content->len > self->step_start)
 		add_text_block(self, self->content->str + self->step_start);
@@ -1149,6 +1172,9 @@ run_step(ConfabAgentLoop *self)
 	}
 	self->request = request;
 	self->calling = TRUE;
+	if (self->meter != NULL)
+		self->meter->call_start(self->meter_data, self->calls);
+	self->calls++;
 	if (self->router != NULL) {
 		confab_router_complete_async(self->router,
 					     self->provider,

@@ -64,6 +64,24 @@ confab_agent_loop_set_tools(ConfabAgentLoop *self,
 			    guint total_timeout);
 void
 confab_agent_loop_set_metrics(ConfabAgentLoop *self, ConfabMetrics *metrics);
+
+/**
+ * ConfabAgentLoopMeter:
+ * @call_start: before each model call; @call counts from 0
+ * @call_end: after it, with the usage the upstream reported (-1 when it
+ *   reported none, or the call failed)
+ *
+ * What a loop tells of its model calls, for the token budgets (issue 30).
+ */
+typedef struct {
+	void (*call_start)(gpointer user_data, guint call);
+	void (*call_end)(gpointer user_data, gint64 prompt_tokens, gint64 completion_tokens);
+} ConfabAgentLoopMeter;
+
+void
+confab_agent_loop_set_meter(ConfabAgentLoop *self,
+			    const ConfabAgentLoopMeter *meter,
+			    gpointer user_data);
 void
 confab_agent_loop_set_router(ConfabAgentLoop *self, ConfabRouter *router);
 const gchar *

@@ -49,6 +49,7 @@ confab_config_new(void)
 	self->upstream_max_retries = 2;
 	self->upstream_max_connections = 256;
 	self->upstream_health_skip_ms = 30000;
+	self->token_reservation = 1024;
 	/* systemd's LoadCredential= puts them there */
 	if (g_getenv("CREDENTIALS_DIRECTORY") != NULL && *g_getenv("CREDENTIALS_DIRECTORY") != '\0')
 		self->credentials_dir = g_strdup(g_getenv("CREDENTIALS_DIRECTORY"));
@@ -125,6 +126,9 @@ static const KeySpec keys[] = {
     {"quota", "default_monthly_requests", KEY_UINT64, OFF(default_monthly_requests), 0, G_MAXINT64},
     {"quota", "default_rpm", KEY_UINT64, OFF(default_rpm), 0, G_MAXINT32},
     {"quota", "default_max_parallel", KEY_UINT64, OFF(default_max_parallel), 0, G_MAXINT32},
+    {"quota", "default_tpm", KEY_UINT64, OFF(default_tpm), 0, G_MAXINT32},
+    {"quota", "default_monthly_tokens", KEY_UINT64, OFF(default_monthly_tokens), 0, G_MAXINT64},
+    {"quota", "token_reservation", KEY_UINT64, OFF(token_reservation), 1, G_MAXINT32},
     {"upstream", "connect_timeout", KEY_UINT, OFF(upstream_connect_timeout), 1, 3600},
     {"upstream", "first_byte_timeout", KEY_UINT, OFF(upstream_first_byte_timeout), 1, 86400},
     {"upstream", "idle_timeout", KEY_UINT, OFF(upstream_idle_timeout), 1, 86400},

@@ -43,6 +43,9 @@ typedef struct {
 	guint64 default_monthly_requests; /* 0: unlimited */
 	guint64 default_rpm;		  /* requests per minute per owner; 0: unlimited */
 	guint64 default_max_parallel;	  /* turns in flight per owner; 0: unlimited */
+	guint64 default_tpm;		  /* tokens per minute per owner; 0: unlimited */
+	guint64 default_monthly_tokens;	  /* tokens per month per owner; 0: unlimited */
+	guint64 token_reservation;	  /* tokens reserved for an answer without max_tokens */
 	/* [upstream] */
 	guint upstream_connect_timeout;
 	guint upstream_first_byte_timeout;

@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <pwd.h>
 #include <string.h>
 
 #include "core/confab-agent-secrets.h"
@@ -58,6 +59,7 @@ struct _ConfabEngine {
 	GHashTable *tokens;	 /* owned: id -> ConfabToken (never mutated once here) */
 	GHashTable *token_index; /* owned: guint64 hash prefix -> GPtrArray of ConfabToken */
 	guint tokens_generation; /* atomic: bumped, under the lock, when a token changes */
+	GHashTable *limits;	 /* owned: "kind\nid" -> ConfabStoreLimits, under cache_lock */
 
 	GMutex turns_lock;    /* turns */
 	GHashTable *turns;    /* owned: GCancellable of each turn in flight */
@@ -203,6 +205,7 @@ confab_engine_finalize(GObject *object)
 	g_clear_pointer(&self->agents, g_hash_table_unref);
 	g_clear_pointer(&self->tokens, g_hash_table_unref);
 	g_clear_pointer(&self->token_index, g_hash_table_unref);
+	g_clear_pointer(&self->limits, g_hash_table_unref);
 	g_clear_pointer(&self->turns, g_hash_table_unref);
 	g_clear_pointer(&self->context_providers, g_hash_table_unref);
 	g_clear_pointer(&self->context, g_main_context_unref);
@@ -254,6 +257,10 @@ confab_engine_init(ConfabEngine *self)
 	self->providers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 	self->agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 	self->tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
+	self->limits = g_hash_table_new_full(g_str_hash,
+					     g_str_equal,
+					     g_free,
+					     (GDestroyNotify)confab_store_limits_free);
 	self->token_index = g_hash_table_new_full(g_int64_hash,
 						  g_int64_equal,
 						  g_free,
@@ -308,6 +315,26 @@ set_tokens(ConfabEngine *self, GPtrArray *tokens)
 	g_hash_table_remove_all(self->token_index);
 	for (guint i = 0; i < tokens->len; i++)
 		cache_token(self, g_ptr_array_index(tokens, i));
+}
+
+static gchar *
+limits_key(const gchar *kind, const gchar *id)
+{
+	return g_strconcat(kind, "\n", id, NULL);
+}
+
+static void
+set_limits(ConfabEngine *self, GPtrArray *limits)
+{
+	g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&self->cache_lock);
+
+	g_hash_table_remove_all(self->limits);
+	for (guint i = 0; i < limits->len; i++) {
+		ConfabStoreLimits *one = g_ptr_array_index(limits, i);
+		g_hash_table_insert(self->limits,
+				    limits_key(one->kind, one->id),
+				    g_steal_pointer(&g_ptr_array_index(limits, i)));
+	}
 }
 
 typedef struct {
@@ -391,9 +418,24 @@ tokens_loaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
+limits_loaded_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	GError *error = NULL;
+	g_autoptr(GPtrArray) limits =
+	    confab_store_load_limits_finish(CONFAB_STORE(source), result, &error);
+
+	if (limits != NULL)
+		set_limits(self, limits);
+	reload_step_done(task, error);
+}
+
+static void
 reload_async(ConfabEngine *self,
 	     gboolean agents,
 	     gboolean tokens,
+	     gboolean limits,
 	     GCancellable *cancellable,
 	     GAsyncReadyCallback callback,
 	     gpointer user_data)
@@ -402,7 +444,7 @@ reload_async(ConfabEngine *self,
 	Reload *reload = g_new0(Reload, 1);
 
 	g_task_set_task_data(task, reload, (GDestroyNotify)reload_free);
-	reload->pending = (agents ? 1 : 0) + (tokens ? 1 : 0);
+	reload->pending = (agents ? 1 : 0) + (tokens ? 1 : 0) + (limits ? 1 : 0);
 	if (reload->pending == 0) {
 		g_task_return_boolean(task, TRUE);
 		return;
@@ -416,6 +458,11 @@ reload_async(ConfabEngine *self,
 		confab_store_load_tokens_async(self->store,
 					       cancellable,
 					       tokens_loaded_cb,
+					       g_object_ref(task));
+	if (limits)
+		confab_store_load_limits_async(self->store,
+					       cancellable,
+					       limits_loaded_cb,
 					       g_object_ref(task));
 }
 
@@ -437,6 +484,7 @@ on_store_changed(ConfabStore *store, gint change, gpointer user_data)
 	reload_async(self,
 		     all || change == CONFAB_STORE_CHANGE_AGENTS,
 		     all || change == CONFAB_STORE_CHANGE_TOKENS,
+		     all || change == CONFAB_STORE_CHANGE_LIMITS,
 		     NULL,
 		     reloaded_cb,
 		     NULL);
@@ -528,7 +576,7 @@ confab_engine_load_async(ConfabEngine *self,
 			 gpointer user_data)
 {
 	g_return_if_fail(CONFAB_IS_ENGINE(self));
-	reload_async(self, TRUE, TRUE, cancellable, callback, user_data);
+	reload_async(self, TRUE, TRUE, TRUE, cancellable, callback, user_data);
 }
 
 gboolean
@@ -1759,6 +1807,7 @@ quota_verdict(ConfabStoreUsage *usage, ConfabQuotaInfo *info, GError **error)
 	info->rate_reset_ms = usage->rate_reset_ms;
 	info->retry_after_ms = usage->rate_limited ? usage->retry_after_ms : 0;
 	info->parallel_taken = usage->admitted && usage->parallel_taken;
+	info->token_parallel_taken = usage->admitted && usage->token_parallel_taken;
 	if (usage->parallel_limited) {
 		confab_error_set_printf(error,
 					CONFAB_ERROR_RATE_LIMITED,
@@ -1790,6 +1839,60 @@ quota_verdict(ConfabStoreUsage *usage, ConfabQuotaInfo *info, GError **error)
 	return TRUE;
 }
 
+/* The limits an admission checks: the owner's own, else `[quota]`'s; the
+ * token's own (a token has none by default). */
+static void
+admission_init(ConfabEngine *self,
+	       ConfabStoreAdmission *admission,
+	       const gchar *owner,
+	       const gchar *token_id,
+	       const gchar *month)
+{
+	g_autoptr(GRWLockReaderLocker) locker = NULL;
+	g_autofree gchar *owner_key = NULL;
+	g_autofree gchar *token_key = NULL;
+	ConfabStoreLimits *own, *token;
+
+	*admission = (ConfabStoreAdmission){
+	    .owner = owner,
+	    .month = month,
+	    .default_limit = self->config->default_monthly_requests,
+	    .rpm = self->config->default_rpm,
+	    .max_parallel = self->config->default_max_parallel,
+	    .token_id = token_id,
+	};
+	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
+	if (g_hash_table_size(self->limits) == 0)
+		return;
+	owner_key = limits_key("owner", owner);
+	own = g_hash_table_lookup(self->limits, owner_key);
+	if (own != NULL) {
+		admission->rpm = own->rpm > 0 ? own->rpm : admission->rpm;
+		admission->max_parallel = own->max_parallel > 0 ? own->max_parallel
+								: admission->max_parallel;
+	}
+	if (token_id == NULL)
+		return;
+	token_key = limits_key("token", token_id);
+	token = g_hash_table_lookup(self->limits, token_key);
+	if (token != NULL) {
+		admission->token_rpm = token->rpm;
+		admission->token_max_parallel = token->max_parallel;
+	}
+}
+
+/* slots taken for a turn the month then refused */
+static void
+release_refused(ConfabStore *store, ConfabStoreUsage *usage, const gchar *token_id)
+{
+	if (usage->admitted)
+		return;
+	if (usage->parallel_taken)
+		confab_store_release_parallel(store, usage->owner);
+	if (usage->token_parallel_taken && token_id != NULL)
+		confab_store_release_parallel(store, token_id);
+}
+
 static void
 admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -1803,9 +1906,7 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		g_task_return_error(task, error);
 		return;
 	}
-	/* a slot taken for a turn the month then refused */
-	if (!usage->admitted && usage->parallel_taken)
-		confab_store_release_parallel(CONFAB_STORE(source), usage->owner);
+	release_refused(CONFAB_STORE(source), usage, info->token_id);
 	if (!quota_verdict(usage, info, &error)) {
 		g_task_return_error(task, error);
 		return;
@@ -1814,15 +1915,42 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 /**
- * confab_engine_admit_quota_now:
+ * confab_engine_admit_now:
  * @self: a #ConfabEngine
  * @owner: the owner
- * @month: the month to count in, from confab_engine_current_month()
- * @info: (out): the quota after this request (also when it was refused)
+ * @token_id: (nullable): the token the request came with
+ * @month: (nullable): the month to count in, from
+ *   confab_engine_current_month(); %NULL not to count the month (only the
+ *   rates and turns in flight hold: D-Bus Chat.Send)
+ * @info: (out): the limits after this request (also when it was refused)
  * @error: return location for a #GError
  *
- * confab_engine_admit_quota_async(), answered at once: only where
+ * confab_engine_admit_async(), answered at once: only where
  * confab_engine_answers_now().
+ *
+ * Returns: whether the request is admitted
+ */
+gboolean
+confab_engine_admit_now(ConfabEngine *self,
+			const gchar *owner,
+			const gchar *token_id,
+			const gchar *month,
+			ConfabQuotaInfo *info,
+			GError **error)
+{
+	g_autoptr(ConfabStoreUsage) usage = NULL;
+	ConfabStoreAdmission admission;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
+	admission_init(self, &admission, owner, token_id, month);
+	usage = confab_store_admit_now(self->store, &admission);
+	return quota_verdict(usage, info, error);
+}
+
+/**
+ * confab_engine_admit_quota_now:
+ *
+ * confab_engine_admit_now() without a token.
  *
  * Returns: whether the request is admitted
  */
@@ -1833,24 +1961,16 @@ confab_engine_admit_quota_now(ConfabEngine *self,
 			      ConfabQuotaInfo *info,
 			      GError **error)
 {
-	g_autoptr(ConfabStoreUsage) usage = NULL;
-
-	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
-	usage = confab_store_admit_quota_now(self->store,
-					     owner,
-					     month,
-					     self->config->default_monthly_requests,
-					     self->config->default_rpm,
-					     self->config->default_max_parallel);
-	return quota_verdict(usage, info, error);
+	return confab_engine_admit_now(self, owner, NULL, month, info, error);
 }
 
 /**
  * confab_engine_release_parallel:
  * @self: a #ConfabEngine
- * @owner: the owner
+ * @owner: the owner, or the token's id
  *
- * Gives back the slot of a turn that ends (ConfabQuotaInfo.parallel_taken).
+ * Gives back the slot of a turn that ends (ConfabQuotaInfo.parallel_taken
+ * on the owner, ConfabQuotaInfo.token_parallel_taken on the token's id).
  */
 void
 confab_engine_release_parallel(ConfabEngine *self, const gchar *owner)
@@ -1872,18 +1992,53 @@ confab_engine_answers_now(ConfabEngine *self)
 	return confab_store_answers_now(self->store);
 }
 
+static void
+quota_info_free(ConfabQuotaInfo *info)
+{
+	g_free(info->token_id);
+	g_free(info);
+}
+
 /**
- * confab_engine_admit_quota_async:
+ * confab_engine_admit_async:
  * @self: a #ConfabEngine
  * @owner: the owner
- * @month: the month to count in, from confab_engine_current_month()
+ * @token_id: (nullable): the token the request came with
+ * @month: (nullable): the month to count in, from
+ *   confab_engine_current_month(); %NULL not to count the month
  * @cancellable: (nullable): a #GCancellable
  * @callback: called with the verdict
  * @user_data: data for @callback
  *
- * Counts one request against the owner's monthly quota and rate (see
- * confab_store_admit_quota_async()), or refuses it with
+ * Counts one request against the owner's monthly quota and the limits of
+ * the owner and of the token (see confab_store_admit_async()): the
+ * owner's own limits, else `[quota]`'s; the token's own. Refuses it with
  * CONFAB_ERROR_QUOTA_EXCEEDED or CONFAB_ERROR_RATE_LIMITED.
+ */
+void
+confab_engine_admit_async(ConfabEngine *self,
+			  const gchar *owner,
+			  const gchar *token_id,
+			  const gchar *month,
+			  GCancellable *cancellable,
+			  GAsyncReadyCallback callback,
+			  gpointer user_data)
+{
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+	ConfabQuotaInfo *info = g_new0(ConfabQuotaInfo, 1);
+	ConfabStoreAdmission admission;
+
+	g_task_set_source_tag(task, confab_engine_admit_async);
+	info->token_id = g_strdup(token_id);
+	g_task_set_task_data(task, info, (GDestroyNotify)quota_info_free);
+	admission_init(self, &admission, owner, token_id, month);
+	confab_store_admit_async(self->store, &admission, cancellable, admit_cb, task);
+}
+
+/**
+ * confab_engine_admit_quota_async:
+ *
+ * confab_engine_admit_async() without a token.
  */
 void
 confab_engine_admit_quota_async(ConfabEngine *self,
@@ -1893,19 +2048,7 @@ confab_engine_admit_quota_async(ConfabEngine *self,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	GTask *task = g_task_new(self, cancellable, callback, user_data);
-
-	g_task_set_source_tag(task, confab_engine_admit_quota_async);
-	g_task_set_task_data(task, g_new0(ConfabQuotaInfo, 1), g_free);
-	confab_store_admit_quota_async(self->store,
-				       owner,
-				       month,
-				       self->config->default_monthly_requests,
-				       self->config->default_rpm,
-				       self->config->default_max_parallel,
-				       cancellable,
-				       admit_cb,
-				       task);
+	confab_engine_admit_async(self, owner, NULL, month, cancellable, callback, user_data);
 }
 
 /**
@@ -1923,8 +2066,272 @@ confab_engine_admit_quota_finish(ConfabEngine *self,
 				 ConfabQuotaInfo *info,
 				 GError **error)
 {
+	ConfabQuotaInfo *data;
+
 	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	*info = *(ConfabQuotaInfo *)g_task_get_task_data(G_TASK(result));
+	data = g_task_get_task_data(G_TASK(result));
+	*info = *data;
+	info->token_id = NULL;
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/* ---------- tokens ---------- */
+
+/**
+ * confab_engine_tokens_init:
+ * @self: a #ConfabEngine
+ * @tokens: (out caller-allocates): the budgets of @owner and @token_id
+ * @owner: the owner
+ * @token_id: (nullable): its token
+ * @month: the month, `YYYY-MM`
+ *
+ * The token budgets a model call counts against: the owner's own, else
+ * `[quota]`'s; the token's own.
+ *
+ * Returns: whether any budget applies (else there is nothing to count)
+ */
+gboolean
+confab_engine_tokens_init(ConfabEngine *self,
+			  ConfabStoreTokens *tokens,
+			  const gchar *owner,
+			  const gchar *token_id,
+			  const gchar *month)
+{
+	g_autoptr(GRWLockReaderLocker) locker = NULL;
+	ConfabStoreLimits *own, *token;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), FALSE);
+	*tokens = (ConfabStoreTokens){
+	    .owner = owner,
+	    .token_id = token_id,
+	    .month = month,
+	    .tpm = self->config->default_tpm,
+	    .monthly = self->config->default_monthly_tokens,
+	};
+	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
+	if (g_hash_table_size(self->limits) > 0) {
+		g_autofree gchar *owner_key = limits_key("owner", owner);
+		own = g_hash_table_lookup(self->limits, owner_key);
+		if (own != NULL) {
+			tokens->tpm = own->tpm > 0 ? own->tpm : tokens->tpm;
+			tokens->monthly = own->monthly_tokens > 0 ? own->monthly_tokens
+								  : tokens->monthly;
+		}
+		if (token_id != NULL) {
+			g_autofree gchar *token_key = limits_key("token", token_id);
+			token = g_hash_table_lookup(self->limits, token_key);
+			if (token != NULL) {
+				tokens->token_tpm = token->tpm;
+				tokens->token_monthly = token->monthly_tokens;
+			}
+		}
+	}
+	return tokens->tpm > 0 || tokens->monthly > 0 || tokens->token_tpm > 0 ||
+	       tokens->token_monthly > 0;
+}
+
+/**
+ * confab_engine_tokens_verdict:
+ * @verdict: a reservation's verdict
+ * @info: (inout): the turn's limits, to which the tokens' rate is added
+ * @error: return location for a #GError
+ *
+ * Returns: whether the tokens were reserved; else @error is
+ *   CONFAB_ERROR_RATE_LIMITED (tokens per minute) or
+ *   CONFAB_ERROR_QUOTA_EXCEEDED (tokens per month)
+ */
+gboolean
+confab_engine_tokens_verdict(const ConfabStoreTokenVerdict *verdict,
+			     ConfabQuotaInfo *info,
+			     GError **error)
+{
+	info->tpm = verdict->tpm;
+	info->tpm_remaining = verdict->tpm_remaining;
+	info->tpm_reset_ms = verdict->tpm_reset_ms;
+	if (verdict->admitted)
+		return TRUE;
+	if (verdict->monthly_spent) {
+		confab_error_set(error,
+				 CONFAB_ERROR_QUOTA_EXCEEDED,
+				 NULL,
+				 "You exceeded your monthly token budget; it resets at the "
+				 "start of next month (UTC)");
+		return FALSE;
+	}
+	info->retry_after_ms = verdict->retry_after_ms;
+	confab_error_set_printf(error,
+				CONFAB_ERROR_RATE_LIMITED,
+				NULL,
+				"Rate limit reached: %" G_GUINT64_FORMAT
+				" tokens per minute; retry in %" G_GINT64_FORMAT " ms",
+				verdict->tpm,
+				verdict->retry_after_ms);
+	return FALSE;
+}
+
+/* ---------- limits ---------- */
+
+static gboolean
+limits_target_check(ConfabEngine *self,
+		    const gchar *kind,
+		    const gchar *id,
+		    gboolean setting,
+		    GError **error)
+{
+	g_autoptr(GRWLockReaderLocker) locker = NULL;
+	GHashTableIter iter;
+	gpointer value;
+
+	if (g_strcmp0(kind, "owner") != 0 && g_strcmp0(kind, "token") != 0) {
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "kind",
+				 "The kind of limits must be 'owner' or 'token'");
+		return FALSE;
+	}
+	if (id == NULL || *id == '\0') {
+		confab_error_set(error,
+				 CONFAB_ERROR_INVALID_VALUE,
+				 "id",
+				 "Limits need an owner's name or a token's id");
+		return FALSE;
+	}
+	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
+	if (g_str_equal(kind, "token")) {
+		ConfabToken *token = g_hash_table_lookup(self->tokens, id);
+		if (token == NULL) {
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_VALUE,
+						"id",
+						"No token %s",
+						id);
+			return FALSE;
+		}
+		if (setting && confab_token_get_revoked_at(token) != 0) {
+			confab_error_set_printf(error,
+						CONFAB_ERROR_INVALID_VALUE,
+						"id",
+						"Token %s is revoked: it has no limits to set",
+						id);
+			return FALSE;
+		}
+		return TRUE;
+	}
+	/* an owner: one a token acts for, or a user of this system (D-Bus) */
+	g_hash_table_iter_init(&iter, self->tokens);
+	while (g_hash_table_iter_next(&iter, NULL, &value))
+		if (g_strcmp0(confab_token_get_owner(value), id) == 0)
+			return TRUE;
+	if (getpwnam(id) != NULL)
+		return TRUE;
+	confab_error_set_printf(error,
+				CONFAB_ERROR_INVALID_VALUE,
+				"id",
+				"No owner %s: no token acts for it and no user has this name",
+				id);
+	return FALSE;
+}
+
+/**
+ * confab_engine_get_limits:
+ * @self: a #ConfabEngine
+ * @kind: `owner` or `token`
+ * @id: the owner's name, or the token's id
+ * @error: return location for a #GError
+ *
+ * Returns: (transfer full): the owner's or token's own limits (0 where it
+ *   has none), or %NULL for an unknown kind, owner or token
+ */
+ConfabStoreLimits *
+confab_engine_get_limits(ConfabEngine *self, const gchar *kind, const gchar *id, GError **error)
+{
+	g_autoptr(GRWLockReaderLocker) locker = NULL;
+	g_autofree gchar *key = NULL;
+	ConfabStoreLimits *stored, *limits;
+
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	if (!limits_target_check(self, kind, id, FALSE, error))
+		return NULL;
+	limits = g_new0(ConfabStoreLimits, 1);
+	limits->kind = g_strdup(kind);
+	limits->id = g_strdup(id);
+	key = limits_key(kind, id);
+	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
+	stored = g_hash_table_lookup(self->limits, key);
+	if (stored != NULL) {
+		limits->rpm = stored->rpm;
+		limits->tpm = stored->tpm;
+		limits->max_parallel = stored->max_parallel;
+		limits->monthly_tokens = stored->monthly_tokens;
+	}
+	return limits;
+}
+
+static void
+limits_set_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabEngine *self = g_task_get_source_object(task);
+	GError *error = NULL;
+
+	if (!confab_store_set_limits_finish(CONFAB_STORE(source), result, &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	/* this instance's own write: read them back before answering */
+	reload_async(self,
+		     FALSE,
+		     FALSE,
+		     TRUE,
+		     NULL,
+		     task_return_boolean_cb,
+		     g_steal_pointer(&task));
+}
+
+/**
+ * confab_engine_set_limits_async:
+ * @self: a #ConfabEngine
+ * @kind: `owner` or `token`
+ * @id: the owner's name, or the token's id (not a revoked one)
+ * @values: rpm, tpm, max_parallel, monthly_tokens: 0 removes one, below 0
+ *   leaves it as it is
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once stored and in force on this instance
+ * @user_data: data for @callback
+ *
+ * Sets an owner's or a token's own limits. An unknown owner or token, or a
+ * revoked token, is CONFAB_ERROR_INVALID_VALUE, and nothing changes.
+ */
+void
+confab_engine_set_limits_async(ConfabEngine *self,
+			       const gchar *kind,
+			       const gchar *id,
+			       const gint64 values[4],
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	GError *error = NULL;
+
+	g_task_set_source_tag(task, confab_engine_set_limits_async);
+	if (!limits_target_check(self, kind, id, TRUE, &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	confab_store_set_limits_async(self->store,
+				      kind,
+				      id,
+				      values,
+				      cancellable,
+				      limits_set_cb,
+				      g_steal_pointer(&task));
+}
+
+gboolean
+confab_engine_set_limits_finish(ConfabEngine *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
 	return g_task_propagate_boolean(G_TASK(result), error);
 }
 

@@ -47,6 +47,14 @@ G_BEGIN_DECLS
  * @parallel_taken: the admitted turn holds one of its owner's slots
  *   (`[quota] default_max_parallel`): give it back with
  *   confab_engine_release_parallel() when the turn ends
+ * @token_parallel_taken: the admitted turn holds one of its token's slots:
+ *   give it back with confab_engine_release_parallel() on the token's id
+ * @tpm: tokens a minute (the tighter of the owner's and the token's); 0
+ *   when unlimited
+ * @tpm_remaining: tokens the rate would take at once after the first
+ *   call's reservation
+ * @tpm_reset_ms: milliseconds until the tokens' rate is whole again
+ * @token_id: private
  */
 typedef struct {
 	guint64 limit;
@@ -57,6 +65,11 @@ typedef struct {
 	gint64 rate_reset_ms;
 	gint64 retry_after_ms;
 	gboolean parallel_taken;
+	gboolean token_parallel_taken;
+	guint64 tpm;
+	guint64 tpm_remaining;
+	gint64 tpm_reset_ms;
+	gchar *token_id;
 } ConfabQuotaInfo;
 
 #define CONFAB_TYPE_ENGINE (confab_engine_get_type())
@@ -220,6 +233,47 @@ confab_engine_admit_quota_now(ConfabEngine *self,
 			      GError **error);
 gchar *
 confab_engine_current_month(ConfabEngine *self);
+void
+confab_engine_admit_async(ConfabEngine *self,
+			  const gchar *owner,
+			  const gchar *token_id,
+			  const gchar *month,
+			  GCancellable *cancellable,
+			  GAsyncReadyCallback callback,
+			  gpointer user_data);
+gboolean
+confab_engine_admit_now(ConfabEngine *self,
+			const gchar *owner,
+			const gchar *token_id,
+			const gchar *month,
+			ConfabQuotaInfo *info,
+			GError **error);
+
+/* tokens */
+gboolean
+confab_engine_tokens_init(ConfabEngine *self,
+			  ConfabStoreTokens *tokens,
+			  const gchar *owner,
+			  const gchar *token_id,
+			  const gchar *month);
+gboolean
+confab_engine_tokens_verdict(const ConfabStoreTokenVerdict *verdict,
+			     ConfabQuotaInfo *info,
+			     GError **error);
+
+/* limits */
+ConfabStoreLimits *
+confab_engine_get_limits(ConfabEngine *self, const gchar *kind, const gchar *id, GError **error);
+void
+confab_engine_set_limits_async(ConfabEngine *self,
+			       const gchar *kind,
+			       const gchar *id,
+			       const gint64 values[4],
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+gboolean
+confab_engine_set_limits_finish(ConfabEngine *self, GAsyncResult *result, GError **error);
 
 /* turns */
 gboolean

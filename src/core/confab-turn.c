@@ -52,13 +52,22 @@ struct _ConfabTurn {
 	gint64 created;
 	gchar *month; /* owned: the month the request counted in */
 	ConfabQuotaInfo quota;
-	gboolean registered;	 /* counted in the engine's turns in flight */
-	gboolean busy_held;	 /* holds the session */
-	gboolean quota_taken;	 /* counted, the count not yet committed */
-	gboolean parallel_taken; /* one of the owner's turns in flight */
-	gboolean admitted;	 /* the user's messages are committed: a turn served */
-	gboolean commit_first;	 /* commit them before the answer, even without a stream */
-	gchar *new_session_id;	 /* owned, nullable: the id a new session takes */
+	gboolean registered;	       /* counted in the engine's turns in flight */
+	gboolean busy_held;	       /* holds the session */
+	gboolean quota_taken;	       /* counted, the count not yet committed */
+	gboolean parallel_taken;       /* one of the owner's turns in flight */
+	gboolean token_parallel_taken; /* one of the token's turns in flight */
+	gboolean admitted;	       /* the user's messages are committed: a turn served */
+	gboolean commit_first;	       /* commit them before the answer, even without a stream */
+	gchar *new_session_id;	       /* owned, nullable: the id a new session takes */
+	/* token budgets (issue 30): the budgets, the open reservation */
+	ConfabStoreTokens tokens; /* its month: token_month */
+	gchar *token_month;	  /* owned */
+	gboolean tokens_apply;
+	gint64 reserved;	 /* the open reservation of the current model call */
+	gint64 output_guess;	 /* the tokens reserved for a call's answer */
+	gint64 last_total;	 /* the last call's usage, for the next one's estimate */
+	gint64 tokens_used;	 /* every settled call's, committed with the answer */
 	ConfabStoreTurn *record; /* owned: what is still to commit */
 
 	const ConfabTurnSink *sink;
@@ -101,10 +110,18 @@ answer_free(Answer *answer)
 
 G_DEFINE_FINAL_TYPE(ConfabTurn, confab_turn, G_TYPE_OBJECT)
 
+static void
+take_tokens(ConfabTurn *self, gint64 tokens);
+
 /* Gives back what a turn holds in the store and the engine. */
 static void
 confab_turn_release(ConfabTurn *self)
 {
+	if (self->reserved != 0) {
+		/* a reservation no call settled: the turn ended before it */
+		take_tokens(self, -self->reserved);
+		self->reserved = 0;
+	}
 	if (self->quota_taken) {
 		confab_store_release_quota(self->store, self->principal->owner, self->month);
 		self->quota_taken = FALSE;
@@ -112,6 +129,10 @@ confab_turn_release(ConfabTurn *self)
 	if (self->parallel_taken) {
 		confab_engine_release_parallel(self->engine, self->principal->owner);
 		self->parallel_taken = FALSE;
+	}
+	if (self->token_parallel_taken) {
+		confab_engine_release_parallel(self->engine, self->principal->token_id);
+		self->token_parallel_taken = FALSE;
 	}
 	if (self->busy_held) {
 		confab_store_release_session(self->store, confab_session_get_id(self->session));
@@ -153,6 +174,7 @@ confab_turn_finalize(GObject *object)
 	g_free(self->assistant_message_id);
 	g_free(self->completion_id);
 	g_free(self->month);
+	g_free(self->token_month);
 	g_clear_pointer(&self->server_tools, g_ptr_array_unref);
 	g_clear_object(&self->loop);
 	g_clear_error(&self->run_error);
@@ -412,6 +434,173 @@ start_commit(ConfabTurn *self, GTask *task)
 	commit(self, self->record, user_side_committed_cb, g_object_ref(task));
 }
 
+/* ---------- token budgets ---------- */
+
+/* A rough count of the tokens of messages: a quarter of their content's
+ * bytes as stored (OpenAI's rule of thumb, four bytes a token), plus four
+ * a message; the settlement corrects it. */
+static gint64
+estimate_messages(GPtrArray *messages)
+{
+	gint64 bytes = 0;
+
+	for (guint i = 0; messages != NULL && i < messages->len; i++) {
+		const gchar *content = confab_message_get_content(g_ptr_array_index(messages, i));
+		bytes += (content != NULL ? (gint64)strlen(content) : 0) + 16;
+	}
+	return (bytes + 3) / 4;
+}
+
+/* what a call reserves for its answer: max_tokens, else [quota]'s */
+static gint64
+output_guess(ConfabTurn *self)
+{
+	static const gchar *const names[] = {"max_completion_tokens",
+					     "max_tokens",
+					     "max_output_tokens",
+					     NULL};
+	JsonObject *params = self->request->params;
+
+	for (guint i = 0; params != NULL && names[i] != NULL; i++) {
+		JsonNode *node = json_object_get_member(params, names[i]);
+		if (node != NULL && JSON_NODE_HOLDS_VALUE(node) &&
+		    json_node_get_value_type(node) == G_TYPE_INT64 && json_node_get_int(node) > 0)
+			return json_node_get_int(node);
+	}
+	return (gint64)confab_engine_get_config(self->engine)->token_reservation;
+}
+
+static void
+tokens_taken_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	ConfabStoreTokenVerdict verdict;
+	g_autoptr(GError) error = NULL;
+
+	/* forced: never refused; a store that fails has lost a count, which
+	 * the next one does not repeat */
+	if (!confab_store_take_tokens_finish(CONFAB_STORE(source), result, &verdict, &error))
+		g_warning("counting tokens: %s", error->message);
+}
+
+/* Forced: a settlement, or a later call of an admitted turn. */
+static void
+take_tokens(ConfabTurn *self, gint64 tokens)
+{
+	ConfabStoreTokens forced = self->tokens;
+
+	if (!self->tokens_apply || tokens == 0)
+		return;
+	forced.tokens = tokens;
+	forced.force = TRUE;
+	if (confab_engine_answers_now(self->engine)) {
+		confab_store_take_tokens_now(self->store, &forced);
+		return;
+	}
+	confab_store_take_tokens_async(self->store, &forced, NULL, tokens_taken_cb, NULL);
+}
+
+/* the agent loop's calls: the first was reserved with the turn's admission;
+ * the others reserve, never refused (an admitted turn is never cut) */
+static void
+meter_call_start(gpointer user_data, guint call)
+{
+	ConfabTurn *self = user_data;
+
+	if (!self->tokens_apply || call == 0)
+		return;
+	self->reserved = self->last_total + self->output_guess;
+	take_tokens(self, self->reserved);
+}
+
+/* settled to what the upstream reported; with no report, the reservation
+ * stands */
+static void
+meter_call_end(gpointer user_data, gint64 prompt_tokens, gint64 completion_tokens)
+{
+	ConfabTurn *self = user_data;
+	gint64 used;
+
+	if (!self->tokens_apply)
+		return;
+	used = prompt_tokens >= 0 && completion_tokens >= 0 ? prompt_tokens + completion_tokens
+							    : self->reserved;
+	take_tokens(self, used - self->reserved);
+	self->last_total = used;
+	self->tokens_used += used;
+	self->reserved = 0;
+}
+
+static const ConfabAgentLoopMeter turn_meter = {
+    .call_start = meter_call_start,
+    .call_end = meter_call_end,
+};
+
+static void
+reserved_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabTurn *self = g_task_get_source_object(task);
+	ConfabStoreTokenVerdict verdict;
+	GError *error = NULL;
+
+	if (!confab_store_take_tokens_finish(CONFAB_STORE(source), result, &verdict, &error) ||
+	    !confab_engine_tokens_verdict(&verdict, &self->quota, &error)) {
+		self->reserved = 0;
+		start_fail(self, task, error);
+		return;
+	}
+	start_commit(self, task);
+}
+
+/* Admitted: the first model call's tokens are reserved now, refused with
+ * the turn when they do not fit. */
+static void
+start_reserve(ConfabTurn *self, GTask *task)
+{
+	ConfabStoreTokenVerdict verdict;
+	GError *error = NULL;
+
+	self->token_month = confab_engine_current_month(self->engine);
+	self->tokens_apply = confab_engine_tokens_init(self->engine,
+						       &self->tokens,
+						       self->principal->owner,
+						       self->principal->token_id,
+						       self->token_month);
+	if (!self->tokens_apply) {
+		start_commit(self, task);
+		return;
+	}
+	self->output_guess = output_guess(self);
+	self->tokens.tokens = self->reserved = estimate_messages(self->history) +
+					       estimate_messages(self->request->messages) +
+					       self->output_guess;
+	if (!confab_engine_answers_now(self->engine)) {
+		confab_store_take_tokens_async(self->store,
+					       &self->tokens,
+					       NULL,
+					       reserved_cb,
+					       g_object_ref(task));
+		return;
+	}
+	verdict = confab_store_take_tokens_now(self->store, &self->tokens);
+	if (!confab_engine_tokens_verdict(&verdict, &self->quota, &error)) {
+		self->reserved = 0;
+		start_fail(self, task, error);
+		return;
+	}
+	start_commit(self, task);
+}
+
+/* What an admission holds, once admitted: the month's count (the v1 API
+ * only) and the turns in flight of the owner and the token. */
+static void
+admitted(ConfabTurn *self)
+{
+	self->quota_taken = self->month != NULL;
+	self->parallel_taken = self->quota.parallel_taken;
+	self->token_parallel_taken = self->quota.token_parallel_taken;
+}
+
 static void
 admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -426,41 +615,45 @@ admit_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 		start_fail(self, task, error);
 		return;
 	}
-	self->quota_taken = TRUE;
-	self->parallel_taken = self->quota.parallel_taken;
-	start_commit(self, task);
+	admitted(self);
+	start_reserve(self, task);
 }
 
-/* The session is this turn's: count the request, on the v1 API only. */
+/*
+ * The session is this turn's: admit it. On the v1 API the request counts
+ * against the owner's month, and the limits of the owner and of its token
+ * hold; a channel's turn (D-Bus Chat.Send: the caller's user is the owner)
+ * counts no month, but the owner's limits hold all the same.
+ */
 static void
 start_admit(ConfabTurn *self, GTask *task)
 {
-	if (self->principal->source != CONFAB_SESSION_SOURCE_API) {
-		start_commit(self, task);
-		return;
-	}
-	self->month = confab_engine_current_month(self->engine);
+	const gchar *token_id = self->principal->token_id;
+
+	if (self->principal->source == CONFAB_SESSION_SOURCE_API)
+		self->month = confab_engine_current_month(self->engine);
 	if (confab_engine_answers_now(self->engine)) {
 		GError *error = NULL;
-		if (!confab_engine_admit_quota_now(self->engine,
-						   self->principal->owner,
-						   self->month,
-						   &self->quota,
-						   &error)) {
+		if (!confab_engine_admit_now(self->engine,
+					     self->principal->owner,
+					     token_id,
+					     self->month,
+					     &self->quota,
+					     &error)) {
 			start_fail(self, task, error);
 			return;
 		}
-		self->quota_taken = TRUE;
-		self->parallel_taken = self->quota.parallel_taken;
-		start_commit(self, task);
+		admitted(self);
+		start_reserve(self, task);
 		return;
 	}
-	confab_engine_admit_quota_async(self->engine,
-					self->principal->owner,
-					self->month,
-					NULL,
-					admit_cb,
-					g_object_ref(task));
+	confab_engine_admit_async(self->engine,
+				  self->principal->owner,
+				  token_id,
+				  self->month,
+				  NULL,
+				  admit_cb,
+				  g_object_ref(task));
 }
 
 static void
@@ -1037,6 +1230,12 @@ commit_answer(ConfabTurn *self, GTask *task)
 	if (record->session == NULL)
 		record->session = g_object_ref(self->session);
 	record->assistant = build_assistant_message(self);
+	if (self->tokens_apply && self->tokens_used != 0) {
+		record->tokens_owner = g_strdup(self->principal->owner);
+		record->tokens_token_id = g_strdup(self->principal->token_id);
+		record->tokens_month = g_strdup(self->token_month);
+		record->tokens = self->tokens_used;
+	}
 	commit(self, record, answer_committed_cb, task);
 }
 
@@ -1152,6 +1351,7 @@ confab_turn_run_async(ConfabTurn *self, GAsyncReadyCallback callback, gpointer u
 					   self->request->params,
 					   self->request->stream);
 	confab_agent_loop_set_sink(self->loop, &loop_sink, self);
+	confab_agent_loop_set_meter(self->loop, &turn_meter, self);
 	confab_agent_loop_set_flow(self->loop, self->flow);
 	confab_agent_loop_set_metrics(self->loop, metrics);
 	confab_agent_loop_set_router(self->loop, confab_engine_get_router(self->engine));

@@ -892,6 +892,121 @@ handle_get_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, con
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* ---------- limits ---------- */
+
+static const struct {
+	const gchar *key;
+	const gchar *type;
+} limit_keys[] = {
+    {"rpm", "t"},
+    {"tpm", "t"},
+    {"max_parallel", "u"},
+    {"monthly_tokens", "t"},
+};
+
+/* @limits as rpm, tpm, max_parallel and monthly_tokens: -1 for a key not
+ * given */
+static gboolean
+limits_from_variant(GVariant *limits, gint64 values[4], GError **error)
+{
+	static const gchar *const known[] = {"rpm", "tpm", "max_parallel", "monthly_tokens", NULL};
+
+	if (!check_known_keys(limits, known, error))
+		return FALSE;
+	for (guint i = 0; i < G_N_ELEMENTS(limit_keys); i++) {
+		g_autoptr(GVariant) value = g_variant_lookup_value(limits, limit_keys[i].key, NULL);
+		guint64 number;
+
+		values[i] = -1;
+		if (value == NULL)
+			continue;
+		if (!g_variant_is_of_type(value, G_VARIANT_TYPE(limit_keys[i].type))) {
+			g_autofree gchar *format = g_strdup_printf(
+			    "'%%s' must be a%s (%s), not %s",
+			    g_str_equal(limit_keys[i].type, "u") ? " uint32" : " uint64",
+			    limit_keys[i].type,
+			    g_variant_get_type_string(value));
+			*error = invalid_arg(format, limit_keys[i].key);
+			return FALSE;
+		}
+		number = g_str_equal(limit_keys[i].type, "u") ? g_variant_get_uint32(value)
+							      : g_variant_get_uint64(value);
+		/* rates and turns in flight fit 32 bits, as `[quota]`'s do */
+		if (number > (guint64)(i % 2 == 0 ? G_MAXINT32 : G_MAXINT64)) {
+			*error = invalid_arg("'%s' is too large", limit_keys[i].key);
+			return FALSE;
+		}
+		values[i] = (gint64)number;
+	}
+	return TRUE;
+}
+
+static void
+set_limits_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+
+	if (!confab_engine_set_limits_finish(CONFAB_ENGINE(source), result, &error)) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_set_limits(CONFAB_DBUS_ADMIN(call->self), call->invocation);
+}
+
+static gboolean
+handle_set_limits(ConfabDbusAdmin *object,
+		  GDBusMethodInvocation *invocation,
+		  const gchar *kind,
+		  const gchar *id,
+		  GVariant *limits)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	gint64 values[4];
+	GError *error = NULL;
+
+	if (!limits_from_variant(limits, values, &error)) {
+		confab_error_return_dbus(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_engine_set_limits_async(self->engine,
+				       kind,
+				       id,
+				       values,
+				       NULL,
+				       set_limits_cb,
+				       call_new(self, invocation, id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_get_limits(ConfabDbusAdmin *object,
+		  GDBusMethodInvocation *invocation,
+		  const gchar *kind,
+		  const gchar *id)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autoptr(ConfabStoreLimits) limits = NULL;
+	GError *error = NULL;
+	GVariantDict dict;
+
+	limits = confab_engine_get_limits(self->engine, kind, id, &error);
+	if (limits == NULL) {
+		confab_error_return_dbus(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "rpm", "t", limits->rpm);
+	g_variant_dict_insert(&dict, "tpm", "t", limits->tpm);
+	g_variant_dict_insert(&dict,
+			      "max_parallel",
+			      "u",
+			      (guint32)MIN(limits->max_parallel, G_MAXUINT32));
+	g_variant_dict_insert(&dict, "monthly_tokens", "t", limits->monthly_tokens);
+	confab_dbus_admin_complete_get_limits(object, invocation, g_variant_dict_end(&dict));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 /* ---------- sessions ---------- */
 
 static void
@@ -1482,6 +1597,8 @@ confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 	iface->handle_revoke_token = handle_revoke_token;
 	iface->handle_set_quota = handle_set_quota;
 	iface->handle_get_usage = handle_get_usage;
+	iface->handle_set_limits = handle_set_limits;
+	iface->handle_get_limits = handle_get_limits;
 	iface->handle_list_sessions = handle_list_sessions;
 	iface->handle_get_messages = handle_get_messages;
 	iface->handle_delete_session = handle_delete_session;

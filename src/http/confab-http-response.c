@@ -231,6 +231,20 @@ add_retry_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 	confab_http_exchange_add_header(exchange, "retry-after-ms", buf);
 }
 
+/* The tokens-per-minute rate's headers. */
+static void
+add_token_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
+{
+	g_autofree gchar *reset = confab_http_response_format_duration(info->tpm_reset_ms);
+	gchar buf[32];
+
+	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->tpm);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-limit-tokens", buf);
+	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->tpm_remaining);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-remaining-tokens", buf);
+	confab_http_exchange_add_header(exchange, "x-ratelimit-reset-tokens", reset);
+}
+
 /**
  * confab_http_response_add_quota_headers:
  * @exchange: the exchange
@@ -239,13 +253,16 @@ add_retry_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
  * Adds the x-ratelimit-*-requests headers, when a quota or a rate applies:
  * of the two, the one with fewer requests left (the rate on a tie; the
  * month while it refuses), and `Retry-After` with `retry-after-ms` when the
- * rate or the turns in flight refused the request.
+ * rate or the turns in flight refused the request; the x-ratelimit-*-tokens
+ * headers when a tokens-per-minute rate applies.
  */
 void
 confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
 	gchar buf[32];
 
+	if (info->tpm > 0)
+		add_token_headers(exchange, info);
 	if (info->retry_after_ms > 0)
 		add_retry_headers(exchange, info);
 	if (info->rpm > 0 && (info->retry_after_ms > 0 || info->limit == 0 ||

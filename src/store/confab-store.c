@@ -7,6 +7,8 @@
 
 #include "config.h"
 
+#include <math.h>
+
 #include "store/confab-store-call.h"
 #include "store/confab-store.h"
 #include "util/confab-error.h"
@@ -124,6 +126,10 @@ confab_store_turn_copy(const ConfabStoreTurn *turn)
 		g_ptr_array_add(copy->messages, g_object_ref(g_ptr_array_index(turn->messages, i)));
 	copy->usage_owner = g_strdup(turn->usage_owner);
 	copy->usage_month = g_strdup(turn->usage_month);
+	copy->tokens_owner = g_strdup(turn->tokens_owner);
+	copy->tokens_token_id = g_strdup(turn->tokens_token_id);
+	copy->tokens_month = g_strdup(turn->tokens_month);
+	copy->tokens = turn->tokens;
 	copy->assistant = turn->assistant != NULL ? g_object_ref(turn->assistant) : NULL;
 	copy->unfinished = turn->unfinished != NULL ? g_object_ref(turn->unfinished) : NULL;
 	return copy;
@@ -144,6 +150,9 @@ confab_store_turn_free(ConfabStoreTurn *turn)
 	g_ptr_array_unref(turn->messages);
 	g_free(turn->usage_owner);
 	g_free(turn->usage_month);
+	g_free(turn->tokens_owner);
+	g_free(turn->tokens_token_id);
+	g_free(turn->tokens_month);
 	g_clear_object(&turn->assistant);
 	g_clear_object(&turn->unfinished);
 	g_free(turn);
@@ -161,6 +170,21 @@ confab_store_usage_free(ConfabStoreUsage *usage)
 	g_free(usage->owner);
 	g_free(usage->month);
 	g_free(usage);
+}
+
+/**
+ * confab_store_limits_free:
+ *
+ * Frees @limits.
+ */
+void
+confab_store_limits_free(ConfabStoreLimits *limits)
+{
+	if (limits == NULL)
+		return;
+	g_free(limits->kind);
+	g_free(limits->id);
+	g_free(limits);
 }
 
 #define STORE_IFACE(self) CONFAB_STORE_GET_IFACE(self)
@@ -234,6 +258,52 @@ static const ConfabStoreOp op_delete_agent = {
     .missing = CONFAB_ERROR_AGENT_NOT_FOUND,
     .missing_format = "no agent %s",
     .changed = CONFAB_STORE_CHANGE_AGENTS,
+};
+
+#define LIMITS_COLUMNS "kind, id, rpm, tpm, max_parallel, monthly_tokens"
+
+static gpointer
+row_to_limits(ConfabStoreRow *row)
+{
+	ConfabStoreLimits *limits = g_new0(ConfabStoreLimits, 1);
+
+	limits->kind = g_strdup(confab_store_row_text(row, 0));
+	limits->id = g_strdup(confab_store_row_text(row, 1));
+	limits->rpm = (guint64)MAX(confab_store_row_int(row, 2), 0);
+	limits->tpm = (guint64)MAX(confab_store_row_int(row, 3), 0);
+	limits->max_parallel = (guint64)MAX(confab_store_row_int(row, 4), 0);
+	limits->monthly_tokens = (guint64)MAX(confab_store_row_int(row, 5), 0);
+	return limits;
+}
+
+static const ConfabStoreOp op_load_limits = {
+    .what = "loading limits",
+    .rows = CONFAB_STORE_ROWS_LIST,
+    .sql = "SELECT " LIMITS_COLUMNS " FROM limits ORDER BY kind, id",
+    .map = row_to_limits,
+    .free = (GDestroyNotify)confab_store_limits_free,
+    .changed = -1,
+};
+
+/* $3…$6: a value below 0 leaves the one stored as it is */
+static const ConfabStoreOp op_set_limits = {
+    .what = "storing limits",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "INSERT INTO limits (" LIMITS_COLUMNS ", updated_at) "
+	   "VALUES ($1, $2, "
+	   "CASE WHEN CAST($3 AS bigint) < 0 THEN 0 ELSE $3 END, "
+	   "CASE WHEN CAST($4 AS bigint) < 0 THEN 0 ELSE $4 END, "
+	   "CASE WHEN CAST($5 AS bigint) < 0 THEN 0 ELSE $5 END, "
+	   "CASE WHEN CAST($6 AS bigint) < 0 THEN 0 ELSE $6 END, $7) "
+	   "ON CONFLICT (kind, id) DO UPDATE SET "
+	   "rpm = CASE WHEN CAST($3 AS bigint) < 0 THEN limits.rpm ELSE $3 END, "
+	   "tpm = CASE WHEN CAST($4 AS bigint) < 0 THEN limits.tpm ELSE $4 END, "
+	   "max_parallel = CASE WHEN CAST($5 AS bigint) < 0 THEN limits.max_parallel "
+	   "ELSE $5 END, "
+	   "monthly_tokens = CASE WHEN CAST($6 AS bigint) < 0 THEN limits.monthly_tokens "
+	   "ELSE $6 END, "
+	   "updated_at = $7",
+    .changed = CONFAB_STORE_CHANGE_LIMITS,
 };
 
 static const ConfabStoreOp op_save_token = {
@@ -730,6 +800,86 @@ confab_store_load_tokens_async(ConfabStore *self,
 }
 
 /**
+ * confab_store_load_limits_async:
+ * @self: a #ConfabStore
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with every owner's and token's own limits
+ * @user_data: data for @callback
+ *
+ * Reads the limits set with confab_store_set_limits_async().
+ */
+void
+confab_store_load_limits_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  confab_store_call_new(&op_load_limits),
+		  confab_store_load_limits_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_load_limits_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabStoreLimits): the limits,
+ *   by kind and id
+ */
+GPtrArray *
+confab_store_load_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_set_limits_async:
+ * @self: a #ConfabStore
+ * @kind: `owner` or `token`
+ * @id: the owner's name or the token's id
+ * @values: rpm, tpm, max_parallel and monthly_tokens, in this order: 0
+ *   removes one, a value below 0 leaves it as it is
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called once stored
+ * @user_data: data for @callback
+ *
+ * Stores an owner's or a token's own limits, in one statement.
+ */
+void
+confab_store_set_limits_async(ConfabStore *self,
+			      const gchar *kind,
+			      const gchar *id,
+			      const gint64 values[4],
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data)
+{
+	ConfabStoreCall *call = confab_store_call_new(&op_set_limits);
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	confab_store_call_add_text(call, kind);
+	confab_store_call_add_text(call, id);
+	for (guint i = 0; i < 4; i++)
+		confab_store_call_add_int(call, values[i]);
+	confab_store_call_add_int(call, g_get_real_time() / G_USEC_PER_SEC);
+	store_run(self, call, confab_store_set_limits_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_set_limits_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+gboolean
+confab_store_set_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
  * confab_store_load_tokens_finish:
  *
  * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
@@ -1064,6 +1214,127 @@ confab_store_usage_set_rate(ConfabStoreUsage *usage,
 	}
 }
 
+/* tokens per minute: a bucket of @tpm tokens, whole again in a minute */
+#define TOKEN_WINDOW (60 * G_USEC_PER_SEC)
+
+/**
+ * confab_store_token_cost:
+ * @tokens: tokens; below 0 for tokens given back
+ * @tpm: tokens per minute, above 0
+ *
+ * Returns: what @tokens cost of a GCRA arrival time, in microseconds: a
+ *   whole minute for @tpm tokens (rounded up, or down for tokens given
+ *   back, so that rounding never lets more through)
+ */
+gint64
+confab_store_token_cost(gint64 tokens, guint64 tpm)
+{
+	gdouble cost = (gdouble)tokens * (gdouble)TOKEN_WINDOW / (gdouble)MAX(tpm, 1);
+
+	return tokens >= 0 ? (gint64)ceil(cost) : (gint64)floor(cost);
+}
+
+/**
+ * confab_store_token_rate_take:
+ * @tat: (inout): the rate's theoretical arrival time, microseconds; 0 when
+ *   never used
+ * @now: the store's clock, microseconds
+ * @tpm: tokens per minute, above 0
+ * @tokens: tokens to take (below 0: to give back)
+ * @force: take them even when they do not fit (a settlement, a later call
+ *   of an admitted turn)
+ *
+ * GCRA weighted by tokens: the bucket holds @tpm tokens and refills
+ * continuously; tokens are taken when, once taken, at most a minute of
+ * arrival time is owed. Given back, they move the arrival time back, never
+ * before @now (a full bucket stays full).
+ *
+ * Returns: whether they were taken (@tat moved)
+ */
+gboolean
+confab_store_token_rate_take(gint64 *tat, gint64 now, guint64 tpm, gint64 tokens, gboolean force)
+{
+	gint64 from = MAX(*tat, now);
+	gint64 next = from + confab_store_token_cost(tokens, tpm);
+
+	if (!force && tokens > 0 && next - now > TOKEN_WINDOW)
+		return FALSE;
+	*tat = MAX(next, now);
+	return TRUE;
+}
+
+/**
+ * confab_store_token_verdict_set_rate:
+ * @verdict: a verdict
+ * @tpm: tokens per minute; 0 for none
+ * @tat: the arrival time after the decision
+ * @now: the store's clock
+ * @tokens: the tokens asked for
+ * @admitted: whether this rate took them
+ *
+ * Keeps in @verdict the tighter rate: the one that refused, else the one
+ * with fewer tokens left.
+ */
+void
+confab_store_token_verdict_set_rate(ConfabStoreTokenVerdict *verdict,
+				    guint64 tpm,
+				    gint64 tat,
+				    gint64 now,
+				    gint64 tokens,
+				    gboolean admitted)
+{
+	gint64 ahead = MAX(tat - now, 0);
+	gint64 left = MAX(TOKEN_WINDOW - ahead, 0);
+	guint64 remaining = (guint64)((gdouble)left * (gdouble)tpm / TOKEN_WINDOW);
+
+	if (tpm == 0 || (verdict->tpm > 0 && verdict->retry_after_ms > 0))
+		return;
+	if (verdict->tpm > 0 && admitted && remaining >= verdict->tpm_remaining)
+		return;
+	verdict->tpm = tpm;
+	verdict->tpm_remaining = admitted ? remaining : 0;
+	verdict->tpm_reset_ms = (ahead + 999) / 1000;
+	if (!admitted)
+		verdict->retry_after_ms =
+		    MAX((ahead + confab_store_token_cost(tokens, tpm) - TOKEN_WINDOW + 999) / 1000,
+			1);
+}
+
+/**
+ * confab_store_usage_set_token_rate:
+ * @usage: the usage of an admission, its owner's rate already set
+ * @rpm: the token's requests per minute; 0 for none
+ * @tat: the token's rate's theoretical arrival time after the admission
+ * @now: the store's clock when it was decided
+ * @admitted: whether the token's rate admitted it
+ *
+ * Keeps in @usage's rate members the tighter of the owner's rate and the
+ * token's: the one that refused, else the one with fewer requests left.
+ */
+void
+confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
+				  guint64 rpm,
+				  gint64 tat,
+				  gint64 now,
+				  gboolean admitted)
+{
+	ConfabStoreUsage token = {0};
+
+	if (rpm == 0)
+		return;
+	confab_store_usage_set_rate(&token, rpm, tat, now, admitted);
+	/* the owner's refusal (of its rate or its turns in flight) stands */
+	if (usage->rate_limited)
+		return;
+	if (usage->rpm == 0 || token.rate_limited || token.rate_remaining < usage->rate_remaining) {
+		usage->rpm = token.rpm;
+		usage->rate_limited = token.rate_limited;
+		usage->rate_remaining = token.rate_remaining;
+		usage->rate_reset_ms = token.rate_reset_ms;
+		usage->retry_after_ms = token.retry_after_ms;
+	}
+}
+
 /**
  * confab_store_admit_quota_async:
  * @self: a #ConfabStore
@@ -1100,16 +1371,101 @@ confab_store_admit_quota_async(ConfabStore *self,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data)
 {
+	ConfabStoreAdmission admission = {
+	    .owner = owner,
+	    .month = month,
+	    .default_limit = default_limit,
+	    .rpm = rpm,
+	    .max_parallel = max_parallel,
+	};
+
+	confab_store_admit_async(self, &admission, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_take_tokens_async:
+ * @self: a #ConfabStore
+ * @tokens: the tokens and the budgets they count against (copied)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the verdict
+ * @user_data: data for @callback
+ *
+ * Reserves tokens before a model call, or settles a reservation against
+ * the usage the upstream reported, against the tokens per minute and the
+ * month's tokens of the owner and of its token, in one atomic step. Unless
+ * forced, the tokens are taken only if every budget holds them; refused,
+ * nothing is taken of the owner's, and at most the token's rate was moved.
+ */
+void
+confab_store_take_tokens_async(ConfabStore *self,
+			       const ConfabStoreTokens *tokens,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
 	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->admit_quota(self,
-				       owner,
-				       month,
-				       default_limit,
-				       rpm,
-				       max_parallel,
-				       cancellable,
-				       callback,
-				       user_data);
+	STORE_IFACE(self)->take_tokens(self, tokens, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_take_tokens_finish:
+ * @verdict: (out): what was decided
+ *
+ * Returns: %FALSE with @error when the store failed
+ */
+gboolean
+confab_store_take_tokens_finish(ConfabStore *self,
+				GAsyncResult *result,
+				ConfabStoreTokenVerdict *verdict,
+				GError **error)
+{
+	g_autofree ConfabStoreTokenVerdict *answer = NULL;
+
+	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+	answer = g_task_propagate_pointer(G_TASK(result), error);
+	if (answer == NULL)
+		return FALSE;
+	*verdict = *answer;
+	return TRUE;
+}
+
+/**
+ * confab_store_take_tokens_now:
+ *
+ * confab_store_take_tokens_async(), answered at once; only where
+ * confab_store_answers_now().
+ *
+ * Returns: the verdict
+ */
+ConfabStoreTokenVerdict
+confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens)
+{
+	return STORE_IFACE(self)->take_tokens_now(self, tokens);
+}
+
+/**
+ * confab_store_admit_async:
+ * @self: a #ConfabStore
+ * @admission: what to check: the owner's limits, and the token's (copied)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: called with the verdict
+ * @user_data: data for @callback
+ *
+ * confab_store_admit_quota_async() with a token's limits beside the
+ * owner's, each checked and moved in the same atomic step; finish with
+ * confab_store_admit_quota_finish(). A token's turn in flight
+ * (usage->token_parallel_taken) is given back with
+ * confab_store_release_parallel() on the token's id.
+ */
+void
+confab_store_admit_async(ConfabStore *self,
+			 const ConfabStoreAdmission *admission,
+			 GCancellable *cancellable,
+			 GAsyncReadyCallback callback,
+			 gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	STORE_IFACE(self)->admit_quota(self, admission, cancellable, callback, user_data);
 }
 
 /**
@@ -1183,9 +1539,30 @@ confab_store_admit_quota_now(ConfabStore *self,
 			     guint64 rpm,
 			     guint64 max_parallel)
 {
+	ConfabStoreAdmission admission = {
+	    .owner = owner,
+	    .month = month,
+	    .default_limit = default_limit,
+	    .rpm = rpm,
+	    .max_parallel = max_parallel,
+	};
+
+	return confab_store_admit_now(self, &admission);
+}
+
+/**
+ * confab_store_admit_now:
+ *
+ * confab_store_admit_async(), answered at once; only where
+ * confab_store_answers_now().
+ *
+ * Returns: (transfer full): the usage, with whether it was admitted
+ */
+ConfabStoreUsage *
+confab_store_admit_now(ConfabStore *self, const ConfabStoreAdmission *admission)
+{
 	g_return_val_if_fail(confab_store_answers_now(self), NULL);
-	return STORE_IFACE(self)
-	    ->admit_quota_now(self, owner, month, default_limit, rpm, max_parallel);
+	return STORE_IFACE(self)->admit_quota_now(self, admission);
 }
 
 /**

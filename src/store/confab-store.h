@@ -97,7 +97,11 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreMessageQuery, confab_store_message_q
  *
  * What a turn writes, in one transaction: a JSON turn writes both sides at
  * once; a stream writes the user's side before its first byte and the
- * answer at its end.
+ * answer at its end. With the answer, where a token budget applies,
+ * @tokens (what the turn's model calls used) is added to the month's count
+ * of @tokens_owner and @tokens_token_id (a store that counts its tokens in
+ * memory keeps them so over a restart; PostgreSQL counts them as they are
+ * taken, and ignores these).
  */
 typedef struct {
 	ConfabSession *session;
@@ -107,6 +111,10 @@ typedef struct {
 	gchar *usage_month;
 	ConfabMessage *assistant;
 	ConfabMessage *unfinished;
+	gchar *tokens_owner;
+	gchar *tokens_token_id;
+	gchar *tokens_month;
+	gint64 tokens;
 } ConfabStoreTurn;
 
 ConfabStoreTurn *
@@ -139,6 +147,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreTurn, confab_store_turn_free)
  *   (also sets @rate_limited)
  * @parallel_taken: a turn's slot was taken, to be given back with
  *   confab_store_release_parallel() (also when the month refused it)
+ * @token_parallel_taken: a turn's slot of the token's was taken, to be
+ *   given back with confab_store_release_parallel() on the token's id
+ *
+ * The rate members (@rpm, @rate_remaining, @rate_reset_ms,
+ * @retry_after_ms) describe the tighter of the owner's and the token's
+ * rates: the one that refused, else the one with fewer requests left.
  *
  * An owner's quota and use, as the store sees them.
  */
@@ -157,10 +171,128 @@ typedef struct {
 	guint64 max_parallel;
 	gboolean parallel_limited;
 	gboolean parallel_taken;
+	gboolean token_parallel_taken;
 } ConfabStoreUsage;
 
 void
 confab_store_usage_free(ConfabStoreUsage *usage);
+
+/**
+ * ConfabStoreAdmission:
+ * @owner: whose request
+ * @month: the month to count it in, `YYYY-MM`; %NULL: the month is not
+ *   counted (D-Bus Chat.Send: the monthly quota is the v1 API's), only
+ *   the rates and turns in flight hold
+ * @default_limit: the quota of owners without one of their own; 0 for none
+ * @rpm: the owner's requests per minute (its own, else `[quota]`'s); 0 for none
+ * @max_parallel: the owner's turns in flight at most; 0 for none
+ * @token_id: (nullable): the token the request came with
+ * @token_rpm: the token's own requests per minute; 0 for none
+ * @token_max_parallel: the token's own turns in flight at most; 0 for none
+ *
+ * What one admission checks: the owner's limits and the token's, each
+ * kept on its own (a token's rate is its own bucket), so that the tighter
+ * holds.
+ */
+typedef struct {
+	const gchar *owner;
+	const gchar *month;
+	guint64 default_limit;
+	guint64 rpm;
+	guint64 max_parallel;
+	const gchar *token_id;
+	guint64 token_rpm;
+	guint64 token_max_parallel;
+} ConfabStoreAdmission;
+
+/**
+ * ConfabStoreTokens:
+ * @owner: whose model call
+ * @token_id: (nullable): the token its turn came with
+ * @month: the month its tokens count in, `YYYY-MM`
+ * @tpm: the owner's tokens per minute (its own, else `[quota]`'s); 0 for none
+ * @monthly: the owner's tokens per month; 0 for none
+ * @token_tpm: the token's own tokens per minute; 0 for none
+ * @token_monthly: the token's own tokens per month; 0 for none
+ * @tokens: tokens taken: a reservation (above 0), or a settlement's
+ *   difference (the reported usage less the reservation; below 0 gives
+ *   back)
+ * @force: never refuse: a later call of an admitted turn, or a settlement
+ *
+ * One reservation or settlement of tokens against the budgets of an owner
+ * and of its token (issue 30): a continuous tokens-per-minute bucket
+ * (GCRA weighted by the tokens) and a month's count, each kept per owner
+ * and per token.
+ */
+typedef struct {
+	const gchar *owner;
+	const gchar *token_id;
+	const gchar *month;
+	guint64 tpm;
+	guint64 monthly;
+	guint64 token_tpm;
+	guint64 token_monthly;
+	gint64 tokens;
+	gboolean force;
+} ConfabStoreTokens;
+
+/**
+ * ConfabStoreTokenVerdict:
+ * @admitted: whether the tokens were taken (always, with @force)
+ * @monthly_spent: refused because a month's budget cannot hold them
+ * @tpm: the tokens per minute the headers describe (the tighter of the
+ *   owner's and the token's, or the one that refused); 0 for none
+ * @tpm_remaining: tokens the rate would take at once now
+ * @tpm_reset_ms: milliseconds until the rate is whole again
+ * @retry_after_ms: when refused for the rate: milliseconds until the tokens
+ *   would fit
+ *
+ * What confab_store_take_tokens_async() decided.
+ */
+typedef struct {
+	gboolean admitted;
+	gboolean monthly_spent;
+	guint64 tpm;
+	guint64 tpm_remaining;
+	gint64 tpm_reset_ms;
+	gint64 retry_after_ms;
+} ConfabStoreTokenVerdict;
+
+gint64
+confab_store_token_cost(gint64 tokens, guint64 tpm);
+gboolean
+confab_store_token_rate_take(gint64 *tat, gint64 now, guint64 tpm, gint64 tokens, gboolean force);
+void
+confab_store_token_verdict_set_rate(ConfabStoreTokenVerdict *verdict,
+				    guint64 tpm,
+				    gint64 tat,
+				    gint64 now,
+				    gint64 tokens,
+				    gboolean admitted);
+
+/**
+ * ConfabStoreLimits:
+ * @kind: `owner` or `token`
+ * @id: the owner's name, or the token's id (`tok_…`)
+ * @rpm: requests per minute; 0 for none
+ * @tpm: tokens per minute; 0 for none
+ * @max_parallel: turns in flight at most; 0 for none
+ * @monthly_tokens: tokens a month; 0 for none
+ *
+ * An owner's or a token's own limits, as stored (issue 30).
+ */
+typedef struct {
+	gchar *kind;
+	gchar *id;
+	guint64 rpm;
+	guint64 tpm;
+	guint64 max_parallel;
+	guint64 monthly_tokens;
+} ConfabStoreLimits;
+
+void
+confab_store_limits_free(ConfabStoreLimits *limits);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreLimits, confab_store_limits_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreUsage, confab_store_usage_free)
 
 /**
@@ -191,6 +323,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreSearchHit, confab_store_search_hit_free
  * @CONFAB_STORE_CHANGE_TOKENS: tokens were created or revoked
  * @CONFAB_STORE_CHANGE_QUOTAS: a quota was set
  * @CONFAB_STORE_CHANGE_ALL: anything may have changed (after a reconnect)
+ * @CONFAB_STORE_CHANGE_LIMITS: an owner's or a token's limits were set
  *
  * What ConfabStore::changed says.
  */
@@ -199,6 +332,7 @@ typedef enum {
 	CONFAB_STORE_CHANGE_TOKENS,
 	CONFAB_STORE_CHANGE_QUOTAS,
 	CONFAB_STORE_CHANGE_ALL,
+	CONFAB_STORE_CHANGE_LIMITS,
 } ConfabStoreChange;
 
 #define CONFAB_TYPE_STORE (confab_store_get_type())
@@ -256,11 +390,7 @@ struct _ConfabStoreInterface {
 
 	/* turns */
 	void (*admit_quota)(ConfabStore *self,
-			    const gchar *owner,
-			    const gchar *month,
-			    guint64 default_limit,
-			    guint64 rpm,
-			    guint64 max_parallel,
+			    const ConfabStoreAdmission *admission,
 			    GCancellable *cancellable,
 			    GAsyncReadyCallback callback,
 			    gpointer user_data);
@@ -313,12 +443,18 @@ struct _ConfabStoreInterface {
 	 * at once, by a store that keeps their answers in memory (a turn
 	 * saves a task and a main-loop round each) */
 	ConfabStoreUsage *(*admit_quota_now)(ConfabStore *self,
-					     const gchar *owner,
-					     const gchar *month,
-					     guint64 default_limit,
-					     guint64 rpm,
-					     guint64 max_parallel);
+					     const ConfabStoreAdmission *admission);
 	gboolean (*acquire_session_now)(ConfabStore *self, const gchar *session_id, GError **error);
+
+	/* tokens: reservations and settlements (issue 30); take_tokens_now
+	 * with the *_now pair above */
+	void (*take_tokens)(ConfabStore *self,
+			    const ConfabStoreTokens *tokens,
+			    GCancellable *cancellable,
+			    GAsyncReadyCallback callback,
+			    gpointer user_data);
+	ConfabStoreTokenVerdict (*take_tokens_now)(ConfabStore *self,
+						   const ConfabStoreTokens *tokens);
 };
 
 void
@@ -400,6 +536,50 @@ confab_store_usage_set_rate(ConfabStoreUsage *usage,
 			    gint64 tat,
 			    gint64 now,
 			    gboolean admitted);
+void
+confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
+				  guint64 rpm,
+				  gint64 tat,
+				  gint64 now,
+				  gboolean admitted);
+void
+confab_store_take_tokens_async(ConfabStore *self,
+			       const ConfabStoreTokens *tokens,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+gboolean
+confab_store_take_tokens_finish(ConfabStore *self,
+				GAsyncResult *result,
+				ConfabStoreTokenVerdict *verdict,
+				GError **error);
+ConfabStoreTokenVerdict
+confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens);
+void
+confab_store_admit_async(ConfabStore *self,
+			 const ConfabStoreAdmission *admission,
+			 GCancellable *cancellable,
+			 GAsyncReadyCallback callback,
+			 gpointer user_data);
+ConfabStoreUsage *
+confab_store_admit_now(ConfabStore *self, const ConfabStoreAdmission *admission);
+void
+confab_store_load_limits_async(ConfabStore *self,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+GPtrArray *
+confab_store_load_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_set_limits_async(ConfabStore *self,
+			      const gchar *kind,
+			      const gchar *id,
+			      const gint64 values[4],
+			      GCancellable *cancellable,
+			      GAsyncReadyCallback callback,
+			      gpointer user_data);
+gboolean
+confab_store_set_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 void
 confab_store_admit_quota_async(ConfabStore *self,
 			       const gchar *owner,

@@ -233,9 +233,11 @@ class Bench:
             + (f"max_retries={self.upstream_retries}\n" if self.upstream_retries is not None
                else "")
             + "[responses]\nmax_background=0\n"
-            # --limits: every turn under a rate and a cap on turns in flight
-            # that never refuse, to weigh what admitting them costs
+            # --limits: every turn under a rate, a cap on turns in flight and
+            # token budgets that never refuse, to weigh what admitting them
+            # (and reserving and settling each model call's tokens) costs
             + ("[quota]\ndefault_rpm=2147483647\ndefault_max_parallel=2147483647\n"
+               "default_tpm=2147483647\ndefault_monthly_tokens=9223372036854775807\n"
                if self.args.limits else ""))
         self.confab = self.spawn([self.args.confabd, f"--listen=127.0.0.1:{self.confab_port}",
                                   f"--state-dir={state}", f"--bus={bus}", f"--config={conf}",
@@ -264,8 +266,14 @@ class Bench:
                                     "{'name': <'bench-sse'>, 'provider': <'openai'>, "
                                     f"'base_url': <'{self.upstream}/sse/v1'>, "
                                     "'upstream_model': <'bench'>, 'api_key': <'sk-bench'>}")[0]
-        _, self.token = self.admin("CreateToken",
-                                   "{'owner': <'bench'>, 'scopes': <['chat.completions']>}")
+        self.token_id, self.token = self.admin(
+            "CreateToken", "{'owner': <'bench'>, 'scopes': <['chat.completions']>}")
+        if self.args.limits:
+            # the token's own limits too: both of an admission's keys
+            self.admin("SetLimits", "token", self.token_id,
+                       "{'rpm': <uint64 2147483647>, 'tpm': <uint64 2147483647>, "
+                       "'max_parallel': <uint32 2147483647>, "
+                       "'monthly_tokens': <uint64 9223372036854775807>}")
 
     def body(self, agent, stream=False):
         b = json.loads(CHAT_BODY)
@@ -429,6 +437,36 @@ class Bench:
                   f"{j2 / j1:.2f} (target <= 1.10: {verdict(j2 / j1 <= 1.10)})")
         self.line(f"  streamed / JSON turn: {st:.1f} / {j1:.1f} us = {st / j1:.2f} "
                   f"(target <= 1.5: {verdict(st / j1 <= 1.5)})")
+
+    def scenario_limits(self):
+        """issue 30's target: a turn under limits (the owner's and the
+        token's rpm, max_parallel, tpm and monthly_tokens, never reached)
+        costs at most 5 % more CPU than one without. Runs alternate without
+        and with limits (a loaded machine drifts less between neighbours);
+        each figure is the median of --target-runs, JSON and streamed"""
+        runs = max(1, self.args.target_runs)
+        limits = self.args.limits
+        got = {(False, False): [], (False, True): [], (True, False): [], (True, True): []}
+        for i in range(runs):
+            for on in (False, True):
+                self.stop_confab()
+                self.args.limits = on
+                self.start_confab(state=os.path.join(self.dir, f"limits-{i}-{int(on)}"))
+                self.provision()
+                for stream in (False, True):
+                    got[(on, stream)].append(self.cpu_per_turn(stream)[1])
+        self.args.limits = limits
+        self.stop_confab()
+        self.start_confab()
+        self.provision()
+        med = statistics.median
+        self.line(f"limits ({runs} run{'s' if runs > 1 else ''}, medians; 64 conns, "
+                  f"{self.threads()} serving thread(s)):")
+        for stream, what in ((False, "JSON"), (True, "streamed")):
+            off, on = med(got[(False, stream)]), med(got[(True, stream)])
+            self.line(f"  CPU per {what} turn: without limits {off:.1f} us, with {on:.1f} us"
+                      f" = {on / off:.3f} (target <= 1.05: "
+                      f"{'met' if on / off <= 1.05 else 'NOT met'})")
 
     def scenario_failover(self):
         """issue 29: what moving on to a healthy next target adds beyond
@@ -881,6 +919,8 @@ ANALYZE messages;
         self.line(f"idle RSS: {rss_kib(self.confab.pid) / 1024:.1f} MiB")
         if "targets" in self.args.only:
             self.scenario_targets()
+        if "limits" in self.args.only:
+            self.scenario_limits()
         if "failover" in self.args.only:
             self.scenario_failover()
         if "turns" in self.args.only:
@@ -1056,8 +1096,10 @@ def main():
     ap.add_argument("--only",
                     default="targets,turns,streams,responses,writer,open,rss,lists,postgres")
     ap.add_argument("--limits", action="store_true",
-                    help="confabd with [quota] default_rpm and default_max_parallel set "
-                         "(never reached): the cost of admitting turns under limits")
+                    help="confabd with [quota] default_rpm, default_max_parallel, "
+                         "default_tpm and default_monthly_tokens set, and its token's own "
+                         "(never reached): the cost of admitting turns under limits; "
+                         "--only limits measures with and without in one run")
     ap.add_argument("--target-runs", type=int, default=3,
                     help="runs of the targets scenario; each figure is their median")
     ap.add_argument("--keep", action="store_true")

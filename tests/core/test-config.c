@@ -36,6 +36,9 @@ test_defaults(void)
 	g_assert_cmpuint(config->default_monthly_requests, ==, 0);
 	g_assert_cmpuint(config->default_rpm, ==, 0);
 	g_assert_cmpuint(config->default_max_parallel, ==, 0);
+	g_assert_cmpuint(config->default_tpm, ==, 0);
+	g_assert_cmpuint(config->default_monthly_tokens, ==, 0);
+	g_assert_cmpuint(config->token_reservation, ==, 1024);
 	g_assert_cmpuint(config->upstream_connect_timeout, >, 0);
 	g_assert_cmpuint(config->upstream_total_timeout, >=, config->upstream_first_byte_timeout);
 	/* a stream's head waits 15 s at most for an upstream's answer */
@@ -395,7 +398,7 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 42);
+	g_assert_cmpuint(keys, ==, 45);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);

@@ -746,6 +746,119 @@ test_quota_usage(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+/* confabctl limits set|show: a round trip, 0 removing one, every bad input
+ * refused before or by the daemon, nothing changed */
+static void
+test_limits(void)
+{
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start(NULL, NULL);
+	g_autofree gchar *token_id = NULL;
+	g_autofree gchar *secret =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, &token_id);
+	g_autoptr(Run) set = ctl("limits",
+				 "set",
+				 "owner",
+				 "alice",
+				 "--rpm",
+				 "60",
+				 "--tpm",
+				 "9000",
+				 "--max-parallel",
+				 "2",
+				 "--monthly-tokens",
+				 "123456789",
+				 NULL);
+	g_autoptr(Run) show = NULL;
+	g_autoptr(Run) show_text = NULL;
+	g_autoptr(Run) set_token = NULL;
+	g_autoptr(Run) show_token = NULL;
+	g_autoptr(Run) remove = NULL;
+	g_autoptr(Run) after = NULL;
+	g_autoptr(Run) revoke = NULL;
+	const gchar *const bad[][8] = {
+	    {"limits", "set", "owner", "alice", "--rpm", "-1", NULL},
+	    {"limits", "set", "owner", "alice", "--rpm", "ten", NULL},
+	    {"limits", "set", "owner", "alice", "--max-parallel", "1.5", NULL},
+	    {"limits", "set", "owner", "alice", "--tpm", "99999999999999999999999", NULL},
+	    {"limits", "set", "owner", "alice", NULL},
+	    {"limits", "set", "group", "alice", "--rpm", "1", NULL},
+	    {"limits", "set", "owner", NULL},
+	    {"limits", "show", "owner", NULL},
+	};
+
+	assert_ok(set);
+	show = ctl("limits", "show", "owner", "alice", "--json", NULL);
+	assert_ok(show);
+	g_assert_cmpint(json_object_get_int_member(object(show), "rpm"), ==, 60);
+	g_assert_cmpint(json_object_get_int_member(object(show), "tpm"), ==, 9000);
+	g_assert_cmpint(json_object_get_int_member(object(show), "max_parallel"), ==, 2);
+	g_assert_cmpint(json_object_get_int_member(object(show), "monthly_tokens"), ==, 123456789);
+	show_text = ctl("limits", "show", "owner", "alice", NULL);
+	assert_ok(show_text);
+	g_assert_true(g_regex_match_simple("^Requests per minute: +60$",
+					   show_text->out,
+					   G_REGEX_MULTILINE,
+					   0));
+	g_assert_true(
+	    g_regex_match_simple("^Turns in flight: +2$", show_text->out, G_REGEX_MULTILINE, 0));
+
+	set_token = ctl("limits", "set", "token", token_id, "--rpm", "5", NULL);
+	assert_ok(set_token);
+	show_token = ctl("limits", "show", "token", token_id, "--json", NULL);
+	assert_ok(show_token);
+	g_assert_cmpint(json_object_get_int_member(object(show_token), "rpm"), ==, 5);
+	g_assert_cmpint(json_object_get_int_member(object(show_token), "tpm"), ==, 0);
+
+	/* 0 removes one; the others stay */
+	remove = ctl("limits", "set", "owner", "alice", "--rpm", "0", NULL);
+	assert_ok(remove);
+	after = ctl("limits", "show", "owner", "alice", NULL);
+	assert_ok(after);
+	g_assert_true(
+	    g_regex_match_simple("^Requests per minute: +none$", after->out, G_REGEX_MULTILINE, 0));
+	g_assert_true(
+	    g_regex_match_simple("^Tokens per minute: +9000$", after->out, G_REGEX_MULTILINE, 0));
+
+	/* refused before the daemon is asked: usage errors */
+	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autoptr(Run) run = NULL;
+		run = ctl(bad[i][0],
+			  bad[i][1],
+			  bad[i][2],
+			  bad[i][3],
+			  bad[i][4],
+			  bad[i][5],
+			  bad[i][6],
+			  bad[i][7],
+			  NULL);
+		assert_status(run, 2);
+	}
+	/* refused by the daemon: an unknown owner or token, a revoked token */
+	{
+		g_autoptr(Run) unknown =
+		    ctl("limits", "set", "owner", "nobody-has-this-name", "--rpm", "1", NULL);
+		g_autoptr(Run) no_token =
+		    ctl("limits", "show", "token", "tok_nosuchtoken000000000000", NULL);
+		assert_refused(unknown, "No owner nobody-has-this-name");
+		assert_refused(no_token, "No token");
+	}
+	revoke = ctl("token", "revoke", token_id, NULL);
+	assert_ok(revoke);
+	{
+		g_autoptr(Run) revoked =
+		    ctl("limits", "set", "token", token_id, "--rpm", "1", NULL);
+		assert_refused(revoked, "revoked");
+	}
+	{
+		/* nothing changed by any of them */
+		g_autoptr(Run) final = ctl("limits", "show", "owner", "alice", "--json", NULL);
+		assert_ok(final);
+		g_assert_cmpint(json_object_get_int_member(object(final), "rpm"), ==, 0);
+		g_assert_cmpint(json_object_get_int_member(object(final), "tpm"), ==, 9000);
+	}
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+}
+
 static void
 test_sessions(void)
 {
@@ -1052,6 +1165,8 @@ test_usage_errors(void)
 							    "token revoke",
 							    "quota set",
 							    "usage",
+							    "limits set",
+							    "limits show",
 							    "session list",
 							    "session show",
 							    "session delete",
@@ -1420,6 +1535,7 @@ main(gint argc, gchar **argv)
 	g_test_add_func("/confab/confabctl/upstreams", test_upstreams);
 	g_test_add_func("/confab/confabctl/tokens", test_tokens);
 	g_test_add_func("/confab/confabctl/quota-usage", test_quota_usage);
+	g_test_add_func("/confab/confabctl/limits", test_limits);
 	g_test_add_func("/confab/confabctl/sessions", test_sessions);
 	g_test_add_func("/confab/confabctl/api-conversations", test_api_conversations);
 	g_test_add_func("/confab/confabctl/hostile-text", test_hostile_text);

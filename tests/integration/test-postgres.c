@@ -292,6 +292,7 @@ typedef struct {
 	guint *counts; /* ok, limited, other; under lock */
 	GMutex *lock;
 	GCond *cond;
+	const gchar *refusal; /* the code of a 429 that counts as limited */
 } Flyer;
 
 static gpointer
@@ -304,8 +305,9 @@ flyer_thread(gpointer data)
 
 	if (r->status == 200)
 		which = 0;
-	else if (r->status == 429 && g_strcmp0(confab_test_json_string(r->json, "error.code"),
-					       "rate_limit_exceeded") == 0)
+	else if (r->status == 429 &&
+		 g_strcmp0(confab_test_json_string(r->json, "error.code"),
+			   flyer->refusal != NULL ? flyer->refusal : "rate_limit_exceeded") == 0)
 		which = 1;
 	else {
 		g_autofree gchar *body =
@@ -375,6 +377,71 @@ test_parallel_across(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(counts[1], ==, n - 2);
 	/* their slots came back: any instance admits a turn again */
 	g_assert_true(confab_test_wait_until(admitted_again, &flyers[2], 10000));
+	g_mutex_clear(&lock);
+	g_cond_clear(&cond);
+	confab_test_upstream_stop(up);
+}
+
+/* ---------- a month's tokens, exact across instances ---------- */
+
+/* thirty streams at once over three instances, against a month of tokens
+ * that holds ten reservations ("fly": 12 tokens of input, 1024 for the
+ * answer): exactly ten are admitted, and held by the upstream before they
+ * can settle; the twenty others are refused with insufficient_quota */
+static void
+test_tokens_across(Fixture *f, gconstpointer data)
+{
+	const guint n = 30, fit = 10;
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *agent = held_agent(f, up);
+	guint counts[3] = {0, 0, 0};
+	GMutex lock;
+	GCond cond;
+	Flyer flyers[30];
+	GThread *threads[30];
+	gint64 deadline;
+
+	g_mutex_init(&lock);
+	g_cond_init(&cond);
+	for (guint i = 1; i < N_INSTANCES; i++) {
+		g_autofree gchar *path = g_strdup_printf("/api/v1/models/%s", agent);
+		wait_status(f->d[i], path, f->token, 200, 1000);
+	}
+	for (guint i = 0; i < n; i++) {
+		flyers[i] = (Flyer){f->d[i % N_INSTANCES],
+				    f->token,
+				    agent,
+				    counts,
+				    &lock,
+				    &cond,
+				    "insufficient_quota"};
+		threads[i] = g_thread_new("flyer", flyer_thread, &flyers[i]);
+	}
+	g_assert_true(confab_test_upstream_wait_waiting(up, fit, 60000));
+	deadline = g_get_monotonic_time() + 60 * G_TIME_SPAN_SECOND;
+	g_mutex_lock(&lock);
+	while (counts[0] + counts[1] + counts[2] < n - fit)
+		if (!g_cond_wait_until(&cond, &lock, deadline))
+			break;
+	g_test_message("monthly_tokens for %u reservations, %u streams over %u instances: %u "
+		       "refused while %u run",
+		       fit,
+		       n,
+		       N_INSTANCES,
+		       counts[1],
+		       fit);
+	g_assert_cmpuint(counts[0], ==, 0);
+	g_assert_cmpuint(counts[2], ==, 0);
+	g_assert_cmpuint(counts[1], ==, n - fit);
+	g_mutex_unlock(&lock);
+
+	confab_test_upstream_set_hold(up, FALSE);
+	for (guint i = 0; i < n; i++)
+		g_thread_join(threads[i]);
+	g_assert_cmpuint(counts[0], ==, fit);
+	g_assert_cmpuint(counts[1], ==, n - fit);
+	/* settled to the upstream's usage (59 tokens each): the rest came back */
+	g_assert_true(confab_test_wait_until(admitted_again, &flyers[1], 10000));
 	g_mutex_clear(&lock);
 	g_cond_clear(&cond);
 	confab_test_upstream_stop(up);
@@ -987,6 +1054,12 @@ main(int argc, char **argv)
 		   "[quota]\ndefault_max_parallel=2\n",
 		   fixture_setup,
 		   test_parallel_across,
+		   fixture_teardown);
+	g_test_add("/confab/postgres/tokens-across",
+		   Fixture,
+		   "[quota]\ndefault_monthly_tokens=10360\n",
+		   fixture_setup,
+		   test_tokens_across,
 		   fixture_teardown);
 	g_test_add("/confab/postgres/rate-exact",
 		   Fixture,

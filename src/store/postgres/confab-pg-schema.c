@@ -566,6 +566,101 @@
 	"  RETURN cardinality(dead); "                                                             \
 	"END $$;"
 
+/*
+ * v11 (limits per owner and per token, issue 30): an owner's or a token's
+ * own limits, 0 where it has none. Every instance keeps them in memory,
+ * reloaded when one of them sets some (NOTIFY). A token's row of rates and
+ * its parallel_holds are keyed by its id (tok_…) in the owner column, so
+ * confab_reap() gives them back as it does an owner's.
+ */
+#define MIGRATE_V11_LIMITS                                                                         \
+	"CREATE TABLE limits ("                                                                    \
+	"  kind text COLLATE \"C\" NOT NULL,"                                                      \
+	"  id text COLLATE \"C\" NOT NULL,"                                                        \
+	"  rpm bigint NOT NULL DEFAULT 0,"                                                         \
+	"  tpm bigint NOT NULL DEFAULT 0,"                                                         \
+	"  max_parallel bigint NOT NULL DEFAULT 0,"                                                \
+	"  monthly_tokens bigint NOT NULL DEFAULT 0,"                                              \
+	"  updated_at bigint NOT NULL DEFAULT 0,"                                                  \
+	"  PRIMARY KEY (kind, id)"                                                                 \
+	");"                                                                                       \
+	"ALTER TABLE rates ADD COLUMN token_tat bigint NOT NULL DEFAULT 0;"                        \
+	"CREATE TABLE token_usage ("                                                               \
+	"  key text COLLATE \"C\" NOT NULL,"                                                       \
+	"  month text COLLATE \"C\" NOT NULL,"                                                     \
+	"  tokens bigint NOT NULL DEFAULT 0,"                                                      \
+	"  PRIMARY KEY (key, month)"                                                               \
+	");" TAKE_TOKENS_V11
+
+/*
+ * confab_take_tokens() (v11): a reservation or a settlement of @n tokens
+ * against up to two keys (a token's id, then its owner: the order every
+ * admission locks rates in), each with a rate (tokens per minute @tpm, @cost
+ * microseconds of GCRA arrival time, the token_tat of its row of rates) and
+ * a month's budget (token_usage; counted for both keys, budget or not, so
+ * that a budget set later sees the month's tokens). Every row is locked first (FOR UPDATE:
+ * under READ COMMITTED each statement of the function reads the newest
+ * version once the lock is had), then checked, then changed only if all
+ * hold (or @force): all or nothing, whatever other instances do. A month's
+ * count is not clamped at 0: the settlements of one turn may run in any
+ * order on the pool's connections, and their sum is what counts.
+ */
+#define TAKE_TOKENS_V11                                                                            \
+	"CREATE OR REPLACE FUNCTION confab_take_tokens(k1 text, tpm1 bigint, cost1 bigint, "       \
+	"    monthly1 bigint, k2 text, tpm2 bigint, cost2 bigint, monthly2 bigint, m text, "       \
+	"    n bigint, force boolean) "                                                            \
+	"RETURNS TABLE (ok boolean, spent boolean, t1 bigint, u1 bigint, t2 bigint, u2 bigint, "   \
+	"    now bigint) "                                                                         \
+	"LANGUAGE plpgsql AS $$ "                                                                  \
+	"DECLARE "                                                                                 \
+	"  k text[] := ARRAY[k1, k2]; "                                                            \
+	"  tpm bigint[] := ARRAY[tpm1, tpm2]; "                                                    \
+	"  cost bigint[] := ARRAY[cost1, cost2]; "                                                 \
+	"  monthly bigint[] := ARRAY[monthly1, monthly2]; "                                        \
+	"  t bigint[] := ARRAY[0, 0]::bigint[]; "                                                  \
+	"  u bigint[] := ARRAY[0, 0]::bigint[]; "                                                  \
+	"  nt bigint[] := ARRAY[0, 0]::bigint[]; "                                                 \
+	"  nu bigint[] := ARRAY[0, 0]::bigint[]; "                                                 \
+	"  clk bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint; "              \
+	"  good boolean := true; "                                                                 \
+	"  is_spent boolean := false; "                                                            \
+	"  cur bigint; "                                                                           \
+	"BEGIN "                                                                                   \
+	"  FOR i IN 1 .. 2 LOOP "                                                                  \
+	"    CONTINUE WHEN k[i] IS NULL OR k[i] = ''; "                                            \
+	"    IF tpm[i] > 0 THEN "                                                                  \
+	"      INSERT INTO rates (owner) VALUES (k[i]) ON CONFLICT DO NOTHING; "                   \
+	"      SELECT token_tat INTO cur FROM rates WHERE owner = k[i] FOR UPDATE; "               \
+	"      t[i] := cur; "                                                                      \
+	"      nt[i] := GREATEST(GREATEST(t[i], clk) + cost[i], clk); "                            \
+	"      IF NOT force AND n > 0 AND nt[i] - clk > 60000000 THEN good := false; END IF; "     \
+	"    END IF; "                                                                             \
+	"    IF true THEN "                                                                        \
+	"      INSERT INTO token_usage (key, month) VALUES (k[i], m) ON CONFLICT DO NOTHING; "     \
+	"      SELECT tokens INTO cur FROM token_usage WHERE key = k[i] AND month = m "            \
+	"        FOR UPDATE; "                                                                     \
+	"      u[i] := cur; "                                                                      \
+	"      nu[i] := u[i] + n; "                                                                \
+	"      IF NOT force AND n > 0 AND monthly[i] > 0 AND nu[i] > monthly[i] THEN "             \
+	"        good := false; is_spent := true; "                                                \
+	"      END IF; "                                                                           \
+	"    END IF; "                                                                             \
+	"  END LOOP; "                                                                             \
+	"  IF good THEN "                                                                          \
+	"    FOR i IN 1 .. 2 LOOP "                                                                \
+	"      CONTINUE WHEN k[i] IS NULL OR k[i] = ''; "                                          \
+	"      IF tpm[i] > 0 THEN "                                                                \
+	"        UPDATE rates SET token_tat = nt[i] WHERE owner = k[i]; t[i] := nt[i]; "           \
+	"      END IF; "                                                                           \
+	"      IF true THEN "                                                                      \
+	"        UPDATE token_usage SET tokens = nu[i] WHERE key = k[i] AND month = m; "           \
+	"        u[i] := nu[i]; "                                                                  \
+	"      END IF; "                                                                           \
+	"    END LOOP; "                                                                           \
+	"  END IF; "                                                                               \
+	"  RETURN QUERY SELECT good, is_spent, t[1], u[1], t[2], u[2], clk; "                      \
+	"END $$;"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -578,6 +673,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V8_TARGETS,
     MIGRATE_V9_ELICITATIONS,
     MIGRATE_V10_RATES,
+    MIGRATE_V11_LIMITS,
 };
 
 typedef enum {

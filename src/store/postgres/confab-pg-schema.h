@@ -29,8 +29,10 @@ G_BEGIN_DECLS
 /*  9: elicitations (MCP servers' questions to a person, issue 34)
  * 10: rates and parallel_holds (limits: requests per minute, turns in flight);
  *     confab_reap() gives back a dead instance's turns in flight
+ * 11: limits (an owner's or a token's own limits); a token's rates and
+ *     parallel_holds rows are keyed by its id
  */
-#define CONFAB_PG_SCHEMA_VERSION 10
+#define CONFAB_PG_SCHEMA_VERSION 11
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

@@ -535,6 +535,11 @@ typedef struct {
 	guint64 max_parallel; /* admit_quota's */
 	gchar *hold_id;	      /* admit_quota's */
 	gchar *slot_id;	      /* admit_quota's: its parallel_holds row */
+	gboolean count;	      /* admit_quota's: the month is counted */
+	gchar *token_id;      /* admit_quota's: the token's row of rates */
+	guint64 token_rpm;
+	guint64 token_max_parallel;
+	gchar *token_slot_id; /* the token's parallel_holds row */
 } UsageQuery;
 
 static UsageQuery *
@@ -554,6 +559,8 @@ usage_query_free(UsageQuery *query)
 	g_free(query->month);
 	g_free(query->hold_id);
 	g_free(query->slot_id);
+	g_free(query->token_id);
+	g_free(query->token_slot_id);
 	g_free(query);
 }
 
@@ -721,10 +728,95 @@ static void
 release_later(ConfabStorePostgres *self, gboolean is_hold, const gchar *id, const gchar *lease);
 static gboolean
 wait_for_releases(ConfabStorePostgres *self, Op *op);
+static void
+releases_over(ConfabStorePostgres *self);
 
 /* the "month" under which holds_push() keeps an owner's parallel_holds
  * (a month is YYYY-MM: never this) */
 #define PARALLEL_KEY "parallel"
+
+/* Whether a row of rates (the owner's, or the token's) refused for its
+ * turns in flight rather than its rate, as far as the statement's snapshot
+ * tells (the row's newest version decided; either answer is a 429
+ * rate_limit_exceeded). */
+static gboolean
+row_was_full(guint64 rpm, guint64 max_parallel, gint64 tat, gint64 now, gint64 in_flight)
+{
+	gboolean rate_refuses =
+	    rpm > 0 && MAX(tat, now) - now > (gint64)(rpm - 1) * confab_store_rate_interval(rpm);
+
+	return max_parallel > 0 && ((guint64)in_flight >= max_parallel || !rate_refuses);
+}
+
+static void
+parallel_refused(ConfabStoreUsage *usage, guint64 max_parallel)
+{
+	usage->max_parallel = max_parallel;
+	usage->parallel_limited = TRUE;
+	usage->rate_limited = TRUE;
+	usage->retry_after_ms = 1000;
+}
+
+/* The owner's row of rates (columns 4 to 8), when the token's let it try. */
+static void
+owner_row_verdict(ConfabStorePostgres *self,
+		  UsageQuery *query,
+		  ConfabStoreUsage *usage,
+		  PGresult *res)
+{
+	gboolean row_ok = !PQgetisnull(res, 0, 4);
+	gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
+	gboolean full = !row_ok && !spent &&
+			row_was_full(query->rpm,
+				     query->max_parallel,
+				     column_int(res, 0, 5),
+				     column_int(res, 0, 6),
+				     column_int(res, 0, 8));
+
+	if (query->rpm > 0)
+		confab_store_usage_set_rate(usage,
+					    query->rpm,
+					    column_int(res, 0, row_ok ? 4 : 5),
+					    column_int(res, 0, 6),
+					    row_ok || spent || full);
+	if (full)
+		parallel_refused(usage, query->max_parallel);
+	usage->parallel_taken = row_ok && query->max_parallel > 0;
+	if (usage->parallel_taken)
+		holds_push(self, query->owner, PARALLEL_KEY, g_steal_pointer(&query->slot_id));
+}
+
+/* The token's row of rates (columns 9 to 12). */
+static void
+token_row_verdict(ConfabStorePostgres *self,
+		  UsageQuery *query,
+		  ConfabStoreUsage *usage,
+		  PGresult *res)
+{
+	gboolean row_ok = !PQgetisnull(res, 0, 12);
+	gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
+	gboolean full = !row_ok && !spent &&
+			row_was_full(query->token_rpm,
+				     query->token_max_parallel,
+				     column_int(res, 0, 10),
+				     column_int(res, 0, 6),
+				     column_int(res, 0, 11));
+
+	if (query->token_rpm > 0)
+		confab_store_usage_set_token_rate(usage,
+						  query->token_rpm,
+						  column_int(res, 0, row_ok ? 9 : 10),
+						  column_int(res, 0, 6),
+						  row_ok || spent || full);
+	if (full)
+		parallel_refused(usage, query->token_max_parallel);
+	usage->token_parallel_taken = row_ok && query->token_max_parallel > 0;
+	if (usage->token_parallel_taken)
+		holds_push(self,
+			   query->token_id,
+			   PARALLEL_KEY,
+			   g_steal_pointer(&query->token_slot_id));
+}
 
 static void
 quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
@@ -733,62 +825,138 @@ quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
 	UsageQuery *query = op->data;
 	g_autoptr(GError) error = NULL;
 	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+	gboolean owner_limits = query->rpm > 0 || query->max_parallel > 0;
+	gboolean token_limits = query->token_rpm > 0 || query->token_max_parallel > 0;
+	gboolean token_ok = TRUE;
 	ConfabStoreUsage *usage;
 
 	if (res == NULL) {
-		/* it may have been counted all the same: the hold goes */
+		/* it may have been counted all the same: the holds go */
 		release_later(op->self, TRUE, query->hold_id, NULL);
 		if (query->max_parallel > 0)
 			release_later(op->self, TRUE, query->slot_id, PARALLEL_KEY);
+		if (query->token_max_parallel > 0)
+			release_later(op->self, TRUE, query->token_slot_id, PARALLEL_KEY);
 		op_return_error(op, store_error(g_steal_pointer(&error), "counting a request"));
 		return;
 	}
-	usage = usage_new(query->owner, query->month);
-	usage->admitted = !PQgetisnull(res, 0, 0);
-	usage->requests = (guint64)column_int(res, 0, usage->admitted ? 0 : 1);
+	usage = usage_new(query->owner, query->count ? query->month : NULL);
+	usage->requests = (guint64)column_int(res, 0, PQgetisnull(res, 0, 0) ? 1 : 0);
 	usage->limit = (guint64)column_int(res, 0, 2);
 	usage->is_override = column_bool(res, 0, 3);
 	usage->max_parallel = query->max_parallel;
-	if (query->rpm > 0 || query->max_parallel > 0) {
-		/* the owner's row admitted it (column 4), or the month was
-		 * spent, or the turns in flight were at most, or the rate */
-		gboolean row_ok = !PQgetisnull(res, 0, 4);
-		gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
-		gboolean full = FALSE;
-		/* refused by the row: which of its two limits, as far as this
-		 * statement's snapshot tells (the row's newest version decided;
-		 * either answer is a 429 rate_limit_exceeded) */
-		if (!row_ok && !spent && query->max_parallel > 0) {
-			gint64 tat = column_int(res, 0, 5), now = column_int(res, 0, 6);
-			gboolean rate_refuses =
-			    query->rpm > 0 &&
-			    MAX(tat, now) - now >
-				(gint64)(query->rpm - 1) * confab_store_rate_interval(query->rpm);
-			full =
-			    (guint64)column_int(res, 0, 8) >= query->max_parallel || !rate_refuses;
-		}
-		if (query->rpm > 0)
-			confab_store_usage_set_rate(usage,
-						    query->rpm,
-						    column_int(res, 0, row_ok ? 4 : 5),
-						    column_int(res, 0, 6),
-						    row_ok || spent || full);
-		if (full) {
-			usage->parallel_limited = TRUE;
-			usage->rate_limited = TRUE;
-			usage->retry_after_ms = 1000;
-		}
-		usage->parallel_taken = row_ok && query->max_parallel > 0;
-		if (usage->parallel_taken)
-			holds_push(op->self,
-				   query->owner,
-				   PARALLEL_KEY,
-				   g_steal_pointer(&query->slot_id));
-	}
-	if (usage->admitted)
+	/* the token's row went first: the owner's was tried only when it
+	 * admitted; the owner's verdict is read first, so that the token's
+	 * rate replaces the owner's in the headers when it is tighter */
+	token_ok = !token_limits || !PQgetisnull(res, 0, 12);
+	if (owner_limits && token_ok)
+		owner_row_verdict(op->self, query, usage, res);
+	if (token_limits)
+		token_row_verdict(op->self, query, usage, res);
+	if (query->count)
+		usage->admitted = !PQgetisnull(res, 0, 0);
+	else
+		usage->admitted = token_ok && (!owner_limits || !PQgetisnull(res, 0, 4));
+	if (usage->admitted && query->count)
 		holds_push(op->self, query->owner, query->month, g_steal_pointer(&query->hold_id));
 	op_return_pointer(op, usage, (GDestroyNotify)confab_store_usage_free);
 }
+
+/*
+ * One statement: the quota (the owner's own, else the default; 0 is
+ * unlimited), then the token's row of rates, then the owner's, then
+ * one more pending request on the (owner, month) row unless requests
+ * + pending has reached the quota.
+ *
+ * A row of rates holds a rate ($6 requests a minute, one every $7
+ * microseconds: GCRA on the database's clock; the token's: $11, $12)
+ * and turns in flight (at most $8; the token's: $13). The upsert moves
+ * the arrival time on and adds a turn only while at most rpm - 1
+ * intervals are owed and fewer than max_parallel turns fly. ON
+ * CONFLICT DO UPDATE locks the row and checks its WHERE against the
+ * newest version, so concurrent admissions from every instance queue
+ * on that row: both are exact. The token's row (keyed by its id, tok_…)
+ * is tried first, the owner's only when the token's admitted (or has
+ * no limits), the month only when both did. Each is skipped when the
+ * month is already spent as far as this statement sees (a request
+ * refused for the month costs no rate, bar a race with the month's
+ * last request; a request the owner's row refuses costs one of the
+ * token's rate; a slot taken then is given back by the caller).
+ *
+ * The count: the usage upsert is proposed only when the rows of rates
+ * admitted (or there are no such limits), and $15 says the month is
+ * counted (D-Bus Chat.Send's is not); ON CONFLICT DO UPDATE queues it
+ * on the (owner, month) row likewise. A new row is always admitted: no
+ * quota is below 1. The holds name this instance, should it die
+ * before the count is committed or the turn ends. Rows are locked in
+ * one order (the token's, the owner's, then usage) by every
+ * admission; confab_reap() locks rates before usage.
+ */
+#define ADMIT_SQL                                                                                  \
+	"WITH lim AS (SELECT CASE WHEN $15::bigint = 0 THEN 0 "                                    \
+	"                    ELSE COALESCE(q.monthly_requests, $3::bigint) END AS l, "             \
+	"                    q.owner IS NOT NULL AS own "                                          \
+	"             FROM (SELECT 1) AS one "                                                     \
+	"             LEFT JOIN quotas AS q ON q.owner = $1), "                                    \
+	"clk AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now), "       \
+	"room AS (SELECT (SELECT l FROM lim) = 0 "                                                 \
+	"             OR COALESCE((SELECT requests + pending FROM usage "                          \
+	"                          WHERE owner = $1 AND month = $2), 0) "                          \
+	"                < (SELECT l FROM lim) AS ok), "                                           \
+	"t AS (INSERT INTO rates AS t (owner, tat, in_flight) "                                    \
+	"      SELECT $10, CASE WHEN $11::bigint > 0 THEN clk.now + $12::bigint ELSE 0 END, "      \
+	"             CASE WHEN $13::bigint > 0 THEN 1 ELSE 0 END FROM clk "                       \
+	"      WHERE ($11::bigint > 0 OR $13::bigint > 0) AND (SELECT ok FROM room) "              \
+	"      ON CONFLICT (owner) DO UPDATE "                                                     \
+	"      SET tat = CASE WHEN $11::bigint > 0 "                                               \
+	"                THEN GREATEST(t.tat, (SELECT now FROM clk)) + $12::bigint "               \
+	"                ELSE t.tat END, "                                                         \
+	"          in_flight = t.in_flight + CASE WHEN $13::bigint > 0 THEN 1 ELSE 0 END "         \
+	"      WHERE ($11::bigint = 0 "                                                            \
+	"             OR GREATEST(t.tat, (SELECT now FROM clk)) - (SELECT now FROM clk) "          \
+	"                <= ($11::bigint - 1) * $12::bigint) "                                     \
+	"        AND ($13::bigint = 0 OR t.in_flight < $13::bigint) "                              \
+	"      RETURNING t.tat), "                                                                 \
+	"tok AS (SELECT ($11::bigint = 0 AND $13::bigint = 0) OR EXISTS (SELECT 1 FROM t) "        \
+	"        AS ok), "                                                                         \
+	"ts AS (INSERT INTO parallel_holds (id, instance_id, owner) "                              \
+	"       SELECT $14, $5, $10 FROM t WHERE $13::bigint > 0), "                               \
+	"r AS (INSERT INTO rates AS r (owner, tat, in_flight) "                                    \
+	"      SELECT $1, CASE WHEN $6::bigint > 0 THEN clk.now + $7::bigint ELSE 0 END, "         \
+	"             CASE WHEN $8::bigint > 0 THEN 1 ELSE 0 END FROM clk "                        \
+	"      WHERE ($6::bigint > 0 OR $8::bigint > 0) "                                          \
+	"        AND (SELECT ok FROM room) AND (SELECT ok FROM tok) "                              \
+	"      ON CONFLICT (owner) DO UPDATE "                                                     \
+	"      SET tat = CASE WHEN $6::bigint > 0 "                                                \
+	"                THEN GREATEST(r.tat, (SELECT now FROM clk)) + $7::bigint "                \
+	"                ELSE r.tat END, "                                                         \
+	"          in_flight = r.in_flight + CASE WHEN $8::bigint > 0 THEN 1 ELSE 0 END "          \
+	"      WHERE ($6::bigint = 0 "                                                             \
+	"             OR GREATEST(r.tat, (SELECT now FROM clk)) - (SELECT now FROM clk) "          \
+	"                <= ($6::bigint - 1) * $7::bigint) "                                       \
+	"        AND ($8::bigint = 0 OR r.in_flight < $8::bigint) "                                \
+	"      RETURNING r.tat), "                                                                 \
+	"s AS (INSERT INTO parallel_holds (id, instance_id, owner) "                               \
+	"      SELECT $9, $5, $1 FROM r WHERE $8::bigint > 0), "                                   \
+	"u AS (INSERT INTO usage AS u (owner, month, requests, pending) "                          \
+	"      SELECT $1, $2, 0, 1 "                                                               \
+	"      WHERE $15::bigint = 1 AND (SELECT ok FROM tok) "                                    \
+	"        AND (($6::bigint = 0 AND $8::bigint = 0) OR EXISTS (SELECT 1 FROM r)) "           \
+	"      ON CONFLICT (owner, month) DO UPDATE SET pending = u.pending + 1 "                  \
+	"      WHERE (SELECT l FROM lim) = 0 "                                                     \
+	"         OR u.requests + u.pending < (SELECT l FROM lim) "                                \
+	"      RETURNING u.requests + u.pending AS used), "                                        \
+	"h AS (INSERT INTO usage_holds (id, instance_id, owner, month) "                           \
+	"      SELECT $4, $5, $1, $2 FROM u) "                                                     \
+	"SELECT (SELECT used FROM u), "                                                            \
+	"       (SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2), "          \
+	"       lim.l, lim.own, (SELECT tat FROM r), "                                             \
+	"       (SELECT tat FROM rates WHERE owner = $1), clk.now, "                               \
+	"       (SELECT 1 FROM r), "                                                               \
+	"       (SELECT in_flight FROM rates WHERE owner = $1), "                                  \
+	"       (SELECT tat FROM t), (SELECT tat FROM rates WHERE owner = $10), "                  \
+	"       (SELECT in_flight FROM rates WHERE owner = $10), (SELECT 1 FROM t) "               \
+	"FROM lim, clk"
 
 static void
 run_admit_quota(ConfabStorePostgres *self, Op *op)
@@ -810,98 +978,160 @@ run_admit_quota(ConfabStorePostgres *self, Op *op)
 	params_add_int(p, (gint64)MIN(query->max_parallel, (guint64)G_MAXINT32));
 	query->slot_id = g_uuid_string_random();
 	params_add(p, query->slot_id);
-	/*
-	 * One statement: the quota (the owner's own, else the default; 0 is
-	 * unlimited), then the owner's row of rates, then one more pending
-	 * request on the (owner, month) row unless requests + pending has
-	 * reached the quota.
-	 *
-	 * The row of rates holds the rate ($6 requests a minute, one every $7
-	 * microseconds: GCRA on the database's clock) and the turns in flight
-	 * (at most $8). The upsert moves the arrival time on and adds a turn
-	 * only while at most $6 - 1 intervals are owed and fewer than $8
-	 * turns fly. ON CONFLICT DO UPDATE locks the row and checks its WHERE
-	 * against the newest version, so concurrent admissions from every
-	 * instance queue on that row: both are exact. It is skipped when the
-	 * month is already spent as far as this statement sees (a request
-	 * refused for the month costs no rate, bar a race with the month's
-	 * last request; a slot taken then is given back by the caller).
-	 *
-	 * The count: the usage upsert is proposed only when the row of rates
-	 * admitted (or there are no such limits); ON CONFLICT DO UPDATE
-	 * queues it on the (owner, month) row likewise. A new row is always
-	 * admitted: no quota is below 1. The holds name this instance, should
-	 * it die before the count is committed or the turn ends. Rows are
-	 * locked in one order (rates, then usage) by every admission and by
-	 * confab_reap(): no deadlock.
-	 */
-	op_query(
-	    op,
-	    "WITH lim AS (SELECT COALESCE(q.monthly_requests, $3::bigint) AS l, "
-	    "                    q.owner IS NOT NULL AS own "
-	    "             FROM (SELECT 1) AS one "
-	    "             LEFT JOIN quotas AS q ON q.owner = $1), "
-	    "clk AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now), "
-	    "r AS (INSERT INTO rates AS r (owner, tat, in_flight) "
-	    "      SELECT $1, CASE WHEN $6::bigint > 0 THEN clk.now + $7::bigint ELSE 0 END, "
-	    "             CASE WHEN $8::bigint > 0 THEN 1 ELSE 0 END FROM clk "
-	    "      WHERE ($6::bigint > 0 OR $8::bigint > 0) "
-	    "        AND ((SELECT l FROM lim) = 0 "
-	    "             OR COALESCE((SELECT requests + pending FROM usage "
-	    "                          WHERE owner = $1 AND month = $2), 0) "
-	    "                < (SELECT l FROM lim)) "
-	    "      ON CONFLICT (owner) DO UPDATE "
-	    "      SET tat = CASE WHEN $6::bigint > 0 "
-	    "                THEN GREATEST(r.tat, (SELECT now FROM clk)) + $7::bigint "
-	    "                ELSE r.tat END, "
-	    "          in_flight = r.in_flight + CASE WHEN $8::bigint > 0 THEN 1 ELSE 0 END "
-	    "      WHERE ($6::bigint = 0 "
-	    "             OR GREATEST(r.tat, (SELECT now FROM clk)) - (SELECT now FROM clk) "
-	    "                <= ($6::bigint - 1) * $7::bigint) "
-	    "        AND ($8::bigint = 0 OR r.in_flight < $8::bigint) "
-	    "      RETURNING r.tat), "
-	    "s AS (INSERT INTO parallel_holds (id, instance_id, owner) "
-	    "      SELECT $9, $5, $1 FROM r WHERE $8::bigint > 0), "
-	    "u AS (INSERT INTO usage AS u (owner, month, requests, pending) "
-	    "      SELECT $1, $2, 0, 1 "
-	    "      WHERE ($6::bigint = 0 AND $8::bigint = 0) OR EXISTS (SELECT 1 FROM r) "
-	    "      ON CONFLICT (owner, month) DO UPDATE SET pending = u.pending + 1 "
-	    "      WHERE (SELECT l FROM lim) = 0 "
-	    "         OR u.requests + u.pending < (SELECT l FROM lim) "
-	    "      RETURNING u.requests + u.pending AS used), "
-	    "h AS (INSERT INTO usage_holds (id, instance_id, owner, month) "
-	    "      SELECT $4, $5, $1, $2 FROM u) "
-	    "SELECT (SELECT used FROM u), "
-	    "       (SELECT requests + pending FROM usage WHERE owner = $1 AND month = $2), "
-	    "       lim.l, lim.own, (SELECT tat FROM r), "
-	    "       (SELECT tat FROM rates WHERE owner = $1), clk.now, "
-	    "       (SELECT 1 FROM r), "
-	    "       (SELECT in_flight FROM rates WHERE owner = $1) FROM lim, clk",
-	    p,
-	    quota_admitted);
+	params_add(p, query->token_id != NULL ? query->token_id : "");
+	params_add_int(p, (gint64)MIN(query->token_rpm, (guint64)G_MAXINT32));
+	params_add_int(p, query->token_rpm > 0 ? confab_store_rate_interval(query->token_rpm) : 0);
+	params_add_int(p, (gint64)MIN(query->token_max_parallel, (guint64)G_MAXINT32));
+	query->token_slot_id = g_uuid_string_random();
+	params_add(p, query->token_slot_id);
+	params_add_int(p, query->count ? 1 : 0);
+	op_query(op, ADMIT_SQL, p, quota_admitted);
 }
 
 static void
 confab_store_postgres_admit_quota(ConfabStore *store,
-				  const gchar *owner,
-				  const gchar *month,
-				  guint64 default_limit,
-				  guint64 rpm,
-				  guint64 max_parallel,
+				  const ConfabStoreAdmission *admission,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
 {
-	UsageQuery *query = usage_query_new(owner, month, default_limit);
+	UsageQuery *query = usage_query_new(admission->owner,
+					    admission->month != NULL ? admission->month : "",
+					    admission->default_limit);
 
-	query->rpm = rpm;
-	query->max_parallel = max_parallel;
+	query->count = admission->month != NULL;
+	query->rpm = admission->rpm;
+	query->max_parallel = admission->max_parallel;
+	if (admission->token_id != NULL) {
+		query->token_id = g_strdup(admission->token_id);
+		query->token_rpm = admission->token_rpm;
+		query->token_max_parallel = admission->token_max_parallel;
+	}
 	op_queue(CONFAB_STORE_POSTGRES(store),
 		 run_admit_quota,
 		 query,
 		 (GDestroyNotify)usage_query_free,
 		 FALSE,
 		 confab_store_postgres_admit_quota,
+		 cancellable,
+		 callback,
+		 user_data);
+}
+
+/* ---------- tokens: reservations and settlements ---------- */
+
+typedef struct {
+	gchar *owner;
+	gchar *token_id;
+	gchar *month;
+	ConfabStoreTokens tokens; /* its strings: the ones above */
+} TokensQuery;
+
+static void
+tokens_query_free(TokensQuery *query)
+{
+	g_free(query->owner);
+	g_free(query->token_id);
+	g_free(query->month);
+	g_free(query);
+}
+
+static void
+tokens_taken(GObject *source, GAsyncResult *result, gpointer data)
+{
+	Op *op = data;
+	TokensQuery *query = op->data;
+	const ConfabStoreTokens *t = &query->tokens;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PGresult) res = confab_pg_pool_query_finish(op->self->pool, result, &error);
+	ConfabStoreTokenVerdict *verdict;
+	guint64 tpm[2] = {t->token_id != NULL ? t->token_tpm : 0, t->tpm};
+	gint64 now;
+
+	if (t->force)
+		releases_over(op->self);
+	if (res == NULL) {
+		op_return_error(op, store_error(g_steal_pointer(&error), "counting tokens"));
+		return;
+	}
+	verdict = g_new0(ConfabStoreTokenVerdict, 1);
+	verdict->admitted = column_bool(res, 0, 0);
+	verdict->monthly_spent = column_bool(res, 0, 1);
+	now = column_int(res, 0, 6);
+	/* the owner's rate first, the token's then, as SQLite's verdicts */
+	for (gint i = 1; i >= 0; i--) {
+		gint64 tat = column_int(res, 0, 2 + 2 * i);
+		gint64 next = tat;
+		gboolean ok;
+
+		if (tpm[i] == 0)
+			continue;
+		ok = verdict->admitted ||
+		     confab_store_token_rate_take(&next, now, tpm[i], t->tokens, t->force);
+		confab_store_token_verdict_set_rate(verdict, tpm[i], tat, now, t->tokens, ok);
+	}
+	op_return_pointer(op, verdict, g_free);
+}
+
+static void
+run_take_tokens(ConfabStorePostgres *self, Op *op)
+{
+	TokensQuery *query = op->data;
+	const ConfabStoreTokens *t = &query->tokens;
+	g_autoptr(GPtrArray) p = NULL;
+	guint64 token_tpm = t->token_id != NULL ? t->token_tpm : 0;
+
+	/* a reservation sees the settlements given before it, as in a store
+	 * that keeps them in memory */
+	if (!t->force && wait_for_releases(self, op))
+		return;
+	p = params_new();
+	params_add(p, t->token_id != NULL ? t->token_id : "");
+	params_add_int(p, (gint64)MIN(token_tpm, (guint64)G_MAXINT32));
+	params_add_int(p, token_tpm > 0 ? confab_store_token_cost(t->tokens, token_tpm) : 0);
+	params_add_int(p,
+		       t->token_id != NULL ? (gint64)MIN(t->token_monthly, (guint64)G_MAXINT64)
+					   : 0);
+	params_add(p, t->owner);
+	params_add_int(p, (gint64)MIN(t->tpm, (guint64)G_MAXINT32));
+	params_add_int(p, t->tpm > 0 ? confab_store_token_cost(t->tokens, t->tpm) : 0);
+	params_add_int(p, (gint64)MIN(t->monthly, (guint64)G_MAXINT64));
+	params_add(p, t->month);
+	params_add_int(p, t->tokens);
+	params_add(p, t->force ? "true" : "false");
+	op_query(op,
+		 "SELECT ok, spent, t1, u1, t2, u2, now FROM confab_take_tokens($1, $2, $3, $4, "
+		 "$5, $6, $7, $8, $9, $10, $11)",
+		 p,
+		 tokens_taken);
+}
+
+static void
+confab_store_postgres_take_tokens(ConfabStore *store,
+				  const ConfabStoreTokens *tokens,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	TokensQuery *query = g_new0(TokensQuery, 1);
+
+	query->owner = g_strdup(tokens->owner);
+	query->token_id = g_strdup(tokens->token_id);
+	query->month = g_strdup(tokens->month);
+	query->tokens = *tokens;
+	query->tokens.owner = query->owner;
+	query->tokens.token_id = query->token_id;
+	query->tokens.month = query->month;
+	/* a settlement is waited for by the reservations after it (and by
+	 * admissions, which wait the same way for releases) */
+	if (tokens->force && !g_atomic_int_get(&CONFAB_STORE_POSTGRES(store)->closed))
+		CONFAB_STORE_POSTGRES(store)->releasing++;
+	op_queue(CONFAB_STORE_POSTGRES(store),
+		 run_take_tokens,
+		 query,
+		 (GDestroyNotify)tokens_query_free,
+		 FALSE,
+		 confab_store_postgres_take_tokens,
 		 cancellable,
 		 callback,
 		 user_data);
@@ -1717,7 +1947,7 @@ on_notification(ConfabPgPool *pool, const gchar *channel, const gchar *payload, 
 	    strncmp(payload, self->instance_id, space - payload) == 0)
 		return;
 	change = g_ascii_strtoll(space + 1, NULL, 10);
-	if (change < CONFAB_STORE_CHANGE_AGENTS || change > CONFAB_STORE_CHANGE_ALL)
+	if (change < CONFAB_STORE_CHANGE_AGENTS || change > CONFAB_STORE_CHANGE_LIMITS)
 		change = CONFAB_STORE_CHANGE_ALL;
 	emit_changed(self, (ConfabStoreChange)change);
 }
@@ -2249,6 +2479,7 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 {
 	iface->run = confab_store_postgres_run;
 	iface->set_quota = confab_store_postgres_set_quota;
+	iface->take_tokens = confab_store_postgres_take_tokens;
 	iface->search_sessions = confab_store_postgres_search_sessions;
 	iface->get_usage = confab_store_postgres_get_usage;
 	iface->list_usage = confab_store_postgres_list_usage;

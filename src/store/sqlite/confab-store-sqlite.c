@@ -70,6 +70,8 @@ typedef struct {
 	 * the requests its turns counted, "owner\nmonth" -> count, written
 	 * once per owner at the end of the batch */
 	GHashTable *batch_usage; /* owned */
+	/* and the tokens its turns used, "key\nmonth" -> gint64* (issue 30) */
+	GHashTable *batch_tokens; /* owned */
 	gboolean tally_usage;
 } Conn;
 
@@ -97,13 +99,15 @@ struct _ConfabStoreSqlite {
 	guint last_batch;  /* writer thread only: the jobs of the last batch */
 	gint search_index; /* atomic: full-text search kept (the default) */
 
-	GMutex lock;	    /* guards what follows */
-	GHashTable *quotas; /* owned: owner -> guint64*, the owners' own quotas */
-	GHashTable *usage;  /* owned: owner -> guint64*, requests in usage_month */
-	gchar *usage_month; /* owned: YYYY-MM */
-	GHashTable *rates;  /* owned: owner -> gint64*, GCRA's arrival time (monotonic) */
-	GHashTable *flying; /* owned: owner -> its turns in flight (admitted, not ended) */
-	GHashTable *busy;   /* owned: session ids with a turn running */
+	GMutex lock;		  /* guards what follows */
+	GHashTable *quotas;	  /* owned: owner -> guint64*, the owners' own quotas */
+	GHashTable *usage;	  /* owned: owner -> guint64*, requests in usage_month */
+	gchar *usage_month;	  /* owned: YYYY-MM */
+	GHashTable *rates;	  /* owned: owner -> gint64*, GCRA's arrival time (monotonic) */
+	GHashTable *flying;	  /* owned: owner -> its turns in flight (admitted, not ended) */
+	GHashTable *token_rates;  /* owned: owner or token id -> gint64*, tokens' GCRA */
+	GHashTable *month_tokens; /* owned: owner or token id -> guint64*, in usage_month */
+	GHashTable *busy;	  /* owned: session ids with a turn running */
 };
 
 static void
@@ -138,6 +142,7 @@ conn_free(Conn *conn)
 	if (conn == NULL)
 		return;
 	g_clear_pointer(&conn->batch_usage, g_hash_table_unref);
+	g_clear_pointer(&conn->batch_tokens, g_hash_table_unref);
 	g_clear_pointer(&conn->static_stmts, g_hash_table_unref);
 	g_clear_pointer(&conn->stmts, g_hash_table_unref);
 	if (conn->db != NULL)
@@ -290,6 +295,7 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 	conn->stmts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, stmt_finalize);
 	conn->static_stmts = g_hash_table_new(g_direct_hash, g_direct_equal);
 	conn->batch_usage = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	conn->batch_tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	if (sqlite3_open_v2(path, &conn->db, flags, NULL) != SQLITE_OK) {
 		g_set_error(error,
 			    CONFAB_ERROR,
@@ -604,6 +610,34 @@ migrate_v12_elicitations(Conn *conn, GError **error)
 }
 
 /*
+ * v13 (limits, issue 30): an owner's or a token's own limits, each 0 when
+ * it has none (the owner's then fall back to `[quota]`). The engine keeps
+ * them in memory and gives the ones that apply to each admission.
+ */
+static gboolean
+migrate_v13_limits(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE limits ("
+			 "  kind TEXT NOT NULL,"
+			 "  id TEXT NOT NULL,"
+			 "  rpm INTEGER NOT NULL DEFAULT 0,"
+			 "  tpm INTEGER NOT NULL DEFAULT 0,"
+			 "  max_parallel INTEGER NOT NULL DEFAULT 0,"
+			 "  monthly_tokens INTEGER NOT NULL DEFAULT 0,"
+			 "  updated_at INTEGER NOT NULL DEFAULT 0,"
+			 "  PRIMARY KEY (kind, id)"
+			 ") STRICT;"
+			 "CREATE TABLE token_usage ("
+			 "  key TEXT NOT NULL,"
+			 "  month TEXT NOT NULL,"
+			 "  tokens INTEGER NOT NULL DEFAULT 0,"
+			 "  PRIMARY KEY (key, month)"
+			 ") STRICT;",
+			 error);
+}
+
+/*
  * v8 (approvals asked by a response, issue 22): the Responses API's
  * approval requests end their response; the response that asked is kept,
  * so that only its continuation decides them, and no timeout does.
@@ -766,7 +800,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 11:
 		if (!migrate_v12_elicitations(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 12: migrate_v13() here */
+		/* fall through */
+	case 12:
+		if (!migrate_v13_limits(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 13: migrate_v14() here */
 	default:
 		break;
 	}
@@ -1160,6 +1198,7 @@ writer_try_batch(Conn *conn, GPtrArray *batch, gboolean savepoints, gboolean *re
 	 * once per owner at the end; with them, each job counts its own */
 	conn->tally_usage = !savepoints;
 	g_hash_table_remove_all(conn->batch_usage);
+	g_hash_table_remove_all(conn->batch_tokens);
 	committed = (savepoints ? writer_run_jobs(conn, batch, error)
 				: writer_run_jobs_plain(conn, batch, retry, error)) &&
 		    conn_run(conn, "COMMIT", error);
@@ -1641,6 +1680,7 @@ roll_month(ConfabStoreSqlite *self, const gchar *month)
 	g_free(self->usage_month);
 	self->usage_month = g_strdup(month);
 	g_hash_table_remove_all(self->usage);
+	g_hash_table_remove_all(self->month_tokens);
 }
 
 /* called with the lock held */
@@ -1733,63 +1773,227 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 	g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
 }
 
-/* called with the lock held: the rate of @usage's owner, GCRA */
-static gboolean
-admit_rate(ConfabStoreSqlite *self, ConfabStoreUsage *usage, guint64 rpm)
+/* called with the lock held: GCRA's arrival time of @key (an owner, or a
+ * token's id) */
+static gint64 *
+rate_of(ConfabStoreSqlite *self, const gchar *key)
 {
-	gint64 now = g_get_monotonic_time();
-	gint64 *tat = g_hash_table_lookup(self->rates, usage->owner);
-	gboolean admitted;
+	gint64 *tat = g_hash_table_lookup(self->rates, key);
 
 	if (tat == NULL) {
 		tat = g_new0(gint64, 1);
-		g_hash_table_insert(self->rates, g_strdup(usage->owner), tat);
+		g_hash_table_insert(self->rates, g_strdup(key), tat);
 	}
-	admitted = confab_store_rate_admit(tat, now, rpm);
-	confab_store_usage_set_rate(usage, rpm, *tat, now, admitted);
-	return admitted;
+	return tat;
 }
 
-static ConfabStoreUsage *
-confab_store_sqlite_admit_quota_now(ConfabStore *store,
-				    const gchar *owner,
-				    const gchar *month,
-				    guint64 default_limit,
-				    guint64 rpm,
-				    guint64 max_parallel)
+/* called with the lock held: the owner's rate and the token's, GCRA; each
+ * moves on only when both admit */
+static gboolean
+admit_rates(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreAdmission *a)
 {
-	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	ConfabStoreUsage *usage = usage_of(self, owner, month, default_limit);
-	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, owner));
+	gint64 now = g_get_monotonic_time();
+	gint64 *owner_tat = a->rpm > 0 ? rate_of(self, a->owner) : NULL;
+	gint64 *token_tat = a->token_id != NULL && a->token_rpm > 0 ? rate_of(self, a->token_id)
+								    : NULL;
+	gint64 owner_next = owner_tat != NULL ? *owner_tat : 0;
+	gint64 token_next = token_tat != NULL ? *token_tat : 0;
+	gboolean owner_ok = owner_tat == NULL || confab_store_rate_admit(&owner_next, now, a->rpm);
+	gboolean token_ok =
+	    token_tat == NULL || confab_store_rate_admit(&token_next, now, a->token_rpm);
 
-	/* one critical section: the month, the turns in flight, the rate;
-	 * what refuses first costs nothing of what follows */
-	usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
-	usage->max_parallel = max_parallel;
-	if (usage->admitted && max_parallel > 0 && flying >= max_parallel) {
-		usage->admitted = FALSE;
+	if (owner_ok && token_ok) {
+		if (owner_tat != NULL)
+			*owner_tat = owner_next;
+		if (token_tat != NULL)
+			*token_tat = token_next;
+	}
+	if (owner_tat != NULL)
+		confab_store_usage_set_rate(usage, a->rpm, owner_next, now, owner_ok);
+	if (token_tat != NULL)
+		confab_store_usage_set_token_rate(usage, a->token_rpm, token_next, now, token_ok);
+	return owner_ok && token_ok;
+}
+
+/* called with the lock held: whether the owner's turns in flight, and the
+ * token's, leave room for one more */
+static gboolean
+admit_parallel(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreAdmission *a)
+{
+	guint owner = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, a->owner));
+	guint token = a->token_id != NULL
+			  ? GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, a->token_id))
+			  : 0;
+
+	usage->max_parallel = a->max_parallel;
+	if (a->max_parallel > 0 && owner >= a->max_parallel) {
 		usage->parallel_limited = TRUE;
+	} else if (a->token_id != NULL && a->token_max_parallel > 0 &&
+		   token >= a->token_max_parallel) {
+		usage->max_parallel = a->token_max_parallel;
+		usage->parallel_limited = TRUE;
+	}
+	if (usage->parallel_limited) {
 		usage->rate_limited = TRUE;
 		usage->retry_after_ms = 1000;
 	}
-	if (usage->admitted && rpm > 0)
-		usage->admitted = admit_rate(self, usage, rpm);
-	if (usage->admitted) {
-		guint64 *used = g_hash_table_lookup(self->usage, owner);
+	return !usage->parallel_limited;
+}
+
+/* called with the lock held: one more turn in flight for @key */
+static void
+fly(ConfabStoreSqlite *self, const gchar *key)
+{
+	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, key));
+
+	g_hash_table_insert(self->flying, g_strdup(key), GUINT_TO_POINTER(flying + 1));
+}
+
+static ConfabStoreUsage *
+confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmission *a)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	ConfabStoreUsage *usage = NULL;
+
+	if (a->month != NULL) {
+		usage = usage_of(self, a->owner, a->month, a->default_limit);
+	} else {
+		usage = g_new0(ConfabStoreUsage, 1);
+		usage->owner = g_strdup(a->owner);
+	}
+	/* one critical section: the month, the turns in flight, the rates;
+	 * what refuses first costs nothing of what follows */
+	usage->admitted = usage->limit == 0 || usage->requests < usage->limit;
+	if (usage->admitted)
+		usage->admitted = admit_parallel(self, usage, a);
+	if (usage->admitted)
+		usage->admitted = admit_rates(self, usage, a);
+	if (!usage->admitted)
+		return usage;
+	if (a->month != NULL) {
+		guint64 *used = g_hash_table_lookup(self->usage, a->owner);
 		if (used == NULL)
-			g_hash_table_insert(self->usage, g_strdup(owner), uint64_new(1));
+			g_hash_table_insert(self->usage, g_strdup(a->owner), uint64_new(1));
 		else
 			(*used)++;
 		usage->requests++;
-		if (max_parallel > 0) {
-			g_hash_table_insert(self->flying,
-					    g_strdup(owner),
-					    GUINT_TO_POINTER(flying + 1));
-			usage->parallel_taken = TRUE;
-		}
+	}
+	if (a->max_parallel > 0) {
+		fly(self, a->owner);
+		usage->parallel_taken = TRUE;
+	}
+	if (a->token_id != NULL && a->token_max_parallel > 0) {
+		fly(self, a->token_id);
+		usage->token_parallel_taken = TRUE;
 	}
 	return usage;
+}
+
+/* ---------- tokens: reservations and settlements, in memory ---------- */
+
+/* called with the lock held: a month's tokens of @key, and whether @tokens
+ * more fit in @limit (always when forced; given back, never below 0) */
+static gboolean
+month_take(ConfabStoreSqlite *self,
+	   const gchar *key,
+	   guint64 limit,
+	   gint64 tokens,
+	   gboolean force,
+	   gboolean apply)
+{
+	guint64 *used = g_hash_table_lookup(self->month_tokens, key);
+	guint64 before = used != NULL ? *used : 0;
+	guint64 after = tokens >= 0 ? before + (guint64)tokens
+				    : before - MIN(before, (guint64)-tokens);
+
+	if (!force && tokens > 0 && after > limit)
+		return FALSE;
+	if (!apply)
+		return TRUE;
+	if (used == NULL)
+		g_hash_table_insert(self->month_tokens, g_strdup(key), uint64_new(after));
+	else
+		*used = after;
+	return TRUE;
+}
+
+/* called with the lock held: the tokens' rate of @key */
+static gint64 *
+token_rate_of(ConfabStoreSqlite *self, const gchar *key)
+{
+	gint64 *tat = g_hash_table_lookup(self->token_rates, key);
+
+	if (tat == NULL) {
+		tat = g_new0(gint64, 1);
+		g_hash_table_insert(self->token_rates, g_strdup(key), tat);
+	}
+	return tat;
+}
+
+static ConfabStoreTokenVerdict
+confab_store_sqlite_take_tokens_now(ConfabStore *store, const ConfabStoreTokens *t)
+{
+	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	ConfabStoreTokenVerdict verdict = {0};
+	const gchar *keys[2] = {t->owner, t->token_id};
+	guint64 tpm[2] = {t->tpm, t->token_id != NULL ? t->token_tpm : 0};
+	guint64 monthly[2] = {t->monthly, t->token_id != NULL ? t->token_monthly : 0};
+	gint64 now = g_get_monotonic_time();
+	gint64 next[2] = {0, 0};
+	gboolean rate_ok[2] = {TRUE, TRUE};
+
+	roll_month(self, t->month);
+	/* every budget first, then every change: all or nothing */
+	for (guint i = 0; i < 2; i++) {
+		if (monthly[i] > 0 &&
+		    !month_take(self, keys[i], monthly[i], t->tokens, t->force, FALSE))
+			verdict.monthly_spent = TRUE;
+		if (tpm[i] > 0) {
+			next[i] = *token_rate_of(self, keys[i]);
+			rate_ok[i] = confab_store_token_rate_take(&next[i],
+								  now,
+								  tpm[i],
+								  t->tokens,
+								  t->force);
+		}
+	}
+	verdict.admitted = !verdict.monthly_spent && rate_ok[0] && rate_ok[1];
+	for (guint i = 0; i < 2; i++) {
+		if (tpm[i] > 0) {
+			if (verdict.admitted)
+				*token_rate_of(self, keys[i]) = next[i];
+			confab_store_token_verdict_set_rate(
+			    &verdict,
+			    tpm[i],
+			    verdict.admitted ? next[i] : *token_rate_of(self, keys[i]),
+			    now,
+			    t->tokens,
+			    rate_ok[i]);
+		}
+		/* counted for every key, budget or not: a budget set later
+		 * sees the month's tokens, as after a restart */
+		if (verdict.admitted && keys[i] != NULL) {
+			month_take(self, keys[i], monthly[i], t->tokens, TRUE, TRUE);
+		}
+	}
+	return verdict;
+}
+
+static void
+confab_store_sqlite_take_tokens(ConfabStore *store,
+				const ConfabStoreTokens *tokens,
+				GCancellable *cancellable,
+				GAsyncReadyCallback callback,
+				gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
+	ConfabStoreTokenVerdict *verdict = g_new(ConfabStoreTokenVerdict, 1);
+
+	g_task_set_source_tag(task, confab_store_sqlite_take_tokens);
+	*verdict = confab_store_sqlite_take_tokens_now(store, tokens);
+	g_task_return_pointer(task, verdict, g_free);
 }
 
 static void
@@ -1807,11 +2011,7 @@ confab_store_sqlite_release_parallel(ConfabStore *store, const gchar *owner)
 
 static void
 confab_store_sqlite_admit_quota(ConfabStore *store,
-				const gchar *owner,
-				const gchar *month,
-				guint64 default_limit,
-				guint64 rpm,
-				guint64 max_parallel,
+				const ConfabStoreAdmission *admission,
 				GCancellable *cancellable,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
@@ -1820,12 +2020,7 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 
 	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
 	g_task_return_pointer(task,
-			      confab_store_sqlite_admit_quota_now(store,
-								  owner,
-								  month,
-								  default_limit,
-								  rpm,
-								  max_parallel),
+			      confab_store_sqlite_admit_quota_now(store, admission),
 			      (GDestroyNotify)confab_store_usage_free);
 }
 
@@ -2119,6 +2314,9 @@ count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error
 	return TRUE;
 }
 
+static gboolean
+write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error);
+
 /* The batch's tally, written, before its commit. */
 static gboolean
 write_batch_usage(Conn *conn, GError **error)
@@ -2136,6 +2334,63 @@ write_batch_usage(Conn *conn, GError **error)
 			return FALSE;
 	}
 	g_hash_table_remove_all(conn->batch_usage);
+	g_hash_table_iter_init(&iter, conn->batch_tokens);
+	while (g_hash_table_iter_next(&iter, &key, &n)) {
+		const gchar *newline = strrchr(key, '\n');
+		g_autofree gchar *token_key = g_strndup(key, newline - (const gchar *)key);
+		if (!write_tokens(conn, token_key, newline + 1, *(gint64 *)n, error))
+			return FALSE;
+	}
+	g_hash_table_remove_all(conn->batch_tokens);
+	return TRUE;
+}
+
+static gboolean
+write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt =
+	    conn_prepare_static(conn,
+				"INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
+				"ON CONFLICT (key, month) DO UPDATE SET tokens = "
+				"max(token_usage.tokens + ?3, 0)",
+				error);
+
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, key);
+	bind_text(stmt, 2, month);
+	sqlite3_bind_int64(stmt, 3, tokens);
+	return stmt_step_done(conn, stmt, error);
+}
+
+/* A turn's tokens, added to the month's counts of its owner and token in
+ * the turn's transaction (the store counts them in memory as they are
+ * taken; this keeps them over a restart): in the batch's tally when there
+ * is one, as its requests are, else at once. */
+static gboolean
+count_tokens(Conn *conn, const ConfabStoreTurn *turn, GError **error)
+{
+	const gchar *keys[] = {turn->tokens_owner, turn->tokens_token_id};
+
+	for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+		g_autofree gchar *tally = NULL;
+		gint64 *sum;
+
+		if (keys[i] == NULL)
+			continue;
+		if (!conn->tally_usage) {
+			if (!write_tokens(conn, keys[i], turn->tokens_month, turn->tokens, error))
+				return FALSE;
+			continue;
+		}
+		tally = g_strconcat(keys[i], "\n", turn->tokens_month, NULL);
+		sum = g_hash_table_lookup(conn->batch_tokens, tally);
+		if (sum == NULL) {
+			sum = g_new0(gint64, 1);
+			g_hash_table_insert(conn->batch_tokens, g_steal_pointer(&tally), sum);
+		}
+		*sum += turn->tokens;
+	}
 	return TRUE;
 }
 
@@ -2160,6 +2415,8 @@ write_commit_turn(Conn *conn, gpointer data, GError **error)
 	}
 	if (turn->usage_owner != NULL &&
 	    !count_request(conn, turn->usage_owner, turn->usage_month, error))
+		return FALSE;
+	if (turn->tokens != 0 && !count_tokens(conn, turn, error))
 		return FALSE;
 	return turn->assistant == NULL || insert_message(conn, turn->assistant, error);
 }
@@ -2911,6 +3168,8 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->release_parallel = confab_store_sqlite_release_parallel;
 	iface->acquire_session = confab_store_sqlite_acquire_session;
 	iface->admit_quota_now = confab_store_sqlite_admit_quota_now;
+	iface->take_tokens = confab_store_sqlite_take_tokens;
+	iface->take_tokens_now = confab_store_sqlite_take_tokens_now;
 	iface->acquire_session_now = confab_store_sqlite_acquire_session_now;
 	iface->release_session = confab_store_sqlite_release_session;
 	iface->session_is_running = confab_store_sqlite_session_is_running;
@@ -2938,6 +3197,8 @@ confab_store_sqlite_finalize(GObject *object)
 	g_clear_pointer(&self->usage, g_hash_table_unref);
 	g_clear_pointer(&self->rates, g_hash_table_unref);
 	g_clear_pointer(&self->flying, g_hash_table_unref);
+	g_clear_pointer(&self->token_rates, g_hash_table_unref);
+	g_clear_pointer(&self->month_tokens, g_hash_table_unref);
 	g_clear_pointer(&self->busy, g_hash_table_unref);
 	g_free(self->usage_month);
 	g_mutex_clear(&self->lock);
@@ -2963,6 +3224,7 @@ confab_store_sqlite_init(ConfabStoreSqlite *self)
 	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	self->flying = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->token_rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_mutex_init(&self->lock);
 }
 
@@ -2983,7 +3245,14 @@ load_counts(ConfabStoreSqlite *self, GError **error)
 					"SELECT owner, requests FROM usage WHERE month = ?1",
 					self->usage_month,
 					error);
-	return self->usage != NULL;
+	if (self->usage == NULL)
+		return FALSE;
+	self->month_tokens =
+	    load_owner_counts(self->writer,
+			      "SELECT key, tokens FROM token_usage WHERE month = ?1",
+			      self->usage_month,
+			      error);
+	return self->month_tokens != NULL;
 }
 
 /* SQLite creates the -wal and -shm files with the mode of the database,
