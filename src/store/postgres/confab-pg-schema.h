@@ -30,7 +30,10 @@ G_BEGIN_DECLS
  * 10: rates and parallel_holds (limits: requests per minute, turns in flight);
  *     confab_reap() gives back a dead instance's turns in flight
  */
-#define CONFAB_PG_SCHEMA_VERSION 10
+/* 11: reserved (another branch's); nothing here
+ * 12: mcp_oauth (MCP servers' OAuth clients and tokens, issue 34)
+ */
+#define CONFAB_PG_SCHEMA_VERSION 12
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

@@ -186,17 +186,13 @@ confab_mcp_oauth_metadata_parse_challenge(const gchar *header)
 static JsonObject *
 parse_object(const gchar *data, gsize len, JsonNode **root, const gchar *what, GError **error)
 {
-	g_autoptr(GError) local = NULL;
-
-	*root = data != NULL ? confab_json_parse(data, len, MAX_DEPTH, &local) : NULL;
+	*root = data != NULL ? confab_json_parse(data, len, MAX_DEPTH, NULL) : NULL;
 	if (*root == NULL || !JSON_NODE_HOLDS_OBJECT(*root)) {
 		g_set_error(error,
 			    CONFAB_ERROR,
 			    CONFAB_ERROR_UPSTREAM,
-			    "the %s is not a JSON object%s%s",
-			    what,
-			    local != NULL ? ": " : "",
-			    local != NULL ? local->message : "");
+			    "the %s is not a JSON object",
+			    what);
 		g_clear_pointer(root, json_node_unref);
 		return NULL;
 	}

@@ -82,6 +82,12 @@ struct _ConfabMcpOAuth {
 	/* a challenge's flow runs once; later ones wait for it */
 	GPtrArray *waiting;
 	gboolean flow_running;
+	/* the kept state: read again at each challenge (another instance may
+	 * have authorized); a state older than ours is not taken */
+	ConfabMcpOAuthLoadFunc load;
+	gpointer load_data;
+	GDestroyNotify load_notify;
+	gint64 version; /* real time, microseconds, of our last change */
 };
 
 G_DEFINE_FINAL_TYPE(ConfabMcpOAuth, confab_mcp_oauth, G_TYPE_OBJECT)
@@ -128,6 +134,13 @@ step_error_literal(ConfabMcpOAuth *self, const gchar *step, const gchar *why)
 			   self->name,
 			   step,
 			   why);
+}
+
+static void
+emit_changed(ConfabMcpOAuth *self)
+{
+	self->version = MAX(g_get_real_time(), self->version + 1);
+	g_signal_emit(self, signals[SIGNAL_CHANGED], 0);
 }
 
 /* ---------- HTTP requests of our own ---------- */
@@ -328,7 +341,7 @@ take_tokens(ConfabMcpOAuth *self, ConfabMcpOAuthTokens *tokens, const gchar *ask
 	self->expires_at =
 	    tokens->expires_in >= 0 ? g_get_real_time() / G_USEC_PER_SEC + tokens->expires_in : 0;
 	g_debug("%s: OAuth tokens taken", self->name);
-	g_signal_emit(self, signals[SIGNAL_CHANGED], 0);
+	emit_changed(self);
 }
 
 static void
@@ -663,7 +676,7 @@ on_registered(GObject *source, GAsyncResult *res, gpointer user_data)
 		    ? registration->token_endpoint_auth_method
 		    : choose_auth_method(self, registration->client_secret != NULL));
 	g_debug("%s: registered as an OAuth client", self->name);
-	g_signal_emit(self, signals[SIGNAL_CHANGED], 0);
+	emit_changed(self);
 	flow_grant(g_steal_pointer(&task));
 }
 
@@ -961,7 +974,7 @@ begin_authorization(ConfabMcpOAuth *self, const gchar *scope, GError **error)
 	self->pending_url =
 	    g_strconcat(endpoint, strchr(endpoint, '?') != NULL ? "&" : "?", query->str, NULL);
 	g_hash_table_add(self->asked_scopes, g_strdup(scope != NULL ? scope : ""));
-	g_signal_emit(self, signals[SIGNAL_CHANGED], 0);
+	emit_changed(self);
 	return TRUE;
 }
 
@@ -979,6 +992,13 @@ flow_grant(GTask *task)
 		form_add(form, "grant_type", "client_credentials");
 		form_add(form, "scope", scope);
 		token_request(self, task, form, scope, FALSE);
+		return;
+	}
+	if (!flow->interactive && self->pending_url != NULL &&
+	    g_strcmp0(self->pending_scope, scope) == 0 &&
+	    g_strcmp0(self->pending_redirect, self->redirect_uri) == 0) {
+		/* the URL a person may have open already stays valid */
+		flow_return(task, authorization_needed(self));
 		return;
 	}
 	if (!begin_authorization(self, scope, &error)) {
@@ -1028,7 +1048,61 @@ flow_step_up(GTask *task)
 }
 
 static void
+flow_decide(GTask *task);
+
+typedef struct {
+	GTask *task;
+	gchar *token; /* the token that was refused, or NULL */
+} Reload;
+
+static gboolean
+load_newer(ConfabMcpOAuth *self, const gchar *state);
+
+static void
+on_reloaded(gchar *state, gpointer data)
+{
+	Reload *reload = data;
+	g_autoptr(GTask) task = reload->task;
+	ConfabMcpOAuth *self = g_task_get_source_object(task);
+	Flow *flow = flow_of(task);
+	gboolean other;
+
+	if (state != NULL) {
+		load_newer(self, state);
+		memset(state, 0, strlen(state));
+		g_free(state);
+	}
+	/* another instance (or a callback) brought a token other than the
+	 * one refused: retry with it */
+	other = flow->status == 401 && !flow->interactive && self->access_token != NULL &&
+		g_strcmp0(self->access_token, reload->token) != 0;
+	wipe(&reload->token);
+	g_free(reload);
+	if (other) {
+		flow_return(g_steal_pointer(&task), NULL);
+		return;
+	}
+	flow_decide(g_steal_pointer(&task));
+}
+
+static void
 flow_begin(GTask *task)
+{
+	ConfabMcpOAuth *self = g_task_get_source_object(task);
+	Reload *reload;
+
+	if (self->load == NULL) {
+		flow_decide(task);
+		return;
+	}
+	reload = g_new0(Reload, 1);
+	reload->task = task;
+	reload->token = g_strdup(self->access_token);
+	self->load(self->load_data, on_reloaded, reload);
+}
+
+static void
+flow_decide(GTask *task)
 {
 	ConfabMcpOAuth *self = g_task_get_source_object(task);
 	Flow *flow = flow_of(task);
@@ -1322,6 +1396,7 @@ confab_mcp_oauth_save_state(ConfabMcpOAuth *self)
 {
 	GString *out = g_string_new("{");
 	g_autofree gchar *expires = g_strdup_printf("%" G_GINT64_FORMAT, self->expires_at);
+	g_autofree gchar *version = g_strdup_printf("%" G_GINT64_FORMAT, self->version);
 
 	g_return_val_if_fail(CONFAB_IS_MCP_OAUTH(self), NULL);
 	if (self->server != NULL) {
@@ -1342,6 +1417,7 @@ confab_mcp_oauth_save_state(ConfabMcpOAuth *self)
 	append_member(out, "pending_url", self->pending_url);
 	append_member(out, "pending_scope", self->pending_scope);
 	append_member(out, "pending_redirect", self->pending_redirect);
+	append_member(out, "version", version);
 	g_string_append_c(out, '}');
 	return g_string_free(out, FALSE);
 }
@@ -1372,7 +1448,7 @@ confab_mcp_oauth_load_state(ConfabMcpOAuth *self, const gchar *state, GError **e
 {
 	g_autoptr(JsonNode) root = NULL;
 	JsonObject *object;
-	const gchar *expires;
+	const gchar *expires, *version;
 
 	g_return_val_if_fail(CONFAB_IS_MCP_OAUTH(self), FALSE);
 	root = state != NULL ? confab_json_parse(state, strlen(state), JSON_MAX_DEPTH, error)
@@ -1398,7 +1474,46 @@ confab_mcp_oauth_load_state(ConfabMcpOAuth *self, const gchar *state, GError **e
 	set_str(&self->pending_url, confab_json_get_string(object, "pending_url"));
 	set_str(&self->pending_scope, confab_json_get_string(object, "pending_scope"));
 	set_str(&self->pending_redirect, confab_json_get_string(object, "pending_redirect"));
+	version = confab_json_get_string(object, "version");
+	self->version = version != NULL ? g_ascii_strtoll(version, NULL, 10) : 0;
 	return TRUE;
+}
+
+/* Takes @state only when it is newer than what we have. */
+static gboolean
+load_newer(ConfabMcpOAuth *self, const gchar *state)
+{
+	g_autoptr(JsonNode) root = confab_json_parse(state, strlen(state), JSON_MAX_DEPTH, NULL);
+	const gchar *version;
+
+	if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+		return FALSE;
+	version = confab_json_get_string(json_node_get_object(root), "version");
+	if (version == NULL || g_ascii_strtoll(version, NULL, 10) <= self->version)
+		return FALSE;
+	return confab_mcp_oauth_load_state(self, state, NULL);
+}
+
+/**
+ * confab_mcp_oauth_set_loader:
+ * @load: (nullable): reads the kept state again
+ *
+ * Each challenge first reads the kept state, so that what another instance
+ * (or the callback) stored is used: a token other than the refused one is
+ * retried at once.
+ */
+void
+confab_mcp_oauth_set_loader(ConfabMcpOAuth *self,
+			    ConfabMcpOAuthLoadFunc load,
+			    gpointer user_data,
+			    GDestroyNotify notify)
+{
+	g_return_if_fail(CONFAB_IS_MCP_OAUTH(self));
+	if (self->load_notify != NULL)
+		self->load_notify(self->load_data);
+	self->load = load;
+	self->load_data = user_data;
+	self->load_notify = notify;
 }
 
 /* ---------- configuration ---------- */
@@ -1479,6 +1594,8 @@ confab_mcp_oauth_finalize(GObject *object)
 	ConfabMcpOAuth *self = CONFAB_MCP_OAUTH(object);
 
 	g_assert(self->waiting->len == 0);
+	if (self->load_notify != NULL)
+		self->load_notify(self->load_data);
 	g_ptr_array_unref(self->waiting);
 	clear_tokens(self);
 	clear_pending(self);

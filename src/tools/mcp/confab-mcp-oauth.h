@@ -30,6 +30,24 @@ typedef enum {
 	CONFAB_MCP_OAUTH_GRANT_CLIENT_CREDENTIALS,
 } ConfabMcpOAuthGrant;
 
+/**
+ * ConfabMcpOAuthLoaded:
+ * @state: (transfer full) (nullable): what the owner keeps (see
+ *   confab_mcp_oauth_save_state()), or %NULL for nothing
+ * @data: what the loader was given
+ */
+typedef void (*ConfabMcpOAuthLoaded)(gchar *state, gpointer data);
+
+/**
+ * ConfabMcpOAuthLoadFunc:
+ *
+ * Reads the kept state (another instance may have changed it) and calls
+ * @done with it, later or at once.
+ */
+typedef void (*ConfabMcpOAuthLoadFunc)(gpointer user_data,
+				       ConfabMcpOAuthLoaded done,
+				       gpointer data);
+
 #define CONFAB_TYPE_MCP_OAUTH (confab_mcp_oauth_get_type())
 G_DECLARE_FINAL_TYPE(ConfabMcpOAuth, confab_mcp_oauth, CONFAB, MCP_OAUTH, GObject)
 
@@ -56,6 +74,11 @@ confab_mcp_oauth_set_client_metadata_url(ConfabMcpOAuth *self, const gchar *url)
 void
 confab_mcp_oauth_set_authorize_hint(ConfabMcpOAuth *self, const gchar *hint);
 
+void
+confab_mcp_oauth_set_loader(ConfabMcpOAuth *self,
+			    ConfabMcpOAuthLoadFunc load,
+			    gpointer user_data,
+			    GDestroyNotify notify);
 gchar *
 confab_mcp_oauth_dup_authorization(ConfabMcpOAuth *self, const gchar *url);
 gboolean
