@@ -94,6 +94,7 @@ hook_save(const gchar *agent_id,
 	  const gchar *server,
 	  const gchar *pending_state,
 	  const gchar *data,
+	  gint64 version,
 	  gpointer user_data)
 {
 	ConfabMcpAuthorizations *self = user_data;
@@ -103,6 +104,7 @@ hook_save(const gchar *agent_id,
 					  server,
 					  pending_state,
 					  data,
+					  version,
 					  NULL,
 					  on_saved,
 					  g_strdup_printf("%s/%s", agent_id, server));
@@ -110,17 +112,53 @@ hook_save(const gchar *agent_id,
 
 /* ---------- AuthorizeMcpServer ---------- */
 
+/* The URL goes out once its state is stored: the callback may reach any
+ * instance, at once. */
+static void
+on_authorization_kept(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	GError *error = NULL;
+
+	if (!confab_store_save_mcp_oauth_finish(CONFAB_STORE(source), result, &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	g_task_return_pointer(task, g_strdup(g_task_get_task_data(task)), g_free);
+}
+
 static void
 on_authorize_done(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
+	ConfabMcpAuthorizations *self = g_task_get_source_object(task);
+	const gchar *const *key = g_object_get_data(G_OBJECT(task), "key");
 	GError *error = NULL;
-	gchar *url = confab_toolbox_authorize_finish(CONFAB_TOOLBOX(source), result, &error);
+	g_autofree gchar *state = NULL;
+	g_autofree gchar *kept = NULL;
+	gint64 version = 0;
+	gchar *url = confab_toolbox_authorize_finish(CONFAB_TOOLBOX(source),
+						     result,
+						     &state,
+						     &kept,
+						     &version,
+						     &error);
 
-	if (url == NULL)
+	if (url == NULL) {
 		g_task_return_error(task, error);
-	else
-		g_task_return_pointer(task, url, g_free);
+		return;
+	}
+	g_task_set_task_data(task, url, g_free);
+	confab_store_save_mcp_oauth_async(self->store,
+					  key[0],
+					  key[1],
+					  state,
+					  kept,
+					  version,
+					  NULL,
+					  on_authorization_kept,
+					  g_steal_pointer(&task));
+	memset(kept, 0, strlen(kept));
 }
 
 /**
@@ -142,7 +180,11 @@ confab_mcp_authorizations_authorize_async(ConfabMcpAuthorizations *self,
 {
 	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
 	g_autoptr(ConfabAgent) agent = self->lookup(agent_id, self->lookup_data);
+	gchar **key = g_new0(gchar *, 3);
 
+	key[0] = g_strdup(agent_id);
+	key[1] = g_strdup(server);
+	g_object_set_data_full(G_OBJECT(task), "key", key, (GDestroyNotify)g_strfreev);
 	if (agent == NULL) {
 		g_task_return_new_error(task,
 					CONFAB_ERROR,
@@ -208,20 +250,55 @@ callback_fail(GTask *task, const gchar *message)
 	g_object_unref(task);
 }
 
+/* The tokens are stored before the person hears it worked: the next use,
+ * on any instance, has them. */
 static void
-on_completed(GObject *source, GAsyncResult *result, gpointer user_data)
+on_tokens_kept(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	GTask *task = user_data;
 	Callback *cb = g_task_get_task_data(task);
 	GError *error = NULL;
 
-	if (!confab_toolbox_complete_oauth_finish(CONFAB_TOOLBOX(source), result, &error))
+	if (!confab_store_save_mcp_oauth_finish(CONFAB_STORE(source), result, &error))
 		g_task_return_error(task, error);
 	else
 		g_task_return_pointer(task,
 				      g_strdup_printf("%s/%s", cb->found[0], cb->found[1]),
 				      g_free);
 	g_object_unref(task);
+}
+
+static void
+on_completed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	GTask *task = user_data;
+	ConfabMcpAuthorizations *self = g_task_get_source_object(task);
+	Callback *cb = g_task_get_task_data(task);
+	GError *error = NULL;
+	gchar *kept = confab_toolbox_complete_oauth_finish(CONFAB_TOOLBOX(source), result, &error);
+	g_autoptr(JsonNode) root = NULL;
+	const gchar *version;
+
+	if (kept == NULL) {
+		g_task_return_error(task, error);
+		g_object_unref(task);
+		return;
+	}
+	root = confab_json_from_string(kept);
+	version = root != NULL && JSON_NODE_HOLDS_OBJECT(root)
+		      ? confab_json_get_string(json_node_get_object(root), "version")
+		      : NULL;
+	confab_store_save_mcp_oauth_async(self->store,
+					  cb->found[0],
+					  cb->found[1],
+					  NULL,
+					  kept,
+					  version != NULL ? g_ascii_strtoll(version, NULL, 10) : 0,
+					  NULL,
+					  on_tokens_kept,
+					  task);
+	memset(kept, 0, strlen(kept));
+	g_free(kept);
 }
 
 static void

@@ -611,9 +611,12 @@ map_mcp_oauth_state(ConfabStoreRow *row)
 static const ConfabStoreOp op_save_mcp_oauth = {
     .what = "storing an MCP server's OAuth state",
     .rows = CONFAB_STORE_ROWS_NONE,
-    .sql = "INSERT INTO mcp_oauth (agent_id, server, state, data, updated_at) "
-	   "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (agent_id, server) DO UPDATE SET "
-	   "state = excluded.state, data = excluded.data, updated_at = excluded.updated_at",
+    /* saves may commit out of order (a pool's connections): an older
+     * state never replaces a newer one */
+    .sql = "INSERT INTO mcp_oauth (agent_id, server, state, data, version, updated_at) "
+	   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (agent_id, server) DO UPDATE SET "
+	   "state = excluded.state, data = excluded.data, version = excluded.version, "
+	   "updated_at = excluded.updated_at WHERE mcp_oauth.version < excluded.version",
     .changed = -1,
 };
 
@@ -2944,6 +2947,8 @@ confab_store_answer_elicitation_finish(ConfabStore *self, GAsyncResult *result, 
  * @server: its MCP server's name
  * @state: (nullable): the `state` of the authorization waiting for a person
  * @data: the OAuth state (secrets: the client's, the tokens), JSON
+ * @version: when it changed (microseconds): a row of a later version is
+ *   kept, one of the same version too (the same state saved twice)
  *
  * Stores (replaces) what Confab keeps of an MCP server's authorization.
  * Write-only: nothing returns it outside confabd.
@@ -2954,6 +2959,7 @@ confab_store_save_mcp_oauth_async(ConfabStore *self,
 				  const gchar *server,
 				  const gchar *state,
 				  const gchar *data,
+				  gint64 version,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
@@ -2966,6 +2972,7 @@ confab_store_save_mcp_oauth_async(ConfabStore *self,
 	confab_store_call_add_text(call, server);
 	confab_store_call_add_text(call, state);
 	confab_store_call_add_text(call, data);
+	confab_store_call_add_int(call, version);
 	confab_store_call_add_int(call, g_get_real_time() / G_USEC_PER_SEC);
 	store_run(self, call, confab_store_save_mcp_oauth_async, cancellable, callback, user_data);
 }

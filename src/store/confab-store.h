@@ -744,6 +744,7 @@ confab_store_save_mcp_oauth_async(ConfabStore *self,
 				  const gchar *server,
 				  const gchar *state,
 				  const gchar *data,
+				  gint64 version,
 				  GCancellable *cancellable,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data);

@@ -424,6 +424,7 @@ on_oauth_changed(ConfabMcpOAuth *oauth, gpointer user_data)
 			 server->name,
 			 confab_mcp_oauth_get_pending_state(oauth),
 			 state,
+			 confab_mcp_oauth_get_version(oauth),
 			 self->oauth_data);
 	memset(state, 0, strlen(state));
 }
@@ -2468,16 +2469,32 @@ oauth_server(ConfabToolbox *self,
 }
 
 static void
+authorized_free(gchar **authorized)
+{
+	if (authorized[2] != NULL)
+		memset(authorized[2], 0, strlen(authorized[2]));
+	g_strfreev(authorized);
+}
+
+static void
 on_authorized(GObject *source, GAsyncResult *result, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
+	ConfabMcpOAuth *oauth = CONFAB_MCP_OAUTH(source);
 	GError *error = NULL;
-	gchar *url = confab_mcp_oauth_authorize_finish(CONFAB_MCP_OAUTH(source), result, &error);
+	gchar *url = confab_mcp_oauth_authorize_finish(oauth, result, &error);
+	gchar **authorized;
 
-	if (url == NULL)
+	if (url == NULL) {
 		g_task_return_error(task, error);
-	else
-		g_task_return_pointer(task, url, g_free);
+		return;
+	}
+	authorized = g_new0(gchar *, 5);
+	authorized[0] = url;
+	authorized[1] = g_strdup(confab_mcp_oauth_get_pending_state(oauth));
+	authorized[2] = confab_mcp_oauth_save_state(oauth);
+	authorized[3] = g_strdup_printf("%" G_GINT64_FORMAT, confab_mcp_oauth_get_version(oauth));
+	g_task_return_pointer(task, authorized, (GDestroyNotify)authorized_free);
 }
 
 /**
@@ -2520,14 +2537,44 @@ confab_toolbox_authorize_async(ConfabToolbox *self,
 
 /**
  * confab_toolbox_authorize_finish:
+ * @pending_state: (out): the authorization's state
+ * @kept: (out): the server's OAuth state to keep (secrets: wipe it),
+ *   which the callback needs: the caller stores it before giving out the
+ *   URL
+ * @version: (out): its version
  *
  * Returns: (transfer full): the URL to open
  */
 gchar *
-confab_toolbox_authorize_finish(ConfabToolbox *self, GAsyncResult *result, GError **error)
+confab_toolbox_authorize_finish(ConfabToolbox *self,
+				GAsyncResult *result,
+				gchar **pending_state,
+				gchar **kept,
+				gint64 *version,
+				GError **error)
 {
+	gchar **authorized;
+	gchar *url;
+
 	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	authorized = g_task_propagate_pointer(G_TASK(result), error);
+	if (authorized == NULL)
+		return NULL;
+	url = g_steal_pointer(&authorized[0]);
+	*pending_state = g_steal_pointer(&authorized[1]);
+	*kept = g_steal_pointer(&authorized[2]);
+	*version = g_ascii_strtoll(authorized[3], NULL, 10);
+	g_free(authorized[3]);
+	g_free(authorized);
+	return url;
+}
+
+static void
+wipe_string(gchar *secret)
+{
+	if (secret != NULL)
+		memset(secret, 0, strlen(secret));
+	g_free(secret);
 }
 
 static void
@@ -2545,7 +2592,9 @@ on_oauth_completed(GObject *source, GAsyncResult *result, gpointer user_data)
 	if (server->state == SERVER_FAILED)
 		server->retry_at = 0;
 	g_message("%s: authorized", server->label);
-	g_task_return_boolean(task, TRUE);
+	g_task_return_pointer(task,
+			      confab_mcp_oauth_save_state(CONFAB_MCP_OAUTH(source)),
+			      (GDestroyNotify)wipe_string);
 }
 
 /**
@@ -2597,9 +2646,15 @@ confab_toolbox_complete_oauth_async(ConfabToolbox *self,
 					g_steal_pointer(&task));
 }
 
-gboolean
+/**
+ * confab_toolbox_complete_oauth_finish:
+ *
+ * Returns: (transfer full): the server's OAuth state, with its tokens, to
+ *   keep before the person hears it worked (secrets: wipe it)
+ */
+gchar *
 confab_toolbox_complete_oauth_finish(ConfabToolbox *self, GAsyncResult *result, GError **error)
 {
-	g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-	return g_task_propagate_boolean(G_TASK(result), error);
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	return g_task_propagate_pointer(G_TASK(result), error);
 }

@@ -90,6 +90,7 @@ typedef void (*ConfabToolboxOAuthLoadFunc)(const gchar *agent_id,
  * ConfabToolboxOAuthSaveFunc:
  * @pending_state: (nullable): the state of the authorization waiting
  * @data: the whole state, secrets included
+ * @version: when it changed (a save of an older one must not win)
  *
  * Keeps it (write-only), in the background.
  */
@@ -97,6 +98,7 @@ typedef void (*ConfabToolboxOAuthSaveFunc)(const gchar *agent_id,
 					   const gchar *server,
 					   const gchar *pending_state,
 					   const gchar *data,
+					   gint64 version,
 					   gpointer user_data);
 
 #define CONFAB_TYPE_TOOLBOX (confab_toolbox_get_type())
@@ -182,7 +184,12 @@ confab_toolbox_authorize_async(ConfabToolbox *self,
 			       GAsyncReadyCallback callback,
 			       gpointer user_data);
 gchar *
-confab_toolbox_authorize_finish(ConfabToolbox *self, GAsyncResult *result, GError **error);
+confab_toolbox_authorize_finish(ConfabToolbox *self,
+				GAsyncResult *result,
+				gchar **pending_state,
+				gchar **kept,
+				gint64 *version,
+				GError **error);
 void
 confab_toolbox_complete_oauth_async(ConfabToolbox *self,
 				    const gchar *agent_id,
@@ -194,7 +201,7 @@ confab_toolbox_complete_oauth_async(ConfabToolbox *self,
 				    GCancellable *cancellable,
 				    GAsyncReadyCallback callback,
 				    gpointer user_data);
-gboolean
+gchar *
 confab_toolbox_complete_oauth_finish(ConfabToolbox *self, GAsyncResult *result, GError **error);
 
 void

@@ -3092,7 +3092,11 @@ test_approvals(Fixture *f, gconstpointer data)
 /* ---------- MCP servers' OAuth state ---------- */
 
 static gboolean
-save_mcp_oauth(Fixture *f, const gchar *server, const gchar *state, const gchar *data)
+save_mcp_oauth(Fixture *f,
+	       const gchar *server,
+	       const gchar *state,
+	       const gchar *data,
+	       gint64 version)
 {
 	GAsyncResult *slot = NULL;
 	g_autoptr(GAsyncResult) res = NULL;
@@ -3104,6 +3108,7 @@ save_mcp_oauth(Fixture *f, const gchar *server, const gchar *state, const gchar 
 					  server,
 					  state,
 					  data,
+					  version,
 					  NULL,
 					  on_result,
 					  &slot);
@@ -3151,8 +3156,10 @@ test_mcp_oauth(Fixture *f, gconstpointer data)
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_FOUND);
 	g_assert_null(none);
 	g_clear_error(&error);
-	g_assert_true(save_mcp_oauth(f, "crm", NULL, "{\"client_id\":\"a\"}"));
-	g_assert_true(save_mcp_oauth(f, "crm", "st-1", "{\"client_id\":\"b\"}"));
+	g_assert_true(save_mcp_oauth(f, "crm", NULL, "{\"client_id\":\"a\"}", 10));
+	g_assert_true(save_mcp_oauth(f, "crm", "st-1", "{\"client_id\":\"b\"}", 20));
+	/* an older state landing late changes nothing */
+	g_assert_true(save_mcp_oauth(f, "crm", NULL, "{\"client_id\":\"a\"}", 15));
 	read = get_mcp_oauth(f, "crm", &error);
 	g_assert_no_error(error);
 	g_assert_cmpstr(read, ==, "{\"client_id\":\"b\"}");

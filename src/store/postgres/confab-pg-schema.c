@@ -577,6 +577,7 @@
 	"  server text COLLATE \"C\" NOT NULL,"                                                    \
 	"  state text COLLATE \"C\","                                                              \
 	"  data text NOT NULL,"                                                                    \
+	"  version bigint NOT NULL,"                                                               \
 	"  updated_at bigint NOT NULL,"                                                            \
 	"  PRIMARY KEY (agent_id, server)"                                                         \
 	");"                                                                                       \

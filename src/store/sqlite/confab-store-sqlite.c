@@ -697,6 +697,7 @@ migrate_v14_mcp_oauth(Conn *conn, GError **error)
 			 "  server TEXT NOT NULL,"
 			 "  state TEXT,"
 			 "  data TEXT NOT NULL,"
+			 "  version INTEGER NOT NULL,"
 			 "  updated_at INTEGER NOT NULL,"
 			 "  PRIMARY KEY (agent_id, server)"
 			 ") STRICT;"

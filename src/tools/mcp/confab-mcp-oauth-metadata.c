@@ -128,7 +128,7 @@ challenge_take(ConfabMcpOAuthChallenge *challenge, const gchar *name, gchar *val
 		slot = &challenge->scope;
 	else if (g_ascii_strcasecmp(name, "error") == 0)
 		slot = &challenge->error;
-	if (slot == NULL || *slot != NULL || !g_utf8_validate(value, -1, NULL)) {
+	if (slot == NULL || *slot != NULL || *value == '\0' || !g_utf8_validate(value, -1, NULL)) {
 		g_free(value);
 		return;
 	}

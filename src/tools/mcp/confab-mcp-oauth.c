@@ -1336,6 +1336,19 @@ confab_mcp_oauth_dup_authorization(ConfabMcpOAuth *self, const gchar *url)
 	return g_strconcat("Bearer ", self->access_token, NULL);
 }
 
+/**
+ * confab_mcp_oauth_get_version:
+ *
+ * Returns: when the state last changed (real time, microseconds): what
+ *   orders saves that may land out of order
+ */
+gint64
+confab_mcp_oauth_get_version(ConfabMcpOAuth *self)
+{
+	g_return_val_if_fail(CONFAB_IS_MCP_OAUTH(self), 0);
+	return self->version;
+}
+
 gboolean
 confab_mcp_oauth_has_token(ConfabMcpOAuth *self)
 {

@@ -83,6 +83,8 @@ gchar *
 confab_mcp_oauth_dup_authorization(ConfabMcpOAuth *self, const gchar *url);
 gboolean
 confab_mcp_oauth_has_token(ConfabMcpOAuth *self);
+gint64
+confab_mcp_oauth_get_version(ConfabMcpOAuth *self);
 gboolean
 confab_mcp_oauth_needs_refresh(ConfabMcpOAuth *self);
 const gchar *
