@@ -1755,5 +1755,9 @@ main(int argc, char **argv)
 	}
 	g_main_loop_run(server.loop);
 	noise(&server, "exiting");
+	g_main_loop_unref(server.loop);
+	g_free(server.oauth);
+	g_clear_pointer(&server.oauth_codes, g_hash_table_unref);
+	g_clear_pointer(&server.oauth_tokens, g_hash_table_unref);
 	return 0;
 }
