@@ -1242,9 +1242,16 @@ call_done(ConfabAgentLoop *self,
 	count_call(self, call, outcome, elapsed_us);
 	confab_json_append_string(event, call->id);
 	g_string_append_printf(event,
-			       ",\"is_error\":%s,\"elapsed_ms\":%" G_GINT64_FORMAT "}",
+			       ",\"is_error\":%s,\"elapsed_ms\":%" G_GINT64_FORMAT,
 			       is_error ? "true" : "false",
 			       call->elapsed_ms);
+	/* why Confab could not run it (the server's own output is not
+	 * streamed): "authorization needed …", a timeout, a dead server */
+	if (strcmp(outcome, "failed") == 0 && content != NULL) {
+		g_string_append(event, ",\"error\":");
+		confab_json_append_string(event, content);
+	}
+	g_string_append_c(event, '}');
 	emit_event(self, event);
 	self->running--;
 	start_tools(self);
