@@ -84,7 +84,9 @@
  * request is recorded as {"_oauth":"token","grant_type","resource"}.
  * MODE "ok", or one failure: "bad-metadata" (the metadata is not JSON),
  * "issuer-mismatch", "token-400", "token-401", "register-refused",
- * "expiring" (tokens that expire in 1 s, with a refresh token).
+ * "expiring" (tokens that expire in 1 s, with a refresh token), "step-up"
+ * (tools/call wants the scope "write": 403 insufficient_scope asking for
+ * "mcp write" with a token granted less).
  */
 
 #define PNG_1X1_BASE64                                                                             \
@@ -171,6 +173,7 @@ struct _Server {
 	gchar *oauth;
 	GHashTable *oauth_codes;  /* code -> code_challenge */
 	GHashTable *oauth_tokens; /* access or refresh token -> "access" or "refresh" */
+	GHashTable *oauth_scopes; /* code or access token -> the scope asked or granted */
 	guint oauth_next;
 };
 
@@ -1214,6 +1217,10 @@ oauth_authorize(HttpConn *conn, const gchar *query)
 		return;
 	}
 	g_hash_table_insert(server->oauth_codes, g_strdup(code), g_strdup(challenge));
+	if (g_hash_table_lookup(params, "scope") != NULL)
+		g_hash_table_insert(server->oauth_scopes,
+				    g_strdup(code),
+				    g_strdup(g_hash_table_lookup(params, "scope")));
 	state = g_uri_escape_string(g_hash_table_lookup(params, "state"), NULL, FALSE);
 	location = g_strdup_printf("Location: %s%scode=%s&state=%s\r\n",
 				   redirect,
@@ -1225,13 +1232,15 @@ oauth_authorize(HttpConn *conn, const gchar *query)
 }
 
 static gchar *
-oauth_issue(Server *server, gboolean with_refresh)
+oauth_issue(Server *server, gboolean with_refresh, const gchar *scope)
 {
 	g_autofree gchar *access = g_strdup_printf("tok-%u", ++server->oauth_next);
 	g_autofree gchar *refresh = g_strdup_printf("ref-%u", ++server->oauth_next);
 	gboolean expiring = g_strcmp0(server->oauth, "expiring") == 0;
 
 	g_hash_table_insert(server->oauth_tokens, g_strdup(access), g_strdup("access"));
+	if (scope != NULL)
+		g_hash_table_insert(server->oauth_scopes, g_strdup(access), g_strdup(scope));
 	if (with_refresh)
 		g_hash_table_insert(server->oauth_tokens, g_strdup(refresh), g_strdup("refresh"));
 	return g_strdup_printf("{\"access_token\":\"%s\",\"token_type\":\"Bearer\","
@@ -1301,17 +1310,50 @@ oauth_token(HttpConn *conn)
 		return;
 	}
 	if (g_strcmp0(grant, "authorization_code") == 0 && oauth_code_ok(server, form))
-		body = oauth_issue(server, TRUE);
+		body = oauth_issue(
+		    server,
+		    TRUE,
+		    g_hash_table_lookup(server->oauth_scopes,
+					(const gchar *)g_hash_table_lookup(form, "code")));
 	else if (g_strcmp0(grant, "client_credentials") == 0)
-		body = oauth_issue(server, FALSE);
+		body = oauth_issue(server, FALSE, g_hash_table_lookup(form, "scope"));
 	else if (g_strcmp0(grant, "refresh_token") == 0 && refresh != NULL &&
 		 g_strcmp0(g_hash_table_lookup(server->oauth_tokens, refresh), "refresh") == 0)
-		body = oauth_issue(server, TRUE);
+		body = oauth_issue(server, TRUE, NULL);
 	if (body == NULL) {
 		oauth_json(conn, 400, "{\"error\":\"invalid_grant\"}");
 		return;
 	}
 	oauth_json(conn, 200, body);
+}
+
+/* --oauth step-up: tools/call wants "write"; TRUE when answered 403. */
+static gboolean
+oauth_step_up(HttpConn *conn, const gchar *token)
+{
+	Server *server = conn->server;
+	const gchar *scope = g_hash_table_lookup(server->oauth_scopes, token);
+	g_auto(GStrv) scopes = g_strsplit(scope != NULL ? scope : "", " ", -1);
+	g_autofree gchar *origin = NULL;
+	g_autofree gchar *challenge = NULL;
+
+	if (g_strcmp0(server->oauth, "step-up") != 0 || conn->body == NULL ||
+	    strstr(conn->body, "\"tools/call\"") == NULL ||
+	    g_strv_contains((const gchar *const *)scopes, "write"))
+		return FALSE;
+	origin = oauth_origin(conn);
+	challenge = g_strdup_printf("WWW-Authenticate: Bearer error=\"insufficient_scope\", "
+				    "scope=\"mcp write\", resource_metadata=\"%s/.well-known/"
+				    "oauth-protected-resource/mcp\"\r\n",
+				    origin);
+	http_respond(conn,
+		     403,
+		     "Forbidden",
+		     challenge,
+		     "application/json",
+		     "{\"error\":\"insufficient_scope\"}");
+	http_conn_next(conn);
+	return TRUE;
 }
 
 /* The OAuth side of --oauth; FALSE for /mcp with a good token. */
@@ -1345,7 +1387,7 @@ oauth_handle(HttpConn *conn)
 	} else if (authorization != NULL && g_str_has_prefix(authorization, "Bearer ") &&
 		   g_strcmp0(g_hash_table_lookup(server->oauth_tokens, authorization + 7),
 			     "access") == 0) {
-		return FALSE;
+		return oauth_step_up(conn, authorization + 7);
 	} else {
 		challenge = g_strdup_printf("WWW-Authenticate: Bearer resource_metadata=\"%s/.well-"
 					    "known/oauth-protected-resource/mcp\"\r\n",
@@ -1720,6 +1762,8 @@ main(int argc, char **argv)
 		server.oauth_codes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 		server.oauth_tokens =
 		    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+		server.oauth_scopes =
+		    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 		server.service = g_socket_service_new();
 		if (!g_socket_listener_add_address(G_SOCKET_LISTENER(server.service),
 						   address,
@@ -1759,5 +1803,6 @@ main(int argc, char **argv)
 	g_free(server.oauth);
 	g_clear_pointer(&server.oauth_codes, g_hash_table_unref);
 	g_clear_pointer(&server.oauth_tokens, g_hash_table_unref);
+	g_clear_pointer(&server.oauth_scopes, g_hash_table_unref);
 	return 0;
 }

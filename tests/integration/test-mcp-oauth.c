@@ -237,10 +237,14 @@ test_authorization_code(Fixture *f, gconstpointer data)
 	g_free(status);
 	status = server_status(f, agent);
 	g_assert_cmpstr(status, ==, "ready");
-	after = confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, body);
+	after =
+	    confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, stream_body);
 	g_assert_cmpuint(after->status, ==, 200);
-	g_assert_nonnull(
-	    strstr(confab_test_json_string(after->json, "choices.0.message.content"), "hi"));
+	g_free(streamed);
+	streamed = g_strndup(g_bytes_get_data(after->body, NULL), g_bytes_get_size(after->body));
+	g_assert_nonnull(strstr(streamed, "\"type\":\"result\""));
+	g_assert_nonnull(strstr(streamed, "\"is_error\":false"));
+	g_assert_null(strstr(streamed, "authorization_needed"));
 
 	/* resource (RFC 8707) on the token request */
 	record = record_text(f);
@@ -345,6 +349,51 @@ test_refresh(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(record, "\"grant_type\":\"refresh_token\""));
 }
 
+/* A 403 insufficient_scope during a call: the call says "authorization
+ * needed", the next authorization asks for the union of the scopes, and
+ * then the call works. */
+static void
+test_step_up(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *agent = NULL, *url = NULL, *callback = NULL, *body = NULL;
+	g_autofree gchar *stream_body = NULL, *streamed = NULL, *again = NULL, *more = NULL;
+	g_autoptr(ConfabTestResponse) first = NULL;
+	g_autoptr(ConfabTestResponse) second = NULL;
+	g_autoptr(GError) error = NULL;
+
+	start_server(f, "step-up");
+	agent = create_agent(f, NULL);
+	url = authorize(f, agent, &error);
+	g_assert_no_error(error);
+	g_assert_null(strstr(url, "write"));
+	callback = approve(url);
+	g_assert_cmpuint(get(callback, NULL, NULL), ==, 200);
+
+	body = chat_body(agent, "/tool remote__echo {\\\"text\\\":\\\"hi\\\"}");
+	stream_body = g_strdup_printf("%.*s,\"stream\":true}", (int)strlen(body) - 1, body);
+	first =
+	    confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, stream_body);
+	g_assert_cmpuint(first->status, ==, 200);
+	streamed = g_strndup(g_bytes_get_data(first->body, NULL), g_bytes_get_size(first->body));
+	/* the result event and the model hear it */
+	g_assert_nonnull(strstr(streamed, "\"type\":\"result\""));
+	g_assert_nonnull(strstr(streamed, "\"error\":\"The tool failed: "));
+	g_assert_nonnull(strstr(streamed, "authorization needed"));
+
+	again = authorize(f, agent, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(again, "scope=mcp%20write"));
+	more = approve(again);
+	g_assert_cmpuint(get(more, NULL, NULL), ==, 200);
+	second =
+	    confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, stream_body);
+	g_assert_cmpuint(second->status, ==, 200);
+	g_free(streamed);
+	streamed = g_strndup(g_bytes_get_data(second->body, NULL), g_bytes_get_size(second->body));
+	g_assert_nonnull(strstr(streamed, "\"is_error\":false"));
+	g_assert_null(strstr(streamed, "authorization needed"));
+}
+
 typedef struct {
 	const gchar *mode;
 	const gchar *oauth;
@@ -404,6 +453,7 @@ main(int argc, char **argv)
 	ADD("bad-callbacks", test_bad_callbacks);
 	ADD("client-credentials", test_client_credentials);
 	ADD("refresh", test_refresh);
+	ADD("step-up", test_step_up);
 	ADD("bad-servers", test_bad_servers);
 #undef ADD
 	ret = g_test_run();
