@@ -394,23 +394,41 @@ flow_of(GTask *task)
 
 /* The end of a flow: every challenge that waited for it hears the same. */
 static void
+flow_begin(GTask *task);
+
+/* The end of a flow: every challenge that waited for it hears the same;
+ * an authorization a person asked for meanwhile runs next, on its own (it
+ * wants a URL, not this flow's "authorization needed"). */
+static void
 flow_return(GTask *task, GError *error)
 {
 	ConfabMcpOAuth *self = g_task_get_source_object(task);
 	g_autoptr(GPtrArray) waiting = g_steal_pointer(&self->waiting);
+	GTask *next = NULL;
 
 	self->waiting = g_ptr_array_new_with_free_func(g_object_unref);
 	self->flow_running = FALSE;
 	for (guint i = 0; i < waiting->len; i++) {
-		if (error != NULL)
-			g_task_return_error(waiting->pdata[i], g_error_copy(error));
-		else
-			g_task_return_boolean(waiting->pdata[i], TRUE);
+		GTask *waiter = waiting->pdata[i];
+		if (((Flow *)g_task_get_task_data(waiter))->interactive) {
+			if (next == NULL)
+				next = g_object_ref(waiter);
+			else
+				g_ptr_array_add(self->waiting, g_object_ref(waiter));
+		} else if (error != NULL) {
+			g_task_return_error(waiter, g_error_copy(error));
+		} else {
+			g_task_return_boolean(waiter, TRUE);
+		}
 	}
 	if (error != NULL)
 		g_task_return_error(task, error);
 	else
 		g_task_return_boolean(task, TRUE);
+	if (next != NULL) {
+		self->flow_running = TRUE;
+		flow_begin(next);
+	}
 }
 
 /* -- protected-resource metadata (RFC 9728) -- */
