@@ -551,6 +551,16 @@ confab_daemon_start(ConfabDaemon *self, GError **error)
 				       self,
 				       error))
 		return FALSE;
+	if (self->config->http_public_url == NULL || *self->config->http_public_url == '\0') {
+		/* [http] public_url defaults to where confabd listens */
+		g_autofree gchar *url = confab_http_threads_get_url(self->http);
+		g_autofree gchar *public_url = confab_mcp_authorizations_public_url(
+		    NULL,
+		    g_str_has_prefix(url, "http://") ? url + strlen("http://") : url);
+		confab_mcp_authorizations_set_public_url(
+		    confab_engine_get_mcp_authorizations(self->engine),
+		    public_url);
+	}
 
 	if (!export_dbus(self, &bus_error)) {
 		if (!self->dev) {

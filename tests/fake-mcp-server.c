@@ -73,6 +73,20 @@
  * opens a stream that carries list_changed; otherwise GET is 405),
  * --tool-prefix P (every tool is listed and called as P followed by its
  * name, for long and odd names).
+ *
+ * --oauth MODE (HTTP): the server is also its own OAuth 2.1 authorization
+ * server (same origin): /mcp wants a Bearer token it issued, else 401 with
+ * WWW-Authenticate naming /.well-known/oauth-protected-resource/mcp; the
+ * metadata is at /.well-known/oauth-authorization-server; /register (RFC
+ * 7591), /authorize (approves at once: 302 to redirect_uri with code and
+ * state), /token (authorization_code with PKCE S256 checked,
+ * client_credentials, refresh_token; `resource` required). Every token
+ * request is recorded as {"_oauth":"token","grant_type","resource"}.
+ * MODE "ok", or one failure: "bad-metadata" (the metadata is not JSON),
+ * "issuer-mismatch", "token-400", "token-401", "register-refused",
+ * "expiring" (tokens that expire in 1 s, with a refresh token), "step-up"
+ * (tools/call wants the scope "write": 403 insufficient_scope asking for
+ * "mcp write" with a token granted less).
  */
 
 #define PNG_1X1_BASE64                                                                             \
@@ -155,6 +169,12 @@ struct _Server {
 	/* http */
 	GSocketService *service;
 	GHashTable *sessions; /* id -> Session */
+	/* --oauth */
+	gchar *oauth;
+	GHashTable *oauth_codes;  /* code -> code_challenge */
+	GHashTable *oauth_tokens; /* access or refresh token -> "access" or "refresh" */
+	GHashTable *oauth_scopes; /* code or access token -> the scope asked or granted */
+	guint oauth_next;
 };
 
 static void
@@ -1124,6 +1144,265 @@ http_resume(HttpConn *conn)
 	reply_text(reply, "resumed", FALSE);
 }
 
+/* ---------- --oauth: an authorization server of its own ---------- */
+
+static gchar *
+oauth_origin(HttpConn *conn)
+{
+	const gchar *host = g_hash_table_lookup(conn->headers, "host");
+	return g_strdup_printf("http://%s", host != NULL ? host : "127.0.0.1");
+}
+
+static void
+oauth_json(HttpConn *conn, guint status, const gchar *body)
+{
+	http_respond(conn,
+		     status,
+		     status == 200   ? "OK"
+		     : status == 201 ? "Created"
+				     : "Error",
+		     NULL,
+		     "application/json",
+		     body);
+	http_conn_next(conn);
+}
+
+static void
+oauth_metadata(HttpConn *conn)
+{
+	Server *server = conn->server;
+	g_autofree gchar *origin = oauth_origin(conn);
+	g_autofree gchar *body = NULL;
+
+	if (g_strcmp0(server->oauth, "bad-metadata") == 0) {
+		oauth_json(conn, 200, "{\"issuer\": not json");
+		return;
+	}
+	body = g_strdup_printf(
+	    "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/authorize\","
+	    "\"token_endpoint\":\"%s/token\",\"registration_endpoint\":\"%s/register\","
+	    "\"code_challenge_methods_supported\":[\"S256\"],"
+	    "\"token_endpoint_auth_methods_supported\":[\"client_secret_post\",\"none\"],"
+	    "\"scopes_supported\":[\"mcp\"]}",
+	    g_strcmp0(server->oauth, "issuer-mismatch") == 0 ? "http://127.0.0.1:1/other" : origin,
+	    origin,
+	    origin,
+	    origin);
+	oauth_json(conn, 200, body);
+}
+
+static void
+oauth_authorize(HttpConn *conn, const gchar *query)
+{
+	Server *server = conn->server;
+	g_autoptr(GHashTable) params =
+	    g_uri_parse_params(query != NULL ? query : "", -1, "&", G_URI_PARAMS_NONE, NULL);
+	const gchar *redirect = params != NULL ? g_hash_table_lookup(params, "redirect_uri") : NULL;
+	const gchar *challenge = params != NULL ? g_hash_table_lookup(params, "code_challenge")
+						: NULL;
+	g_autofree gchar *code = g_strdup_printf("code-%u", ++server->oauth_next);
+	g_autofree gchar *state = NULL;
+	g_autofree gchar *location = NULL;
+
+	if (redirect == NULL || challenge == NULL ||
+	    g_strcmp0(g_hash_table_lookup(params, "code_challenge_method"), "S256") != 0 ||
+	    g_hash_table_lookup(params, "resource") == NULL) {
+		http_respond(conn,
+			     400,
+			     "Bad Request",
+			     NULL,
+			     "text/plain",
+			     "bad authorization request");
+		http_conn_next(conn);
+		return;
+	}
+	g_hash_table_insert(server->oauth_codes, g_strdup(code), g_strdup(challenge));
+	if (g_hash_table_lookup(params, "scope") != NULL)
+		g_hash_table_insert(server->oauth_scopes,
+				    g_strdup(code),
+				    g_strdup(g_hash_table_lookup(params, "scope")));
+	state = g_uri_escape_string(g_hash_table_lookup(params, "state"), NULL, FALSE);
+	location = g_strdup_printf("Location: %s%scode=%s&state=%s\r\n",
+				   redirect,
+				   strchr(redirect, '?') != NULL ? "&" : "?",
+				   code,
+				   state);
+	http_respond(conn, 302, "Found", location, NULL, NULL);
+	http_conn_next(conn);
+}
+
+static gchar *
+oauth_issue(Server *server, gboolean with_refresh, const gchar *scope)
+{
+	g_autofree gchar *access = g_strdup_printf("tok-%u", ++server->oauth_next);
+	g_autofree gchar *refresh = g_strdup_printf("ref-%u", ++server->oauth_next);
+	gboolean expiring = g_strcmp0(server->oauth, "expiring") == 0;
+
+	g_hash_table_insert(server->oauth_tokens, g_strdup(access), g_strdup("access"));
+	if (scope != NULL)
+		g_hash_table_insert(server->oauth_scopes, g_strdup(access), g_strdup(scope));
+	if (with_refresh)
+		g_hash_table_insert(server->oauth_tokens, g_strdup(refresh), g_strdup("refresh"));
+	return g_strdup_printf("{\"access_token\":\"%s\",\"token_type\":\"Bearer\","
+			       "\"expires_in\":%d%s%s%s}",
+			       access,
+			       expiring ? 1 : 3600,
+			       with_refresh ? ",\"refresh_token\":\"" : "",
+			       with_refresh ? refresh : "",
+			       with_refresh ? "\"" : "");
+}
+
+static gboolean
+oauth_code_ok(Server *server, GHashTable *form)
+{
+	const gchar *code = g_hash_table_lookup(form, "code");
+	const gchar *verifier = g_hash_table_lookup(form, "code_verifier");
+	const gchar *challenge = code != NULL ? g_hash_table_lookup(server->oauth_codes, code)
+					      : NULL;
+	g_autoptr(GChecksum) sha = g_checksum_new(G_CHECKSUM_SHA256);
+	guint8 digest[32];
+	gsize len = sizeof digest;
+	g_autofree gchar *computed = NULL;
+
+	if (challenge == NULL || verifier == NULL)
+		return FALSE;
+	g_checksum_update(sha, (const guchar *)verifier, strlen(verifier));
+	g_checksum_get_digest(sha, digest, &len);
+	computed = g_base64_encode(digest, len);
+	g_strdelimit(computed, "+", '-');
+	g_strdelimit(computed, "/", '_');
+	g_strdelimit(computed, "=", '\0');
+	if (strcmp(computed, challenge) != 0)
+		return FALSE;
+	g_hash_table_remove(server->oauth_codes, code);
+	return TRUE;
+}
+
+static void
+oauth_token(HttpConn *conn)
+{
+	Server *server = conn->server;
+	g_autoptr(GHashTable) form = g_uri_parse_params(conn->body != NULL ? conn->body : "",
+							-1,
+							"&",
+							G_URI_PARAMS_NONE,
+							NULL);
+	const gchar *grant = form != NULL ? g_hash_table_lookup(form, "grant_type") : NULL;
+	const gchar *refresh = form != NULL ? g_hash_table_lookup(form, "refresh_token") : NULL;
+	g_autofree gchar *body = NULL;
+
+	if (server->record != NULL) {
+		fprintf(server->record,
+			"{\"_oauth\":\"token\",\"grant_type\":\"%s\",\"resource\":\"%s\"}\n",
+			grant != NULL ? grant : "",
+			form != NULL && g_hash_table_lookup(form, "resource") != NULL
+			    ? (const gchar *)g_hash_table_lookup(form, "resource")
+			    : "");
+		fflush(server->record);
+	}
+	if (g_strcmp0(server->oauth, "token-400") == 0 || form == NULL ||
+	    g_hash_table_lookup(form, "resource") == NULL) {
+		oauth_json(conn, 400, "{\"error\":\"invalid_grant\",\"error_description\":\"no\"}");
+		return;
+	}
+	if (g_strcmp0(server->oauth, "token-401") == 0) {
+		oauth_json(conn, 401, "{\"error\":\"invalid_client\"}");
+		return;
+	}
+	if (g_strcmp0(grant, "authorization_code") == 0 && oauth_code_ok(server, form))
+		body = oauth_issue(
+		    server,
+		    TRUE,
+		    g_hash_table_lookup(server->oauth_scopes,
+					(const gchar *)g_hash_table_lookup(form, "code")));
+	else if (g_strcmp0(grant, "client_credentials") == 0)
+		body = oauth_issue(server, FALSE, g_hash_table_lookup(form, "scope"));
+	else if (g_strcmp0(grant, "refresh_token") == 0 && refresh != NULL &&
+		 g_strcmp0(g_hash_table_lookup(server->oauth_tokens, refresh), "refresh") == 0)
+		body = oauth_issue(server, TRUE, NULL);
+	if (body == NULL) {
+		oauth_json(conn, 400, "{\"error\":\"invalid_grant\"}");
+		return;
+	}
+	oauth_json(conn, 200, body);
+}
+
+/* --oauth step-up: tools/call wants "write"; TRUE when answered 403. */
+static gboolean
+oauth_step_up(HttpConn *conn, const gchar *token)
+{
+	Server *server = conn->server;
+	const gchar *scope = g_hash_table_lookup(server->oauth_scopes, token);
+	g_auto(GStrv) scopes = g_strsplit(scope != NULL ? scope : "", " ", -1);
+	g_autofree gchar *origin = NULL;
+	g_autofree gchar *challenge = NULL;
+
+	if (g_strcmp0(server->oauth, "step-up") != 0 || conn->body == NULL ||
+	    strstr(conn->body, "\"tools/call\"") == NULL ||
+	    g_strv_contains((const gchar *const *)scopes, "write"))
+		return FALSE;
+	origin = oauth_origin(conn);
+	challenge = g_strdup_printf("WWW-Authenticate: Bearer error=\"insufficient_scope\", "
+				    "scope=\"mcp write\", resource_metadata=\"%s/.well-known/"
+				    "oauth-protected-resource/mcp\"\r\n",
+				    origin);
+	http_respond(conn,
+		     403,
+		     "Forbidden",
+		     challenge,
+		     "application/json",
+		     "{\"error\":\"insufficient_scope\"}");
+	http_conn_next(conn);
+	return TRUE;
+}
+
+/* The OAuth side of --oauth; FALSE for /mcp with a good token. */
+static gboolean
+oauth_handle(HttpConn *conn)
+{
+	Server *server = conn->server;
+	g_auto(GStrv) split = g_strsplit(conn->path, "?", 2);
+	const gchar *path = split[0];
+	const gchar *authorization = g_hash_table_lookup(conn->headers, "authorization");
+	g_autofree gchar *origin = oauth_origin(conn);
+	g_autofree gchar *challenge = NULL;
+
+	if (strcmp(path, "/.well-known/oauth-protected-resource/mcp") == 0) {
+		g_autofree gchar *body =
+		    g_strdup_printf("{\"resource\":\"%s/mcp\",\"authorization_servers\":[\"%s\"]}",
+				    origin,
+				    origin);
+		oauth_json(conn, 200, body);
+	} else if (strcmp(path, "/.well-known/oauth-authorization-server") == 0) {
+		oauth_metadata(conn);
+	} else if (strcmp(path, "/register") == 0) {
+		if (g_strcmp0(server->oauth, "register-refused") == 0)
+			oauth_json(conn, 400, "{\"error\":\"invalid_client_metadata\"}");
+		else
+			oauth_json(conn, 201, "{\"client_id\":\"dcr-client\"}");
+	} else if (strcmp(path, "/authorize") == 0) {
+		oauth_authorize(conn, split[1]);
+	} else if (strcmp(path, "/token") == 0) {
+		oauth_token(conn);
+	} else if (authorization != NULL && g_str_has_prefix(authorization, "Bearer ") &&
+		   g_strcmp0(g_hash_table_lookup(server->oauth_tokens, authorization + 7),
+			     "access") == 0) {
+		return oauth_step_up(conn, authorization + 7);
+	} else {
+		challenge = g_strdup_printf("WWW-Authenticate: Bearer resource_metadata=\"%s/.well-"
+					    "known/oauth-protected-resource/mcp\"\r\n",
+					    origin);
+		http_respond(conn,
+			     401,
+			     "Unauthorized",
+			     challenge,
+			     "application/json",
+			     "{\"error\":\"invalid_token\"}");
+		http_conn_next(conn);
+	}
+	return TRUE;
+}
+
 static void
 http_handle(HttpConn *conn)
 {
@@ -1134,6 +1413,8 @@ http_handle(HttpConn *conn)
 	Session *session = NULL;
 	gboolean is_initialize = FALSE;
 
+	if (server->oauth != NULL && oauth_handle(conn))
+		return;
 	for (guint i = 0; server->required_headers != NULL && server->required_headers[i]; i++) {
 		if (!header_matches(conn, server->required_headers[i])) {
 			g_autoptr(JsonNode) parsed =
@@ -1416,6 +1697,7 @@ main(int argc, char **argv)
 	     "HTTP: 401 without this header",
 	     "'NAME: VALUE'"},
 	    {"get-stream", 0, 0, G_OPTION_ARG_NONE, &server.get_stream, "HTTP: serve GET", NULL},
+	    {"oauth", 0, 0, G_OPTION_ARG_STRING, &server.oauth, "HTTP: be an OAuth server", "MODE"},
 	    {"capabilities",
 	     0,
 	     0,
@@ -1477,6 +1759,11 @@ main(int argc, char **argv)
 		g_autoptr(GSocketAddress) address = g_inet_socket_address_new(loopback, http_port);
 		g_autoptr(GSocketAddress) effective = NULL;
 
+		server.oauth_codes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+		server.oauth_tokens =
+		    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+		server.oauth_scopes =
+		    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 		server.service = g_socket_service_new();
 		if (!g_socket_listener_add_address(G_SOCKET_LISTENER(server.service),
 						   address,
@@ -1512,5 +1799,10 @@ main(int argc, char **argv)
 	}
 	g_main_loop_run(server.loop);
 	noise(&server, "exiting");
+	g_main_loop_unref(server.loop);
+	g_free(server.oauth);
+	g_clear_pointer(&server.oauth_codes, g_hash_table_unref);
+	g_clear_pointer(&server.oauth_tokens, g_hash_table_unref);
+	g_clear_pointer(&server.oauth_scopes, g_hash_table_unref);
 	return 0;
 }

@@ -726,6 +726,56 @@ confabctl_agent_tools(ConfabctlContext *ctx, gint argc, gchar **argv)
 	return CONFABCTL_EXIT_OK;
 }
 
+/**
+ * confabctl_agent_authorize:
+ * @ctx: the connection
+ * @argc: the arguments' count
+ * @argv: `authorize AGENT_ID SERVER`
+ *
+ * Prints the URL a person opens to authorize Confab at an agent's remote
+ * MCP server (OAuth); the tokens stay in the daemon.
+ *
+ * Returns: the exit code
+ */
+gint
+confabctl_agent_authorize(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_autoptr(GOptionContext) context = confabctl_common_subcommand_context(
+	    _("AGENT_ID SERVER"),
+	    _("Prints the URL to open to authorize Confab at an agent's remote MCP server. "
+	      "Once the authorization server sends you back to confabd, the server's tools "
+	      "are available."),
+	    NULL);
+	g_autoptr(GVariant) reply = NULL;
+	const gchar *url = NULL;
+	gint code = CONFABCTL_EXIT_OK;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc != 3)
+		return confabctl_common_usage_error(
+		    _("agent authorize needs an agent id and a server name"),
+		    context);
+	reply = confabctl_common_call(ctx,
+				      "AuthorizeMcpServer",
+				      g_variant_new("(ss)", argv[1], argv[2]),
+				      "(s)");
+	if (reply == NULL)
+		return ctx->exit_code;
+	g_variant_get(reply, "(&s)", &url);
+	if (ctx->json) {
+		g_autoptr(GVariant) dict = NULL;
+		GVariantDict d;
+		g_variant_dict_init(&d, NULL);
+		g_variant_dict_insert(&d, "url", "s", url);
+		dict = g_variant_ref_sink(g_variant_dict_end(&d));
+		confabctl_common_print_variant_json(dict);
+		return CONFABCTL_EXIT_OK;
+	}
+	g_print(_("Open this URL to authorize Confab at %s:\n%s\n"), argv[2], url);
+	return CONFABCTL_EXIT_OK;
+}
+
 /* "since" and "skip_until" as people read them; 0 is never */
 static gchar *
 health_time(GVariant *target, const gchar *key)

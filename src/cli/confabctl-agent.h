@@ -23,6 +23,8 @@ confabctl_agent_delete(ConfabctlContext *ctx, gint argc, gchar **argv);
 gint
 confabctl_agent_tools(ConfabctlContext *ctx, gint argc, gchar **argv);
 gint
+confabctl_agent_authorize(ConfabctlContext *ctx, gint argc, gchar **argv);
+gint
 confabctl_agent_health(ConfabctlContext *ctx, gint argc, gchar **argv);
 
 G_END_DECLS

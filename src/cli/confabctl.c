@@ -55,6 +55,7 @@ static const Command commands[] = {
     {"agent", "delete", confabctl_agent_delete, N_("agent delete AGENT_ID")},
     {"agent", "tools", confabctl_agent_tools, N_("agent tools AGENT_ID")},
     {"agent", "health", confabctl_agent_health, N_("agent health AGENT_ID")},
+    {"agent", "authorize", confabctl_agent_authorize, N_("agent authorize AGENT_ID SERVER")},
     {"token",
      "create",
      confabctl_token_create,

@@ -1313,9 +1313,16 @@ call_done(ConfabAgentLoop *self,
 	count_call(self, call, outcome, elapsed_us);
 	confab_json_append_string(event, call->id);
 	g_string_append_printf(event,
-			       ",\"is_error\":%s,\"elapsed_ms\":%" G_GINT64_FORMAT "}",
+			       ",\"is_error\":%s,\"elapsed_ms\":%" G_GINT64_FORMAT,
 			       is_error ? "true" : "false",
 			       call->elapsed_ms);
+	/* why Confab could not run it (the server's own output is not
+	 * streamed): "authorization needed …", a timeout, a dead server */
+	if (strcmp(outcome, "failed") == 0 && content != NULL) {
+		g_string_append(event, ",\"error\":");
+		confab_json_append_string(event, content);
+	}
+	g_string_append_c(event, '}');
 	emit_event(self, event);
 	self->running--;
 	start_tools(self);
@@ -1942,6 +1949,27 @@ on_deadline(gpointer user_data)
 	return G_SOURCE_REMOVE;
 }
 
+/* A server waiting for a person's authorization (OAuth) offers no tools:
+ * the stream says so, with the command that authorizes it. */
+static void
+announce_authorization_needed(ConfabAgentLoop *self)
+{
+	for (guint i = 0; self->server_tools != NULL && i < self->server_tools->len; i++) {
+		ConfabToolboxTool *tool = g_ptr_array_index(self->server_tools, i);
+		g_autoptr(GString) event = NULL;
+		if ((tool->name != NULL && *tool->name != '\0') ||
+		    !g_str_has_prefix(tool->status != NULL ? tool->status : "",
+				      "authorization needed"))
+			continue;
+		event = g_string_new("{\"type\":\"authorization_needed\",\"server\":");
+		confab_json_append_string(event, tool->server);
+		g_string_append(event, ",\"error\":");
+		confab_json_append_string(event, tool->status);
+		g_string_append_c(event, '}');
+		emit_event(self, event);
+	}
+}
+
 /**
  * confab_agent_loop_run_async:
  * @self: a #ConfabAgentLoop
@@ -1974,6 +2002,7 @@ confab_agent_loop_run_async(ConfabAgentLoop *self,
 	if (has_server_tools(self) && self->total_timeout > 0)
 		self->deadline =
 		    confab_source_add_timeout_seconds(self->total_timeout, on_deadline, self);
+	announce_authorization_needed(self);
 	/* an earlier response's calls, answered now, before the model */
 	if (self->resumed->len > 0) {
 		while (self->resumed->len > 0)

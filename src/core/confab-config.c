@@ -73,6 +73,7 @@ confab_config_free(ConfabConfig *self)
 	if (self == NULL)
 		return;
 	g_free(self->listen);
+	g_free(self->http_public_url);
 	g_free(self->state_dir);
 	g_free(self->bus);
 	g_free(self->credentials_dir);
@@ -147,6 +148,7 @@ static const KeySpec keys[] = {
     {"store", "password_file", KEY_STRING, OFF(store_password_file), 0, 0},
     {"store", "pool_size", KEY_UINT, OFF(store_pool_size), 1, 1000},
     {"store", "instance_lease", KEY_UINT, OFF(store_instance_lease), 2, 3600},
+    {"http", "public_url", KEY_STRING, OFF(http_public_url), 0, 0},
     {"metrics", "local_unauthenticated", KEY_BOOL, OFF(metrics_local_unauthenticated), 0, 1},
     {"desktop", "default_agent", KEY_STRING, OFF(desktop_default_agent), 0, 0},
     {"desktop", "search_index", KEY_STRING, OFF(desktop_search_index), 0, 0},

@@ -69,6 +69,8 @@ typedef struct {
 	gchar *store_password_file; /* its first line is the database password */
 	guint store_pool_size;	    /* PostgreSQL connections */
 	guint store_instance_lease; /* PostgreSQL: seconds an instance lives unrenewed */
+	/* [http] */
+	gchar *http_public_url; /* nullable: where people reach confabd (OAuth callbacks) */
 	/* [metrics] */
 	gboolean metrics_local_unauthenticated; /* /metrics without a token from loopback */
 	/* [desktop] */

@@ -39,12 +39,13 @@
 
 struct _ConfabEngine {
 	GObject parent_instance;
-	const ConfabConfig *config;	  /* unowned: the daemon's */
-	ConfabStore *store;		  /* owned */
-	ConfabIdGenerator *ids;		  /* owned */
-	GHashTable *providers;		  /* owned: name -> ConfabProvider */
-	ConfabToolbox *toolbox;		  /* owned: the agents' own tool servers */
-	ConfabMetrics *metrics;		  /* owned */
+	const ConfabConfig *config;		     /* unowned: the daemon's */
+	ConfabStore *store;			     /* owned */
+	ConfabIdGenerator *ids;			     /* owned */
+	GHashTable *providers;			     /* owned: name -> ConfabProvider */
+	ConfabToolbox *toolbox;			     /* owned: the agents' own tool servers */
+	ConfabMcpAuthorizations *mcp_authorizations; /* owned: their servers' OAuth */
+	ConfabMetrics *metrics;			     /* owned */
 	ConfabRouter *router;		  /* owned: routing across targets, their health */
 	ConfabSecretStore *secrets;	  /* owned, nullable: confabd --user's keyring */
 	ConfabApprovals *approvals;	  /* owned: tool calls waiting for a person */
@@ -194,6 +195,7 @@ confab_engine_finalize(GObject *object)
 
 	g_clear_object(&self->store);
 	g_clear_object(&self->ids);
+	g_clear_object(&self->mcp_authorizations);
 	g_clear_object(&self->toolbox);
 	g_clear_object(&self->approvals);
 	g_clear_object(&self->elicitations);
@@ -490,6 +492,30 @@ on_store_changed(ConfabStore *store, gint change, gpointer user_data)
 		     NULL);
 }
 
+static ConfabAgent *
+lookup_agent(const gchar *agent_id, gpointer user_data)
+{
+	return confab_engine_lookup_agent(user_data, agent_id);
+}
+
+/* Where the remote MCP servers' OAuth state is kept, and where people come
+ * back to: `[http] public_url`, else the listen address. */
+static ConfabMcpAuthorizations *
+mcp_authorizations_new(ConfabEngine *self)
+{
+	const ConfabConfig *config = self->config;
+	g_autofree gchar *public_url =
+	    confab_mcp_authorizations_public_url(config->http_public_url, config->listen);
+
+	if (!g_str_has_prefix(public_url, "http://") && !g_str_has_prefix(public_url, "https://"))
+		g_warning("[http] public_url=%s is not an http:// or https:// URL", public_url);
+	return confab_mcp_authorizations_new(self->store,
+					     self->toolbox,
+					     public_url,
+					     lookup_agent,
+					     self);
+}
+
 /**
  * confab_engine_new:
  * @config: the daemon's settings; must outlive the engine
@@ -510,6 +536,7 @@ confab_engine_new(const ConfabConfig *config, ConfabStore *store)
 	self->config = config;
 	self->store = g_object_ref(store);
 	self->toolbox = confab_toolbox_new(config->state_dir, config->tool_max_output_bytes);
+	self->mcp_authorizations = mcp_authorizations_new(self);
 	self->metrics = confab_metrics_new();
 	confab_metrics_add_gauge(self->metrics,
 				 "confab_active_turns",
@@ -640,6 +667,18 @@ confab_engine_get_router(ConfabEngine *self)
 {
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
 	return self->router;
+}
+
+/**
+ * confab_engine_get_mcp_authorizations:
+ *
+ * Returns: (transfer none): the OAuth of the agents' remote MCP servers
+ */
+ConfabMcpAuthorizations *
+confab_engine_get_mcp_authorizations(ConfabEngine *self)
+{
+	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
+	return self->mcp_authorizations;
 }
 
 /**

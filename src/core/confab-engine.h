@@ -11,6 +11,7 @@
 #include "core/confab-background.h"
 #include "core/confab-config.h"
 #include "core/confab-elicitations.h"
+#include "core/confab-mcp-authorizations.h"
 #include "core/confab-router.h"
 #include "metrics/confab-metrics.h"
 #include "model/confab-agent.h"
@@ -94,6 +95,8 @@ ConfabIdGenerator *
 confab_engine_get_id_generator(ConfabEngine *self);
 ConfabToolbox *
 confab_engine_get_toolbox(ConfabEngine *self);
+ConfabMcpAuthorizations *
+confab_engine_get_mcp_authorizations(ConfabEngine *self);
 ConfabApprovals *
 confab_engine_get_approvals(ConfabEngine *self);
 ConfabElicitations *

@@ -1583,8 +1583,46 @@ handle_list_agent_tools(ConfabDbusAdmin *object,
 }
 
 static void
+authorize_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	GError *error = NULL;
+	g_autofree gchar *url =
+	    confab_mcp_authorizations_authorize_finish(CONFAB_MCP_AUTHORIZATIONS(source),
+						       result,
+						       &error);
+
+	if (url == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	confab_dbus_admin_complete_authorize_mcp_server(CONFAB_DBUS_ADMIN(call->self),
+							call->invocation,
+							url);
+}
+
+static gboolean
+handle_authorize_mcp_server(ConfabDbusAdmin *object,
+			    GDBusMethodInvocation *invocation,
+			    const gchar *agent_id,
+			    const gchar *server)
+{
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+
+	confab_mcp_authorizations_authorize_async(
+	    confab_engine_get_mcp_authorizations(self->engine),
+	    agent_id,
+	    server,
+	    NULL,
+	    authorize_cb,
+	    call_new(self, invocation, agent_id));
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
 confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 {
+	iface->handle_authorize_mcp_server = handle_authorize_mcp_server;
 	iface->handle_create_agent = handle_create_agent;
 	iface->handle_update_agent = handle_update_agent;
 	iface->handle_delete_agent = handle_delete_agent;

@@ -20,6 +20,7 @@
 #include "http/confab-http-lists.h"
 #include "http/confab-http-metrics.h"
 #include "http/confab-http-models.h"
+#include "http/confab-http-oauth.h"
 #include "http/confab-http-response.h"
 #include "http/confab-http-responses.h"
 #include "http/confab-http-router.h"
@@ -148,6 +149,13 @@ static const Route routes[] = {
     {"GET", "/metrics", ROUTE_METRICS_TOKEN, confab_http_metrics_handle, "/metrics"},
     {"GET", "/healthz", 0, confab_http_health_alive, "/healthz"},
     {"GET", "/readyz", 0, confab_http_health_ready, "/readyz"},
+    /* the state authenticates it: no token */
+    {"GET", "/api/v1/oauth/callback", 0, confab_http_oauth_callback, "/api/v1/oauth/callback"},
+    {"GET",
+     "/api/v1/oauth/client-metadata.json",
+     0,
+     confab_http_oauth_client_metadata,
+     "/api/v1/oauth/client-metadata.json"},
     {"GET", "/api/v1/approvals", ROUTE_API_TOKEN, confab_http_approvals_list, "/api/v1/approvals"},
     {"POST",
      "/api/v1/approvals/{}",

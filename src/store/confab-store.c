@@ -689,6 +689,69 @@ static const ConfabStoreOp op_answer_elicitation = {
     .changed = -1,
 };
 
+/* MCP servers' OAuth state (issue 34): written by confabd, read only by
+ * confabd, never returned over its APIs */
+static gpointer
+map_text(ConfabStoreRow *row)
+{
+	return g_strdup(confab_store_row_text(row, 0));
+}
+
+static gpointer
+map_mcp_oauth_state(ConfabStoreRow *row)
+{
+	gchar **out = g_new0(gchar *, 4);
+
+	out[0] = g_strdup(confab_store_row_text(row, 0));
+	out[1] = g_strdup(confab_store_row_text(row, 1));
+	out[2] = g_strdup(confab_store_row_text(row, 2));
+	return out;
+}
+
+static const ConfabStoreOp op_save_mcp_oauth = {
+    .what = "storing an MCP server's OAuth state",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    /* saves may commit out of order (a pool's connections): an older
+     * state never replaces a newer one */
+    .sql = "INSERT INTO mcp_oauth (agent_id, server, state, data, version, updated_at) "
+	   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (agent_id, server) DO UPDATE SET "
+	   "state = excluded.state, data = excluded.data, version = excluded.version, "
+	   "updated_at = excluded.updated_at WHERE mcp_oauth.version < excluded.version",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_get_mcp_oauth = {
+    .what = "reading an MCP server's OAuth state",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT data FROM mcp_oauth WHERE agent_id = $1 AND server = $2",
+    .map = map_text,
+    .free = g_free,
+    .missing = CONFAB_ERROR_NOT_FOUND,
+    .missing_format = "No OAuth state for the agent '%s'",
+    .changed = -1,
+};
+
+static const ConfabStoreOp op_find_mcp_oauth_state = {
+    .what = "finding an OAuth authorization",
+    .rows = CONFAB_STORE_ROWS_ONE,
+    .sql = "SELECT agent_id, server, data FROM mcp_oauth WHERE state = $1",
+    .map = map_mcp_oauth_state,
+    .free = (GDestroyNotify)g_strfreev,
+    .missing = CONFAB_ERROR_NOT_FOUND,
+    .missing_format = "No OAuth authorization waits for the state '%s'",
+    .changed = -1,
+};
+
+/* one conditional write: of two callbacks with the same state, one counts */
+static const ConfabStoreOp op_claim_mcp_oauth_state = {
+    .what = "claiming an OAuth authorization",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "UPDATE mcp_oauth SET state = NULL WHERE state = $1",
+    .missing = CONFAB_ERROR_NOT_FOUND,
+    .missing_format = "The OAuth authorization of the state '%s' was used already",
+    .changed = -1,
+};
+
 /* what a live turn waits for, as op_list_approvals */
 static const ConfabStoreOp op_list_elicitations = {
     .what = "listing elicitations",
@@ -3411,4 +3474,145 @@ GPtrArray *
 confab_store_list_elicitations_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_pointer(self, result, error);
+}
+
+/* ---------- MCP servers' OAuth state ---------- */
+
+/**
+ * confab_store_save_mcp_oauth_async:
+ * @self: a #ConfabStore
+ * @agent_id: the agent
+ * @server: its MCP server's name
+ * @state: (nullable): the `state` of the authorization waiting for a person
+ * @data: the OAuth state (secrets: the client's, the tokens), JSON
+ * @version: when it changed (microseconds): a row of a later version is
+ *   kept, one of the same version too (the same state saved twice)
+ *
+ * Stores (replaces) what Confab keeps of an MCP server's authorization.
+ * Write-only: nothing returns it outside confabd.
+ */
+void
+confab_store_save_mcp_oauth_async(ConfabStore *self,
+				  const gchar *agent_id,
+				  const gchar *server,
+				  const gchar *state,
+				  const gchar *data,
+				  gint64 version,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(agent_id != NULL && server != NULL && data != NULL);
+	call = call_with_text(&op_save_mcp_oauth, agent_id);
+	confab_store_call_add_text(call, server);
+	confab_store_call_add_text(call, state);
+	confab_store_call_add_text(call, data);
+	confab_store_call_add_int(call, version);
+	confab_store_call_add_int(call, g_get_real_time() / G_USEC_PER_SEC);
+	store_run(self, call, confab_store_save_mcp_oauth_async, cancellable, callback, user_data);
+}
+
+gboolean
+confab_store_save_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
+}
+
+/**
+ * confab_store_get_mcp_oauth_async:
+ *
+ * Reads an MCP server's OAuth state (for confabd's own use).
+ */
+void
+confab_store_get_mcp_oauth_async(ConfabStore *self,
+				 const gchar *agent_id,
+				 const gchar *server,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	call = call_with_text(&op_get_mcp_oauth, agent_id);
+	confab_store_call_add_text(call, server);
+	store_run(self, call, confab_store_get_mcp_oauth_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_get_mcp_oauth_finish:
+ *
+ * Returns: (transfer full): the state's JSON; CONFAB_ERROR_NOT_FOUND when
+ *   there is none
+ */
+gchar *
+confab_store_get_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_find_mcp_oauth_state_async:
+ * @state: a callback's `state`
+ *
+ * Finds the authorization waiting with @state.
+ */
+void
+confab_store_find_mcp_oauth_state_async(ConfabStore *self,
+					const gchar *state,
+					GCancellable *cancellable,
+					GAsyncReadyCallback callback,
+					gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  call_with_text(&op_find_mcp_oauth_state, state),
+		  confab_store_find_mcp_oauth_state_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+/**
+ * confab_store_find_mcp_oauth_state_finish:
+ *
+ * Returns: (transfer full): the agent id, the server and the state's JSON;
+ *   CONFAB_ERROR_NOT_FOUND for an unknown state
+ */
+gchar **
+confab_store_find_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
+}
+
+/**
+ * confab_store_claim_mcp_oauth_state_async:
+ * @state: a callback's `state`
+ *
+ * Uses @state up, in one conditional write: of two callbacks with it,
+ * exactly one succeeds; the other fails with CONFAB_ERROR_NOT_FOUND.
+ */
+void
+confab_store_claim_mcp_oauth_state_async(ConfabStore *self,
+					 const gchar *state,
+					 GCancellable *cancellable,
+					 GAsyncReadyCallback callback,
+					 gpointer user_data)
+{
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	store_run(self,
+		  call_with_text(&op_claim_mcp_oauth_state, state),
+		  confab_store_claim_mcp_oauth_state_async,
+		  cancellable,
+		  callback,
+		  user_data);
+}
+
+gboolean
+confab_store_claim_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_boolean(self, result, error);
 }

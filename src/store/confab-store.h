@@ -941,4 +941,42 @@ confab_store_drop_response_events_async(ConfabStore *self,
 gboolean
 confab_store_drop_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
+void
+confab_store_save_mcp_oauth_async(ConfabStore *self,
+				  const gchar *agent_id,
+				  const gchar *server,
+				  const gchar *state,
+				  const gchar *data,
+				  gint64 version,
+				  GCancellable *cancellable,
+				  GAsyncReadyCallback callback,
+				  gpointer user_data);
+gboolean
+confab_store_save_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_get_mcp_oauth_async(ConfabStore *self,
+				 const gchar *agent_id,
+				 const gchar *server,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+gchar *
+confab_store_get_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_find_mcp_oauth_state_async(ConfabStore *self,
+					const gchar *state,
+					GCancellable *cancellable,
+					GAsyncReadyCallback callback,
+					gpointer user_data);
+gchar **
+confab_store_find_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_claim_mcp_oauth_state_async(ConfabStore *self,
+					 const gchar *state,
+					 GCancellable *cancellable,
+					 GAsyncReadyCallback callback,
+					 gpointer user_data);
+gboolean
+confab_store_claim_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+
 G_END_DECLS

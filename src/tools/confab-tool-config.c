@@ -79,7 +79,13 @@ struct _ConfabToolConfigServer {
 	gchar **header_names; /* owned; HTTP */
 	gchar **header_values;
 	gchar *bearer_token_file; /* owned, nullable */
-	gchar **allow;		  /* owned, nullable: all */
+	/* `oauth` (HTTP): the grant, -1 without the key; the rest nullable */
+	gint oauth_grant;
+	gchar *oauth_client_id;
+	gchar *oauth_client_secret;
+	gchar *oauth_private_key;
+	gchar *oauth_scope;
+	gchar **allow; /* owned, nullable: all */
 	guint timeout_ms;
 	gboolean approval_default; /* require_approval for a tool in neither list */
 	gchar **approval_always;   /* owned, nullable: tool names */
@@ -108,6 +114,14 @@ server_free(ConfabToolConfigServer *server)
 	g_strfreev(server->header_names);
 	g_strfreev(server->header_values);
 	g_free(server->bearer_token_file);
+	g_free(server->oauth_client_id);
+	if (server->oauth_client_secret != NULL)
+		memset(server->oauth_client_secret, 0, strlen(server->oauth_client_secret));
+	g_free(server->oauth_client_secret);
+	if (server->oauth_private_key != NULL)
+		memset(server->oauth_private_key, 0, strlen(server->oauth_private_key));
+	g_free(server->oauth_private_key);
+	g_free(server->oauth_scope);
 	g_strfreev(server->allow);
 	g_strfreev(server->approval_always);
 	g_strfreev(server->approval_never);
@@ -461,6 +475,68 @@ take_url(Parse *p, JsonNode *node, ConfabToolConfigServer *server)
 	return TRUE;
 }
 
+/* `oauth`: {"grant"?, "client_id"?, "client_secret"?,
+ * "client_private_key"? (PEM), "scope"?}. */
+static gboolean
+take_oauth(Parse *p, JsonNode *node, ConfabToolConfigServer *server)
+{
+	JsonObject *object;
+	g_autoptr(GList) keys = NULL;
+	const gchar *grant;
+
+	if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+		return refuse(p, "oauth", "must be an object");
+	object = json_node_get_object(node);
+	server->oauth_grant = 0;
+	keys = json_object_get_members(object);
+	for (GList *l = keys; l != NULL; l = l->next) {
+		const gchar *key = l->data;
+		JsonNode *value = json_object_get_member(object, key);
+		gboolean ok;
+		if (strcmp(key, "grant") == 0) {
+			grant = string_value(value);
+			if (g_strcmp0(grant, "authorization_code") != 0 &&
+			    g_strcmp0(grant, "client_credentials") != 0)
+				return refuse(p,
+					      "oauth",
+					      "“grant” must be “authorization_code” or "
+					      "“client_credentials”");
+			server->oauth_grant = strcmp(grant, "client_credentials") == 0 ? 1 : 0;
+			continue;
+		}
+		if (strcmp(key, "client_id") == 0)
+			ok = take_string(p,
+					 "oauth.client_id",
+					 value,
+					 FALSE,
+					 &server->oauth_client_id);
+		else if (strcmp(key, "client_secret") == 0)
+			ok = take_string(p,
+					 "oauth.client_secret",
+					 value,
+					 FALSE,
+					 &server->oauth_client_secret);
+		else if (strcmp(key, "client_private_key") == 0)
+			ok = take_string(p,
+					 "oauth.client_private_key",
+					 value,
+					 FALSE,
+					 &server->oauth_private_key);
+		else if (strcmp(key, "scope") == 0)
+			ok = take_string(p, "oauth.scope", value, FALSE, &server->oauth_scope);
+		else
+			return refuse(p, "oauth", "“%s” is not a key Confab knows", key);
+		if (!ok)
+			return FALSE;
+	}
+	if (server->oauth_grant == 1 && server->oauth_client_id == NULL)
+		return refuse(p, "oauth", "the client_credentials grant needs “client_id”");
+	if ((server->oauth_client_secret != NULL || server->oauth_private_key != NULL) &&
+	    server->oauth_client_id == NULL)
+		return refuse(p, "oauth", "a client secret or key needs “client_id”");
+	return TRUE;
+}
+
 /* One member of a server object. */
 static gboolean
 take_member(Parse *p,
@@ -490,6 +566,8 @@ take_member(Parse *p,
 				       parts->header_values);
 	if (strcmp(key, "bearer_token_file") == 0)
 		return take_string(p, key, node, TRUE, &server->bearer_token_file);
+	if (strcmp(key, "oauth") == 0)
+		return take_oauth(p, node, server);
 	if (strcmp(key, "allow") == 0) {
 		parts->allow = g_ptr_array_new_with_free_func(g_free);
 		return take_string_array(p, key, node, MAX_TOOL_NAME, parts->allow);
@@ -508,7 +586,11 @@ static gboolean
 check_kind(Parse *p, JsonObject *object, ConfabToolConfigServer *server, ServerParts *parts)
 {
 	static const gchar *const stdio_keys[] = {"command", "args", "env", "cwd", NULL};
-	static const gchar *const http_keys[] = {"url", "headers", "bearer_token_file", NULL};
+	static const gchar *const http_keys[] = {"url",
+						 "headers",
+						 "bearer_token_file",
+						 "oauth",
+						 NULL};
 	const gchar *const *other;
 	const gchar *type = server->type;
 
@@ -535,6 +617,8 @@ check_kind(Parse *p, JsonObject *object, ConfabToolConfigServer *server, ServerP
 										    : "stdio",
 				      parts->command != NULL ? "command" : "url");
 	}
+	if (server->oauth_grant >= 0 && server->bearer_token_file != NULL)
+		return refuse(p, "oauth", "cannot be given with “bearer_token_file”");
 	if (server->bearer_token_file != NULL && parts->header_names != NULL) {
 		for (guint i = 0; i < parts->header_names->len; i++) {
 			if (g_ascii_strcasecmp(parts->header_names->pdata[i], "authorization") == 0)
@@ -616,6 +700,7 @@ server_parse(Parse *p, const gchar *name, JsonNode *node)
 	}
 	object = json_node_get_object(node);
 	server = g_new0(ConfabToolConfigServer, 1);
+	server->oauth_grant = -1;
 	server->name = g_strdup(name);
 	server->timeout_ms = CONFAB_TOOL_CONFIG_DEFAULT_TIMEOUT * 1000;
 	parts.args = g_ptr_array_new_with_free_func(g_free);
@@ -816,7 +901,9 @@ confab_tool_config_lookup_server(ConfabToolConfig *self, const gchar *name)
 
 /* ---------- secrets ---------- */
 
-static const gchar *const secret_sections[] = {"headers", "env", NULL};
+static const gchar *const secret_sections[] = {"headers", "env", "oauth", NULL};
+/* the members of `oauth` that are secrets; its others are shown */
+static const gchar *const oauth_secrets[] = {"client_secret", "client_private_key", NULL};
 
 /* Every value of @server's headers and env masked (the whole member when it
  * is not an object). */
@@ -836,10 +923,14 @@ mask_server(JsonObject *server)
 			continue;
 		}
 		keys = json_object_get_members(json_node_get_object(section));
-		for (GList *l = keys; l != NULL; l = l->next)
+		for (GList *l = keys; l != NULL; l = l->next) {
+			if (strcmp(secret_sections[s], "oauth") == 0 &&
+			    !g_strv_contains(oauth_secrets, l->data))
+				continue;
 			json_object_set_string_member(json_node_get_object(section),
 						      l->data,
 						      CONFAB_TOOL_CONFIG_MASK);
+		}
 	}
 }
 
@@ -1238,4 +1329,34 @@ static void
 confab_tool_config_init(ConfabToolConfig *self)
 {
 	self->servers = g_ptr_array_new_with_free_func((GDestroyNotify)server_free);
+}
+
+/**
+ * confab_tool_config_server_get_oauth:
+ * @server: a #ConfabToolConfigServer
+ * @client_id: (out) (optional) (nullable): `oauth.client_id`
+ * @client_secret: (out) (optional) (nullable): `oauth.client_secret`
+ * @private_key: (out) (optional) (nullable): `oauth.client_private_key`
+ * @scope: (out) (optional) (nullable): `oauth.scope`
+ *
+ * Returns: the `oauth` entry's grant: 0 for authorization_code (also the
+ *   default), 1 for client_credentials; -1 when the server has no `oauth`
+ */
+gint
+confab_tool_config_server_get_oauth(const ConfabToolConfigServer *server,
+				    const gchar **client_id,
+				    const gchar **client_secret,
+				    const gchar **private_key,
+				    const gchar **scope)
+{
+	g_return_val_if_fail(server != NULL, -1);
+	if (client_id != NULL)
+		*client_id = server->oauth_client_id;
+	if (client_secret != NULL)
+		*client_secret = server->oauth_client_secret;
+	if (private_key != NULL)
+		*private_key = server->oauth_private_key;
+	if (scope != NULL)
+		*scope = server->oauth_scope;
+	return server->oauth_grant;
 }

@@ -76,6 +76,12 @@ const gchar *const *
 confab_tool_config_server_get_header_values(const ConfabToolConfigServer *server);
 const gchar *
 confab_tool_config_server_get_bearer_token_file(const ConfabToolConfigServer *server);
+gint
+confab_tool_config_server_get_oauth(const ConfabToolConfigServer *server,
+				    const gchar **client_id,
+				    const gchar **client_secret,
+				    const gchar **private_key,
+				    const gchar **scope);
 const gchar *const *
 confab_tool_config_server_get_allow(const ConfabToolConfigServer *server);
 gboolean

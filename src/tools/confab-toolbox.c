@@ -19,6 +19,7 @@
 #include "tools/confab-toolbox.h"
 #include "tools/mcp/confab-mcp-client.h"
 #include "tools/mcp/confab-mcp-http.h"
+#include "tools/mcp/confab-mcp-oauth.h"
 #include "tools/mcp/confab-mcp-stdio.h"
 #include "util/confab-error.h"
 
@@ -98,7 +99,8 @@ struct _Server {
 	GPtrArray *tools;	       /* owned, nullable: of ConfabMcpTool, the last list */
 	gboolean refreshing;
 	gboolean refresh_again;
-	GQueue calls; /* of Call, unowned: in flight, oldest first (elicitations) */
+	GQueue calls;	       /* of Call, unowned: in flight, oldest first (elicitations) */
+	ConfabMcpOAuth *oauth; /* owned, nullable: an HTTP server's authorization */
 };
 
 struct _Agent {
@@ -124,6 +126,13 @@ struct _ConfabToolbox {
 	GQueue shutdowns;	   /* of GTask */
 	GSource *shutdown_timeout; /* owned */
 	GMainContext *context;	   /* owned: where the servers run */
+	/* OAuth of HTTP servers: where its state is kept, where the
+	 * authorization server sends the person back */
+	ConfabToolboxOAuthLoadFunc oauth_load;
+	ConfabToolboxOAuthSaveFunc oauth_save;
+	gpointer oauth_data;
+	gchar *redirect_uri;
+	gchar *client_metadata_url;
 };
 
 G_DEFINE_FINAL_TYPE(ConfabToolbox, confab_toolbox, G_TYPE_OBJECT)
@@ -349,6 +358,10 @@ server_unref(Server *server)
 	g_assert(server->client == NULL);
 	g_assert(g_queue_is_empty(&server->waiters));
 	g_queue_clear(&server->calls);
+	if (server->oauth != NULL) {
+		g_signal_handlers_disconnect_by_data(server->oauth, server);
+		g_object_unref(server->oauth);
+	}
 	g_clear_pointer(&server->tools, g_ptr_array_unref);
 	g_clear_error(&server->error);
 	g_object_unref(server->config);
@@ -363,6 +376,106 @@ static gpointer
 server_copy_ref(gconstpointer server, gpointer user_data)
 {
 	return server_ref((Server *)server);
+}
+
+/* ---------- OAuth ---------- */
+
+/* Where a server's OAuth state is kept: the toolbox's store hooks, by
+ * agent and server name (they outlive a Server). */
+typedef struct {
+	GWeakRef toolbox; /* it owns the servers: not a strong one */
+	gchar *agent_id;
+	gchar *server;
+} OAuthKey;
+
+static void
+oauth_key_free(OAuthKey *key)
+{
+	g_weak_ref_clear(&key->toolbox);
+	g_free(key->agent_id);
+	g_free(key->server);
+	g_free(key);
+}
+
+static void
+oauth_load(gpointer user_data, ConfabMcpOAuthLoaded done, gpointer data)
+{
+	OAuthKey *key = user_data;
+	g_autoptr(ConfabToolbox) self = g_weak_ref_get(&key->toolbox);
+
+	if (self == NULL || self->oauth_load == NULL) {
+		done(NULL, data);
+		return;
+	}
+	self->oauth_load(key->agent_id, key->server, done, data, self->oauth_data);
+}
+
+static void
+on_oauth_changed(ConfabMcpOAuth *oauth, gpointer user_data)
+{
+	Server *server = user_data;
+	ConfabToolbox *self = server->toolbox;
+	g_autofree gchar *state = NULL;
+
+	if (self->oauth_save == NULL || server->agent == NULL)
+		return;
+	state = confab_mcp_oauth_save_state(oauth);
+	self->oauth_save(server->agent->id,
+			 server->name,
+			 confab_mcp_oauth_get_pending_state(oauth),
+			 state,
+			 confab_mcp_oauth_get_version(oauth),
+			 self->oauth_data);
+	memset(state, 0, strlen(state));
+}
+
+/* Whether an HTTP server may use OAuth: it has no token of its own. */
+static gboolean
+server_takes_oauth(const ConfabToolConfigServer *conf)
+{
+	const gchar *const *names = confab_tool_config_server_get_header_names(conf);
+
+	if (confab_tool_config_server_get_kind(conf) != CONFAB_TOOL_CONFIG_KIND_HTTP ||
+	    confab_tool_config_server_get_bearer_token_file(conf) != NULL)
+		return FALSE;
+	for (guint i = 0; names != NULL && names[i] != NULL; i++) {
+		if (g_ascii_strcasecmp(names[i], "Authorization") == 0)
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/* The server's authorization, as its `oauth` entry says (an entry without
+ * one still answers a 401: discovery, registration, authorization code). */
+static void
+server_setup_oauth(Server *server, const gchar *agent_id)
+{
+	ConfabToolbox *self = server->toolbox;
+	const ConfabToolConfigServer *conf = server->conf;
+	const gchar *client_id, *secret, *key, *scope;
+	gint grant = confab_tool_config_server_get_oauth(conf, &client_id, &secret, &key, &scope);
+	g_autofree gchar *hint = NULL;
+	OAuthKey *okey = g_new0(OAuthKey, 1);
+
+	server->oauth =
+	    confab_mcp_oauth_new(server->label, confab_tool_config_server_get_url(conf));
+	confab_mcp_oauth_set_grant(server->oauth,
+				   grant == 1 ? CONFAB_MCP_OAUTH_GRANT_CLIENT_CREDENTIALS
+					      : CONFAB_MCP_OAUTH_GRANT_AUTHORIZATION_CODE);
+	confab_mcp_oauth_set_client(server->oauth, client_id, secret, key);
+	confab_mcp_oauth_set_scope(server->oauth, scope);
+	confab_mcp_oauth_set_redirect_uri(server->oauth, self->redirect_uri);
+	confab_mcp_oauth_set_client_metadata_url(server->oauth, self->client_metadata_url);
+	hint = g_strdup_printf("run `confabctl agent authorize %s %s`", agent_id, server->name);
+	confab_mcp_oauth_set_authorize_hint(server->oauth, hint);
+	g_weak_ref_init(&okey->toolbox, self);
+	okey->agent_id = g_strdup(agent_id);
+	okey->server = g_strdup(server->name);
+	confab_mcp_oauth_set_loader(server->oauth,
+				    oauth_load,
+				    okey,
+				    (GDestroyNotify)oauth_key_free);
+	g_signal_connect(server->oauth, "changed", G_CALLBACK(on_oauth_changed), server);
 }
 
 static Server *
@@ -382,6 +495,8 @@ server_new(ConfabToolbox *toolbox,
 	server->label = g_strdup_printf("%s/%s", agent->id, server->name);
 	server->backoff_ms = toolbox->backoff_ms;
 	g_queue_init(&server->waiters);
+	if (server_takes_oauth(conf))
+		server_setup_oauth(server, agent->id);
 	return server;
 }
 
@@ -486,6 +601,20 @@ server_failed(Server *server, GError *error)
 	ConfabToolbox *self = server->toolbox;
 	gint64 now = g_get_monotonic_time();
 
+	if (g_error_matches(error,
+			    CONFAB_MCP_OAUTH_ERROR,
+			    CONFAB_MCP_OAUTH_ERROR_AUTHORIZATION_NEEDED)) {
+		/* nothing to wait for but a person: the next use tries again
+		 * (the authorization URL stays the same) */
+		g_message("%s: %s", server->label, error->message);
+		server->state = SERVER_FAILED;
+		server->retry_at = now;
+		g_clear_error(&server->error);
+		server->error = error;
+		server_drop_client(server);
+		server_wake(server, error);
+		return;
+	}
 	if (server->ready_since > 0 &&
 	    now - server->ready_since >= (gint64)self->max_backoff_ms * 1000)
 		server->backoff_ms = self->backoff_ms;
@@ -600,6 +729,8 @@ http_transport(Server *server, GError **error)
 		if (!confab_mcp_http_add_header(http, names[i], values[i], error))
 			return NULL;
 	}
+	if (server->oauth != NULL)
+		confab_mcp_http_set_oauth(http, server->oauth);
 	if (token_file != NULL) {
 		gchar *token = read_token(token_file, error);
 		gboolean ok;
@@ -1032,6 +1163,14 @@ static gchar *
 failed_status(const GError *error)
 {
 	g_autofree gchar *reason = cut_utf8(error->message, MAX_REASON);
+
+	if (g_error_matches(error,
+			    CONFAB_MCP_OAUTH_ERROR,
+			    CONFAB_MCP_OAUTH_ERROR_AUTHORIZATION_NEEDED)) {
+		/* without what the transport put before it */
+		const gchar *at = strstr(error->message, "authorization needed");
+		return cut_utf8(at != NULL ? at : error->message, MAX_REASON);
+	}
 	return g_strconcat("failed: ", reason, NULL);
 }
 
@@ -2197,6 +2336,8 @@ confab_toolbox_finalize(GObject *object)
 	g_hash_table_unref(self->agents);
 	g_hash_table_unref(self->stopping);
 	g_free(self->home_dir);
+	g_free(self->redirect_uri);
+	g_free(self->client_metadata_url);
 	g_main_context_unref(self->context);
 	G_OBJECT_CLASS(confab_toolbox_parent_class)->finalize(object);
 }
@@ -2267,4 +2408,269 @@ confab_toolbox_set_backoff(ConfabToolbox *self, guint initial_ms, guint max_ms)
 	g_return_if_fail(initial_ms > 0 && max_ms >= initial_ms);
 	self->backoff_ms = initial_ms;
 	self->max_backoff_ms = max_ms;
+}
+
+/* ---------- OAuth: hooks, authorizing ---------- */
+
+/**
+ * confab_toolbox_set_oauth:
+ * @self: a #ConfabToolbox
+ * @load: (nullable): reads a server's kept OAuth state
+ * @save: (nullable): keeps it (write-only: it holds tokens)
+ * @user_data: for both
+ * @redirect_uri: (nullable): where authorization servers send the person
+ *   back: confabd's `GET /api/v1/oauth/callback`
+ * @client_metadata_url: (nullable): an https URL serving Confab's client
+ *   ID metadata document, used as the client id where a server supports it
+ *
+ * Set before the first use: servers made before keep what they had.
+ */
+void
+confab_toolbox_set_oauth(ConfabToolbox *self,
+			 ConfabToolboxOAuthLoadFunc load,
+			 ConfabToolboxOAuthSaveFunc save,
+			 gpointer user_data,
+			 const gchar *redirect_uri,
+			 const gchar *client_metadata_url)
+{
+	g_return_if_fail(CONFAB_IS_TOOLBOX(self));
+	self->oauth_load = load;
+	self->oauth_save = save;
+	self->oauth_data = user_data;
+	g_free(self->redirect_uri);
+	self->redirect_uri = g_strdup(redirect_uri);
+	g_free(self->client_metadata_url);
+	self->client_metadata_url = g_strdup(client_metadata_url);
+}
+
+/* The OAuth of @agent_id's server @name, or NULL with @error set. */
+static Server *
+oauth_server(ConfabToolbox *self,
+	     const gchar *agent_id,
+	     const gchar *config_json,
+	     const gchar *name,
+	     GError **error)
+{
+	Agent *agent = agent_get(self, agent_id, config_json, error);
+	Server *server;
+
+	if (agent == NULL)
+		return NULL;
+	server = agent_find_server(agent, name);
+	if (server != NULL)
+		server_ref(server);
+	agent_unref(agent);
+	if (server == NULL) {
+		confab_error_set_printf(error,
+					CONFAB_ERROR_NOT_FOUND,
+					"server",
+					"The agent '%s' has no MCP server '%s'",
+					agent_id,
+					name);
+		return NULL;
+	}
+	if (server->oauth == NULL) {
+		confab_error_set_printf(
+		    error,
+		    CONFAB_ERROR_INVALID_VALUE,
+		    "server",
+		    "The MCP server '%s' of the agent '%s' does not use OAuth (a stdio "
+		    "server, or one with its own Authorization)",
+		    name,
+		    agent_id);
+		server_unref(server);
+		return NULL;
+	}
+	return server;
+}
+
+static void
+authorized_free(gchar **authorized)
+{
+	if (authorized[2] != NULL)
+		memset(authorized[2], 0, strlen(authorized[2]));
+	g_strfreev(authorized);
+}
+
+static void
+on_authorized(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabMcpOAuth *oauth = CONFAB_MCP_OAUTH(source);
+	GError *error = NULL;
+	gchar *url = confab_mcp_oauth_authorize_finish(oauth, result, &error);
+	gchar **authorized;
+
+	if (url == NULL) {
+		g_task_return_error(task, error);
+		return;
+	}
+	authorized = g_new0(gchar *, 5);
+	authorized[0] = url;
+	authorized[1] = g_strdup(confab_mcp_oauth_get_pending_state(oauth));
+	authorized[2] = confab_mcp_oauth_save_state(oauth);
+	authorized[3] = g_strdup_printf("%" G_GINT64_FORMAT, confab_mcp_oauth_get_version(oauth));
+	g_task_return_pointer(task, authorized, (GDestroyNotify)authorized_free);
+}
+
+/**
+ * confab_toolbox_authorize_async:
+ * @self: a #ConfabToolbox
+ * @agent_id: the agent
+ * @config_json: its `mcp_servers`
+ * @server: the name of one of its HTTP servers
+ *
+ * Makes a new authorization URL (authorization code, PKCE) for a person
+ * to open; its state is kept, so that the callback may reach any instance.
+ * On the toolbox's own context only.
+ */
+void
+confab_toolbox_authorize_async(ConfabToolbox *self,
+			       const gchar *agent_id,
+			       const gchar *config_json,
+			       const gchar *server,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	GError *error = NULL;
+	Server *found;
+
+	g_return_if_fail(CONFAB_IS_TOOLBOX(self));
+	g_return_if_fail(on_own_context(self));
+	found = oauth_server(self, agent_id, config_json, server, &error);
+	if (found == NULL) {
+		g_task_return_error(task, error);
+		return;
+	}
+	confab_mcp_oauth_authorize_async(found->oauth,
+					 cancellable,
+					 on_authorized,
+					 g_steal_pointer(&task));
+	server_unref(found);
+}
+
+/**
+ * confab_toolbox_authorize_finish:
+ * @pending_state: (out): the authorization's state
+ * @kept: (out): the server's OAuth state to keep (secrets: wipe it),
+ *   which the callback needs: the caller stores it before giving out the
+ *   URL
+ * @version: (out): its version
+ *
+ * Returns: (transfer full): the URL to open
+ */
+gchar *
+confab_toolbox_authorize_finish(ConfabToolbox *self,
+				GAsyncResult *result,
+				gchar **pending_state,
+				gchar **kept,
+				gint64 *version,
+				GError **error)
+{
+	gchar **authorized;
+	gchar *url;
+
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	authorized = g_task_propagate_pointer(G_TASK(result), error);
+	if (authorized == NULL)
+		return NULL;
+	url = g_steal_pointer(&authorized[0]);
+	*pending_state = g_steal_pointer(&authorized[1]);
+	*kept = g_steal_pointer(&authorized[2]);
+	*version = g_ascii_strtoll(authorized[3], NULL, 10);
+	g_free(authorized[3]);
+	g_free(authorized);
+	return url;
+}
+
+static void
+wipe_string(gchar *secret)
+{
+	if (secret != NULL)
+		memset(secret, 0, strlen(secret));
+	g_free(secret);
+}
+
+static void
+on_oauth_completed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	Server *server = g_task_get_task_data(task);
+	GError *error = NULL;
+
+	if (!confab_mcp_oauth_complete_finish(CONFAB_MCP_OAUTH(source), result, &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	/* a server that waited for this starts at its next use */
+	if (server->state == SERVER_FAILED)
+		server->retry_at = 0;
+	g_message("%s: authorized", server->label);
+	g_task_return_pointer(task,
+			      confab_mcp_oauth_save_state(CONFAB_MCP_OAUTH(source)),
+			      (GDestroyNotify)wipe_string);
+}
+
+/**
+ * confab_toolbox_complete_oauth_async:
+ * @self: a #ConfabToolbox
+ * @agent_id: the agent
+ * @config_json: its `mcp_servers`
+ * @server: the server the authorization is for
+ * @kept: the server's kept OAuth state, as the store has it
+ * @state: the callback's `state`
+ * @code: (nullable): the callback's `code`
+ *
+ * Exchanges the code (with the PKCE verifier kept) for tokens; they are
+ * kept through the save hook. On the toolbox's own context only.
+ */
+void
+confab_toolbox_complete_oauth_async(ConfabToolbox *self,
+				    const gchar *agent_id,
+				    const gchar *config_json,
+				    const gchar *server,
+				    const gchar *kept,
+				    const gchar *state,
+				    const gchar *code,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	GError *error = NULL;
+	Server *found;
+
+	g_return_if_fail(CONFAB_IS_TOOLBOX(self));
+	g_return_if_fail(on_own_context(self));
+	found = oauth_server(self, agent_id, config_json, server, &error);
+	if (found == NULL) {
+		g_task_return_error(task, error);
+		return;
+	}
+	g_task_set_task_data(task, found, (GDestroyNotify)server_unref);
+	if (kept != NULL && !confab_mcp_oauth_load_state(found->oauth, kept, &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	confab_mcp_oauth_complete_async(found->oauth,
+					state,
+					code,
+					cancellable,
+					on_oauth_completed,
+					g_steal_pointer(&task));
+}
+
+/**
+ * confab_toolbox_complete_oauth_finish:
+ *
+ * Returns: (transfer full): the server's OAuth state, with its tokens, to
+ *   keep before the person hears it worked (secrets: wipe it)
+ */
+gchar *
+confab_toolbox_complete_oauth_finish(ConfabToolbox *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	return g_task_propagate_pointer(G_TASK(result), error);
 }

@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 
 #include "tools/mcp/confab-mcp-elicitation.h"
+#include "tools/mcp/confab-mcp-oauth.h"
 #include "tools/mcp/confab-mcp-tool.h"
 
 G_BEGIN_DECLS
@@ -73,6 +74,32 @@ typedef void (*ConfabToolboxProgressFunc)(gdouble progress,
  * person whose call it is.
  */
 typedef void (*ConfabToolboxElicitFunc)(ConfabMcpElicitation *elicitation, gpointer user_data);
+
+/**
+ * ConfabToolboxOAuthLoadFunc:
+ *
+ * Reads the kept OAuth state of @agent_id's server @server and calls
+ * @done with it (transfer full, %NULL for none) on the toolbox's context.
+ */
+typedef void (*ConfabToolboxOAuthLoadFunc)(const gchar *agent_id,
+					   const gchar *server,
+					   ConfabMcpOAuthLoaded done,
+					   gpointer done_data,
+					   gpointer user_data);
+/**
+ * ConfabToolboxOAuthSaveFunc:
+ * @pending_state: (nullable): the state of the authorization waiting
+ * @data: the whole state, secrets included
+ * @version: when it changed (a save of an older one must not win)
+ *
+ * Keeps it (write-only), in the background.
+ */
+typedef void (*ConfabToolboxOAuthSaveFunc)(const gchar *agent_id,
+					   const gchar *server,
+					   const gchar *pending_state,
+					   const gchar *data,
+					   gint64 version,
+					   gpointer user_data);
 
 #define CONFAB_TYPE_TOOLBOX (confab_toolbox_get_type())
 G_DECLARE_FINAL_TYPE(ConfabToolbox, confab_toolbox, CONFAB, TOOLBOX, GObject)
@@ -140,6 +167,42 @@ void
 confab_toolbox_forget_agent(ConfabToolbox *self, const gchar *agent_id);
 GPid
 confab_toolbox_get_server_pid(ConfabToolbox *self, const gchar *agent_id, const gchar *server);
+
+void
+confab_toolbox_set_oauth(ConfabToolbox *self,
+			 ConfabToolboxOAuthLoadFunc load,
+			 ConfabToolboxOAuthSaveFunc save,
+			 gpointer user_data,
+			 const gchar *redirect_uri,
+			 const gchar *client_metadata_url);
+void
+confab_toolbox_authorize_async(ConfabToolbox *self,
+			       const gchar *agent_id,
+			       const gchar *config_json,
+			       const gchar *server,
+			       GCancellable *cancellable,
+			       GAsyncReadyCallback callback,
+			       gpointer user_data);
+gchar *
+confab_toolbox_authorize_finish(ConfabToolbox *self,
+				GAsyncResult *result,
+				gchar **pending_state,
+				gchar **kept,
+				gint64 *version,
+				GError **error);
+void
+confab_toolbox_complete_oauth_async(ConfabToolbox *self,
+				    const gchar *agent_id,
+				    const gchar *config_json,
+				    const gchar *server,
+				    const gchar *kept,
+				    const gchar *state,
+				    const gchar *code,
+				    GCancellable *cancellable,
+				    GAsyncReadyCallback callback,
+				    gpointer user_data);
+gchar *
+confab_toolbox_complete_oauth_finish(ConfabToolbox *self, GAsyncResult *result, GError **error);
 
 void
 confab_toolbox_shutdown_async(ConfabToolbox *self,

@@ -508,8 +508,8 @@ class Bench:
         # warm: the upstream's connection, the token
         turn(self.agent_json)
         over, direct, refused, bad = [], [], [], 0
-        for fo, one in pairs:
-            ms, status, attempts = turn(fo)
+        for routed, one in pairs:
+            ms, status, attempts = turn(routed)
             bad += status != 200 or attempts != "2"
             over.append(ms)
             ms, status, _ = turn(one)

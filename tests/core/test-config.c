@@ -398,11 +398,14 @@ test_documented_defaults(void)
 		}
 	}
 	/* every key but state_dir */
-	g_assert_cmpuint(keys, ==, 45);
+	g_assert_cmpuint(keys, ==, 46);
 	g_assert_true(confab_config_load_data(documented, uncommented->str, &error));
 	g_assert_no_error(error);
 	g_assert_cmpstr(documented->listen, ==, defaults->listen);
 	g_assert_cmpstr(documented->bus, ==, defaults->bus);
+	/* [http] public_url: empty is the listen address */
+	g_assert_cmpstr(documented->http_public_url ?: "", ==, "");
+	g_assert_null(defaults->http_public_url);
 	/* [desktop] default_agent: empty is unset */
 	g_assert_cmpstr(documented->desktop_default_agent ?: "", ==, "");
 	g_assert_null(defaults->desktop_default_agent);

@@ -5,6 +5,7 @@
 
 #include "config.h"
 
+#include <libsoup/soup.h>
 #include <string.h>
 
 #include "confab-test-helper.h"
@@ -479,6 +480,110 @@ test_admin_propagates(Fixture *f, gconstpointer data)
 	g_assert_no_error(error);
 	took = wait_status(f->d[0], path, f->token, 404, 1000);
 	g_test_message("a deleted agent gone from another instance after %.3f s", took);
+}
+
+/* ---------- an MCP server's OAuth, three instances ---------- */
+
+static gchar *
+tools_status(ConfabTestDaemon *daemon, const gchar *agent)
+{
+	g_autoptr(GVariant) tools = NULL;
+	g_autoptr(GVariant) first = NULL;
+	g_autoptr(GError) error = NULL;
+
+	g_assert_true(confab_dbus_admin_call_list_agent_tools_sync(daemon->admin,
+								   agent,
+								   &tools,
+								   NULL,
+								   &error));
+	g_assert_no_error(error);
+	first = g_variant_get_child_value(tools, 0);
+	return g_strdup(confab_test_variant_string(first, "status"));
+}
+
+static guint
+get_no_redirect(const gchar *url, gchar **location)
+{
+	g_autoptr(SoupSession) session = soup_session_new();
+	g_autoptr(SoupMessage) msg = soup_message_new("GET", url);
+	g_autoptr(GBytes) body = NULL;
+	g_autoptr(GError) error = NULL;
+
+	soup_message_add_flags(msg, SOUP_MESSAGE_NO_REDIRECT);
+	body = soup_session_send_and_read(session, msg, NULL, &error);
+	g_assert_no_error(error);
+	g_test_message("%s: %u %.*s",
+		       url,
+		       soup_message_get_status(msg),
+		       (int)g_bytes_get_size(body),
+		       (const gchar *)g_bytes_get_data(body, NULL));
+	if (location != NULL)
+		*location =
+		    g_strdup(soup_message_headers_get_one(soup_message_get_response_headers(msg),
+							  "Location"));
+	return soup_message_get_status(msg);
+}
+
+/* Authorized from one instance, the callback answered by another, the
+ * tokens used by a third (and by the first): they are the store's. */
+static void
+test_mcp_oauth_across(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GSubprocess) server = NULL;
+	g_autoptr(GDataInputStream) out = NULL;
+	g_autofree gchar *line = NULL, *servers = NULL, *agent = NULL, *path = NULL;
+	g_autofree gchar *url = NULL, *location = NULL, *other = NULL, *status = NULL;
+	GVariantDict dict;
+
+	server = g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+				  &error,
+				  g_getenv("CONFAB_FAKE_MCP"),
+				  "--http",
+				  "0",
+				  "--oauth",
+				  "ok",
+				  NULL);
+	g_assert_no_error(error);
+	out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(server));
+	line = g_data_input_stream_read_line(out, NULL, NULL, NULL);
+	g_assert_true(line != NULL && g_str_has_prefix(line, "PORT="));
+	servers = g_strdup_printf("{\"mcpServers\":{\"remote\":{\"url\":"
+				  "\"http://127.0.0.1:%s/mcp\"}}}",
+				  line + 5);
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "remote");
+	g_variant_dict_insert(&dict, "provider", "s", "echo");
+	g_variant_dict_insert(&dict, "mcp_servers", "s", servers);
+	agent = confab_test_create_agent_props(f->d[0], g_variant_dict_end(&dict));
+	path = g_strdup_printf("/api/v1/models/%s", agent);
+	for (guint i = 1; i < N_INSTANCES; i++)
+		wait_status(f->d[i], path, f->token, 200, 1000);
+
+	status = tools_status(f->d[0], agent);
+	g_assert_true(g_str_has_prefix(status, "authorization needed"));
+	confab_dbus_admin_call_authorize_mcp_server_sync(f->d[0]->admin,
+							 agent,
+							 "remote",
+							 &url,
+							 NULL,
+							 &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(get_no_redirect(url, &location), ==, 302);
+	/* the browser comes back to another instance (a load balancer) */
+	g_assert_true(g_str_has_prefix(location, f->d[0]->url));
+	other = g_strconcat(f->d[1]->url, location + strlen(f->d[0]->url), NULL);
+	g_assert_cmpuint(get_no_redirect(other, NULL), ==, 200);
+	g_assert_cmpuint(get_no_redirect(location, NULL), ==, 400);
+
+	g_free(status);
+	status = tools_status(f->d[2], agent);
+	g_assert_cmpstr(status, ==, "ready");
+	g_free(status);
+	status = tools_status(f->d[0], agent);
+	g_assert_cmpstr(status, ==, "ready");
+	g_subprocess_force_exit(server);
+	g_subprocess_wait(server, NULL, NULL);
 }
 
 /* ---------- one conversation, three instances ---------- */
@@ -1068,6 +1173,7 @@ main(int argc, char **argv)
 		   test_rate_exact,
 		   fixture_teardown);
 	ADD("/confab/postgres/admin-propagates", test_admin_propagates);
+	ADD("/confab/postgres/mcp-oauth-across", test_mcp_oauth_across);
 	ADD("/confab/postgres/conversation-across", test_conversation_across);
 	ADD("/confab/postgres/busy-across", test_busy_across);
 	ADD("/confab/postgres/response-running-across", test_response_running_across);

@@ -2520,7 +2520,7 @@ test_pg_migrate_v1(void)
 	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "DROP TABLE rates; DROP TABLE parallel_holds; DROP TABLE limits; DROP TABLE "
-	    "token_usage;"
+	    "token_usage; DROP TABLE mcp_oauth;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
 	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
@@ -2565,7 +2565,7 @@ test_pg_migrate_v4(void)
 	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "DROP TABLE rates; DROP TABLE parallel_holds; DROP TABLE limits; DROP TABLE "
-	    "token_usage;"
+	    "token_usage; DROP TABLE mcp_oauth;"
 	    "UPDATE schema_version SET version = 4;"
 	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
 	    "arguments, tool_call_id, created_at, response_id) VALUES "
@@ -3089,6 +3089,98 @@ test_approvals(Fixture *f, gconstpointer data)
 	g_clear_error(&error);
 	g_assert_null(get_approval(f, "mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz", &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND);
+}
+
+/* ---------- MCP servers' OAuth state ---------- */
+
+static gboolean
+save_mcp_oauth(Fixture *f,
+	       const gchar *server,
+	       const gchar *state,
+	       const gchar *data,
+	       gint64 version)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	gboolean ok;
+
+	confab_store_save_mcp_oauth_async(f->store,
+					  "agt_x",
+					  server,
+					  state,
+					  data,
+					  version,
+					  NULL,
+					  on_result,
+					  &slot);
+	res = wait_for(&slot);
+	ok = confab_store_save_mcp_oauth_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	return ok;
+}
+
+static gchar *
+get_mcp_oauth(Fixture *f, const gchar *server, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+
+	confab_store_get_mcp_oauth_async(f->store, "agt_x", server, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_get_mcp_oauth_finish(f->store, res, error);
+}
+
+static gboolean
+claim_mcp_oauth(Fixture *f, const gchar *state, GError **error)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+
+	confab_store_claim_mcp_oauth_state_async(f->store, state, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	return confab_store_claim_mcp_oauth_state_finish(f->store, res, error);
+}
+
+/* An MCP server's OAuth state: replaced on each save, found by its
+ * pending state, whose claim counts once. */
+static void
+test_mcp_oauth(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_auto(GStrv) found = NULL;
+	g_autofree gchar *read = NULL;
+	g_autofree gchar *none = NULL;
+	GAsyncResult *slot = NULL;
+
+	none = get_mcp_oauth(f, "crm", &error);
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_FOUND);
+	g_assert_null(none);
+	g_clear_error(&error);
+	g_assert_true(save_mcp_oauth(f, "crm", NULL, "{\"client_id\":\"a\"}", 10));
+	g_assert_true(save_mcp_oauth(f, "crm", "st-1", "{\"client_id\":\"b\"}", 20));
+	/* an older state landing late changes nothing */
+	g_assert_true(save_mcp_oauth(f, "crm", NULL, "{\"client_id\":\"a\"}", 15));
+	read = get_mcp_oauth(f, "crm", &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(read, ==, "{\"client_id\":\"b\"}");
+
+	confab_store_find_mcp_oauth_state_async(f->store, "st-1", NULL, on_result, &slot);
+	res = wait_for(&slot);
+	found = confab_store_find_mcp_oauth_state_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(found[0], ==, "agt_x");
+	g_assert_cmpstr(found[1], ==, "crm");
+	g_assert_cmpstr(found[2], ==, read);
+
+	g_assert_true(claim_mcp_oauth(f, "st-1", &error));
+	g_assert_no_error(error);
+	g_assert_false(claim_mcp_oauth(f, "st-1", &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_FOUND);
+	g_clear_error(&error);
+	g_assert_false(claim_mcp_oauth(f, "never", &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_NOT_FOUND);
 }
 
 /* ---------- elicitations ---------- */
@@ -3853,6 +3945,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"approvals", test_approvals},
 	    {"approvals-orphaned", test_approvals_orphaned},
 	    {"elicitations", test_elicitations},
+	    {"mcp-oauth", test_mcp_oauth},
 	    {"response-records", test_response_records},
 	    {"conversation-create", test_conversation_create},
 	    {"conversation-items", test_conversation_items},

@@ -661,6 +661,23 @@
 	"  RETURN QUERY SELECT good, is_spent, t[1], u[1], t[2], u[2], clk; "                      \
 	"END $$;"
 
+/*
+ * v12 (MCP authorization, issue 34): each agent's MCP server's OAuth state
+ * (its client, its tokens, the authorization waiting for a person), which
+ * any instance uses; the pending `state` finds it at the callback.
+ */
+#define MIGRATE_V12_MCP_OAUTH                                                                      \
+	"CREATE TABLE mcp_oauth ("                                                                 \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  server text COLLATE \"C\" NOT NULL,"                                                    \
+	"  state text COLLATE \"C\","                                                              \
+	"  data text NOT NULL,"                                                                    \
+	"  version bigint NOT NULL,"                                                               \
+	"  updated_at bigint NOT NULL,"                                                            \
+	"  PRIMARY KEY (agent_id, server)"                                                         \
+	");"                                                                                       \
+	"CREATE UNIQUE INDEX mcp_oauth_by_state ON mcp_oauth (state) WHERE state IS NOT NULL;"
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -674,6 +691,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V9_ELICITATIONS,
     MIGRATE_V10_RATES,
     MIGRATE_V11_LIMITS,
+    MIGRATE_V12_MCP_OAUTH,
 };
 
 typedef enum {

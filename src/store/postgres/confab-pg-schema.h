@@ -32,7 +32,10 @@ G_BEGIN_DECLS
  * 11: limits (an owner's or a token's own limits); a token's rates and
  *     parallel_holds rows are keyed by its id
  */
-#define CONFAB_PG_SCHEMA_VERSION 11
+/* 11: limits (issue 30)
+ * 12: mcp_oauth (MCP servers' OAuth clients and tokens, issue 34)
+ */
+#define CONFAB_PG_SCHEMA_VERSION 12
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

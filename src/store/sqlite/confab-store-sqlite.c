@@ -716,6 +716,30 @@ migrate_v11_targets(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v14 (MCP authorization, issue 34): each agent's MCP server's OAuth state
+ * (its registered client, its tokens, the authorization waiting for a
+ * person), written only by confabd and never read back out of it; the
+ * pending authorization's `state`, unique, finds it at the callback.
+ */
+static gboolean
+migrate_v14_mcp_oauth(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE mcp_oauth ("
+			 "  agent_id TEXT NOT NULL,"
+			 "  server TEXT NOT NULL,"
+			 "  state TEXT,"
+			 "  data TEXT NOT NULL,"
+			 "  version INTEGER NOT NULL,"
+			 "  updated_at INTEGER NOT NULL,"
+			 "  PRIMARY KEY (agent_id, server)"
+			 ") STRICT;"
+			 "CREATE UNIQUE INDEX mcp_oauth_by_state ON mcp_oauth (state) "
+			 "  WHERE state IS NOT NULL;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -804,7 +828,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 12:
 		if (!migrate_v13_limits(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 13: migrate_v14() here */
+		/* fall through */
+	case 13:
+		if (!migrate_v14_mcp_oauth(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 14: migrate_v15() here */
 	default:
 		break;
 	}

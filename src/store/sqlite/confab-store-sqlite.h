@@ -19,7 +19,9 @@ G_BEGIN_DECLS
  *     routing, issue 29)
  */
 /* 12: elicitations (MCP servers' questions to a person, issue 34) */
-#define CONFAB_DB_VERSION 13
+/* 13: limits (issue 30) */
+/* 14: mcp_oauth (MCP servers' OAuth clients and tokens, issue 34) */
+#define CONFAB_DB_VERSION 14
 
 #define CONFAB_TYPE_STORE_SQLITE (confab_store_sqlite_get_type())
 G_DECLARE_FINAL_TYPE(ConfabStoreSqlite, confab_store_sqlite, CONFAB, STORE_SQLITE, GObject)

@@ -11,6 +11,7 @@
 
 #include "tools/mcp/confab-mcp-http.h"
 #include "tools/mcp/confab-mcp-jsonrpc.h"
+#include "tools/mcp/confab-mcp-oauth.h"
 #include "upstream/confab-sse-parser.h"
 #include "util/confab-error.h"
 #include "util/confab-http-fields.h"
@@ -89,6 +90,10 @@ struct _Exchange {
 	guint quiet_resumes;	   /* resumed streams in a row without an event */
 	GCancellable *cancellable; /* owned, nullable: the send's */
 	GSource *delay_source;	   /* owned: KIND_RESUME before its GET */
+	/* OAuth: a 401 or 403 is answered, then the message sent again once */
+	GBytes *message;	 /* owned, nullable: KIND_SEND */
+	gchar *www_authenticate; /* owned, nullable */
+	gboolean auth_retried;
 };
 
 struct _ConfabMcpHttp {
@@ -108,6 +113,7 @@ struct _ConfabMcpHttp {
 	gboolean listen_refused; /* 405 or another error status */
 	GSource *listen_retry;	 /* owned */
 	guint listen_delay_ms;
+	ConfabMcpOAuth *oauth; /* owned, nullable */
 };
 
 static void
@@ -166,6 +172,8 @@ exchange_unref(Exchange *ex)
 	}
 	g_free(ex->request_id);
 	g_free(ex->last_event_id);
+	g_clear_pointer(&ex->message, g_bytes_unref);
+	g_free(ex->www_authenticate);
 	g_clear_object(&ex->cancellable);
 	g_clear_pointer(&ex->exchange, confab_upstream_client_exchange_unref);
 	g_clear_object(&ex->sse_parser);
@@ -329,6 +337,9 @@ on_head(guint status, const gchar *reason, const ConfabHttpFields *fields, gpoin
 	ex->got_head = TRUE;
 	ex->status = status;
 	if (status < 200 || status >= 300) {
+		if (status == 401 || status == 403)
+			ex->www_authenticate =
+			    g_strdup(confab_http_fields_get(fields, "WWW-Authenticate"));
 		ex->body = g_string_new(NULL);
 		return;
 	}
@@ -511,6 +522,9 @@ session_lost(ConfabMcpHttp *self)
 		exchange_abort(self->listener, NULL);
 }
 
+static gboolean
+auth_challenged(Exchange *ex);
+
 static void
 on_done(GError *error, gpointer user_data)
 {
@@ -540,6 +554,8 @@ on_done(GError *error, gpointer user_data)
 	}
 	if (error != NULL) {
 		g_prefix_error(&error, "The MCP server %s: ", self->name);
+	} else if (auth_challenged(ex)) {
+		return;
 	} else if (ex->status < 200 || ex->status >= 300) {
 		error = status_error(ex);
 		if (ex->status == 404 && ex->had_session && kind == KIND_SEND)
@@ -579,6 +595,53 @@ on_done(GError *error, gpointer user_data)
 static const ConfabUpstreamHandler handler = {NULL, on_head, on_body, on_done};
 
 static gboolean
+exchange_begin(Exchange *ex, GBytes *body, GError **error);
+
+/* The challenge was answered: the message goes again, with the new token. */
+static void
+on_auth_challenge(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Exchange) ex = user_data;
+	GError *error = NULL;
+
+	if (!confab_mcp_oauth_challenge_finish(CONFAB_MCP_OAUTH(source), result, &error)) {
+		exchange_end(ex, error);
+		return;
+	}
+	if (ex->finished)
+		return;
+	g_clear_pointer(&ex->exchange, confab_upstream_client_exchange_unref);
+	g_clear_object(&ex->sse_parser);
+	if (ex->body != NULL)
+		g_string_free(g_steal_pointer(&ex->body), TRUE);
+	ex->got_head = ex->sse = ex->json = FALSE;
+	ex->status = 0;
+	if (!exchange_begin(ex, ex->message, &error))
+		exchange_end(ex, error);
+}
+
+/* A 401 or 403 of a send, with OAuth: the challenge is taken (once per
+ * send), and the send goes on when it is answered. */
+static gboolean
+auth_challenged(Exchange *ex)
+{
+	ConfabMcpHttp *self = ex->self;
+
+	if (self->oauth == NULL || ex->kind != KIND_SEND || ex->auth_retried ||
+	    ex->message == NULL || (ex->status != 401 && ex->status != 403))
+		return FALSE;
+	ex->auth_retried = TRUE;
+	g_debug("%s: HTTP %u: the OAuth challenge", self->name, ex->status);
+	confab_mcp_oauth_challenge_async(self->oauth,
+					 ex->status,
+					 ex->www_authenticate,
+					 ex->cancellable,
+					 on_auth_challenge,
+					 exchange_ref(ex));
+	return TRUE;
+}
+
+static gboolean
 on_exchange_cancelled(GCancellable *cancellable, gpointer user_data)
 {
 	Exchange *ex = user_data;
@@ -605,6 +668,14 @@ request_headers(ConfabMcpHttp *self, Exchange *ex)
 	else if (ex->kind == KIND_SEND)
 		g_string_append(out, "Accept: application/json, text/event-stream\r\n");
 	g_string_append_len(out, self->headers->str, self->headers->len);
+	if (self->oauth != NULL) {
+		g_autofree gchar *authorization =
+		    confab_mcp_oauth_dup_authorization(self->oauth, self->url);
+		if (authorization != NULL) {
+			g_string_append_printf(out, "Authorization: %s\r\n", authorization);
+			memset(authorization, 0, strlen(authorization));
+		}
+	}
 	ex->had_session = self->session_id != NULL;
 	if (self->session_id != NULL)
 		g_string_append_printf(out, "Mcp-Session-Id: %s\r\n", self->session_id);
@@ -824,20 +895,14 @@ http_start_finish(ConfabMcpTransport *transport, GAsyncResult *result, GError **
 	return g_task_propagate_boolean(G_TASK(result), error);
 }
 
+/* Sends @message for @task, now. */
 static void
-http_send_async(ConfabMcpTransport *transport,
-		GBytes *message,
-		GCancellable *cancellable,
-		GAsyncReadyCallback callback,
-		gpointer user_data)
+send_now(ConfabMcpHttp *self, GBytes *message, GCancellable *cancellable, GTask *task)
 {
-	ConfabMcpHttp *self = CONFAB_MCP_HTTP(transport);
-	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
 	g_autoptr(GError) error = NULL;
 	Exchange *ex;
 
-	g_task_set_source_tag(task, http_send_async);
-	if (!self->started || confab_mcp_transport_is_closed(transport)) {
+	if (confab_mcp_transport_is_closed(CONFAB_MCP_TRANSPORT(self))) {
 		g_task_return_new_error(task,
 					G_IO_ERROR,
 					G_IO_ERROR_CONNECTION_CLOSED,
@@ -856,6 +921,8 @@ http_send_async(ConfabMcpTransport *transport,
 	}
 	/* its answer may come on a resumed stream */
 	ex->request_id = request_id_of(message);
+	if (self->oauth != NULL)
+		ex->message = g_bytes_ref(message);
 	if (cancellable != NULL) {
 		ex->cancellable = g_object_ref(cancellable);
 		ex->cancel_source = g_cancellable_source_new(cancellable);
@@ -866,6 +933,66 @@ http_send_async(ConfabMcpTransport *transport,
 		g_source_attach(ex->cancel_source, self->context);
 	}
 	exchange_unref(ex);
+}
+
+typedef struct {
+	GBytes *message;
+	GCancellable *cancellable;
+} SendLater;
+
+static void
+send_later_free(SendLater *later)
+{
+	g_bytes_unref(later->message);
+	g_clear_object(&later->cancellable);
+	g_free(later);
+}
+
+/* The token was refreshed before it expired (or that failed: the send
+ * goes with the old one, and its 401 starts over). */
+static void
+on_refreshed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	SendLater *later = g_task_get_task_data(task);
+	g_autoptr(GError) error = NULL;
+
+	if (!confab_mcp_oauth_refresh_finish(CONFAB_MCP_OAUTH(source), result, &error))
+		g_message("%s", error->message);
+	send_now(g_task_get_source_object(task), later->message, later->cancellable, task);
+}
+
+static void
+http_send_async(ConfabMcpTransport *transport,
+		GBytes *message,
+		GCancellable *cancellable,
+		GAsyncReadyCallback callback,
+		gpointer user_data)
+{
+	ConfabMcpHttp *self = CONFAB_MCP_HTTP(transport);
+	g_autoptr(GTask) task = g_task_new(self, NULL, callback, user_data);
+
+	g_task_set_source_tag(task, http_send_async);
+	if (!self->started) {
+		g_task_return_new_error(task,
+					G_IO_ERROR,
+					G_IO_ERROR_CONNECTION_CLOSED,
+					"The MCP transport to %s is closed",
+					self->name);
+		return;
+	}
+	if (self->oauth != NULL && confab_mcp_oauth_needs_refresh(self->oauth)) {
+		SendLater *later = g_new0(SendLater, 1);
+		later->message = g_bytes_ref(message);
+		later->cancellable = cancellable != NULL ? g_object_ref(cancellable) : NULL;
+		g_task_set_task_data(task, later, (GDestroyNotify)send_later_free);
+		confab_mcp_oauth_refresh_async(self->oauth,
+					       cancellable,
+					       on_refreshed,
+					       g_steal_pointer(&task));
+		return;
+	}
+	send_now(self, message, cancellable, task);
 }
 
 static gboolean
@@ -975,6 +1102,7 @@ confab_mcp_http_finalize(GObject *object)
 	g_main_context_unref(self->context);
 	memset(self->headers->str, 0, self->headers->len);
 	g_string_free(self->headers, TRUE);
+	g_clear_object(&self->oauth);
 	g_free(self->session_id);
 	g_free(self->protocol_version);
 	g_free(self->url);
@@ -1146,6 +1274,22 @@ confab_mcp_http_set_bearer_token(ConfabMcpHttp *self, const gchar *token, GError
 	ok = confab_mcp_http_add_header(self, "Authorization", value, error);
 	memset(value, 0, strlen(value));
 	return ok;
+}
+
+/**
+ * confab_mcp_http_set_oauth:
+ * @self: a #ConfabMcpHttp
+ * @oauth: (nullable): the server's OAuth authorization
+ *
+ * With @oauth, requests carry its token (to this server only), and a 401
+ * or a 403 `insufficient_scope` goes to it: the request is sent again once
+ * it has a new token, or fails with its error ("authorization needed").
+ */
+void
+confab_mcp_http_set_oauth(ConfabMcpHttp *self, ConfabMcpOAuth *oauth)
+{
+	g_return_if_fail(CONFAB_IS_MCP_HTTP(self));
+	g_set_object(&self->oauth, oauth);
 }
 
 /**

@@ -7,6 +7,7 @@
 
 #include <gio/gio.h>
 
+#include "tools/mcp/confab-mcp-oauth.h"
 #include "tools/mcp/confab-mcp-transport.h"
 #include "upstream/confab-upstream-client.h"
 
@@ -27,6 +28,8 @@ confab_mcp_http_add_header(ConfabMcpHttp *self,
 			   GError **error);
 gboolean
 confab_mcp_http_set_bearer_token(ConfabMcpHttp *self, const gchar *token, GError **error);
+void
+confab_mcp_http_set_oauth(ConfabMcpHttp *self, ConfabMcpOAuth *oauth);
 void
 confab_mcp_http_set_listen(ConfabMcpHttp *self, gboolean listen);
 const gchar *
