@@ -501,7 +501,7 @@ take_oauth(Parse *p, JsonNode *node, ConfabToolConfigServer *server)
 					      "oauth",
 					      "“grant” must be “authorization_code” or "
 					      "“client_credentials”");
-			server->oauth_grant = strcmp(grant, "client_credentials") == 0 ? 1 : 0;
+			server->oauth_grant = g_strcmp0(grant, "client_credentials") == 0 ? 1 : 0;
 			continue;
 		}
 		if (strcmp(key, "client_id") == 0)
