@@ -32,9 +32,12 @@
 
 struct _ConfabBackground {
 	GObject parent_instance;
-	ConfabStore *store;	  /* owned */
-	gboolean shared;	  /* PostgreSQL: other instances share the store */
-	guint retention;	  /* seconds */
+	ConfabStore *store; /* owned */
+	gboolean shared;    /* PostgreSQL: other instances share the store */
+	guint retention;    /* seconds */
+	/* @running and @poll_source are under @lock: turns start and end on
+	 * the serving threads, the poll runs on the main context */
+	GMutex lock;
 	GHashTable *running;	  /* owned: response id -> ConfabTurn */
 	guint poll_source;	  /* while @running is not empty */
 	guint maintenance_source; /* always */
@@ -119,17 +122,25 @@ static gboolean
 poll_cancels(gpointer user_data)
 {
 	ConfabBackground *self = user_data;
-	GHashTableIter iter;
-	gpointer id;
+	g_autoptr(GPtrArray) ids = NULL;
 
 	if (self->polling)
 		return G_SOURCE_CONTINUE;
-	g_hash_table_iter_init(&iter, self->running);
-	while (g_hash_table_iter_next(&iter, &id, NULL)) {
+	{
+		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+		GHashTableIter iter;
+		gpointer id;
+
+		ids = g_ptr_array_new_with_free_func(g_free);
+		g_hash_table_iter_init(&iter, self->running);
+		while (g_hash_table_iter_next(&iter, &id, NULL))
+			g_ptr_array_add(ids, g_strdup(id));
+	}
+	for (guint i = 0; i < ids->len; i++) {
 		self->polling = TRUE;
 		self->reads_out++;
 		confab_store_get_response_record_async(self->store,
-						       id,
+						       g_ptr_array_index(ids, i),
 						       NULL,
 						       polled_cb,
 						       g_object_ref(self));
@@ -142,7 +153,9 @@ confab_background_dispose(GObject *object)
 {
 	ConfabBackground *self = CONFAB_BACKGROUND(object);
 
+	g_mutex_lock(&self->lock);
 	g_clear_handle_id(&self->poll_source, g_source_remove);
+	g_mutex_unlock(&self->lock);
 	g_clear_handle_id(&self->maintenance_source, g_source_remove);
 	G_OBJECT_CLASS(confab_background_parent_class)->dispose(object);
 }
@@ -153,6 +166,7 @@ confab_background_finalize(GObject *object)
 	ConfabBackground *self = CONFAB_BACKGROUND(object);
 
 	g_clear_pointer(&self->running, g_hash_table_unref);
+	g_mutex_clear(&self->lock);
 	g_clear_object(&self->store);
 	G_OBJECT_CLASS(confab_background_parent_class)->finalize(object);
 }
@@ -169,6 +183,7 @@ confab_background_class_init(ConfabBackgroundClass *klass)
 static void
 confab_background_init(ConfabBackground *self)
 {
+	g_mutex_init(&self->lock);
 	self->running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 }
 
@@ -207,8 +222,12 @@ confab_background_new(ConfabStore *store, const ConfabConfig *config)
 void
 confab_background_add(ConfabBackground *self, const gchar *response_id, ConfabTurn *turn)
 {
+	g_autoptr(GMutexLocker) locker = NULL;
+
 	g_return_if_fail(CONFAB_IS_BACKGROUND(self));
+	locker = g_mutex_locker_new(&self->lock);
 	g_hash_table_replace(self->running, g_strdup(response_id), g_object_ref(turn));
+	/* on the main context (the default), whichever thread adds */
 	if (self->poll_source == 0)
 		self->poll_source = g_timeout_add(CANCEL_POLL_MS, poll_cancels, self);
 }
@@ -221,8 +240,18 @@ confab_background_add(ConfabBackground *self, const gchar *response_id, ConfabTu
 void
 confab_background_remove(ConfabBackground *self, const gchar *response_id)
 {
+	g_autoptr(ConfabTurn) turn = NULL;
+	g_autofree gchar *key = NULL;
+	g_autoptr(GMutexLocker) locker = NULL;
+
 	g_return_if_fail(CONFAB_IS_BACKGROUND(self));
-	g_hash_table_remove(self->running, response_id);
+	locker = g_mutex_locker_new(&self->lock);
+	/* the turn's last reference is dropped after the lock */
+	if (!g_hash_table_steal_extended(self->running,
+					 response_id,
+					 (gpointer *)&key,
+					 (gpointer *)&turn))
+		return;
 	if (g_hash_table_size(self->running) == 0)
 		g_clear_handle_id(&self->poll_source, g_source_remove);
 }
@@ -240,10 +269,14 @@ confab_background_remove(ConfabBackground *self, const gchar *response_id)
 gboolean
 confab_background_cancel(ConfabBackground *self, const gchar *response_id)
 {
-	ConfabTurn *turn;
+	g_autoptr(ConfabTurn) turn = NULL;
 
 	g_return_val_if_fail(CONFAB_IS_BACKGROUND(self), FALSE);
+	g_mutex_lock(&self->lock);
 	turn = g_hash_table_lookup(self->running, response_id);
+	if (turn != NULL)
+		g_object_ref(turn);
+	g_mutex_unlock(&self->lock);
 	if (turn == NULL)
 		return FALSE;
 	confab_turn_cancel(turn);
@@ -259,6 +292,9 @@ confab_background_cancel(ConfabBackground *self, const gchar *response_id)
 guint
 confab_background_get_running(ConfabBackground *self)
 {
+	g_autoptr(GMutexLocker) locker = NULL;
+
 	g_return_val_if_fail(CONFAB_IS_BACKGROUND(self), 0);
+	locker = g_mutex_locker_new(&self->lock);
 	return g_hash_table_size(self->running);
 }
