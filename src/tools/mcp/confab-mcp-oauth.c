@@ -927,8 +927,11 @@ choose_scope(ConfabMcpOAuth *self, Flow *flow)
 		base = g_strdup(flow->challenge->scope);
 	else if (self->resource_scopes != NULL && self->resource_scopes[0] != NULL)
 		base = g_strjoinv(" ", self->resource_scopes);
-	if (flow->scope != NULL)
-		base = confab_mcp_oauth_metadata_scope_union(flow->scope, base);
+	if (flow->scope != NULL) {
+		gchar *both = confab_mcp_oauth_metadata_scope_union(flow->scope, base);
+		g_free(base);
+		base = both;
+	}
 	if (self->grant == CONFAB_MCP_OAUTH_GRANT_AUTHORIZATION_CODE &&
 	    confab_mcp_oauth_metadata_scope_has(
 		(const gchar *const *)self->server->scopes_supported,
@@ -1057,6 +1060,7 @@ flow_step_up(GTask *task)
 		return;
 	}
 	g_debug("%s: stepping up to the scope %s", self->name, scope);
+	g_free(flow->scope);
 	flow->scope = g_steal_pointer(&scope);
 	if (!self->discovered || self->client_id == NULL) {
 		flow_discover_resource(task);
