@@ -60,7 +60,9 @@ struct _ConfabEngine {
 	GHashTable *tokens;	 /* owned: id -> ConfabToken (never mutated once here) */
 	GHashTable *token_index; /* owned: guint64 hash prefix -> GPtrArray of ConfabToken */
 	guint tokens_generation; /* atomic: bumped, under the lock, when a token changes */
-	GHashTable *limits;	 /* owned: "kind\nid" -> ConfabStoreLimits, under cache_lock */
+	/* owned: id -> its ConfabStoreLimits (which holds the key), of owners and
+	 * of tokens, under cache_lock */
+	GHashTable *limits[2];
 
 	GMutex turns_lock;    /* turns */
 	GHashTable *turns;    /* owned: GCancellable of each turn in flight */
@@ -207,7 +209,8 @@ confab_engine_finalize(GObject *object)
 	g_clear_pointer(&self->agents, g_hash_table_unref);
 	g_clear_pointer(&self->tokens, g_hash_table_unref);
 	g_clear_pointer(&self->token_index, g_hash_table_unref);
-	g_clear_pointer(&self->limits, g_hash_table_unref);
+	g_clear_pointer(&self->limits[0], g_hash_table_unref);
+	g_clear_pointer(&self->limits[1], g_hash_table_unref);
 	g_clear_pointer(&self->turns, g_hash_table_unref);
 	g_clear_pointer(&self->context_providers, g_hash_table_unref);
 	g_clear_pointer(&self->context, g_main_context_unref);
@@ -259,10 +262,11 @@ confab_engine_init(ConfabEngine *self)
 	self->providers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 	self->agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 	self->tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
-	self->limits = g_hash_table_new_full(g_str_hash,
-					     g_str_equal,
-					     g_free,
-					     (GDestroyNotify)confab_store_limits_free);
+	for (guint i = 0; i < G_N_ELEMENTS(self->limits); i++)
+		self->limits[i] = g_hash_table_new_full(g_str_hash,
+							g_str_equal,
+							NULL,
+							(GDestroyNotify)confab_store_limits_free);
 	self->token_index = g_hash_table_new_full(g_int64_hash,
 						  g_int64_equal,
 						  g_free,
@@ -319,10 +323,23 @@ set_tokens(ConfabEngine *self, GPtrArray *tokens)
 		cache_token(self, g_ptr_array_index(tokens, i));
 }
 
-static gchar *
-limits_key(const gchar *kind, const gchar *id)
+/* the table of a kind of limits' ("owner" or "token") */
+static GHashTable *
+limits_of(ConfabEngine *self, const gchar *kind)
 {
-	return g_strconcat(kind, "\n", id, NULL);
+	return self->limits[g_str_equal(kind, "token") ? 1 : 0];
+}
+
+/* An owner's or a token's own limits, under cache_lock; none when no
+ * limits are set at all, without a lookup (a turn's admission asks). */
+static ConfabStoreLimits *
+lookup_limits(ConfabEngine *self, guint kind, const gchar *id)
+{
+	GHashTable *table = self->limits[kind];
+
+	if (id == NULL || g_hash_table_size(table) == 0)
+		return NULL;
+	return g_hash_table_lookup(table, id);
 }
 
 static void
@@ -330,12 +347,11 @@ set_limits(ConfabEngine *self, GPtrArray *limits)
 {
 	g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&self->cache_lock);
 
-	g_hash_table_remove_all(self->limits);
+	g_hash_table_remove_all(self->limits[0]);
+	g_hash_table_remove_all(self->limits[1]);
 	for (guint i = 0; i < limits->len; i++) {
-		ConfabStoreLimits *one = g_ptr_array_index(limits, i);
-		g_hash_table_insert(self->limits,
-				    limits_key(one->kind, one->id),
-				    g_steal_pointer(&g_ptr_array_index(limits, i)));
+		ConfabStoreLimits *one = g_steal_pointer(&g_ptr_array_index(limits, i));
+		g_hash_table_replace(limits_of(self, one->kind), one->id, one);
 	}
 }
 
@@ -1888,8 +1904,6 @@ admission_init(ConfabEngine *self,
 	       const gchar *month)
 {
 	g_autoptr(GRWLockReaderLocker) locker = NULL;
-	g_autofree gchar *owner_key = NULL;
-	g_autofree gchar *token_key = NULL;
 	ConfabStoreLimits *own, *token;
 
 	*admission = (ConfabStoreAdmission){
@@ -1901,19 +1915,13 @@ admission_init(ConfabEngine *self,
 	    .token_id = token_id,
 	};
 	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
-	if (g_hash_table_size(self->limits) == 0)
-		return;
-	owner_key = limits_key("owner", owner);
-	own = g_hash_table_lookup(self->limits, owner_key);
+	own = lookup_limits(self, 0, owner);
 	if (own != NULL) {
 		admission->rpm = own->rpm > 0 ? own->rpm : admission->rpm;
 		admission->max_parallel = own->max_parallel > 0 ? own->max_parallel
 								: admission->max_parallel;
 	}
-	if (token_id == NULL)
-		return;
-	token_key = limits_key("token", token_id);
-	token = g_hash_table_lookup(self->limits, token_key);
+	token = lookup_limits(self, 1, token_id);
 	if (token != NULL) {
 		admission->token_rpm = token->rpm;
 		admission->token_max_parallel = token->max_parallel;
@@ -2148,22 +2156,15 @@ confab_engine_tokens_init(ConfabEngine *self,
 	    .monthly = self->config->default_monthly_tokens,
 	};
 	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
-	if (g_hash_table_size(self->limits) > 0) {
-		g_autofree gchar *owner_key = limits_key("owner", owner);
-		own = g_hash_table_lookup(self->limits, owner_key);
-		if (own != NULL) {
-			tokens->tpm = own->tpm > 0 ? own->tpm : tokens->tpm;
-			tokens->monthly = own->monthly_tokens > 0 ? own->monthly_tokens
-								  : tokens->monthly;
-		}
-		if (token_id != NULL) {
-			g_autofree gchar *token_key = limits_key("token", token_id);
-			token = g_hash_table_lookup(self->limits, token_key);
-			if (token != NULL) {
-				tokens->token_tpm = token->tpm;
-				tokens->token_monthly = token->monthly_tokens;
-			}
-		}
+	own = lookup_limits(self, 0, owner);
+	if (own != NULL) {
+		tokens->tpm = own->tpm > 0 ? own->tpm : tokens->tpm;
+		tokens->monthly = own->monthly_tokens > 0 ? own->monthly_tokens : tokens->monthly;
+	}
+	token = lookup_limits(self, 1, token_id);
+	if (token != NULL) {
+		tokens->token_tpm = token->tpm;
+		tokens->token_monthly = token->monthly_tokens;
 	}
 	return tokens->tpm > 0 || tokens->monthly > 0 || tokens->token_tpm > 0 ||
 	       tokens->token_monthly > 0;
@@ -2285,7 +2286,6 @@ ConfabStoreLimits *
 confab_engine_get_limits(ConfabEngine *self, const gchar *kind, const gchar *id, GError **error)
 {
 	g_autoptr(GRWLockReaderLocker) locker = NULL;
-	g_autofree gchar *key = NULL;
 	ConfabStoreLimits *stored, *limits;
 
 	g_return_val_if_fail(CONFAB_IS_ENGINE(self), NULL);
@@ -2294,9 +2294,8 @@ confab_engine_get_limits(ConfabEngine *self, const gchar *kind, const gchar *id,
 	limits = g_new0(ConfabStoreLimits, 1);
 	limits->kind = g_strdup(kind);
 	limits->id = g_strdup(id);
-	key = limits_key(kind, id);
 	locker = g_rw_lock_reader_locker_new(&self->cache_lock);
-	stored = g_hash_table_lookup(self->limits, key);
+	stored = g_hash_table_lookup(limits_of(self, kind), id);
 	if (stored != NULL) {
 		limits->rpm = stored->rpm;
 		limits->tpm = stored->tpm;

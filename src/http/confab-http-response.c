@@ -163,6 +163,66 @@ confab_http_response_turn_error(ConfabHttpExchange *exchange, ConfabTurn *turn, 
 	confab_http_response_json(exchange, call->status, g_string_free(body, FALSE));
 }
 
+/* @value in decimal, written backwards from @end; returns where it begins.
+ * The headers of every limited answer are written this way rather than by
+ * printf (issue 30: a turn under limits costs at most 5 % more). */
+static gchar *
+format_digits(gchar *end, guint64 value)
+{
+	do {
+		*--end = (gchar)('0' + value % 10);
+		value /= 10;
+	} while (value > 0);
+	return end;
+}
+
+#define DURATION_SIZE 48
+
+/* confab_http_response_format_duration() into @buf, of DURATION_SIZE. */
+static const gchar *
+format_duration(gchar *buf, gint64 ms)
+{
+	gchar *end = buf + DURATION_SIZE;
+	gchar *p = end;
+	guint64 hours, minutes, seconds, rest;
+
+	*--p = '\0';
+	ms = MAX(ms, 0);
+	if (ms < 1000) {
+		p -= 2;
+		memcpy(p, "ms", 2);
+		return format_digits(p, (guint64)ms);
+	}
+	hours = (guint64)ms / 3600000;
+	minutes = (guint64)ms / 60000 % 60;
+	seconds = (guint64)ms / 1000 % 60;
+	rest = (guint64)ms % 1000;
+	*--p = 's';
+	if (rest > 0) {
+		/* three digits, less their trailing zeros */
+		gint digits = 3;
+		while (rest % 10 == 0) {
+			rest /= 10;
+			digits--;
+		}
+		for (gint i = 0; i < digits; i++) {
+			*--p = (gchar)('0' + rest % 10);
+			rest /= 10;
+		}
+		*--p = '.';
+	}
+	p = format_digits(p, seconds);
+	if (hours > 0 || minutes > 0) {
+		*--p = 'm';
+		p = format_digits(p, minutes);
+	}
+	if (hours > 0) {
+		*--p = 'h';
+		p = format_digits(p, hours);
+	}
+	return p;
+}
+
 /**
  * confab_http_response_format_duration:
  * @ms: milliseconds, 0 or more
@@ -175,74 +235,57 @@ confab_http_response_turn_error(ConfabHttpExchange *exchange, ConfabTurn *turn, 
 gchar *
 confab_http_response_format_duration(gint64 ms)
 {
-	GString *out = g_string_new(NULL);
-	gint64 hours, minutes, seconds, rest;
+	gchar buf[DURATION_SIZE];
 
-	ms = MAX(ms, 0);
-	if (ms < 1000) {
-		g_string_printf(out, "%" G_GINT64_FORMAT "ms", ms);
-		return g_string_free(out, FALSE);
-	}
-	hours = ms / 3600000;
-	minutes = ms / 60000 % 60;
-	seconds = ms / 1000 % 60;
-	rest = ms % 1000;
-	if (hours > 0)
-		g_string_append_printf(out, "%" G_GINT64_FORMAT "h", hours);
-	if (hours > 0 || minutes > 0)
-		g_string_append_printf(out, "%" G_GINT64_FORMAT "m", minutes);
-	g_string_append_printf(out, "%" G_GINT64_FORMAT, seconds);
-	if (rest > 0) {
-		gchar frac[8];
-		gsize len;
-		g_snprintf(frac, sizeof(frac), ".%03" G_GINT64_FORMAT, rest);
-		len = strlen(frac);
-		while (frac[len - 1] == '0')
-			frac[--len] = '\0';
-		g_string_append(out, frac);
-	}
-	g_string_append_c(out, 's');
-	return g_string_free(out, FALSE);
+	return g_strdup(format_duration(buf, ms));
+}
+
+/* a header whose value is a number */
+static void
+add_number_header(ConfabHttpExchange *exchange, const gchar *name, guint64 value)
+{
+	gchar buf[24];
+
+	buf[sizeof(buf) - 1] = '\0';
+	confab_http_exchange_add_header(exchange,
+					name,
+					format_digits(buf + sizeof(buf) - 1, value));
 }
 
 /* The requests-per-minute rate's headers. */
 static void
 add_rate_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
-	g_autofree gchar *reset = confab_http_response_format_duration(info->rate_reset_ms);
-	gchar buf[32];
+	gchar reset[DURATION_SIZE];
 
-	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->rpm);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-limit-requests", buf);
-	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->rate_remaining);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-remaining-requests", buf);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-reset-requests", reset);
+	add_number_header(exchange, "x-ratelimit-limit-requests", info->rpm);
+	add_number_header(exchange, "x-ratelimit-remaining-requests", info->rate_remaining);
+	confab_http_exchange_add_header(exchange,
+					"x-ratelimit-reset-requests",
+					format_duration(reset, info->rate_reset_ms));
 }
 
 /* When the rate or the turns in flight refused: when to come back. */
 static void
 add_retry_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
-	gchar buf[32];
+	gint64 ms = MAX(info->retry_after_ms, 0);
 
-	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, (info->retry_after_ms + 999) / 1000);
-	confab_http_exchange_add_header(exchange, "Retry-After", buf);
-	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT, info->retry_after_ms);
-	confab_http_exchange_add_header(exchange, "retry-after-ms", buf);
+	add_number_header(exchange, "Retry-After", (guint64)(ms + 999) / 1000);
+	add_number_header(exchange, "retry-after-ms", (guint64)ms);
 }
 
 /* The tokens-per-minute rate's headers. */
 static void
 add_token_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 {
-	g_autofree gchar *reset = confab_http_response_format_duration(info->tpm_reset_ms);
-	gchar buf[32];
+	gchar reset[DURATION_SIZE];
 
-	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->tpm);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-limit-tokens", buf);
-	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->tpm_remaining);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-remaining-tokens", buf);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-reset-tokens", reset);
+	add_number_header(exchange, "x-ratelimit-limit-tokens", info->tpm);
+	add_number_header(exchange, "x-ratelimit-remaining-tokens", info->tpm_remaining);
+	confab_http_exchange_add_header(exchange,
+					"x-ratelimit-reset-tokens",
+					format_duration(reset, info->tpm_reset_ms));
 }
 
 /**
@@ -272,12 +315,15 @@ confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const Confa
 	}
 	if (info->limit == 0)
 		return;
-	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->limit);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-limit-requests", buf);
-	g_snprintf(buf, sizeof(buf), "%" G_GUINT64_FORMAT, info->remaining);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-remaining-requests", buf);
-	g_snprintf(buf, sizeof(buf), "%" G_GINT64_FORMAT "s", info->reset_seconds);
-	confab_http_exchange_add_header(exchange, "x-ratelimit-reset-requests", buf);
+	add_number_header(exchange, "x-ratelimit-limit-requests", info->limit);
+	add_number_header(exchange, "x-ratelimit-remaining-requests", info->remaining);
+	/* whole seconds, as OpenAI's `6m0s` notation allows */
+	buf[sizeof(buf) - 1] = '\0';
+	buf[sizeof(buf) - 2] = 's';
+	confab_http_exchange_add_header(
+	    exchange,
+	    "x-ratelimit-reset-requests",
+	    format_digits(buf + sizeof(buf) - 2, (guint64)MAX(info->reset_seconds, 0)));
 }
 
 /* ---------- the access log ---------- */

@@ -317,12 +317,17 @@ confab_http_exchange_add_header(ConfabHttpExchange *self, const gchar *name, con
 	g_return_if_fail(!self->responded);
 	g_return_if_fail(confab_http_fields_is_token(name, strlen(name)));
 	g_string_append(self->headers, name);
-	g_string_append(self->headers, ": ");
-	for (const gchar *p = value; *p != '\0'; p++) {
-		if ((guchar)*p >= 0x20 && *p != 0x7f)
-			g_string_append_c(self->headers, *p);
+	g_string_append_len(self->headers, ": ", 2);
+	/* runs of what may stay, at once */
+	for (const gchar *p = value; *p != '\0';) {
+		const gchar *run = p;
+		while ((guchar)*p >= 0x20 && *p != 0x7f)
+			p++;
+		g_string_append_len(self->headers, run, p - run);
+		while (*p != '\0' && ((guchar)*p < 0x20 || *p == 0x7f))
+			p++;
 	}
-	g_string_append(self->headers, "\r\n");
+	g_string_append_len(self->headers, "\r\n", 2);
 }
 
 /**
