@@ -1315,6 +1315,28 @@ confab_test_upstream_stop(ConfabTestUpstream *up)
 }
 
 /**
+ * confab_test_create_held_agent:
+ * @daemon: a daemon
+ * @up: an upstream (confab_test_upstream_start())
+ *
+ * Creates the agent "held", an openai agent whose model is @up's.
+ *
+ * Returns: (transfer full): the agent id
+ */
+gchar *
+confab_test_create_held_agent(ConfabTestDaemon *daemon, ConfabTestUpstream *up)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", "held");
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
+	g_variant_dict_insert(&dict, "upstream_model", "s", "held-model");
+	return confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+}
+
+/**
  * confab_test_variant_string:
  * @dict: an a{sv}
  * @key: a key
@@ -1328,6 +1350,36 @@ confab_test_variant_string(GVariant *dict, const gchar *key)
 	if (!g_variant_lookup(dict, key, "&s", &value))
 		return NULL;
 	return value;
+}
+
+/**
+ * confab_test_header:
+ * @response: a response
+ * @name: a header's name
+ *
+ * Returns: (nullable): the header's value, or %NULL if it has none
+ */
+const gchar *
+confab_test_header(ConfabTestResponse *response, const gchar *name)
+{
+	return soup_message_headers_get_one(response->headers, name);
+}
+
+/**
+ * confab_test_header_u64:
+ * @response: a response
+ * @name: a header's name
+ *
+ * Returns: the header's value, a whole number (the header must be there)
+ */
+guint64
+confab_test_header_u64(ConfabTestResponse *response, const gchar *name)
+{
+	const gchar *value = confab_test_header(response, name);
+	guint64 n = 0;
+	g_assert_nonnull(value);
+	g_assert_true(g_ascii_string_to_unsigned(value, 10, 0, G_MAXUINT64, &n, NULL));
+	return n;
 }
 
 /**
@@ -1532,4 +1584,46 @@ confab_test_routed_stop(ConfabTestRouted *f)
 	confab_test_fake_upstream_free(f->a);
 	confab_test_fake_upstream_free(f->b);
 	g_free(f->token);
+}
+
+/**
+ * confab_test_tokens_start:
+ * @f: where to keep them
+ * @config: (nullable): confabd's configuration
+ * @other_owner: the owner of the second token (alice again, or another)
+ *
+ * Starts a confabd with @config, creates an echo agent, and makes alice a
+ * chat.completions token, then @other_owner another.
+ */
+void
+confab_test_tokens_start(ConfabTestTokens *f, const gchar *config, const gchar *other_owner)
+{
+	f->daemon = confab_test_daemon_start(config, NULL);
+	f->agent = confab_test_create_agent(f->daemon, "echo", "echo");
+	f->alice =
+	    confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, &f->alice_id);
+	f->other = confab_test_create_token(f->daemon,
+					    other_owner,
+					    "chat.completions",
+					    NULL,
+					    &f->other_id);
+}
+
+/**
+ * confab_test_tokens_teardown:
+ * @f: what confab_test_tokens_start() started
+ * @data: the test's data (unused): this is a g_test_add() teardown
+ *
+ * Stops the daemon (it must exit cleanly) and frees the rest.
+ */
+void
+confab_test_tokens_teardown(ConfabTestTokens *f, gconstpointer data)
+{
+	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
+	confab_test_daemon_free(f->daemon);
+	g_free(f->agent);
+	g_free(f->alice);
+	g_free(f->alice_id);
+	g_free(f->other);
+	g_free(f->other_id);
 }

@@ -158,6 +158,10 @@ confab_test_assert_error(ConfabTestResponse *response, guint status, const gchar
 
 const gchar *
 confab_test_variant_string(GVariant *dict, const gchar *key);
+const gchar *
+confab_test_header(ConfabTestResponse *response, const gchar *name);
+guint64
+confab_test_header_u64(ConfabTestResponse *response, const gchar *name);
 
 typedef struct _ConfabTestUpstream ConfabTestUpstream;
 
@@ -171,6 +175,8 @@ gboolean
 confab_test_upstream_wait_waiting(ConfabTestUpstream *up, guint n, guint timeout_ms);
 void
 confab_test_upstream_stop(ConfabTestUpstream *up);
+gchar *
+confab_test_create_held_agent(ConfabTestDaemon *daemon, ConfabTestUpstream *up);
 
 /* tests/fake-upstream, in a process of its own ($CONFAB_FAKE_UPSTREAM) */
 typedef struct {
@@ -201,5 +207,20 @@ void
 confab_test_routed_start(ConfabTestRouted *f, const gchar *config);
 void
 confab_test_routed_stop(ConfabTestRouted *f);
+
+/* a confabd, an echo agent, two chat.completions tokens: alice's and another */
+typedef struct {
+	ConfabTestDaemon *daemon;
+	gchar *agent;	 /* the echo agent's id */
+	gchar *alice;	 /* alice's token (a secret) */
+	gchar *alice_id; /* its id */
+	gchar *other;	 /* the other token: its owner is the one started with */
+	gchar *other_id; /* its id */
+} ConfabTestTokens;
+
+void
+confab_test_tokens_start(ConfabTestTokens *f, const gchar *config, const gchar *other_owner);
+void
+confab_test_tokens_teardown(ConfabTestTokens *f, gconstpointer data);
 
 G_END_DECLS

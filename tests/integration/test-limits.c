@@ -16,55 +16,16 @@
  * restart, and D-Bus Chat.Send under its caller's limits.
  */
 
-typedef struct {
-	ConfabTestDaemon *daemon;
-	gchar *agent;
-	gchar *alice;	 /* a secret */
-	gchar *alice_id; /* its token's id */
-	gchar *alice2;	 /* alice's second token */
-	gchar *alice2_id;
-} Fixture;
+/* f->other is alice's second token */
+typedef ConfabTestTokens Fixture;
 
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
-	f->daemon = confab_test_daemon_start(data, NULL);
-	f->agent = confab_test_create_agent(f->daemon, "echo", "echo");
-	f->alice =
-	    confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, &f->alice_id);
-	f->alice2 =
-	    confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, &f->alice2_id);
-}
-
-static void
-fixture_teardown(Fixture *f, gconstpointer data)
-{
-	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
-	confab_test_daemon_free(f->daemon);
-	g_free(f->agent);
-	g_free(f->alice);
-	g_free(f->alice_id);
-	g_free(f->alice2);
-	g_free(f->alice2_id);
+	confab_test_tokens_start(f, data, "alice");
 }
 
 /* ---------- helpers ---------- */
-
-static const gchar *
-header(ConfabTestResponse *r, const gchar *name)
-{
-	return soup_message_headers_get_one(r->headers, name);
-}
-
-static guint64
-header_u64(ConfabTestResponse *r, const gchar *name)
-{
-	const gchar *value = header(r, name);
-	guint64 n = 0;
-	g_assert_nonnull(value);
-	g_assert_true(g_ascii_string_to_unsigned(value, 10, 0, G_MAXUINT64, &n, NULL));
-	return n;
-}
 
 static void
 set_limits(ConfabTestDaemon *daemon, const gchar *kind, const gchar *id, GVariant *limits)
@@ -119,11 +80,11 @@ static void
 assert_rate_limited(ConfabTestResponse *r, guint64 rpm)
 {
 	confab_test_assert_error(r, 429, "rate_limit_exceeded");
-	g_assert_cmpstr(header(r, "x-should-retry"), ==, "true");
-	g_assert_nonnull(header(r, "retry-after-ms"));
-	g_assert_nonnull(header(r, "Retry-After"));
-	g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, rpm);
-	g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
+	g_assert_cmpstr(confab_test_header(r, "x-should-retry"), ==, "true");
+	g_assert_nonnull(confab_test_header(r, "retry-after-ms"));
+	g_assert_nonnull(confab_test_header(r, "Retry-After"));
+	g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, rpm);
+	g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
 }
 
 /* ---------- tests ---------- */
@@ -261,25 +222,31 @@ test_token_rpm(Fixture *f, gconstpointer data)
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 2);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 1);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 2);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"),
+				 ==,
+				 1);
 	}
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"),
+				 ==,
+				 0);
 	}
 	for (guint i = 0; i < 2; i++) {
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice);
 		assert_rate_limited(r, 2);
-		g_assert_cmpuint(header_u64(r, "retry-after-ms"), <=, 30000);
+		g_assert_cmpuint(confab_test_header_u64(r, "retry-after-ms"), <=, 30000);
 	}
 	/* the other token: the owner's 100, of which 2 are spent */
 	{
-		g_autoptr(ConfabTestResponse) r = turn(f, f->alice2);
+		g_autoptr(ConfabTestResponse) r = turn(f, f->other);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 100);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 97);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 100);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"),
+				 ==,
+				 97);
 	}
 	/* the other door, the same token: refused */
 	{
@@ -292,9 +259,9 @@ test_token_rpm(Fixture *f, gconstpointer data)
 	}
 	/* an owner's rate tighter than its token's holds too */
 	set_limits(f->daemon, "owner", "alice", limits_rpm(1));
-	set_limits(f->daemon, "token", f->alice2_id, limits_rpm(50));
+	set_limits(f->daemon, "token", f->other_id, limits_rpm(50));
 	{
-		g_autoptr(ConfabTestResponse) r = turn(f, f->alice2);
+		g_autoptr(ConfabTestResponse) r = turn(f, f->other);
 		assert_rate_limited(r, 1);
 	}
 }
@@ -307,19 +274,19 @@ test_owner_over_default(Fixture *f, gconstpointer data)
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 1000);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 1000);
 	}
 	set_limits(f->daemon, "owner", "alice", limits_rpm(3));
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 3);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 3);
 	}
 	set_limits(f->daemon, "owner", "alice", limits_rpm(0));
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 1000);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 1000);
 	}
 }
 
@@ -357,12 +324,7 @@ test_token_parallel(void)
 	GThread *t1, *t2;
 	GVariantDict dict;
 
-	g_variant_dict_init(&dict, NULL);
-	g_variant_dict_insert(&dict, "name", "s", "held");
-	g_variant_dict_insert(&dict, "provider", "s", "openai");
-	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
-	g_variant_dict_insert(&dict, "upstream_model", "s", "held-model");
-	agent = confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+	agent = confab_test_create_held_agent(daemon, up);
 	first.agent = second.agent = agent;
 	g_variant_dict_init(&dict, NULL);
 	g_variant_dict_insert(&dict, "max_parallel", "u", (guint32)1);
@@ -375,7 +337,7 @@ test_token_parallel(void)
 		g_autoptr(ConfabTestResponse) r =
 		    confab_test_chat(daemon, one, agent, NULL, "second", TRUE);
 		confab_test_assert_error(r, 429, "rate_limit_exceeded");
-		g_assert_cmpstr(header(r, "Retry-After"), ==, "1");
+		g_assert_cmpstr(confab_test_header(r, "Retry-After"), ==, "1");
 	}
 	/* the owner's other token has no such limit */
 	t2 = g_thread_new("second", flight_thread, &second);
@@ -470,7 +432,7 @@ test_restart(void)
 		g_autoptr(ConfabTestResponse) over =
 		    confab_test_chat(daemon, token, agent, NULL, "after", FALSE);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
 		assert_rate_limited(over, 1);
 	}
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
@@ -524,12 +486,12 @@ test_tpm(Fixture *f, gconstpointer data)
 		/* 12 + 200 tokens never fit a bucket of 100 */
 		g_autoptr(ConfabTestResponse) r = hi(f->daemon, f->alice, f->agent, 200);
 		confab_test_assert_error(r, 429, "rate_limit_exceeded");
-		g_assert_cmpstr(header(r, "x-should-retry"), ==, "true");
-		g_assert_cmpuint(header_u64(r, "retry-after-ms"), >=, 1);
-		g_assert_nonnull(header(r, "Retry-After"));
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-tokens"), ==, 0);
-		g_assert_true(is_duration(header(r, "x-ratelimit-reset-tokens")));
+		g_assert_cmpstr(confab_test_header(r, "x-should-retry"), ==, "true");
+		g_assert_cmpuint(confab_test_header_u64(r, "retry-after-ms"), >=, 1);
+		g_assert_nonnull(confab_test_header(r, "Retry-After"));
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-tokens"), ==, 0);
+		g_assert_true(is_duration(confab_test_header(r, "x-ratelimit-reset-tokens")));
 	}
 	{
 		/* the Responses door: max_output_tokens */
@@ -539,24 +501,24 @@ test_tpm(Fixture *f, gconstpointer data)
 		g_autoptr(ConfabTestResponse) r =
 		    confab_test_http(f->daemon, "POST", "/api/v1/responses", f->alice, body);
 		confab_test_assert_error(r, 429, "rate_limit_exceeded");
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
 	}
 	{
 		/* 12 + 20 fit: 68 of 100 left, or more (the bucket refills) */
 		g_autoptr(ConfabTestResponse) r = hi(f->daemon, f->alice, f->agent, 20);
 		guint64 remaining;
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
-		remaining = header_u64(r, "x-ratelimit-remaining-tokens");
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-tokens"), ==, 100);
+		remaining = confab_test_header_u64(r, "x-ratelimit-remaining-tokens");
 		g_assert_cmpuint(remaining, >=, 100 - HI_INPUT - 20);
 		g_assert_cmpuint(remaining, <=, 100);
-		g_assert_true(is_duration(header(r, "x-ratelimit-reset-tokens")));
+		g_assert_true(is_duration(confab_test_header(r, "x-ratelimit-reset-tokens")));
 	}
 	/* the owner's other token has no such rate: no tokens headers */
 	{
-		g_autoptr(ConfabTestResponse) r = hi(f->daemon, f->alice2, f->agent, 200);
+		g_autoptr(ConfabTestResponse) r = hi(f->daemon, f->other, f->agent, 200);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_null(header(r, "x-ratelimit-limit-tokens"));
+		g_assert_null(confab_test_header(r, "x-ratelimit-limit-tokens"));
 	}
 }
 
@@ -585,7 +547,7 @@ assert_budget_left(ConfabTestDaemon *daemon,
 	g_assert_cmpint(fits, >, 0);
 	over = hi(daemon, token, agent, fits + 1);
 	confab_test_assert_error(over, 429, "insufficient_quota");
-	g_assert_cmpstr(header(over, "x-should-retry"), ==, "false");
+	g_assert_cmpstr(confab_test_header(over, "x-should-retry"), ==, "false");
 	ok = hi(daemon, token, agent, fits);
 	g_assert_cmpuint(ok->status, ==, 200);
 	return total_tokens(ok);
@@ -647,8 +609,8 @@ test_monthly_tokens(void)
 	{
 		g_autoptr(ConfabTestResponse) r = hi(daemon, token, agent, 1);
 		confab_test_assert_error(r, 429, "insufficient_quota");
-		g_assert_cmpstr(header(r, "x-should-retry"), ==, "false");
-		g_assert_null(header(r, "Retry-After"));
+		g_assert_cmpstr(confab_test_header(r, "x-should-retry"), ==, "false");
+		g_assert_null(confab_test_header(r, "Retry-After"));
 	}
 	/* the token's own budget holds too, the tighter; it counts the
 	 * month's tokens from before it was set (every turn here was the
@@ -675,34 +637,39 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_round_trip,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/limits/bad-input",
 		   Fixture,
 		   NULL,
 		   fixture_setup,
 		   test_bad_input,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/limits/token-rpm",
 		   Fixture,
 		   NULL,
 		   fixture_setup,
 		   test_token_rpm,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/limits/owner-over-default",
 		   Fixture,
 		   "[quota]\ndefault_rpm=1000\n",
 		   fixture_setup,
 		   test_owner_over_default,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add_func("/confab/limits/token-parallel", test_token_parallel);
 	g_test_add("/confab/limits/chat-send",
 		   Fixture,
 		   NULL,
 		   fixture_setup,
 		   test_chat_send,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add_func("/confab/limits/restart", test_restart);
-	g_test_add("/confab/limits/tpm", Fixture, NULL, fixture_setup, test_tpm, fixture_teardown);
+	g_test_add("/confab/limits/tpm",
+		   Fixture,
+		   NULL,
+		   fixture_setup,
+		   test_tpm,
+		   confab_test_tokens_teardown);
 	g_test_add_func("/confab/limits/monthly-tokens", test_monthly_tokens);
 	ret = g_test_run();
 	confab_test_finish();

@@ -157,16 +157,26 @@ get(const gchar *url, gchar **location, gchar **body)
 	return soup_message_get_status(msg);
 }
 
-/* What a person does: opens the URL; the authorization server approves
- * and redirects to confabd's callback, whose URL is returned. */
+/* What a person does to authorize "remote": asks for the URL
+ * (AuthorizeMcpServer) and opens it; the authorization server approves and
+ * redirects to confabd's callback. With @callback, the callback's URL is
+ * returned there, not opened; without, it is opened and must succeed.
+ * Returns the authorization URL. */
 static gchar *
-approve(const gchar *url)
+authorize_as_person(Fixture *f, const gchar *agent, gchar **callback)
 {
-	gchar *location = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *url = authorize(f, agent, &error);
+	g_autofree gchar *location = NULL;
 
+	g_assert_no_error(error);
 	g_assert_cmpuint(get(url, &location, NULL), ==, 302);
 	g_assert_nonnull(location);
-	return location;
+	if (callback != NULL)
+		*callback = g_steal_pointer(&location);
+	else
+		g_assert_cmpuint(get(location, NULL, NULL), ==, 200);
+	return g_steal_pointer(&url);
 }
 
 static gchar *
@@ -219,12 +229,10 @@ test_authorization_code(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(streamed, "\"tool_event\":{\"type\":\"authorization_needed\""));
 	g_assert_nonnull(strstr(streamed, command));
 
-	url = authorize(f, agent, &error);
-	g_assert_no_error(error);
+	url = authorize_as_person(f, agent, &callback);
 	g_assert_nonnull(strstr(url, "code_challenge_method=S256"));
 	g_assert_nonnull(strstr(url, "resource="));
 	g_assert_nonnull(strstr(url, "client_id=dcr-client"));
-	callback = approve(url);
 	g_assert_true(g_str_has_prefix(callback, f->daemon->url));
 	g_assert_nonnull(strstr(callback, "/api/v1/oauth/callback?"));
 	g_assert_cmpuint(get(callback, NULL, &page), ==, 200);
@@ -265,7 +273,6 @@ test_bad_callbacks(Fixture *f, gconstpointer data)
 	g_autofree gchar *unknown = NULL, *none = NULL, *no_code = NULL, *status = NULL;
 	g_autoptr(GUri) uri = NULL;
 	g_autoptr(GHashTable) params = NULL;
-	g_autoptr(GError) error = NULL;
 
 	start_server(f, "ok");
 	agent = create_agent(f, NULL);
@@ -278,9 +285,7 @@ test_bad_callbacks(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(page, "no state"));
 
 	/* a real state without a code: refused, and used up */
-	url = authorize(f, agent, &error);
-	g_assert_no_error(error);
-	callback = approve(url);
+	url = authorize_as_person(f, agent, &callback);
 	uri = g_uri_parse(callback, G_URI_FLAGS_ENCODED, NULL);
 	params = g_uri_parse_params(g_uri_get_query(uri), -1, "&", G_URI_PARAMS_NONE, NULL);
 	no_code = g_strdup_printf("%s/api/v1/oauth/callback?state=%s",
@@ -327,19 +332,15 @@ test_client_credentials(Fixture *f, gconstpointer data)
 static void
 test_refresh(Fixture *f, gconstpointer data)
 {
-	g_autofree gchar *agent = NULL, *url = NULL, *callback = NULL, *body = NULL;
+	g_autofree gchar *agent = NULL, *url = NULL, *body = NULL;
 	g_autofree gchar *record = NULL, *status = NULL;
 	g_autoptr(ConfabTestResponse) r = NULL;
-	g_autoptr(GError) error = NULL;
 
 	start_server(f, "expiring");
 	agent = create_agent(f, NULL);
 	status = server_status(f, agent);
 	g_assert_nonnull(strstr(status, "authorization needed"));
-	url = authorize(f, agent, &error);
-	g_assert_no_error(error);
-	callback = approve(url);
-	g_assert_cmpuint(get(callback, NULL, NULL), ==, 200);
+	url = authorize_as_person(f, agent, NULL);
 	body = chat_body(agent, "/tool remote__echo {\\\"text\\\":\\\"fresh\\\"}");
 	r = confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, body);
 	g_assert_cmpuint(r->status, ==, 200);
@@ -355,19 +356,15 @@ test_refresh(Fixture *f, gconstpointer data)
 static void
 test_step_up(Fixture *f, gconstpointer data)
 {
-	g_autofree gchar *agent = NULL, *url = NULL, *callback = NULL, *body = NULL;
-	g_autofree gchar *stream_body = NULL, *streamed = NULL, *again = NULL, *more = NULL;
+	g_autofree gchar *agent = NULL, *url = NULL, *body = NULL;
+	g_autofree gchar *stream_body = NULL, *streamed = NULL, *again = NULL;
 	g_autoptr(ConfabTestResponse) first = NULL;
 	g_autoptr(ConfabTestResponse) second = NULL;
-	g_autoptr(GError) error = NULL;
 
 	start_server(f, "step-up");
 	agent = create_agent(f, NULL);
-	url = authorize(f, agent, &error);
-	g_assert_no_error(error);
+	url = authorize_as_person(f, agent, NULL);
 	g_assert_null(strstr(url, "write"));
-	callback = approve(url);
-	g_assert_cmpuint(get(callback, NULL, NULL), ==, 200);
 
 	body = chat_body(agent, "/tool remote__echo {\\\"text\\\":\\\"hi\\\"}");
 	stream_body = g_strdup_printf("%.*s,\"stream\":true}", (int)strlen(body) - 1, body);
@@ -380,11 +377,8 @@ test_step_up(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(streamed, "\"error\":\"The tool failed: "));
 	g_assert_nonnull(strstr(streamed, "authorization needed"));
 
-	again = authorize(f, agent, &error);
-	g_assert_no_error(error);
+	again = authorize_as_person(f, agent, NULL);
 	g_assert_nonnull(strstr(again, "scope=mcp%20write"));
-	more = approve(again);
-	g_assert_cmpuint(get(more, NULL, NULL), ==, 200);
 	second =
 	    confab_test_http(f->daemon, "POST", "/api/v1/chat/completions", f->token, stream_body);
 	g_assert_cmpuint(second->status, ==, 200);

@@ -15,36 +15,13 @@
  * concurrency, unlimited owners, the configured default, and a restart.
  */
 
-typedef struct {
-	ConfabTestDaemon *daemon;
-	gchar *agent;
-	gchar *alice;
-	gchar *bob;
-} Fixture;
-
-static void
-fixture_start(Fixture *f, const gchar *config)
-{
-	f->daemon = confab_test_daemon_start(config, NULL);
-	f->agent = confab_test_create_agent(f->daemon, "echo", "echo");
-	f->alice = confab_test_create_token(f->daemon, "alice", "chat.completions", NULL, NULL);
-	f->bob = confab_test_create_token(f->daemon, "bob", "chat.completions", NULL, NULL);
-}
+/* f->other is bob's token */
+typedef ConfabTestTokens Fixture;
 
 static void
 fixture_setup(Fixture *f, gconstpointer data)
 {
-	fixture_start(f, data);
-}
-
-static void
-fixture_teardown(Fixture *f, gconstpointer data)
-{
-	g_assert_cmpint(confab_test_daemon_stop(f->daemon), ==, 0);
-	confab_test_daemon_free(f->daemon);
-	g_free(f->agent);
-	g_free(f->alice);
-	g_free(f->bob);
+	confab_test_tokens_start(f, data, "bob");
 }
 
 /* ---------- helpers ---------- */
@@ -74,27 +51,11 @@ used(Fixture *f, const gchar *owner)
 	return usage_u64(f, owner, "requests");
 }
 
-static const gchar *
-header(ConfabTestResponse *r, const gchar *name)
-{
-	return soup_message_headers_get_one(r->headers, name);
-}
-
-static guint64
-header_u64(ConfabTestResponse *r, const gchar *name)
-{
-	const gchar *value = header(r, name);
-	guint64 n = 0;
-	g_assert_nonnull(value);
-	g_assert_true(g_ascii_string_to_unsigned(value, 10, 0, G_MAXUINT64, &n, NULL));
-	return n;
-}
-
 /* "123s": whole seconds until the month rolls over */
 static gint64
 reset_seconds(ConfabTestResponse *r)
 {
-	const gchar *value = header(r, "x-ratelimit-reset-requests");
+	const gchar *value = confab_test_header(r, "x-ratelimit-reset-requests");
 	g_autofree gchar *digits = NULL;
 	guint64 n = 0;
 	g_assert_nonnull(value);
@@ -107,17 +68,19 @@ reset_seconds(ConfabTestResponse *r)
 static void
 assert_quota_headers(ConfabTestResponse *r, guint64 limit, guint64 remaining)
 {
-	g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, limit);
-	g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, remaining);
+	g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, limit);
+	g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"),
+			 ==,
+			 remaining);
 	(void)reset_seconds(r);
 }
 
 static void
 assert_no_quota_headers(ConfabTestResponse *r)
 {
-	g_assert_null(header(r, "x-ratelimit-limit-requests"));
-	g_assert_null(header(r, "x-ratelimit-remaining-requests"));
-	g_assert_null(header(r, "x-ratelimit-reset-requests"));
+	g_assert_null(confab_test_header(r, "x-ratelimit-limit-requests"));
+	g_assert_null(confab_test_header(r, "x-ratelimit-remaining-requests"));
+	g_assert_null(confab_test_header(r, "x-ratelimit-reset-requests"));
 }
 
 static void
@@ -125,7 +88,7 @@ assert_over_quota(ConfabTestResponse *r)
 {
 	confab_test_assert_error(r, 429, "insufficient_quota");
 	g_assert_cmpstr(confab_test_json_string(r->json, "error.type"), ==, "insufficient_quota");
-	g_assert_cmpstr(header(r, "x-should-retry"), ==, "false");
+	g_assert_cmpstr(confab_test_header(r, "x-should-retry"), ==, "false");
 	g_assert_cmpstr(soup_message_headers_get_content_type(r->headers, NULL),
 			==,
 			"application/json");
@@ -205,7 +168,7 @@ test_headers_and_limit(Fixture *f, gconstpointer data)
 
 	/* another owner is not affected */
 	{
-		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_autoptr(ConfabTestResponse) r = turn(f, f->other, FALSE);
 		g_assert_cmpuint(r->status, ==, 200);
 		assert_no_quota_headers(r);
 	}
@@ -260,7 +223,7 @@ test_not_counted(Fixture *f, gconstpointer data)
 
 	confab_test_set_quota(f->daemon, "alice", 2);
 	{
-		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_autoptr(ConfabTestResponse) r = turn(f, f->other, FALSE);
 		g_assert_cmpuint(r->status, ==, 200);
 		bob_session = g_strdup(confab_test_json_string(r->json, "metadata.session_id"));
 	}
@@ -392,7 +355,8 @@ race_thread(gpointer data)
 	g_mutex_lock(&race->lock);
 	if (r->status == 200)
 		race->ok++;
-	else if (r->status == 429 && g_strcmp0(header(r, "x-should-retry"), "false") == 0)
+	else if (r->status == 429 &&
+		 g_strcmp0(confab_test_header(r, "x-should-retry"), "false") == 0)
 		race->over++;
 	else
 		race->other++;
@@ -517,7 +481,7 @@ test_config_default(Fixture *f, gconstpointer data)
 	}
 	/* every owner gets the default */
 	{
-		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_autoptr(ConfabTestResponse) r = turn(f, f->other, FALSE);
 		g_assert_cmpuint(r->status, ==, 200);
 		assert_quota_headers(r, 2, 1);
 	}
@@ -634,19 +598,21 @@ parse_duration(const gchar *value)
 static void
 assert_rate_limited(ConfabTestResponse *r, guint64 rpm)
 {
-	guint64 retry_ms = header_u64(r, "retry-after-ms");
-	guint64 retry_s = header_u64(r, "Retry-After");
+	guint64 retry_ms = confab_test_header_u64(r, "retry-after-ms");
+	guint64 retry_s = confab_test_header_u64(r, "Retry-After");
 
 	confab_test_assert_error(r, 429, "rate_limit_exceeded");
 	g_assert_cmpstr(confab_test_json_string(r->json, "error.type"), ==, "rate_limit_error");
-	g_assert_cmpstr(header(r, "x-should-retry"), ==, "true");
+	g_assert_cmpstr(confab_test_header(r, "x-should-retry"), ==, "true");
 	g_assert_cmpuint(retry_ms, >=, 1);
 	g_assert_cmpuint(retry_ms, <=, 60000 / rpm);
 	/* whole seconds, rounded up */
 	g_assert_cmpuint(retry_s, ==, (retry_ms + 999) / 1000);
-	g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, rpm);
-	g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
-	g_assert_cmpint(parse_duration(header(r, "x-ratelimit-reset-requests")), <=, 60000);
+	g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, rpm);
+	g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
+	g_assert_cmpint(parse_duration(confab_test_header(r, "x-ratelimit-reset-requests")),
+			<=,
+			60000);
 }
 
 static void
@@ -657,10 +623,12 @@ test_rate_headers(Fixture *f, gconstpointer data)
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
-		g_assert_cmpstr(header(r, "x-ratelimit-reset-requests"), ==, "1m0s");
-		g_assert_null(header(r, "Retry-After"));
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"),
+				 ==,
+				 0);
+		g_assert_cmpstr(confab_test_header(r, "x-ratelimit-reset-requests"), ==, "1m0s");
+		g_assert_null(confab_test_header(r, "Retry-After"));
 	}
 	{
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, TRUE);
@@ -672,14 +640,16 @@ test_rate_headers(Fixture *f, gconstpointer data)
 	}
 	/* the other door, streamed: the same headers; another owner's rate */
 	{
-		g_autoptr(ConfabTestResponse) r = responses_turn(f, f->bob, TRUE);
+		g_autoptr(ConfabTestResponse) r = responses_turn(f, f->other, TRUE);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 0);
-		g_assert_cmpstr(header(r, "x-ratelimit-reset-requests"), ==, "1m0s");
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 1);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"),
+				 ==,
+				 0);
+		g_assert_cmpstr(confab_test_header(r, "x-ratelimit-reset-requests"), ==, "1m0s");
 	}
 	{
-		g_autoptr(ConfabTestResponse) r = responses_turn(f, f->bob, FALSE);
+		g_autoptr(ConfabTestResponse) r = responses_turn(f, f->other, FALSE);
 		assert_rate_limited(r, 1);
 	}
 	/* a request the rate refuses does not count against the month */
@@ -716,8 +686,9 @@ rate_race_thread(gpointer data)
 	g_mutex_lock(&race->lock);
 	if (r->status == 200)
 		race->ok++;
-	else if (r->status == 429 && g_strcmp0(header(r, "x-should-retry"), "true") == 0 &&
-		 header(r, "retry-after-ms") != NULL)
+	else if (r->status == 429 &&
+		 g_strcmp0(confab_test_header(r, "x-should-retry"), "true") == 0 &&
+		 confab_test_header(r, "retry-after-ms") != NULL)
 		race->limited++;
 	else {
 		g_autofree gchar *body =
@@ -789,15 +760,17 @@ test_rate_and_month(Fixture *f, gconstpointer data)
 		/* a spent month stays insufficient_quota, not to be retried */
 		g_autoptr(ConfabTestResponse) r = turn(f, f->alice, FALSE);
 		assert_over_quota(r);
-		g_assert_null(header(r, "retry-after-ms"));
+		g_assert_null(confab_test_header(r, "retry-after-ms"));
 	}
 	{
 		/* an owner without a quota of their own: the rate's headers */
-		g_autoptr(ConfabTestResponse) r = turn(f, f->bob, FALSE);
+		g_autoptr(ConfabTestResponse) r = turn(f, f->other, FALSE);
 		g_assert_cmpuint(r->status, ==, 200);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-limit-requests"), ==, 100);
-		g_assert_cmpuint(header_u64(r, "x-ratelimit-remaining-requests"), ==, 99);
-		g_assert_cmpstr(header(r, "x-ratelimit-reset-requests"), ==, "600ms");
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-limit-requests"), ==, 100);
+		g_assert_cmpuint(confab_test_header_u64(r, "x-ratelimit-remaining-requests"),
+				 ==,
+				 99);
+		g_assert_cmpstr(confab_test_header(r, "x-ratelimit-reset-requests"), ==, "600ms");
 	}
 	g_assert_cmpuint(used(f, "alice"), ==, 2);
 }
@@ -828,7 +801,7 @@ flight_thread(gpointer data)
 	else if (r->status == 429 &&
 		 g_strcmp0(confab_test_json_string(r->json, "error.code"), "rate_limit_exceeded") ==
 		     0 &&
-		 g_strcmp0(header(r, "Retry-After"), "1") == 0)
+		 g_strcmp0(confab_test_header(r, "Retry-After"), "1") == 0)
 		flight->limited++;
 	else
 		flight->other++;
@@ -858,15 +831,9 @@ test_max_parallel(void)
 	g_autofree gchar *token = NULL;
 	g_autoptr(GPtrArray) threads = g_ptr_array_new();
 	Flight flight = {daemon};
-	GVariantDict dict;
 	gint64 deadline;
 
-	g_variant_dict_init(&dict, NULL);
-	g_variant_dict_insert(&dict, "name", "s", "held");
-	g_variant_dict_insert(&dict, "provider", "s", "openai");
-	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
-	g_variant_dict_insert(&dict, "upstream_model", "s", "held-model");
-	agent = confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+	agent = confab_test_create_held_agent(daemon, up);
 	token = confab_test_create_token(daemon, "alice", "chat.completions", NULL, NULL);
 	flight.token = token;
 	flight.agent = agent;
@@ -922,51 +889,51 @@ main(int argc, char **argv)
 		   NULL,
 		   fixture_setup,
 		   test_headers_and_limit,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/quota/not-counted",
 		   Fixture,
 		   NULL,
 		   fixture_setup,
 		   test_not_counted,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/quota/concurrency",
 		   Fixture,
 		   NULL,
 		   fixture_setup,
 		   test_concurrency,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/quota/unlimited",
 		   Fixture,
 		   NULL,
 		   fixture_setup,
 		   test_unlimited,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/quota/config-default",
 		   Fixture,
 		   DEFAULT_QUOTA_CONFIG,
 		   fixture_setup,
 		   test_config_default,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add_func("/confab/quota/restart", test_restart);
 	g_test_add("/confab/quota/rate-headers",
 		   Fixture,
 		   RPM_1_CONFIG,
 		   fixture_setup,
 		   test_rate_headers,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add("/confab/quota/rate-race",
 		   Fixture,
 		   RPM_10_CONFIG,
 		   fixture_setup,
 		   test_rate_race,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	g_test_add_func("/confab/quota/max-parallel", test_max_parallel);
 	g_test_add("/confab/quota/rate-and-month",
 		   Fixture,
 		   RPM_100_CONFIG,
 		   fixture_setup,
 		   test_rate_and_month,
-		   fixture_teardown);
+		   confab_test_tokens_teardown);
 	ret = g_test_run();
 	confab_test_finish();
 	return ret;

@@ -757,6 +757,55 @@ parallel_refused(ConfabStoreUsage *usage, guint64 max_parallel)
 	usage->retry_after_ms = 1000;
 }
 
+/* Where a row of rates stands in ADMIT_SQL's answer (column 6 is the
+ * database's clock), and which usage members its rate fills. */
+typedef struct {
+	gint taken;	/* not NULL when the row admitted the turn */
+	gint tat;	/* its arrival time after the turn, when it admitted */
+	gint old_tat;	/* its arrival time as the statement saw it */
+	gint in_flight; /* its turns in flight as the statement saw them */
+	void (*set_rate)(ConfabStoreUsage *usage,
+			 guint64 rpm,
+			 gint64 tat,
+			 gint64 now,
+			 gboolean admitted);
+} RateRow;
+
+/* A row of rates' verdict on @usage: whether it took a parallel slot, then
+ * kept (@slot_id, stolen) among @holder's holds. */
+static gboolean
+row_verdict(ConfabStorePostgres *self,
+	    const RateRow *row,
+	    guint64 rpm,
+	    guint64 max_parallel,
+	    const gchar *holder,
+	    gchar **slot_id,
+	    ConfabStoreUsage *usage,
+	    PGresult *res)
+{
+	gboolean row_ok = !PQgetisnull(res, 0, row->taken);
+	gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
+	gboolean full = !row_ok && !spent &&
+			row_was_full(rpm,
+				     max_parallel,
+				     column_int(res, 0, row->old_tat),
+				     column_int(res, 0, 6),
+				     column_int(res, 0, row->in_flight));
+
+	if (rpm > 0)
+		row->set_rate(usage,
+			      rpm,
+			      column_int(res, 0, row_ok ? row->tat : row->old_tat),
+			      column_int(res, 0, 6),
+			      row_ok || spent || full);
+	if (full)
+		parallel_refused(usage, max_parallel);
+	if (!row_ok || max_parallel == 0)
+		return FALSE;
+	holds_push(self, holder, PARALLEL_KEY, g_steal_pointer(slot_id));
+	return TRUE;
+}
+
 /* The owner's row of rates (columns 4 to 8), when the token's let it try. */
 static void
 owner_row_verdict(ConfabStorePostgres *self,
@@ -764,26 +813,22 @@ owner_row_verdict(ConfabStorePostgres *self,
 		  ConfabStoreUsage *usage,
 		  PGresult *res)
 {
-	gboolean row_ok = !PQgetisnull(res, 0, 4);
-	gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
-	gboolean full = !row_ok && !spent &&
-			row_was_full(query->rpm,
-				     query->max_parallel,
-				     column_int(res, 0, 5),
-				     column_int(res, 0, 6),
-				     column_int(res, 0, 8));
+	static const RateRow owner_row = {
+	    .taken = 4,
+	    .tat = 4,
+	    .old_tat = 5,
+	    .in_flight = 8,
+	    .set_rate = confab_store_usage_set_rate,
+	};
 
-	if (query->rpm > 0)
-		confab_store_usage_set_rate(usage,
+	usage->parallel_taken = row_verdict(self,
+					    &owner_row,
 					    query->rpm,
-					    column_int(res, 0, row_ok ? 4 : 5),
-					    column_int(res, 0, 6),
-					    row_ok || spent || full);
-	if (full)
-		parallel_refused(usage, query->max_parallel);
-	usage->parallel_taken = row_ok && query->max_parallel > 0;
-	if (usage->parallel_taken)
-		holds_push(self, query->owner, PARALLEL_KEY, g_steal_pointer(&query->slot_id));
+					    query->max_parallel,
+					    query->owner,
+					    &query->slot_id,
+					    usage,
+					    res);
 }
 
 /* The token's row of rates (columns 9 to 12). */
@@ -793,29 +838,22 @@ token_row_verdict(ConfabStorePostgres *self,
 		  ConfabStoreUsage *usage,
 		  PGresult *res)
 {
-	gboolean row_ok = !PQgetisnull(res, 0, 12);
-	gboolean spent = usage->limit > 0 && usage->requests >= usage->limit;
-	gboolean full = !row_ok && !spent &&
-			row_was_full(query->token_rpm,
-				     query->token_max_parallel,
-				     column_int(res, 0, 10),
-				     column_int(res, 0, 6),
-				     column_int(res, 0, 11));
+	static const RateRow token_row = {
+	    .taken = 12,
+	    .tat = 9,
+	    .old_tat = 10,
+	    .in_flight = 11,
+	    .set_rate = confab_store_usage_set_token_rate,
+	};
 
-	if (query->token_rpm > 0)
-		confab_store_usage_set_token_rate(usage,
+	usage->token_parallel_taken = row_verdict(self,
+						  &token_row,
 						  query->token_rpm,
-						  column_int(res, 0, row_ok ? 9 : 10),
-						  column_int(res, 0, 6),
-						  row_ok || spent || full);
-	if (full)
-		parallel_refused(usage, query->token_max_parallel);
-	usage->token_parallel_taken = row_ok && query->token_max_parallel > 0;
-	if (usage->token_parallel_taken)
-		holds_push(self,
-			   query->token_id,
-			   PARALLEL_KEY,
-			   g_steal_pointer(&query->token_slot_id));
+						  query->token_max_parallel,
+						  query->token_id,
+						  &query->token_slot_id,
+						  usage,
+						  res);
 }
 
 static void

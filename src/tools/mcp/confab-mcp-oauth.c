@@ -356,11 +356,15 @@ clear_pending(ConfabMcpOAuth *self)
 
 /* ---------- the flow of a challenge ---------- */
 
+typedef struct _DiscoveryStep DiscoveryStep;
+
 typedef struct {
 	guint status;
 	ConfabMcpOAuthChallenge *challenge;
 	GPtrArray *urls;
 	guint next;
+	/* unowned (static): the discovery step flow->urls are fetched for */
+	const DiscoveryStep *step;
 	gboolean legacy;      /* no protected-resource metadata: 2025-03-26 */
 	gchar *issuer;	      /* the authorization server we look up */
 	gchar *scope;	      /* what to ask for */
@@ -431,43 +435,105 @@ flow_return(GTask *task, GError *error)
 	}
 }
 
-/* -- protected-resource metadata (RFC 9728) -- */
+/* -- discovery: a metadata document, tried at each of flow->urls in turn -- */
 
+struct _DiscoveryStep {
+	const gchar *what; /* the step, for its errors */
+	/* reads and checks the document: the metadata (owned), or NULL and @error */
+	gpointer (*read)(GTask *task, const GString *body, GError **error);
+	/* takes the task and the metadata: the next step */
+	void (*found)(GTask *task, gpointer metadata);
+	/* takes the task: the next place, or what follows when none is left */
+	void (*next)(GTask *task);
+};
+
+/* The first place that answers 200 decides: its document is the step's, or
+ * the step fails. */
 static void
-on_resource_fetched(GObject *source, GAsyncResult *res, gpointer user_data)
+on_discovery_fetched(GObject *source, GAsyncResult *res, gpointer user_data)
 {
 	g_autoptr(GTask) task = user_data;
 	ConfabMcpOAuth *self = g_task_get_source_object(task);
-	Flow *flow = flow_of(task);
+	const DiscoveryStep *step = flow_of(task)->step;
 	g_autoptr(GError) error = NULL;
 	g_autoptr(FetchResult) result = fetch_finish(self, res, &error);
-	g_autoptr(ConfabMcpOAuthResource) resource = NULL;
+	gpointer metadata;
 
 	if (result == NULL || result->status != 200) {
 		/* not there: the next place */
-		flow_discover_resource(g_steal_pointer(&task));
+		step->next(g_steal_pointer(&task));
 		return;
 	}
-	resource =
-	    confab_mcp_oauth_metadata_parse_resource(result->body->str, result->body->len, &error);
-	if (resource == NULL) {
-		flow_return(task, step_error(self, "protected-resource metadata", error));
+	metadata = step->read(task, result->body, &error);
+	if (metadata == NULL) {
+		flow_return(task, step_error(self, step->what, error));
 		return;
 	}
+	step->found(g_steal_pointer(&task), metadata);
+}
+
+/* Fetches the next of flow->urls for @step. */
+static void
+discovery_fetch(GTask *task, const DiscoveryStep *step)
+{
+	ConfabMcpOAuth *self = g_task_get_source_object(task);
+	Flow *flow = flow_of(task);
+
+	flow->step = step;
+	fetch_async(self,
+		    "GET",
+		    flow->urls->pdata[flow->next++],
+		    "",
+		    NULL,
+		    NULL,
+		    on_discovery_fetched,
+		    task);
+}
+
+/* -- protected-resource metadata (RFC 9728) -- */
+
+static gpointer
+resource_read(GTask *task, const GString *body, GError **error)
+{
+	ConfabMcpOAuth *self = g_task_get_source_object(task);
+	g_autoptr(ConfabMcpOAuthResource) resource =
+	    confab_mcp_oauth_metadata_parse_resource(body->str, body->len, error);
+
+	if (resource == NULL)
+		return NULL;
 	if (!confab_mcp_oauth_metadata_resource_covers(resource->resource, self->server_url)) {
-		g_autofree gchar *why = g_strdup_printf("it names the resource %s, not %s",
-							resource->resource,
-							self->server_url);
-		flow_return(task, step_error_literal(self, "protected-resource metadata", why));
-		return;
+		g_set_error(error,
+			    CONFAB_MCP_OAUTH_ERROR,
+			    CONFAB_MCP_OAUTH_ERROR_FAILED,
+			    "it names the resource %s, not %s",
+			    resource->resource,
+			    self->server_url);
+		return NULL;
 	}
+	return g_steal_pointer(&resource);
+}
+
+static void
+resource_found(GTask *task, gpointer metadata)
+{
+	ConfabMcpOAuth *self = g_task_get_source_object(task);
+	Flow *flow = flow_of(task);
+	g_autoptr(ConfabMcpOAuthResource) resource = metadata;
+
 	set_str(&self->resource, resource->resource);
 	g_strfreev(self->resource_scopes);
 	self->resource_scopes = g_steal_pointer(&resource->scopes_supported);
 	flow->issuer = g_strdup(resource->authorization_server);
 	g_clear_pointer(&flow->urls, g_ptr_array_unref);
-	flow_discover_server(g_steal_pointer(&task));
+	flow_discover_server(task);
 }
+
+static const DiscoveryStep resource_discovery = {
+    .what = "protected-resource metadata",
+    .read = resource_read,
+    .found = resource_found,
+    .next = flow_discover_resource,
+};
 
 static void
 flow_discover_resource(GTask *task)
@@ -491,14 +557,7 @@ flow_discover_resource(GTask *task)
 		flow_discover_server(task);
 		return;
 	}
-	fetch_async(self,
-		    "GET",
-		    flow->urls->pdata[flow->next++],
-		    "",
-		    NULL,
-		    NULL,
-		    on_resource_fetched,
-		    task);
+	discovery_fetch(task, &resource_discovery);
 }
 
 /* -- authorization-server metadata (RFC 8414, OpenID) -- */
@@ -513,10 +572,12 @@ server_urls_allowed(ConfabMcpOAuthServer *server, GError **error)
 		confab_mcp_oauth_metadata_url_allowed(server->registration_endpoint, error));
 }
 
+/* Takes @metadata, a ConfabMcpOAuthServer. */
 static void
-server_found(GTask *task, ConfabMcpOAuthServer *server)
+server_found(GTask *task, gpointer metadata)
 {
 	ConfabMcpOAuth *self = g_task_get_source_object(task);
+	ConfabMcpOAuthServer *server = metadata;
 
 	if (self->server != NULL && g_strcmp0(self->server->issuer, server->issuer) != 0) {
 		/* another authorization server: its client and tokens are not ours */
@@ -530,37 +591,35 @@ server_found(GTask *task, ConfabMcpOAuthServer *server)
 	flow_register(task);
 }
 
-static void
-on_server_fetched(GObject *source, GAsyncResult *res, gpointer user_data)
+static gpointer
+server_read(GTask *task, const GString *body, GError **error)
 {
-	g_autoptr(GTask) task = user_data;
-	ConfabMcpOAuth *self = g_task_get_source_object(task);
 	Flow *flow = flow_of(task);
-	g_autoptr(GError) error = NULL;
-	g_autoptr(FetchResult) result = fetch_finish(self, res, &error);
-	g_autoptr(ConfabMcpOAuthServer) server = NULL;
+	g_autoptr(ConfabMcpOAuthServer) server =
+	    confab_mcp_oauth_metadata_parse_server(body->str, body->len, error);
 
-	if (result == NULL || result->status != 200) {
-		flow_discover_server(g_steal_pointer(&task));
-		return;
-	}
-	server =
-	    confab_mcp_oauth_metadata_parse_server(result->body->str, result->body->len, &error);
-	if (server == NULL || !server_urls_allowed(server, &error)) {
-		flow_return(task, step_error(self, "authorization-server metadata", error));
-		return;
-	}
+	if (server == NULL || !server_urls_allowed(server, error))
+		return NULL;
 	/* the 2025-03-26 discovery did not know the issuer beforehand */
 	if (!flow->legacy &&
 	    !confab_mcp_oauth_metadata_same_resource(server->issuer, flow->issuer)) {
-		g_autofree gchar *why = g_strdup_printf("the metadata names the issuer %s, not %s",
-							server->issuer,
-							flow->issuer);
-		flow_return(task, step_error_literal(self, "authorization-server metadata", why));
-		return;
+		g_set_error(error,
+			    CONFAB_MCP_OAUTH_ERROR,
+			    CONFAB_MCP_OAUTH_ERROR_FAILED,
+			    "the metadata names the issuer %s, not %s",
+			    server->issuer,
+			    flow->issuer);
+		return NULL;
 	}
-	server_found(g_steal_pointer(&task), g_steal_pointer(&server));
+	return g_steal_pointer(&server);
 }
+
+static const DiscoveryStep server_discovery = {
+    .what = "authorization-server metadata",
+    .read = server_read,
+    .found = server_found,
+    .next = flow_discover_server,
+};
 
 /* The 2025-03-26 fallback: /authorize, /token, /register at the origin. */
 static ConfabMcpOAuthServer *
@@ -591,14 +650,7 @@ flow_discover_server(GTask *task)
 		flow->next = 0;
 	}
 	if (flow->next < flow->urls->len) {
-		fetch_async(self,
-			    "GET",
-			    flow->urls->pdata[flow->next++],
-			    "",
-			    NULL,
-			    NULL,
-			    on_server_fetched,
-			    task);
+		discovery_fetch(task, &server_discovery);
 		return;
 	}
 	if (flow->legacy) {
