@@ -37,7 +37,8 @@ confab_http_exchange_new(ConfabHttpConnection *conn, ConfabHttpRequestParser *pa
 	self->peer = g_strdup(confab_http_server_connection_get_peer(conn));
 	self->loopback = confab_http_server_connection_is_loopback(conn);
 	self->start = g_get_monotonic_time();
-	self->headers = g_string_new(NULL);
+	/* room for a limited answer's headers without growing */
+	self->headers = g_string_sized_new(512);
 	return self;
 }
 
@@ -330,6 +331,14 @@ confab_http_exchange_add_header(ConfabHttpExchange *self, const gchar *name, con
 	g_string_append_len(self->headers, "\r\n", 2);
 }
 
+static void
+append_content_type(GString *headers, const gchar *content_type)
+{
+	g_string_append_len(headers, "Content-Type: ", 14);
+	g_string_append(headers, content_type);
+	g_string_append_len(headers, "\r\n", 2);
+}
+
 /**
  * confab_http_exchange_respond:
  * @self: a #ConfabHttpExchange
@@ -349,7 +358,7 @@ confab_http_exchange_respond(ConfabHttpExchange *self,
 	self->responded = TRUE;
 	self->ended = TRUE;
 	self->status = status;
-	g_string_append_printf(self->headers, "Content-Type: %s\r\n", content_type);
+	append_content_type(self->headers, content_type);
 	if (self->conn != NULL)
 		confab_http_server_connection_send_response(self->conn, self, body);
 }
@@ -389,7 +398,7 @@ confab_http_exchange_begin_stream(ConfabHttpExchange *self, guint status, const 
 	if (self->flow == NULL)
 		self->flow = confab_flow_new();
 	self->status = status;
-	g_string_append_printf(self->headers, "Content-Type: %s\r\n", content_type);
+	append_content_type(self->headers, content_type);
 	if (self->conn != NULL)
 		confab_http_server_connection_send_stream_head(self->conn, self);
 }

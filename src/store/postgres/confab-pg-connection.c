@@ -273,6 +273,26 @@ deadline_after(guint timeout_ms)
 	return g_get_monotonic_time() + (gint64)timeout_ms * 1000;
 }
 
+/* A job's time beyond the query timeout for what it carries: a second for
+ * each MiB of its parameters. The query timeout tells a hung server from a
+ * busy one; a statement that carries megabytes (a large turn's commit) has
+ * them to send, and the server to store, on a machine that may be loaded,
+ * and gets that time on top (docs/deployment.md). */
+#define PAYLOAD_BYTES_PER_SECOND (1024 * 1024)
+
+static guint
+job_payload_ms(const Job *job)
+{
+	guint64 bytes = 0;
+
+	for (guint i = 0; i < job->steps->len; i++) {
+		const Step *step = g_ptr_array_index(job->steps, i);
+		for (guint j = 0; j < step->n_params; j++)
+			bytes += step->params[j] != NULL ? strlen(step->params[j]) : 0;
+	}
+	return (guint)MIN(bytes * 1000 / PAYLOAD_BYTES_PER_SECOND, G_MAXUINT / 2);
+}
+
 /* ---------- closing ---------- */
 
 static void
@@ -1194,7 +1214,9 @@ enqueue(ConfabPgConnection *self, Job *job)
 		job_free(job);
 		return;
 	}
-	job->deadline = deadline_after(self->query_timeout_ms);
+	job->deadline =
+	    deadline_after(self->query_timeout_ms > 0 ? self->query_timeout_ms + job_payload_ms(job)
+						      : 0);
 	watch_cancellable(self, job->cancellable, &job->cancelled_id);
 	g_queue_push_tail(&self->queue, job);
 	send_next(self);

@@ -104,7 +104,7 @@ struct _ConfabStoreSqlite {
 	GHashTable *usage;	  /* owned: owner -> guint64*, requests in usage_month */
 	gchar *usage_month;	  /* owned: YYYY-MM */
 	GHashTable *rates;	  /* owned: owner -> gint64*, GCRA's arrival time (monotonic) */
-	GHashTable *flying;	  /* owned: owner -> its turns in flight (admitted, not ended) */
+	GHashTable *flying;	  /* owned: owner or token id -> guint*, its turns in flight */
 	GHashTable *token_rates;  /* owned: owner or token id -> gint64*, tokens' GCRA */
 	GHashTable *month_tokens; /* owned: owner or token id -> guint64*, in usage_month */
 	GHashTable *busy;	  /* owned: session ids with a turn running */
@@ -1843,15 +1843,23 @@ admit_rates(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreA
 	return owner_ok && token_ok;
 }
 
+/* called with the lock held: @key's turns in flight (counted in place: a
+ * turn's admission and its end change them without an allocation) */
+static guint
+flying_of(ConfabStoreSqlite *self, const gchar *key)
+{
+	guint *flying = g_hash_table_lookup(self->flying, key);
+
+	return flying != NULL ? *flying : 0;
+}
+
 /* called with the lock held: whether the owner's turns in flight, and the
  * token's, leave room for one more */
 static gboolean
 admit_parallel(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreAdmission *a)
 {
-	guint owner = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, a->owner));
-	guint token = a->token_id != NULL
-			  ? GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, a->token_id))
-			  : 0;
+	guint owner = flying_of(self, a->owner);
+	guint token = a->token_id != NULL ? flying_of(self, a->token_id) : 0;
 
 	usage->max_parallel = a->max_parallel;
 	if (a->max_parallel > 0 && owner >= a->max_parallel) {
@@ -1872,9 +1880,13 @@ admit_parallel(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabSto
 static void
 fly(ConfabStoreSqlite *self, const gchar *key)
 {
-	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, key));
+	guint *flying = g_hash_table_lookup(self->flying, key);
 
-	g_hash_table_insert(self->flying, g_strdup(key), GUINT_TO_POINTER(flying + 1));
+	if (flying == NULL) {
+		flying = g_new0(guint, 1);
+		g_hash_table_insert(self->flying, g_strdup(key), flying);
+	}
+	(*flying)++;
 }
 
 static ConfabStoreUsage *
@@ -1920,30 +1932,25 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmissi
 
 /* ---------- tokens: reservations and settlements, in memory ---------- */
 
-/* called with the lock held: a month's tokens of @key, and whether @tokens
- * more fit in @limit (always when forced; given back, never below 0) */
-static gboolean
-month_take(ConfabStoreSqlite *self,
-	   const gchar *key,
-	   guint64 limit,
-	   gint64 tokens,
-	   gboolean force,
-	   gboolean apply)
+/* called with the lock held: a month's tokens of @key (an owner, or a
+ * token's id), made at 0 */
+static guint64 *
+month_tokens_of(ConfabStoreSqlite *self, const gchar *key)
 {
 	guint64 *used = g_hash_table_lookup(self->month_tokens, key);
-	guint64 before = used != NULL ? *used : 0;
-	guint64 after = tokens >= 0 ? before + (guint64)tokens
-				    : before - MIN(before, (guint64)-tokens);
 
-	if (!force && tokens > 0 && after > limit)
-		return FALSE;
-	if (!apply)
-		return TRUE;
-	if (used == NULL)
-		g_hash_table_insert(self->month_tokens, g_strdup(key), uint64_new(after));
-	else
-		*used = after;
-	return TRUE;
+	if (used == NULL) {
+		used = uint64_new(0);
+		g_hash_table_insert(self->month_tokens, g_strdup(key), used);
+	}
+	return used;
+}
+
+/* a month's tokens after @tokens more (or given back: never below 0) */
+static guint64
+month_after(guint64 before, gint64 tokens)
+{
+	return tokens >= 0 ? before + (guint64)tokens : before - MIN(before, (guint64)-tokens);
 }
 
 /* called with the lock held: the tokens' rate of @key */
@@ -1968,18 +1975,27 @@ confab_store_sqlite_take_tokens_now(ConfabStore *store, const ConfabStoreTokens 
 	const gchar *keys[2] = {t->owner, t->token_id};
 	guint64 tpm[2] = {t->tpm, t->token_id != NULL ? t->token_tpm : 0};
 	guint64 monthly[2] = {t->monthly, t->token_id != NULL ? t->token_monthly : 0};
+	guint64 *used[2] = {NULL, NULL};
+	gint64 *tat[2] = {NULL, NULL};
 	gint64 now = g_get_monotonic_time();
 	gint64 next[2] = {0, 0};
 	gboolean rate_ok[2] = {TRUE, TRUE};
 
 	roll_month(self, t->month);
-	/* every budget first, then every change: all or nothing */
+	/* every budget first, then every change: all or nothing; each key's
+	 * counts looked up once (a turn takes twice: issue 30's 5 %) */
 	for (guint i = 0; i < 2; i++) {
-		if (monthly[i] > 0 &&
-		    !month_take(self, keys[i], monthly[i], t->tokens, t->force, FALSE))
+		if (keys[i] == NULL)
+			continue;
+		/* counted for every key, budget or not: a budget set later
+		 * sees the month's tokens, as after a restart */
+		used[i] = month_tokens_of(self, keys[i]);
+		if (monthly[i] > 0 && !t->force && t->tokens > 0 &&
+		    month_after(*used[i], t->tokens) > monthly[i])
 			verdict.monthly_spent = TRUE;
 		if (tpm[i] > 0) {
-			next[i] = *token_rate_of(self, keys[i]);
+			tat[i] = token_rate_of(self, keys[i]);
+			next[i] = *tat[i];
 			rate_ok[i] = confab_store_token_rate_take(&next[i],
 								  now,
 								  tpm[i],
@@ -1989,22 +2005,18 @@ confab_store_sqlite_take_tokens_now(ConfabStore *store, const ConfabStoreTokens 
 	}
 	verdict.admitted = !verdict.monthly_spent && rate_ok[0] && rate_ok[1];
 	for (guint i = 0; i < 2; i++) {
-		if (tpm[i] > 0) {
+		if (tat[i] != NULL) {
 			if (verdict.admitted)
-				*token_rate_of(self, keys[i]) = next[i];
-			confab_store_token_verdict_set_rate(
-			    &verdict,
-			    tpm[i],
-			    verdict.admitted ? next[i] : *token_rate_of(self, keys[i]),
-			    now,
-			    t->tokens,
-			    rate_ok[i]);
+				*tat[i] = next[i];
+			confab_store_token_verdict_set_rate(&verdict,
+							    tpm[i],
+							    *tat[i],
+							    now,
+							    t->tokens,
+							    rate_ok[i]);
 		}
-		/* counted for every key, budget or not: a budget set later
-		 * sees the month's tokens, as after a restart */
-		if (verdict.admitted && keys[i] != NULL) {
-			month_take(self, keys[i], monthly[i], t->tokens, TRUE, TRUE);
-		}
+		if (verdict.admitted && used[i] != NULL)
+			*used[i] = month_after(*used[i], t->tokens);
 	}
 	return verdict;
 }
@@ -2029,10 +2041,10 @@ confab_store_sqlite_release_parallel(ConfabStore *store, const gchar *owner)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-	guint flying = GPOINTER_TO_UINT(g_hash_table_lookup(self->flying, owner));
+	guint *flying = g_hash_table_lookup(self->flying, owner);
 
-	if (flying > 1)
-		g_hash_table_insert(self->flying, g_strdup(owner), GUINT_TO_POINTER(flying - 1));
+	if (flying != NULL && *flying > 1)
+		(*flying)--;
 	else
 		g_hash_table_remove(self->flying, owner);
 }
@@ -3251,7 +3263,7 @@ confab_store_sqlite_init(ConfabStoreSqlite *self)
 	self->reader_threads = g_ptr_array_new();
 	self->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-	self->flying = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->flying = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	self->token_rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_mutex_init(&self->lock);
 }
