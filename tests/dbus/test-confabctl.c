@@ -743,7 +743,7 @@ test_quota_usage(void)
 		g_autoptr(Run) bad_month = ctl("usage", "--month", "2026-13", NULL);
 		g_autoptr(Run) two_owners = ctl("usage", "alice", "bob", NULL);
 		g_autofree gchar *agent_line =
-		    g_strdup_printf("^%s +%s +5 +[1-9][0-9]* +[1-9][0-9]* +0$", agent, month_now());
+		    g_strdup_printf("^%s +%s +5 +[1-9][0-9]* +[1-9][0-9]* +0$", agent, month);
 		JsonObject *row;
 
 		assert_ok(by_agent);
