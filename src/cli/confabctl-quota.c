@@ -120,29 +120,10 @@ list_usage(ConfabctlContext *ctx, const gchar *owner, const gchar *month, const 
 	return CONFABCTL_EXIT_OK;
 }
 
-gint
-confabctl_quota_usage(ConfabctlContext *ctx, gint argc, gchar **argv)
+/* GetUsage's answer, as pairs */
+static void
+print_owner_usage(const gchar *owner, GVariant *usage)
 {
-	g_autofree gchar *month_opt = NULL;
-	g_autofree gchar *by = NULL;
-	const GOptionEntry entries[] = {
-	    {"month", 0, 0, G_OPTION_ARG_STRING, &month_opt, N_("The month (UTC)"), "YYYY-MM"},
-	    {"by",
-	     0,
-	     0,
-	     G_OPTION_ARG_STRING,
-	     &by,
-	     N_("A row per owner (the default), token or agent"),
-	     "owner|token|agent"},
-	    {NULL},
-	};
-	g_autoptr(GOptionContext) context = confabctl_common_subcommand_context(
-	    _("[OWNER]"),
-	    _("Shows an owner's requests and tokens this month; with --by or --month, or "
-	      "without an owner, a month's usage per owner, token or agent."),
-	    entries);
-	g_autoptr(GVariant) reply = NULL;
-	g_autoptr(GVariant) usage = NULL;
 	guint64 requests = 0;
 	guint64 quota = 0;
 	guint64 remaining = 0;
@@ -155,27 +136,7 @@ confabctl_quota_usage(ConfabctlContext *ctx, gint argc, gchar **argv)
 	g_autofree gchar *input_text = NULL;
 	g_autofree gchar *output_text = NULL;
 	g_autofree gchar *reasoning_text = NULL;
-	gint code = CONFABCTL_EXIT_OK;
 
-	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
-		return code;
-	if (argc > 2)
-		return confabctl_common_usage_error(_("usage takes one owner at most"), context);
-	if (by != NULL && !g_str_equal(by, "owner") && !g_str_equal(by, "token") &&
-	    !g_str_equal(by, "agent"))
-		return confabctl_common_usage_error(_("--by is owner, token or agent"), context);
-	if (month_opt != NULL && !month_is_valid(month_opt))
-		return confabctl_common_usage_error(_("--month is a month as YYYY-MM"), context);
-	if (argc == 1 || by != NULL || month_opt != NULL)
-		return list_usage(ctx, argc == 2 ? argv[1] : NULL, month_opt, by ?: "owner");
-	reply = confabctl_common_call(ctx, "GetUsage", g_variant_new("(s)", argv[1]), "(a{sv})");
-	if (reply == NULL)
-		return ctx->exit_code;
-	usage = g_variant_get_child_value(reply, 0);
-	if (ctx->json) {
-		confabctl_common_print_variant_json(usage);
-		return CONFABCTL_EXIT_OK;
-	}
 	g_variant_lookup(usage, "requests", "t", &requests);
 	g_variant_lookup(usage, "quota", "t", &quota);
 	g_variant_lookup(usage, "quota_is_default", "b", &quota_is_default);
@@ -207,7 +168,7 @@ confabctl_quota_usage(ConfabctlContext *ctx, gint argc, gchar **argv)
 					 _("Quota"),
 					 _("Remaining"),
 					 NULL};
-		const gchar *values[] = {argv[1],
+		const gchar *values[] = {owner,
 					 month_text,
 					 requests_text,
 					 input_text,
@@ -221,5 +182,52 @@ confabctl_quota_usage(ConfabctlContext *ctx, gint argc, gchar **argv)
 			labels[7] = NULL;
 		confabctl_common_print_pairs(labels, values);
 	}
+}
+
+gint
+confabctl_quota_usage(ConfabctlContext *ctx, gint argc, gchar **argv)
+{
+	g_autofree gchar *month_opt = NULL;
+	g_autofree gchar *by = NULL;
+	const GOptionEntry entries[] = {
+	    {"month", 0, 0, G_OPTION_ARG_STRING, &month_opt, N_("The month (UTC)"), "YYYY-MM"},
+	    {"by",
+	     0,
+	     0,
+	     G_OPTION_ARG_STRING,
+	     &by,
+	     N_("A row per owner (the default), token or agent"),
+	     "owner|token|agent"},
+	    {NULL},
+	};
+	g_autoptr(GOptionContext) context = confabctl_common_subcommand_context(
+	    _("[OWNER]"),
+	    _("Shows an owner's requests and tokens this month; with --by or --month, or "
+	      "without an owner, a month's usage per owner, token or agent."),
+	    entries);
+	g_autoptr(GVariant) reply = NULL;
+	g_autoptr(GVariant) usage = NULL;
+	gint code = CONFABCTL_EXIT_OK;
+
+	if (!confabctl_common_parse_options(context, &argc, &argv, &code))
+		return code;
+	if (argc > 2)
+		return confabctl_common_usage_error(_("usage takes one owner at most"), context);
+	if (by != NULL && !g_str_equal(by, "owner") && !g_str_equal(by, "token") &&
+	    !g_str_equal(by, "agent"))
+		return confabctl_common_usage_error(_("--by is owner, token or agent"), context);
+	if (month_opt != NULL && !month_is_valid(month_opt))
+		return confabctl_common_usage_error(_("--month is a month as YYYY-MM"), context);
+	if (argc == 1 || by != NULL || month_opt != NULL)
+		return list_usage(ctx, argc == 2 ? argv[1] : NULL, month_opt, by ?: "owner");
+	reply = confabctl_common_call(ctx, "GetUsage", g_variant_new("(s)", argv[1]), "(a{sv})");
+	if (reply == NULL)
+		return ctx->exit_code;
+	usage = g_variant_get_child_value(reply, 0);
+	if (ctx->json) {
+		confabctl_common_print_variant_json(usage);
+		return CONFABCTL_EXIT_OK;
+	}
+	print_owner_usage(argv[1], usage);
 	return CONFABCTL_EXIT_OK;
 }
