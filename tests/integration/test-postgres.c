@@ -515,6 +515,29 @@ test_tpm_exact(Fixture *f, gconstpointer data)
 		g_thread_join(threads[i]);
 	g_assert_cmpuint(counts[0], ==, admitted);
 	g_assert_cmpuint(counts[1], ==, n - admitted);
+	{
+		/* the usage the instances added to one row, each with its
+		 * turns' commits: every admitted turn, once */
+		g_autoptr(GVariant) rows = NULL;
+		g_autoptr(GVariant) row = NULL;
+		g_autoptr(GError) error = NULL;
+		GVariantDict filter;
+		guint64 requests = 0;
+
+		g_variant_dict_init(&filter, NULL);
+		g_variant_dict_insert(&filter, "by", "s", "agent");
+		confab_dbus_admin_call_list_usage_sync(f->d[2]->admin,
+						       g_variant_dict_end(&filter),
+						       &rows,
+						       NULL,
+						       &error);
+		g_assert_no_error(error);
+		g_assert_cmpuint(g_variant_n_children(rows), ==, 1);
+		row = g_variant_get_child_value(rows, 0);
+		g_assert_cmpstr(confab_test_variant_string(row, "agent_id"), ==, agent);
+		g_assert_true(g_variant_lookup(row, "requests", "t", &requests));
+		g_assert_cmpuint(requests, ==, admitted);
+	}
 	g_mutex_clear(&lock);
 	g_cond_clear(&cond);
 	confab_test_upstream_stop(up);
