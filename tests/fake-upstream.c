@@ -90,6 +90,9 @@
  * while it still had pieces to write), and says whether the last stream to
  * end was abandoned.
  *
+ * Every answer reports usage (a stream's when asked for it): 42 prompt
+ * tokens and 17 completion tokens, 5 of them reasoning tokens.
+ *
  * It prints "fake-upstream: listening on http://127.0.0.1:PORT" first on
  * stdout. With --stdin-watch it exits when its stdin closes, so that it
  * never outlives a test that dies.
@@ -97,6 +100,8 @@
 
 #define USAGE_PROMPT_TOKENS	42
 #define USAGE_COMPLETION_TOKENS 17
+/* of the completion tokens, reported as OpenAI's reasoning models do */
+#define USAGE_REASONING_TOKENS 5
 
 typedef struct {
 	SoupServer *server;  /* owned */
@@ -197,11 +202,15 @@ static JsonObject *
 usage_new(void)
 {
 	JsonObject *usage = json_object_new();
+	JsonObject *details = json_object_new();
+
 	json_object_set_int_member(usage, "prompt_tokens", USAGE_PROMPT_TOKENS);
 	json_object_set_int_member(usage, "completion_tokens", USAGE_COMPLETION_TOKENS);
 	json_object_set_int_member(usage,
 				   "total_tokens",
 				   USAGE_PROMPT_TOKENS + USAGE_COMPLETION_TOKENS);
+	json_object_set_int_member(details, "reasoning_tokens", USAGE_REASONING_TOKENS);
+	json_object_set_object_member(usage, "completion_tokens_details", details);
 	return usage;
 }
 

@@ -64,7 +64,7 @@ static const Command commands[] = {
     {"token", "list", confabctl_token_list, N_("token list [--owner O]")},
     {"token", "revoke", confabctl_token_revoke, N_("token revoke TOKEN_ID")},
     {"quota", "set", confabctl_quota_set, N_("quota set OWNER REQUESTS")},
-    {"usage", NULL, confabctl_quota_usage, N_("usage OWNER")},
+    {"usage", NULL, confabctl_quota_usage, N_("usage [OWNER] [--month YYYY-MM] [--by owner|token|agent]")},
     {"limits",
      "set",
      confabctl_limits_set,

@@ -183,6 +183,7 @@ struct _ConfabAgentLoop {
 	gchar *finish_reason; /* owned */
 	gint64 prompt_tokens;
 	gint64 completion_tokens;
+	gint64 reasoning_tokens;
 	gboolean usage_known;
 };
 
@@ -983,6 +984,7 @@ add_usage(ConfabAgentLoop *self, ConfabProviderResult *result)
 		return;
 	self->prompt_tokens = MAX(self->prompt_tokens, 0) + result->prompt_tokens;
 	self->completion_tokens = MAX(self->completion_tokens, 0) + result->completion_tokens;
+	self->reasoning_tokens += MAX(result->reasoning_tokens, 0);
 	self->usage_known = TRUE;
 }
 
@@ -2114,6 +2116,19 @@ confab_agent_loop_get_usage(ConfabAgentLoop *self, gint64 *prompt_tokens, gint64
 	*prompt_tokens = self->prompt_tokens;
 	*completion_tokens = self->completion_tokens;
 	return self->usage_known;
+}
+
+/**
+ * confab_agent_loop_get_reasoning_tokens:
+ * @self: a #ConfabAgentLoop
+ *
+ * Returns: of the completion tokens, those the model reasoned with, summed
+ *   over every model call that reported usage (0 when none said)
+ */
+gint64
+confab_agent_loop_get_reasoning_tokens(ConfabAgentLoop *self)
+{
+	return self->reasoning_tokens;
 }
 
 /**

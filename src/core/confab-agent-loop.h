@@ -126,6 +126,8 @@ gchar *
 confab_agent_loop_get_tool_calls_json(ConfabAgentLoop *self);
 const gchar *
 confab_agent_loop_get_finish_reason(ConfabAgentLoop *self);
+gint64
+confab_agent_loop_get_reasoning_tokens(ConfabAgentLoop *self);
 gboolean
 confab_agent_loop_get_usage(ConfabAgentLoop *self,
 			    gint64 *prompt_tokens,

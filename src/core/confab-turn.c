@@ -287,6 +287,12 @@ count_turn(ConfabTurn *self, const gchar *status)
 				   completion_tokens,
 				   agent_id,
 				   "output");
+	if (confab_agent_loop_get_reasoning_tokens(self->loop) > 0)
+		confab_metrics_add(metrics,
+				   CONFAB_METRIC_TOKENS,
+				   confab_agent_loop_get_reasoning_tokens(self->loop),
+				   agent_id,
+				   "reasoning");
 }
 
 /* ---------- start ---------- */
@@ -1220,6 +1226,30 @@ answer_committed_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_task_return_boolean(task, TRUE);
 }
 
+/* What the answer adds to the month's usage of its owner, token and agent
+ * (issue 30): committed with it, no write of its own. The month is the
+ * one the request counted in (else this one). */
+static ConfabStoreUsageRow *
+build_use(ConfabTurn *self)
+{
+	ConfabStoreUsageRow *use = g_new0(ConfabStoreUsageRow, 1);
+	gint64 prompt_tokens = -1;
+	gint64 completion_tokens = -1;
+
+	use->month = self->month != NULL ? g_strdup(self->month)
+					 : confab_engine_current_month(self->engine);
+	use->owner = g_strdup(self->principal->owner);
+	use->token_id =
+	    g_strdup(self->principal->token_id != NULL ? self->principal->token_id : "");
+	use->agent_id = g_strdup(confab_agent_get_id(self->agent));
+	use->requests = 1;
+	confab_agent_loop_get_usage(self->loop, &prompt_tokens, &completion_tokens);
+	use->input_tokens = (guint64)MAX(prompt_tokens, 0);
+	use->output_tokens = (guint64)MAX(completion_tokens, 0);
+	use->reasoning_tokens = (guint64)MAX(confab_agent_loop_get_reasoning_tokens(self->loop), 0);
+	return use;
+}
+
 /* Whatever happened, the transcript says so before anyone hears back. */
 static void
 commit_answer(ConfabTurn *self, GTask *task)
@@ -1230,6 +1260,7 @@ commit_answer(ConfabTurn *self, GTask *task)
 	if (record->session == NULL)
 		record->session = g_object_ref(self->session);
 	record->assistant = build_assistant_message(self);
+	record->use = build_use(self);
 	if (self->tokens_apply && self->tokens_used != 0) {
 		record->tokens_owner = g_strdup(self->principal->owner);
 		record->tokens_token_id = g_strdup(self->principal->token_id);

@@ -842,6 +842,50 @@ handle_set_quota(ConfabDbusAdmin *object,
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+/* GetUsage, waiting for the month's tokens: the dict so far */
+typedef struct {
+	Call *call;	    /* owned */
+	GVariantDict *dict; /* owned */
+} UsageCall;
+
+static void
+usage_call_free(UsageCall *uc)
+{
+	call_free(uc->call);
+	g_variant_dict_unref(uc->dict);
+	g_free(uc);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(UsageCall, usage_call_free)
+
+/* GetUsage's tokens: the owner's month summed over its tokens and agents */
+static void
+get_usage_tokens_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(UsageCall) uc = user_data;
+	g_autoptr(GPtrArray) rows = NULL;
+	GError *error = NULL;
+	guint64 sums[3] = {0, 0, 0};
+
+	rows = confab_store_list_usage_by_finish(CONFAB_STORE(source), result, &error);
+	if (rows == NULL) {
+		confab_error_return_dbus(uc->call->invocation, error);
+		return;
+	}
+	for (guint i = 0; i < rows->len; i++) {
+		ConfabStoreUsageRow *row = g_ptr_array_index(rows, i);
+		sums[0] += row->input_tokens;
+		sums[1] += row->output_tokens;
+		sums[2] += row->reasoning_tokens;
+	}
+	g_variant_dict_insert(uc->dict, "input_tokens", "t", sums[0]);
+	g_variant_dict_insert(uc->dict, "output_tokens", "t", sums[1]);
+	g_variant_dict_insert(uc->dict, "reasoning_tokens", "t", sums[2]);
+	confab_dbus_admin_complete_get_usage(CONFAB_DBUS_ADMIN(uc->call->self),
+					     uc->call->invocation,
+					     g_variant_dict_end(uc->dict));
+}
+
 static void
 get_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -851,7 +895,9 @@ get_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	g_autoptr(GDateTime) first = NULL;
 	g_autoptr(GDateTime) next = NULL;
 	GError *error = NULL;
-	GVariantDict dict;
+	UsageCall *uc = NULL;
+	ConfabStore *store = NULL;
+	gchar *owner = NULL;
 
 	usage = confab_engine_get_usage_finish(CONFAB_ENGINE(source), result, &error);
 	if (usage == NULL) {
@@ -861,25 +907,34 @@ get_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
 	first =
 	    g_date_time_new_utc(g_date_time_get_year(now), g_date_time_get_month(now), 1, 0, 0, 0);
 	next = g_date_time_add_months(first, 1);
-	g_variant_dict_init(&dict, NULL);
-	g_variant_dict_insert(&dict, "owner", "s", call->id);
-	g_variant_dict_insert(&dict, "month", "s", usage->month);
-	g_variant_dict_insert(&dict, "requests", "t", usage->requests);
-	g_variant_dict_insert(&dict, "quota", "t", usage->limit);
-	g_variant_dict_insert(&dict, "quota_is_default", "b", !usage->is_override);
+	uc = g_new0(UsageCall, 1);
+	uc->dict = g_variant_dict_new(NULL);
+	g_variant_dict_insert(uc->dict, "owner", "s", call->id);
+	g_variant_dict_insert(uc->dict, "month", "s", usage->month);
+	g_variant_dict_insert(uc->dict, "requests", "t", usage->requests);
+	g_variant_dict_insert(uc->dict, "quota", "t", usage->limit);
+	g_variant_dict_insert(uc->dict, "quota_is_default", "b", !usage->is_override);
 	if (usage->limit > 0)
 		g_variant_dict_insert(
-		    &dict,
+		    uc->dict,
 		    "remaining",
 		    "t",
 		    usage->requests >= usage->limit ? 0 : usage->limit - usage->requests);
-	g_variant_dict_insert(&dict,
+	g_variant_dict_insert(uc->dict,
 			      "reset_seconds",
 			      "x",
 			      g_date_time_difference(next, now) / G_TIME_SPAN_SECOND);
-	confab_dbus_admin_complete_get_usage(CONFAB_DBUS_ADMIN(call->self),
-					     call->invocation,
-					     g_variant_dict_end(&dict));
+	/* then the month's tokens, from the usage kept with the turns */
+	store = confab_engine_get_store(call->self->engine);
+	owner = call->id;
+	uc->call = g_steal_pointer(&call);
+	confab_store_list_usage_by_async(store,
+					 usage->month,
+					 CONFAB_STORE_USAGE_BY_OWNER,
+					 owner,
+					 NULL,
+					 get_usage_tokens_cb,
+					 uc);
 }
 
 static gboolean
@@ -889,6 +944,105 @@ handle_get_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, con
 	Call *call = call_new(self, invocation, owner);
 
 	confab_engine_get_usage_async(self->engine, owner, NULL, get_usage_cb, call);
+	return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* `YYYY-MM`, a month from 01 to 12 */
+static gboolean
+month_is_valid(const gchar *month)
+{
+	if (strlen(month) != 7 || month[4] != '-')
+		return FALSE;
+	for (guint i = 0; i < 7; i++) {
+		if (i != 4 && !g_ascii_isdigit(month[i]))
+			return FALSE;
+	}
+	return (month[5] == '0' && month[6] != '0') || (month[5] == '1' && month[6] <= '2');
+}
+
+/* ListUsage(a{sv} filter): a month's usage per owner, token or agent */
+static void
+list_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(Call) call = user_data;
+	g_autoptr(GPtrArray) rows = NULL;
+	GError *error = NULL;
+	GVariantBuilder builder;
+
+	rows = confab_store_list_usage_by_finish(CONFAB_STORE(source), result, &error);
+	if (rows == NULL) {
+		confab_error_return_dbus(call->invocation, error);
+		return;
+	}
+	g_variant_builder_init(&builder, G_VARIANT_TYPE("aa{sv}"));
+	for (guint i = 0; i < rows->len; i++) {
+		ConfabStoreUsageRow *row = g_ptr_array_index(rows, i);
+		GVariantDict dict;
+
+		g_variant_dict_init(&dict, NULL);
+		g_variant_dict_insert(&dict, "month", "s", row->month);
+		/* call->id: what the rows are summed by, the member naming it */
+		if (g_str_equal(call->id, "owner"))
+			g_variant_dict_insert(&dict, "owner", "s", row->owner);
+		else if (g_str_equal(call->id, "token"))
+			g_variant_dict_insert(&dict, "token_id", "s", row->token_id);
+		else
+			g_variant_dict_insert(&dict, "agent_id", "s", row->agent_id);
+		g_variant_dict_insert(&dict, "requests", "t", row->requests);
+		g_variant_dict_insert(&dict, "input_tokens", "t", row->input_tokens);
+		g_variant_dict_insert(&dict, "output_tokens", "t", row->output_tokens);
+		g_variant_dict_insert(&dict, "reasoning_tokens", "t", row->reasoning_tokens);
+		g_variant_builder_add_value(&builder, g_variant_dict_end(&dict));
+	}
+	confab_dbus_admin_complete_list_usage(CONFAB_DBUS_ADMIN(call->self),
+					      call->invocation,
+					      g_variant_builder_end(&builder));
+}
+
+static gboolean
+handle_list_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, GVariant *filter)
+{
+	static const gchar *const known[] = {"month", "by", "owner", NULL};
+	static const gchar *const bys[] = {"owner", "token", "agent"};
+	ConfabDbusAdminImpl *self = CONFAB_DBUS_ADMIN_IMPL(object);
+	g_autofree gchar *month = NULL;
+	g_autofree gchar *by = NULL;
+	g_autofree gchar *owner = NULL;
+	GError *error = NULL;
+	guint index = G_N_ELEMENTS(bys);
+
+	if (!check_known_keys(filter, known, &error) ||
+	    !lookup_string(filter, "month", &month, &error) ||
+	    !lookup_string(filter, "by", &by, &error) ||
+	    !lookup_string(filter, "owner", &owner, &error)) {
+		confab_error_return_dbus(invocation, error);
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	if (by == NULL)
+		by = g_strdup("owner");
+	for (guint i = 0; i < G_N_ELEMENTS(bys); i++) {
+		if (g_str_equal(by, bys[i]))
+			index = i;
+	}
+	if (index == G_N_ELEMENTS(bys)) {
+		confab_error_return_dbus(invocation,
+					 invalid_arg("'%s' is owner, token or agent", "by"));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	if (month == NULL) {
+		month = confab_engine_current_month(self->engine);
+	} else if (!month_is_valid(month)) {
+		confab_error_return_dbus(invocation,
+					 invalid_arg("'%s' is a month as YYYY-MM", "month"));
+		return G_DBUS_METHOD_INVOCATION_HANDLED;
+	}
+	confab_store_list_usage_by_async(confab_engine_get_store(self->engine),
+					 month,
+					 (ConfabStoreUsageBy)index,
+					 owner,
+					 NULL,
+					 list_usage_cb,
+					 call_new(self, invocation, by));
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -1635,6 +1789,7 @@ confab_dbus_admin_impl_iface_init(ConfabDbusAdminIface *iface)
 	iface->handle_revoke_token = handle_revoke_token;
 	iface->handle_set_quota = handle_set_quota;
 	iface->handle_get_usage = handle_get_usage;
+	iface->handle_list_usage = handle_list_usage;
 	iface->handle_set_limits = handle_set_limits;
 	iface->handle_get_limits = handle_get_limits;
 	iface->handle_list_sessions = handle_list_sessions;

@@ -376,6 +376,7 @@ typedef struct {
 	GPtrArray *arguments_pending;	/* owned: GString by tool-call index, or NULL */
 	gint64 prompt_tokens;
 	gint64 completion_tokens;
+	gint64 reasoning_tokens;
 	guint flow_wait; /* the client is behind: reading waits for it */
 } Call;
 
@@ -529,6 +530,7 @@ call_succeed(Call *call)
 	result = confab_provider_result_new(finish != NULL ? finish : "stop");
 	result->prompt_tokens = call->prompt_tokens;
 	result->completion_tokens = call->completion_tokens;
+	result->reasoning_tokens = call->reasoning_tokens;
 	call_clear_attempt(call);
 	g_task_return_pointer(task, result, (GDestroyNotify)confab_provider_result_free);
 	g_object_unref(task);
@@ -753,9 +755,13 @@ static void
 read_usage(Call *call, JsonObject *root)
 {
 	JsonObject *usage = object_member(root, "usage");
-	JsonNode *p, *c;
+	JsonObject *details = object_member(usage, "completion_tokens_details");
+	JsonNode *p, *c, *r;
 	if (usage == NULL)
 		return;
+	r = details != NULL ? json_object_get_member(details, "reasoning_tokens") : NULL;
+	if (r != NULL && JSON_NODE_HOLDS_VALUE(r) && json_node_get_value_type(r) == G_TYPE_INT64)
+		call->reasoning_tokens = MAX(json_node_get_int(r), 0);
 	p = json_object_get_member(usage, "prompt_tokens");
 	c = json_object_get_member(usage, "completion_tokens");
 	if (p != NULL && JSON_NODE_HOLDS_VALUE(p))
@@ -1012,11 +1018,28 @@ relay_extras(Call *call, JsonObject *choice, JsonObject *delta)
  * chunk, and only that is built of it: the rest (ids, times, models,
  * fingerprints, token details) is checked, then skipped. A member read
  * below must be named here. */
-static const gchar *const completion_members[] = {
-    "choices",	 "error",	  "usage",   "prompt_tokens", "completion_tokens",
-    "message",	 "delta",	  "content", "refusal",	      "reasoning_content",
-    "reasoning", "finish_reason", "index",   "tool_calls",    "id",
-    "type",	 "function",	  "name",    "arguments",     NULL};
+static const gchar *const completion_members[] = {"choices",
+						  "error",
+						  "usage",
+						  "prompt_tokens",
+						  "completion_tokens",
+						  "completion_tokens_details",
+						  "reasoning_tokens",
+						  "message",
+						  "delta",
+						  "content",
+						  "refusal",
+						  "reasoning_content",
+						  "reasoning",
+						  "finish_reason",
+						  "index",
+						  "tool_calls",
+						  "id",
+						  "type",
+						  "function",
+						  "name",
+						  "arguments",
+						  NULL};
 /* relayed as the upstream sent it */
 static const gchar *const completion_whole[] = {"logprobs", NULL};
 static const ConfabJsonKeep completion_keep = {completion_members, completion_whole};

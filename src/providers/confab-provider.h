@@ -90,6 +90,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabProviderRequest, confab_provider_request_fre
  * @finish_reason: stop, length, tool_calls or content_filter
  * @prompt_tokens: usage, or -1 when the provider did not say
  * @completion_tokens: usage, or -1 when the provider did not say
+ * @reasoning_tokens: of @completion_tokens, those the model reasoned with
+ *   (`completion_tokens_details.reasoning_tokens`); 0 when not said
  *
  * How a completion ended; the text came through the delta function.
  */
@@ -97,6 +99,7 @@ typedef struct {
 	gchar *finish_reason;
 	gint64 prompt_tokens;
 	gint64 completion_tokens;
+	gint64 reasoning_tokens;
 } ConfabProviderResult;
 
 ConfabProviderResult *

@@ -130,6 +130,7 @@ confab_store_turn_copy(const ConfabStoreTurn *turn)
 	copy->tokens_token_id = g_strdup(turn->tokens_token_id);
 	copy->tokens_month = g_strdup(turn->tokens_month);
 	copy->tokens = turn->tokens;
+	copy->use = turn->use != NULL ? confab_store_usage_row_copy(turn->use) : NULL;
 	copy->assistant = turn->assistant != NULL ? g_object_ref(turn->assistant) : NULL;
 	copy->unfinished = turn->unfinished != NULL ? g_object_ref(turn->unfinished) : NULL;
 	return copy;
@@ -153,6 +154,7 @@ confab_store_turn_free(ConfabStoreTurn *turn)
 	g_free(turn->tokens_owner);
 	g_free(turn->tokens_token_id);
 	g_free(turn->tokens_month);
+	g_clear_pointer(&turn->use, confab_store_usage_row_free);
 	g_clear_object(&turn->assistant);
 	g_clear_object(&turn->unfinished);
 	g_free(turn);
@@ -3615,4 +3617,119 @@ gboolean
 confab_store_claim_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 {
 	return finish_boolean(self, result, error);
+}
+
+/* ---------- usage per owner, token and agent (issue 30) ---------- */
+
+/**
+ * confab_store_usage_row_copy:
+ *
+ * Returns: (transfer full): a copy of @row
+ */
+ConfabStoreUsageRow *
+confab_store_usage_row_copy(const ConfabStoreUsageRow *row)
+{
+	ConfabStoreUsageRow *copy = g_memdup2(row, sizeof *row);
+
+	copy->month = g_strdup(row->month);
+	copy->owner = g_strdup(row->owner);
+	copy->token_id = g_strdup(row->token_id);
+	copy->agent_id = g_strdup(row->agent_id);
+	return copy;
+}
+
+/**
+ * confab_store_usage_row_free:
+ * @row: (nullable): a usage row
+ */
+void
+confab_store_usage_row_free(ConfabStoreUsageRow *row)
+{
+	if (row == NULL)
+		return;
+	g_free(row->month);
+	g_free(row->owner);
+	g_free(row->token_id);
+	g_free(row->agent_id);
+	g_free(row);
+}
+
+static gpointer
+row_to_usage_row(ConfabStoreRow *row)
+{
+	ConfabStoreUsageRow *use = g_new0(ConfabStoreUsageRow, 1);
+
+	use->month = g_strdup(confab_store_row_text(row, 0));
+	use->owner = g_strdup(confab_store_row_text(row, 1) ?: "");
+	use->token_id = g_strdup(confab_store_row_text(row, 2) ?: "");
+	use->agent_id = g_strdup(confab_store_row_text(row, 3) ?: "");
+	use->requests = (guint64)MAX(confab_store_row_int(row, 4), 0);
+	use->input_tokens = (guint64)MAX(confab_store_row_int(row, 5), 0);
+	use->output_tokens = (guint64)MAX(confab_store_row_int(row, 6), 0);
+	use->reasoning_tokens = (guint64)MAX(confab_store_row_int(row, 7), 0);
+	return use;
+}
+
+/* $1 the month, $2 an owner or NULL for everyone's; KEYS the three key
+ * columns of the row, GROUP what it is summed by. The rows are written by
+ * each backend's turn commit (ConfabStoreTurn.use). */
+#define USAGE_BY_SQL(KEYS, GROUP)                                                                  \
+	"SELECT month, " KEYS ", CAST(sum(requests) AS bigint), "                                  \
+	"CAST(sum(input_tokens) AS bigint), CAST(sum(output_tokens) AS bigint), "                  \
+	"CAST(sum(reasoning_tokens) AS bigint) FROM usage_monthly "                                \
+	"WHERE month = $1 AND (CAST($2 AS text) IS NULL OR owner = $2) "                           \
+	"GROUP BY month, " GROUP " ORDER BY " GROUP
+
+#define USAGE_BY_OP(KEYS, GROUP)                                                                   \
+	{                                                                                          \
+		.what = "reading usage", .rows = CONFAB_STORE_ROWS_LIST,                           \
+		.sql = USAGE_BY_SQL(KEYS, GROUP), .map = row_to_usage_row,                         \
+		.free = (GDestroyNotify)confab_store_usage_row_free, .changed = -1,                \
+	}
+
+/* by ConfabStoreUsageBy */
+static const ConfabStoreOp op_list_usage_by[] = {
+    USAGE_BY_OP("owner, '', ''", "owner"),
+    USAGE_BY_OP("'', token_id, ''", "token_id"),
+    USAGE_BY_OP("'', '', agent_id", "agent_id"),
+};
+
+/**
+ * confab_store_list_usage_by_async:
+ * @self: a #ConfabStore
+ * @month: the month, `YYYY-MM` (UTC)
+ * @by: what the rows are summed by
+ * @owner: (nullable): only this owner's usage; %NULL for everyone's
+ *
+ * Reads a month's usage (turns, input, output and reasoning tokens) summed
+ * per owner, per token or per agent, in the order of their names or ids.
+ */
+void
+confab_store_list_usage_by_async(ConfabStore *self,
+				 const gchar *month,
+				 ConfabStoreUsageBy by,
+				 const gchar *owner,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data)
+{
+	ConfabStoreCall *call = NULL;
+
+	g_return_if_fail(CONFAB_IS_STORE(self));
+	g_return_if_fail(month != NULL);
+	g_return_if_fail((guint)by < G_N_ELEMENTS(op_list_usage_by));
+	call = call_with_text(&op_list_usage_by[by], month);
+	confab_store_call_add_text(call, owner);
+	store_run(self, call, confab_store_list_usage_by_async, cancellable, callback, user_data);
+}
+
+/**
+ * confab_store_list_usage_by_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabStoreUsageRow): the rows
+ */
+GPtrArray *
+confab_store_list_usage_by_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+{
+	return finish_pointer(self, result, error);
 }

@@ -79,6 +79,53 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreSessionQuery, confab_store_session_q
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreMessageQuery, confab_store_message_query_clear)
 
 /**
+ * ConfabStoreUsageRow:
+ * @month: the month, `YYYY-MM` (UTC)
+ * @owner: whose turns; "" in a row grouped by token or agent
+ * @token_id: the token they came with; "" for none (D-Bus Chat.Send) and in
+ *   a row grouped by owner or agent
+ * @agent_id: the agent that answered; "" in a row grouped by owner or token
+ * @requests: turns whose answer was stored
+ * @input_tokens: input (prompt) tokens, as the upstream reported them
+ * @output_tokens: output (completion) tokens, reasoning included
+ * @reasoning_tokens: of @output_tokens, those the model reasoned with
+ *
+ * A month's usage (issue 30), kept per owner, token and agent: added to
+ * with each turn's answer, in its commit (ConfabStoreTurn.use); read by
+ * confab_store_list_usage_by_async(), summed by one of the three.
+ */
+typedef struct {
+	gchar *month;
+	gchar *owner;
+	gchar *token_id;
+	gchar *agent_id;
+	guint64 requests;
+	guint64 input_tokens;
+	guint64 output_tokens;
+	guint64 reasoning_tokens;
+} ConfabStoreUsageRow;
+
+ConfabStoreUsageRow *
+confab_store_usage_row_copy(const ConfabStoreUsageRow *row);
+void
+confab_store_usage_row_free(ConfabStoreUsageRow *row);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfabStoreUsageRow, confab_store_usage_row_free)
+
+/**
+ * ConfabStoreUsageBy:
+ * @CONFAB_STORE_USAGE_BY_OWNER: a row per owner
+ * @CONFAB_STORE_USAGE_BY_TOKEN: a row per token (and "" for none)
+ * @CONFAB_STORE_USAGE_BY_AGENT: a row per agent
+ *
+ * How confab_store_list_usage_by_async() sums a month's usage.
+ */
+typedef enum {
+	CONFAB_STORE_USAGE_BY_OWNER,
+	CONFAB_STORE_USAGE_BY_TOKEN,
+	CONFAB_STORE_USAGE_BY_AGENT,
+} ConfabStoreUsageBy;
+
+/**
  * ConfabStoreTurn:
  * @session: the session; inserted when @session_is_new, else its
  *   updated-at is refreshed and it must still exist
@@ -101,7 +148,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConfabStoreMessageQuery, confab_store_message_q
  * @tokens (what the turn's model calls used) is added to the month's count
  * of @tokens_owner and @tokens_token_id (a store that counts its tokens in
  * memory keeps them so over a restart; PostgreSQL counts them as they are
- * taken, and ignores these).
+ * taken, and ignores these). @use (nullable), with the answer: what the
+ * turn adds to the month's usage of its owner, token and agent, added to
+ * their row in the same transaction (no write of its own).
  */
 typedef struct {
 	ConfabSession *session;
@@ -115,6 +164,7 @@ typedef struct {
 	gchar *tokens_token_id;
 	gchar *tokens_month;
 	gint64 tokens;
+	ConfabStoreUsageRow *use;
 } ConfabStoreTurn;
 
 ConfabStoreTurn *
@@ -525,6 +575,16 @@ confab_store_list_usage_async(ConfabStore *self,
 			      gpointer user_data);
 GPtrArray *
 confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+void
+confab_store_list_usage_by_async(ConfabStore *self,
+				 const gchar *month,
+				 ConfabStoreUsageBy by,
+				 const gchar *owner,
+				 GCancellable *cancellable,
+				 GAsyncReadyCallback callback,
+				 gpointer user_data);
+GPtrArray *
+confab_store_list_usage_by_finish(ConfabStore *self, GAsyncResult *result, GError **error);
 
 gint64
 confab_store_rate_interval(guint64 rpm);

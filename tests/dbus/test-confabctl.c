@@ -659,6 +659,14 @@ test_tokens(void)
 	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
 }
 
+/* this month, as confabd counts it (UTC) */
+static gchar *
+month_now(void)
+{
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+	return g_date_time_format(now, "%Y-%m");
+}
+
 static void
 test_quota_usage(void)
 {
@@ -720,6 +728,59 @@ test_quota_usage(void)
 		g_autoptr(ConfabTestResponse) r =
 		    confab_test_chat(daemon, secret, agent, NULL, "hello", FALSE);
 		g_assert_cmpuint(r->status, ==, 200);
+	}
+
+	{
+		/* the usage kept with the turns: five answered, by agent, by
+		 * token, of a month, and what the owner's GetUsage adds */
+		g_autofree gchar *month = month_now();
+		g_autoptr(Run) by_agent = ctl("usage", "--by", "agent", NULL);
+		g_autoptr(Run) by_token = ctl("usage", "--by", "token", "--json", NULL);
+		g_autoptr(Run) of_alice = ctl("usage", "alice", "--month", month, NULL);
+		g_autoptr(Run) old = ctl("usage", "--month", "2001-01", "--json", NULL);
+		g_autoptr(Run) tokens_text = ctl("usage", "alice", NULL);
+		g_autoptr(Run) bad_by = ctl("usage", "--by", "model", NULL);
+		g_autoptr(Run) bad_month = ctl("usage", "--month", "2026-13", NULL);
+		g_autoptr(Run) two_owners = ctl("usage", "alice", "bob", NULL);
+		g_autofree gchar *agent_line =
+		    g_strdup_printf("^%s +%s +5 +[1-9][0-9]* +[1-9][0-9]* +0$", agent, month);
+		JsonObject *row;
+
+		assert_ok(by_agent);
+		g_assert_true(
+		    g_regex_match_simple("^AGENT +MONTH +REQUESTS +INPUT +OUTPUT +REASONING$",
+					 by_agent->out,
+					 G_REGEX_MULTILINE,
+					 0));
+		g_assert_true(
+		    g_regex_match_simple(agent_line, by_agent->out, G_REGEX_MULTILINE, 0));
+		assert_ok(by_token);
+		g_assert_cmpuint(json_array_get_length(array(by_token)), ==, 1);
+		row = json_array_get_object_element(array(by_token), 0);
+		g_assert_true(
+		    g_str_has_prefix(json_object_get_string_member(row, "token_id"), "tok_"));
+		g_assert_cmpint(json_object_get_int_member(row, "requests"), ==, 5);
+		g_assert_cmpint(json_object_get_int_member(row, "input_tokens"), >, 0);
+		g_assert_cmpint(json_object_get_int_member(row, "reasoning_tokens"), ==, 0);
+		assert_ok(of_alice);
+		g_assert_true(g_regex_match_simple("^alice +[0-9-]+ +5 ",
+						   of_alice->out,
+						   G_REGEX_MULTILINE,
+						   0));
+		assert_ok(old);
+		g_assert_cmpuint(json_array_get_length(array(old)), ==, 0);
+		assert_ok(tokens_text);
+		g_assert_true(g_regex_match_simple("^Input tokens: +[1-9][0-9]*$",
+						   tokens_text->out,
+						   G_REGEX_MULTILINE,
+						   0));
+		g_assert_true(g_regex_match_simple("^Reasoning tokens: +0$",
+						   tokens_text->out,
+						   G_REGEX_MULTILINE,
+						   0));
+		assert_status(bad_by, 2);
+		assert_status(bad_month, 2);
+		assert_status(two_owners, 2);
 	}
 
 	bad_quota = ctl("quota", "set", "alice", "lots", NULL);

@@ -13,7 +13,8 @@
  * Limits per owner and per token (issue 30), against a real confabd on
  * either store: D-Bus SetLimits and GetLimits and every bad input, a
  * token's rate tighter than its owner's, a token's turns in flight, a
- * restart, and D-Bus Chat.Send under its caller's limits.
+ * restart, and D-Bus Chat.Send under its caller's limits; the usage per
+ * owner, token and agent (D-Bus ListUsage, GetUsage).
  */
 
 /* f->other is alice's second token */
@@ -627,6 +628,215 @@ test_monthly_tokens(void)
 	confab_test_rm_rf(state);
 }
 
+/* ---------- usage per owner, token and agent ---------- */
+
+/* an openai agent on the fake upstream, answering "plain" with its usage:
+ * 42 input tokens, 17 output tokens of which 5 reasoning */
+static gchar *
+fake_agent(ConfabTestDaemon *daemon, ConfabTestFakeUpstream *up, const gchar *name)
+{
+	GVariantDict dict;
+
+	g_variant_dict_init(&dict, NULL);
+	g_variant_dict_insert(&dict, "name", "s", name);
+	g_variant_dict_insert(&dict, "provider", "s", "openai");
+	g_variant_dict_insert(&dict, "base_url", "s", up->base_url);
+	g_variant_dict_insert(&dict, "upstream_model", "s", "plain");
+	g_variant_dict_insert(&dict, "api_key", "s", "sk-fake-usage");
+	return confab_test_create_agent_props(daemon, g_variant_dict_end(&dict));
+}
+
+static GVariant *
+list_usage(ConfabTestDaemon *daemon, const gchar *by, const gchar *month, const gchar *owner)
+{
+	g_autoptr(GError) error = NULL;
+	GVariant *rows = NULL;
+	GVariantDict filter;
+
+	g_variant_dict_init(&filter, NULL);
+	if (by != NULL)
+		g_variant_dict_insert(&filter, "by", "s", by);
+	if (month != NULL)
+		g_variant_dict_insert(&filter, "month", "s", month);
+	if (owner != NULL)
+		g_variant_dict_insert(&filter, "owner", "s", owner);
+	confab_dbus_admin_call_list_usage_sync(daemon->admin,
+					       g_variant_dict_end(&filter),
+					       &rows,
+					       NULL,
+					       &error);
+	g_assert_no_error(error);
+	return rows;
+}
+
+/* the row of @rows whose @key is @id has @turns turns of the fake's usage */
+static void
+assert_use(GVariant *rows, const gchar *key, const gchar *id, guint64 turns)
+{
+	for (gsize i = 0; i < g_variant_n_children(rows); i++) {
+		g_autoptr(GVariant) row = g_variant_get_child_value(rows, i);
+		guint64 n = G_MAXUINT64;
+
+		if (g_strcmp0(confab_test_variant_string(row, key), id) != 0)
+			continue;
+		g_assert_true(g_variant_lookup(row, "requests", "t", &n));
+		g_assert_cmpuint(n, ==, turns);
+		g_assert_true(g_variant_lookup(row, "input_tokens", "t", &n));
+		g_assert_cmpuint(n, ==, 42 * turns);
+		g_assert_true(g_variant_lookup(row, "output_tokens", "t", &n));
+		g_assert_cmpuint(n, ==, 17 * turns);
+		g_assert_true(g_variant_lookup(row, "reasoning_tokens", "t", &n));
+		g_assert_cmpuint(n, ==, 5 * turns);
+		g_assert_cmpuint(strlen(confab_test_variant_string(row, "month")), ==, 7);
+		return;
+	}
+	g_error("no usage row with %s %s", key, id);
+}
+
+static ConfabTestResponse *
+respond(ConfabTestDaemon *daemon, const gchar *token, const gchar *agent, gboolean stream)
+{
+	g_autofree gchar *body =
+	    g_strdup_printf("{\"model\":\"%s\",\"input\":\"hi\",\"stream\":%s}",
+			    agent,
+			    stream ? "true" : "false");
+	return confab_test_http(daemon, "POST", "/api/v1/responses", token, body);
+}
+
+/* what the usage of an owner, a token and an agent is after JSON and
+ * streamed turns of both doors and D-Bus Chat.Send, each of the fake's
+ * usage: summed by owner, token and agent, of one owner, of a month; the
+ * same after a restart */
+static void
+test_usage(void)
+{
+	g_autoptr(ConfabTestFakeUpstream) up = confab_test_fake_upstream_start();
+	g_autofree gchar *state = confab_test_make_tmpdir("limits-usage");
+	g_autoptr(ConfabTestDaemon) daemon = confab_test_daemon_start_full(state, NULL, NULL);
+	g_autofree gchar *a = fake_agent(daemon, up, "a");
+	g_autofree gchar *b = fake_agent(daemon, up, "b");
+	g_autofree gchar *t1_id = NULL;
+	g_autofree gchar *t2_id = NULL;
+	g_autofree gchar *t3_id = NULL;
+	g_autofree gchar *t1 =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, &t1_id);
+	g_autofree gchar *t2 =
+	    confab_test_create_token(daemon, "alice", "chat.completions", NULL, &t2_id);
+	g_autofree gchar *t3 =
+	    confab_test_create_token(daemon, "bob", "chat.completions", NULL, &t3_id);
+	const gchar *me = g_get_user_name();
+
+	{
+		g_autoptr(ConfabTestResponse) json =
+		    confab_test_chat(daemon, t1, a, NULL, "hi", FALSE);
+		g_autoptr(ConfabTestResponse) sse =
+		    confab_test_chat(daemon, t1, a, NULL, "hi", TRUE);
+		g_autoptr(ConfabTestResponse) rjson = respond(daemon, t2, b, FALSE);
+		g_autoptr(ConfabTestResponse) rsse = respond(daemon, t3, b, TRUE);
+		g_autofree gchar *session = NULL;
+		g_autofree gchar *reply = NULL;
+		g_autoptr(GError) error = NULL;
+
+		g_assert_cmpuint(json->status, ==, 200);
+		g_assert_cmpint(confab_test_json_int(json->json, "usage.prompt_tokens"), ==, 42);
+		g_assert_cmpuint(sse->status, ==, 200);
+		g_assert_cmpuint(rjson->status, ==, 200);
+		g_assert_cmpuint(rsse->status, ==, 200);
+		confab_dbus_chat_call_send_sync(daemon->chat,
+						a,
+						"",
+						"hi",
+						&session,
+						&reply,
+						NULL,
+						&error);
+		g_assert_no_error(error);
+	}
+	for (guint round = 0; round < 2; round++) {
+		g_autoptr(GVariant) owners = list_usage(daemon, NULL, NULL, NULL);
+		g_autoptr(GVariant) tokens = list_usage(daemon, "token", NULL, NULL);
+		g_autoptr(GVariant) agents = list_usage(daemon, "agent", NULL, NULL);
+		g_autoptr(GVariant) alice = list_usage(daemon, "agent", NULL, "alice");
+		g_autoptr(GVariant) old = list_usage(daemon, "owner", "2001-01", NULL);
+		g_autoptr(GVariant) usage = NULL;
+		g_autoptr(GError) error = NULL;
+		guint64 n = 0;
+
+		g_assert_cmpuint(g_variant_n_children(owners), ==, 3);
+		assert_use(owners, "owner", "alice", 3);
+		assert_use(owners, "owner", "bob", 1);
+		assert_use(owners, "owner", me, 1);
+		g_assert_cmpuint(g_variant_n_children(tokens), ==, 4);
+		assert_use(tokens, "token_id", t1_id, 2);
+		assert_use(tokens, "token_id", t2_id, 1);
+		assert_use(tokens, "token_id", t3_id, 1);
+		assert_use(tokens, "token_id", "", 1); /* Chat.Send: no token */
+		g_assert_cmpuint(g_variant_n_children(agents), ==, 2);
+		assert_use(agents, "agent_id", a, 3);
+		assert_use(agents, "agent_id", b, 2);
+		g_assert_cmpuint(g_variant_n_children(alice), ==, 2);
+		assert_use(alice, "agent_id", a, 2);
+		assert_use(alice, "agent_id", b, 1);
+		g_assert_cmpuint(g_variant_n_children(old), ==, 0);
+
+		/* GetUsage: the month's tokens beside its requests */
+		confab_dbus_admin_call_get_usage_sync(daemon->admin, "alice", &usage, NULL, &error);
+		g_assert_no_error(error);
+		g_assert_true(g_variant_lookup(usage, "requests", "t", &n));
+		g_assert_cmpuint(n, ==, 3);
+		g_assert_true(g_variant_lookup(usage, "input_tokens", "t", &n));
+		g_assert_cmpuint(n, ==, 3 * 42);
+		g_assert_true(g_variant_lookup(usage, "output_tokens", "t", &n));
+		g_assert_cmpuint(n, ==, 3 * 17);
+		g_assert_true(g_variant_lookup(usage, "reasoning_tokens", "t", &n));
+		g_assert_cmpuint(n, ==, 3 * 5);
+
+		/* a restart keeps it all */
+		g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+		g_clear_pointer(&daemon, confab_test_daemon_free);
+		daemon = confab_test_daemon_start_full(state, NULL, NULL);
+	}
+	{
+		/* bad filters change nothing and say why */
+		const gchar *bad[][2] = {{"by", "model"}, {"month", "2026-13"}, {"month", "May"}};
+		for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+			g_autoptr(GError) error = NULL;
+			g_autoptr(GVariant) rows = NULL;
+			GVariantDict filter;
+
+			g_variant_dict_init(&filter, NULL);
+			g_variant_dict_insert(&filter, bad[i][0], "s", bad[i][1]);
+			confab_dbus_admin_call_list_usage_sync(daemon->admin,
+							       g_variant_dict_end(&filter),
+							       &rows,
+							       NULL,
+							       &error);
+			g_assert_nonnull(error);
+			g_assert_nonnull(strstr(error->message, bad[i][0]));
+		}
+	}
+	{
+		/* the reasoning tokens are in the metrics too */
+		g_autofree gchar *scraper =
+		    confab_test_create_token(daemon, "prometheus", "metrics.read", NULL, NULL);
+		g_autoptr(ConfabTestResponse) r = NULL;
+		g_autofree gchar *text = NULL;
+
+		{
+			g_autoptr(ConfabTestResponse) turn =
+			    confab_test_chat(daemon, t1, a, NULL, "hi", FALSE);
+			g_assert_cmpuint(turn->status, ==, 200);
+		}
+		r = confab_test_http(daemon, "GET", "/metrics", scraper, NULL);
+		g_assert_cmpuint(r->status, ==, 200);
+		text = g_strndup(g_bytes_get_data(r->body, NULL), g_bytes_get_size(r->body));
+		g_assert_nonnull(strstr(text, "direction=\"reasoning\"} 5"));
+	}
+	g_assert_cmpint(confab_test_daemon_stop(daemon), ==, 0);
+	g_clear_pointer(&daemon, confab_test_daemon_free);
+	confab_test_rm_rf(state);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -671,6 +881,7 @@ main(int argc, char **argv)
 		   test_tpm,
 		   confab_test_tokens_teardown);
 	g_test_add_func("/confab/limits/monthly-tokens", test_monthly_tokens);
+	g_test_add_func("/confab/limits/usage", test_usage);
 	ret = g_test_run();
 	confab_test_finish();
 	return ret;

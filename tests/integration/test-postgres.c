@@ -448,6 +448,101 @@ test_tokens_across(Fixture *f, gconstpointer data)
 	confab_test_upstream_stop(up);
 }
 
+/* ---------- tokens per minute, exact across instances ---------- */
+
+/* a hundred streams at once over three instances, against tokens per minute
+ * that hold ten reservations ("fly": 12 tokens of input, 1024 for the
+ * answer): held by the upstream, the admitted ones cannot settle, so the
+ * rate admits exactly its burst (and one more per six seconds, should the
+ * race last that long); the others are refused with rate_limit_exceeded */
+static void
+test_tpm_exact(Fixture *f, gconstpointer data)
+{
+	const guint n = 100, fit = 10;
+	const gint64 interval = 60 * G_USEC_PER_SEC / fit;
+	ConfabTestUpstream *up = confab_test_upstream_start(TRUE);
+	g_autofree gchar *agent = held_agent(f, up);
+	guint counts[3] = {0, 0, 0};
+	GMutex lock;
+	GCond cond;
+	g_autofree Flyer *flyers = g_new0(Flyer, n);
+	g_autofree GThread **threads = g_new0(GThread *, n);
+	gint64 start, deadline, took;
+	guint answered = 0, admitted;
+
+	g_mutex_init(&lock);
+	g_cond_init(&cond);
+	start = g_get_monotonic_time();
+	for (guint i = 0; i < n; i++) {
+		flyers[i] = (Flyer){f->d[i % N_INSTANCES], f->token, agent, counts, &lock, &cond};
+		threads[i] = g_thread_new("flyer", flyer_thread, &flyers[i]);
+	}
+	/* until every request is answered (refused) or held upstream (admitted) */
+	deadline = start + 120 * G_TIME_SPAN_SECOND;
+	while (g_get_monotonic_time() < deadline) {
+		g_mutex_lock(&lock);
+		answered = counts[0] + counts[1] + counts[2];
+		g_mutex_unlock(&lock);
+		if (confab_test_upstream_wait_waiting(up, n - answered, 100))
+			break;
+		g_mutex_lock(&lock);
+		if (counts[0] + counts[1] + counts[2] == answered)
+			g_cond_wait_until(&cond, &lock, g_get_monotonic_time() + 100 * 1000);
+		g_mutex_unlock(&lock);
+	}
+	took = g_get_monotonic_time() - start;
+	admitted = n - answered;
+	g_test_message("%u instances, %u streams at once, tpm for %u reservations: %u admitted, "
+		       "%u refused (429 rate_limit_exceeded), %u other, in %.2f s",
+		       N_INSTANCES,
+		       n,
+		       fit,
+		       admitted,
+		       counts[1],
+		       counts[0] + counts[2],
+		       took / 1e6);
+	g_assert_cmpuint(counts[0], ==, 0);
+	g_assert_cmpuint(counts[2], ==, 0);
+	g_assert_cmpuint(counts[1], ==, answered);
+	/* exactly the burst; one more per interval the race lasted */
+	g_assert_cmpuint(admitted, >=, fit);
+	g_assert_cmpuint(admitted, <=, fit + took / interval);
+	if (took < interval)
+		g_assert_cmpuint(admitted, ==, fit);
+
+	confab_test_upstream_set_hold(up, FALSE);
+	for (guint i = 0; i < n; i++)
+		g_thread_join(threads[i]);
+	g_assert_cmpuint(counts[0], ==, admitted);
+	g_assert_cmpuint(counts[1], ==, n - admitted);
+	{
+		/* the usage the instances added to one row, each with its
+		 * turns' commits: every admitted turn, once */
+		g_autoptr(GVariant) rows = NULL;
+		g_autoptr(GVariant) row = NULL;
+		g_autoptr(GError) error = NULL;
+		GVariantDict filter;
+		guint64 requests = 0;
+
+		g_variant_dict_init(&filter, NULL);
+		g_variant_dict_insert(&filter, "by", "s", "agent");
+		confab_dbus_admin_call_list_usage_sync(f->d[2]->admin,
+						       g_variant_dict_end(&filter),
+						       &rows,
+						       NULL,
+						       &error);
+		g_assert_no_error(error);
+		g_assert_cmpuint(g_variant_n_children(rows), ==, 1);
+		row = g_variant_get_child_value(rows, 0);
+		g_assert_cmpstr(confab_test_variant_string(row, "agent_id"), ==, agent);
+		g_assert_true(g_variant_lookup(row, "requests", "t", &requests));
+		g_assert_cmpuint(requests, ==, admitted);
+	}
+	g_mutex_clear(&lock);
+	g_cond_clear(&cond);
+	confab_test_upstream_stop(up);
+}
+
 /* ---------- admin changes, on every instance within a second ---------- */
 
 static void
@@ -1165,6 +1260,12 @@ main(int argc, char **argv)
 		   "[quota]\ndefault_monthly_tokens=10360\n",
 		   fixture_setup,
 		   test_tokens_across,
+		   fixture_teardown);
+	g_test_add("/confab/postgres/tpm-exact",
+		   Fixture,
+		   "[quota]\ndefault_tpm=10360\n",
+		   fixture_setup,
+		   test_tpm_exact,
 		   fixture_teardown);
 	g_test_add("/confab/postgres/rate-exact",
 		   Fixture,

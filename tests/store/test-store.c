@@ -2520,7 +2520,7 @@ test_pg_migrate_v1(void)
 	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "DROP TABLE rates; DROP TABLE parallel_holds; DROP TABLE limits; DROP TABLE "
-	    "token_usage; DROP TABLE mcp_oauth;"
+	    "token_usage; DROP TABLE mcp_oauth; DROP TABLE usage_monthly;"
 	    "UPDATE schema_version SET version = 1;"
 	    "INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "
 	    "VALUES ('cts_01jmigrate000000000000001', 'alice', 'agt_01jmigrate000000000000001', 0, "
@@ -2565,7 +2565,7 @@ test_pg_migrate_v4(void)
 	    "DROP TABLE responses; DROP TABLE response_events; DROP TABLE elicitations;"
 	    "ALTER TABLE sessions DROP COLUMN metadata;"
 	    "DROP TABLE rates; DROP TABLE parallel_holds; DROP TABLE limits; DROP TABLE "
-	    "token_usage; DROP TABLE mcp_oauth;"
+	    "token_usage; DROP TABLE mcp_oauth; DROP TABLE usage_monthly;"
 	    "UPDATE schema_version SET version = 4;"
 	    "INSERT INTO approvals (id, owner, agent_id, session_id, server, tool, name, "
 	    "arguments, tool_call_id, created_at, response_id) VALUES "
@@ -3905,6 +3905,153 @@ test_conversation_metadata_and_agent(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(confab_session_get_agent_id(read), ==, "agt_first");
 }
 
+/* ---------- usage per owner, token and agent ---------- */
+
+static GPtrArray *
+list_usage_by(Fixture *f, const gchar *month, ConfabStoreUsageBy by, const gchar *owner)
+{
+	GAsyncResult *slot = NULL;
+	g_autoptr(GAsyncResult) res = NULL;
+	g_autoptr(GError) error = NULL;
+	GPtrArray *rows = NULL;
+
+	confab_store_list_usage_by_async(f->store, month, by, owner, NULL, on_result, &slot);
+	res = wait_for(&slot);
+	rows = confab_store_list_usage_by_finish(f->store, res, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(rows);
+	return rows;
+}
+
+static void
+assert_usage_row(GPtrArray *rows,
+		 guint i,
+		 const gchar *id,
+		 guint64 requests,
+		 guint64 input,
+		 guint64 output,
+		 guint64 reasoning)
+{
+	ConfabStoreUsageRow *row;
+	const gchar *key;
+
+	g_assert_cmpuint(i, <, rows->len);
+	row = g_ptr_array_index(rows, i);
+	/* the one key a row is summed by; the others are "" */
+	key = row->owner[0] != '\0'	 ? row->owner
+	      : row->agent_id[0] != '\0' ? row->agent_id
+					 : row->token_id;
+	g_assert_cmpstr(key, ==, id);
+	g_assert_cmpuint(row->requests, ==, requests);
+	g_assert_cmpuint(row->input_tokens, ==, input);
+	g_assert_cmpuint(row->output_tokens, ==, output);
+	g_assert_cmpuint(row->reasoning_tokens, ==, reasoning);
+}
+
+/* A turn's usage is added with its commit (ConfabStoreTurn.use): many
+ * commits at once (SQLite's group commit tallies them per batch), a
+ * failed one adding nothing, summed by owner, token and agent, of one
+ * owner, of one month, durable over a reopen. */
+static void
+test_usage_by(Fixture *f, gconstpointer data)
+{
+	/* owner, token ("" none), agent, month */
+	static const gchar *const keys[][4] = {
+	    {"alice", "tok_a1", "agt_x", NULL},
+	    {"alice", "tok_a2", "agt_y", NULL},
+	    {"bob\nsmith", "tok_b", "agt_x", NULL},
+	    {"carol", "", "agt_y", NULL},
+	    {"alice", "tok_a1", "agt_x", "2001-01"},
+	};
+	const guint n = 50;
+	Counter counter = {0, 0};
+	guint timeout;
+
+	for (guint i = 0; i < n; i++) {
+		g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
+		g_autofree gchar *sid = confab_id_generator_next(f->ids, CONFAB_PREFIX_SESSION);
+		const gchar *const *key = keys[i % G_N_ELEMENTS(keys)];
+		ConfabStoreUsageRow *use = g_new0(ConfabStoreUsageRow, 1);
+
+		record->session = confab_session_new();
+		confab_session_set_id(record->session, sid);
+		confab_session_set_owner(record->session, key[0]);
+		confab_session_set_agent_id(record->session, key[2]);
+		record->session_is_new = TRUE;
+		g_ptr_array_add(record->messages, make_message(f, sid, "user", "u"));
+		record->assistant = make_message(f, sid, "assistant", "a");
+		use->month = g_strdup(key[3] != NULL ? key[3] : f->month);
+		use->owner = g_strdup(key[0]);
+		use->token_id = g_strdup(key[1]);
+		use->agent_id = g_strdup(key[2]);
+		use->requests = 1;
+		use->input_tokens = 42;
+		use->output_tokens = 17;
+		use->reasoning_tokens = 5;
+		record->use = use;
+		confab_store_commit_turn_async(f->store, record, NULL, on_counted, &counter);
+	}
+	timeout = g_timeout_add_seconds(60, on_timeout, NULL);
+	while (counter.done < n)
+		g_main_context_iteration(NULL, TRUE);
+	g_source_remove(timeout);
+	g_assert_cmpuint(counter.failed, ==, 0);
+	{
+		/* a turn that fails (its session is gone) adds nothing */
+		g_autoptr(ConfabStoreTurn) record = confab_store_turn_new();
+		g_autoptr(GError) error = NULL;
+		ConfabStoreUsageRow use =
+		    {f->month, "alice", "tok_a1", "agt_x", 1, 1000, 1000, 1000};
+
+		record->session = confab_session_new();
+		confab_session_set_id(record->session, "cts_missing");
+		record->assistant = make_message(f, "cts_missing", "assistant", "a");
+		record->use = confab_store_usage_row_copy(&use);
+		g_assert_false(begin_turn(f, record, &error));
+		g_assert_nonnull(error);
+	}
+
+	for (guint round = 0; round < 2; round++) {
+		g_autoptr(GPtrArray) owners =
+		    list_usage_by(f, f->month, CONFAB_STORE_USAGE_BY_OWNER, NULL);
+		g_autoptr(GPtrArray) tokens =
+		    list_usage_by(f, f->month, CONFAB_STORE_USAGE_BY_TOKEN, NULL);
+		g_autoptr(GPtrArray) agents =
+		    list_usage_by(f, f->month, CONFAB_STORE_USAGE_BY_AGENT, NULL);
+		g_autoptr(GPtrArray) alice =
+		    list_usage_by(f, f->month, CONFAB_STORE_USAGE_BY_AGENT, "alice");
+		g_autoptr(GPtrArray) old =
+		    list_usage_by(f, "2001-01", CONFAB_STORE_USAGE_BY_TOKEN, NULL);
+		g_autoptr(GPtrArray) none =
+		    list_usage_by(f, "2001-02", CONFAB_STORE_USAGE_BY_OWNER, NULL);
+
+		/* 10 turns of each key: in order of the owners' names */
+		g_assert_cmpuint(owners->len, ==, 3);
+		assert_usage_row(owners, 0, "alice", 20, 840, 340, 100);
+		assert_usage_row(owners, 1, "bob\nsmith", 10, 420, 170, 50);
+		assert_usage_row(owners, 2, "carol", 10, 420, 170, 50);
+		g_assert_cmpstr(((ConfabStoreUsageRow *)g_ptr_array_index(owners, 0))->month,
+				==,
+				f->month);
+		g_assert_cmpuint(tokens->len, ==, 4);
+		assert_usage_row(tokens, 0, "", 10, 420, 170, 50);
+		assert_usage_row(tokens, 1, "tok_a1", 10, 420, 170, 50);
+		assert_usage_row(tokens, 2, "tok_a2", 10, 420, 170, 50);
+		assert_usage_row(tokens, 3, "tok_b", 10, 420, 170, 50);
+		g_assert_cmpuint(agents->len, ==, 2);
+		assert_usage_row(agents, 0, "agt_x", 20, 840, 340, 100);
+		assert_usage_row(agents, 1, "agt_y", 20, 840, 340, 100);
+		g_assert_cmpuint(alice->len, ==, 2);
+		assert_usage_row(alice, 0, "agt_x", 10, 420, 170, 50);
+		assert_usage_row(alice, 1, "agt_y", 10, 420, 170, 50);
+		g_assert_cmpuint(old->len, ==, 1);
+		assert_usage_row(old, 0, "tok_a1", 10, 420, 170, 50);
+		g_assert_cmpuint(none->len, ==, 0);
+		/* durable: the same after a reopen */
+		reopen(f);
+	}
+}
+
 static void
 add_tests(const Backend *backend, gboolean available)
 {
@@ -3927,6 +4074,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"delete-session-cascades", test_delete_session_cascades},
 	    {"quotas-and-usage", test_quotas_and_usage},
 	    {"list-usage", test_list_usage},
+	    {"usage-by", test_usage_by},
 	    {"admit-quota", test_admit_quota},
 	    {"admit-concurrent", test_admit_concurrent},
 	    {"sessions-busy", test_sessions_busy},

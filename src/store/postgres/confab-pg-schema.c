@@ -203,9 +203,11 @@
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
 	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id "
 
-/* v2's commit, and v8's (messages.upstream): the same function, over the
- * messages' columns of its version */
-#define COMMIT_TURN_WITH(INSERT, RECORD)                                                           \
+/* v2's commit, v8's (messages.upstream) and v13's (USE: the usage per
+ * owner, token and agent): the same function, over the messages' columns
+ * of its version */
+#define COMMIT_TURN_WITH(INSERT, RECORD) COMMIT_TURN_WITH_USE(INSERT, RECORD, "")
+#define COMMIT_TURN_WITH_USE(INSERT, RECORD, USE)                                                  \
 	"CREATE OR REPLACE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS " \
 	"$$ "                                                                                      \
 	"DECLARE "                                                                                 \
@@ -237,7 +239,7 @@
 	"      answer_model = t #>> '{unfinished,model}', "                                        \
 	"      answer_created_at = (t #>> '{unfinished,created_at}')::bigint "                     \
 	"      WHERE session_id = sid AND instance_id = t ->> 'instance'; "                        \
-	"  END IF; "                                                                               \
+	"  END IF; " USE                                                                           \
 	"  /* last: the owner's row is every turn's, its lock held until COMMIT */ "               \
 	"  IF t ->> 'usage_owner' IS NOT NULL THEN "                                               \
 	"    DELETE FROM usage_holds WHERE id = t ->> 'hold'; "                                    \
@@ -678,6 +680,41 @@
 	");"                                                                                       \
 	"CREATE UNIQUE INDEX mcp_oauth_by_state ON mcp_oauth (state) WHERE state IS NOT NULL;"
 
+/*
+ * v13 (usage per owner, token and agent, issue 30): a month's turns and
+ * tokens, one row per owner, token ('' for none) and agent, added to by
+ * confab_commit_turn() with a turn's answer (its `use`), in the turn's own
+ * transaction: before the owner's usage row, so that every commit locks
+ * in one order.
+ */
+#define USE_V13                                                                                    \
+	"  IF t -> 'use' IS NOT NULL THEN "                                                        \
+	"    INSERT INTO usage_monthly AS um (month, owner, token_id, agent_id, requests, "        \
+	"        input_tokens, output_tokens, reasoning_tokens) "                                  \
+	"      VALUES (t #>> '{use,month}', t #>> '{use,owner}', t #>> '{use,token_id}', "         \
+	"        t #>> '{use,agent_id}', (t #>> '{use,requests}')::bigint, "                       \
+	"        (t #>> '{use,input_tokens}')::bigint, (t #>> '{use,output_tokens}')::bigint, "    \
+	"        (t #>> '{use,reasoning_tokens}')::bigint) "                                       \
+	"      ON CONFLICT (month, owner, token_id, agent_id) DO UPDATE SET "                      \
+	"        requests = um.requests + EXCLUDED.requests, "                                     \
+	"        input_tokens = um.input_tokens + EXCLUDED.input_tokens, "                         \
+	"        output_tokens = um.output_tokens + EXCLUDED.output_tokens, "                      \
+	"        reasoning_tokens = um.reasoning_tokens + EXCLUDED.reasoning_tokens; "             \
+	"  END IF; "
+
+#define MIGRATE_V13_USAGE_MONTHLY                                                                  \
+	"CREATE TABLE usage_monthly ("                                                             \
+	"  month text COLLATE \"C\" NOT NULL,"                                                     \
+	"  owner text COLLATE \"C\" NOT NULL,"                                                     \
+	"  token_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  agent_id text COLLATE \"C\" NOT NULL,"                                                  \
+	"  requests bigint NOT NULL DEFAULT 0,"                                                    \
+	"  input_tokens bigint NOT NULL DEFAULT 0,"                                                \
+	"  output_tokens bigint NOT NULL DEFAULT 0,"                                               \
+	"  reasoning_tokens bigint NOT NULL DEFAULT 0,"                                            \
+	"  PRIMARY KEY (month, owner, token_id, agent_id)"                                         \
+	");" COMMIT_TURN_WITH_USE(MESSAGE_INSERT_V8, MESSAGE_RECORD_V8, USE_V13)
+
 /* [from] -> the SQL that brings version from to from + 1 */
 static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V1,
@@ -692,6 +729,7 @@ static const gchar *const migrations[CONFAB_PG_SCHEMA_VERSION] = {
     MIGRATE_V10_RATES,
     MIGRATE_V11_LIMITS,
     MIGRATE_V12_MCP_OAUTH,
+    MIGRATE_V13_USAGE_MONTHLY,
 };
 
 typedef enum {

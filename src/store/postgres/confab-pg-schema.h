@@ -34,8 +34,10 @@ G_BEGIN_DECLS
  */
 /* 11: limits (issue 30)
  * 12: mcp_oauth (MCP servers' OAuth clients and tokens, issue 34)
+ * 13: usage_monthly (usage per owner, token and agent, issue 30);
+ *     confab_commit_turn() adds a turn's answer's `use` to it
  */
-#define CONFAB_PG_SCHEMA_VERSION 12
+#define CONFAB_PG_SCHEMA_VERSION 13
 
 /* the pg_advisory_lock() key migrations run under: "confab" in ASCII */
 #define CONFAB_PG_SCHEMA_LOCK_KEY "109330244723042"

@@ -1565,6 +1565,18 @@ turn_to_json(ConfabStorePostgres *self, const ConfabStoreTurn *turn, const Taken
 		append_string_member(json, "usage_month", turn->usage_month);
 		append_string_member(json, "hold", taken->hold_id);
 	}
+	if (turn->use != NULL) {
+		g_string_append(json, ",\"use\":{\"month\":");
+		confab_json_append_string(json, turn->use->month);
+		append_string_member(json, "owner", turn->use->owner);
+		append_string_member(json, "token_id", turn->use->token_id ?: "");
+		append_string_member(json, "agent_id", turn->use->agent_id);
+		append_int_member(json, "requests", (gint64)turn->use->requests);
+		append_int_member(json, "input_tokens", (gint64)turn->use->input_tokens);
+		append_int_member(json, "output_tokens", (gint64)turn->use->output_tokens);
+		append_int_member(json, "reasoning_tokens", (gint64)turn->use->reasoning_tokens);
+		g_string_append_c(json, '}');
+	}
 	if (turn->assistant != NULL) {
 		g_string_append(json, ",\"assistant\":");
 		append_message(json, turn->assistant);

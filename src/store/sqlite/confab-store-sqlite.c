@@ -72,6 +72,9 @@ typedef struct {
 	GHashTable *batch_usage; /* owned */
 	/* and the tokens its turns used, "key\nmonth" -> gint64* (issue 30) */
 	GHashTable *batch_tokens; /* owned */
+	/* and what its answers add to the usage per owner, token and agent:
+	 * use_key() -> ConfabStoreUsageRow, summed */
+	GHashTable *batch_use; /* owned */
 	gboolean tally_usage;
 } Conn;
 
@@ -143,6 +146,7 @@ conn_free(Conn *conn)
 		return;
 	g_clear_pointer(&conn->batch_usage, g_hash_table_unref);
 	g_clear_pointer(&conn->batch_tokens, g_hash_table_unref);
+	g_clear_pointer(&conn->batch_use, g_hash_table_unref);
 	g_clear_pointer(&conn->static_stmts, g_hash_table_unref);
 	g_clear_pointer(&conn->stmts, g_hash_table_unref);
 	if (conn->db != NULL)
@@ -296,6 +300,10 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 	conn->static_stmts = g_hash_table_new(g_direct_hash, g_direct_equal);
 	conn->batch_usage = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	conn->batch_tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	conn->batch_use = g_hash_table_new_full(g_str_hash,
+						g_str_equal,
+						g_free,
+						(GDestroyNotify)confab_store_usage_row_free);
 	if (sqlite3_open_v2(path, &conn->db, flags, NULL) != SQLITE_OK) {
 		g_set_error(error,
 			    CONFAB_ERROR,
@@ -740,6 +748,29 @@ migrate_v14_mcp_oauth(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v15 (usage per owner, token and agent, issue 30): a month's turns and
+ * tokens, one row per owner, token ('' for none) and agent, added to by
+ * each turn's answer in its own commit (write_use()).
+ */
+static gboolean
+migrate_v15_usage_monthly(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "CREATE TABLE usage_monthly ("
+			 "  month TEXT NOT NULL,"
+			 "  owner TEXT NOT NULL,"
+			 "  token_id TEXT NOT NULL,"
+			 "  agent_id TEXT NOT NULL,"
+			 "  requests INTEGER NOT NULL DEFAULT 0,"
+			 "  input_tokens INTEGER NOT NULL DEFAULT 0,"
+			 "  output_tokens INTEGER NOT NULL DEFAULT 0,"
+			 "  reasoning_tokens INTEGER NOT NULL DEFAULT 0,"
+			 "  PRIMARY KEY (month, owner, token_id, agent_id)"
+			 ") STRICT, WITHOUT ROWID;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -832,7 +863,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 13:
 		if (!migrate_v14_mcp_oauth(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 14: migrate_v15() here */
+		/* fall through */
+	case 14:
+		if (!migrate_v15_usage_monthly(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 15: migrate_v16() here */
 	default:
 		break;
 	}
@@ -1227,6 +1262,7 @@ writer_try_batch(Conn *conn, GPtrArray *batch, gboolean savepoints, gboolean *re
 	conn->tally_usage = !savepoints;
 	g_hash_table_remove_all(conn->batch_usage);
 	g_hash_table_remove_all(conn->batch_tokens);
+	g_hash_table_remove_all(conn->batch_use);
 	committed = (savepoints ? writer_run_jobs(conn, batch, error)
 				: writer_run_jobs_plain(conn, batch, retry, error)) &&
 		    conn_run(conn, "COMMIT", error);
@@ -2357,6 +2393,69 @@ count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error
 static gboolean
 write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error);
 
+/* What a turn's answer adds to the month's row of its owner, token and
+ * agent (issue 30): one upsert, in the turn's (or the batch's)
+ * transaction. */
+static gboolean
+write_use(Conn *conn, const ConfabStoreUsageRow *use, GError **error)
+{
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare_static(
+	    conn,
+	    "INSERT INTO usage_monthly (month, owner, token_id, agent_id, requests, "
+	    "input_tokens, output_tokens, reasoning_tokens) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+	    "ON CONFLICT (month, owner, token_id, agent_id) DO UPDATE SET "
+	    "requests = requests + ?5, input_tokens = input_tokens + ?6, "
+	    "output_tokens = output_tokens + ?7, reasoning_tokens = reasoning_tokens + ?8",
+	    error);
+
+	if (stmt == NULL)
+		return FALSE;
+	bind_text(stmt, 1, use->month);
+	bind_text(stmt, 2, use->owner);
+	bind_text(stmt, 3, use->token_id != NULL ? use->token_id : "");
+	bind_text(stmt, 4, use->agent_id);
+	sqlite3_bind_int64(stmt, 5, (gint64)use->requests);
+	sqlite3_bind_int64(stmt, 6, (gint64)use->input_tokens);
+	sqlite3_bind_int64(stmt, 7, (gint64)use->output_tokens);
+	sqlite3_bind_int64(stmt, 8, (gint64)use->reasoning_tokens);
+	return stmt_step_done(conn, stmt, error);
+}
+
+/* A turn's usage: in the batch's tally when there is one (one upsert per
+ * owner, token and agent and batch, as its requests are), else at once. */
+static gboolean
+count_use(Conn *conn, const ConfabStoreUsageRow *use, GError **error)
+{
+	g_autofree gchar *key = NULL;
+	ConfabStoreUsageRow *sum;
+
+	if (!conn->tally_usage)
+		return write_use(conn, use, error);
+	/* lengths first: no two keys of different rows are the same text */
+	key = g_strdup_printf("%zu:%s%zu:%s%zu:%s%zu:%s",
+			      strlen(use->month),
+			      use->month,
+			      strlen(use->owner),
+			      use->owner,
+			      strlen(use->token_id ?: ""),
+			      use->token_id ?: "",
+			      strlen(use->agent_id),
+			      use->agent_id);
+	sum = g_hash_table_lookup(conn->batch_use, key);
+	if (sum == NULL) {
+		g_hash_table_insert(conn->batch_use,
+				    g_steal_pointer(&key),
+				    confab_store_usage_row_copy(use));
+		return TRUE;
+	}
+	sum->requests += use->requests;
+	sum->input_tokens += use->input_tokens;
+	sum->output_tokens += use->output_tokens;
+	sum->reasoning_tokens += use->reasoning_tokens;
+	return TRUE;
+}
+
 /* The batch's tally, written, before its commit. */
 static gboolean
 write_batch_usage(Conn *conn, GError **error)
@@ -2382,6 +2481,12 @@ write_batch_usage(Conn *conn, GError **error)
 			return FALSE;
 	}
 	g_hash_table_remove_all(conn->batch_tokens);
+	g_hash_table_iter_init(&iter, conn->batch_use);
+	while (g_hash_table_iter_next(&iter, &key, &n)) {
+		if (!write_use(conn, n, error))
+			return FALSE;
+	}
+	g_hash_table_remove_all(conn->batch_use);
 	return TRUE;
 }
 
@@ -2457,6 +2562,8 @@ write_commit_turn(Conn *conn, gpointer data, GError **error)
 	    !count_request(conn, turn->usage_owner, turn->usage_month, error))
 		return FALSE;
 	if (turn->tokens != 0 && !count_tokens(conn, turn, error))
+		return FALSE;
+	if (turn->use != NULL && !count_use(conn, turn->use, error))
 		return FALSE;
 	return turn->assistant == NULL || insert_message(conn, turn->assistant, error);
 }
