@@ -823,6 +823,10 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
  * - DEFINE_ASYNC_NONE(name): an op without arguments;
  * - DEFINE_ASYNC_TEXT(name, a): an op whose one argument is the text @a;
  * - DEFINE_ASYNC_TEXT2(name, a, b): one whose two are the texts @a and @b;
+ * - DEFINE_ASYNC_TEXT_INT(name, a, n): the text @a and the integer @n;
+ * - DEFINE_ASYNC_LIST(name, filter): a list by (nullable) owner, one
+ *   (nullable) @filter and a limit, bound as `$1` owner, `$2` limit, `$3`
+ *   @filter;
  * - DEFINE_FINISH_POINTER(name, Type): the result, (transfer full);
  * - DEFINE_FINISH_BOOLEAN(name): %TRUE, for a write.
  * The others build their call by hand and end with RUN(name, call), which
@@ -866,6 +870,40 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
 		call = call_with_text(&op_##name, a);                                              \
 		confab_store_call_add_text(call, b);                                               \
+		RUN(name, call);                                                                   \
+	}
+
+#define DEFINE_ASYNC_TEXT_INT(name, a, n)                                                          \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 const gchar *a,                                           \
+					 gint64 n,                                                 \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)                                       \
+	{                                                                                          \
+		ConfabStoreCall *call = NULL;                                                      \
+                                                                                                   \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		call = call_with_text(&op_##name, a);                                              \
+		confab_store_call_add_int(call, n);                                                \
+		RUN(name, call);                                                                   \
+	}
+
+#define DEFINE_ASYNC_LIST(name, filter)                                                            \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 const gchar *owner,                                       \
+					 const gchar *filter,                                      \
+					 guint limit,                                              \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)                                       \
+	{                                                                                          \
+		ConfabStoreCall *call = NULL;                                                      \
+                                                                                                   \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		call = call_with_text(&op_##name, owner);                                          \
+		confab_store_call_add_int(call, limit);                                            \
+		confab_store_call_add_text(call, filter);                                          \
 		RUN(name, call);                                                                   \
 	}
 
@@ -1069,21 +1107,7 @@ DEFINE_FINISH_BOOLEAN(save_agent)
  * Marks the agent deleted (its conversations keep its id) and forgets its
  * key and MCP servers.
  */
-void
-confab_store_delete_agent_async(ConfabStore *self,
-				const gchar *agent_id,
-				gint64 deleted_at,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_delete_agent, agent_id);
-	confab_store_call_add_int(call, deleted_at);
-	RUN(delete_agent, call);
-}
+DEFINE_ASYNC_TEXT_INT(delete_agent, agent_id, deleted_at)
 
 /**
  * confab_store_delete_agent_finish:
@@ -2618,23 +2642,7 @@ DEFINE_FINISH_BOOLEAN(end_response)
  *
  * The background responses queued or running now, on any instance.
  */
-void
-confab_store_list_running_responses_async(ConfabStore *self,
-					  const gchar *owner,
-					  const gchar *session_id,
-					  guint limit,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data)
-{
-	ConfabStoreCall *call;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_running_responses, owner);
-	confab_store_call_add_int(call, limit);
-	confab_store_call_add_text(call, session_id);
-	RUN(list_running_responses, call);
-}
+DEFINE_ASYNC_LIST(list_running_responses, session_id)
 
 /**
  * confab_store_list_running_responses_finish:
@@ -2696,21 +2704,7 @@ DEFINE_FINISH_BOOLEAN(append_response_events)
  * @after: the batches with an event numbered above this (-1: all)
  * @callback: called with the batches, in order
  */
-void
-confab_store_list_response_events_async(ConfabStore *self,
-					const gchar *response_id,
-					gint64 after,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data)
-{
-	ConfabStoreCall *call;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_response_events, response_id);
-	confab_store_call_add_int(call, after);
-	RUN(list_response_events, call);
-}
+DEFINE_ASYNC_TEXT_INT(list_response_events, response_id, after)
 
 /**
  * confab_store_list_response_events_finish:
@@ -2729,21 +2723,7 @@ DEFINE_FINISH_POINTER(list_response_events, GPtrArray *)
  * another live instance's; on SQLite every one, so it is called at start,
  * before this instance runs any.
  */
-void
-confab_store_fail_orphan_responses_async(ConfabStore *self,
-					 const gchar *error_json,
-					 gint64 now,
-					 GCancellable *cancellable,
-					 GAsyncReadyCallback callback,
-					 gpointer user_data)
-{
-	ConfabStoreCall *call;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_fail_orphan_responses, error_json);
-	confab_store_call_add_int(call, now);
-	RUN(fail_orphan_responses, call);
-}
+DEFINE_ASYNC_TEXT_INT(fail_orphan_responses, error_json, now)
 
 /**
  * confab_store_fail_orphan_responses_finish:
@@ -2887,23 +2867,7 @@ DEFINE_FINISH_POINTER(decide_approval, ConfabApproval *)
  * asked waits for them, on an instance that lives: not a Responses API
  * request), oldest first.
  */
-void
-confab_store_list_approvals_async(ConfabStore *self,
-				  const gchar *owner,
-				  const gchar *agent_id,
-				  guint limit,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_approvals, owner);
-	confab_store_call_add_int(call, limit);
-	confab_store_call_add_text(call, agent_id);
-	RUN(list_approvals, call);
-}
+DEFINE_ASYNC_LIST(list_approvals, agent_id)
 
 /**
  * confab_store_list_approvals_finish:
@@ -3015,23 +2979,7 @@ DEFINE_FINISH_BOOLEAN(answer_elicitation)
  * Lists the pending elicitations a person can answer (the turn that asked
  * waits for them, on an instance that lives), oldest first.
  */
-void
-confab_store_list_elicitations_async(ConfabStore *self,
-				     const gchar *owner,
-				     const gchar *agent_id,
-				     guint limit,
-				     GCancellable *cancellable,
-				     GAsyncReadyCallback callback,
-				     gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_elicitations, owner);
-	confab_store_call_add_int(call, limit);
-	confab_store_call_add_text(call, agent_id);
-	RUN(list_elicitations, call);
-}
+DEFINE_ASYNC_LIST(list_elicitations, agent_id)
 
 /**
  * confab_store_list_elicitations_finish:
