@@ -813,36 +813,129 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 	return g_task_propagate_pointer(G_TASK(result), error);
 }
 
+/*
+ * The public pairs, GIO-style. Each confab_store_*_async() takes, after its
+ * own arguments, @cancellable (nullable; a write, once queued, is seen
+ * through), @callback (called in the caller's thread-default main context
+ * once the call completed: a write once committed) and @user_data; its
+ * _finish takes the callback's #GAsyncResult and returns what its comment
+ * says, or %FALSE or %NULL with @error set. Where an operation's pair has
+ * a shape shared with others, one line makes each function from its
+ * op_<name> above:
+ * - DEFINE_ASYNC_NONE(name): an op without arguments;
+ * - DEFINE_ASYNC_TEXT(name, a): an op whose one argument is the text @a;
+ * - DEFINE_ASYNC_TEXT2(name, a, b): one whose two are the texts @a and @b;
+ * - DEFINE_ASYNC_TEXT_INT(name, a, n): the text @a and the integer @n;
+ * - DEFINE_ASYNC_LIST(name, filter): a list by (nullable) owner, one
+ *   (nullable) @filter and a limit, bound as `$1` owner, `$2` limit, `$3`
+ *   @filter;
+ * - DEFINE_FINISH_POINTER(name, Type): the result, (transfer full);
+ * - DEFINE_FINISH_BOOLEAN(name): %TRUE, for a write.
+ * The others build their call by hand and end with RUN(name, call), which
+ * hands it to store_run() with their own @self, @cancellable, @callback and
+ * @user_data.
+ */
+#define RUN(name, call)                                                                            \
+	store_run(self, (call), confab_store_##name##_async, cancellable, callback, user_data)
+
+#define DEFINE_ASYNC_NONE(name)                                                                    \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)                                       \
+	{                                                                                          \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		RUN(name, confab_store_call_new(&op_##name));                                      \
+	}
+
+#define DEFINE_ASYNC_TEXT(name, a)                                                                 \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 const gchar *a,                                           \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)                                       \
+	{                                                                                          \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		RUN(name, call_with_text(&op_##name, a));                                          \
+	}
+
+#define DEFINE_ASYNC_TEXT2(name, a, b)                                                             \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 const gchar *a,                                           \
+					 const gchar *b,                                           \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)                                       \
+	{                                                                                          \
+		ConfabStoreCall *call = NULL;                                                      \
+                                                                                                   \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		call = call_with_text(&op_##name, a);                                              \
+		confab_store_call_add_text(call, b);                                               \
+		RUN(name, call);                                                                   \
+	}
+
+#define DEFINE_ASYNC_TEXT_INT(name, a, n)                                                          \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 const gchar *a,                                           \
+					 gint64 n,                                                 \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)                                       \
+	{                                                                                          \
+		ConfabStoreCall *call = NULL;                                                      \
+                                                                                                   \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		call = call_with_text(&op_##name, a);                                              \
+		confab_store_call_add_int(call, n);                                                \
+		RUN(name, call);                                                                   \
+	}
+
+#define DEFINE_ASYNC_LIST(name, filter)                                                            \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 const gchar *owner,                                       \
+					 const gchar *filter,                                      \
+					 guint limit,                                              \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)                                       \
+	{                                                                                          \
+		ConfabStoreCall *call = NULL;                                                      \
+                                                                                                   \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		call = call_with_text(&op_##name, owner);                                          \
+		confab_store_call_add_int(call, limit);                                            \
+		confab_store_call_add_text(call, filter);                                          \
+		RUN(name, call);                                                                   \
+	}
+
+#define DEFINE_FINISH_POINTER(name, Type)                                                          \
+	Type confab_store_##name##_finish(ConfabStore *self, GAsyncResult *result, GError **error) \
+	{                                                                                          \
+		return finish_pointer(self, result, error);                                        \
+	}
+
+#define DEFINE_FINISH_BOOLEAN(name)                                                                \
+	gboolean confab_store_##name##_finish(ConfabStore *self,                                   \
+					      GAsyncResult *result,                                \
+					      GError **error)                                      \
+	{                                                                                          \
+		return finish_boolean(self, result, error);                                        \
+	}
+
 /**
  * confab_store_load_agents_async:
  *
  * Reads every agent that is not deleted.
  */
-void
-confab_store_load_agents_async(ConfabStore *self,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  confab_store_call_new(&op_load_agents),
-		  confab_store_load_agents_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_NONE(load_agents)
 
 /**
  * confab_store_load_agents_finish:
  *
  * Returns: (transfer full) (element-type ConfabAgent): the agents, by id
  */
-GPtrArray *
-confab_store_load_agents_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(load_agents, GPtrArray *)
 
 /**
  * confab_store_load_tokens_async:
@@ -957,11 +1050,8 @@ confab_store_load_tokens_finish(ConfabStore *self, GAsyncResult *result, GError 
 
 /**
  * confab_store_save_agent_async:
- * @self: a #ConfabStore
  * @agent: the agent, new or changed
  * @cancellable: (nullable): ignored once the write is queued: it is seen through
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Inserts @agent, or updates it by id unless it was deleted; other
  * instances sharing the database hear of it (::changed).
@@ -1001,7 +1091,7 @@ confab_store_save_agent_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_agent_get_max_steps(agent));
 	confab_store_call_add_text(call, upstreams);
 	confab_store_call_add_text(call, routing);
-	store_run(self, call, confab_store_save_agent_async, cancellable, callback, user_data);
+	RUN(save_agent, call);
 }
 
 /**
@@ -1009,39 +1099,17 @@ confab_store_save_agent_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_save_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(save_agent)
 
 /**
  * confab_store_delete_agent_async:
- * @self: a #ConfabStore
  * @agent_id: the agent
  * @deleted_at: when, in Unix seconds
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Marks the agent deleted (its conversations keep its id) and forgets its
  * key and MCP servers.
  */
-void
-confab_store_delete_agent_async(ConfabStore *self,
-				const gchar *agent_id,
-				gint64 deleted_at,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_delete_agent, agent_id);
-	confab_store_call_add_int(call, deleted_at);
-	store_run(self, call, confab_store_delete_agent_async, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_TEXT_INT(delete_agent, agent_id, deleted_at)
 
 /**
  * confab_store_delete_agent_finish:
@@ -1049,19 +1117,11 @@ confab_store_delete_agent_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_AGENT_NOT_FOUND when there
  *   was no such agent, or it was deleted already
  */
-gboolean
-confab_store_delete_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(delete_agent)
 
 /**
  * confab_store_save_token_async:
- * @self: a #ConfabStore
  * @token: the token (its secret only as its SHA-256 hash)
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Inserts @token, or updates its name, scopes, agent, expiry and
  * revocation by id.
@@ -1088,7 +1148,7 @@ confab_store_save_token_async(ConfabStore *self,
 	confab_store_call_add_int(call, confab_token_get_created_at(token));
 	confab_store_call_add_int(call, confab_token_get_expires_at(token));
 	confab_store_call_add_int(call, confab_token_get_revoked_at(token));
-	store_run(self, call, confab_store_save_token_async, cancellable, callback, user_data);
+	RUN(save_token, call);
 }
 
 /**
@@ -1096,11 +1156,7 @@ confab_store_save_token_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed; an error for a hash that another token has
  */
-gboolean
-confab_store_save_token_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(save_token)
 
 /**
  * confab_store_set_quota_async:
@@ -1782,29 +1838,11 @@ confab_store_commit_turn_finish(ConfabStore *self, GAsyncResult *result, GError 
 
 /**
  * confab_store_delete_session_async:
- * @self: a #ConfabStore
  * @session_id: the session
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Deletes the session and every message of it.
  */
-void
-confab_store_delete_session_async(ConfabStore *self,
-				  const gchar *session_id,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_delete_session, session_id),
-		  confab_store_delete_session_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(delete_session, session_id)
 
 /**
  * confab_store_delete_session_finish:
@@ -1812,11 +1850,7 @@ confab_store_delete_session_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
  *   there was no such session
  */
-gboolean
-confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(delete_session)
 
 /* The messages as op_append_messages and op_create_conversation read
  * them; none is `[]`. */
@@ -1847,15 +1881,11 @@ messages_json(GPtrArray *messages)
 
 /**
  * confab_store_create_conversation_async:
- * @self: a #ConfabStore
  * @session: the new conversation: its id, owner, agent (`""` for none
  *   yet), source, title, times and metadata
  * @messages: (nullable) (element-type ConfabMessage): its first messages,
  *   each with its id, role, model, content, content blocks and status,
  *   created when the conversation is
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Stores a conversation before its first turn (the Conversations API's
  * `POST /conversations`), with its first messages if any: one writer job
@@ -1885,12 +1915,7 @@ confab_store_create_conversation_async(ConfabStore *self,
 	confab_store_call_add_text(call, confab_session_get_metadata(session));
 	json = messages_json(messages);
 	confab_store_call_add_text(call, json);
-	store_run(self,
-		  call,
-		  confab_store_create_conversation_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(create_conversation, call);
 }
 
 /**
@@ -1898,21 +1923,13 @@ confab_store_create_conversation_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_create_conversation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(create_conversation)
 
 /**
  * confab_store_set_conversation_metadata_async:
- * @self: a #ConfabStore
  * @session_id: the conversation
  * @metadata: (nullable): its metadata, a JSON object of strings, checked
  * @updated_at: when, in Unix seconds
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Replaces a conversation's metadata.
  */
@@ -1931,12 +1948,7 @@ confab_store_set_conversation_metadata_async(ConfabStore *self,
 	call = call_with_text(&op_set_conversation_metadata, session_id);
 	confab_store_call_add_text(call, metadata);
 	confab_store_call_add_int(call, updated_at);
-	store_run(self,
-		  call,
-		  confab_store_set_conversation_metadata_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(set_conversation_metadata, call);
 }
 
 /**
@@ -1945,22 +1957,12 @@ confab_store_set_conversation_metadata_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
  *   there is no such conversation
  */
-gboolean
-confab_store_set_conversation_metadata_finish(ConfabStore *self,
-					      GAsyncResult *result,
-					      GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(set_conversation_metadata)
 
 /**
  * confab_store_set_conversation_agent_async:
- * @self: a #ConfabStore
  * @session_id: a conversation created without an agent
  * @agent_id: the agent of its first turn
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Gives a conversation without an agent (`""`) its agent, once.
  */
@@ -1978,12 +1980,7 @@ confab_store_set_conversation_agent_async(ConfabStore *self,
 	g_return_if_fail(agent_id != NULL && *agent_id != '\0');
 	call = call_with_text(&op_set_conversation_agent, session_id);
 	confab_store_call_add_text(call, agent_id);
-	store_run(self,
-		  call,
-		  confab_store_set_conversation_agent_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(set_conversation_agent, call);
 }
 
 /**
@@ -1992,24 +1989,16 @@ confab_store_set_conversation_agent_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
  *   the conversation is gone or has an agent already
  */
-gboolean
-confab_store_set_conversation_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(set_conversation_agent)
 
 /**
  * confab_store_append_messages_async:
- * @self: a #ConfabStore
  * @session_id: the conversation
  * @messages: (element-type ConfabMessage): at least one; each with its id
  *   (after every id the conversation has), role, model, content, content
  *   blocks and status
  * @created_at: when, in Unix seconds: every message's, and the
  *   conversation's update
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once they are committed
- * @user_data: for @callback
  *
  * Adds messages to a conversation outside a turn (the Conversations API's
  * items): all of them in one statement, so one writer job and one commit,
@@ -2034,7 +2023,7 @@ confab_store_append_messages_async(ConfabStore *self,
 	call = call_with_text(&op_append_messages, session_id);
 	confab_store_call_add_text(call, json);
 	confab_store_call_add_int(call, created_at);
-	store_run(self, call, confab_store_append_messages_async, cancellable, callback, user_data);
+	RUN(append_messages, call);
 }
 
 /**
@@ -2043,36 +2032,14 @@ confab_store_append_messages_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
  *   the conversation is gone, and then nothing was written
  */
-gboolean
-confab_store_append_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(append_messages)
 
 /**
  * confab_store_get_message_async:
- * @self: a #ConfabStore
  * @session_id: the conversation
  * @message_id: one of its messages
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the message
- * @user_data: for @callback
  */
-void
-confab_store_get_message_async(ConfabStore *self,
-			       const gchar *session_id,
-			       const gchar *message_id,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_get_message, session_id);
-	confab_store_call_add_text(call, message_id);
-	store_run(self, call, confab_store_get_message_async, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_TEXT2(get_message, session_id, message_id)
 
 /**
  * confab_store_get_message_finish:
@@ -2080,38 +2047,16 @@ confab_store_get_message_async(ConfabStore *self,
  * Returns: (transfer full): the message; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
-ConfabMessage *
-confab_store_get_message_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_message, ConfabMessage *)
 
 /**
  * confab_store_delete_message_async:
- * @self: a #ConfabStore
  * @session_id: the conversation
  * @message_id: one of its messages
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Deletes one message of a conversation.
  */
-void
-confab_store_delete_message_async(ConfabStore *self,
-				  const gchar *session_id,
-				  const gchar *message_id,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_delete_message, session_id);
-	confab_store_call_add_text(call, message_id);
-	store_run(self, call, confab_store_delete_message_async, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_TEXT2(delete_message, session_id, message_id)
 
 /**
  * confab_store_delete_message_finish:
@@ -2119,22 +2064,14 @@ confab_store_delete_message_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
-gboolean
-confab_store_delete_message_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(delete_message)
 
 /**
  * confab_store_set_message_content_async:
- * @self: a #ConfabStore
  * @session_id: the conversation
  * @message_id: one of its messages
  * @content: its new content
  * @content_blocks: its new content blocks
- * @cancellable: (nullable): ignored once the write is queued
- * @callback: called once it is committed
- * @user_data: for @callback
  *
  * Replaces what a message holds: what is left of it once one of its items
  * is deleted (the Conversations API's). The caller holds the session.
@@ -2157,12 +2094,7 @@ confab_store_set_message_content_async(ConfabStore *self,
 	confab_store_call_add_text(call, message_id);
 	confab_store_call_add_text(call, content);
 	confab_store_call_add_text(call, content_blocks);
-	store_run(self,
-		  call,
-		  confab_store_set_message_content_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(set_message_content, call);
 }
 
 /**
@@ -2171,37 +2103,15 @@ confab_store_set_message_content_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
-gboolean
-confab_store_set_message_content_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(set_message_content)
 
 /**
  * confab_store_get_session_async:
- * @self: a #ConfabStore
  * @session_id: the session
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the session
- * @user_data: for @callback
  *
  * Reads one session, whoever owns it (the caller checks).
  */
-void
-confab_store_get_session_async(ConfabStore *self,
-			       const gchar *session_id,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_get_session, session_id),
-		  confab_store_get_session_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(get_session, session_id)
 
 /**
  * confab_store_get_session_finish:
@@ -2209,37 +2119,15 @@ confab_store_get_session_async(ConfabStore *self,
  * Returns: (transfer full): the session; CONFAB_ERROR_CONVERSATION_NOT_FOUND
  *   if there is none
  */
-ConfabSession *
-confab_store_get_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_session, ConfabSession *)
 
 /**
  * confab_store_get_history_async:
- * @self: a #ConfabStore
  * @session_id: the session
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the messages
- * @user_data: for @callback
  *
  * Reads every message of a session, the context of its next turn.
  */
-void
-confab_store_get_history_async(ConfabStore *self,
-			       const gchar *session_id,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_get_history, session_id),
-		  confab_store_get_history_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(get_history, session_id)
 
 /**
  * confab_store_get_history_finish:
@@ -2247,19 +2135,11 @@ confab_store_get_history_async(ConfabStore *self,
  * Returns: (transfer full) (element-type ConfabMessage): the session's
  *   messages, oldest first
  */
-GPtrArray *
-confab_store_get_history_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_history, GPtrArray *)
 
 /**
  * confab_store_list_sessions_async:
- * @self: a #ConfabStore
  * @query: the filters, cursor, order and page size
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the page
- * @user_data: for @callback
  *
  * Lists sessions a page at a time, in id order.
  */
@@ -2304,7 +2184,7 @@ confab_store_list_sessions_async(ConfabStore *self,
 			       asc ? " ORDER BY id ASC LIMIT $%u" : " ORDER BY id DESC LIMIT $%u",
 			       call->args->len);
 	confab_store_call_set_sql(call, g_string_free(g_steal_pointer(&sql), FALSE));
-	store_run(self, call, confab_store_list_sessions_async, cancellable, callback, user_data);
+	RUN(list_sessions, call);
 }
 
 /**
@@ -2312,19 +2192,11 @@ confab_store_list_sessions_async(ConfabStore *self,
  *
  * Returns: (transfer full): a page of #ConfabSession
  */
-ConfabStorePage *
-confab_store_list_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_sessions, ConfabStorePage *)
 
 /**
  * confab_store_list_messages_async:
- * @self: a #ConfabStore
  * @query: the session, cursor, order and page size
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the page
- * @user_data: for @callback
  *
  * Lists a session's messages a page at a time, in id order.
  */
@@ -2347,7 +2219,7 @@ confab_store_list_messages_async(ConfabStore *self,
 	confab_store_call_add_int(call, (gint64)query->limit + 1);
 	if (query->after != NULL)
 		confab_store_call_add_text(call, query->after);
-	store_run(self, call, confab_store_list_messages_async, cancellable, callback, user_data);
+	RUN(list_messages, call);
 }
 
 /**
@@ -2355,11 +2227,7 @@ confab_store_list_messages_async(ConfabStore *self,
  *
  * Returns: (transfer full): a page of #ConfabMessage
  */
-ConfabStorePage *
-confab_store_list_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_messages, ConfabStorePage *)
 
 /**
  * confab_store_search_hit_free:
@@ -2377,7 +2245,6 @@ confab_store_search_hit_free(ConfabStoreSearchHit *hit)
 
 /**
  * confab_store_search_sessions_async:
- * @self: a #ConfabStore
  * @owner: whose conversations
  * @terms: (array zero-terminated=1): words, each matched as the start of a
  *   word of the title or of a message (case and accents aside); a
@@ -2385,9 +2252,6 @@ confab_store_search_hit_free(ConfabStoreSearchHit *hit)
  *   its messages
  * @limit: at most this many results (at most
  *   %CONFAB_STORE_SEARCH_MAX_RESULTS)
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the results
- * @user_data: data for @callback
  *
  * Finds @owner's conversations, of every source, newest first. A backend
  * without full-text search fails with %CONFAB_ERROR_NOT_IMPLEMENTED.
@@ -2427,11 +2291,7 @@ confab_store_search_sessions_async(ConfabStore *self,
  * Returns: (transfer full) (element-type ConfabStoreSearchHit): the
  *   conversations found, newest first
  */
-GPtrArray *
-confab_store_search_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(search_sessions, GPtrArray *)
 
 /* ---------- snippets ---------- */
 
@@ -2597,27 +2457,11 @@ confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change)
 
 /**
  * confab_store_ping_async:
- * @self: a #ConfabStore
- * @cancellable: (nullable): a #GCancellable
  * @callback: called once the store answered, or failed to
- * @user_data: data for @callback
  *
  * Runs the cheapest read the store has, for `GET /readyz`.
  */
-void
-confab_store_ping_async(ConfabStore *self,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  confab_store_call_new(&op_ping),
-		  confab_store_ping_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_NONE(ping)
 
 /**
  * confab_store_ping_finish:
@@ -2645,30 +2489,12 @@ confab_store_close(ConfabStore *self)
 
 /**
  * confab_store_get_response_async:
- * @self: a #ConfabStore
  * @response_id: a response id (`resp_…`)
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the messages
- * @user_data: data for @callback
  *
  * Reads the messages stored with @response_id: the response's input and
  * its answer.
  */
-void
-confab_store_get_response_async(ConfabStore *self,
-				const gchar *response_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_get_response, response_id),
-		  confab_store_get_response_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(get_response, response_id)
 
 /**
  * confab_store_get_response_finish:
@@ -2676,19 +2502,12 @@ confab_store_get_response_async(ConfabStore *self,
  * Returns: (transfer full) (element-type ConfabMessage): the messages of
  *   the response, oldest first; empty when there is no such response
  */
-GPtrArray *
-confab_store_get_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_response, GPtrArray *)
 
 /**
  * confab_store_delete_response_async:
- * @self: a #ConfabStore
  * @response_id: a response id (`resp_…`)
- * @cancellable: (nullable): a #GCancellable
  * @callback: called once the messages are deleted
- * @user_data: data for @callback
  *
  * Deletes the messages stored with @response_id from their conversation;
  * CONFAB_ERROR_RESPONSE_NOT_FOUND if there were none.
@@ -2710,23 +2529,16 @@ confab_store_delete_response_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_RESPONSE_NOT_FOUND when no
  *   message has that response id
  */
-gboolean
-confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(delete_response)
 
 /* ---------- responses: their records and kept events ---------- */
 
 /**
  * confab_store_save_response_async:
- * @self: a #ConfabStore
  * @record: a new response's record (its @status `queued` or `in_progress`)
  * @max_background: for a background response, how many of its owner's may
  *   run at once (0: no cap)
- * @cancellable: (nullable): a #GCancellable
  * @callback: called once it is committed, or refused
- * @user_data: data for @callback
  *
  * Keeps a response's record beside its messages. A background one is this
  * instance's to run (PostgreSQL: while its lease lives).
@@ -2754,7 +2566,7 @@ confab_store_save_response_async(ConfabStore *self,
 	confab_store_call_add_int(call, record->created_at);
 	confab_store_call_add_instance(call);
 	confab_store_call_add_int(call, max_background);
-	store_run(self, call, confab_store_save_response_async, cancellable, callback, user_data);
+	RUN(save_response, call);
 }
 
 /**
@@ -2763,35 +2575,13 @@ confab_store_save_response_async(ConfabStore *self,
  * Returns: %TRUE once committed; %CONFAB_ERROR_RATE_LIMITED when
  *   @max_background of the owner's background responses run already
  */
-gboolean
-confab_store_save_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(save_response)
 
 /**
  * confab_store_get_response_record_async:
- * @self: a #ConfabStore
  * @response_id: a response's id
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with its record
- * @user_data: data for @callback
  */
-void
-confab_store_get_response_record_async(ConfabStore *self,
-				       const gchar *response_id,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_get_response_record, response_id),
-		  confab_store_get_response_record_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(get_response_record, response_id)
 
 /**
  * confab_store_get_response_record_finish:
@@ -2799,23 +2589,15 @@ confab_store_get_response_record_async(ConfabStore *self,
  * Returns: (transfer full): the record; %CONFAB_ERROR_RESPONSE_NOT_FOUND
  *   when there is none (a response from before records were kept has none)
  */
-ConfabResponseRecord *
-confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_response_record, ConfabResponseRecord *)
 
 /**
  * confab_store_end_response_async:
- * @self: a #ConfabStore
  * @response_id: a running background response's id
  * @status: how it ended: `completed`, `incomplete` or `failed`
  * @error_json: (nullable): how it failed, `{"code","message"}`
  * @completed_at: when it ended (Unix seconds)
  * @events: (nullable): a background stream's last batch of events
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once it is committed
- * @user_data: data for @callback
  *
  * Ends a queued or running response, with its last events, in one
  * transaction; one that has ended stays as it ended. One asked to stop
@@ -2843,7 +2625,7 @@ confab_store_end_response_async(ConfabStore *self,
 	confab_store_call_add_int(call, events != NULL ? events->first : 0);
 	confab_store_call_add_int(call, events != NULL ? events->last : 0);
 	confab_store_call_add_text(call, events != NULL ? events->data : NULL);
-	store_run(self, call, confab_store_end_response_async, cancellable, callback, user_data);
+	RUN(end_response, call);
 }
 
 /**
@@ -2851,104 +2633,46 @@ confab_store_end_response_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed (also when the response had ended)
  */
-gboolean
-confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(end_response)
 
 /**
  * confab_store_list_running_responses_async:
- * @self: a #ConfabStore
  * @owner: (nullable): only this owner's; %NULL for everyone's
  * @session_id: (nullable): only this conversation's
  * @limit: at most this many
- * @cancellable: (nullable): a #GCancellable
  * @callback: called with the records, oldest first
- * @user_data: data for @callback
  *
  * The background responses queued or running now, on any instance.
  */
-void
-confab_store_list_running_responses_async(ConfabStore *self,
-					  const gchar *owner,
-					  const gchar *session_id,
-					  guint limit,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data)
-{
-	ConfabStoreCall *call;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_running_responses, owner);
-	confab_store_call_add_int(call, limit);
-	confab_store_call_add_text(call, session_id);
-	store_run(self,
-		  call,
-		  confab_store_list_running_responses_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_LIST(list_running_responses, session_id)
 
 /**
  * confab_store_list_running_responses_finish:
  *
  * Returns: (transfer full) (element-type ConfabResponseRecord): the records
  */
-GPtrArray *
-confab_store_list_running_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_running_responses, GPtrArray *)
 
 /**
  * confab_store_cancel_response_async:
- * @self: a #ConfabStore
  * @response_id: a response's id
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once it is committed
- * @user_data: data for @callback
  *
  * Asks a queued or running response to stop: the instance that runs it
  * sees it (confab_store_get_response_record_async()) and stops it.
  */
-void
-confab_store_cancel_response_async(ConfabStore *self,
-				   const gchar *response_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_cancel_response, response_id),
-		  confab_store_cancel_response_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(cancel_response, response_id)
 
 /**
  * confab_store_cancel_response_finish:
  *
  * Returns: %TRUE once committed (also when it had ended: nothing changes)
  */
-gboolean
-confab_store_cancel_response_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(cancel_response)
 
 /**
  * confab_store_append_response_events_async:
- * @self: a #ConfabStore
  * @events: a batch of a background stream's events, the next in order
  * @response_id: whose
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once it is committed
- * @user_data: data for @callback
  */
 void
 confab_store_append_response_events_async(ConfabStore *self,
@@ -2966,12 +2690,7 @@ confab_store_append_response_events_async(ConfabStore *self,
 	confab_store_call_add_int(call, events->first);
 	confab_store_call_add_int(call, events->last);
 	confab_store_call_add_text(call, events->data);
-	store_run(self,
-		  call,
-		  confab_store_append_response_events_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(append_response_events, call);
 }
 
 /**
@@ -2979,106 +2698,45 @@ confab_store_append_response_events_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_append_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(append_response_events)
 
 /**
  * confab_store_list_response_events_async:
- * @self: a #ConfabStore
  * @response_id: a background stream's response
  * @after: the batches with an event numbered above this (-1: all)
- * @cancellable: (nullable): a #GCancellable
  * @callback: called with the batches, in order
- * @user_data: data for @callback
  */
-void
-confab_store_list_response_events_async(ConfabStore *self,
-					const gchar *response_id,
-					gint64 after,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data)
-{
-	ConfabStoreCall *call;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_response_events, response_id);
-	confab_store_call_add_int(call, after);
-	store_run(self,
-		  call,
-		  confab_store_list_response_events_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT_INT(list_response_events, response_id, after)
 
 /**
  * confab_store_list_response_events_finish:
  *
  * Returns: (transfer full) (element-type ConfabResponseEvents): the batches
  */
-GPtrArray *
-confab_store_list_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_response_events, GPtrArray *)
 
 /**
  * confab_store_fail_orphan_responses_async:
- * @self: a #ConfabStore
  * @error_json: the error they end with, `{"code","message"}`
  * @now: Unix seconds
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once it is committed
- * @user_data: data for @callback
  *
  * Ends as failed the queued and running responses that nobody runs any
  * more: on PostgreSQL those of instances whose lease has ended, never
  * another live instance's; on SQLite every one, so it is called at start,
  * before this instance runs any.
  */
-void
-confab_store_fail_orphan_responses_async(ConfabStore *self,
-					 const gchar *error_json,
-					 gint64 now,
-					 GCancellable *cancellable,
-					 GAsyncReadyCallback callback,
-					 gpointer user_data)
-{
-	ConfabStoreCall *call;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_fail_orphan_responses, error_json);
-	confab_store_call_add_int(call, now);
-	store_run(self,
-		  call,
-		  confab_store_fail_orphan_responses_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT_INT(fail_orphan_responses, error_json, now)
 
 /**
  * confab_store_fail_orphan_responses_finish:
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_fail_orphan_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(fail_orphan_responses)
 
 /**
  * confab_store_drop_response_events_async:
- * @self: a #ConfabStore
  * @before: Unix seconds: the events of responses that ended before then go
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once it is committed
- * @user_data: data for @callback
  */
 void
 confab_store_drop_response_events_async(ConfabStore *self,
@@ -3092,12 +2750,7 @@ confab_store_drop_response_events_async(ConfabStore *self,
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	call = confab_store_call_new(&op_drop_response_events);
 	confab_store_call_add_int(call, before);
-	store_run(self,
-		  call,
-		  confab_store_drop_response_events_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(drop_response_events, call);
 }
 
 /**
@@ -3105,21 +2758,13 @@ confab_store_drop_response_events_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_drop_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(drop_response_events)
 
 /* ---------- approvals ---------- */
 
 /**
  * confab_store_save_approval_async:
- * @self: a #ConfabStore
  * @approval: a new pending approval
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once it is committed
- * @user_data: data for @callback
  *
  * Stores a tool call that waits for a person's decision. One that a turn
  * waits for (no @response_id) is this instance's: it lives as long as this
@@ -3152,7 +2797,7 @@ confab_store_save_approval_async(ConfabStore *self,
 	confab_store_call_add_int(call, approval->decided_at);
 	confab_store_call_add_text(call, approval->response_id);
 	confab_store_call_add_instance(call);
-	store_run(self, call, confab_store_save_approval_async, cancellable, callback, user_data);
+	RUN(save_approval, call);
 }
 
 /**
@@ -3160,35 +2805,13 @@ confab_store_save_approval_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_save_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(save_approval)
 
 /**
  * confab_store_get_approval_async:
- * @self: a #ConfabStore
  * @approval_id: an approval's id
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the approval as stored now
- * @user_data: data for @callback
  */
-void
-confab_store_get_approval_async(ConfabStore *self,
-				const gchar *approval_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_get_approval, approval_id),
-		  confab_store_get_approval_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(get_approval, approval_id)
 
 /**
  * confab_store_get_approval_finish:
@@ -3196,20 +2819,13 @@ confab_store_get_approval_async(ConfabStore *self,
  * Returns: (transfer full): the approval; CONFAB_ERROR_APPROVAL_NOT_FOUND
  *   if there is none
  */
-ConfabApproval *
-confab_store_get_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_approval, ConfabApproval *)
 
 /**
  * confab_store_decide_approval_async:
- * @self: a #ConfabStore
  * @decision: the approval's @id, and its new @state (not pending),
  *   @decided_by, @reason and @decided_at; the other fields are ignored
- * @cancellable: (nullable): a #GCancellable
  * @callback: called once the decision is committed, or refused
- * @user_data: data for @callback
  *
  * Decides a pending approval, atomically: of two decisions of one
  * approval (on any instances sharing the store), exactly one wins.
@@ -3241,64 +2857,33 @@ confab_store_decide_approval_async(ConfabStore *self,
  *   CONFAB_ERROR_APPROVAL_NOT_FOUND if there is none,
  *   CONFAB_ERROR_APPROVAL_DECIDED if it was no longer pending
  */
-ConfabApproval *
-confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(decide_approval, ConfabApproval *)
 
 /**
  * confab_store_list_approvals_async:
- * @self: a #ConfabStore
  * @owner: (nullable): only this owner's; %NULL for everyone's
  * @agent_id: (nullable): only this agent's; %NULL for any
  * @limit: at most this many
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the approvals
- * @user_data: data for @callback
  *
  * Lists the pending approvals that a person can decide (the turn that
  * asked waits for them, on an instance that lives: not a Responses API
  * request), oldest first.
  */
-void
-confab_store_list_approvals_async(ConfabStore *self,
-				  const gchar *owner,
-				  const gchar *agent_id,
-				  guint limit,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_approvals, owner);
-	confab_store_call_add_int(call, limit);
-	confab_store_call_add_text(call, agent_id);
-	store_run(self, call, confab_store_list_approvals_async, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_LIST(list_approvals, agent_id)
 
 /**
  * confab_store_list_approvals_finish:
  *
  * Returns: (transfer full) (element-type ConfabApproval): the approvals
  */
-GPtrArray *
-confab_store_list_approvals_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_approvals, GPtrArray *)
 
 /* ---------- elicitations ---------- */
 
 /**
  * confab_store_save_elicitation_async:
- * @self: a #ConfabStore
  * @request: a new pending elicitation request
- * @cancellable: (nullable): a #GCancellable
  * @callback: called once it is stored
- * @user_data: data for @callback
  *
  * Stores @request; on a shared store, with this instance as the one
  * whose turn waits for it.
@@ -3327,12 +2912,7 @@ confab_store_save_elicitation_async(ConfabStore *self,
 	confab_store_call_add_int(call, request->created_at);
 	confab_store_call_add_int(call, request->answered_at);
 	confab_store_call_add_instance(call);
-	store_run(self,
-		  call,
-		  confab_store_save_elicitation_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(save_elicitation, call);
 }
 
 /**
@@ -3340,35 +2920,13 @@ confab_store_save_elicitation_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_save_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(save_elicitation)
 
 /**
  * confab_store_get_elicitation_async:
- * @self: a #ConfabStore
  * @elicitation_id: an elicitation's id
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the request as stored now
- * @user_data: data for @callback
  */
-void
-confab_store_get_elicitation_async(ConfabStore *self,
-				   const gchar *elicitation_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_get_elicitation, elicitation_id),
-		  confab_store_get_elicitation_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(get_elicitation, elicitation_id)
 
 /**
  * confab_store_get_elicitation_finish:
@@ -3376,19 +2934,12 @@ confab_store_get_elicitation_async(ConfabStore *self,
  * Returns: (transfer full): the request; CONFAB_ERROR_ELICITATION_NOT_FOUND
  *   if there is none
  */
-ConfabElicitationRequest *
-confab_store_get_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_elicitation, ConfabElicitationRequest *)
 
 /**
  * confab_store_answer_elicitation_async:
- * @self: a #ConfabStore
  * @answer: @id, @state, @content, @answered_by and @answered_at
- * @cancellable: (nullable): a #GCancellable
  * @callback: called once the answer is stored, or refused
- * @user_data: data for @callback
  *
  * Answers a pending request, in one conditional write: of two answers
  * (or an answer and the timeout) exactly one counts. Refused with
@@ -3411,12 +2962,7 @@ confab_store_answer_elicitation_async(ConfabStore *self,
 	confab_store_call_add_text(call, answer->content);
 	confab_store_call_add_text(call, answer->answered_by);
 	confab_store_call_add_int(call, answer->answered_at);
-	store_run(self,
-		  call,
-		  confab_store_answer_elicitation_async,
-		  cancellable,
-		  callback,
-		  user_data);
+	RUN(answer_elicitation, call);
 }
 
 /**
@@ -3424,47 +2970,18 @@ confab_store_answer_elicitation_async(ConfabStore *self,
  *
  * Returns: %TRUE once the answer counts
  */
-gboolean
-confab_store_answer_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(answer_elicitation)
 
 /**
  * confab_store_list_elicitations_async:
- * @self: a #ConfabStore
  * @owner: (nullable): only this owner's; %NULL for everyone's
  * @agent_id: (nullable): only this agent's; %NULL for any
  * @limit: at most this many
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the requests
- * @user_data: data for @callback
  *
  * Lists the pending elicitations a person can answer (the turn that asked
  * waits for them, on an instance that lives), oldest first.
  */
-void
-confab_store_list_elicitations_async(ConfabStore *self,
-				     const gchar *owner,
-				     const gchar *agent_id,
-				     guint limit,
-				     GCancellable *cancellable,
-				     GAsyncReadyCallback callback,
-				     gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_list_elicitations, owner);
-	confab_store_call_add_int(call, limit);
-	confab_store_call_add_text(call, agent_id);
-	store_run(self,
-		  call,
-		  confab_store_list_elicitations_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_LIST(list_elicitations, agent_id)
 
 /**
  * confab_store_list_elicitations_finish:
@@ -3472,17 +2989,12 @@ confab_store_list_elicitations_async(ConfabStore *self,
  * Returns: (transfer full) (element-type ConfabElicitationRequest): the
  *   requests
  */
-GPtrArray *
-confab_store_list_elicitations_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_elicitations, GPtrArray *)
 
 /* ---------- MCP servers' OAuth state ---------- */
 
 /**
  * confab_store_save_mcp_oauth_async:
- * @self: a #ConfabStore
  * @agent_id: the agent
  * @server: its MCP server's name
  * @state: (nullable): the `state` of the authorization waiting for a person
@@ -3514,35 +3026,22 @@ confab_store_save_mcp_oauth_async(ConfabStore *self,
 	confab_store_call_add_text(call, data);
 	confab_store_call_add_int(call, version);
 	confab_store_call_add_int(call, g_get_real_time() / G_USEC_PER_SEC);
-	store_run(self, call, confab_store_save_mcp_oauth_async, cancellable, callback, user_data);
+	RUN(save_mcp_oauth, call);
 }
 
-gboolean
-confab_store_save_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+/**
+ * confab_store_save_mcp_oauth_finish:
+ *
+ * Returns: %TRUE once committed
+ */
+DEFINE_FINISH_BOOLEAN(save_mcp_oauth)
 
 /**
  * confab_store_get_mcp_oauth_async:
  *
  * Reads an MCP server's OAuth state (for confabd's own use).
  */
-void
-confab_store_get_mcp_oauth_async(ConfabStore *self,
-				 const gchar *agent_id,
-				 const gchar *server,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
-{
-	ConfabStoreCall *call = NULL;
-
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	call = call_with_text(&op_get_mcp_oauth, agent_id);
-	confab_store_call_add_text(call, server);
-	store_run(self, call, confab_store_get_mcp_oauth_async, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_TEXT2(get_mcp_oauth, agent_id, server)
 
 /**
  * confab_store_get_mcp_oauth_finish:
@@ -3550,11 +3049,7 @@ confab_store_get_mcp_oauth_async(ConfabStore *self,
  * Returns: (transfer full): the state's JSON; CONFAB_ERROR_NOT_FOUND when
  *   there is none
  */
-gchar *
-confab_store_get_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_mcp_oauth, gchar *)
 
 /**
  * confab_store_find_mcp_oauth_state_async:
@@ -3562,21 +3057,7 @@ confab_store_get_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GErro
  *
  * Finds the authorization waiting with @state.
  */
-void
-confab_store_find_mcp_oauth_state_async(ConfabStore *self,
-					const gchar *state,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_find_mcp_oauth_state, state),
-		  confab_store_find_mcp_oauth_state_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(find_mcp_oauth_state, state)
 
 /**
  * confab_store_find_mcp_oauth_state_finish:
@@ -3584,11 +3065,7 @@ confab_store_find_mcp_oauth_state_async(ConfabStore *self,
  * Returns: (transfer full): the agent id, the server and the state's JSON;
  *   CONFAB_ERROR_NOT_FOUND for an unknown state
  */
-gchar **
-confab_store_find_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(find_mcp_oauth_state, gchar **)
 
 /**
  * confab_store_claim_mcp_oauth_state_async:
@@ -3597,27 +3074,15 @@ confab_store_find_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result
  * Uses @state up, in one conditional write: of two callbacks with it,
  * exactly one succeeds; the other fails with CONFAB_ERROR_NOT_FOUND.
  */
-void
-confab_store_claim_mcp_oauth_state_async(ConfabStore *self,
-					 const gchar *state,
-					 GCancellable *cancellable,
-					 GAsyncReadyCallback callback,
-					 gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  call_with_text(&op_claim_mcp_oauth_state, state),
-		  confab_store_claim_mcp_oauth_state_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_TEXT(claim_mcp_oauth_state, state)
 
-gboolean
-confab_store_claim_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+/**
+ * confab_store_claim_mcp_oauth_state_finish:
+ *
+ * Returns: %TRUE once @state is used up; %CONFAB_ERROR_NOT_FOUND when it
+ *   was unknown, or used already
+ */
+DEFINE_FINISH_BOOLEAN(claim_mcp_oauth_state)
 
 /* ---------- usage per owner, token and agent (issue 30) ---------- */
 
@@ -3696,7 +3161,6 @@ static const ConfabStoreOp op_list_usage_by[] = {
 
 /**
  * confab_store_list_usage_by_async:
- * @self: a #ConfabStore
  * @month: the month, `YYYY-MM` (UTC)
  * @by: what the rows are summed by
  * @owner: (nullable): only this owner's usage; %NULL for everyone's
@@ -3720,7 +3184,7 @@ confab_store_list_usage_by_async(ConfabStore *self,
 	g_return_if_fail((guint)by < G_N_ELEMENTS(op_list_usage_by));
 	call = call_with_text(&op_list_usage_by[by], month);
 	confab_store_call_add_text(call, owner);
-	store_run(self, call, confab_store_list_usage_by_async, cancellable, callback, user_data);
+	RUN(list_usage_by, call);
 }
 
 /**
@@ -3728,8 +3192,4 @@ confab_store_list_usage_by_async(ConfabStore *self,
  *
  * Returns: (transfer full) (element-type ConfabStoreUsageRow): the rows
  */
-GPtrArray *
-confab_store_list_usage_by_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_usage_by, GPtrArray *)
