@@ -1214,9 +1214,8 @@ enqueue(ConfabPgConnection *self, Job *job)
 		job_free(job);
 		return;
 	}
-	job->deadline =
-	    deadline_after(self->query_timeout_ms > 0 ? self->query_timeout_ms + job_payload_ms(job)
-						      : 0);
+	job->deadline = deadline_after(
+	    self->query_timeout_ms > 0 ? self->query_timeout_ms + job_payload_ms(job) : 0);
 	watch_cancellable(self, job->cancellable, &job->cancelled_id);
 	g_queue_push_tail(&self->queue, job);
 	send_next(self);
