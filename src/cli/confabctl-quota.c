@@ -12,6 +12,7 @@
 
 #include "cli/confabctl-common.h"
 #include "cli/confabctl-quota.h"
+#include "util/confab-month.h"
 
 gint
 confabctl_quota_set(ConfabctlContext *ctx, gint argc, gchar **argv)
@@ -36,19 +37,6 @@ confabctl_quota_set(ConfabctlContext *ctx, gint argc, gchar **argv)
 		    context);
 	reply = confabctl_common_call(ctx, "SetQuota", g_variant_new("(st)", argv[1], quota), "()");
 	return reply != NULL ? CONFABCTL_EXIT_OK : ctx->exit_code;
-}
-
-/* `YYYY-MM`, a month from 01 to 12 */
-static gboolean
-month_is_valid(const gchar *month)
-{
-	if (strlen(month) != 7 || month[4] != '-')
-		return FALSE;
-	for (guint i = 0; i < 7; i++) {
-		if (i != 4 && !g_ascii_isdigit(month[i]))
-			return FALSE;
-	}
-	return (month[5] == '0' && month[6] != '0') || (month[5] == '1' && month[6] <= '2');
 }
 
 static gchar *
@@ -216,7 +204,7 @@ confabctl_quota_usage(ConfabctlContext *ctx, gint argc, gchar **argv)
 	if (by != NULL && !g_str_equal(by, "owner") && !g_str_equal(by, "token") &&
 	    !g_str_equal(by, "agent"))
 		return confabctl_common_usage_error(_("--by is owner, token or agent"), context);
-	if (month_opt != NULL && !month_is_valid(month_opt))
+	if (month_opt != NULL && !confab_month_is_valid(month_opt))
 		return confabctl_common_usage_error(_("--month is a month as YYYY-MM"), context);
 	if (argc == 1 || by != NULL || month_opt != NULL)
 		return list_usage(ctx, argc == 2 ? argv[1] : NULL, month_opt, by ?: "owner");

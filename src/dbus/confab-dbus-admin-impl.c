@@ -14,6 +14,7 @@
 #include "tools/confab-tool-config.h"
 #include "util/confab-error.h"
 #include "util/confab-json.h"
+#include "util/confab-month.h"
 
 /*
  * org.confab.Confab1.Admin: one handler per method, each a thin translation
@@ -947,19 +948,6 @@ handle_get_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, con
 	return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
-/* `YYYY-MM`, a month from 01 to 12 */
-static gboolean
-month_is_valid(const gchar *month)
-{
-	if (strlen(month) != 7 || month[4] != '-')
-		return FALSE;
-	for (guint i = 0; i < 7; i++) {
-		if (i != 4 && !g_ascii_isdigit(month[i]))
-			return FALSE;
-	}
-	return (month[5] == '0' && month[6] != '0') || (month[5] == '1' && month[6] <= '2');
-}
-
 /* ListUsage(a{sv} filter): a month's usage per owner, token or agent */
 static void
 list_usage_cb(GObject *source, GAsyncResult *result, gpointer user_data)
@@ -1031,7 +1019,7 @@ handle_list_usage(ConfabDbusAdmin *object, GDBusMethodInvocation *invocation, GV
 	}
 	if (month == NULL) {
 		month = confab_engine_current_month(self->engine);
-	} else if (!month_is_valid(month)) {
+	} else if (!confab_month_is_valid(month)) {
 		confab_error_return_dbus(invocation,
 					 invalid_arg("'%s' is a month as YYYY-MM", "month"));
 		return G_DBUS_METHOD_INVOCATION_HANDLED;

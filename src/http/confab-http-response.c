@@ -252,17 +252,38 @@ add_number_header(ConfabHttpExchange *exchange, const gchar *name, guint64 value
 					format_digits(buf + sizeof(buf) - 1, value));
 }
 
-/* The requests-per-minute rate's headers. */
-static void
-add_rate_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
+/* x-ratelimit-@part-@what, in @buf of 48 bytes (without printf) */
+static const gchar *
+rate_header_name(gchar *buf, const gchar *part, const gchar *what)
 {
+	gsize a = strlen(part);
+	gsize b = strlen(what);
+
+	g_assert(12 + a + 1 + b < 48);
+	memcpy(buf, "x-ratelimit-", 12);
+	memcpy(buf + 12, part, a);
+	buf[12 + a] = '-';
+	memcpy(buf + 12 + a + 1, what, b + 1);
+	return buf;
+}
+
+/* A per-minute rate's three headers: x-ratelimit-{limit,remaining,reset}-
+ * @what (`requests` or `tokens`). */
+static void
+add_rate_headers(ConfabHttpExchange *exchange,
+		 const gchar *what,
+		 guint64 limit,
+		 guint64 remaining,
+		 gint64 reset_ms)
+{
+	gchar name[48];
 	gchar reset[DURATION_SIZE];
 
-	add_number_header(exchange, "x-ratelimit-limit-requests", info->rpm);
-	add_number_header(exchange, "x-ratelimit-remaining-requests", info->rate_remaining);
+	add_number_header(exchange, rate_header_name(name, "limit", what), limit);
+	add_number_header(exchange, rate_header_name(name, "remaining", what), remaining);
 	confab_http_exchange_add_header(exchange,
-					"x-ratelimit-reset-requests",
-					format_duration(reset, info->rate_reset_ms));
+					rate_header_name(name, "reset", what),
+					format_duration(reset, reset_ms));
 }
 
 /* When the rate or the turns in flight refused: when to come back. */
@@ -273,19 +294,6 @@ add_retry_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
 
 	add_number_header(exchange, "Retry-After", (guint64)(ms + 999) / 1000);
 	add_number_header(exchange, "retry-after-ms", (guint64)ms);
-}
-
-/* The tokens-per-minute rate's headers. */
-static void
-add_token_headers(ConfabHttpExchange *exchange, const ConfabQuotaInfo *info)
-{
-	gchar reset[DURATION_SIZE];
-
-	add_number_header(exchange, "x-ratelimit-limit-tokens", info->tpm);
-	add_number_header(exchange, "x-ratelimit-remaining-tokens", info->tpm_remaining);
-	confab_http_exchange_add_header(exchange,
-					"x-ratelimit-reset-tokens",
-					format_duration(reset, info->tpm_reset_ms));
 }
 
 /**
@@ -305,12 +313,20 @@ confab_http_response_add_quota_headers(ConfabHttpExchange *exchange, const Confa
 	gchar buf[32];
 
 	if (info->tpm > 0)
-		add_token_headers(exchange, info);
+		add_rate_headers(exchange,
+				 "tokens",
+				 info->tpm,
+				 info->tpm_remaining,
+				 info->tpm_reset_ms);
 	if (info->retry_after_ms > 0)
 		add_retry_headers(exchange, info);
 	if (info->rpm > 0 && (info->retry_after_ms > 0 || info->limit == 0 ||
 			      info->rate_remaining <= info->remaining)) {
-		add_rate_headers(exchange, info);
+		add_rate_headers(exchange,
+				 "requests",
+				 info->rpm,
+				 info->rate_remaining,
+				 info->rate_reset_ms);
 		return;
 	}
 	if (info->limit == 0)
