@@ -103,6 +103,9 @@ typedef struct {
 	guint64 input_tokens;
 	guint64 output_tokens;
 	guint64 reasoning_tokens;
+	/* the tokens the month's budgets counted (settled reservations), which
+	 * the SQLite store keeps in the row to restore its counts; 0 when read */
+	gint64 tokens;
 } ConfabStoreUsageRow;
 
 ConfabStoreUsageRow *

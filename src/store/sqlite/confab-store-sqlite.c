@@ -771,6 +771,21 @@ migrate_v15_usage_monthly(Conn *conn, GError **error)
 			 error);
 }
 
+/*
+ * v16 (issue 30): the tokens a month's budgets counted, kept in the usage
+ * row of the turn that used them (write_use()), so that a turn under
+ * token budgets writes no row of its own: token_usage stays for the
+ * months counted before, and for a turn settled in another month than it
+ * counts in. Both are summed when the store opens.
+ */
+static gboolean
+migrate_v16_usage_tokens(Conn *conn, GError **error)
+{
+	return conn_exec(conn,
+			 "ALTER TABLE usage_monthly ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;",
+			 error);
+}
+
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
 {
@@ -867,7 +882,11 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	case 14:
 		if (!migrate_v15_usage_monthly(conn, error))
 			return FALSE;
-		/* fall through: the next schema adds case 15: migrate_v16() here */
+		/* fall through */
+	case 15:
+		if (!migrate_v16_usage_tokens(conn, error))
+			return FALSE;
+		/* fall through: the next schema adds case 16: migrate_v17() here */
 	default:
 		break;
 	}
@@ -2402,11 +2421,12 @@ write_use(Conn *conn, const ConfabStoreUsageRow *use, GError **error)
 	g_autoptr(ConfabCachedStmt) stmt = conn_prepare_static(
 	    conn,
 	    "INSERT INTO usage_monthly (month, owner, token_id, agent_id, requests, "
-	    "input_tokens, output_tokens, reasoning_tokens) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+	    "input_tokens, output_tokens, reasoning_tokens, tokens) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, max(?9, 0)) "
 	    "ON CONFLICT (month, owner, token_id, agent_id) DO UPDATE SET "
 	    "requests = requests + ?5, input_tokens = input_tokens + ?6, "
-	    "output_tokens = output_tokens + ?7, reasoning_tokens = reasoning_tokens + ?8",
+	    "output_tokens = output_tokens + ?7, reasoning_tokens = reasoning_tokens + ?8, "
+	    "tokens = max(tokens + ?9, 0)",
 	    error);
 
 	if (stmt == NULL)
@@ -2419,6 +2439,7 @@ write_use(Conn *conn, const ConfabStoreUsageRow *use, GError **error)
 	sqlite3_bind_int64(stmt, 6, (gint64)use->input_tokens);
 	sqlite3_bind_int64(stmt, 7, (gint64)use->output_tokens);
 	sqlite3_bind_int64(stmt, 8, (gint64)use->reasoning_tokens);
+	sqlite3_bind_int64(stmt, 9, use->tokens);
 	return stmt_step_done(conn, stmt, error);
 }
 
@@ -2453,6 +2474,7 @@ count_use(Conn *conn, const ConfabStoreUsageRow *use, GError **error)
 	sum->input_tokens += use->input_tokens;
 	sum->output_tokens += use->output_tokens;
 	sum->reasoning_tokens += use->reasoning_tokens;
+	sum->tokens += use->tokens;
 	return TRUE;
 }
 
@@ -2561,7 +2583,15 @@ write_commit_turn(Conn *conn, gpointer data, GError **error)
 	if (turn->usage_owner != NULL &&
 	    !count_request(conn, turn->usage_owner, turn->usage_month, error))
 		return FALSE;
-	if (turn->tokens != 0 && !count_tokens(conn, turn, error))
+	/* the budgets' tokens go in the usage row of the month they count in
+	 * (set, not added: a batch retried with savepoints runs this again) */
+	if (turn->use != NULL)
+		turn->use->tokens = g_strcmp0(turn->tokens_month, turn->use->month) == 0 &&
+					    turn->tokens_owner != NULL
+					? turn->tokens
+					: 0;
+	if (turn->tokens != 0 && (turn->use == NULL || turn->use->tokens == 0) &&
+	    !count_tokens(conn, turn, error))
 		return FALSE;
 	if (turn->use != NULL && !count_use(conn, turn->use, error))
 		return FALSE;
@@ -3394,9 +3424,15 @@ load_counts(ConfabStoreSqlite *self, GError **error)
 					error);
 	if (self->usage == NULL)
 		return FALSE;
+	/* the months' tokens of owners and tokens: in the usage rows (v16),
+	 * and in token_usage for what was counted before, or elsewhere */
 	self->month_tokens =
 	    load_owner_counts(self->writer,
-			      "SELECT key, tokens FROM token_usage WHERE month = ?1",
+			      "SELECT key, sum(tokens) FROM ("
+			      "SELECT key, tokens FROM token_usage WHERE month = ?1 "
+			      "UNION ALL SELECT owner, tokens FROM usage_monthly WHERE month = ?1 "
+			      "UNION ALL SELECT token_id, tokens FROM usage_monthly "
+			      "WHERE month = ?1 AND token_id <> '') GROUP BY key",
 			      self->usage_month,
 			      error);
 	return self->month_tokens != NULL;
