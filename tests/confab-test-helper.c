@@ -897,6 +897,27 @@ confab_test_response_free(ConfabTestResponse *response)
  *
  * Returns: (transfer full): the response
  */
+/* A request a daemon did not answer: what it printed says why (a crash, a
+ * critical made fatal, a stop), where an assertion alone would not. */
+static void G_GNUC_NORETURN
+request_failed(ConfabTestDaemon *daemon,
+	       const gchar *method,
+	       const gchar *path,
+	       const GError *error)
+{
+	g_autofree gchar *output = confab_test_daemon_get_output(daemon);
+	gsize len = strlen(output);
+	const gchar *tail = len > 8192 ? output + len - 8192 : output;
+
+	g_error("%s %s%s: %s; confabd (pid %s) printed, last:\n%s",
+		method,
+		daemon->url,
+		path,
+		error->message,
+		daemon->process != NULL ? g_subprocess_get_identifier(daemon->process) : "gone",
+		tail);
+}
+
 ConfabTestResponse *
 confab_test_http_full(ConfabTestDaemon *daemon,
 		      const gchar *method,
@@ -925,7 +946,8 @@ confab_test_http_full(ConfabTestDaemon *daemon,
 		soup_message_set_request_body_from_bytes(msg, type, body);
 	}
 	response->body = soup_session_send_and_read(thread_session(), msg, NULL, &error);
-	g_assert_no_error(error);
+	if (error != NULL)
+		request_failed(daemon, method, path, error);
 	response->status = soup_message_get_status(msg);
 	response->headers = soup_message_headers_ref(soup_message_get_response_headers(msg));
 	content_type = soup_message_headers_get_content_type(response->headers, NULL);
