@@ -942,44 +942,22 @@ DEFINE_FINISH_POINTER(load_agents, GPtrArray *)
  *
  * Reads every token, revoked ones included.
  */
-void
-confab_store_load_tokens_async(ConfabStore *self,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  confab_store_call_new(&op_load_tokens),
-		  confab_store_load_tokens_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_NONE(load_tokens)
+
+/**
+ * confab_store_load_tokens_finish:
+ *
+ * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
+ */
+DEFINE_FINISH_POINTER(load_tokens, GPtrArray *)
 
 /**
  * confab_store_load_limits_async:
- * @self: a #ConfabStore
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with every owner's and token's own limits
- * @user_data: data for @callback
  *
- * Reads the limits set with confab_store_set_limits_async().
+ * Reads every owner's and token's own limits, set with
+ * confab_store_set_limits_async().
  */
-void
-confab_store_load_limits_async(ConfabStore *self,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	store_run(self,
-		  confab_store_call_new(&op_load_limits),
-		  confab_store_load_limits_async,
-		  cancellable,
-		  callback,
-		  user_data);
-}
+DEFINE_ASYNC_NONE(load_limits)
 
 /**
  * confab_store_load_limits_finish:
@@ -987,22 +965,14 @@ confab_store_load_limits_async(ConfabStore *self,
  * Returns: (transfer full) (element-type ConfabStoreLimits): the limits,
  *   by kind and id
  */
-GPtrArray *
-confab_store_load_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(load_limits, GPtrArray *)
 
 /**
  * confab_store_set_limits_async:
- * @self: a #ConfabStore
  * @kind: `owner` or `token`
  * @id: the owner's name or the token's id
  * @values: rpm, tpm, max_parallel and monthly_tokens, in this order: 0
  *   removes one, a value below 0 leaves it as it is
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once stored
- * @user_data: data for @callback
  *
  * Stores an owner's or a token's own limits, in one statement.
  */
@@ -1023,7 +993,7 @@ confab_store_set_limits_async(ConfabStore *self,
 	for (guint i = 0; i < 4; i++)
 		confab_store_call_add_int(call, values[i]);
 	confab_store_call_add_int(call, g_get_real_time() / G_USEC_PER_SEC);
-	store_run(self, call, confab_store_set_limits_async, cancellable, callback, user_data);
+	RUN(set_limits, call);
 }
 
 /**
@@ -1031,22 +1001,7 @@ confab_store_set_limits_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_set_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
-
-/**
- * confab_store_load_tokens_finish:
- *
- * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
- */
-GPtrArray *
-confab_store_load_tokens_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(set_limits)
 
 /**
  * confab_store_save_agent_async:
@@ -1160,13 +1115,9 @@ DEFINE_FINISH_BOOLEAN(save_token)
 
 /**
  * confab_store_set_quota_async:
- * @self: a #ConfabStore
  * @owner: the owner
  * @monthly_requests: the owner's own quota; 0 for unlimited, whatever the
  *   default
- * @cancellable: (nullable): a #GCancellable
- * @callback: called once committed
- * @user_data: data for @callback
  */
 void
 confab_store_set_quota_async(ConfabStore *self,
@@ -1186,21 +1137,13 @@ confab_store_set_quota_async(ConfabStore *self,
  *
  * Returns: %TRUE once committed
  */
-gboolean
-confab_store_set_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(set_quota)
 
 /**
  * confab_store_get_usage_async:
- * @self: a #ConfabStore
  * @owner: the owner
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the usage
- * @user_data: data for @callback
  */
 void
 confab_store_get_usage_async(ConfabStore *self,
@@ -1221,20 +1164,12 @@ confab_store_get_usage_async(ConfabStore *self,
  *
  * Returns: (transfer full): the owner's use of @month
  */
-ConfabStoreUsage *
-confab_store_get_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(get_usage, ConfabStoreUsage *)
 
 /**
  * confab_store_list_usage_async:
- * @self: a #ConfabStore
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the list
- * @user_data: data for @callback
  *
  * The use of every owner who has a quota: their own, or, when
  * @default_limit is not 0, the default for those who have used some of it
@@ -1257,11 +1192,7 @@ confab_store_list_usage_async(ConfabStore *self,
  *
  * Returns: (transfer full) (element-type ConfabStoreUsage): by owner
  */
-GPtrArray *
-confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(list_usage, GPtrArray *)
 
 /**
  * confab_store_rate_interval:
@@ -1595,11 +1526,7 @@ confab_store_admit_async(ConfabStore *self,
  * Returns: (transfer full): the owner's use of the month, this request
  *   counted if it was admitted
  */
-ConfabStoreUsage *
-confab_store_admit_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_pointer(self, result, error);
-}
+DEFINE_FINISH_POINTER(admit_quota, ConfabStoreUsage *)
 
 /**
  * confab_store_release_quota:
@@ -1724,11 +1651,7 @@ confab_store_acquire_session_async(ConfabStore *self,
  *   confab_store_release_session(); %CONFAB_ERROR_CONVERSATION_BUSY when a
  *   turn of it runs already (on any instance)
  */
-gboolean
-confab_store_acquire_session_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(acquire_session)
 
 /**
  * confab_store_release_session:
@@ -1830,11 +1753,7 @@ confab_store_commit_turn_async(ConfabStore *self,
  *   %CONFAB_ERROR_CONVERSATION_NOT_FOUND when the session it continues is
  *   gone, and then nothing of it was written
  */
-gboolean
-confab_store_commit_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error)
-{
-	return finish_boolean(self, result, error);
-}
+DEFINE_FINISH_BOOLEAN(commit_turn)
 
 /**
  * confab_store_delete_session_async:
