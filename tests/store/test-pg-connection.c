@@ -239,6 +239,30 @@ test_statement_timeout_set(void)
 	g_assert_cmpstr(value, ==, "2234ms");
 }
 
+/* A statement that carries megabytes has a second per MiB more, from
+ * the server too (1234 ms, a second per MiB, the margin), for itself alone */
+static void
+test_statement_timeout_large(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(ConfabPgConnection) conn =
+	    connect_full(confab_test_pg_get_socket_url(pg), NULL, 5000, 1234, &error);
+	g_autofree gchar *big = g_strnfill(3 * 1024 * 1024, 'x');
+	const gchar *params[] = {big};
+	g_autofree gchar *during = NULL;
+	g_autofree gchar *after = NULL;
+
+	g_assert_no_error(error);
+	during = query_value(conn,
+			     "SELECT current_setting('statement_timeout') || ':' || "
+			     "length($1::text)",
+			     1,
+			     params);
+	g_assert_cmpstr(during, ==, "5234ms:3145728");
+	after = query_value(conn, "SHOW statement_timeout", 0, NULL);
+	g_assert_cmpstr(after, ==, "2234ms");
+}
+
 static void
 test_params_and_nulls(void)
 {
@@ -1186,6 +1210,8 @@ main(int argc, char **argv)
 
 	g_test_add_func("/confab/pg-connection/connect", test_connect);
 	g_test_add_func("/confab/pg-connection/statement-timeout-set", test_statement_timeout_set);
+	g_test_add_func("/confab/pg-connection/statement-timeout-large",
+			test_statement_timeout_large);
 	g_test_add_func("/confab/pg-connection/params-and-nulls", test_params_and_nulls);
 	g_test_add_func("/confab/pg-connection/prepared-reuse", test_prepared_reuse);
 	g_test_add_func("/confab/pg-connection/round-trip-tcp", test_round_trip_tcp);

@@ -1199,7 +1199,44 @@ confab_pg_connection_connect_finish(ConfabPgConnection *self, GAsyncResult *resu
 /* ---------- queries ---------- */
 
 static void
+enqueue_one(ConfabPgConnection *self, Job *job, guint timeout_ms);
+
+/* An internal job that sets the server's statement_timeout for what
+ * follows: @timeout_ms plus SERVER_TIMEOUT_MARGIN_MS. */
+static Job *
+server_timeout_job(guint timeout_ms)
+{
+	g_autofree gchar *sql =
+	    g_strdup_printf("SET statement_timeout = %u", timeout_ms + SERVER_TIMEOUT_MARGIN_MS);
+	Job *job = job_new(JOB_QUERY, NULL);
+
+	g_ptr_array_add(job->steps, step_new(sql, 0, NULL, TRUE));
+	return job;
+}
+
+/* Queues @job with its deadline. One that carries megabytes has its time
+ * for them beyond the query timeout (job_payload_ms()), from the server
+ * too: its statement_timeout is raised for that job alone, by one job
+ * before it and one after (a round trip each, for the rare large ones),
+ * or the server would cancel what this side still waits for. */
+static void
 enqueue(ConfabPgConnection *self, Job *job)
+{
+	guint extra = self->query_timeout_ms > 0 ? job_payload_ms(job) : 0;
+
+	if (extra == 0 || self->state == CONFAB_PG_CONNECTION_STATE_CLOSED) {
+		enqueue_one(self, job, self->query_timeout_ms + extra);
+		return;
+	}
+	enqueue_one(self,
+		    server_timeout_job(self->query_timeout_ms + extra),
+		    self->query_timeout_ms);
+	enqueue_one(self, job, self->query_timeout_ms + extra);
+	enqueue_one(self, server_timeout_job(self->query_timeout_ms), self->query_timeout_ms);
+}
+
+static void
+enqueue_one(ConfabPgConnection *self, Job *job, guint timeout_ms)
 {
 	if (self->state == CONFAB_PG_CONNECTION_STATE_CLOSED) {
 		g_autoptr(GError) error = g_error_new(CONFAB_PG_ERROR,
@@ -1214,8 +1251,7 @@ enqueue(ConfabPgConnection *self, Job *job)
 		job_free(job);
 		return;
 	}
-	job->deadline = deadline_after(
-	    self->query_timeout_ms > 0 ? self->query_timeout_ms + job_payload_ms(job) : 0);
+	job->deadline = deadline_after(self->query_timeout_ms > 0 ? timeout_ms : 0);
 	watch_cancellable(self, job->cancellable, &job->cancelled_id);
 	g_queue_push_tail(&self->queue, job);
 	send_next(self);
