@@ -1461,19 +1461,6 @@ raw_stream_created(RawStream *rs)
 	return json_node_copy(confab_test_json_get(event, "response"));
 }
 
-static gchar *
-held_agent(Fixture *f, ConfabTestUpstream *up)
-{
-	GVariantDict dict;
-
-	g_variant_dict_init(&dict, NULL);
-	g_variant_dict_insert(&dict, "name", "s", "held");
-	g_variant_dict_insert(&dict, "provider", "s", "openai");
-	g_variant_dict_insert(&dict, "base_url", "s", confab_test_upstream_get_base_url(up));
-	g_variant_dict_insert(&dict, "upstream_model", "s", "held-model");
-	return confab_test_create_agent_props(f->daemon, g_variant_dict_end(&dict));
-}
-
 /* A streamed response whose upstream holds its answer: it runs until
  * running_end(). */
 typedef struct {
@@ -1495,7 +1482,7 @@ running_start_with(Fixture *f, const gchar *extra)
 	g_autoptr(JsonNode) created = NULL;
 
 	run->up = confab_test_upstream_start(TRUE);
-	run->agent = held_agent(f, run->up);
+	run->agent = confab_test_create_held_agent(f->daemon, run->up);
 	body = text_body(run->agent, "wait for it", members);
 	run->rs = raw_stream_open(f->daemon, f->token, body);
 	created = raw_stream_created(run->rs);
