@@ -1602,6 +1602,21 @@ confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completio
 	return known;
 }
 
+/**
+ * confab_turn_get_reasoning_tokens:
+ * @self: a #ConfabTurn
+ *
+ * Returns: the reasoning tokens the provider reported over every model
+ *   call of the turn (a part of its completion tokens), or 0
+ */
+gint64
+confab_turn_get_reasoning_tokens(ConfabTurn *self)
+{
+	if (self->loop == NULL)
+		return 0;
+	return MAX(confab_agent_loop_get_reasoning_tokens(self->loop), 0);
+}
+
 const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self)
 {

@@ -95,6 +95,8 @@ const gchar *
 confab_turn_get_finish_reason(ConfabTurn *self);
 gboolean
 confab_turn_get_usage(ConfabTurn *self, gint64 *prompt_tokens, gint64 *completion_tokens);
+gint64
+confab_turn_get_reasoning_tokens(ConfabTurn *self);
 const ConfabQuotaInfo *
 confab_turn_get_quota_info(ConfabTurn *self);
 ConfabAgent *

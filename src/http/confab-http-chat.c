@@ -281,13 +281,15 @@ append_usage_object(GString *out, ConfabTurn *turn)
 {
 	gint64 prompt = 0, completion = 0;
 	confab_turn_get_usage(turn, &prompt, &completion);
-	g_string_append_printf(out,
-			       "{\"prompt_tokens\":%" G_GINT64_FORMAT
-			       ",\"completion_tokens\":%" G_GINT64_FORMAT
-			       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
-			       prompt,
-			       completion,
-			       prompt + completion);
+	g_string_append_printf(
+	    out,
+	    "{\"prompt_tokens\":%" G_GINT64_FORMAT ",\"completion_tokens\":%" G_GINT64_FORMAT
+	    ",\"total_tokens\":%" G_GINT64_FORMAT
+	    ",\"completion_tokens_details\":{\"reasoning_tokens\":%" G_GINT64_FORMAT "}}",
+	    prompt,
+	    completion,
+	    prompt + completion,
+	    confab_turn_get_reasoning_tokens(turn));
 }
 
 static void

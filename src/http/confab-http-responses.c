@@ -895,15 +895,16 @@ append_usage(GString *out, ConfabTurn *turn)
 		g_string_append(out, "null");
 		return;
 	}
-	g_string_append_printf(out,
-			       "{\"input_tokens\":%" G_GINT64_FORMAT
-			       ",\"input_tokens_details\":{\"cached_tokens\":0}"
-			       ",\"output_tokens\":%" G_GINT64_FORMAT
-			       ",\"output_tokens_details\":{\"reasoning_tokens\":0}"
-			       ",\"total_tokens\":%" G_GINT64_FORMAT "}",
-			       input,
-			       output,
-			       input + output);
+	g_string_append_printf(
+	    out,
+	    "{\"input_tokens\":%" G_GINT64_FORMAT ",\"input_tokens_details\":{\"cached_tokens\":0}"
+	    ",\"output_tokens\":%" G_GINT64_FORMAT
+	    ",\"output_tokens_details\":{\"reasoning_tokens\":%" G_GINT64_FORMAT "}"
+	    ",\"total_tokens\":%" G_GINT64_FORMAT "}",
+	    input,
+	    output,
+	    confab_turn_get_reasoning_tokens(turn),
+	    input + output);
 }
 
 static void

@@ -739,8 +739,19 @@ test_usage(void)
 
 		g_assert_cmpuint(json->status, ==, 200);
 		g_assert_cmpint(confab_test_json_int(json->json, "usage.prompt_tokens"), ==, 42);
+		/* the answers say the reasoning tokens the upstream reported */
+		g_assert_cmpint(
+		    confab_test_json_int(json->json,
+					 "usage.completion_tokens_details.reasoning_tokens"),
+		    ==,
+		    5);
 		g_assert_cmpuint(sse->status, ==, 200);
 		g_assert_cmpuint(rjson->status, ==, 200);
+		g_assert_cmpint(
+		    confab_test_json_int(rjson->json,
+					 "usage.output_tokens_details.reasoning_tokens"),
+		    ==,
+		    5);
 		g_assert_cmpuint(rsse->status, ==, 200);
 		confab_dbus_chat_call_send_sync(daemon->chat,
 						a,
