@@ -1626,56 +1626,73 @@ confab_pg_connection_finalize(GObject *object)
 	G_OBJECT_CLASS(confab_pg_connection_parent_class)->finalize(object);
 }
 
+/**
+ * confab_pg_connection_new_conninfo_pspecs:
+ *
+ * The construct-only properties of a connection, and of a #ConfabPgPool for
+ * the connections it makes: `conninfo`, a libpq URI or `key=value` string,
+ * and `password`, which wins over the conninfo's (e.g. from a password
+ * file; without one libpq looks in the conninfo, `PGPASSWORD` and
+ * `~/.pgpass`).
+ */
+void
+confab_pg_connection_new_conninfo_pspecs(GParamSpec **conninfo, GParamSpec **password)
+{
+	const GParamFlags flags = G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS;
+
+	*conninfo = g_param_spec_string("conninfo", NULL, NULL, NULL, G_PARAM_READWRITE | flags);
+	*password = g_param_spec_string("password", NULL, NULL, NULL, G_PARAM_WRITABLE | flags);
+}
+
+/**
+ * confab_pg_connection_class_new_notification:
+ *
+ * Returns: the `notification` signal (@channel, @payload) of a connection
+ *   or a #ConfabPgPool
+ */
+guint
+confab_pg_connection_class_new_notification(GObjectClass *klass)
+{
+	return g_signal_new("notification",
+			    G_TYPE_FROM_CLASS(klass),
+			    G_SIGNAL_RUN_LAST,
+			    0,
+			    NULL,
+			    NULL,
+			    NULL,
+			    G_TYPE_NONE,
+			    2,
+			    G_TYPE_STRING,
+			    G_TYPE_STRING);
+}
+
 static void
 confab_pg_connection_class_init(ConfabPgConnectionClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS;
 
 	object_class->get_property = confab_pg_connection_get_property;
 	object_class->set_property = confab_pg_connection_set_property;
 	object_class->dispose = confab_pg_connection_dispose;
 	object_class->finalize = confab_pg_connection_finalize;
 
-	/**
-	 * ConfabPgConnection:conninfo:
-	 *
-	 * A libpq connection URI or `key=value` string.
-	 */
-	properties[PROP_CONNINFO] = g_param_spec_string("conninfo",
-							NULL,
-							NULL,
-							NULL,
-							G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
-							    G_PARAM_STATIC_STRINGS);
-	/**
-	 * ConfabPgConnection:password:
-	 *
-	 * A password that wins over the conninfo's (e.g. from a password
-	 * file); without one libpq looks in the conninfo, `PGPASSWORD` and
-	 * `~/.pgpass`.
-	 */
-	properties[PROP_PASSWORD] =
-	    g_param_spec_string("password",
-				NULL,
-				NULL,
-				NULL,
-				G_PARAM_WRITABLE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_CONNECT_TIMEOUT] =
-	    g_param_spec_uint("connect-timeout",
-			      NULL,
-			      NULL,
-			      0,
-			      G_MAXUINT,
-			      DEFAULT_CONNECT_TIMEOUT_MS,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_QUERY_TIMEOUT] =
-	    g_param_spec_uint("query-timeout",
-			      NULL,
-			      NULL,
-			      0,
-			      G_MAXINT32,
-			      DEFAULT_QUERY_TIMEOUT_MS,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+	confab_pg_connection_new_conninfo_pspecs(&properties[PROP_CONNINFO],
+						 &properties[PROP_PASSWORD]);
+	properties[PROP_CONNECT_TIMEOUT] = g_param_spec_uint("connect-timeout",
+							     NULL,
+							     NULL,
+							     0,
+							     G_MAXUINT,
+							     DEFAULT_CONNECT_TIMEOUT_MS,
+							     rw);
+	properties[PROP_QUERY_TIMEOUT] = g_param_spec_uint("query-timeout",
+							   NULL,
+							   NULL,
+							   0,
+							   G_MAXINT32,
+							   DEFAULT_QUERY_TIMEOUT_MS,
+							   rw);
 	g_object_class_install_properties(object_class, N_PROPS, properties);
 
 	/**
@@ -1704,17 +1721,7 @@ confab_pg_connection_class_init(ConfabPgConnectionClass *klass)
 	 * A NOTIFY on a channel this connection listens on. (Not "notify":
 	 * GObject has that one.)
 	 */
-	signals[SIGNAL_NOTIFICATION] = g_signal_new("notification",
-						    G_TYPE_FROM_CLASS(klass),
-						    G_SIGNAL_RUN_LAST,
-						    0,
-						    NULL,
-						    NULL,
-						    NULL,
-						    G_TYPE_NONE,
-						    2,
-						    G_TYPE_STRING,
-						    G_TYPE_STRING);
+	signals[SIGNAL_NOTIFICATION] = confab_pg_connection_class_new_notification(object_class);
 }
 
 static void

@@ -835,18 +835,8 @@ confab_pg_pool_class_init(ConfabPgPoolClass *klass)
 	object_class->dispose = confab_pg_pool_dispose;
 	object_class->finalize = confab_pg_pool_finalize;
 
-	properties[PROP_CONNINFO] = g_param_spec_string("conninfo",
-							NULL,
-							NULL,
-							NULL,
-							G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
-							    G_PARAM_STATIC_STRINGS);
-	properties[PROP_PASSWORD] =
-	    g_param_spec_string("password",
-				NULL,
-				NULL,
-				NULL,
-				G_PARAM_WRITABLE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+	confab_pg_connection_new_conninfo_pspecs(&properties[PROP_CONNINFO],
+						 &properties[PROP_PASSWORD]);
 	properties[PROP_POOL_SIZE] =
 	    g_param_spec_uint("pool-size",
 			      NULL,
@@ -875,17 +865,7 @@ confab_pg_pool_class_init(ConfabPgPoolClass *klass)
 	 *
 	 * A NOTIFY on a channel given to confab_pg_pool_listen().
 	 */
-	signals[SIGNAL_NOTIFICATION] = g_signal_new("notification",
-						    G_TYPE_FROM_CLASS(klass),
-						    G_SIGNAL_RUN_LAST,
-						    0,
-						    NULL,
-						    NULL,
-						    NULL,
-						    G_TYPE_NONE,
-						    2,
-						    G_TYPE_STRING,
-						    G_TYPE_STRING);
+	signals[SIGNAL_NOTIFICATION] = confab_pg_connection_class_new_notification(object_class);
 	/**
 	 * ConfabPgPool::listening:
 	 *
