@@ -10,16 +10,16 @@
 #include "store/postgres/confab-pg-batch.h"
 
 /**
- * confab_pg_statement_new:
+ * confab_pg_batch_statement_new:
  * @params: (array length=n_params) (nullable): copied
  *
  * Returns: (transfer full): a statement with copies of @sql and @params
  */
 ConfabPgStatement *
-confab_pg_statement_new(const gchar *sql,
-			guint n_params,
-			const gchar *const *params,
-			gboolean simple)
+confab_pg_batch_statement_new(const gchar *sql,
+			      guint n_params,
+			      const gchar *const *params,
+			      gboolean simple)
 {
 	ConfabPgStatement *statement = g_new0(ConfabPgStatement, 1);
 
@@ -33,7 +33,7 @@ confab_pg_statement_new(const gchar *sql,
 }
 
 void
-confab_pg_statement_free(ConfabPgStatement *statement)
+confab_pg_batch_statement_free(ConfabPgStatement *statement)
 {
 	/* not g_strfreev(): a NULL parameter (SQL NULL) may come before others */
 	for (guint i = 0; i < statement->n_params; i++)
@@ -57,7 +57,7 @@ confab_pg_batch_new(void)
 {
 	ConfabPgBatch *batch = g_new0(ConfabPgBatch, 1);
 	batch->statements =
-	    g_ptr_array_new_with_free_func((GDestroyNotify)confab_pg_statement_free);
+	    g_ptr_array_new_with_free_func((GDestroyNotify)confab_pg_batch_statement_free);
 	return batch;
 }
 
@@ -76,7 +76,8 @@ confab_pg_batch_add(ConfabPgBatch *batch,
 	g_return_if_fail(batch != NULL);
 	g_return_if_fail(sql != NULL);
 	g_return_if_fail(n_params == 0 || params != NULL);
-	g_ptr_array_add(batch->statements, confab_pg_statement_new(sql, n_params, params, FALSE));
+	g_ptr_array_add(batch->statements,
+			confab_pg_batch_statement_new(sql, n_params, params, FALSE));
 }
 
 guint

@@ -28,12 +28,12 @@ typedef struct {
 } ConfabPgStatement;
 
 ConfabPgStatement *
-confab_pg_statement_new(const gchar *sql,
-			guint n_params,
-			const gchar *const *params,
-			gboolean simple);
+confab_pg_batch_statement_new(const gchar *sql,
+			      guint n_params,
+			      const gchar *const *params,
+			      gboolean simple);
 void
-confab_pg_statement_free(ConfabPgStatement *statement);
+confab_pg_batch_statement_free(ConfabPgStatement *statement);
 
 /**
  * ConfabPgBatch:

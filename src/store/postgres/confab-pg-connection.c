@@ -135,7 +135,7 @@ typedef struct {
 static ConfabPgStatement *
 simple(const gchar *sql)
 {
-	return confab_pg_statement_new(sql, 0, NULL, TRUE);
+	return confab_pg_batch_statement_new(sql, 0, NULL, TRUE);
 }
 
 /* A job of @kind for @task (NULL for an internal one), @first its first step. */
@@ -145,7 +145,7 @@ job_new(JobKind kind, GTask *task, ConfabPgStatement *first)
 	Job *job = g_new0(Job, 1);
 	job->kind = kind;
 	job->task = task != NULL ? g_object_ref(task) : NULL;
-	job->steps = g_ptr_array_new_with_free_func((GDestroyNotify)confab_pg_statement_free);
+	job->steps = g_ptr_array_new_with_free_func((GDestroyNotify)confab_pg_batch_statement_free);
 	g_ptr_array_add(job->steps, first);
 	job->deadline = NO_DEADLINE;
 	if (task != NULL && g_task_get_cancellable(task) != NULL)
@@ -1261,8 +1261,9 @@ confab_pg_connection_query_async(ConfabPgConnection *self,
 
 	task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_source_tag(task, confab_pg_connection_query_async);
-	enqueue(self,
-		job_new(JOB_QUERY, task, confab_pg_statement_new(sql, n_params, params, FALSE)));
+	enqueue(
+	    self,
+	    job_new(JOB_QUERY, task, confab_pg_batch_statement_new(sql, n_params, params, FALSE)));
 }
 
 /**
@@ -1351,11 +1352,12 @@ confab_pg_connection_transaction_async(ConfabPgConnection *self,
 	job->results = g_ptr_array_new_with_free_func((GDestroyNotify)PQclear);
 	for (guint i = 0; i < confab_pg_batch_get_length(batch); i++) {
 		const ConfabPgStatement *statement = confab_pg_batch_get_statement(batch, i);
-		g_ptr_array_add(job->steps,
-				confab_pg_statement_new(statement->sql,
-							statement->n_params,
-							(const gchar *const *)statement->params,
-							FALSE));
+		g_ptr_array_add(
+		    job->steps,
+		    confab_pg_batch_statement_new(statement->sql,
+						  statement->n_params,
+						  (const gchar *const *)statement->params,
+						  FALSE));
 	}
 	g_ptr_array_add(job->steps, simple("COMMIT"));
 	enqueue(self, job);

@@ -623,7 +623,7 @@ static void
 pool_query_free(PoolQuery *query)
 {
 	g_clear_object(&query->conn);
-	confab_pg_statement_free(query->statement);
+	confab_pg_batch_statement_free(query->statement);
 	g_free(query);
 }
 
@@ -690,7 +690,7 @@ confab_pg_pool_query_async(ConfabPgPool *self,
 	task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_source_tag(task, confab_pg_pool_query_async);
 	query = g_new0(PoolQuery, 1);
-	query->statement = confab_pg_statement_new(sql, n_params, params, FALSE);
+	query->statement = confab_pg_batch_statement_new(sql, n_params, params, FALSE);
 	g_task_set_task_data(task, query, (GDestroyNotify)pool_query_free);
 	confab_pg_pool_acquire_async(self, cancellable, pool_query_acquired, g_object_ref(task));
 }
