@@ -9,15 +9,33 @@
 
 #include "store/postgres/confab-pg-batch.h"
 
-typedef struct {
-	gchar *sql;	/* owned */
-	gchar **params; /* owned: n_params strings, each nullable */
-	guint n_params;
-} Statement;
-
-static void
-statement_free(Statement *statement)
+/**
+ * confab_pg_batch_statement_new:
+ * @params: (array length=n_params) (nullable): copied
+ *
+ * Returns: (transfer full): a statement with copies of @sql and @params
+ */
+ConfabPgStatement *
+confab_pg_batch_statement_new(const gchar *sql,
+			      guint n_params,
+			      const gchar *const *params,
+			      gboolean simple)
 {
+	ConfabPgStatement *statement = g_new0(ConfabPgStatement, 1);
+
+	statement->sql = g_strdup(sql);
+	statement->n_params = n_params;
+	statement->params = g_new0(gchar *, n_params + 1);
+	for (guint i = 0; i < n_params; i++)
+		statement->params[i] = g_strdup(params[i]);
+	statement->simple = simple;
+	return statement;
+}
+
+void
+confab_pg_batch_statement_free(ConfabPgStatement *statement)
+{
+	/* not g_strfreev(): a NULL parameter (SQL NULL) may come before others */
 	for (guint i = 0; i < statement->n_params; i++)
 		g_free(statement->params[i]);
 	g_free(statement->params);
@@ -26,7 +44,7 @@ statement_free(Statement *statement)
 }
 
 struct _ConfabPgBatch {
-	GPtrArray *statements; /* owned: Statement */
+	GPtrArray *statements; /* owned: ConfabPgStatement */
 };
 
 /**
@@ -38,7 +56,8 @@ ConfabPgBatch *
 confab_pg_batch_new(void)
 {
 	ConfabPgBatch *batch = g_new0(ConfabPgBatch, 1);
-	batch->statements = g_ptr_array_new_with_free_func((GDestroyNotify)statement_free);
+	batch->statements =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)confab_pg_batch_statement_free);
 	return batch;
 }
 
@@ -54,18 +73,11 @@ confab_pg_batch_add(ConfabPgBatch *batch,
 		    guint n_params,
 		    const gchar *const *params)
 {
-	Statement *statement;
-
 	g_return_if_fail(batch != NULL);
 	g_return_if_fail(sql != NULL);
 	g_return_if_fail(n_params == 0 || params != NULL);
-	statement = g_new0(Statement, 1);
-	statement->sql = g_strdup(sql);
-	statement->n_params = n_params;
-	statement->params = g_new0(gchar *, n_params + 1);
-	for (guint i = 0; i < n_params; i++)
-		statement->params[i] = g_strdup(params[i]);
-	g_ptr_array_add(batch->statements, statement);
+	g_ptr_array_add(batch->statements,
+			confab_pg_batch_statement_new(sql, n_params, params, FALSE));
 }
 
 guint
@@ -75,28 +87,16 @@ confab_pg_batch_get_length(ConfabPgBatch *batch)
 	return batch->statements->len;
 }
 
-const gchar *
-confab_pg_batch_get_sql(ConfabPgBatch *batch, guint index)
-{
-	g_return_val_if_fail(batch != NULL && index < batch->statements->len, NULL);
-	return ((Statement *)g_ptr_array_index(batch->statements, index))->sql;
-}
-
 /**
- * confab_pg_batch_get_params:
- * @n_params: (out): how many
+ * confab_pg_batch_get_statement:
  *
- * Returns: (transfer none) (array length=n_params): the statement's parameters
+ * Returns: (transfer none): the statement at @index
  */
-const gchar *const *
-confab_pg_batch_get_params(ConfabPgBatch *batch, guint index, guint *n_params)
+const ConfabPgStatement *
+confab_pg_batch_get_statement(ConfabPgBatch *batch, guint index)
 {
-	Statement *statement;
-
 	g_return_val_if_fail(batch != NULL && index < batch->statements->len, NULL);
-	statement = g_ptr_array_index(batch->statements, index);
-	*n_params = statement->n_params;
-	return (const gchar *const *)statement->params;
+	return g_ptr_array_index(batch->statements, index);
 }
 
 void

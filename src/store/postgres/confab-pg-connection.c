@@ -98,36 +98,6 @@ result_ok(const PGresult *res)
 
 /* ---------- jobs ---------- */
 
-typedef struct {
-	gchar *sql;	/* owned */
-	gchar **params; /* owned: n_params strings, each nullable */
-	guint n_params;
-	gboolean simple; /* PQsendQuery: no parameters, not prepared */
-} Step;
-
-static Step *
-step_new(const gchar *sql, guint n_params, const gchar *const *params, gboolean simple)
-{
-	Step *step = g_new0(Step, 1);
-	step->sql = g_strdup(sql);
-	step->n_params = n_params;
-	step->params = g_new0(gchar *, n_params + 1);
-	for (guint i = 0; i < n_params; i++)
-		step->params[i] = g_strdup(params[i]);
-	step->simple = simple;
-	return step;
-}
-
-static void
-step_free(Step *step)
-{
-	for (guint i = 0; i < step->n_params; i++)
-		g_free(step->params[i]);
-	g_free(step->params);
-	g_free(step->sql);
-	g_free(step);
-}
-
 typedef enum {
 	JOB_QUERY,	 /* one statement: its result */
 	JOB_SCRIPT,	 /* PQsendQuery, several statements: the last result */
@@ -142,7 +112,7 @@ typedef enum {
 typedef struct {
 	JobKind kind;
 	GTask *task;	    /* owned; NULL for internal jobs and once abandoned */
-	GPtrArray *steps;   /* owned: Step */
+	GPtrArray *steps;   /* owned: ConfabPgStatement */
 	guint step;	    /* the one running */
 	Phase phase;	    /* of a prepared step */
 	gchar *stmt_name;   /* owned: what PQsendPrepare is creating */
@@ -161,13 +131,22 @@ typedef struct {
 	gulong cancelled_id;
 } Job;
 
+/* A statement sent as it is: no parameters, not prepared. */
+static ConfabPgStatement *
+simple(const gchar *sql)
+{
+	return confab_pg_batch_statement_new(sql, 0, NULL, TRUE);
+}
+
+/* A job of @kind for @task (NULL for an internal one), @first its first step. */
 static Job *
-job_new(JobKind kind, GTask *task)
+job_new(JobKind kind, GTask *task, ConfabPgStatement *first)
 {
 	Job *job = g_new0(Job, 1);
 	job->kind = kind;
 	job->task = task != NULL ? g_object_ref(task) : NULL;
-	job->steps = g_ptr_array_new_with_free_func((GDestroyNotify)step_free);
+	job->steps = g_ptr_array_new_with_free_func((GDestroyNotify)confab_pg_batch_statement_free);
+	g_ptr_array_add(job->steps, first);
 	job->deadline = NO_DEADLINE;
 	if (task != NULL && g_task_get_cancellable(task) != NULL)
 		job->cancellable = g_object_ref(g_task_get_cancellable(task));
@@ -177,8 +156,7 @@ job_new(JobKind kind, GTask *task)
 static void
 job_free(Job *job)
 {
-	if (job->cancelled_id != 0)
-		g_cancellable_disconnect(job->cancellable, job->cancelled_id);
+	g_cancellable_disconnect(job->cancellable, job->cancelled_id);
 	g_clear_object(&job->cancellable);
 	g_clear_object(&job->task);
 	g_ptr_array_unref(job->steps);
@@ -286,7 +264,7 @@ job_payload_ms(const Job *job)
 	guint64 bytes = 0;
 
 	for (guint i = 0; i < job->steps->len; i++) {
-		const Step *step = g_ptr_array_index(job->steps, i);
+		const ConfabPgStatement *step = g_ptr_array_index(job->steps, i);
 		for (guint j = 0; j < step->n_params; j++)
 			bytes += step->params[j] != NULL ? strlen(step->params[j]) : 0;
 	}
@@ -324,12 +302,11 @@ close_with_error(ConfabPgConnection *self, GError *error)
 		self->fd_tag = NULL;
 	}
 	g_clear_pointer(&self->conn, PQfinish);
-	if (self->connect_cancelled_id != 0) {
-		g_cancellable_disconnect(g_task_get_cancellable(self->connect_task),
-					 self->connect_cancelled_id);
-		self->connect_cancelled_id = 0;
-	}
 	connect_task = g_steal_pointer(&self->connect_task);
+	if (connect_task != NULL)
+		g_cancellable_disconnect(g_task_get_cancellable(connect_task),
+					 self->connect_cancelled_id);
+	self->connect_cancelled_id = 0;
 
 	/* detach everything before a callback can run */
 	if (self->in_flight != NULL)
@@ -344,15 +321,25 @@ close_with_error(ConfabPgConnection *self, GError *error)
 	g_signal_emit(self, signals[SIGNAL_CLOSED], 0, error);
 }
 
+static G_GNUC_PRINTF(3, 4) void close_with(ConfabPgConnection *self,
+					   ConfabPgErrorCode code,
+					   const gchar *format,
+					   ...)
+{
+	va_list args;
+	GError *error;
+
+	va_start(args, format);
+	error = g_error_new_valist(CONFAB_PG_ERROR, code, format, args);
+	va_end(args);
+	close_with_error(self, error);
+}
+
 static void
 close_lost(ConfabPgConnection *self)
 {
 	g_autofree gchar *message = one_line(PQerrorMessage(self->conn));
-	close_with_error(self,
-			 g_error_new(CONFAB_PG_ERROR,
-				     CONFAB_PG_ERROR_CLOSED,
-				     "connection to PostgreSQL lost: %s",
-				     message));
+	close_with(self, CONFAB_PG_ERROR_CLOSED, "connection to PostgreSQL lost: %s", message);
 }
 
 /* ---------- the socket ---------- */
@@ -440,7 +427,7 @@ is_commit(const gchar *sql)
 	       (g_ascii_strncasecmp(sql, "end", 3) == 0 && !g_ascii_isalnum(sql[3]));
 }
 
-static Step *
+static ConfabPgStatement *
 job_step(Job *job)
 {
 	return g_ptr_array_index(job->steps, job->step);
@@ -453,7 +440,7 @@ step_done(ConfabPgConnection *self, PGresult *res, GError *local_error);
 static void
 send_step(ConfabPgConnection *self, Job *job)
 {
-	Step *step = job_step(job);
+	ConfabPgStatement *step = job_step(job);
 	const gchar *const *params = (const gchar *const *)step->params;
 	const gchar *name;
 	gint ok;
@@ -521,10 +508,8 @@ become_ready(ConfabPgConnection *self)
 	g_autoptr(GTask) task = g_steal_pointer(&self->connect_task);
 	self->state = CONFAB_PG_CONNECTION_STATE_READY;
 	self->connect_deadline = 0;
-	if (self->connect_cancelled_id != 0) {
-		g_cancellable_disconnect(g_task_get_cancellable(task), self->connect_cancelled_id);
-		self->connect_cancelled_id = 0;
-	}
+	g_cancellable_disconnect(g_task_get_cancellable(task), self->connect_cancelled_id);
+	self->connect_cancelled_id = 0;
 	g_task_return_boolean(task, TRUE);
 }
 
@@ -568,7 +553,7 @@ step_done(ConfabPgConnection *self, PGresult *res, GError *local_error)
 	g_autoptr(PGresult) owned = res;
 	g_autoptr(GError) error = local_error;
 	Job *job = self->in_flight;
-	Step *step = job_step(job);
+	ConfabPgStatement *step = job_step(job);
 	gboolean in_transaction;
 
 	if (PQstatus(self->conn) == CONNECTION_BAD) {
@@ -589,10 +574,9 @@ step_done(ConfabPgConnection *self, PGresult *res, GError *local_error)
 			return;
 		}
 		if (in_transaction) {
-			close_with_error(self,
-					 g_error_new_literal(CONFAB_PG_ERROR,
-							     CONFAB_PG_ERROR_FAILED,
-							     "could not roll a transaction back"));
+			close_with(self,
+				   CONFAB_PG_ERROR_FAILED,
+				   "could not roll a transaction back");
 			return;
 		}
 		job_over(self);
@@ -689,10 +673,7 @@ read_results(ConfabPgConnection *self)
 		case PGRES_COPY_OUT:
 		case PGRES_COPY_BOTH:
 			PQclear(res);
-			close_with_error(self,
-					 g_error_new_literal(CONFAB_PG_ERROR,
-							     CONFAB_PG_ERROR_FAILED,
-							     "COPY is not supported here"));
+			close_with(self, CONFAB_PG_ERROR_FAILED, "COPY is not supported here");
 			return;
 		default:
 			/* a script yields one result per statement: keep the
@@ -806,13 +787,21 @@ abandon_in_flight(ConfabPgConnection *self, GError *error)
 	g_task_return_error(task, error);
 }
 
+/* Returns: (nullable): why @job ends now, if it does: cancelled, or past
+ * its deadline */
 static GError *
-timeout_error(ConfabPgConnection *self)
+job_expired(ConfabPgConnection *self, const Job *job, gint64 now)
 {
-	return g_error_new(CONFAB_PG_ERROR,
-			   CONFAB_PG_ERROR_TIMEOUT,
-			   "PostgreSQL query timed out after %u ms",
-			   self->query_timeout_ms);
+	if (g_cancellable_is_cancelled(job->cancellable))
+		return g_error_new_literal(G_IO_ERROR,
+					   G_IO_ERROR_CANCELLED,
+					   "the query was cancelled");
+	if (now >= job->deadline)
+		return g_error_new(CONFAB_PG_ERROR,
+				   CONFAB_PG_ERROR_TIMEOUT,
+				   "PostgreSQL query timed out after %u ms",
+				   self->query_timeout_ms);
+	return NULL;
 }
 
 static void
@@ -820,6 +809,7 @@ check_deadlines(ConfabPgConnection *self)
 {
 	gint64 now = g_get_monotonic_time();
 	GQueue expired = G_QUEUE_INIT;
+	GError *error;
 	Job *job;
 
 	if (self->state == CONFAB_PG_CONNECTION_STATE_CONNECTING && self->connect_task != NULL) {
@@ -832,25 +822,17 @@ check_deadlines(ConfabPgConnection *self)
 			return;
 		}
 		if (self->connect_deadline != 0 && now >= self->connect_deadline) {
-			close_with_error(self,
-					 g_error_new(CONFAB_PG_ERROR,
-						     CONFAB_PG_ERROR_TIMEOUT,
-						     "connecting to PostgreSQL timed out after "
-						     "%u ms",
-						     self->connect_timeout_ms));
+			close_with(self,
+				   CONFAB_PG_ERROR_TIMEOUT,
+				   "connecting to PostgreSQL timed out after %u ms",
+				   self->connect_timeout_ms);
 			return;
 		}
 	}
 
 	job = self->in_flight;
-	if (job != NULL && job->task != NULL) {
-		if (g_cancellable_is_cancelled(job->cancellable))
-			abandon_in_flight(self,
-					  g_error_new_literal(G_IO_ERROR,
-							      G_IO_ERROR_CANCELLED,
-							      "the query was cancelled"));
-		else if (now >= job->deadline)
-			abandon_in_flight(self, timeout_error(self));
+	if (job != NULL && job->task != NULL && (error = job_expired(self, job, now)) != NULL) {
+		abandon_in_flight(self, error);
 		if (self->state == CONFAB_PG_CONNECTION_STATE_CLOSED)
 			return;
 	}
@@ -858,32 +840,24 @@ check_deadlines(ConfabPgConnection *self)
 	for (GList *l = self->queue.head; l != NULL;) {
 		GList *next = l->next;
 		job = l->data;
-		if (g_cancellable_is_cancelled(job->cancellable) || now >= job->deadline) {
+		if ((job->error = job_expired(self, job, now)) != NULL) {
 			g_queue_delete_link(&self->queue, l);
 			g_queue_push_tail(&expired, job);
 		}
 		l = next;
 	}
-	while ((job = g_queue_pop_head(&expired)) != NULL) {
-		if (g_cancellable_is_cancelled(job->cancellable))
-			job->error = g_error_new_literal(G_IO_ERROR,
-							 G_IO_ERROR_CANCELLED,
-							 "the query was cancelled");
-		else
-			job->error = timeout_error(self);
+	while ((job = g_queue_pop_head(&expired)) != NULL)
 		job_return(job);
-	}
 	if (self->state == CONFAB_PG_CONNECTION_STATE_CLOSED)
 		return;
 
 	if (self->broken_deadline != 0 && now >= self->broken_deadline) {
 		if (self->cancelling || (self->in_flight != NULL && self->in_flight->abandoned)) {
-			close_with_error(self,
-					 g_error_new(CONFAB_PG_ERROR,
-						     CONFAB_PG_ERROR_TIMEOUT,
-						     "PostgreSQL did not end a cancelled query "
-						     "within %u ms; connection dropped",
-						     (guint)CANCEL_GRACE_MS));
+			close_with(self,
+				   CONFAB_PG_ERROR_TIMEOUT,
+				   "PostgreSQL did not end a cancelled query within %u ms; "
+				   "connection dropped",
+				   (guint)CANCEL_GRACE_MS);
 			return;
 		}
 		self->broken_deadline = 0;
@@ -953,9 +927,8 @@ handshake_done(ConfabPgConnection *self)
 	sql = g_strdup_printf(
 	    "SET statement_timeout = %u",
 	    self->query_timeout_ms > 0 ? self->query_timeout_ms + SERVER_TIMEOUT_MARGIN_MS : 0);
-	job = job_new(JOB_QUERY, NULL);
+	job = job_new(JOB_QUERY, NULL, simple(sql));
 	job->setup = TRUE;
-	g_ptr_array_add(job->steps, step_new(sql, 0, NULL, TRUE));
 	self->in_flight = job;
 	send_step(self, job);
 }
@@ -976,11 +949,10 @@ connect_poll(ConfabPgConnection *self)
 	case PGRES_POLLING_FAILED:
 	default: {
 		g_autofree gchar *message = one_line(PQerrorMessage(self->conn));
-		close_with_error(self,
-				 g_error_new(CONFAB_PG_ERROR,
-					     CONFAB_PG_ERROR_CONNECT,
-					     "could not connect to PostgreSQL: %s",
-					     message));
+		close_with(self,
+			   CONFAB_PG_ERROR_CONNECT,
+			   "could not connect to PostgreSQL: %s",
+			   message);
 		break;
 	}
 	}
@@ -1109,20 +1081,20 @@ connect_params_new(ConfabPgConnection *self)
 	g_autoptr(GStrvBuilder) keys = g_strv_builder_new();
 	g_autoptr(GStrvBuilder) values = g_strv_builder_new();
 	ConnectParams *params = g_new0(ConnectParams, 1);
-
 	/* defaults first: the URL overrides them */
-	g_strv_builder_add(keys, "fallback_application_name");
-	g_strv_builder_add(values, "confabd");
-	g_strv_builder_add(keys, "client_encoding");
-	g_strv_builder_add(values, "UTF8");
-	g_strv_builder_add(keys, "keepalives_idle");
-	g_strv_builder_add(values, "30");
-	g_strv_builder_add(keys, "keepalives_interval");
-	g_strv_builder_add(values, "10");
-	g_strv_builder_add(keys, "keepalives_count");
-	g_strv_builder_add(values, "3");
-	g_strv_builder_add(keys, "dbname");
-	g_strv_builder_add(values, self->conninfo);
+	const gchar *const defaults[][2] = {
+	    {"fallback_application_name", "confabd"},
+	    {"client_encoding", "UTF8"},
+	    {"keepalives_idle", "30"},
+	    {"keepalives_interval", "10"},
+	    {"keepalives_count", "3"},
+	    {"dbname", self->conninfo},
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(defaults); i++) {
+		g_strv_builder_add(keys, defaults[i][0]);
+		g_strv_builder_add(values, defaults[i][1]);
+	}
 	/* then what must win over the URL */
 	if (self->password != NULL) {
 		g_strv_builder_add(keys, "password");
@@ -1208,10 +1180,7 @@ server_timeout_job(guint timeout_ms)
 {
 	g_autofree gchar *sql =
 	    g_strdup_printf("SET statement_timeout = %u", timeout_ms + SERVER_TIMEOUT_MARGIN_MS);
-	Job *job = job_new(JOB_QUERY, NULL);
-
-	g_ptr_array_add(job->steps, step_new(sql, 0, NULL, TRUE));
-	return job;
+	return job_new(JOB_QUERY, NULL, simple(sql));
 }
 
 /* Queues @job with its deadline. One that carries megabytes has its time
@@ -1284,7 +1253,6 @@ confab_pg_connection_query_async(ConfabPgConnection *self,
 				 gpointer user_data)
 {
 	g_autoptr(GTask) task = NULL;
-	Job *job;
 
 	g_return_if_fail(CONFAB_IS_PG_CONNECTION(self));
 	g_return_if_fail(sql != NULL);
@@ -1293,9 +1261,9 @@ confab_pg_connection_query_async(ConfabPgConnection *self,
 
 	task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_source_tag(task, confab_pg_connection_query_async);
-	job = job_new(JOB_QUERY, task);
-	g_ptr_array_add(job->steps, step_new(sql, n_params, params, FALSE));
-	enqueue(self, job);
+	enqueue(
+	    self,
+	    job_new(JOB_QUERY, task, confab_pg_batch_statement_new(sql, n_params, params, FALSE)));
 }
 
 /**
@@ -1329,16 +1297,13 @@ confab_pg_connection_exec_script_async(ConfabPgConnection *self,
 				       gpointer user_data)
 {
 	g_autoptr(GTask) task = NULL;
-	Job *job;
 
 	g_return_if_fail(CONFAB_IS_PG_CONNECTION(self));
 	g_return_if_fail(script != NULL);
 
 	task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_source_tag(task, confab_pg_connection_exec_script_async);
-	job = job_new(JOB_SCRIPT, task);
-	g_ptr_array_add(job->steps, step_new(script, 0, NULL, TRUE));
-	enqueue(self, job);
+	enqueue(self, job_new(JOB_SCRIPT, task, simple(script)));
 }
 
 /**
@@ -1383,17 +1348,18 @@ confab_pg_connection_transaction_async(ConfabPgConnection *self,
 
 	task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_source_tag(task, confab_pg_connection_transaction_async);
-	job = job_new(JOB_TRANSACTION, task);
+	job = job_new(JOB_TRANSACTION, task, simple("BEGIN"));
 	job->results = g_ptr_array_new_with_free_func((GDestroyNotify)PQclear);
-	g_ptr_array_add(job->steps, step_new("BEGIN", 0, NULL, TRUE));
 	for (guint i = 0; i < confab_pg_batch_get_length(batch); i++) {
-		guint n_params = 0;
-		const gchar *const *params = confab_pg_batch_get_params(batch, i, &n_params);
+		const ConfabPgStatement *statement = confab_pg_batch_get_statement(batch, i);
 		g_ptr_array_add(
 		    job->steps,
-		    step_new(confab_pg_batch_get_sql(batch, i), n_params, params, FALSE));
+		    confab_pg_batch_statement_new(statement->sql,
+						  statement->n_params,
+						  (const gchar *const *)statement->params,
+						  FALSE));
 	}
-	g_ptr_array_add(job->steps, step_new("COMMIT", 0, NULL, TRUE));
+	g_ptr_array_add(job->steps, simple("COMMIT"));
 	enqueue(self, job);
 }
 
@@ -1436,7 +1402,6 @@ confab_pg_connection_listen_async(ConfabPgConnection *self,
 {
 	g_autoptr(GTask) task = NULL;
 	g_autoptr(GString) sql = NULL;
-	Job *job;
 
 	g_return_if_fail(CONFAB_IS_PG_CONNECTION(self));
 
@@ -1456,9 +1421,7 @@ confab_pg_connection_listen_async(ConfabPgConnection *self,
 		g_string_append_c(sql, *p);
 	}
 	g_string_append_c(sql, '"');
-	job = job_new(JOB_QUERY, task);
-	g_ptr_array_add(job->steps, step_new(sql->str, 0, NULL, TRUE));
-	enqueue(self, job);
+	enqueue(self, job_new(JOB_QUERY, task, simple(sql->str)));
 }
 
 gboolean
@@ -1499,10 +1462,7 @@ void
 confab_pg_connection_close(ConfabPgConnection *self)
 {
 	g_return_if_fail(CONFAB_IS_PG_CONNECTION(self));
-	close_with_error(self,
-			 g_error_new_literal(CONFAB_PG_ERROR,
-					     CONFAB_PG_ERROR_CLOSED,
-					     "the connection was closed"));
+	close_with(self, CONFAB_PG_ERROR_CLOSED, "the connection was closed");
 }
 
 /* ---------- accessors ---------- */
@@ -1644,10 +1604,7 @@ confab_pg_connection_dispose(GObject *object)
 	/* pending calls hold a reference: nothing is left to answer */
 	if (self->state != CONFAB_PG_CONNECTION_STATE_CLOSED &&
 	    self->state != CONFAB_PG_CONNECTION_STATE_NEW)
-		close_with_error(self,
-				 g_error_new_literal(CONFAB_PG_ERROR,
-						     CONFAB_PG_ERROR_CLOSED,
-						     "the connection was disposed"));
+		close_with(self, CONFAB_PG_ERROR_CLOSED, "the connection was disposed");
 	G_OBJECT_CLASS(confab_pg_connection_parent_class)->dispose(object);
 }
 
@@ -1671,56 +1628,73 @@ confab_pg_connection_finalize(GObject *object)
 	G_OBJECT_CLASS(confab_pg_connection_parent_class)->finalize(object);
 }
 
+/**
+ * confab_pg_connection_new_conninfo_pspecs:
+ *
+ * The construct-only properties of a connection, and of a #ConfabPgPool for
+ * the connections it makes: `conninfo`, a libpq URI or `key=value` string,
+ * and `password`, which wins over the conninfo's (e.g. from a password
+ * file; without one libpq looks in the conninfo, `PGPASSWORD` and
+ * `~/.pgpass`).
+ */
+void
+confab_pg_connection_new_conninfo_pspecs(GParamSpec **conninfo, GParamSpec **password)
+{
+	const GParamFlags flags = G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS;
+
+	*conninfo = g_param_spec_string("conninfo", NULL, NULL, NULL, G_PARAM_READWRITE | flags);
+	*password = g_param_spec_string("password", NULL, NULL, NULL, G_PARAM_WRITABLE | flags);
+}
+
+/**
+ * confab_pg_connection_class_new_notification:
+ *
+ * Returns: the `notification` signal (@channel, @payload) of a connection
+ *   or a #ConfabPgPool
+ */
+guint
+confab_pg_connection_class_new_notification(GObjectClass *klass)
+{
+	return g_signal_new("notification",
+			    G_TYPE_FROM_CLASS(klass),
+			    G_SIGNAL_RUN_LAST,
+			    0,
+			    NULL,
+			    NULL,
+			    NULL,
+			    G_TYPE_NONE,
+			    2,
+			    G_TYPE_STRING,
+			    G_TYPE_STRING);
+}
+
 static void
 confab_pg_connection_class_init(ConfabPgConnectionClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
+	const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS;
 
 	object_class->get_property = confab_pg_connection_get_property;
 	object_class->set_property = confab_pg_connection_set_property;
 	object_class->dispose = confab_pg_connection_dispose;
 	object_class->finalize = confab_pg_connection_finalize;
 
-	/**
-	 * ConfabPgConnection:conninfo:
-	 *
-	 * A libpq connection URI or `key=value` string.
-	 */
-	properties[PROP_CONNINFO] = g_param_spec_string("conninfo",
-							NULL,
-							NULL,
-							NULL,
-							G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
-							    G_PARAM_STATIC_STRINGS);
-	/**
-	 * ConfabPgConnection:password:
-	 *
-	 * A password that wins over the conninfo's (e.g. from a password
-	 * file); without one libpq looks in the conninfo, `PGPASSWORD` and
-	 * `~/.pgpass`.
-	 */
-	properties[PROP_PASSWORD] =
-	    g_param_spec_string("password",
-				NULL,
-				NULL,
-				NULL,
-				G_PARAM_WRITABLE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_CONNECT_TIMEOUT] =
-	    g_param_spec_uint("connect-timeout",
-			      NULL,
-			      NULL,
-			      0,
-			      G_MAXUINT,
-			      DEFAULT_CONNECT_TIMEOUT_MS,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-	properties[PROP_QUERY_TIMEOUT] =
-	    g_param_spec_uint("query-timeout",
-			      NULL,
-			      NULL,
-			      0,
-			      G_MAXINT32,
-			      DEFAULT_QUERY_TIMEOUT_MS,
-			      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+	confab_pg_connection_new_conninfo_pspecs(&properties[PROP_CONNINFO],
+						 &properties[PROP_PASSWORD]);
+	properties[PROP_CONNECT_TIMEOUT] = g_param_spec_uint("connect-timeout",
+							     NULL,
+							     NULL,
+							     0,
+							     G_MAXUINT,
+							     DEFAULT_CONNECT_TIMEOUT_MS,
+							     rw);
+	properties[PROP_QUERY_TIMEOUT] = g_param_spec_uint("query-timeout",
+							   NULL,
+							   NULL,
+							   0,
+							   G_MAXINT32,
+							   DEFAULT_QUERY_TIMEOUT_MS,
+							   rw);
 	g_object_class_install_properties(object_class, N_PROPS, properties);
 
 	/**
@@ -1749,17 +1723,7 @@ confab_pg_connection_class_init(ConfabPgConnectionClass *klass)
 	 * A NOTIFY on a channel this connection listens on. (Not "notify":
 	 * GObject has that one.)
 	 */
-	signals[SIGNAL_NOTIFICATION] = g_signal_new("notification",
-						    G_TYPE_FROM_CLASS(klass),
-						    G_SIGNAL_RUN_LAST,
-						    0,
-						    NULL,
-						    NULL,
-						    NULL,
-						    G_TYPE_NONE,
-						    2,
-						    G_TYPE_STRING,
-						    G_TYPE_STRING);
+	signals[SIGNAL_NOTIFICATION] = confab_pg_connection_class_new_notification(object_class);
 }
 
 static void

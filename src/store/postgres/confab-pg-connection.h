@@ -106,4 +106,10 @@ confab_pg_connection_listen(ConfabPgConnection *self, const gchar *channel);
 void
 confab_pg_connection_close(ConfabPgConnection *self);
 
+/* what a #ConfabPgPool shares with its connections */
+void
+confab_pg_connection_new_conninfo_pspecs(GParamSpec **conninfo, GParamSpec **password);
+guint
+confab_pg_connection_class_new_notification(GObjectClass *klass);
+
 G_END_DECLS

@@ -104,17 +104,28 @@ weak_pool_steal(GWeakRef *ref)
 
 /* ---------- waiters ---------- */
 
+/* Attaches @source, calling @func with @data, to the pool's context. */
+static GSource *
+attach(ConfabPgPool *self, GSource *source, GSourceFunc func, gpointer data)
+{
+	g_source_set_callback(source, func, data, NULL);
+	g_source_attach(source, self->context);
+	return source;
+}
+
+static void
+source_clear(GSource **source)
+{
+	if (*source != NULL)
+		g_source_destroy(*source);
+	g_clear_pointer(source, g_source_unref);
+}
+
 static void
 waiter_free(Waiter *waiter)
 {
-	if (waiter->timeout != NULL) {
-		g_source_destroy(waiter->timeout);
-		g_source_unref(waiter->timeout);
-	}
-	if (waiter->cancelled != NULL) {
-		g_source_destroy(waiter->cancelled);
-		g_source_unref(waiter->cancelled);
-	}
+	source_clear(&waiter->timeout);
+	source_clear(&waiter->cancelled);
 	g_clear_object(&waiter->task);
 	g_free(waiter);
 }
@@ -203,6 +214,13 @@ starting(ConfabPgPool *self)
 }
 
 static void
+lend(Slot *slot, GTask *task)
+{
+	slot->lent = TRUE;
+	g_task_return_pointer(task, g_object_ref(slot->conn), g_object_unref);
+}
+
+static void
 hand_out(ConfabPgPool *self)
 {
 	Waiter *waiter;
@@ -211,21 +229,15 @@ hand_out(ConfabPgPool *self)
 	       (slot = find_idle_slot(self)) != NULL) {
 		g_autoptr(Waiter) owned = g_queue_pop_head(&self->waiters);
 		g_autoptr(GTask) task = g_steal_pointer(&owned->task);
-		slot->lent = TRUE;
-		g_task_return_pointer(task, g_object_ref(slot->conn), g_object_unref);
+		lend(slot, task);
 	}
 }
 
 static void
 update_available(ConfabPgPool *self)
 {
-	gboolean available = FALSE;
+	gboolean available = confab_pg_pool_get_n_ready(self) > 0;
 
-	for (guint i = 0; i < self->slots->len; i++) {
-		Slot *slot = g_ptr_array_index(self->slots, i);
-		if (slot->ready)
-			available = TRUE;
-	}
 	if (available != self->available) {
 		self->available = available;
 		g_debug("PostgreSQL %s", available ? "available" : "unavailable");
@@ -276,10 +288,8 @@ slot_closed(ConfabPgConnection *conn, const GError *error, gpointer data)
 	slot->tried = TRUE;
 	slot->backoff_ms = MIN(slot->backoff_ms * 2, BACKOFF_MAX_MS);
 	if (!self->closed) {
-		slot->retry = g_timeout_source_new(delay);
-		g_source_set_callback(slot->retry, slot_retry, slot, NULL);
+		slot->retry = attach(self, g_timeout_source_new(delay), slot_retry, slot);
 		g_source_set_static_name(slot->retry, "ConfabPgPool retry");
-		g_source_attach(slot->retry, self->context);
 	}
 	update_available(self);
 }
@@ -386,10 +396,7 @@ static void
 slot_stop(Slot *slot)
 {
 	g_autoptr(ConfabPgConnection) conn = NULL;
-	if (slot->retry != NULL) {
-		g_source_destroy(slot->retry);
-		g_clear_pointer(&slot->retry, g_source_unref);
-	}
+	source_clear(&slot->retry);
 	if (slot->conn == NULL)
 		return;
 	conn = g_object_ref(slot->conn);
@@ -522,8 +529,7 @@ confab_pg_pool_acquire_async(ConfabPgPool *self,
 		return;
 	}
 	if (self->waiters.length == 0 && (slot = find_idle_slot(self)) != NULL) {
-		slot->lent = TRUE;
-		g_task_return_pointer(task, g_object_ref(slot->conn), g_object_unref);
+		lend(slot, task);
 		return;
 	}
 	if (!self->available && !starting(self)) {
@@ -536,17 +542,13 @@ confab_pg_pool_acquire_async(ConfabPgPool *self,
 	waiter = g_new0(Waiter, 1);
 	waiter->pool = self;
 	waiter->task = g_steal_pointer(&task);
-	waiter->timeout = g_timeout_source_new(self->acquire_timeout_ms);
-	g_source_set_callback(waiter->timeout, waiter_timed_out, waiter, NULL);
-	g_source_attach(waiter->timeout, self->context);
-	if (cancellable != NULL) {
-		waiter->cancelled = g_cancellable_source_new(cancellable);
-		g_source_set_callback(waiter->cancelled,
-				      G_SOURCE_FUNC(waiter_cancelled),
-				      waiter,
-				      NULL);
-		g_source_attach(waiter->cancelled, self->context);
-	}
+	waiter->timeout =
+	    attach(self, g_timeout_source_new(self->acquire_timeout_ms), waiter_timed_out, waiter);
+	if (cancellable != NULL)
+		waiter->cancelled = attach(self,
+					   g_cancellable_source_new(cancellable),
+					   G_SOURCE_FUNC(waiter_cancelled),
+					   waiter);
 	g_queue_push_tail(&self->waiters, waiter);
 }
 
@@ -613,20 +615,15 @@ confab_pg_pool_release(ConfabPgPool *self, ConfabPgConnection *connection)
 }
 
 typedef struct {
-	ConfabPgConnection *conn; /* owned, once acquired */
-	gchar *sql;		  /* owned */
-	gchar **params;		  /* owned: n_params, each nullable */
-	guint n_params;
+	ConfabPgConnection *conn;     /* owned, once acquired */
+	ConfabPgStatement *statement; /* owned */
 } PoolQuery;
 
 static void
 pool_query_free(PoolQuery *query)
 {
 	g_clear_object(&query->conn);
-	for (guint i = 0; i < query->n_params; i++)
-		g_free(query->params[i]);
-	g_free(query->params);
-	g_free(query->sql);
+	confab_pg_batch_statement_free(query->statement);
 	g_free(query);
 }
 
@@ -660,9 +657,9 @@ pool_query_acquired(GObject *source, GAsyncResult *result, gpointer user_data)
 		return;
 	}
 	confab_pg_connection_query_async(query->conn,
-					 query->sql,
-					 query->n_params,
-					 (const gchar *const *)query->params,
+					 query->statement->sql,
+					 query->statement->n_params,
+					 (const gchar *const *)query->statement->params,
 					 g_task_get_cancellable(task),
 					 pool_query_done,
 					 g_object_ref(task));
@@ -693,11 +690,7 @@ confab_pg_pool_query_async(ConfabPgPool *self,
 	task = g_task_new(self, cancellable, callback, user_data);
 	g_task_set_source_tag(task, confab_pg_pool_query_async);
 	query = g_new0(PoolQuery, 1);
-	query->sql = g_strdup(sql);
-	query->n_params = n_params;
-	query->params = g_new0(gchar *, n_params + 1);
-	for (guint i = 0; i < n_params; i++)
-		query->params[i] = g_strdup(params[i]);
+	query->statement = confab_pg_batch_statement_new(sql, n_params, params, FALSE);
 	g_task_set_task_data(task, query, (GDestroyNotify)pool_query_free);
 	confab_pg_pool_acquire_async(self, cancellable, pool_query_acquired, g_object_ref(task));
 }
@@ -842,18 +835,8 @@ confab_pg_pool_class_init(ConfabPgPoolClass *klass)
 	object_class->dispose = confab_pg_pool_dispose;
 	object_class->finalize = confab_pg_pool_finalize;
 
-	properties[PROP_CONNINFO] = g_param_spec_string("conninfo",
-							NULL,
-							NULL,
-							NULL,
-							G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
-							    G_PARAM_STATIC_STRINGS);
-	properties[PROP_PASSWORD] =
-	    g_param_spec_string("password",
-				NULL,
-				NULL,
-				NULL,
-				G_PARAM_WRITABLE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+	confab_pg_connection_new_conninfo_pspecs(&properties[PROP_CONNINFO],
+						 &properties[PROP_PASSWORD]);
 	properties[PROP_POOL_SIZE] =
 	    g_param_spec_uint("pool-size",
 			      NULL,
@@ -882,17 +865,7 @@ confab_pg_pool_class_init(ConfabPgPoolClass *klass)
 	 *
 	 * A NOTIFY on a channel given to confab_pg_pool_listen().
 	 */
-	signals[SIGNAL_NOTIFICATION] = g_signal_new("notification",
-						    G_TYPE_FROM_CLASS(klass),
-						    G_SIGNAL_RUN_LAST,
-						    0,
-						    NULL,
-						    NULL,
-						    NULL,
-						    G_TYPE_NONE,
-						    2,
-						    G_TYPE_STRING,
-						    G_TYPE_STRING);
+	signals[SIGNAL_NOTIFICATION] = confab_pg_connection_class_new_notification(object_class);
 	/**
 	 * ConfabPgPool::listening:
 	 *

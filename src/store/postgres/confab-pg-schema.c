@@ -130,86 +130,33 @@
 	"CREATE INDEX session_leases_by_instance ON session_leases (instance_id);" COMMIT_TURN_V1  \
 	    REAP_V1
 
-#define MESSAGE_RECORD                                                                             \
+/* A message's columns in a turn's commit: v1's, and MORE after created_at
+ * (v2: response_id; v8: upstream) */
+#define MESSAGE_RECORD_WITH(MORE)                                                                  \
 	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
 	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
-	"created_at bigint)"
-
-#define MESSAGE_INSERT                                                                             \
+	"created_at bigint" MORE ")"
+#define MESSAGE_INSERT_WITH(COLUMNS, VALUES)                                                       \
 	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
-	"finish_reason, prompt_tokens, completion_tokens, created_at) "                            \
+	"finish_reason, prompt_tokens, completion_tokens, created_at" COLUMNS ") "                 \
 	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
-	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at "
+	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at" VALUES " "
+#define MESSAGE_RECORD MESSAGE_RECORD_WITH("")
+#define MESSAGE_INSERT MESSAGE_INSERT_WITH("", "")
 
 /* A turn's commit, one statement: the session (new, or touched and still
  * there: else SQLSTATE CF404), the user's messages, the count that admission
  * held (made durable, its hold gone), the answer (and the session's lease
  * ends with it), or the answer to store should this instance die (kept with
- * the lease). */
-#define COMMIT_TURN_V1                                                                             \
-	"CREATE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS $$ "         \
-	"DECLARE "                                                                                 \
-	"  sid text := t #>> '{session,id}'; "                                                     \
-	"  n integer; "                                                                            \
-	"BEGIN "                                                                                   \
-	"  IF (t ->> 'session_is_new')::boolean THEN "                                             \
-	"    INSERT INTO sessions (id, owner, agent_id, source, title, created_at, updated_at) "   \
-	"      SELECT s.id, s.owner, s.agent_id, s.source, s.title, s.created_at, "                \
-	"             (t ->> 'updated_at')::bigint "                                               \
-	"      FROM jsonb_to_record(t -> 'session') AS s (id text, owner text, agent_id text, "    \
-	"           source integer, title text, created_at bigint); "                              \
-	"  ELSE "                                                                                  \
-	"    UPDATE sessions SET updated_at = GREATEST(updated_at, (t ->> 'updated_at')::bigint) " \
-	"      WHERE id = sid; "                                                                   \
-	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
-	"    IF n = 0 THEN "                                                                       \
-	"      RAISE EXCEPTION 'no session %', sid USING ERRCODE = 'CF404'; "                      \
-	"    END IF; "                                                                             \
-	"  END IF; " MESSAGE_INSERT                                                                \
-	"FROM jsonb_to_recordset(t -> 'messages') AS m " MESSAGE_RECORD "; "                       \
-	"  IF t -> 'assistant' IS NOT NULL THEN " MESSAGE_INSERT                                   \
-	"FROM jsonb_to_recordset(jsonb_build_array(t -> 'assistant')) AS m " MESSAGE_RECORD "; "   \
-	"    DELETE FROM session_leases WHERE session_id = sid AND lease_id = t ->> 'lease'; "     \
-	"    UPDATE session_leases SET answer_id = NULL "                                          \
-	"      WHERE session_id = sid AND answer_id = t #>> '{assistant,id}'; "                    \
-	"  END IF; "                                                                               \
-	"  IF t -> 'unfinished' IS NOT NULL THEN "                                                 \
-	"    UPDATE session_leases SET answer_id = t #>> '{unfinished,id}', "                      \
-	"      answer_model = t #>> '{unfinished,model}', "                                        \
-	"      answer_created_at = (t #>> '{unfinished,created_at}')::bigint "                     \
-	"      WHERE session_id = sid AND instance_id = t ->> 'instance'; "                        \
-	"  END IF; "                                                                               \
-	"  /* last: the owner's row is every turn's, its lock held until COMMIT */ "               \
-	"  IF t ->> 'usage_owner' IS NOT NULL THEN "                                               \
-	"    DELETE FROM usage_holds WHERE id = t ->> 'hold'; "                                    \
-	"    GET DIAGNOSTICS n = ROW_COUNT; "                                                      \
-	"    INSERT INTO usage AS u (owner, month, requests, pending) "                            \
-	"      VALUES (t ->> 'usage_owner', t ->> 'usage_month', 1, 0) "                           \
-	"      ON CONFLICT (owner, month) DO UPDATE "                                              \
-	"      SET requests = u.requests + 1, pending = GREATEST(u.pending - n, 0); "              \
-	"  END IF; "                                                                               \
-	"END $$;"
-
-/* v2: the Responses API: a response's messages (its input and its answer)
- * carry its id; the commit stores it */
-#define MESSAGE_RECORD_V2                                                                          \
-	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
-	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
-	"created_at bigint, response_id text)"
-
-#define MESSAGE_INSERT_V2                                                                          \
-	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
-	"finish_reason, prompt_tokens, completion_tokens, created_at, response_id) "               \
-	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
-	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id "
-
-/* v2's commit, v8's (messages.upstream) and v13's (USE: the usage per
- * owner, token and agent): the same function, over the messages' columns
- * of its version */
+ * the lease). v1 creates it; v2, v8 (messages.upstream) and v13 (USE: the
+ * usage per owner, token and agent) replace it, over the messages' columns
+ * of their version. */
+#define COMMIT_TURN_V1			 "CREATE " COMMIT_TURN(MESSAGE_INSERT, MESSAGE_RECORD, "")
 #define COMMIT_TURN_WITH(INSERT, RECORD) COMMIT_TURN_WITH_USE(INSERT, RECORD, "")
 #define COMMIT_TURN_WITH_USE(INSERT, RECORD, USE)                                                  \
-	"CREATE OR REPLACE FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS " \
-	"$$ "                                                                                      \
+	"CREATE OR REPLACE " COMMIT_TURN(INSERT, RECORD, USE)
+#define COMMIT_TURN(INSERT, RECORD, USE)                                                           \
+	"FUNCTION confab_commit_turn(t jsonb) RETURNS void LANGUAGE plpgsql AS $$ "                \
 	"DECLARE "                                                                                 \
 	"  sid text := t #>> '{session,id}'; "                                                     \
 	"  n integer; "                                                                            \
@@ -251,7 +198,11 @@
 	"  END IF; "                                                                               \
 	"END $$;"
 
-#define COMMIT_TURN_V2 COMMIT_TURN_WITH(MESSAGE_INSERT_V2, MESSAGE_RECORD_V2)
+/* v2: the Responses API: a response's messages (its input and its answer)
+ * carry its id; the commit stores it */
+#define MESSAGE_RECORD_V2 MESSAGE_RECORD_WITH(", response_id text")
+#define MESSAGE_INSERT_V2 MESSAGE_INSERT_WITH(", response_id", ", m.response_id")
+#define COMMIT_TURN_V2	  COMMIT_TURN_WITH(MESSAGE_INSERT_V2, MESSAGE_RECORD_V2)
 
 #define MIGRATE_V2                                                                                 \
 	"ALTER TABLE messages ADD COLUMN response_id text COLLATE \"C\";"                          \
@@ -262,8 +213,12 @@
  * reaping the same ones skips them). Their pending requests are given
  * back, their streams' unfinished answers stored incomplete, their leases
  * freed. Returns how many instances it ended. */
-#define REAP_V1                                                                                    \
-	"CREATE FUNCTION confab_reap(only_instance text) RETURNS integer LANGUAGE plpgsql AS $$ "  \
+#define REAP_V1 "CREATE " REAP("", "")
+
+/* confab_reap(): BEFORE and AFTER are what later versions give back too,
+ * before the usage holds and after the leases */
+#define REAP(BEFORE, AFTER)                                                                        \
+	"FUNCTION confab_reap(only_instance text) RETURNS integer LANGUAGE plpgsql AS $$ "         \
 	"DECLARE "                                                                                 \
 	"  dead text[]; "                                                                          \
 	"BEGIN "                                                                                   \
@@ -275,8 +230,7 @@
 	"  END IF; "                                                                               \
 	"  IF dead IS NULL THEN "                                                                  \
 	"    RETURN 0; "                                                                           \
-	"  END IF; "                                                                               \
-	"  UPDATE usage AS u SET pending = GREATEST(u.pending - h.n, 0) "                          \
+	"  END IF; " BEFORE "  UPDATE usage AS u SET pending = GREATEST(u.pending - h.n, 0) "      \
 	"    FROM (SELECT owner, month, count(*) AS n FROM usage_holds "                           \
 	"          WHERE instance_id = ANY (dead) GROUP BY owner, month) AS h "                    \
 	"    WHERE u.owner = h.owner AND u.month = h.month; "                                      \
@@ -292,7 +246,7 @@
 	"    FROM session_leases AS l "                                                            \
 	"    WHERE l.session_id = s.id AND l.instance_id = ANY (dead) "                            \
 	"      AND l.answer_id IS NOT NULL; "                                                      \
-	"  DELETE FROM session_leases WHERE instance_id = ANY (dead); "                            \
+	"  DELETE FROM session_leases WHERE instance_id = ANY (dead); " AFTER                      \
 	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
 	"  RETURN cardinality(dead); "                                                             \
 	"END $$;"
@@ -353,56 +307,19 @@
 
 /* confab_reap() of v1, and the pending approvals of the instances it ends
  * timed out: their turns are gone, so no decision can run their calls. */
-#define REAP_V5 REAP_V5_BODY REAP_V5_END
-
-/* v9's: v5's, and the pending elicitations of the instances it ends timed
- * out (their turns are gone; nobody can answer them any more). */
-#define REAP_V9                                                                                    \
-	REAP_V5_BODY                                                                               \
-	"  UPDATE elicitations SET state = 'timed_out', answered_by = 'timeout', "                 \
-	"    answered_at = extract(epoch FROM now())::bigint "                                     \
-	"    WHERE state = 'pending' AND instance_id = ANY (dead); " REAP_V5_END
-
-#define REAP_V5_END                                                                                \
-	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
-	"  RETURN cardinality(dead); "                                                             \
-	"END $$;"
-
-#define REAP_V5_BODY                                                                               \
-	"CREATE OR REPLACE FUNCTION confab_reap(only_instance text) RETURNS integer "              \
-	"LANGUAGE plpgsql AS $$ "                                                                  \
-	"DECLARE "                                                                                 \
-	"  dead text[]; "                                                                          \
-	"BEGIN "                                                                                   \
-	"  IF only_instance IS NOT NULL THEN "                                                     \
-	"    dead := ARRAY[only_instance]; "                                                       \
-	"  ELSE "                                                                                  \
-	"    SELECT array_agg(d.id) INTO dead FROM (SELECT id FROM instances "                     \
-	"      WHERE expires_at < now() FOR UPDATE SKIP LOCKED) AS d; "                            \
-	"  END IF; "                                                                               \
-	"  IF dead IS NULL THEN "                                                                  \
-	"    RETURN 0; "                                                                           \
-	"  END IF; "                                                                               \
-	"  UPDATE usage AS u SET pending = GREATEST(u.pending - h.n, 0) "                          \
-	"    FROM (SELECT owner, month, count(*) AS n FROM usage_holds "                           \
-	"          WHERE instance_id = ANY (dead) GROUP BY owner, month) AS h "                    \
-	"    WHERE u.owner = h.owner AND u.month = h.month; "                                      \
-	"  DELETE FROM usage_holds WHERE instance_id = ANY (dead); "                               \
-	"  INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "   \
-	"                        created_at) "                                                     \
-	"    SELECT l.answer_id, l.session_id, 'assistant', l.answer_model, '[]', '[]', 1, "       \
-	"           l.answer_created_at "                                                          \
-	"    FROM session_leases AS l JOIN sessions AS s ON s.id = l.session_id "                  \
-	"    WHERE l.instance_id = ANY (dead) AND l.answer_id IS NOT NULL "                        \
-	"    ON CONFLICT DO NOTHING; "                                                             \
-	"  UPDATE sessions AS s SET updated_at = GREATEST(s.updated_at, l.answer_created_at) "     \
-	"    FROM session_leases AS l "                                                            \
-	"    WHERE l.session_id = s.id AND l.instance_id = ANY (dead) "                            \
-	"      AND l.answer_id IS NOT NULL; "                                                      \
-	"  DELETE FROM session_leases WHERE instance_id = ANY (dead); "                            \
+#define REAP_V5 "CREATE OR REPLACE " REAP("", REAP_APPROVALS)
+#define REAP_APPROVALS                                                                             \
 	"  UPDATE approvals SET state = 'timed_out', decided_by = 'timeout', "                     \
 	"    reason = 'Its confabd stopped: nobody waits for it any more', "                       \
 	"    decided_at = extract(epoch FROM now())::bigint "                                      \
+	"    WHERE state = 'pending' AND instance_id = ANY (dead); "
+
+/* v9's: v5's, and the pending elicitations of the instances it ends timed
+ * out (their turns are gone; nobody can answer them any more). */
+#define REAP_V9 "CREATE OR REPLACE " REAP("", REAP_APPROVALS REAP_ELICITATIONS)
+#define REAP_ELICITATIONS                                                                          \
+	"  UPDATE elicitations SET state = 'timed_out', answered_by = 'timeout', "                 \
+	"    answered_at = extract(epoch FROM now())::bigint "                                     \
 	"    WHERE state = 'pending' AND instance_id = ANY (dead); "
 
 /*
@@ -451,17 +368,9 @@
  * NULL) and its routing settings, both JSON; the target that answered an
  * assistant message (messages.upstream, JSON), which the commit stores.
  */
-#define MESSAGE_RECORD_V8                                                                          \
-	"(id text, session_id text, role text, model text, content text, content_blocks text, "    \
-	"status integer, finish_reason text, prompt_tokens bigint, completion_tokens bigint, "     \
-	"created_at bigint, response_id text, upstream text)"
-
+#define MESSAGE_RECORD_V8 MESSAGE_RECORD_WITH(", response_id text, upstream text")
 #define MESSAGE_INSERT_V8                                                                          \
-	"INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "     \
-	"finish_reason, prompt_tokens, completion_tokens, created_at, response_id, upstream) "     \
-	"SELECT m.id, m.session_id, m.role, m.model, m.content, m.content_blocks, m.status, "      \
-	"m.finish_reason, m.prompt_tokens, m.completion_tokens, m.created_at, m.response_id, "     \
-	"m.upstream "
+	MESSAGE_INSERT_WITH(", response_id, upstream", ", m.response_id, m.upstream")
 
 #define MIGRATE_V8_TARGETS                                                                         \
 	"ALTER TABLE agents ADD COLUMN IF NOT EXISTS upstreams text;"                              \
@@ -520,53 +429,13 @@
 
 /* confab_reap() of v9, and the turns in flight of the instances it ends
  * given back (before usage: the order admissions lock in). */
-#define REAP_V10                                                                                   \
-	"CREATE OR REPLACE FUNCTION confab_reap(only_instance text) RETURNS integer "              \
-	"LANGUAGE plpgsql AS $$ "                                                                  \
-	"DECLARE "                                                                                 \
-	"  dead text[]; "                                                                          \
-	"BEGIN "                                                                                   \
-	"  IF only_instance IS NOT NULL THEN "                                                     \
-	"    dead := ARRAY[only_instance]; "                                                       \
-	"  ELSE "                                                                                  \
-	"    SELECT array_agg(d.id) INTO dead FROM (SELECT id FROM instances "                     \
-	"      WHERE expires_at < now() FOR UPDATE SKIP LOCKED) AS d; "                            \
-	"  END IF; "                                                                               \
-	"  IF dead IS NULL THEN "                                                                  \
-	"    RETURN 0; "                                                                           \
-	"  END IF; "                                                                               \
+#define REAP_V10 "CREATE OR REPLACE " REAP(REAP_RATES, REAP_APPROVALS REAP_ELICITATIONS)
+#define REAP_RATES                                                                                 \
 	"  UPDATE rates AS r SET in_flight = GREATEST(r.in_flight - s.n, 0) "                      \
 	"    FROM (SELECT owner, count(*) AS n FROM parallel_holds "                               \
 	"          WHERE instance_id = ANY (dead) GROUP BY owner) AS s "                           \
 	"    WHERE r.owner = s.owner; "                                                            \
-	"  DELETE FROM parallel_holds WHERE instance_id = ANY (dead); "                            \
-	"  UPDATE usage AS u SET pending = GREATEST(u.pending - h.n, 0) "                          \
-	"    FROM (SELECT owner, month, count(*) AS n FROM usage_holds "                           \
-	"          WHERE instance_id = ANY (dead) GROUP BY owner, month) AS h "                    \
-	"    WHERE u.owner = h.owner AND u.month = h.month; "                                      \
-	"  DELETE FROM usage_holds WHERE instance_id = ANY (dead); "                               \
-	"  INSERT INTO messages (id, session_id, role, model, content, content_blocks, status, "   \
-	"                        created_at) "                                                     \
-	"    SELECT l.answer_id, l.session_id, 'assistant', l.answer_model, '[]', '[]', 1, "       \
-	"           l.answer_created_at "                                                          \
-	"    FROM session_leases AS l JOIN sessions AS s ON s.id = l.session_id "                  \
-	"    WHERE l.instance_id = ANY (dead) AND l.answer_id IS NOT NULL "                        \
-	"    ON CONFLICT DO NOTHING; "                                                             \
-	"  UPDATE sessions AS s SET updated_at = GREATEST(s.updated_at, l.answer_created_at) "     \
-	"    FROM session_leases AS l "                                                            \
-	"    WHERE l.session_id = s.id AND l.instance_id = ANY (dead) "                            \
-	"      AND l.answer_id IS NOT NULL; "                                                      \
-	"  DELETE FROM session_leases WHERE instance_id = ANY (dead); "                            \
-	"  UPDATE approvals SET state = 'timed_out', decided_by = 'timeout', "                     \
-	"    reason = 'Its confabd stopped: nobody waits for it any more', "                       \
-	"    decided_at = extract(epoch FROM now())::bigint "                                      \
-	"    WHERE state = 'pending' AND instance_id = ANY (dead); "                               \
-	"  UPDATE elicitations SET state = 'timed_out', answered_by = 'timeout', "                 \
-	"    answered_at = extract(epoch FROM now())::bigint "                                     \
-	"    WHERE state = 'pending' AND instance_id = ANY (dead); "                               \
-	"  DELETE FROM instances WHERE id = ANY (dead); "                                          \
-	"  RETURN cardinality(dead); "                                                             \
-	"END $$;"
+	"  DELETE FROM parallel_holds WHERE instance_id = ANY (dead); "
 
 /*
  * v11 (limits per owner and per token, issue 30): an owner's or a token's
