@@ -839,33 +839,21 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 	store_run(self, (call), confab_store_##name##_async, cancellable, callback, user_data)
 
 #define DEFINE_ASYNC_NONE(name)                                                                    \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name)                                                                   \
 	{                                                                                          \
 		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
 		RUN(name, confab_store_call_new(&op_##name));                                      \
 	}
 
 #define DEFINE_ASYNC_TEXT(name, a)                                                                 \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *a,                                           \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *a)                                                   \
 	{                                                                                          \
 		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
 		RUN(name, call_with_text(&op_##name, a));                                          \
 	}
 
 #define DEFINE_ASYNC_TEXT2(name, a, b)                                                             \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *a,                                           \
-					 const gchar *b,                                           \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *a, const gchar *b)                                   \
 	{                                                                                          \
 		ConfabStoreCall *call = NULL;                                                      \
                                                                                                    \
@@ -876,12 +864,7 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 	}
 
 #define DEFINE_ASYNC_TEXT_INT(name, a, n)                                                          \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *a,                                           \
-					 gint64 n,                                                 \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *a, gint64 n)                                         \
 	{                                                                                          \
 		ConfabStoreCall *call = NULL;                                                      \
                                                                                                    \
@@ -892,13 +875,7 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 	}
 
 #define DEFINE_ASYNC_LIST(name, filter)                                                            \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *owner,                                       \
-					 const gchar *filter,                                      \
-					 guint limit,                                              \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *owner, const gchar *filter, guint limit)             \
 	{                                                                                          \
 		ConfabStoreCall *call = NULL;                                                      \
                                                                                                    \
@@ -910,15 +887,13 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 	}
 
 #define DEFINE_FINISH_POINTER(name, Type)                                                          \
-	Type confab_store_##name##_finish(ConfabStore *self, GAsyncResult *result, GError **error) \
+	CONFAB_STORE_FINISH(Type, name)                                                            \
 	{                                                                                          \
 		return finish_pointer(self, result, error);                                        \
 	}
 
 #define DEFINE_FINISH_BOOLEAN(name)                                                                \
-	gboolean confab_store_##name##_finish(ConfabStore *self,                                   \
-					      GAsyncResult *result,                                \
-					      GError **error)                                      \
+	CONFAB_STORE_FINISH(gboolean, name)                                                        \
 	{                                                                                          \
 		return finish_boolean(self, result, error);                                        \
 	}
@@ -976,14 +951,7 @@ DEFINE_FINISH_POINTER(load_limits, GPtrArray *)
  *
  * Stores an owner's or a token's own limits, in one statement.
  */
-void
-confab_store_set_limits_async(ConfabStore *self,
-			      const gchar *kind,
-			      const gchar *id,
-			      const gint64 values[4],
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(set_limits, const gchar *kind, const gchar *id, const gint64 values[4])
 {
 	ConfabStoreCall *call = confab_store_call_new(&op_set_limits);
 
@@ -1011,12 +979,7 @@ DEFINE_FINISH_BOOLEAN(set_limits)
  * Inserts @agent, or updates it by id unless it was deleted; other
  * instances sharing the database hear of it (::changed).
  */
-void
-confab_store_save_agent_async(ConfabStore *self,
-			      ConfabAgent *agent,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(save_agent, ConfabAgent *agent)
 {
 	ConfabStoreCall *call = NULL;
 	g_autofree gchar *upstreams = NULL;
@@ -1081,12 +1044,7 @@ DEFINE_FINISH_BOOLEAN(delete_agent)
  * Inserts @token, or updates its name, scopes, agent, expiry and
  * revocation by id.
  */
-void
-confab_store_save_token_async(ConfabStore *self,
-			      ConfabToken *token,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(save_token, ConfabToken *token)
 {
 	g_autofree gchar *scopes = NULL;
 	ConfabStoreCall *call = NULL;
@@ -1119,13 +1077,7 @@ DEFINE_FINISH_BOOLEAN(save_token)
  * @monthly_requests: the owner's own quota; 0 for unlimited, whatever the
  *   default
  */
-void
-confab_store_set_quota_async(ConfabStore *self,
-			     const gchar *owner,
-			     guint64 monthly_requests,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data)
+CONFAB_STORE_ASYNC(set_quota, const gchar *owner, guint64 monthly_requests)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)
@@ -1145,14 +1097,7 @@ DEFINE_FINISH_BOOLEAN(set_quota)
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
  */
-void
-confab_store_get_usage_async(ConfabStore *self,
-			     const gchar *owner,
-			     const gchar *month,
-			     guint64 default_limit,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data)
+CONFAB_STORE_ASYNC(get_usage, const gchar *owner, const gchar *month, guint64 default_limit)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)
@@ -1175,13 +1120,7 @@ DEFINE_FINISH_POINTER(get_usage, ConfabStoreUsage *)
  * @default_limit is not 0, the default for those who have used some of it
  * in @month.
  */
-void
-confab_store_list_usage_async(ConfabStore *self,
-			      const gchar *month,
-			      guint64 default_limit,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(list_usage, const gchar *month, guint64 default_limit)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->list_usage(self, month, default_limit, cancellable, callback, user_data);
@@ -1412,16 +1351,12 @@ confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
  * commit carries it (see #ConfabStoreTurn); a turn that is refused before that gives it back with
  * confab_store_release_quota().
  */
-void
-confab_store_admit_quota_async(ConfabStore *self,
-			       const gchar *owner,
-			       const gchar *month,
-			       guint64 default_limit,
-			       guint64 rpm,
-			       guint64 max_parallel,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
+CONFAB_STORE_ASYNC(admit_quota,
+		   const gchar *owner,
+		   const gchar *month,
+		   guint64 default_limit,
+		   guint64 rpm,
+		   guint64 max_parallel)
 {
 	ConfabStoreAdmission admission = {
 	    .owner = owner,
@@ -1448,12 +1383,7 @@ confab_store_admit_quota_async(ConfabStore *self,
  * forced, the tokens are taken only if every budget holds them; refused,
  * nothing is taken of the owner's, and at most the token's rate was moved.
  */
-void
-confab_store_take_tokens_async(ConfabStore *self,
-			       const ConfabStoreTokens *tokens,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
+CONFAB_STORE_ASYNC(take_tokens, const ConfabStoreTokens *tokens)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->take_tokens(self, tokens, cancellable, callback, user_data);
@@ -1509,12 +1439,7 @@ confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens)
  * (usage->token_parallel_taken) is given back with
  * confab_store_release_parallel() on the token's id.
  */
-void
-confab_store_admit_async(ConfabStore *self,
-			 const ConfabStoreAdmission *admission,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data)
+CONFAB_STORE_ASYNC(admit, const ConfabStoreAdmission *admission)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->admit_quota(self, admission, cancellable, callback, user_data);
@@ -1633,12 +1558,7 @@ confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GEr
  * CONFAB_ERROR_CONVERSATION_BUSY if one already is: one turn at a time per
  * session, across every daemon that shares the store.
  */
-void
-confab_store_acquire_session_async(ConfabStore *self,
-				   const gchar *session_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
+CONFAB_STORE_ASYNC(acquire_session, const gchar *session_id)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->acquire_session(self, session_id, cancellable, callback, user_data);
@@ -1735,12 +1655,7 @@ confab_store_session_is_running_finish(ConfabStore *self,
  *   stored); CONFAB_ERROR_CONVERSATION_NOT_FOUND if the session is gone
  * @user_data: data for @callback
  */
-void
-confab_store_commit_turn_async(ConfabStore *self,
-			       const ConfabStoreTurn *turn,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
+CONFAB_STORE_ASYNC(commit_turn, const ConfabStoreTurn *turn)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->commit_turn(self, turn, cancellable, callback, user_data);
@@ -1811,13 +1726,7 @@ messages_json(GPtrArray *messages)
  * and one commit, the conversation and all its messages or nothing. A
  * turn's conversation is stored with its turn.
  */
-void
-confab_store_create_conversation_async(ConfabStore *self,
-				       ConfabSession *session,
-				       GPtrArray *messages,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data)
+CONFAB_STORE_ASYNC(create_conversation, ConfabSession *session, GPtrArray *messages)
 {
 	g_autofree gchar *json = NULL;
 	ConfabStoreCall *call = NULL;
@@ -1852,14 +1761,10 @@ DEFINE_FINISH_BOOLEAN(create_conversation)
  *
  * Replaces a conversation's metadata.
  */
-void
-confab_store_set_conversation_metadata_async(ConfabStore *self,
-					     const gchar *session_id,
-					     const gchar *metadata,
-					     gint64 updated_at,
-					     GCancellable *cancellable,
-					     GAsyncReadyCallback callback,
-					     gpointer user_data)
+CONFAB_STORE_ASYNC(set_conversation_metadata,
+		   const gchar *session_id,
+		   const gchar *metadata,
+		   gint64 updated_at)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -1885,13 +1790,7 @@ DEFINE_FINISH_BOOLEAN(set_conversation_metadata)
  *
  * Gives a conversation without an agent (`""`) its agent, once.
  */
-void
-confab_store_set_conversation_agent_async(ConfabStore *self,
-					  const gchar *session_id,
-					  const gchar *agent_id,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data)
+CONFAB_STORE_ASYNC(set_conversation_agent, const gchar *session_id, const gchar *agent_id)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -1924,14 +1823,7 @@ DEFINE_FINISH_BOOLEAN(set_conversation_agent)
  * or none. The caller holds the session (confab_store_acquire_session_async())
  * so that no turn's messages interleave.
  */
-void
-confab_store_append_messages_async(ConfabStore *self,
-				   const gchar *session_id,
-				   GPtrArray *messages,
-				   gint64 created_at,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
+CONFAB_STORE_ASYNC(append_messages, const gchar *session_id, GPtrArray *messages, gint64 created_at)
 {
 	g_autofree gchar *json = NULL;
 	ConfabStoreCall *call = NULL;
@@ -1995,15 +1887,11 @@ DEFINE_FINISH_BOOLEAN(delete_message)
  * Replaces what a message holds: what is left of it once one of its items
  * is deleted (the Conversations API's). The caller holds the session.
  */
-void
-confab_store_set_message_content_async(ConfabStore *self,
-				       const gchar *session_id,
-				       const gchar *message_id,
-				       const gchar *content,
-				       const gchar *content_blocks,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data)
+CONFAB_STORE_ASYNC(set_message_content,
+		   const gchar *session_id,
+		   const gchar *message_id,
+		   const gchar *content,
+		   const gchar *content_blocks)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2062,12 +1950,7 @@ DEFINE_FINISH_POINTER(get_history, GPtrArray *)
  *
  * Lists sessions a page at a time, in id order.
  */
-void
-confab_store_list_sessions_async(ConfabStore *self,
-				 const ConfabStoreSessionQuery *query,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(list_sessions, const ConfabStoreSessionQuery *query)
 {
 	gboolean asc = query->order == CONFAB_ORDER_ASC;
 	g_autoptr(GString) sql = NULL;
@@ -2119,12 +2002,7 @@ DEFINE_FINISH_POINTER(list_sessions, ConfabStorePage *)
  *
  * Lists a session's messages a page at a time, in id order.
  */
-void
-confab_store_list_messages_async(ConfabStore *self,
-				 const ConfabStoreMessageQuery *query,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(list_messages, const ConfabStoreMessageQuery *query)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2387,8 +2265,7 @@ DEFINE_ASYNC_NONE(ping)
  *
  * Returns: whether the store answered
  */
-gboolean
-confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+CONFAB_STORE_FINISH(gboolean, ping)
 {
 	g_autofree gchar *answer = finish_pointer(self, result, error);
 	return answer != NULL;
@@ -2462,13 +2339,7 @@ DEFINE_FINISH_BOOLEAN(delete_response)
  * Keeps a response's record beside its messages. A background one is this
  * instance's to run (PostgreSQL: while its lease lives).
  */
-void
-confab_store_save_response_async(ConfabStore *self,
-				 const ConfabResponseRecord *record,
-				 guint max_background,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(save_response, const ConfabResponseRecord *record, guint max_background)
 {
 	ConfabStoreCall *call;
 
@@ -2522,16 +2393,12 @@ DEFINE_FINISH_POINTER(get_response_record, ConfabResponseRecord *)
  * transaction; one that has ended stays as it ended. One asked to stop
  * ends `cancelled`, unless it completed.
  */
-void
-confab_store_end_response_async(ConfabStore *self,
-				const gchar *response_id,
-				const gchar *status,
-				const gchar *error_json,
-				gint64 completed_at,
-				const ConfabResponseEvents *events,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
+CONFAB_STORE_ASYNC(end_response,
+		   const gchar *response_id,
+		   const gchar *status,
+		   const gchar *error_json,
+		   gint64 completed_at,
+		   const ConfabResponseEvents *events)
 {
 	ConfabStoreCall *call;
 
@@ -2593,13 +2460,9 @@ DEFINE_FINISH_BOOLEAN(cancel_response)
  * @events: a batch of a background stream's events, the next in order
  * @response_id: whose
  */
-void
-confab_store_append_response_events_async(ConfabStore *self,
-					  const gchar *response_id,
-					  const ConfabResponseEvents *events,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data)
+CONFAB_STORE_ASYNC(append_response_events,
+		   const gchar *response_id,
+		   const ConfabResponseEvents *events)
 {
 	ConfabStoreCall *call;
 
@@ -2657,12 +2520,7 @@ DEFINE_FINISH_BOOLEAN(fail_orphan_responses)
  * confab_store_drop_response_events_async:
  * @before: Unix seconds: the events of responses that ended before then go
  */
-void
-confab_store_drop_response_events_async(ConfabStore *self,
-					gint64 before,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data)
+CONFAB_STORE_ASYNC(drop_response_events, gint64 before)
 {
 	ConfabStoreCall *call;
 
@@ -2689,12 +2547,7 @@ DEFINE_FINISH_BOOLEAN(drop_response_events)
  * waits for (no @response_id) is this instance's: it lives as long as this
  * instance does (see confab_store_decide_approval_async()).
  */
-void
-confab_store_save_approval_async(ConfabStore *self,
-				 const ConfabApproval *approval,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(save_approval, const ConfabApproval *approval)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2807,12 +2660,7 @@ DEFINE_FINISH_POINTER(list_approvals, GPtrArray *)
  * Stores @request; on a shared store, with this instance as the one
  * whose turn waits for it.
  */
-void
-confab_store_save_elicitation_async(ConfabStore *self,
-				    const ConfabElicitationRequest *request,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data)
+CONFAB_STORE_ASYNC(save_elicitation, const ConfabElicitationRequest *request)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2865,12 +2713,7 @@ DEFINE_FINISH_POINTER(get_elicitation, ConfabElicitationRequest *)
  * CONFAB_ERROR_ELICITATION_ANSWERED when the row is no longer pending, or
  * (shared store) the instance whose turn waits is gone.
  */
-void
-confab_store_answer_elicitation_async(ConfabStore *self,
-				      const ConfabElicitationRequest *answer,
-				      GCancellable *cancellable,
-				      GAsyncReadyCallback callback,
-				      gpointer user_data)
+CONFAB_STORE_ASYNC(answer_elicitation, const ConfabElicitationRequest *answer)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2924,16 +2767,12 @@ DEFINE_FINISH_POINTER(list_elicitations, GPtrArray *)
  * Stores (replaces) what Confab keeps of an MCP server's authorization.
  * Write-only: nothing returns it outside confabd.
  */
-void
-confab_store_save_mcp_oauth_async(ConfabStore *self,
-				  const gchar *agent_id,
-				  const gchar *server,
-				  const gchar *state,
-				  const gchar *data,
-				  gint64 version,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
+CONFAB_STORE_ASYNC(save_mcp_oauth,
+		   const gchar *agent_id,
+		   const gchar *server,
+		   const gchar *state,
+		   const gchar *data,
+		   gint64 version)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -3087,14 +2926,7 @@ static const ConfabStoreOp op_list_usage_by[] = {
  * Reads a month's usage (turns, input, output and reasoning tokens) summed
  * per owner, per token or per agent, in the order of their names or ids.
  */
-void
-confab_store_list_usage_by_async(ConfabStore *self,
-				 const gchar *month,
-				 ConfabStoreUsageBy by,
-				 const gchar *owner,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(list_usage_by, const gchar *month, ConfabStoreUsageBy by, const gchar *owner)
 {
 	ConfabStoreCall *call = NULL;
 
