@@ -773,17 +773,11 @@ static const ConfabStoreOp op_list_elicitations = {
 };
 
 /* Whether the store answers at all: the cheapest read a reader runs. */
-static gpointer
-map_ping(ConfabStoreRow *row)
-{
-	return g_strdup(confab_store_row_text(row, 0));
-}
-
 static const ConfabStoreOp op_ping = {
     .what = "asking the store whether it answers",
     .rows = CONFAB_STORE_ROWS_ONE,
     .sql = "SELECT 'ok'",
-    .map = map_ping,
+    .map = map_text,
     .free = g_free,
     .missing = CONFAB_ERROR_STORE_UNAVAILABLE,
     .missing_format = "the store gave no row%s",
@@ -829,11 +823,13 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
  * - DEFINE_ASYNC_LIST(name, filter): a list by (nullable) owner, one
  *   (nullable) @filter and a limit, bound as `$1` owner, `$2` limit, `$3`
  *   @filter;
+ * - DEFINE_ASYNC_VFUNC(name, vfunc, Type, a): no op, but the backend's
+ *   own vfunc, given the one argument @a;
  * - DEFINE_FINISH_POINTER(name, Type): the result, (transfer full);
  * - DEFINE_FINISH_BOOLEAN(name): %TRUE, for a write.
- * The others build their call by hand and end with RUN(name, call), which
- * hands it to store_run() with their own @self, @cancellable, @callback and
- * @user_data.
+ * The others are declared with the header's CONFAB_STORE_ASYNC(), build
+ * their call by hand and end with RUN(name, call), which hands it to
+ * store_run() with their own @self, @cancellable, @callback and @user_data.
  */
 #define RUN(name, call)                                                                            \
 	store_run(self, (call), confab_store_##name##_async, cancellable, callback, user_data)
@@ -884,6 +880,13 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 		confab_store_call_add_int(call, limit);                                            \
 		confab_store_call_add_text(call, filter);                                          \
 		RUN(name, call);                                                                   \
+	}
+
+#define DEFINE_ASYNC_VFUNC(name, vfunc, Type, a)                                                   \
+	CONFAB_STORE_ASYNC(name, Type a)                                                           \
+	{                                                                                          \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		STORE_IFACE(self)->vfunc(self, a, cancellable, callback, user_data);               \
 	}
 
 #define DEFINE_FINISH_POINTER(name, Type)                                                          \
@@ -1328,15 +1331,11 @@ confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
 
 /**
  * confab_store_admit_quota_async:
- * @self: a #ConfabStore
  * @owner: the owner
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
  * @rpm: the owner's requests per minute; 0 for none
  * @max_parallel: the owner's turns in flight at most; 0 for none
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the verdict
- * @user_data: data for @callback
  *
  * Counts one request against the owner's monthly quota and rate, unless
  * either is spent (then the result says not admitted, and which). Check
@@ -1371,11 +1370,7 @@ CONFAB_STORE_ASYNC(admit_quota,
 
 /**
  * confab_store_take_tokens_async:
- * @self: a #ConfabStore
  * @tokens: the tokens and the budgets they count against (copied)
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the verdict
- * @user_data: data for @callback
  *
  * Reserves tokens before a model call, or settles a reservation against
  * the usage the upstream reported, against the tokens per minute and the
@@ -1383,11 +1378,7 @@ CONFAB_STORE_ASYNC(admit_quota,
  * forced, the tokens are taken only if every budget holds them; refused,
  * nothing is taken of the owner's, and at most the token's rate was moved.
  */
-CONFAB_STORE_ASYNC(take_tokens, const ConfabStoreTokens *tokens)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->take_tokens(self, tokens, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_VFUNC(take_tokens, take_tokens, const ConfabStoreTokens *, tokens)
 
 /**
  * confab_store_take_tokens_finish:
@@ -1427,11 +1418,7 @@ confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens)
 
 /**
  * confab_store_admit_async:
- * @self: a #ConfabStore
  * @admission: what to check: the owner's limits, and the token's (copied)
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the verdict
- * @user_data: data for @callback
  *
  * confab_store_admit_quota_async() with a token's limits beside the
  * owner's, each checked and moved in the same atomic step; finish with
@@ -1439,11 +1426,7 @@ confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens)
  * (usage->token_parallel_taken) is given back with
  * confab_store_release_parallel() on the token's id.
  */
-CONFAB_STORE_ASYNC(admit, const ConfabStoreAdmission *admission)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->admit_quota(self, admission, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_VFUNC(admit, admit_quota, const ConfabStoreAdmission *, admission)
 
 /**
  * confab_store_admit_quota_finish:
@@ -1468,7 +1451,6 @@ confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *m
 
 /**
  * confab_store_release_parallel:
- * @self: a #ConfabStore
  * @owner: the owner
  *
  * Gives back the turn slot an admission took (usage->parallel_taken), when
@@ -1558,11 +1540,7 @@ confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GEr
  * CONFAB_ERROR_CONVERSATION_BUSY if one already is: one turn at a time per
  * session, across every daemon that shares the store.
  */
-CONFAB_STORE_ASYNC(acquire_session, const gchar *session_id)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->acquire_session(self, session_id, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_VFUNC(acquire_session, acquire_session, const gchar *, session_id)
 
 /**
  * confab_store_acquire_session_finish:
@@ -1575,7 +1553,6 @@ DEFINE_FINISH_BOOLEAN(acquire_session)
 
 /**
  * confab_store_release_session:
- * @self: a #ConfabStore
  * @session_id: a session acquired with confab_store_acquire_session_async()
  *
  * Lets the next turn of the session in; nobody waits for it.
@@ -1647,19 +1624,13 @@ confab_store_session_is_running_finish(ConfabStore *self,
 
 /**
  * confab_store_commit_turn_async:
- * @self: a #ConfabStore
  * @turn: what to write; copied
  * @cancellable: (nullable): ignored once the write is queued: a write that
  *   was started is seen through
  * @callback: called once committed, or failed (nothing of @turn is then
  *   stored); CONFAB_ERROR_CONVERSATION_NOT_FOUND if the session is gone
- * @user_data: data for @callback
  */
-CONFAB_STORE_ASYNC(commit_turn, const ConfabStoreTurn *turn)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->commit_turn(self, turn, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_VFUNC(commit_turn, commit_turn, const ConfabStoreTurn *, turn)
 
 /**
  * confab_store_commit_turn_finish:
