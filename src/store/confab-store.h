@@ -412,6 +412,31 @@ G_DECLARE_INTERFACE(ConfabStore, confab_store, CONFAB, STORE, GObject)
  */
 typedef struct _ConfabStoreCall ConfabStoreCall;
 
+/*
+ * The asynchronous calls, GIO-style, each public one documented in
+ * confab-store.c: CONFAB_STORE_ASYNC(name, own arguments…) declares
+ * `void confab_store_<name>_async(ConfabStore *self, own arguments…,
+ * GCancellable *cancellable, GAsyncReadyCallback callback, gpointer
+ * user_data)`, CONFAB_STORE_FINISH(Type, name) declares
+ * `Type confab_store_<name>_finish(ConfabStore *self, GAsyncResult *result,
+ * GError **error)`, and CONFAB_STORE_VFUNC(name, own arguments…) the
+ * interface's member `name` of the _async's signature.
+ */
+#define CONFAB_STORE_ASYNC(name, ...)                                                              \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 ##__VA_ARGS__,                                            \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)
+#define CONFAB_STORE_FINISH(Type, name)                                                            \
+	Type confab_store_##name##_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+#define CONFAB_STORE_VFUNC(name, ...)                                                              \
+	void (*name)(ConfabStore * self,                                                           \
+		     ##__VA_ARGS__,                                                                \
+		     GCancellable * cancellable,                                                   \
+		     GAsyncReadyCallback callback,                                                 \
+		     gpointer user_data)
+
 struct _ConfabStoreInterface {
 	GTypeInterface parent_iface;
 
@@ -421,39 +446,18 @@ struct _ConfabStoreInterface {
 	void (*run)(ConfabStore *self, ConfabStoreCall *call, GTask *task);
 
 	/* administration */
-	void (*set_quota)(ConfabStore *self,
-			  const gchar *owner,
-			  guint64 monthly_requests,
-			  GCancellable *cancellable,
-			  GAsyncReadyCallback callback,
-			  gpointer user_data);
-	void (*get_usage)(ConfabStore *self,
-			  const gchar *owner,
-			  const gchar *month,
-			  guint64 default_limit,
-			  GCancellable *cancellable,
-			  GAsyncReadyCallback callback,
-			  gpointer user_data);
-	void (*list_usage)(ConfabStore *self,
+	CONFAB_STORE_VFUNC(set_quota, const gchar *owner, guint64 monthly_requests);
+	CONFAB_STORE_VFUNC(get_usage,
+			   const gchar *owner,
 			   const gchar *month,
-			   guint64 default_limit,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data);
+			   guint64 default_limit);
+	CONFAB_STORE_VFUNC(list_usage, const gchar *month, guint64 default_limit);
 
 	/* turns */
-	void (*admit_quota)(ConfabStore *self,
-			    const ConfabStoreAdmission *admission,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
+	CONFAB_STORE_VFUNC(admit_quota, const ConfabStoreAdmission *admission);
 	void (*release_quota)(ConfabStore *self, const gchar *owner, const gchar *month);
 	void (*release_parallel)(ConfabStore *self, const gchar *owner);
-	void (*acquire_session)(ConfabStore *self,
-				const gchar *session_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
+	CONFAB_STORE_VFUNC(acquire_session, const gchar *session_id);
 	void (*release_session)(ConfabStore *self, const gchar *session_id);
 	/* answers a non-NULL pointer when a turn holds the session */
 	void (*session_is_running)(ConfabStore *self,
@@ -501,32 +505,10 @@ struct _ConfabStoreInterface {
 
 	/* tokens: reservations and settlements (issue 30); take_tokens_now
 	 * with the *_now pair above */
-	void (*take_tokens)(ConfabStore *self,
-			    const ConfabStoreTokens *tokens,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
+	CONFAB_STORE_VFUNC(take_tokens, const ConfabStoreTokens *tokens);
 	ConfabStoreTokenVerdict (*take_tokens_now)(ConfabStore *self,
 						   const ConfabStoreTokens *tokens);
 };
-
-/*
- * The public pairs, GIO-style, each documented in confab-store.c:
- * CONFAB_STORE_ASYNC(name, own arguments…) declares
- * `void confab_store_<name>_async(ConfabStore *self, own arguments…,
- * GCancellable *cancellable, GAsyncReadyCallback callback, gpointer
- * user_data)`, and CONFAB_STORE_FINISH(Type, name) declares
- * `Type confab_store_<name>_finish(ConfabStore *self, GAsyncResult *result,
- * GError **error)`.
- */
-#define CONFAB_STORE_ASYNC(name, ...)                                                              \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 ##__VA_ARGS__,                                            \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)
-#define CONFAB_STORE_FINISH(Type, name)                                                            \
-	Type confab_store_##name##_finish(ConfabStore *self, GAsyncResult *result, GError **error)
 
 CONFAB_STORE_ASYNC(load_agents);
 CONFAB_STORE_FINISH(GPtrArray *, load_agents);
