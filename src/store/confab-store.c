@@ -459,14 +459,10 @@ static const ConfabStoreOp op_save_response = {
     .what = "storing a response",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "INSERT INTO responses (" CONFAB_STORE_RESPONSE_COLUMNS ", instance_id) "
-	   "SELECT $1, $2, $3, $4, $5::integer, $6::integer, $7, $8, NULL, 0, $9::bigint, 0, "
-	   "$10::text WHERE $5::integer = 0 OR $11::bigint <= 0 OR (SELECT count(*) FROM "
-	   "responses WHERE owner = $2 AND background = 1 AND status IN ('queued', "
-	   "'in_progress')) < $11::bigint",
-    .sql_sqlite = "INSERT INTO responses (" CONFAB_STORE_RESPONSE_COLUMNS ", instance_id) "
-		  "SELECT $1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, $9, 0, $10 WHERE $5 = 0 OR "
-		  "$11 <= 0 OR (SELECT count(*) FROM responses WHERE owner = $2 AND "
-		  "background = 1 AND status IN ('queued', 'in_progress')) < $11",
+	   "SELECT $1, $2, $3, $4, CAST($5 AS integer), CAST($6 AS integer), $7, $8, NULL, 0, "
+	   "CAST($9 AS bigint), 0, CAST($10 AS text) WHERE CAST($5 AS integer) = 0 OR "
+	   "CAST($11 AS bigint) <= 0 OR (SELECT count(*) FROM responses WHERE owner = $2 AND "
+	   "background = 1 AND status IN ('queued', 'in_progress')) < CAST($11 AS bigint)",
     .missing = CONFAB_ERROR_RATE_LIMITED,
     .missing_format = "Too many background responses run at once for this owner: "
 		      "response %s was not started ([responses] max_background)",
@@ -510,11 +506,8 @@ static const ConfabStoreOp op_list_running_responses = {
     .what = "listing background responses",
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
-	   "AND status IN ('queued', 'in_progress') AND ($1::text IS NULL OR owner = $1) "
-	   "AND ($3::text IS NULL OR session_id = $3) ORDER BY id LIMIT $2::bigint",
-    .sql_sqlite = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
-		  "AND status IN ('queued', 'in_progress') AND ($1 IS NULL OR owner = $1) "
-		  "AND ($3 IS NULL OR session_id = $3) ORDER BY id LIMIT $2",
+	   "AND status IN ('queued', 'in_progress') AND (CAST($1 AS text) IS NULL OR owner = $1) "
+	   "AND (CAST($3 AS text) IS NULL OR session_id = $3) ORDER BY id LIMIT CAST($2 AS bigint)",
     .map = confab_store_row_to_response_record,
     .free = (GDestroyNotify)confab_response_record_free,
     .changed = -1,
@@ -532,9 +525,7 @@ static const ConfabStoreOp op_append_response_events = {
     .what = "keeping a response's events",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
-	   "VALUES ($1, $2::bigint, $3::bigint, $4)",
-    .sql_sqlite = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
-		  "VALUES ($1, $2, $3, $4)",
+	   "VALUES ($1, CAST($2 AS bigint), CAST($3 AS bigint), $4)",
     .changed = -1,
 };
 
@@ -542,9 +533,7 @@ static const ConfabStoreOp op_list_response_events = {
     .what = "reading a response's events",
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT first_seq, last_seq, data FROM response_events "
-	   "WHERE response_id = $1 AND last_seq > $2::bigint ORDER BY first_seq",
-    .sql_sqlite = "SELECT first_seq, last_seq, data FROM response_events "
-		  "WHERE response_id = $1 AND last_seq > $2 ORDER BY first_seq",
+	   "WHERE response_id = $1 AND last_seq > CAST($2 AS bigint) ORDER BY first_seq",
     .map = confab_store_row_to_response_events,
     .free = (GDestroyNotify)confab_response_record_events_free,
     .changed = -1,
@@ -567,9 +556,7 @@ static const ConfabStoreOp op_drop_response_events = {
     .what = "dropping old response events",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "DELETE FROM response_events WHERE response_id IN (SELECT id FROM responses "
-	   "WHERE completed_at > 0 AND completed_at < $1::bigint)",
-    .sql_sqlite = "DELETE FROM response_events WHERE response_id IN (SELECT id FROM "
-		  "responses WHERE completed_at > 0 AND completed_at < $1)",
+	   "WHERE completed_at > 0 AND completed_at < CAST($1 AS bigint))",
     .changed = -1,
 };
 
