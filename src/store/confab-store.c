@@ -802,7 +802,7 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
  * _finish takes the callback's #GAsyncResult and returns what its comment
  * says, or %FALSE or %NULL with @error set. Where an operation's pair has
  * a shape shared with others, one line makes each function from its
- * op_<name> above:
+ * op_<name> above (a pair's two doc comments come first, then its lines):
  * - DEFINE_ASYNC_NONE(name): an op without arguments;
  * - DEFINE_ASYNC_TEXT(name, a): an op whose one argument is the text @a;
  * - DEFINE_ASYNC_TEXT2(name, a, b): one whose two are the texts @a and @b;
@@ -893,13 +893,12 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
  *
  * Reads every agent that is not deleted.
  */
-DEFINE_ASYNC_NONE(load_agents)
-
 /**
  * confab_store_load_agents_finish:
  *
  * Returns: (transfer full) (element-type ConfabAgent): the agents, by id
  */
+DEFINE_ASYNC_NONE(load_agents)
 DEFINE_FINISH_POINTER(load_agents, GPtrArray *)
 
 /**
@@ -907,13 +906,12 @@ DEFINE_FINISH_POINTER(load_agents, GPtrArray *)
  *
  * Reads every token, revoked ones included.
  */
-DEFINE_ASYNC_NONE(load_tokens)
-
 /**
  * confab_store_load_tokens_finish:
  *
  * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
  */
+DEFINE_ASYNC_NONE(load_tokens)
 DEFINE_FINISH_POINTER(load_tokens, GPtrArray *)
 
 /**
@@ -922,14 +920,13 @@ DEFINE_FINISH_POINTER(load_tokens, GPtrArray *)
  * Reads every owner's and token's own limits, set with
  * confab_store_set_limits_async().
  */
-DEFINE_ASYNC_NONE(load_limits)
-
 /**
  * confab_store_load_limits_finish:
  *
  * Returns: (transfer full) (element-type ConfabStoreLimits): the limits,
  *   by kind and id
  */
+DEFINE_ASYNC_NONE(load_limits)
 DEFINE_FINISH_POINTER(load_limits, GPtrArray *)
 
 /**
@@ -1017,14 +1014,13 @@ DEFINE_FINISH_BOOLEAN(save_agent)
  * Marks the agent deleted (its conversations keep its id) and forgets its
  * key and MCP servers.
  */
-DEFINE_ASYNC_TEXT_INT(delete_agent, agent_id, deleted_at)
-
 /**
  * confab_store_delete_agent_finish:
  *
  * Returns: %TRUE once committed; %CONFAB_ERROR_AGENT_NOT_FOUND when there
  *   was no such agent, or it was deleted already
  */
+DEFINE_ASYNC_TEXT_INT(delete_agent, agent_id, deleted_at)
 DEFINE_FINISH_BOOLEAN(delete_agent)
 
 /**
@@ -1527,8 +1523,6 @@ confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GEr
  * CONFAB_ERROR_CONVERSATION_BUSY if one already is: one turn at a time per
  * session, across every daemon that shares the store.
  */
-DEFINE_ASYNC_VFUNC(acquire_session, acquire_session, const gchar *, session_id)
-
 /**
  * confab_store_acquire_session_finish:
  *
@@ -1536,6 +1530,7 @@ DEFINE_ASYNC_VFUNC(acquire_session, acquire_session, const gchar *, session_id)
  *   confab_store_release_session(); %CONFAB_ERROR_CONVERSATION_BUSY when a
  *   turn of it runs already (on any instance)
  */
+DEFINE_ASYNC_VFUNC(acquire_session, acquire_session, const gchar *, session_id)
 DEFINE_FINISH_BOOLEAN(acquire_session)
 
 /**
@@ -1617,8 +1612,6 @@ confab_store_session_is_running_finish(ConfabStore *self,
  * @callback: called once committed, or failed (nothing of @turn is then
  *   stored); CONFAB_ERROR_CONVERSATION_NOT_FOUND if the session is gone
  */
-DEFINE_ASYNC_VFUNC(commit_turn, commit_turn, const ConfabStoreTurn *, turn)
-
 /**
  * confab_store_commit_turn_finish:
  *
@@ -1626,6 +1619,7 @@ DEFINE_ASYNC_VFUNC(commit_turn, commit_turn, const ConfabStoreTurn *, turn)
  *   %CONFAB_ERROR_CONVERSATION_NOT_FOUND when the session it continues is
  *   gone, and then nothing of it was written
  */
+DEFINE_ASYNC_VFUNC(commit_turn, commit_turn, const ConfabStoreTurn *, turn)
 DEFINE_FINISH_BOOLEAN(commit_turn)
 
 /**
@@ -1634,14 +1628,13 @@ DEFINE_FINISH_BOOLEAN(commit_turn)
  *
  * Deletes the session and every message of it.
  */
-DEFINE_ASYNC_TEXT(delete_session, session_id)
-
 /**
  * confab_store_delete_session_finish:
  *
  * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
  *   there was no such session
  */
+DEFINE_ASYNC_TEXT(delete_session, session_id)
 DEFINE_FINISH_BOOLEAN(delete_session)
 
 /* The messages as op_append_messages and op_create_conversation read
@@ -1808,14 +1801,13 @@ DEFINE_FINISH_BOOLEAN(append_messages)
  * @session_id: the conversation
  * @message_id: one of its messages
  */
-DEFINE_ASYNC_TEXT2(get_message, session_id, message_id)
-
 /**
  * confab_store_get_message_finish:
  *
  * Returns: (transfer full): the message; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
+DEFINE_ASYNC_TEXT2(get_message, session_id, message_id)
 DEFINE_FINISH_POINTER(get_message, ConfabMessage *)
 
 /**
@@ -1825,14 +1817,13 @@ DEFINE_FINISH_POINTER(get_message, ConfabMessage *)
  *
  * Deletes one message of a conversation.
  */
-DEFINE_ASYNC_TEXT2(delete_message, session_id, message_id)
-
 /**
  * confab_store_delete_message_finish:
  *
  * Returns: %TRUE once committed; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
+DEFINE_ASYNC_TEXT2(delete_message, session_id, message_id)
 DEFINE_FINISH_BOOLEAN(delete_message)
 
 /**
@@ -1876,14 +1867,13 @@ DEFINE_FINISH_BOOLEAN(set_message_content)
  *
  * Reads one session, whoever owns it (the caller checks).
  */
-DEFINE_ASYNC_TEXT(get_session, session_id)
-
 /**
  * confab_store_get_session_finish:
  *
  * Returns: (transfer full): the session; CONFAB_ERROR_CONVERSATION_NOT_FOUND
  *   if there is none
  */
+DEFINE_ASYNC_TEXT(get_session, session_id)
 DEFINE_FINISH_POINTER(get_session, ConfabSession *)
 
 /**
@@ -1892,14 +1882,13 @@ DEFINE_FINISH_POINTER(get_session, ConfabSession *)
  *
  * Reads every message of a session, the context of its next turn.
  */
-DEFINE_ASYNC_TEXT(get_history, session_id)
-
 /**
  * confab_store_get_history_finish:
  *
  * Returns: (transfer full) (element-type ConfabMessage): the session's
  *   messages, oldest first
  */
+DEFINE_ASYNC_TEXT(get_history, session_id)
 DEFINE_FINISH_POINTER(get_history, GPtrArray *)
 
 /**
@@ -2248,14 +2237,13 @@ confab_store_close(ConfabStore *self)
  * Reads the messages stored with @response_id: the response's input and
  * its answer.
  */
-DEFINE_ASYNC_TEXT(get_response, response_id)
-
 /**
  * confab_store_get_response_finish:
  *
  * Returns: (transfer full) (element-type ConfabMessage): the messages of
  *   the response, oldest first; empty when there is no such response
  */
+DEFINE_ASYNC_TEXT(get_response, response_id)
 DEFINE_FINISH_POINTER(get_response, GPtrArray *)
 
 /**
@@ -2329,14 +2317,13 @@ DEFINE_FINISH_BOOLEAN(save_response)
  * confab_store_get_response_record_async:
  * @response_id: a response's id
  */
-DEFINE_ASYNC_TEXT(get_response_record, response_id)
-
 /**
  * confab_store_get_response_record_finish:
  *
  * Returns: (transfer full): the record; %CONFAB_ERROR_RESPONSE_NOT_FOUND
  *   when there is none (a response from before records were kept has none)
  */
+DEFINE_ASYNC_TEXT(get_response_record, response_id)
 DEFINE_FINISH_POINTER(get_response_record, ConfabResponseRecord *)
 
 /**
@@ -2388,13 +2375,12 @@ DEFINE_FINISH_BOOLEAN(end_response)
  *
  * The background responses queued or running now, on any instance.
  */
-DEFINE_ASYNC_LIST(list_running_responses, session_id)
-
 /**
  * confab_store_list_running_responses_finish:
  *
  * Returns: (transfer full) (element-type ConfabResponseRecord): the records
  */
+DEFINE_ASYNC_LIST(list_running_responses, session_id)
 DEFINE_FINISH_POINTER(list_running_responses, GPtrArray *)
 
 /**
@@ -2404,13 +2390,12 @@ DEFINE_FINISH_POINTER(list_running_responses, GPtrArray *)
  * Asks a queued or running response to stop: the instance that runs it
  * sees it (confab_store_get_response_record_async()) and stops it.
  */
-DEFINE_ASYNC_TEXT(cancel_response, response_id)
-
 /**
  * confab_store_cancel_response_finish:
  *
  * Returns: %TRUE once committed (also when it had ended: nothing changes)
  */
+DEFINE_ASYNC_TEXT(cancel_response, response_id)
 DEFINE_FINISH_BOOLEAN(cancel_response)
 
 /**
@@ -2446,13 +2431,12 @@ DEFINE_FINISH_BOOLEAN(append_response_events)
  * @after: the batches with an event numbered above this (-1: all)
  * @callback: called with the batches, in order
  */
-DEFINE_ASYNC_TEXT_INT(list_response_events, response_id, after)
-
 /**
  * confab_store_list_response_events_finish:
  *
  * Returns: (transfer full) (element-type ConfabResponseEvents): the batches
  */
+DEFINE_ASYNC_TEXT_INT(list_response_events, response_id, after)
 DEFINE_FINISH_POINTER(list_response_events, GPtrArray *)
 
 /**
@@ -2465,13 +2449,12 @@ DEFINE_FINISH_POINTER(list_response_events, GPtrArray *)
  * another live instance's; on SQLite every one, so it is called at start,
  * before this instance runs any.
  */
-DEFINE_ASYNC_TEXT_INT(fail_orphan_responses, error_json, now)
-
 /**
  * confab_store_fail_orphan_responses_finish:
  *
  * Returns: %TRUE once committed
  */
+DEFINE_ASYNC_TEXT_INT(fail_orphan_responses, error_json, now)
 DEFINE_FINISH_BOOLEAN(fail_orphan_responses)
 
 /**
@@ -2541,14 +2524,13 @@ DEFINE_FINISH_BOOLEAN(save_approval)
  * confab_store_get_approval_async:
  * @approval_id: an approval's id
  */
-DEFINE_ASYNC_TEXT(get_approval, approval_id)
-
 /**
  * confab_store_get_approval_finish:
  *
  * Returns: (transfer full): the approval; CONFAB_ERROR_APPROVAL_NOT_FOUND
  *   if there is none
  */
+DEFINE_ASYNC_TEXT(get_approval, approval_id)
 DEFINE_FINISH_POINTER(get_approval, ConfabApproval *)
 
 /**
@@ -2599,13 +2581,12 @@ DEFINE_FINISH_POINTER(decide_approval, ConfabApproval *)
  * asked waits for them, on an instance that lives: not a Responses API
  * request), oldest first.
  */
-DEFINE_ASYNC_LIST(list_approvals, agent_id)
-
 /**
  * confab_store_list_approvals_finish:
  *
  * Returns: (transfer full) (element-type ConfabApproval): the approvals
  */
+DEFINE_ASYNC_LIST(list_approvals, agent_id)
 DEFINE_FINISH_POINTER(list_approvals, GPtrArray *)
 
 /* ---------- elicitations ---------- */
@@ -2651,14 +2632,13 @@ DEFINE_FINISH_BOOLEAN(save_elicitation)
  * confab_store_get_elicitation_async:
  * @elicitation_id: an elicitation's id
  */
-DEFINE_ASYNC_TEXT(get_elicitation, elicitation_id)
-
 /**
  * confab_store_get_elicitation_finish:
  *
  * Returns: (transfer full): the request; CONFAB_ERROR_ELICITATION_NOT_FOUND
  *   if there is none
  */
+DEFINE_ASYNC_TEXT(get_elicitation, elicitation_id)
 DEFINE_FINISH_POINTER(get_elicitation, ConfabElicitationRequest *)
 
 /**
@@ -2701,14 +2681,13 @@ DEFINE_FINISH_BOOLEAN(answer_elicitation)
  * Lists the pending elicitations a person can answer (the turn that asked
  * waits for them, on an instance that lives), oldest first.
  */
-DEFINE_ASYNC_LIST(list_elicitations, agent_id)
-
 /**
  * confab_store_list_elicitations_finish:
  *
  * Returns: (transfer full) (element-type ConfabElicitationRequest): the
  *   requests
  */
+DEFINE_ASYNC_LIST(list_elicitations, agent_id)
 DEFINE_FINISH_POINTER(list_elicitations, GPtrArray *)
 
 /* ---------- MCP servers' OAuth state ---------- */
@@ -2757,14 +2736,13 @@ DEFINE_FINISH_BOOLEAN(save_mcp_oauth)
  *
  * Reads an MCP server's OAuth state (for confabd's own use).
  */
-DEFINE_ASYNC_TEXT2(get_mcp_oauth, agent_id, server)
-
 /**
  * confab_store_get_mcp_oauth_finish:
  *
  * Returns: (transfer full): the state's JSON; CONFAB_ERROR_NOT_FOUND when
  *   there is none
  */
+DEFINE_ASYNC_TEXT2(get_mcp_oauth, agent_id, server)
 DEFINE_FINISH_POINTER(get_mcp_oauth, gchar *)
 
 /**
@@ -2773,14 +2751,13 @@ DEFINE_FINISH_POINTER(get_mcp_oauth, gchar *)
  *
  * Finds the authorization waiting with @state.
  */
-DEFINE_ASYNC_TEXT(find_mcp_oauth_state, state)
-
 /**
  * confab_store_find_mcp_oauth_state_finish:
  *
  * Returns: (transfer full): the agent id, the server and the state's JSON;
  *   CONFAB_ERROR_NOT_FOUND for an unknown state
  */
+DEFINE_ASYNC_TEXT(find_mcp_oauth_state, state)
 DEFINE_FINISH_POINTER(find_mcp_oauth_state, gchar **)
 
 /**
@@ -2790,14 +2767,13 @@ DEFINE_FINISH_POINTER(find_mcp_oauth_state, gchar **)
  * Uses @state up, in one conditional write: of two callbacks with it,
  * exactly one succeeds; the other fails with CONFAB_ERROR_NOT_FOUND.
  */
-DEFINE_ASYNC_TEXT(claim_mcp_oauth_state, state)
-
 /**
  * confab_store_claim_mcp_oauth_state_finish:
  *
  * Returns: %TRUE once @state is used up; %CONFAB_ERROR_NOT_FOUND when it
  *   was unknown, or used already
  */
+DEFINE_ASYNC_TEXT(claim_mcp_oauth_state, state)
 DEFINE_FINISH_BOOLEAN(claim_mcp_oauth_state)
 
 /* ---------- usage per owner, token and agent (issue 30) ---------- */
