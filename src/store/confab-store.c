@@ -459,14 +459,10 @@ static const ConfabStoreOp op_save_response = {
     .what = "storing a response",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "INSERT INTO responses (" CONFAB_STORE_RESPONSE_COLUMNS ", instance_id) "
-	   "SELECT $1, $2, $3, $4, $5::integer, $6::integer, $7, $8, NULL, 0, $9::bigint, 0, "
-	   "$10::text WHERE $5::integer = 0 OR $11::bigint <= 0 OR (SELECT count(*) FROM "
-	   "responses WHERE owner = $2 AND background = 1 AND status IN ('queued', "
-	   "'in_progress')) < $11::bigint",
-    .sql_sqlite = "INSERT INTO responses (" CONFAB_STORE_RESPONSE_COLUMNS ", instance_id) "
-		  "SELECT $1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, $9, 0, $10 WHERE $5 = 0 OR "
-		  "$11 <= 0 OR (SELECT count(*) FROM responses WHERE owner = $2 AND "
-		  "background = 1 AND status IN ('queued', 'in_progress')) < $11",
+	   "SELECT $1, $2, $3, $4, CAST($5 AS integer), CAST($6 AS integer), $7, $8, NULL, 0, "
+	   "CAST($9 AS bigint), 0, CAST($10 AS text) WHERE CAST($5 AS integer) = 0 OR "
+	   "CAST($11 AS bigint) <= 0 OR (SELECT count(*) FROM responses WHERE owner = $2 AND "
+	   "background = 1 AND status IN ('queued', 'in_progress')) < CAST($11 AS bigint)",
     .missing = CONFAB_ERROR_RATE_LIMITED,
     .missing_format = "Too many background responses run at once for this owner: "
 		      "response %s was not started ([responses] max_background)",
@@ -510,11 +506,8 @@ static const ConfabStoreOp op_list_running_responses = {
     .what = "listing background responses",
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
-	   "AND status IN ('queued', 'in_progress') AND ($1::text IS NULL OR owner = $1) "
-	   "AND ($3::text IS NULL OR session_id = $3) ORDER BY id LIMIT $2::bigint",
-    .sql_sqlite = "SELECT " CONFAB_STORE_RESPONSE_COLUMNS " FROM responses WHERE background = 1 "
-		  "AND status IN ('queued', 'in_progress') AND ($1 IS NULL OR owner = $1) "
-		  "AND ($3 IS NULL OR session_id = $3) ORDER BY id LIMIT $2",
+	   "AND status IN ('queued', 'in_progress') AND (CAST($1 AS text) IS NULL OR owner = $1) "
+	   "AND (CAST($3 AS text) IS NULL OR session_id = $3) ORDER BY id LIMIT CAST($2 AS bigint)",
     .map = confab_store_row_to_response_record,
     .free = (GDestroyNotify)confab_response_record_free,
     .changed = -1,
@@ -532,9 +525,7 @@ static const ConfabStoreOp op_append_response_events = {
     .what = "keeping a response's events",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
-	   "VALUES ($1, $2::bigint, $3::bigint, $4)",
-    .sql_sqlite = "INSERT INTO response_events (response_id, first_seq, last_seq, data) "
-		  "VALUES ($1, $2, $3, $4)",
+	   "VALUES ($1, CAST($2 AS bigint), CAST($3 AS bigint), $4)",
     .changed = -1,
 };
 
@@ -542,9 +533,7 @@ static const ConfabStoreOp op_list_response_events = {
     .what = "reading a response's events",
     .rows = CONFAB_STORE_ROWS_LIST,
     .sql = "SELECT first_seq, last_seq, data FROM response_events "
-	   "WHERE response_id = $1 AND last_seq > $2::bigint ORDER BY first_seq",
-    .sql_sqlite = "SELECT first_seq, last_seq, data FROM response_events "
-		  "WHERE response_id = $1 AND last_seq > $2 ORDER BY first_seq",
+	   "WHERE response_id = $1 AND last_seq > CAST($2 AS bigint) ORDER BY first_seq",
     .map = confab_store_row_to_response_events,
     .free = (GDestroyNotify)confab_response_record_events_free,
     .changed = -1,
@@ -567,9 +556,7 @@ static const ConfabStoreOp op_drop_response_events = {
     .what = "dropping old response events",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "DELETE FROM response_events WHERE response_id IN (SELECT id FROM responses "
-	   "WHERE completed_at > 0 AND completed_at < $1::bigint)",
-    .sql_sqlite = "DELETE FROM response_events WHERE response_id IN (SELECT id FROM "
-		  "responses WHERE completed_at > 0 AND completed_at < $1)",
+	   "WHERE completed_at > 0 AND completed_at < CAST($1 AS bigint))",
     .changed = -1,
 };
 
@@ -773,17 +760,11 @@ static const ConfabStoreOp op_list_elicitations = {
 };
 
 /* Whether the store answers at all: the cheapest read a reader runs. */
-static gpointer
-map_ping(ConfabStoreRow *row)
-{
-	return g_strdup(confab_store_row_text(row, 0));
-}
-
 static const ConfabStoreOp op_ping = {
     .what = "asking the store whether it answers",
     .rows = CONFAB_STORE_ROWS_ONE,
     .sql = "SELECT 'ok'",
-    .map = map_ping,
+    .map = map_text,
     .free = g_free,
     .missing = CONFAB_ERROR_STORE_UNAVAILABLE,
     .missing_format = "the store gave no row%s",
@@ -821,7 +802,7 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
  * _finish takes the callback's #GAsyncResult and returns what its comment
  * says, or %FALSE or %NULL with @error set. Where an operation's pair has
  * a shape shared with others, one line makes each function from its
- * op_<name> above:
+ * op_<name> above (a pair's two doc comments come first, then its lines):
  * - DEFINE_ASYNC_NONE(name): an op without arguments;
  * - DEFINE_ASYNC_TEXT(name, a): an op whose one argument is the text @a;
  * - DEFINE_ASYNC_TEXT2(name, a, b): one whose two are the texts @a and @b;
@@ -829,43 +810,33 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
  * - DEFINE_ASYNC_LIST(name, filter): a list by (nullable) owner, one
  *   (nullable) @filter and a limit, bound as `$1` owner, `$2` limit, `$3`
  *   @filter;
+ * - DEFINE_ASYNC_VFUNC(name, vfunc, Type, a): no op, but the backend's
+ *   own vfunc, given the one argument @a;
  * - DEFINE_FINISH_POINTER(name, Type): the result, (transfer full);
  * - DEFINE_FINISH_BOOLEAN(name): %TRUE, for a write.
- * The others build their call by hand and end with RUN(name, call), which
- * hands it to store_run() with their own @self, @cancellable, @callback and
- * @user_data.
+ * The others are declared with the header's CONFAB_STORE_ASYNC(), build
+ * their call by hand and end with RUN(name, call), which hands it to
+ * store_run() with their own @self, @cancellable, @callback and @user_data.
  */
 #define RUN(name, call)                                                                            \
 	store_run(self, (call), confab_store_##name##_async, cancellable, callback, user_data)
 
 #define DEFINE_ASYNC_NONE(name)                                                                    \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name)                                                                   \
 	{                                                                                          \
 		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
 		RUN(name, confab_store_call_new(&op_##name));                                      \
 	}
 
 #define DEFINE_ASYNC_TEXT(name, a)                                                                 \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *a,                                           \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *a)                                                   \
 	{                                                                                          \
 		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
 		RUN(name, call_with_text(&op_##name, a));                                          \
 	}
 
 #define DEFINE_ASYNC_TEXT2(name, a, b)                                                             \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *a,                                           \
-					 const gchar *b,                                           \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *a, const gchar *b)                                   \
 	{                                                                                          \
 		ConfabStoreCall *call = NULL;                                                      \
                                                                                                    \
@@ -876,12 +847,7 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 	}
 
 #define DEFINE_ASYNC_TEXT_INT(name, a, n)                                                          \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *a,                                           \
-					 gint64 n,                                                 \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *a, gint64 n)                                         \
 	{                                                                                          \
 		ConfabStoreCall *call = NULL;                                                      \
                                                                                                    \
@@ -892,13 +858,7 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 	}
 
 #define DEFINE_ASYNC_LIST(name, filter)                                                            \
-	void confab_store_##name##_async(ConfabStore *self,                                        \
-					 const gchar *owner,                                       \
-					 const gchar *filter,                                      \
-					 guint limit,                                              \
-					 GCancellable *cancellable,                                \
-					 GAsyncReadyCallback callback,                             \
-					 gpointer user_data)                                       \
+	CONFAB_STORE_ASYNC(name, const gchar *owner, const gchar *filter, guint limit)             \
 	{                                                                                          \
 		ConfabStoreCall *call = NULL;                                                      \
                                                                                                    \
@@ -909,16 +869,21 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
 		RUN(name, call);                                                                   \
 	}
 
+#define DEFINE_ASYNC_VFUNC(name, vfunc, Type, a)                                                   \
+	CONFAB_STORE_ASYNC(name, Type a)                                                           \
+	{                                                                                          \
+		g_return_if_fail(CONFAB_IS_STORE(self));                                           \
+		STORE_IFACE(self)->vfunc(self, a, cancellable, callback, user_data);               \
+	}
+
 #define DEFINE_FINISH_POINTER(name, Type)                                                          \
-	Type confab_store_##name##_finish(ConfabStore *self, GAsyncResult *result, GError **error) \
+	CONFAB_STORE_FINISH(Type, name)                                                            \
 	{                                                                                          \
 		return finish_pointer(self, result, error);                                        \
 	}
 
 #define DEFINE_FINISH_BOOLEAN(name)                                                                \
-	gboolean confab_store_##name##_finish(ConfabStore *self,                                   \
-					      GAsyncResult *result,                                \
-					      GError **error)                                      \
+	CONFAB_STORE_FINISH(gboolean, name)                                                        \
 	{                                                                                          \
 		return finish_boolean(self, result, error);                                        \
 	}
@@ -928,13 +893,12 @@ finish_pointer(ConfabStore *self, GAsyncResult *result, GError **error)
  *
  * Reads every agent that is not deleted.
  */
-DEFINE_ASYNC_NONE(load_agents)
-
 /**
  * confab_store_load_agents_finish:
  *
  * Returns: (transfer full) (element-type ConfabAgent): the agents, by id
  */
+DEFINE_ASYNC_NONE(load_agents)
 DEFINE_FINISH_POINTER(load_agents, GPtrArray *)
 
 /**
@@ -942,13 +906,12 @@ DEFINE_FINISH_POINTER(load_agents, GPtrArray *)
  *
  * Reads every token, revoked ones included.
  */
-DEFINE_ASYNC_NONE(load_tokens)
-
 /**
  * confab_store_load_tokens_finish:
  *
  * Returns: (transfer full) (element-type ConfabToken): the tokens, by id
  */
+DEFINE_ASYNC_NONE(load_tokens)
 DEFINE_FINISH_POINTER(load_tokens, GPtrArray *)
 
 /**
@@ -957,14 +920,13 @@ DEFINE_FINISH_POINTER(load_tokens, GPtrArray *)
  * Reads every owner's and token's own limits, set with
  * confab_store_set_limits_async().
  */
-DEFINE_ASYNC_NONE(load_limits)
-
 /**
  * confab_store_load_limits_finish:
  *
  * Returns: (transfer full) (element-type ConfabStoreLimits): the limits,
  *   by kind and id
  */
+DEFINE_ASYNC_NONE(load_limits)
 DEFINE_FINISH_POINTER(load_limits, GPtrArray *)
 
 /**
@@ -976,14 +938,7 @@ DEFINE_FINISH_POINTER(load_limits, GPtrArray *)
  *
  * Stores an owner's or a token's own limits, in one statement.
  */
-void
-confab_store_set_limits_async(ConfabStore *self,
-			      const gchar *kind,
-			      const gchar *id,
-			      const gint64 values[4],
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(set_limits, const gchar *kind, const gchar *id, const gint64 values[4])
 {
 	ConfabStoreCall *call = confab_store_call_new(&op_set_limits);
 
@@ -1011,12 +966,7 @@ DEFINE_FINISH_BOOLEAN(set_limits)
  * Inserts @agent, or updates it by id unless it was deleted; other
  * instances sharing the database hear of it (::changed).
  */
-void
-confab_store_save_agent_async(ConfabStore *self,
-			      ConfabAgent *agent,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(save_agent, ConfabAgent *agent)
 {
 	ConfabStoreCall *call = NULL;
 	g_autofree gchar *upstreams = NULL;
@@ -1064,14 +1014,13 @@ DEFINE_FINISH_BOOLEAN(save_agent)
  * Marks the agent deleted (its conversations keep its id) and forgets its
  * key and MCP servers.
  */
-DEFINE_ASYNC_TEXT_INT(delete_agent, agent_id, deleted_at)
-
 /**
  * confab_store_delete_agent_finish:
  *
  * Returns: %TRUE once committed; %CONFAB_ERROR_AGENT_NOT_FOUND when there
  *   was no such agent, or it was deleted already
  */
+DEFINE_ASYNC_TEXT_INT(delete_agent, agent_id, deleted_at)
 DEFINE_FINISH_BOOLEAN(delete_agent)
 
 /**
@@ -1081,12 +1030,7 @@ DEFINE_FINISH_BOOLEAN(delete_agent)
  * Inserts @token, or updates its name, scopes, agent, expiry and
  * revocation by id.
  */
-void
-confab_store_save_token_async(ConfabStore *self,
-			      ConfabToken *token,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(save_token, ConfabToken *token)
 {
 	g_autofree gchar *scopes = NULL;
 	ConfabStoreCall *call = NULL;
@@ -1119,13 +1063,7 @@ DEFINE_FINISH_BOOLEAN(save_token)
  * @monthly_requests: the owner's own quota; 0 for unlimited, whatever the
  *   default
  */
-void
-confab_store_set_quota_async(ConfabStore *self,
-			     const gchar *owner,
-			     guint64 monthly_requests,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data)
+CONFAB_STORE_ASYNC(set_quota, const gchar *owner, guint64 monthly_requests)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)
@@ -1145,14 +1083,7 @@ DEFINE_FINISH_BOOLEAN(set_quota)
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
  */
-void
-confab_store_get_usage_async(ConfabStore *self,
-			     const gchar *owner,
-			     const gchar *month,
-			     guint64 default_limit,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data)
+CONFAB_STORE_ASYNC(get_usage, const gchar *owner, const gchar *month, guint64 default_limit)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)
@@ -1175,13 +1106,7 @@ DEFINE_FINISH_POINTER(get_usage, ConfabStoreUsage *)
  * @default_limit is not 0, the default for those who have used some of it
  * in @month.
  */
-void
-confab_store_list_usage_async(ConfabStore *self,
-			      const gchar *month,
-			      guint64 default_limit,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data)
+CONFAB_STORE_ASYNC(list_usage, const gchar *month, guint64 default_limit)
 {
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	STORE_IFACE(self)->list_usage(self, month, default_limit, cancellable, callback, user_data);
@@ -1389,15 +1314,11 @@ confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
 
 /**
  * confab_store_admit_quota_async:
- * @self: a #ConfabStore
  * @owner: the owner
  * @month: the month, `YYYY-MM` (UTC)
  * @default_limit: the quota of owners without one of their own; 0 for none
  * @rpm: the owner's requests per minute; 0 for none
  * @max_parallel: the owner's turns in flight at most; 0 for none
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the verdict
- * @user_data: data for @callback
  *
  * Counts one request against the owner's monthly quota and rate, unless
  * either is spent (then the result says not admitted, and which). Check
@@ -1412,16 +1333,12 @@ confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
  * commit carries it (see #ConfabStoreTurn); a turn that is refused before that gives it back with
  * confab_store_release_quota().
  */
-void
-confab_store_admit_quota_async(ConfabStore *self,
-			       const gchar *owner,
-			       const gchar *month,
-			       guint64 default_limit,
-			       guint64 rpm,
-			       guint64 max_parallel,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
+CONFAB_STORE_ASYNC(admit_quota,
+		   const gchar *owner,
+		   const gchar *month,
+		   guint64 default_limit,
+		   guint64 rpm,
+		   guint64 max_parallel)
 {
 	ConfabStoreAdmission admission = {
 	    .owner = owner,
@@ -1436,11 +1353,7 @@ confab_store_admit_quota_async(ConfabStore *self,
 
 /**
  * confab_store_take_tokens_async:
- * @self: a #ConfabStore
  * @tokens: the tokens and the budgets they count against (copied)
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the verdict
- * @user_data: data for @callback
  *
  * Reserves tokens before a model call, or settles a reservation against
  * the usage the upstream reported, against the tokens per minute and the
@@ -1448,16 +1361,7 @@ confab_store_admit_quota_async(ConfabStore *self,
  * forced, the tokens are taken only if every budget holds them; refused,
  * nothing is taken of the owner's, and at most the token's rate was moved.
  */
-void
-confab_store_take_tokens_async(ConfabStore *self,
-			       const ConfabStoreTokens *tokens,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->take_tokens(self, tokens, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_VFUNC(take_tokens, take_tokens, const ConfabStoreTokens *, tokens)
 
 /**
  * confab_store_take_tokens_finish:
@@ -1497,11 +1401,7 @@ confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens)
 
 /**
  * confab_store_admit_async:
- * @self: a #ConfabStore
  * @admission: what to check: the owner's limits, and the token's (copied)
- * @cancellable: (nullable): a #GCancellable
- * @callback: called with the verdict
- * @user_data: data for @callback
  *
  * confab_store_admit_quota_async() with a token's limits beside the
  * owner's, each checked and moved in the same atomic step; finish with
@@ -1509,16 +1409,7 @@ confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens)
  * (usage->token_parallel_taken) is given back with
  * confab_store_release_parallel() on the token's id.
  */
-void
-confab_store_admit_async(ConfabStore *self,
-			 const ConfabStoreAdmission *admission,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->admit_quota(self, admission, cancellable, callback, user_data);
-}
+DEFINE_ASYNC_VFUNC(admit, admit_quota, const ConfabStoreAdmission *, admission)
 
 /**
  * confab_store_admit_quota_finish:
@@ -1543,7 +1434,6 @@ confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *m
 
 /**
  * confab_store_release_parallel:
- * @self: a #ConfabStore
  * @owner: the owner
  *
  * Gives back the turn slot an admission took (usage->parallel_taken), when
@@ -1633,17 +1523,6 @@ confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GEr
  * CONFAB_ERROR_CONVERSATION_BUSY if one already is: one turn at a time per
  * session, across every daemon that shares the store.
  */
-void
-confab_store_acquire_session_async(ConfabStore *self,
-				   const gchar *session_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->acquire_session(self, session_id, cancellable, callback, user_data);
-}
-
 /**
  * confab_store_acquire_session_finish:
  *
@@ -1651,11 +1530,11 @@ confab_store_acquire_session_async(ConfabStore *self,
  *   confab_store_release_session(); %CONFAB_ERROR_CONVERSATION_BUSY when a
  *   turn of it runs already (on any instance)
  */
+DEFINE_ASYNC_VFUNC(acquire_session, acquire_session, const gchar *, session_id)
 DEFINE_FINISH_BOOLEAN(acquire_session)
 
 /**
  * confab_store_release_session:
- * @self: a #ConfabStore
  * @session_id: a session acquired with confab_store_acquire_session_async()
  *
  * Lets the next turn of the session in; nobody waits for it.
@@ -1727,25 +1606,12 @@ confab_store_session_is_running_finish(ConfabStore *self,
 
 /**
  * confab_store_commit_turn_async:
- * @self: a #ConfabStore
  * @turn: what to write; copied
  * @cancellable: (nullable): ignored once the write is queued: a write that
  *   was started is seen through
  * @callback: called once committed, or failed (nothing of @turn is then
  *   stored); CONFAB_ERROR_CONVERSATION_NOT_FOUND if the session is gone
- * @user_data: data for @callback
  */
-void
-confab_store_commit_turn_async(ConfabStore *self,
-			       const ConfabStoreTurn *turn,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->commit_turn(self, turn, cancellable, callback, user_data);
-}
-
 /**
  * confab_store_commit_turn_finish:
  *
@@ -1753,6 +1619,7 @@ confab_store_commit_turn_async(ConfabStore *self,
  *   %CONFAB_ERROR_CONVERSATION_NOT_FOUND when the session it continues is
  *   gone, and then nothing of it was written
  */
+DEFINE_ASYNC_VFUNC(commit_turn, commit_turn, const ConfabStoreTurn *, turn)
 DEFINE_FINISH_BOOLEAN(commit_turn)
 
 /**
@@ -1761,14 +1628,13 @@ DEFINE_FINISH_BOOLEAN(commit_turn)
  *
  * Deletes the session and every message of it.
  */
-DEFINE_ASYNC_TEXT(delete_session, session_id)
-
 /**
  * confab_store_delete_session_finish:
  *
  * Returns: %TRUE once committed; %CONFAB_ERROR_CONVERSATION_NOT_FOUND when
  *   there was no such session
  */
+DEFINE_ASYNC_TEXT(delete_session, session_id)
 DEFINE_FINISH_BOOLEAN(delete_session)
 
 /* The messages as op_append_messages and op_create_conversation read
@@ -1811,13 +1677,7 @@ messages_json(GPtrArray *messages)
  * and one commit, the conversation and all its messages or nothing. A
  * turn's conversation is stored with its turn.
  */
-void
-confab_store_create_conversation_async(ConfabStore *self,
-				       ConfabSession *session,
-				       GPtrArray *messages,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data)
+CONFAB_STORE_ASYNC(create_conversation, ConfabSession *session, GPtrArray *messages)
 {
 	g_autofree gchar *json = NULL;
 	ConfabStoreCall *call = NULL;
@@ -1852,14 +1712,10 @@ DEFINE_FINISH_BOOLEAN(create_conversation)
  *
  * Replaces a conversation's metadata.
  */
-void
-confab_store_set_conversation_metadata_async(ConfabStore *self,
-					     const gchar *session_id,
-					     const gchar *metadata,
-					     gint64 updated_at,
-					     GCancellable *cancellable,
-					     GAsyncReadyCallback callback,
-					     gpointer user_data)
+CONFAB_STORE_ASYNC(set_conversation_metadata,
+		   const gchar *session_id,
+		   const gchar *metadata,
+		   gint64 updated_at)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -1885,13 +1741,7 @@ DEFINE_FINISH_BOOLEAN(set_conversation_metadata)
  *
  * Gives a conversation without an agent (`""`) its agent, once.
  */
-void
-confab_store_set_conversation_agent_async(ConfabStore *self,
-					  const gchar *session_id,
-					  const gchar *agent_id,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data)
+CONFAB_STORE_ASYNC(set_conversation_agent, const gchar *session_id, const gchar *agent_id)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -1924,14 +1774,7 @@ DEFINE_FINISH_BOOLEAN(set_conversation_agent)
  * or none. The caller holds the session (confab_store_acquire_session_async())
  * so that no turn's messages interleave.
  */
-void
-confab_store_append_messages_async(ConfabStore *self,
-				   const gchar *session_id,
-				   GPtrArray *messages,
-				   gint64 created_at,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
+CONFAB_STORE_ASYNC(append_messages, const gchar *session_id, GPtrArray *messages, gint64 created_at)
 {
 	g_autofree gchar *json = NULL;
 	ConfabStoreCall *call = NULL;
@@ -1958,14 +1801,13 @@ DEFINE_FINISH_BOOLEAN(append_messages)
  * @session_id: the conversation
  * @message_id: one of its messages
  */
-DEFINE_ASYNC_TEXT2(get_message, session_id, message_id)
-
 /**
  * confab_store_get_message_finish:
  *
  * Returns: (transfer full): the message; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
+DEFINE_ASYNC_TEXT2(get_message, session_id, message_id)
 DEFINE_FINISH_POINTER(get_message, ConfabMessage *)
 
 /**
@@ -1975,14 +1817,13 @@ DEFINE_FINISH_POINTER(get_message, ConfabMessage *)
  *
  * Deletes one message of a conversation.
  */
-DEFINE_ASYNC_TEXT2(delete_message, session_id, message_id)
-
 /**
  * confab_store_delete_message_finish:
  *
  * Returns: %TRUE once committed; %CONFAB_ERROR_ITEM_NOT_FOUND when the
  *   conversation has no such message
  */
+DEFINE_ASYNC_TEXT2(delete_message, session_id, message_id)
 DEFINE_FINISH_BOOLEAN(delete_message)
 
 /**
@@ -1995,15 +1836,11 @@ DEFINE_FINISH_BOOLEAN(delete_message)
  * Replaces what a message holds: what is left of it once one of its items
  * is deleted (the Conversations API's). The caller holds the session.
  */
-void
-confab_store_set_message_content_async(ConfabStore *self,
-				       const gchar *session_id,
-				       const gchar *message_id,
-				       const gchar *content,
-				       const gchar *content_blocks,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data)
+CONFAB_STORE_ASYNC(set_message_content,
+		   const gchar *session_id,
+		   const gchar *message_id,
+		   const gchar *content,
+		   const gchar *content_blocks)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2030,14 +1867,13 @@ DEFINE_FINISH_BOOLEAN(set_message_content)
  *
  * Reads one session, whoever owns it (the caller checks).
  */
-DEFINE_ASYNC_TEXT(get_session, session_id)
-
 /**
  * confab_store_get_session_finish:
  *
  * Returns: (transfer full): the session; CONFAB_ERROR_CONVERSATION_NOT_FOUND
  *   if there is none
  */
+DEFINE_ASYNC_TEXT(get_session, session_id)
 DEFINE_FINISH_POINTER(get_session, ConfabSession *)
 
 /**
@@ -2046,14 +1882,13 @@ DEFINE_FINISH_POINTER(get_session, ConfabSession *)
  *
  * Reads every message of a session, the context of its next turn.
  */
-DEFINE_ASYNC_TEXT(get_history, session_id)
-
 /**
  * confab_store_get_history_finish:
  *
  * Returns: (transfer full) (element-type ConfabMessage): the session's
  *   messages, oldest first
  */
+DEFINE_ASYNC_TEXT(get_history, session_id)
 DEFINE_FINISH_POINTER(get_history, GPtrArray *)
 
 /**
@@ -2062,12 +1897,7 @@ DEFINE_FINISH_POINTER(get_history, GPtrArray *)
  *
  * Lists sessions a page at a time, in id order.
  */
-void
-confab_store_list_sessions_async(ConfabStore *self,
-				 const ConfabStoreSessionQuery *query,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(list_sessions, const ConfabStoreSessionQuery *query)
 {
 	gboolean asc = query->order == CONFAB_ORDER_ASC;
 	g_autoptr(GString) sql = NULL;
@@ -2119,12 +1949,7 @@ DEFINE_FINISH_POINTER(list_sessions, ConfabStorePage *)
  *
  * Lists a session's messages a page at a time, in id order.
  */
-void
-confab_store_list_messages_async(ConfabStore *self,
-				 const ConfabStoreMessageQuery *query,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(list_messages, const ConfabStoreMessageQuery *query)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2387,8 +2212,7 @@ DEFINE_ASYNC_NONE(ping)
  *
  * Returns: whether the store answered
  */
-gboolean
-confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+CONFAB_STORE_FINISH(gboolean, ping)
 {
 	g_autofree gchar *answer = finish_pointer(self, result, error);
 	return answer != NULL;
@@ -2413,14 +2237,13 @@ confab_store_close(ConfabStore *self)
  * Reads the messages stored with @response_id: the response's input and
  * its answer.
  */
-DEFINE_ASYNC_TEXT(get_response, response_id)
-
 /**
  * confab_store_get_response_finish:
  *
  * Returns: (transfer full) (element-type ConfabMessage): the messages of
  *   the response, oldest first; empty when there is no such response
  */
+DEFINE_ASYNC_TEXT(get_response, response_id)
 DEFINE_FINISH_POINTER(get_response, GPtrArray *)
 
 /**
@@ -2462,13 +2285,7 @@ DEFINE_FINISH_BOOLEAN(delete_response)
  * Keeps a response's record beside its messages. A background one is this
  * instance's to run (PostgreSQL: while its lease lives).
  */
-void
-confab_store_save_response_async(ConfabStore *self,
-				 const ConfabResponseRecord *record,
-				 guint max_background,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(save_response, const ConfabResponseRecord *record, guint max_background)
 {
 	ConfabStoreCall *call;
 
@@ -2500,14 +2317,13 @@ DEFINE_FINISH_BOOLEAN(save_response)
  * confab_store_get_response_record_async:
  * @response_id: a response's id
  */
-DEFINE_ASYNC_TEXT(get_response_record, response_id)
-
 /**
  * confab_store_get_response_record_finish:
  *
  * Returns: (transfer full): the record; %CONFAB_ERROR_RESPONSE_NOT_FOUND
  *   when there is none (a response from before records were kept has none)
  */
+DEFINE_ASYNC_TEXT(get_response_record, response_id)
 DEFINE_FINISH_POINTER(get_response_record, ConfabResponseRecord *)
 
 /**
@@ -2522,16 +2338,12 @@ DEFINE_FINISH_POINTER(get_response_record, ConfabResponseRecord *)
  * transaction; one that has ended stays as it ended. One asked to stop
  * ends `cancelled`, unless it completed.
  */
-void
-confab_store_end_response_async(ConfabStore *self,
-				const gchar *response_id,
-				const gchar *status,
-				const gchar *error_json,
-				gint64 completed_at,
-				const ConfabResponseEvents *events,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data)
+CONFAB_STORE_ASYNC(end_response,
+		   const gchar *response_id,
+		   const gchar *status,
+		   const gchar *error_json,
+		   gint64 completed_at,
+		   const ConfabResponseEvents *events)
 {
 	ConfabStoreCall *call;
 
@@ -2563,13 +2375,12 @@ DEFINE_FINISH_BOOLEAN(end_response)
  *
  * The background responses queued or running now, on any instance.
  */
-DEFINE_ASYNC_LIST(list_running_responses, session_id)
-
 /**
  * confab_store_list_running_responses_finish:
  *
  * Returns: (transfer full) (element-type ConfabResponseRecord): the records
  */
+DEFINE_ASYNC_LIST(list_running_responses, session_id)
 DEFINE_FINISH_POINTER(list_running_responses, GPtrArray *)
 
 /**
@@ -2579,13 +2390,12 @@ DEFINE_FINISH_POINTER(list_running_responses, GPtrArray *)
  * Asks a queued or running response to stop: the instance that runs it
  * sees it (confab_store_get_response_record_async()) and stops it.
  */
-DEFINE_ASYNC_TEXT(cancel_response, response_id)
-
 /**
  * confab_store_cancel_response_finish:
  *
  * Returns: %TRUE once committed (also when it had ended: nothing changes)
  */
+DEFINE_ASYNC_TEXT(cancel_response, response_id)
 DEFINE_FINISH_BOOLEAN(cancel_response)
 
 /**
@@ -2593,13 +2403,9 @@ DEFINE_FINISH_BOOLEAN(cancel_response)
  * @events: a batch of a background stream's events, the next in order
  * @response_id: whose
  */
-void
-confab_store_append_response_events_async(ConfabStore *self,
-					  const gchar *response_id,
-					  const ConfabResponseEvents *events,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data)
+CONFAB_STORE_ASYNC(append_response_events,
+		   const gchar *response_id,
+		   const ConfabResponseEvents *events)
 {
 	ConfabStoreCall *call;
 
@@ -2625,13 +2431,12 @@ DEFINE_FINISH_BOOLEAN(append_response_events)
  * @after: the batches with an event numbered above this (-1: all)
  * @callback: called with the batches, in order
  */
-DEFINE_ASYNC_TEXT_INT(list_response_events, response_id, after)
-
 /**
  * confab_store_list_response_events_finish:
  *
  * Returns: (transfer full) (element-type ConfabResponseEvents): the batches
  */
+DEFINE_ASYNC_TEXT_INT(list_response_events, response_id, after)
 DEFINE_FINISH_POINTER(list_response_events, GPtrArray *)
 
 /**
@@ -2644,25 +2449,19 @@ DEFINE_FINISH_POINTER(list_response_events, GPtrArray *)
  * another live instance's; on SQLite every one, so it is called at start,
  * before this instance runs any.
  */
-DEFINE_ASYNC_TEXT_INT(fail_orphan_responses, error_json, now)
-
 /**
  * confab_store_fail_orphan_responses_finish:
  *
  * Returns: %TRUE once committed
  */
+DEFINE_ASYNC_TEXT_INT(fail_orphan_responses, error_json, now)
 DEFINE_FINISH_BOOLEAN(fail_orphan_responses)
 
 /**
  * confab_store_drop_response_events_async:
  * @before: Unix seconds: the events of responses that ended before then go
  */
-void
-confab_store_drop_response_events_async(ConfabStore *self,
-					gint64 before,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data)
+CONFAB_STORE_ASYNC(drop_response_events, gint64 before)
 {
 	ConfabStoreCall *call;
 
@@ -2689,12 +2488,7 @@ DEFINE_FINISH_BOOLEAN(drop_response_events)
  * waits for (no @response_id) is this instance's: it lives as long as this
  * instance does (see confab_store_decide_approval_async()).
  */
-void
-confab_store_save_approval_async(ConfabStore *self,
-				 const ConfabApproval *approval,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(save_approval, const ConfabApproval *approval)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2730,14 +2524,13 @@ DEFINE_FINISH_BOOLEAN(save_approval)
  * confab_store_get_approval_async:
  * @approval_id: an approval's id
  */
-DEFINE_ASYNC_TEXT(get_approval, approval_id)
-
 /**
  * confab_store_get_approval_finish:
  *
  * Returns: (transfer full): the approval; CONFAB_ERROR_APPROVAL_NOT_FOUND
  *   if there is none
  */
+DEFINE_ASYNC_TEXT(get_approval, approval_id)
 DEFINE_FINISH_POINTER(get_approval, ConfabApproval *)
 
 /**
@@ -2788,13 +2581,12 @@ DEFINE_FINISH_POINTER(decide_approval, ConfabApproval *)
  * asked waits for them, on an instance that lives: not a Responses API
  * request), oldest first.
  */
-DEFINE_ASYNC_LIST(list_approvals, agent_id)
-
 /**
  * confab_store_list_approvals_finish:
  *
  * Returns: (transfer full) (element-type ConfabApproval): the approvals
  */
+DEFINE_ASYNC_LIST(list_approvals, agent_id)
 DEFINE_FINISH_POINTER(list_approvals, GPtrArray *)
 
 /* ---------- elicitations ---------- */
@@ -2807,12 +2599,7 @@ DEFINE_FINISH_POINTER(list_approvals, GPtrArray *)
  * Stores @request; on a shared store, with this instance as the one
  * whose turn waits for it.
  */
-void
-confab_store_save_elicitation_async(ConfabStore *self,
-				    const ConfabElicitationRequest *request,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data)
+CONFAB_STORE_ASYNC(save_elicitation, const ConfabElicitationRequest *request)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2845,14 +2632,13 @@ DEFINE_FINISH_BOOLEAN(save_elicitation)
  * confab_store_get_elicitation_async:
  * @elicitation_id: an elicitation's id
  */
-DEFINE_ASYNC_TEXT(get_elicitation, elicitation_id)
-
 /**
  * confab_store_get_elicitation_finish:
  *
  * Returns: (transfer full): the request; CONFAB_ERROR_ELICITATION_NOT_FOUND
  *   if there is none
  */
+DEFINE_ASYNC_TEXT(get_elicitation, elicitation_id)
 DEFINE_FINISH_POINTER(get_elicitation, ConfabElicitationRequest *)
 
 /**
@@ -2865,12 +2651,7 @@ DEFINE_FINISH_POINTER(get_elicitation, ConfabElicitationRequest *)
  * CONFAB_ERROR_ELICITATION_ANSWERED when the row is no longer pending, or
  * (shared store) the instance whose turn waits is gone.
  */
-void
-confab_store_answer_elicitation_async(ConfabStore *self,
-				      const ConfabElicitationRequest *answer,
-				      GCancellable *cancellable,
-				      GAsyncReadyCallback callback,
-				      gpointer user_data)
+CONFAB_STORE_ASYNC(answer_elicitation, const ConfabElicitationRequest *answer)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2900,14 +2681,13 @@ DEFINE_FINISH_BOOLEAN(answer_elicitation)
  * Lists the pending elicitations a person can answer (the turn that asked
  * waits for them, on an instance that lives), oldest first.
  */
-DEFINE_ASYNC_LIST(list_elicitations, agent_id)
-
 /**
  * confab_store_list_elicitations_finish:
  *
  * Returns: (transfer full) (element-type ConfabElicitationRequest): the
  *   requests
  */
+DEFINE_ASYNC_LIST(list_elicitations, agent_id)
 DEFINE_FINISH_POINTER(list_elicitations, GPtrArray *)
 
 /* ---------- MCP servers' OAuth state ---------- */
@@ -2924,16 +2704,12 @@ DEFINE_FINISH_POINTER(list_elicitations, GPtrArray *)
  * Stores (replaces) what Confab keeps of an MCP server's authorization.
  * Write-only: nothing returns it outside confabd.
  */
-void
-confab_store_save_mcp_oauth_async(ConfabStore *self,
-				  const gchar *agent_id,
-				  const gchar *server,
-				  const gchar *state,
-				  const gchar *data,
-				  gint64 version,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data)
+CONFAB_STORE_ASYNC(save_mcp_oauth,
+		   const gchar *agent_id,
+		   const gchar *server,
+		   const gchar *state,
+		   const gchar *data,
+		   gint64 version)
 {
 	ConfabStoreCall *call = NULL;
 
@@ -2960,14 +2736,13 @@ DEFINE_FINISH_BOOLEAN(save_mcp_oauth)
  *
  * Reads an MCP server's OAuth state (for confabd's own use).
  */
-DEFINE_ASYNC_TEXT2(get_mcp_oauth, agent_id, server)
-
 /**
  * confab_store_get_mcp_oauth_finish:
  *
  * Returns: (transfer full): the state's JSON; CONFAB_ERROR_NOT_FOUND when
  *   there is none
  */
+DEFINE_ASYNC_TEXT2(get_mcp_oauth, agent_id, server)
 DEFINE_FINISH_POINTER(get_mcp_oauth, gchar *)
 
 /**
@@ -2976,14 +2751,13 @@ DEFINE_FINISH_POINTER(get_mcp_oauth, gchar *)
  *
  * Finds the authorization waiting with @state.
  */
-DEFINE_ASYNC_TEXT(find_mcp_oauth_state, state)
-
 /**
  * confab_store_find_mcp_oauth_state_finish:
  *
  * Returns: (transfer full): the agent id, the server and the state's JSON;
  *   CONFAB_ERROR_NOT_FOUND for an unknown state
  */
+DEFINE_ASYNC_TEXT(find_mcp_oauth_state, state)
 DEFINE_FINISH_POINTER(find_mcp_oauth_state, gchar **)
 
 /**
@@ -2993,14 +2767,13 @@ DEFINE_FINISH_POINTER(find_mcp_oauth_state, gchar **)
  * Uses @state up, in one conditional write: of two callbacks with it,
  * exactly one succeeds; the other fails with CONFAB_ERROR_NOT_FOUND.
  */
-DEFINE_ASYNC_TEXT(claim_mcp_oauth_state, state)
-
 /**
  * confab_store_claim_mcp_oauth_state_finish:
  *
  * Returns: %TRUE once @state is used up; %CONFAB_ERROR_NOT_FOUND when it
  *   was unknown, or used already
  */
+DEFINE_ASYNC_TEXT(claim_mcp_oauth_state, state)
 DEFINE_FINISH_BOOLEAN(claim_mcp_oauth_state)
 
 /* ---------- usage per owner, token and agent (issue 30) ---------- */
@@ -3087,14 +2860,7 @@ static const ConfabStoreOp op_list_usage_by[] = {
  * Reads a month's usage (turns, input, output and reasoning tokens) summed
  * per owner, per token or per agent, in the order of their names or ids.
  */
-void
-confab_store_list_usage_by_async(ConfabStore *self,
-				 const gchar *month,
-				 ConfabStoreUsageBy by,
-				 const gchar *owner,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data)
+CONFAB_STORE_ASYNC(list_usage_by, const gchar *month, ConfabStoreUsageBy by, const gchar *owner)
 {
 	ConfabStoreCall *call = NULL;
 

@@ -412,6 +412,31 @@ G_DECLARE_INTERFACE(ConfabStore, confab_store, CONFAB, STORE, GObject)
  */
 typedef struct _ConfabStoreCall ConfabStoreCall;
 
+/*
+ * The asynchronous calls, GIO-style, each public one documented in
+ * confab-store.c: CONFAB_STORE_ASYNC(name, own arguments…) declares
+ * `void confab_store_<name>_async(ConfabStore *self, own arguments…,
+ * GCancellable *cancellable, GAsyncReadyCallback callback, gpointer
+ * user_data)`, CONFAB_STORE_FINISH(Type, name) declares
+ * `Type confab_store_<name>_finish(ConfabStore *self, GAsyncResult *result,
+ * GError **error)`, and CONFAB_STORE_VFUNC(name, own arguments…) the
+ * interface's member `name` of the _async's signature.
+ */
+#define CONFAB_STORE_ASYNC(name, ...)                                                              \
+	void confab_store_##name##_async(ConfabStore *self,                                        \
+					 ##__VA_ARGS__,                                            \
+					 GCancellable *cancellable,                                \
+					 GAsyncReadyCallback callback,                             \
+					 gpointer user_data)
+#define CONFAB_STORE_FINISH(Type, name)                                                            \
+	Type confab_store_##name##_finish(ConfabStore *self, GAsyncResult *result, GError **error)
+#define CONFAB_STORE_VFUNC(name, ...)                                                              \
+	void (*name)(ConfabStore * self,                                                           \
+		     ##__VA_ARGS__,                                                                \
+		     GCancellable * cancellable,                                                   \
+		     GAsyncReadyCallback callback,                                                 \
+		     gpointer user_data)
+
 struct _ConfabStoreInterface {
 	GTypeInterface parent_iface;
 
@@ -421,39 +446,18 @@ struct _ConfabStoreInterface {
 	void (*run)(ConfabStore *self, ConfabStoreCall *call, GTask *task);
 
 	/* administration */
-	void (*set_quota)(ConfabStore *self,
-			  const gchar *owner,
-			  guint64 monthly_requests,
-			  GCancellable *cancellable,
-			  GAsyncReadyCallback callback,
-			  gpointer user_data);
-	void (*get_usage)(ConfabStore *self,
-			  const gchar *owner,
-			  const gchar *month,
-			  guint64 default_limit,
-			  GCancellable *cancellable,
-			  GAsyncReadyCallback callback,
-			  gpointer user_data);
-	void (*list_usage)(ConfabStore *self,
+	CONFAB_STORE_VFUNC(set_quota, const gchar *owner, guint64 monthly_requests);
+	CONFAB_STORE_VFUNC(get_usage,
+			   const gchar *owner,
 			   const gchar *month,
-			   guint64 default_limit,
-			   GCancellable *cancellable,
-			   GAsyncReadyCallback callback,
-			   gpointer user_data);
+			   guint64 default_limit);
+	CONFAB_STORE_VFUNC(list_usage, const gchar *month, guint64 default_limit);
 
 	/* turns */
-	void (*admit_quota)(ConfabStore *self,
-			    const ConfabStoreAdmission *admission,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
+	CONFAB_STORE_VFUNC(admit_quota, const ConfabStoreAdmission *admission);
 	void (*release_quota)(ConfabStore *self, const gchar *owner, const gchar *month);
 	void (*release_parallel)(ConfabStore *self, const gchar *owner);
-	void (*acquire_session)(ConfabStore *self,
-				const gchar *session_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
+	CONFAB_STORE_VFUNC(acquire_session, const gchar *session_id);
 	void (*release_session)(ConfabStore *self, const gchar *session_id);
 	/* answers a non-NULL pointer when a turn holds the session */
 	void (*session_is_running)(ConfabStore *self,
@@ -501,93 +505,30 @@ struct _ConfabStoreInterface {
 
 	/* tokens: reservations and settlements (issue 30); take_tokens_now
 	 * with the *_now pair above */
-	void (*take_tokens)(ConfabStore *self,
-			    const ConfabStoreTokens *tokens,
-			    GCancellable *cancellable,
-			    GAsyncReadyCallback callback,
-			    gpointer user_data);
+	CONFAB_STORE_VFUNC(take_tokens, const ConfabStoreTokens *tokens);
 	ConfabStoreTokenVerdict (*take_tokens_now)(ConfabStore *self,
 						   const ConfabStoreTokens *tokens);
 };
 
-void
-confab_store_load_agents_async(ConfabStore *self,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-GPtrArray *
-confab_store_load_agents_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_load_tokens_async(ConfabStore *self,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-GPtrArray *
-confab_store_load_tokens_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(load_agents);
+CONFAB_STORE_FINISH(GPtrArray *, load_agents);
+CONFAB_STORE_ASYNC(load_tokens);
+CONFAB_STORE_FINISH(GPtrArray *, load_tokens);
 
-void
-confab_store_save_agent_async(ConfabStore *self,
-			      ConfabAgent *agent,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data);
-gboolean
-confab_store_save_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_delete_agent_async(ConfabStore *self,
-				const gchar *agent_id,
-				gint64 deleted_at,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
-gboolean
-confab_store_delete_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_save_token_async(ConfabStore *self,
-			      ConfabToken *token,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data);
-gboolean
-confab_store_save_token_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_set_quota_async(ConfabStore *self,
-			     const gchar *owner,
-			     guint64 monthly_requests,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data);
-gboolean
-confab_store_set_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_usage_async(ConfabStore *self,
-			     const gchar *owner,
-			     const gchar *month,
-			     guint64 default_limit,
-			     GCancellable *cancellable,
-			     GAsyncReadyCallback callback,
-			     gpointer user_data);
-ConfabStoreUsage *
-confab_store_get_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_usage_async(ConfabStore *self,
-			      const gchar *month,
-			      guint64 default_limit,
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data);
-GPtrArray *
-confab_store_list_usage_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_usage_by_async(ConfabStore *self,
-				 const gchar *month,
-				 ConfabStoreUsageBy by,
-				 const gchar *owner,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data);
-GPtrArray *
-confab_store_list_usage_by_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(save_agent, ConfabAgent *agent);
+CONFAB_STORE_FINISH(gboolean, save_agent);
+CONFAB_STORE_ASYNC(delete_agent, const gchar *agent_id, gint64 deleted_at);
+CONFAB_STORE_FINISH(gboolean, delete_agent);
+CONFAB_STORE_ASYNC(save_token, ConfabToken *token);
+CONFAB_STORE_FINISH(gboolean, save_token);
+CONFAB_STORE_ASYNC(set_quota, const gchar *owner, guint64 monthly_requests);
+CONFAB_STORE_FINISH(gboolean, set_quota);
+CONFAB_STORE_ASYNC(get_usage, const gchar *owner, const gchar *month, guint64 default_limit);
+CONFAB_STORE_FINISH(ConfabStoreUsage *, get_usage);
+CONFAB_STORE_ASYNC(list_usage, const gchar *month, guint64 default_limit);
+CONFAB_STORE_FINISH(GPtrArray *, list_usage);
+CONFAB_STORE_ASYNC(list_usage_by, const gchar *month, ConfabStoreUsageBy by, const gchar *owner);
+CONFAB_STORE_FINISH(GPtrArray *, list_usage_by);
 
 gint64
 confab_store_rate_interval(guint64 rpm);
@@ -605,12 +546,7 @@ confab_store_usage_set_token_rate(ConfabStoreUsage *usage,
 				  gint64 tat,
 				  gint64 now,
 				  gboolean admitted);
-void
-confab_store_take_tokens_async(ConfabStore *self,
-			       const ConfabStoreTokens *tokens,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
+CONFAB_STORE_ASYNC(take_tokens, const ConfabStoreTokens *tokens);
 gboolean
 confab_store_take_tokens_finish(ConfabStore *self,
 				GAsyncResult *result,
@@ -618,43 +554,20 @@ confab_store_take_tokens_finish(ConfabStore *self,
 				GError **error);
 ConfabStoreTokenVerdict
 confab_store_take_tokens_now(ConfabStore *self, const ConfabStoreTokens *tokens);
-void
-confab_store_admit_async(ConfabStore *self,
-			 const ConfabStoreAdmission *admission,
-			 GCancellable *cancellable,
-			 GAsyncReadyCallback callback,
-			 gpointer user_data);
+CONFAB_STORE_ASYNC(admit, const ConfabStoreAdmission *admission);
 ConfabStoreUsage *
 confab_store_admit_now(ConfabStore *self, const ConfabStoreAdmission *admission);
-void
-confab_store_load_limits_async(ConfabStore *self,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-GPtrArray *
-confab_store_load_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_set_limits_async(ConfabStore *self,
-			      const gchar *kind,
-			      const gchar *id,
-			      const gint64 values[4],
-			      GCancellable *cancellable,
-			      GAsyncReadyCallback callback,
-			      gpointer user_data);
-gboolean
-confab_store_set_limits_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_admit_quota_async(ConfabStore *self,
-			       const gchar *owner,
-			       const gchar *month,
-			       guint64 default_limit,
-			       guint64 rpm,
-			       guint64 max_parallel,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-ConfabStoreUsage *
-confab_store_admit_quota_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(load_limits);
+CONFAB_STORE_FINISH(GPtrArray *, load_limits);
+CONFAB_STORE_ASYNC(set_limits, const gchar *kind, const gchar *id, const gint64 values[4]);
+CONFAB_STORE_FINISH(gboolean, set_limits);
+CONFAB_STORE_ASYNC(admit_quota,
+		   const gchar *owner,
+		   const gchar *month,
+		   guint64 default_limit,
+		   guint64 rpm,
+		   guint64 max_parallel);
+CONFAB_STORE_FINISH(ConfabStoreUsage *, admit_quota);
 void
 confab_store_release_quota(ConfabStore *self, const gchar *owner, const gchar *month);
 void
@@ -670,14 +583,8 @@ confab_store_admit_quota_now(ConfabStore *self,
 			     guint64 max_parallel);
 gboolean
 confab_store_acquire_session_now(ConfabStore *self, const gchar *session_id, GError **error);
-void
-confab_store_acquire_session_async(ConfabStore *self,
-				   const gchar *session_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data);
-gboolean
-confab_store_acquire_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(acquire_session, const gchar *session_id);
+CONFAB_STORE_FINISH(gboolean, acquire_session);
 void
 confab_store_release_session(ConfabStore *self, const gchar *session_id);
 void
@@ -691,124 +598,43 @@ confab_store_session_is_running_finish(ConfabStore *self,
 				       GAsyncResult *result,
 				       gboolean *running,
 				       GError **error);
-void
-confab_store_commit_turn_async(ConfabStore *self,
-			       const ConfabStoreTurn *turn,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-gboolean
-confab_store_commit_turn_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_delete_session_async(ConfabStore *self,
-				  const gchar *session_id,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data);
-gboolean
-confab_store_delete_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(commit_turn, const ConfabStoreTurn *turn);
+CONFAB_STORE_FINISH(gboolean, commit_turn);
+CONFAB_STORE_ASYNC(delete_session, const gchar *session_id);
+CONFAB_STORE_FINISH(gboolean, delete_session);
 
-void
-confab_store_create_conversation_async(ConfabStore *self,
-				       ConfabSession *session,
-				       GPtrArray *messages,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data);
-gboolean
-confab_store_create_conversation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_set_conversation_metadata_async(ConfabStore *self,
-					     const gchar *session_id,
-					     const gchar *metadata,
-					     gint64 updated_at,
-					     GCancellable *cancellable,
-					     GAsyncReadyCallback callback,
-					     gpointer user_data);
-gboolean
-confab_store_set_conversation_metadata_finish(ConfabStore *self,
-					      GAsyncResult *result,
-					      GError **error);
-void
-confab_store_set_conversation_agent_async(ConfabStore *self,
-					  const gchar *session_id,
-					  const gchar *agent_id,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data);
-gboolean
-confab_store_set_conversation_agent_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_append_messages_async(ConfabStore *self,
-				   const gchar *session_id,
-				   GPtrArray *messages,
-				   gint64 created_at,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data);
-gboolean
-confab_store_append_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_message_async(ConfabStore *self,
-			       const gchar *session_id,
-			       const gchar *message_id,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-ConfabMessage *
-confab_store_get_message_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_delete_message_async(ConfabStore *self,
-				  const gchar *session_id,
-				  const gchar *message_id,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data);
-gboolean
-confab_store_delete_message_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_set_message_content_async(ConfabStore *self,
-				       const gchar *session_id,
-				       const gchar *message_id,
-				       const gchar *content,
-				       const gchar *content_blocks,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data);
-gboolean
-confab_store_set_message_content_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_session_async(ConfabStore *self,
-			       const gchar *session_id,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-ConfabSession *
-confab_store_get_session_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_history_async(ConfabStore *self,
-			       const gchar *session_id,
-			       GCancellable *cancellable,
-			       GAsyncReadyCallback callback,
-			       gpointer user_data);
-GPtrArray *
-confab_store_get_history_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_sessions_async(ConfabStore *self,
-				 const ConfabStoreSessionQuery *query,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data);
-ConfabStorePage *
-confab_store_list_sessions_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_messages_async(ConfabStore *self,
-				 const ConfabStoreMessageQuery *query,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data);
-ConfabStorePage *
-confab_store_list_messages_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(create_conversation, ConfabSession *session, GPtrArray *messages);
+CONFAB_STORE_FINISH(gboolean, create_conversation);
+CONFAB_STORE_ASYNC(set_conversation_metadata,
+		   const gchar *session_id,
+		   const gchar *metadata,
+		   gint64 updated_at);
+CONFAB_STORE_FINISH(gboolean, set_conversation_metadata);
+CONFAB_STORE_ASYNC(set_conversation_agent, const gchar *session_id, const gchar *agent_id);
+CONFAB_STORE_FINISH(gboolean, set_conversation_agent);
+CONFAB_STORE_ASYNC(append_messages,
+		   const gchar *session_id,
+		   GPtrArray *messages,
+		   gint64 created_at);
+CONFAB_STORE_FINISH(gboolean, append_messages);
+CONFAB_STORE_ASYNC(get_message, const gchar *session_id, const gchar *message_id);
+CONFAB_STORE_FINISH(ConfabMessage *, get_message);
+CONFAB_STORE_ASYNC(delete_message, const gchar *session_id, const gchar *message_id);
+CONFAB_STORE_FINISH(gboolean, delete_message);
+CONFAB_STORE_ASYNC(set_message_content,
+		   const gchar *session_id,
+		   const gchar *message_id,
+		   const gchar *content,
+		   const gchar *content_blocks);
+CONFAB_STORE_FINISH(gboolean, set_message_content);
+CONFAB_STORE_ASYNC(get_session, const gchar *session_id);
+CONFAB_STORE_FINISH(ConfabSession *, get_session);
+CONFAB_STORE_ASYNC(get_history, const gchar *session_id);
+CONFAB_STORE_FINISH(GPtrArray *, get_history);
+CONFAB_STORE_ASYNC(list_sessions, const ConfabStoreSessionQuery *query);
+CONFAB_STORE_FINISH(ConfabStorePage *, list_sessions);
+CONFAB_STORE_ASYNC(list_messages, const ConfabStoreMessageQuery *query);
+CONFAB_STORE_FINISH(ConfabStorePage *, list_messages);
 
 void
 confab_store_search_sessions_async(ConfabStore *self,
@@ -823,22 +649,10 @@ confab_store_search_sessions_finish(ConfabStore *self, GAsyncResult *result, GEr
 gchar *
 confab_store_search_snippet(const gchar *text, const gchar *const *terms, guint *n_matched);
 
-void
-confab_store_save_approval_async(ConfabStore *self,
-				 const ConfabApproval *approval,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data);
-gboolean
-confab_store_save_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_approval_async(ConfabStore *self,
-				const gchar *approval_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
-ConfabApproval *
-confab_store_get_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(save_approval, const ConfabApproval *approval);
+CONFAB_STORE_FINISH(gboolean, save_approval);
+CONFAB_STORE_ASYNC(get_approval, const gchar *approval_id);
+CONFAB_STORE_FINISH(ConfabApproval *, get_approval);
 void
 confab_store_decide_approval_async(ConfabStore *self,
 				   const ConfabApproval *decision,
@@ -847,72 +661,27 @@ confab_store_decide_approval_async(ConfabStore *self,
 				   gpointer user_data);
 ConfabApproval *
 confab_store_decide_approval_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_approvals_async(ConfabStore *self,
-				  const gchar *owner,
-				  const gchar *agent_id,
-				  guint limit,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data);
-GPtrArray *
-confab_store_list_approvals_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(list_approvals, const gchar *owner, const gchar *agent_id, guint limit);
+CONFAB_STORE_FINISH(GPtrArray *, list_approvals);
 
-void
-confab_store_save_elicitation_async(ConfabStore *self,
-				    const ConfabElicitationRequest *request,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data);
-gboolean
-confab_store_save_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_elicitation_async(ConfabStore *self,
-				   const gchar *elicitation_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data);
-ConfabElicitationRequest *
-confab_store_get_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_answer_elicitation_async(ConfabStore *self,
-				      const ConfabElicitationRequest *answer,
-				      GCancellable *cancellable,
-				      GAsyncReadyCallback callback,
-				      gpointer user_data);
-gboolean
-confab_store_answer_elicitation_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_elicitations_async(ConfabStore *self,
-				     const gchar *owner,
-				     const gchar *agent_id,
-				     guint limit,
-				     GCancellable *cancellable,
-				     GAsyncReadyCallback callback,
-				     gpointer user_data);
-GPtrArray *
-confab_store_list_elicitations_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(save_elicitation, const ConfabElicitationRequest *request);
+CONFAB_STORE_FINISH(gboolean, save_elicitation);
+CONFAB_STORE_ASYNC(get_elicitation, const gchar *elicitation_id);
+CONFAB_STORE_FINISH(ConfabElicitationRequest *, get_elicitation);
+CONFAB_STORE_ASYNC(answer_elicitation, const ConfabElicitationRequest *answer);
+CONFAB_STORE_FINISH(gboolean, answer_elicitation);
+CONFAB_STORE_ASYNC(list_elicitations, const gchar *owner, const gchar *agent_id, guint limit);
+CONFAB_STORE_FINISH(GPtrArray *, list_elicitations);
 
 void
 confab_store_emit_changed(ConfabStore *self, ConfabStoreChange change);
 void
 confab_store_close(ConfabStore *self);
-void
-confab_store_ping_async(ConfabStore *self,
-			GCancellable *cancellable,
-			GAsyncReadyCallback callback,
-			gpointer user_data);
-gboolean
-confab_store_ping_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(ping);
+CONFAB_STORE_FINISH(gboolean, ping);
 
-void
-confab_store_get_response_async(ConfabStore *self,
-				const gchar *response_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
-GPtrArray *
-confab_store_get_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(get_response, const gchar *response_id);
+CONFAB_STORE_FINISH(GPtrArray *, get_response);
 void
 confab_store_delete_response_async(ConfabStore *self,
 				   const gchar *response_id,
@@ -921,125 +690,47 @@ confab_store_delete_response_async(ConfabStore *self,
 				   gpointer user_data);
 gboolean
 confab_store_delete_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_save_response_async(ConfabStore *self,
-				 const ConfabResponseRecord *record,
-				 guint max_background,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data);
-gboolean
-confab_store_save_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_response_record_async(ConfabStore *self,
-				       const gchar *response_id,
-				       GCancellable *cancellable,
-				       GAsyncReadyCallback callback,
-				       gpointer user_data);
-ConfabResponseRecord *
-confab_store_get_response_record_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_end_response_async(ConfabStore *self,
-				const gchar *response_id,
-				const gchar *status,
-				const gchar *error_json,
-				gint64 completed_at,
-				const ConfabResponseEvents *events,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
-gboolean
-confab_store_end_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_running_responses_async(ConfabStore *self,
-					  const gchar *owner,
-					  const gchar *session_id,
-					  guint limit,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data);
-GPtrArray *
-confab_store_list_running_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_cancel_response_async(ConfabStore *self,
-				   const gchar *response_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data);
-gboolean
-confab_store_cancel_response_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_append_response_events_async(ConfabStore *self,
-					  const gchar *response_id,
-					  const ConfabResponseEvents *events,
-					  GCancellable *cancellable,
-					  GAsyncReadyCallback callback,
-					  gpointer user_data);
-gboolean
-confab_store_append_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_list_response_events_async(ConfabStore *self,
-					const gchar *response_id,
-					gint64 after,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data);
-GPtrArray *
-confab_store_list_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_fail_orphan_responses_async(ConfabStore *self,
-					 const gchar *error_json,
-					 gint64 now,
-					 GCancellable *cancellable,
-					 GAsyncReadyCallback callback,
-					 gpointer user_data);
-gboolean
-confab_store_fail_orphan_responses_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_drop_response_events_async(ConfabStore *self,
-					gint64 before,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data);
-gboolean
-confab_store_drop_response_events_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(save_response, const ConfabResponseRecord *record, guint max_background);
+CONFAB_STORE_FINISH(gboolean, save_response);
+CONFAB_STORE_ASYNC(get_response_record, const gchar *response_id);
+CONFAB_STORE_FINISH(ConfabResponseRecord *, get_response_record);
+CONFAB_STORE_ASYNC(end_response,
+		   const gchar *response_id,
+		   const gchar *status,
+		   const gchar *error_json,
+		   gint64 completed_at,
+		   const ConfabResponseEvents *events);
+CONFAB_STORE_FINISH(gboolean, end_response);
+CONFAB_STORE_ASYNC(list_running_responses,
+		   const gchar *owner,
+		   const gchar *session_id,
+		   guint limit);
+CONFAB_STORE_FINISH(GPtrArray *, list_running_responses);
+CONFAB_STORE_ASYNC(cancel_response, const gchar *response_id);
+CONFAB_STORE_FINISH(gboolean, cancel_response);
+CONFAB_STORE_ASYNC(append_response_events,
+		   const gchar *response_id,
+		   const ConfabResponseEvents *events);
+CONFAB_STORE_FINISH(gboolean, append_response_events);
+CONFAB_STORE_ASYNC(list_response_events, const gchar *response_id, gint64 after);
+CONFAB_STORE_FINISH(GPtrArray *, list_response_events);
+CONFAB_STORE_ASYNC(fail_orphan_responses, const gchar *error_json, gint64 now);
+CONFAB_STORE_FINISH(gboolean, fail_orphan_responses);
+CONFAB_STORE_ASYNC(drop_response_events, gint64 before);
+CONFAB_STORE_FINISH(gboolean, drop_response_events);
 
-void
-confab_store_save_mcp_oauth_async(ConfabStore *self,
-				  const gchar *agent_id,
-				  const gchar *server,
-				  const gchar *state,
-				  const gchar *data,
-				  gint64 version,
-				  GCancellable *cancellable,
-				  GAsyncReadyCallback callback,
-				  gpointer user_data);
-gboolean
-confab_store_save_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_get_mcp_oauth_async(ConfabStore *self,
-				 const gchar *agent_id,
-				 const gchar *server,
-				 GCancellable *cancellable,
-				 GAsyncReadyCallback callback,
-				 gpointer user_data);
-gchar *
-confab_store_get_mcp_oauth_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_find_mcp_oauth_state_async(ConfabStore *self,
-					const gchar *state,
-					GCancellable *cancellable,
-					GAsyncReadyCallback callback,
-					gpointer user_data);
-gchar **
-confab_store_find_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error);
-void
-confab_store_claim_mcp_oauth_state_async(ConfabStore *self,
-					 const gchar *state,
-					 GCancellable *cancellable,
-					 GAsyncReadyCallback callback,
-					 gpointer user_data);
-gboolean
-confab_store_claim_mcp_oauth_state_finish(ConfabStore *self, GAsyncResult *result, GError **error);
+CONFAB_STORE_ASYNC(save_mcp_oauth,
+		   const gchar *agent_id,
+		   const gchar *server,
+		   const gchar *state,
+		   const gchar *data,
+		   gint64 version);
+CONFAB_STORE_FINISH(gboolean, save_mcp_oauth);
+CONFAB_STORE_ASYNC(get_mcp_oauth, const gchar *agent_id, const gchar *server);
+CONFAB_STORE_FINISH(gchar *, get_mcp_oauth);
+CONFAB_STORE_ASYNC(find_mcp_oauth_state, const gchar *state);
+CONFAB_STORE_FINISH(gchar **, find_mcp_oauth_state);
+CONFAB_STORE_ASYNC(claim_mcp_oauth_state, const gchar *state);
+CONFAB_STORE_FINISH(gboolean, claim_mcp_oauth_state);
 
 G_END_DECLS
