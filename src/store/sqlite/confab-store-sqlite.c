@@ -83,8 +83,8 @@ struct _ConfabStoreSqlite {
 	gchar *path;		       /* owned */
 	Conn *writer;		       /* owned; used by the writer thread only */
 	GThread *thread;	       /* owned */
-	GAsyncQueue *queue;	       /* owned: WriteJob */
-	GAsyncQueue *read_queue;       /* owned: ReadJob */
+	GAsyncQueue *queue;	       /* owned: Job */
+	GAsyncQueue *read_queue;       /* owned: Job */
 	GPtrArray *reader_threads;     /* owned: GThread, each with its Conn */
 	Conn *checkpoint_conn;	       /* owned; used by the checkpoint thread only */
 	GThread *checkpoint_thread;    /* owned */
@@ -1182,17 +1182,22 @@ writer_index_search(ConfabStoreSqlite *self)
 }
 
 typedef gboolean (*WriteFunc)(Conn *conn, gpointer data, GError **error);
+typedef gpointer (*ReadFunc)(Conn *conn, gpointer data, GError **error);
 
+/* A job for the writer (@func) or a reader (@read); one with neither is
+ * its thread's stop sentinel. */
 typedef struct {
-	WriteFunc func; /* NULL for the stop sentinel */
-	gpointer data;	/* owned */
+	WriteFunc func;
+	ReadFunc read;
+	gpointer data; /* owned */
 	GDestroyNotify data_free;
-	GTask *task; /* owned */
-	GError *error;
-} WriteJob;
+	GDestroyNotify result_free; /* a read's */
+	GTask *task;		    /* owned */
+	GError *error;		    /* a write's */
+} Job;
 
 static void
-write_job_free(WriteJob *job)
+job_free(Job *job)
 {
 	if (job->data_free != NULL && job->data != NULL)
 		job->data_free(job->data);
@@ -1212,7 +1217,7 @@ static gboolean
 writer_run_jobs(Conn *conn, GPtrArray *batch, GError **error)
 {
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		(void)conn_run(conn, "SAVEPOINT job", NULL);
 		if (job->func(conn, job->data, &job->error)) {
 			(void)conn_run(conn, "RELEASE job", NULL);
@@ -1247,7 +1252,7 @@ static gboolean
 writer_run_jobs_plain(Conn *conn, GPtrArray *batch, gboolean *retry, GError **error)
 {
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		if (job->func(conn, job->data, &job->error))
 			continue;
 		if (job->error == NULL)
@@ -1261,7 +1266,7 @@ writer_run_jobs_plain(Conn *conn, GPtrArray *batch, gboolean *retry, GError **er
 		}
 		/* the jobs run again, each of them */
 		for (guint j = 0; j <= i; j++)
-			g_clear_error(&((WriteJob *)g_ptr_array_index(batch, j))->error);
+			g_clear_error(&((Job *)g_ptr_array_index(batch, j))->error);
 		*retry = TRUE;
 		return FALSE;
 	}
@@ -1312,7 +1317,7 @@ writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 
 	/* only now, committed (or not), does anybody hear back */
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		if (error_txn != NULL) {
 			g_clear_error(&job->error);
 			job->error = g_error_new(CONFAB_ERROR,
@@ -1331,7 +1336,7 @@ writer_complete(gpointer user_data)
 	GPtrArray *jobs = user_data;
 
 	for (guint i = 0; i < jobs->len; i++) {
-		WriteJob *job = g_ptr_array_index(jobs, i);
+		Job *job = g_ptr_array_index(jobs, i);
 		/* what was written is let go first: a caller that answers its
 		 * client from the callback (a JSON turn, its answer built from
 		 * the text the loop still holds) would otherwise hold it twice */
@@ -1372,7 +1377,7 @@ writer_hand_back(GPtrArray *batch)
 	gpointer value;
 
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		if (i == 0)
 			first = g_task_get_context(job->task);
 		else if (g_task_get_context(job->task) != first)
@@ -1386,11 +1391,11 @@ writer_hand_back(GPtrArray *batch)
 	by_context = g_hash_table_new(g_direct_hash, g_direct_equal);
 	g_ptr_array_set_free_func(batch, NULL);
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		GMainContext *context = g_task_get_context(job->task);
 		GPtrArray *jobs = g_hash_table_lookup(by_context, context);
 		if (jobs == NULL) {
-			jobs = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
+			jobs = g_ptr_array_new_with_free_func((GDestroyNotify)job_free);
 			g_hash_table_insert(by_context, context, jobs);
 		}
 		g_ptr_array_add(jobs, job);
@@ -1463,7 +1468,7 @@ checkpoint_thread(gpointer data)
 					       NULL);
 		/* busy: the writer checkpoints itself; the next commit asks again */
 		if (rc == SQLITE_OK) {
-			WriteJob *wake = g_new0(WriteJob, 1);
+			Job *wake = g_new0(Job, 1);
 			g_atomic_pointer_add(&self->checkpoints, 1);
 			wake->func = write_wake;
 			g_async_queue_push(self->queue, wake);
@@ -1499,10 +1504,10 @@ writer_idle(ConfabStoreSqlite *self)
 /* The next job; %NULL when the writer is idle with search left to index:
  * a moment after the last write, at once while a backlog lasts (a whole
  * chunk was indexed last time). */
-static WriteJob *
+static Job *
 writer_next_job(ConfabStoreSqlite *self)
 {
-	WriteJob *job;
+	Job *job;
 
 	if (self->wal_pages >= CHECKPOINT_PAGES) {
 		job = g_async_queue_try_pop(self->queue);
@@ -1525,7 +1530,7 @@ writer_thread(gpointer data)
 
 	self->unindexed = 1; /* what an earlier run may have left queued */
 	while (!stop) {
-		WriteJob *job = writer_next_job(self);
+		Job *job = writer_next_job(self);
 		GPtrArray *batch;
 		if (job == NULL) {
 			/* idle: index what the last writes queued */
@@ -1533,11 +1538,11 @@ writer_thread(gpointer data)
 			continue;
 		}
 		if (job->func == NULL) {
-			write_job_free(job);
+			job_free(job);
 			break;
 		}
 		if (job->func == write_wake) {
-			write_job_free(job);
+			job_free(job);
 			continue;
 		}
 		/* under load (the last batch was not alone), the jobs that
@@ -1546,19 +1551,19 @@ writer_thread(gpointer data)
 		 * queues a job while the writer sleeps does not wake it */
 		if (self->last_batch > 1)
 			g_usleep(WRITER_GATHER_US);
-		batch = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
+		batch = g_ptr_array_new_with_free_func((GDestroyNotify)job_free);
 		g_ptr_array_add(batch, job);
 		while (batch->len < WRITER_BATCH_MAX) {
 			job = g_async_queue_try_pop(self->queue);
 			if (job == NULL)
 				break;
 			if (job->func == NULL) {
-				write_job_free(job);
+				job_free(job);
 				stop = TRUE;
 				break;
 			}
 			if (job->func == write_wake) {
-				write_job_free(job);
+				job_free(job);
 				continue;
 			}
 			g_ptr_array_add(batch, job);
@@ -1574,6 +1579,57 @@ writer_thread(gpointer data)
 	return NULL;
 }
 
+/* A task for a vfunc's caller, tagged with the vfunc. */
+static GTask *
+task_new(gpointer self,
+	 gpointer source_tag,
+	 GCancellable *cancellable,
+	 GAsyncReadyCallback callback,
+	 gpointer user_data)
+{
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+
+	g_task_set_source_tag(task, source_tag);
+	return task;
+}
+
+/* In a vfunc: its caller's task, tagged with @tag. */
+#define TASK_NEW(tag) task_new(store, (tag), cancellable, callback, user_data)
+
+/* Answers the vfunc's caller at once: in-memory counts need no thread. */
+#define ANSWER(tag, result, result_free)                                                           \
+	answer(TASK_NEW(tag), (result), (GDestroyNotify)(result_free))
+
+static void
+answer(GTask *task, gpointer result, GDestroyNotify result_free)
+{
+	g_task_return_pointer(task, result, result_free);
+	g_object_unref(task);
+}
+
+/* Queues @job (transfer full) on @queue, whose thread completes its task. */
+static void
+job_push(ConfabStoreSqlite *self,
+	 GAsyncQueue *queue,
+	 gpointer data,
+	 GDestroyNotify data_free,
+	 GTask *task,
+	 Job *job)
+{
+	job->task = task;
+	job->data = data;
+	job->data_free = data_free;
+	if (self->closed) {
+		g_task_return_new_error(job->task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_SHUTTING_DOWN,
+					"the store is closed");
+		job_free(job);
+		return;
+	}
+	g_async_queue_push(queue, job);
+}
+
 /* Queues @func for the writer, which completes @task (transfer full). */
 static void
 writer_push_task(ConfabStoreSqlite *self,
@@ -1582,60 +1638,15 @@ writer_push_task(ConfabStoreSqlite *self,
 		 GDestroyNotify data_free,
 		 GTask *task)
 {
-	WriteJob *job = g_new0(WriteJob, 1);
-	job->task = task;
+	Job *job = g_new0(Job, 1);
+
 	/* a write that was started is seen through, whatever the caller does */
-	g_task_set_check_cancellable(job->task, FALSE);
+	g_task_set_check_cancellable(task, FALSE);
 	job->func = func;
-	job->data = data;
-	job->data_free = data_free;
-	if (self->closed) {
-		g_task_return_new_error(job->task,
-					CONFAB_ERROR,
-					CONFAB_ERROR_SHUTTING_DOWN,
-					"the store is closed");
-		write_job_free(job);
-		return;
-	}
-	g_async_queue_push(self->queue, job);
-}
-
-static void
-writer_push(ConfabStoreSqlite *self,
-	    WriteFunc func,
-	    gpointer data,
-	    GDestroyNotify data_free,
-	    gpointer source_tag,
-	    GCancellable *cancellable,
-	    GAsyncReadyCallback callback,
-	    gpointer user_data)
-{
-	GTask *task = g_task_new(self, cancellable, callback, user_data);
-
-	g_task_set_source_tag(task, source_tag);
-	writer_push_task(self, func, data, data_free, task);
+	job_push(self, self->queue, data, data_free, task, job);
 }
 
 /* ---------- reads ---------- */
-
-typedef gpointer (*ReadFunc)(Conn *conn, gpointer data, GError **error);
-
-typedef struct {
-	ReadFunc func; /* NULL for the stop sentinel */
-	gpointer data; /* owned */
-	GDestroyNotify data_free;
-	GDestroyNotify result_free;
-	GTask *task; /* owned */
-} ReadJob;
-
-static void
-read_job_free(ReadJob *job)
-{
-	if (job->data_free != NULL && job->data != NULL)
-		job->data_free(job->data);
-	g_clear_object(&job->task);
-	g_free(job);
-}
 
 typedef struct {
 	GAsyncQueue *queue; /* owned */
@@ -1648,25 +1659,25 @@ reader_thread(gpointer data)
 	Reader *reader = data;
 
 	for (;;) {
-		ReadJob *job = g_async_queue_pop(reader->queue);
+		Job *job = g_async_queue_pop(reader->queue);
 		g_autoptr(GError) error = NULL;
 		gpointer result;
 
-		if (job->func == NULL) {
-			read_job_free(job);
+		if (job->read == NULL) {
+			job_free(job);
 			break;
 		}
 		if (g_task_return_error_if_cancelled(job->task)) {
-			read_job_free(job);
+			job_free(job);
 			continue;
 		}
 		/* each read sees one consistent snapshot */
-		result = job->func(reader->conn, job->data, &error);
+		result = job->read(reader->conn, job->data, &error);
 		if (result == NULL && error != NULL)
 			g_task_return_error(job->task, g_steal_pointer(&error));
 		else
 			g_task_return_pointer(job->task, result, job->result_free);
-		read_job_free(job);
+		job_free(job);
 	}
 	conn_free(reader->conn);
 	g_async_queue_unref(reader->queue);
@@ -1683,39 +1694,11 @@ reader_run_task(ConfabStoreSqlite *self,
 		GDestroyNotify result_free,
 		GTask *task)
 {
-	ReadJob *job = g_new0(ReadJob, 1);
+	Job *job = g_new0(Job, 1);
 
-	job->task = task;
-	job->func = func;
-	job->data = data;
-	job->data_free = data_free;
+	job->read = func;
 	job->result_free = result_free;
-	if (self->closed) {
-		g_task_return_new_error(job->task,
-					CONFAB_ERROR,
-					CONFAB_ERROR_SHUTTING_DOWN,
-					"the store is closed");
-		read_job_free(job);
-		return;
-	}
-	g_async_queue_push(self->read_queue, job);
-}
-
-static void
-reader_run(ConfabStoreSqlite *self,
-	   ReadFunc func,
-	   gpointer data,
-	   GDestroyNotify data_free,
-	   GDestroyNotify result_free,
-	   gpointer source_tag,
-	   GCancellable *cancellable,
-	   GAsyncReadyCallback callback,
-	   gpointer user_data)
-{
-	GTask *task = g_task_new(self, cancellable, callback, user_data);
-
-	g_task_set_source_tag(task, source_tag);
-	reader_run_task(self, func, data, data_free, result_free, task);
+	job_push(self, self->read_queue, data, data_free, task, job);
 }
 
 /* ---------- agents and tokens ---------- */
@@ -1795,13 +1778,11 @@ confab_store_sqlite_get_usage(ConfabStore *store,
 			      gpointer user_data)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 
-	g_task_set_source_tag(task, confab_store_sqlite_get_usage);
-	g_task_return_pointer(task,
-			      usage_of(self, owner, month, default_limit),
-			      (GDestroyNotify)confab_store_usage_free);
+	ANSWER(confab_store_sqlite_get_usage,
+	       usage_of(self, owner, month, default_limit),
+	       confab_store_usage_free);
 }
 
 static gint
@@ -1832,14 +1813,12 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 			       gpointer user_data)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 	g_autoptr(GHashTable) owners = g_hash_table_new(g_str_hash, g_str_equal);
 	GPtrArray *list = g_ptr_array_new_with_free_func((GDestroyNotify)confab_store_usage_free);
 	GHashTableIter iter;
 	gpointer owner;
 
-	g_task_set_source_tag(task, confab_store_sqlite_list_usage);
 	roll_month(self, month);
 	add_owners(owners, self->quotas);
 	if (default_limit > 0 && g_str_equal(month, self->usage_month))
@@ -1853,7 +1832,7 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 			confab_store_usage_free(usage);
 	}
 	g_ptr_array_sort(list, compare_usage);
-	g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
+	ANSWER(confab_store_sqlite_list_usage, list, g_ptr_array_unref);
 }
 
 /* called with the lock held: GCRA's arrival time of @key (an owner, or a
@@ -2083,12 +2062,10 @@ confab_store_sqlite_take_tokens(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
 	ConfabStoreTokenVerdict *verdict = g_new(ConfabStoreTokenVerdict, 1);
 
-	g_task_set_source_tag(task, confab_store_sqlite_take_tokens);
 	*verdict = confab_store_sqlite_take_tokens_now(store, tokens);
-	g_task_return_pointer(task, verdict, g_free);
+	ANSWER(confab_store_sqlite_take_tokens, verdict, g_free);
 }
 
 static void
@@ -2111,12 +2088,9 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
-
-	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
-	g_task_return_pointer(task,
-			      confab_store_sqlite_admit_quota_now(store, admission),
-			      (GDestroyNotify)confab_store_usage_free);
+	ANSWER(confab_store_sqlite_admit_quota,
+	       confab_store_sqlite_admit_quota_now(store, admission),
+	       confab_store_usage_free);
 }
 
 static void
@@ -2158,15 +2132,13 @@ confab_store_sqlite_acquire_session(ConfabStore *store,
 				    GAsyncReadyCallback callback,
 				    gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
+	g_autoptr(GTask) task = TASK_NEW(confab_store_sqlite_acquire_session);
 	GError *error = NULL;
 
-	g_task_set_source_tag(task, confab_store_sqlite_acquire_session);
-	if (!confab_store_sqlite_acquire_session_now(store, session_id, &error)) {
+	if (!confab_store_sqlite_acquire_session_now(store, session_id, &error))
 		g_task_return_error(task, error);
-		return;
-	}
-	g_task_return_boolean(task, TRUE);
+	else
+		g_task_return_boolean(task, TRUE);
 }
 
 static void
@@ -2186,15 +2158,12 @@ confab_store_sqlite_session_is_running(ConfabStore *store,
 				       gpointer user_data)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
-	gboolean running;
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	gboolean running = g_hash_table_contains(self->busy, session_id);
 
-	g_task_set_source_tag(task, confab_store_sqlite_session_is_running);
-	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-		running = g_hash_table_contains(self->busy, session_id);
-	}
-	g_task_return_pointer(task, running ? GINT_TO_POINTER(TRUE) : NULL, NULL);
+	ANSWER(confab_store_sqlite_session_is_running,
+	       running ? GINT_TO_POINTER(TRUE) : NULL,
+	       NULL);
 }
 
 /* ---------- writes ---------- */
@@ -2272,14 +2241,15 @@ confab_store_sqlite_set_quota(ConfabStore *store,
 
 	g_task_set_source_tag(task, confab_store_sqlite_set_quota);
 	g_task_set_task_data(task, id_and_time_new(owner, limit), (GDestroyNotify)id_and_time_free);
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_set_quota,
-		    id_and_time_new(owner, limit),
-		    (GDestroyNotify)id_and_time_free,
-		    confab_store_sqlite_set_quota,
-		    NULL,
-		    set_quota_written,
-		    task);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_set_quota,
+			 id_and_time_new(owner, limit),
+			 (GDestroyNotify)id_and_time_free,
+			 task_new(CONFAB_STORE_SQLITE(store),
+				  confab_store_sqlite_set_quota,
+				  NULL,
+				  set_quota_written,
+				  task));
 }
 
 /* A message's content blocks as stored: '' when they are its content (a
@@ -2605,14 +2575,11 @@ confab_store_sqlite_commit_turn(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_commit_turn,
-		    confab_store_turn_copy(turn),
-		    (GDestroyNotify)confab_store_turn_free,
-		    confab_store_sqlite_commit_turn,
-		    cancellable,
-		    callback,
-		    user_data);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_commit_turn,
+			 confab_store_turn_copy(turn),
+			 (GDestroyNotify)confab_store_turn_free,
+			 TASK_NEW(confab_store_sqlite_commit_turn));
 }
 
 /* ---------- reads ---------- */
@@ -2702,14 +2669,11 @@ confab_store_sqlite_delete_response(ConfabStore *store,
 				    GAsyncReadyCallback callback,
 				    gpointer user_data)
 {
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_delete_response,
-		    g_strdup(response_id),
-		    g_free,
-		    confab_store_sqlite_delete_response,
-		    cancellable,
-		    callback,
-		    user_data);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_delete_response,
+			 g_strdup(response_id),
+			 g_free,
+			 TASK_NEW(confab_store_sqlite_delete_response));
 }
 
 /* ---------- search ---------- */
@@ -2904,14 +2868,15 @@ confab_store_sqlite_search_sessions(ConfabStore *store,
 	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : NULL;
 	call->callback = callback;
 	call->user_data = user_data;
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_index_search,
-		    NULL,
-		    NULL,
-		    confab_store_sqlite_search_sessions,
-		    NULL,
-		    search_sessions_indexed,
-		    call);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_index_search,
+			 NULL,
+			 NULL,
+			 task_new(CONFAB_STORE_SQLITE(store),
+				  confab_store_sqlite_search_sessions,
+				  NULL,
+				  search_sessions_indexed,
+				  call));
 }
 
 static void
@@ -2921,15 +2886,16 @@ search_sessions_indexed(GObject *source, GAsyncResult *result, gpointer user_dat
 
 	/* what could not be indexed now is not found yet; the rest is */
 	g_task_propagate_boolean(G_TASK(result), NULL);
-	reader_run(CONFAB_STORE_SQLITE(source),
-		   read_search_sessions,
-		   g_steal_pointer(&call->query),
-		   (GDestroyNotify)search_query_free,
-		   (GDestroyNotify)g_ptr_array_unref,
-		   confab_store_sqlite_search_sessions,
-		   call->cancellable,
-		   call->callback,
-		   call->user_data);
+	reader_run_task(CONFAB_STORE_SQLITE(source),
+			read_search_sessions,
+			g_steal_pointer(&call->query),
+			(GDestroyNotify)search_query_free,
+			(GDestroyNotify)g_ptr_array_unref,
+			task_new(source,
+				 confab_store_sqlite_search_sessions,
+				 call->cancellable,
+				 call->callback,
+				 call->user_data));
 	g_clear_object(&call->cancellable);
 	g_free(call);
 }
@@ -3003,14 +2969,15 @@ confab_store_sqlite_set_search_index(ConfabStoreSqlite *self, gboolean enabled)
 	g_return_if_fail(CONFAB_IS_STORE_SQLITE(self));
 
 	g_atomic_int_set(&self->search_index, enabled);
-	writer_push(self,
-		    write_search_index_mode,
-		    GINT_TO_POINTER(enabled),
-		    NULL,
-		    confab_store_sqlite_set_search_index,
-		    NULL,
-		    search_index_mode_written,
-		    GINT_TO_POINTER(enabled));
+	writer_push_task(self,
+			 write_search_index_mode,
+			 GINT_TO_POINTER(enabled),
+			 NULL,
+			 task_new(self,
+				  confab_store_sqlite_set_search_index,
+				  NULL,
+				  search_index_mode_written,
+				  GINT_TO_POINTER(enabled)));
 }
 
 /* ---------- lifecycle ---------- */
@@ -3019,15 +2986,15 @@ static void
 confab_store_sqlite_close(ConfabStore *store)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	WriteJob *sentinel;
-	WriteJob *job;
+	Job *sentinel;
+	Job *job;
 
 	if (self->closed)
 		return;
 	self->closed = TRUE;
 
 	/* the writer finishes every job queued before the sentinel */
-	sentinel = g_new0(WriteJob, 1);
+	sentinel = g_new0(Job, 1);
 	g_async_queue_push(self->queue, sentinel);
 	g_thread_join(g_steal_pointer(&self->thread));
 	g_async_queue_push(self->checkpoint_queue, GINT_TO_POINTER(CHECKPOINT_STOP));
@@ -3035,12 +3002,12 @@ confab_store_sqlite_close(ConfabStore *store)
 	g_clear_pointer(&self->checkpoint_conn, conn_free);
 	/* what the checkpoint thread queued for a writer that is gone */
 	while ((job = g_async_queue_try_pop(self->queue)) != NULL)
-		write_job_free(job);
+		job_free(job);
 	g_clear_pointer(&self->writer, conn_free);
 
 	/* readers finish what is queued, then stop */
 	for (guint i = 0; i < self->reader_threads->len; i++)
-		g_async_queue_push(self->read_queue, g_new0(ReadJob, 1));
+		g_async_queue_push(self->read_queue, g_new0(Job, 1));
 	for (guint i = 0; i < self->reader_threads->len; i++)
 		g_thread_join(g_ptr_array_index(self->reader_threads, i));
 	g_ptr_array_set_size(self->reader_threads, 0);
@@ -3210,14 +3177,15 @@ confab_store_sqlite_decide_approval(ConfabStore *store,
 	g_task_set_check_cancellable(task, FALSE);
 	decide->decision = confab_approval_copy(decision);
 	g_task_set_task_data(task, decide, (GDestroyNotify)decide_free);
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_decide_approval,
-		    decide,
-		    NULL,
-		    confab_store_sqlite_decide_approval,
-		    NULL,
-		    decide_written,
-		    task);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_decide_approval,
+			 decide,
+			 NULL,
+			 task_new(CONFAB_STORE_SQLITE(store),
+				  confab_store_sqlite_decide_approval,
+				  NULL,
+				  decide_written,
+				  task));
 }
 
 /* ---------- every operation described once (confab-store-call.h) ---------- */
