@@ -338,86 +338,75 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 
 /* ---------- schema ---------- */
 
-static gboolean
-migrate_v1(Conn *conn, GError **error)
-{
-	return conn_exec(
-	    conn,
-	    "CREATE TABLE agents ("
-	    "  id TEXT PRIMARY KEY NOT NULL,"
-	    "  name TEXT NOT NULL,"
-	    "  instructions TEXT NOT NULL DEFAULT '',"
-	    "  provider TEXT NOT NULL,"
-	    "  base_url TEXT,"
-	    "  upstream_model TEXT,"
-	    "  api_key TEXT,"
-	    "  api_key_file TEXT,"
-	    "  params TEXT,"
-	    "  connect_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  first_byte_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  idle_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  total_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  updated_at INTEGER NOT NULL,"
-	    "  deleted_at INTEGER NOT NULL DEFAULT 0"
-	    ") STRICT;"
-	    "CREATE TABLE tokens ("
-	    "  id TEXT PRIMARY KEY NOT NULL,"
-	    "  hash BLOB NOT NULL UNIQUE,"
-	    "  owner TEXT NOT NULL,"
-	    "  name TEXT NOT NULL DEFAULT '',"
-	    "  scopes TEXT NOT NULL,"
-	    "  agent_id TEXT,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  expires_at INTEGER NOT NULL DEFAULT 0,"
-	    "  revoked_at INTEGER NOT NULL DEFAULT 0"
-	    ") STRICT;"
-	    "CREATE TABLE sessions ("
-	    "  id TEXT PRIMARY KEY NOT NULL,"
-	    "  owner TEXT NOT NULL,"
-	    "  agent_id TEXT NOT NULL,"
-	    "  source INTEGER NOT NULL,"
-	    "  title TEXT,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  updated_at INTEGER NOT NULL"
-	    ") STRICT, WITHOUT ROWID;"
-	    "CREATE INDEX sessions_by_owner ON sessions (owner, source, id);"
-	    "CREATE INDEX sessions_by_owner_agent ON sessions (owner, source, agent_id, id);"
-	    "CREATE TABLE messages ("
-	    "  id TEXT NOT NULL,"
-	    "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
-	    "  role TEXT NOT NULL,"
-	    "  model TEXT NOT NULL,"
-	    "  content TEXT NOT NULL,"
-	    "  content_blocks TEXT NOT NULL,"
-	    "  status INTEGER NOT NULL DEFAULT 0,"
-	    "  finish_reason TEXT,"
-	    "  prompt_tokens INTEGER,"
-	    "  completion_tokens INTEGER,"
-	    "  created_at INTEGER NOT NULL"
-	    ") STRICT;"
-	    "CREATE UNIQUE INDEX messages_by_session ON messages (session_id, id);"
-	    "CREATE TABLE quotas ("
-	    "  owner TEXT PRIMARY KEY NOT NULL,"
-	    "  monthly_requests INTEGER NOT NULL"
-	    ") STRICT;"
-	    "CREATE TABLE usage ("
-	    "  owner TEXT NOT NULL,"
-	    "  month TEXT NOT NULL,"
-	    "  requests INTEGER NOT NULL,"
-	    "  PRIMARY KEY (owner, month)"
-	    ") STRICT, WITHOUT ROWID;",
-	    error);
-}
+static const gchar migrate_v1[] =
+    "CREATE TABLE agents ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  instructions TEXT NOT NULL DEFAULT '',"
+    "  provider TEXT NOT NULL,"
+    "  base_url TEXT,"
+    "  upstream_model TEXT,"
+    "  api_key TEXT,"
+    "  api_key_file TEXT,"
+    "  params TEXT,"
+    "  connect_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  first_byte_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  idle_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  total_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  deleted_at INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE TABLE tokens ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  hash BLOB NOT NULL UNIQUE,"
+    "  owner TEXT NOT NULL,"
+    "  name TEXT NOT NULL DEFAULT '',"
+    "  scopes TEXT NOT NULL,"
+    "  agent_id TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  expires_at INTEGER NOT NULL DEFAULT 0,"
+    "  revoked_at INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE TABLE sessions ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  agent_id TEXT NOT NULL,"
+    "  source INTEGER NOT NULL,"
+    "  title TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL"
+    ") STRICT, WITHOUT ROWID;"
+    "CREATE INDEX sessions_by_owner ON sessions (owner, source, id);"
+    "CREATE INDEX sessions_by_owner_agent ON sessions (owner, source, agent_id, id);"
+    "CREATE TABLE messages ("
+    "  id TEXT NOT NULL,"
+    "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+    "  role TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  content TEXT NOT NULL,"
+    "  content_blocks TEXT NOT NULL,"
+    "  status INTEGER NOT NULL DEFAULT 0,"
+    "  finish_reason TEXT,"
+    "  prompt_tokens INTEGER,"
+    "  completion_tokens INTEGER,"
+    "  created_at INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE UNIQUE INDEX messages_by_session ON messages (session_id, id);"
+    "CREATE TABLE quotas ("
+    "  owner TEXT PRIMARY KEY NOT NULL,"
+    "  monthly_requests INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE TABLE usage ("
+    "  owner TEXT NOT NULL,"
+    "  month TEXT NOT NULL,"
+    "  requests INTEGER NOT NULL,"
+    "  PRIMARY KEY (owner, month)"
+    ") STRICT, WITHOUT ROWID;";
 
-static gboolean
-migrate_v2(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE agents ADD COLUMN mcp_servers TEXT;"
-			 "ALTER TABLE agents ADD COLUMN max_steps INTEGER NOT NULL DEFAULT 10;",
-			 error);
-}
+static const gchar migrate_v2[] =
+    "ALTER TABLE agents ADD COLUMN mcp_servers TEXT;"
+    "ALTER TABLE agents ADD COLUMN max_steps INTEGER NOT NULL DEFAULT 10;";
 
 /*
  * The text of a message that search finds: its text parts, joined, at most
@@ -442,76 +431,68 @@ migrate_v2(Conn *conn, GError **error)
  * the rowid doc << 20 | n, so a match gives the conversation without a
  * lookup and the rows of one conversation are one rowid range. Schema v3
  * kept it with triggers in each turn's own transaction; v4 queues and
- * indexes in batches (migrate_v4()).
+ * indexes in batches (migrate_v4).
  */
-static gboolean
-migrate_v3(Conn *conn, GError **error)
-{
-	return conn_exec(
-	    conn,
-	    "CREATE TABLE search_docs ("
-	    "  doc INTEGER PRIMARY KEY,"
-	    "  session_id TEXT NOT NULL UNIQUE,"
-	    "  owner TEXT NOT NULL,"
-	    "  rows INTEGER NOT NULL"
-	    ") STRICT;"
-	    "CREATE INDEX search_docs_by_owner ON search_docs (owner, doc);"
-	    /* prefix indexes: the Shell searches from the first letter typed */
-	    "CREATE VIRTUAL TABLE search USING fts5(text, "
-	    "  tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2');"
-	    /* what the database holds already, in creation order */
-	    "INSERT INTO search_docs (session_id, owner, rows) "
-	    "  SELECT id, owner, 1 FROM sessions ORDER BY id;"
-	    "INSERT INTO search (rowid, text) "
-	    "  SELECT d.doc << " SEARCH_ROW_BITS ", s.title FROM search_docs d "
-	    "  JOIN sessions s ON s.id = d.session_id WHERE s.title IS NOT NULL;"
-	    "INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS ") | n, t FROM ("
-	    "  SELECT d.doc AS doc, row_number() OVER "
-	    "    (PARTITION BY m.session_id ORDER BY m.id) AS n, "
-	    "  CASE WHEN json_valid(m.content) THEN " SEARCH_TEXT(
-		"m.content") " END AS t "
-			     "  FROM messages m JOIN search_docs d ON d.session_id = m.session_id "
-			     "  WHERE m.role IN ('user', 'assistant')) WHERE n < " SEARCH_MAX_ROWS
-			     ";"
-			     "UPDATE search_docs SET rows = MIN(" SEARCH_MAX_ROWS
-			     ", 1 + (SELECT count(*) "
-			     "  FROM messages m WHERE m.session_id = search_docs.session_id "
-			     "  AND m.role IN ('user', 'assistant')));"
-			     /* and what comes */
-			     "CREATE TRIGGER search_session_new AFTER INSERT ON sessions BEGIN"
-			     "  INSERT INTO search_docs (session_id, owner, rows) VALUES (new.id, "
-			     "new.owner, 1);"
-			     "  INSERT INTO search (rowid, text) SELECT doc << " SEARCH_ROW_BITS
-			     ", new.title"
-			     "    FROM search_docs WHERE session_id = new.id AND new.title IS NOT "
-			     "NULL;"
-			     "END;"
-			     "CREATE TRIGGER search_message_new AFTER INSERT ON messages"
-			     "  WHEN new.role IN ('user', 'assistant') AND json_valid(new.content) "
-			     "BEGIN"
-			     "  INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS
-			     ") | rows, "
-			     "" SEARCH_TEXT(
-				 "new.content") " FROM search_docs"
-						"    WHERE session_id = new.session_id AND rows "
-						"< " SEARCH_MAX_ROWS ";"
-						"  UPDATE search_docs SET rows = rows + 1"
-						"    WHERE session_id = new.session_id AND rows "
-						"< " SEARCH_MAX_ROWS ";"
-						"END;"
-						"CREATE TRIGGER search_session_gone AFTER DELETE "
-						"ON sessions BEGIN"
-						"  DELETE FROM search WHERE rowid BETWEEN"
-						"    (SELECT doc << " SEARCH_ROW_BITS
-						" FROM search_docs WHERE session_id = old.id)"
-						"    AND (SELECT (doc << " SEARCH_ROW_BITS
-						") | (" SEARCH_MAX_ROWS " - 1)"
-						"      FROM search_docs WHERE session_id = old.id);"
-						"  DELETE FROM search_docs WHERE session_id = "
-						"old.id;"
-						"END;",
-	    error);
-}
+static const gchar migrate_v3[] =
+    "CREATE TABLE search_docs ("
+    "  doc INTEGER PRIMARY KEY,"
+    "  session_id TEXT NOT NULL UNIQUE,"
+    "  owner TEXT NOT NULL,"
+    "  rows INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE INDEX search_docs_by_owner ON search_docs (owner, doc);"
+    /* prefix indexes: the Shell searches from the first letter typed */
+    "CREATE VIRTUAL TABLE search USING fts5(text, "
+    "  tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2');"
+    /* what the database holds already, in creation order */
+    "INSERT INTO search_docs (session_id, owner, rows) "
+    "  SELECT id, owner, 1 FROM sessions ORDER BY id;"
+    "INSERT INTO search (rowid, text) "
+    "  SELECT d.doc << " SEARCH_ROW_BITS ", s.title FROM search_docs d "
+    "  JOIN sessions s ON s.id = d.session_id WHERE s.title IS NOT NULL;"
+    "INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS ") | n, t FROM ("
+    "  SELECT d.doc AS doc, row_number() OVER "
+    "    (PARTITION BY m.session_id ORDER BY m.id) AS n, "
+    "  CASE WHEN json_valid(m.content) THEN " SEARCH_TEXT(
+	"m.content") " END AS t "
+		     "  FROM messages m JOIN search_docs d ON d.session_id = m.session_id "
+		     "  WHERE m.role IN ('user', 'assistant')) WHERE n < " SEARCH_MAX_ROWS ";"
+		     "UPDATE search_docs SET rows = MIN(" SEARCH_MAX_ROWS ", 1 + (SELECT count(*) "
+		     "  FROM messages m WHERE m.session_id = search_docs.session_id "
+		     "  AND m.role IN ('user', 'assistant')));"
+		     /* and what comes */
+		     "CREATE TRIGGER search_session_new AFTER INSERT ON sessions BEGIN"
+		     "  INSERT INTO search_docs (session_id, owner, rows) VALUES (new.id, "
+		     "new.owner, 1);"
+		     "  INSERT INTO search (rowid, text) SELECT doc << " SEARCH_ROW_BITS
+		     ", new.title"
+		     "    FROM search_docs WHERE session_id = new.id AND new.title IS NOT "
+		     "NULL;"
+		     "END;"
+		     "CREATE TRIGGER search_message_new AFTER INSERT ON messages"
+		     "  WHEN new.role IN ('user', 'assistant') AND json_valid(new.content) "
+		     "BEGIN"
+		     "  INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS
+		     ") | rows, "
+		     "" SEARCH_TEXT(
+			 "new.content") " FROM search_docs"
+					"    WHERE session_id = new.session_id AND rows "
+					"< " SEARCH_MAX_ROWS ";"
+					"  UPDATE search_docs SET rows = rows + 1"
+					"    WHERE session_id = new.session_id AND rows "
+					"< " SEARCH_MAX_ROWS ";"
+					"END;"
+					"CREATE TRIGGER search_session_gone AFTER DELETE "
+					"ON sessions BEGIN"
+					"  DELETE FROM search WHERE rowid BETWEEN"
+					"    (SELECT doc << " SEARCH_ROW_BITS
+					" FROM search_docs WHERE session_id = old.id)"
+					"    AND (SELECT (doc << " SEARCH_ROW_BITS
+					") | (" SEARCH_MAX_ROWS " - 1)"
+					"      FROM search_docs WHERE session_id = old.id);"
+					"  DELETE FROM search_docs WHERE session_id = "
+					"old.id;"
+					"END;";
 
 /* What queues new conversations and messages for search (schema v4, and
  * when the index is turned on again). */
@@ -534,131 +515,98 @@ migrate_v3(Conn *conn, GError **error)
  * few hundred rows 9-15 us. Deleting a conversation still drops its rows
  * at once (search_session_gone); what it left queued finds nothing.
  */
-static gboolean
-migrate_v4(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "DROP TRIGGER search_session_new;"
-			 "DROP TRIGGER search_message_new;"
-			 "CREATE TABLE search_pending ("
-			 "  seq INTEGER PRIMARY KEY,"
-			 "  session_id TEXT NOT NULL,"
-			 "  message_id TEXT"
-			 ") STRICT;" SEARCH_QUEUE_TRIGGERS,
-			 error);
-}
+static const gchar migrate_v4[] = "DROP TRIGGER search_session_new;"
+				  "DROP TRIGGER search_message_new;"
+				  "CREATE TABLE search_pending ("
+				  "  seq INTEGER PRIMARY KEY,"
+				  "  session_id TEXT NOT NULL,"
+				  "  message_id TEXT"
+				  ") STRICT;" SEARCH_QUEUE_TRIGGERS;
 
 /* v6: the Responses API: a response's messages (its input and its answer)
  * carry its id */
-static gboolean
-migrate_v6(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE messages ADD COLUMN response_id TEXT;"
-			 "CREATE INDEX messages_by_response ON messages (response_id) "
-			 "  WHERE response_id IS NOT NULL;",
-			 error);
-}
+static const gchar migrate_v6[] = "ALTER TABLE messages ADD COLUMN response_id TEXT;"
+				  "CREATE INDEX messages_by_response ON messages (response_id) "
+				  "  WHERE response_id IS NOT NULL;";
 
 /*
  * v7 (approvals, issue 22): tool calls that wait for a person's decision.
  * A migration of its own, apart from the others, so that it can be
  * renumbered at a merge; nothing else reads or writes the table.
  */
-static gboolean
-migrate_v7_approvals(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE approvals ("
-			 "  id TEXT PRIMARY KEY NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  session_id TEXT NOT NULL,"
-			 "  server TEXT NOT NULL,"
-			 "  tool TEXT NOT NULL,"
-			 "  name TEXT NOT NULL,"
-			 "  arguments TEXT NOT NULL,"
-			 "  tool_call_id TEXT NOT NULL,"
-			 "  state TEXT NOT NULL DEFAULT 'pending',"
-			 "  decided_by TEXT,"
-			 "  reason TEXT,"
-			 "  created_at INTEGER NOT NULL,"
-			 "  decided_at INTEGER NOT NULL DEFAULT 0"
-			 ") STRICT;"
-			 "CREATE INDEX approvals_by_session ON approvals (session_id);",
-			 error);
-}
+static const gchar migrate_v7_approvals[] =
+    "CREATE TABLE approvals ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  agent_id TEXT NOT NULL,"
+    "  session_id TEXT NOT NULL,"
+    "  server TEXT NOT NULL,"
+    "  tool TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  arguments TEXT NOT NULL,"
+    "  tool_call_id TEXT NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'pending',"
+    "  decided_by TEXT,"
+    "  reason TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  decided_at INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE INDEX approvals_by_session ON approvals (session_id);";
 
 /*
  * v12 (elicitations, issue 34): an MCP server's `elicitation/create`, put
  * to the person whose turn called it; answered with one conditional
  * UPDATE of a pending row (confab-elicitations.c).
  */
-static gboolean
-migrate_v12_elicitations(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE elicitations ("
-			 "  id TEXT PRIMARY KEY NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  session_id TEXT NOT NULL,"
-			 "  server TEXT NOT NULL,"
-			 "  message TEXT NOT NULL,"
-			 "  schema TEXT NOT NULL,"
-			 "  state TEXT NOT NULL DEFAULT 'pending',"
-			 "  content TEXT,"
-			 "  answered_by TEXT,"
-			 "  created_at INTEGER NOT NULL,"
-			 "  answered_at INTEGER NOT NULL DEFAULT 0,"
-			 "  instance_id TEXT"
-			 ") STRICT;"
-			 "CREATE INDEX elicitations_by_session ON elicitations (session_id);",
-			 error);
-}
+static const gchar migrate_v12_elicitations[] =
+    "CREATE TABLE elicitations ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  agent_id TEXT NOT NULL,"
+    "  session_id TEXT NOT NULL,"
+    "  server TEXT NOT NULL,"
+    "  message TEXT NOT NULL,"
+    "  schema TEXT NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'pending',"
+    "  content TEXT,"
+    "  answered_by TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  answered_at INTEGER NOT NULL DEFAULT 0,"
+    "  instance_id TEXT"
+    ") STRICT;"
+    "CREATE INDEX elicitations_by_session ON elicitations (session_id);";
 
 /*
  * v13 (limits, issue 30): an owner's or a token's own limits, each 0 when
  * it has none (the owner's then fall back to `[quota]`). The engine keeps
  * them in memory and gives the ones that apply to each admission.
  */
-static gboolean
-migrate_v13_limits(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE limits ("
-			 "  kind TEXT NOT NULL,"
-			 "  id TEXT NOT NULL,"
-			 "  rpm INTEGER NOT NULL DEFAULT 0,"
-			 "  tpm INTEGER NOT NULL DEFAULT 0,"
-			 "  max_parallel INTEGER NOT NULL DEFAULT 0,"
-			 "  monthly_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  updated_at INTEGER NOT NULL DEFAULT 0,"
-			 "  PRIMARY KEY (kind, id)"
-			 ") STRICT;"
-			 "CREATE TABLE token_usage ("
-			 "  key TEXT NOT NULL,"
-			 "  month TEXT NOT NULL,"
-			 "  tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  PRIMARY KEY (key, month)"
-			 ") STRICT;",
-			 error);
-}
+static const gchar migrate_v13_limits[] = "CREATE TABLE limits ("
+					  "  kind TEXT NOT NULL,"
+					  "  id TEXT NOT NULL,"
+					  "  rpm INTEGER NOT NULL DEFAULT 0,"
+					  "  tpm INTEGER NOT NULL DEFAULT 0,"
+					  "  max_parallel INTEGER NOT NULL DEFAULT 0,"
+					  "  monthly_tokens INTEGER NOT NULL DEFAULT 0,"
+					  "  updated_at INTEGER NOT NULL DEFAULT 0,"
+					  "  PRIMARY KEY (kind, id)"
+					  ") STRICT;"
+					  "CREATE TABLE token_usage ("
+					  "  key TEXT NOT NULL,"
+					  "  month TEXT NOT NULL,"
+					  "  tokens INTEGER NOT NULL DEFAULT 0,"
+					  "  PRIMARY KEY (key, month)"
+					  ") STRICT;";
 
 /*
  * v8 (approvals asked by a response, issue 22): the Responses API's
  * approval requests end their response; the response that asked is kept,
  * so that only its continuation decides them, and no timeout does.
  */
-static gboolean
-migrate_v8_approval_response(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE approvals ADD COLUMN response_id TEXT;"
-			 "CREATE INDEX approvals_pending ON approvals (owner, id) "
-			 "  WHERE state = 'pending' AND response_id IS NULL;",
-			 error);
-}
+static const gchar migrate_v8_approval_response[] =
+    "ALTER TABLE approvals ADD COLUMN response_id TEXT;"
+    "CREATE INDEX approvals_pending ON approvals (owner, id) "
+    "  WHERE state = 'pending' AND response_id IS NULL;";
 
 /*
  * v9 (background responses, issue 31): a response's record beside its
@@ -666,47 +614,38 @@ migrate_v8_approval_response(Conn *conn, GError **error)
  * stands and whether someone asked it to stop), and a background stream's
  * events, kept in batches to replay.
  */
-static gboolean
-migrate_v9_responses(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE responses ("
-			 "  id TEXT PRIMARY KEY NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  session_id TEXT,"
-			 "  background INTEGER NOT NULL,"
-			 "  stream INTEGER NOT NULL,"
-			 "  status TEXT NOT NULL,"
-			 "  params TEXT NOT NULL,"
-			 "  error TEXT,"
-			 "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
-			 "  created_at INTEGER NOT NULL,"
-			 "  completed_at INTEGER NOT NULL DEFAULT 0,"
-			 "  instance_id TEXT"
-			 ") STRICT;"
-			 "CREATE INDEX responses_running ON responses (owner) "
-			 "  WHERE status IN ('queued', 'in_progress');"
-			 "CREATE TABLE response_events ("
-			 "  response_id TEXT NOT NULL,"
-			 "  first_seq INTEGER NOT NULL,"
-			 "  last_seq INTEGER NOT NULL,"
-			 "  data TEXT NOT NULL,"
-			 "  PRIMARY KEY (response_id, first_seq)"
-			 ") STRICT, WITHOUT ROWID;",
-			 error);
-}
+static const gchar migrate_v9_responses[] = "CREATE TABLE responses ("
+					    "  id TEXT PRIMARY KEY NOT NULL,"
+					    "  owner TEXT NOT NULL,"
+					    "  agent_id TEXT NOT NULL,"
+					    "  session_id TEXT,"
+					    "  background INTEGER NOT NULL,"
+					    "  stream INTEGER NOT NULL,"
+					    "  status TEXT NOT NULL,"
+					    "  params TEXT NOT NULL,"
+					    "  error TEXT,"
+					    "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+					    "  created_at INTEGER NOT NULL,"
+					    "  completed_at INTEGER NOT NULL DEFAULT 0,"
+					    "  instance_id TEXT"
+					    ") STRICT;"
+					    "CREATE INDEX responses_running ON responses (owner) "
+					    "  WHERE status IN ('queued', 'in_progress');"
+					    "CREATE TABLE response_events ("
+					    "  response_id TEXT NOT NULL,"
+					    "  first_seq INTEGER NOT NULL,"
+					    "  last_seq INTEGER NOT NULL,"
+					    "  data TEXT NOT NULL,"
+					    "  PRIMARY KEY (response_id, first_seq)"
+					    ") STRICT, WITHOUT ROWID;";
 
 /*
  * v10 (the Conversations API, issue 32): a conversation's metadata, a JSON
  * object of strings; NULL for none. A conversation created without an
  * agent has agent_id '' until its first response.
  */
-static gboolean
-migrate_v10_conversation_metadata(Conn *conn, GError **error)
-{
-	return conn_exec(conn, "ALTER TABLE sessions ADD COLUMN metadata TEXT;", error);
-}
+static const gchar migrate_v10_conversation_metadata[] =
+    "ALTER TABLE sessions ADD COLUMN metadata TEXT;";
 
 /*
  * v11 (upstream routing, issue 29): an agent's targets beyond the first
@@ -714,15 +653,9 @@ migrate_v10_conversation_metadata(Conn *conn, GError **error)
  * NULL) and its routing settings, both JSON; the target that answered an
  * assistant message (messages.upstream, JSON).
  */
-static gboolean
-migrate_v11_targets(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
-			 "ALTER TABLE agents ADD COLUMN routing TEXT;"
-			 "ALTER TABLE messages ADD COLUMN upstream TEXT;",
-			 error);
-}
+static const gchar migrate_v11_targets[] = "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
+					   "ALTER TABLE agents ADD COLUMN routing TEXT;"
+					   "ALTER TABLE messages ADD COLUMN upstream TEXT;";
 
 /*
  * v14 (MCP authorization, issue 34): each agent's MCP server's OAuth state
@@ -730,46 +663,35 @@ migrate_v11_targets(Conn *conn, GError **error)
  * person), written only by confabd and never read back out of it; the
  * pending authorization's `state`, unique, finds it at the callback.
  */
-static gboolean
-migrate_v14_mcp_oauth(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE mcp_oauth ("
-			 "  agent_id TEXT NOT NULL,"
-			 "  server TEXT NOT NULL,"
-			 "  state TEXT,"
-			 "  data TEXT NOT NULL,"
-			 "  version INTEGER NOT NULL,"
-			 "  updated_at INTEGER NOT NULL,"
-			 "  PRIMARY KEY (agent_id, server)"
-			 ") STRICT;"
-			 "CREATE UNIQUE INDEX mcp_oauth_by_state ON mcp_oauth (state) "
-			 "  WHERE state IS NOT NULL;",
-			 error);
-}
+static const gchar migrate_v14_mcp_oauth[] =
+    "CREATE TABLE mcp_oauth ("
+    "  agent_id TEXT NOT NULL,"
+    "  server TEXT NOT NULL,"
+    "  state TEXT,"
+    "  data TEXT NOT NULL,"
+    "  version INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (agent_id, server)"
+    ") STRICT;"
+    "CREATE UNIQUE INDEX mcp_oauth_by_state ON mcp_oauth (state) "
+    "  WHERE state IS NOT NULL;";
 
 /*
  * v15 (usage per owner, token and agent, issue 30): a month's turns and
  * tokens, one row per owner, token ('' for none) and agent, added to by
  * each turn's answer in its own commit (write_use()).
  */
-static gboolean
-migrate_v15_usage_monthly(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE usage_monthly ("
-			 "  month TEXT NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  token_id TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  requests INTEGER NOT NULL DEFAULT 0,"
-			 "  input_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  output_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  reasoning_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  PRIMARY KEY (month, owner, token_id, agent_id)"
-			 ") STRICT, WITHOUT ROWID;",
-			 error);
-}
+static const gchar migrate_v15_usage_monthly[] = "CREATE TABLE usage_monthly ("
+						 "  month TEXT NOT NULL,"
+						 "  owner TEXT NOT NULL,"
+						 "  token_id TEXT NOT NULL,"
+						 "  agent_id TEXT NOT NULL,"
+						 "  requests INTEGER NOT NULL DEFAULT 0,"
+						 "  input_tokens INTEGER NOT NULL DEFAULT 0,"
+						 "  output_tokens INTEGER NOT NULL DEFAULT 0,"
+						 "  reasoning_tokens INTEGER NOT NULL DEFAULT 0,"
+						 "  PRIMARY KEY (month, owner, token_id, agent_id)"
+						 ") STRICT, WITHOUT ROWID;";
 
 /*
  * v16 (issue 30): the tokens a month's budgets counted, kept in the usage
@@ -778,13 +700,31 @@ migrate_v15_usage_monthly(Conn *conn, GError **error)
  * months counted before, and for a turn settled in another month than it
  * counts in. Both are summed when the store opens.
  */
-static gboolean
-migrate_v16_usage_tokens(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE usage_monthly ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;",
-			 error);
-}
+static const gchar migrate_v16_usage_tokens[] =
+    "ALTER TABLE usage_monthly ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;";
+
+/* What takes the schema from version N to N + 1, at [N]: the next schema
+ * adds its own at the end (and CONFAB_DB_VERSION goes up). */
+static const gchar *const migrations[CONFAB_DB_VERSION] = {
+    migrate_v1,
+    migrate_v2,
+    migrate_v3,
+    migrate_v4,
+    /* v5: content_blocks '' means "the content": the same table, a value
+     * older versions would misread, hence the version */
+    NULL,
+    migrate_v6,
+    migrate_v7_approvals,
+    migrate_v8_approval_response,
+    migrate_v9_responses,
+    migrate_v10_conversation_metadata,
+    migrate_v11_targets,
+    migrate_v12_elicitations,
+    migrate_v13_limits,
+    migrate_v14_mcp_oauth,
+    migrate_v15_usage_monthly,
+    migrate_v16_usage_tokens,
+};
 
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
@@ -822,74 +762,9 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	if (version == CONFAB_DB_VERSION)
 		return TRUE;
 
-	switch (version) {
-	case 0:
-		if (!migrate_v1(conn, error))
+	for (gint v = version; v < CONFAB_DB_VERSION; v++)
+		if (migrations[v] != NULL && !conn_exec(conn, migrations[v], error))
 			return FALSE;
-		/* fall through */
-	case 1:
-		if (!migrate_v2(conn, error))
-			return FALSE;
-		/* fall through */
-	case 2:
-		if (!migrate_v3(conn, error))
-			return FALSE;
-		/* fall through */
-	case 3:
-		if (!migrate_v4(conn, error))
-			return FALSE;
-		/* fall through */
-	case 4:
-		/* v5: content_blocks '' means "the content": the same table, a
-		 * value older versions would misread, hence the version */
-		/* fall through */
-	case 5:
-		if (!migrate_v6(conn, error))
-			return FALSE;
-		/* fall through */
-	case 6:
-		if (!migrate_v7_approvals(conn, error))
-			return FALSE;
-		/* fall through */
-	case 7:
-		if (!migrate_v8_approval_response(conn, error))
-			return FALSE;
-		/* fall through */
-	case 8:
-		if (!migrate_v9_responses(conn, error))
-			return FALSE;
-		/* fall through */
-	case 9:
-		if (!migrate_v10_conversation_metadata(conn, error))
-			return FALSE;
-		/* fall through */
-	case 10:
-		if (!migrate_v11_targets(conn, error))
-			return FALSE;
-		/* fall through */
-	case 11:
-		if (!migrate_v12_elicitations(conn, error))
-			return FALSE;
-		/* fall through */
-	case 12:
-		if (!migrate_v13_limits(conn, error))
-			return FALSE;
-		/* fall through */
-	case 13:
-		if (!migrate_v14_mcp_oauth(conn, error))
-			return FALSE;
-		/* fall through */
-	case 14:
-		if (!migrate_v15_usage_monthly(conn, error))
-			return FALSE;
-		/* fall through */
-	case 15:
-		if (!migrate_v16_usage_tokens(conn, error))
-			return FALSE;
-		/* fall through: the next schema adds case 16: migrate_v17() here */
-	default:
-		break;
-	}
 	set_version = g_strdup_printf("PRAGMA user_version=%d", CONFAB_DB_VERSION);
 	if (!conn_exec(conn, set_version, error))
 		return FALSE;
