@@ -1710,18 +1710,19 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 	ANSWER(confab_store_sqlite_list_usage, list, g_ptr_array_unref);
 }
 
-/* called with the lock held: GCRA's arrival time of @key (an owner, or a
- * token's id) */
-static gint64 *
-rate_of(ConfabStoreSqlite *self, const gchar *key)
+/* called with the lock held: @key's count in @table (an owner's, or a
+ * token's id's: GCRA's arrival time, turns in flight, a month's tokens),
+ * made at 0; @size is the count's */
+static gpointer
+count_of(GHashTable *table, const gchar *key, gsize size)
 {
-	gint64 *tat = g_hash_table_lookup(self->rates, key);
+	gpointer count = g_hash_table_lookup(table, key);
 
-	if (tat == NULL) {
-		tat = g_new0(gint64, 1);
-		g_hash_table_insert(self->rates, g_strdup(key), tat);
+	if (count == NULL) {
+		count = g_malloc0(size);
+		g_hash_table_insert(table, g_strdup(key), count);
 	}
-	return tat;
+	return count;
 }
 
 /* called with the lock held: the owner's rate and the token's, GCRA; each
@@ -1730,9 +1731,10 @@ static gboolean
 admit_rates(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreAdmission *a)
 {
 	gint64 now = g_get_monotonic_time();
-	gint64 *owner_tat = a->rpm > 0 ? rate_of(self, a->owner) : NULL;
-	gint64 *token_tat = a->token_id != NULL && a->token_rpm > 0 ? rate_of(self, a->token_id)
-								    : NULL;
+	gint64 *owner_tat = a->rpm > 0 ? count_of(self->rates, a->owner, sizeof(gint64)) : NULL;
+	gint64 *token_tat = a->token_id != NULL && a->token_rpm > 0
+				? count_of(self->rates, a->token_id, sizeof(gint64))
+				: NULL;
 	gint64 owner_next = owner_tat != NULL ? *owner_tat : 0;
 	gint64 token_next = token_tat != NULL ? *token_tat : 0;
 	gboolean owner_ok = owner_tat == NULL || confab_store_rate_admit(&owner_next, now, a->rpm);
@@ -1785,19 +1787,6 @@ admit_parallel(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabSto
 	return !usage->parallel_limited;
 }
 
-/* called with the lock held: one more turn in flight for @key */
-static void
-fly(ConfabStoreSqlite *self, const gchar *key)
-{
-	guint *flying = g_hash_table_lookup(self->flying, key);
-
-	if (flying == NULL) {
-		flying = g_new0(guint, 1);
-		g_hash_table_insert(self->flying, g_strdup(key), flying);
-	}
-	(*flying)++;
-}
-
 static ConfabStoreUsage *
 confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmission *a)
 {
@@ -1821,19 +1810,15 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmissi
 	if (!usage->admitted)
 		return usage;
 	if (a->month != NULL) {
-		guint64 *used = g_hash_table_lookup(self->usage, a->owner);
-		if (used == NULL)
-			g_hash_table_insert(self->usage, g_strdup(a->owner), uint64_new(1));
-		else
-			(*used)++;
+		(*(guint64 *)count_of(self->usage, a->owner, sizeof(guint64)))++;
 		usage->requests++;
 	}
 	if (a->max_parallel > 0) {
-		fly(self, a->owner);
+		(*(guint *)count_of(self->flying, a->owner, sizeof(guint)))++;
 		usage->parallel_taken = TRUE;
 	}
 	if (a->token_id != NULL && a->token_max_parallel > 0) {
-		fly(self, a->token_id);
+		(*(guint *)count_of(self->flying, a->token_id, sizeof(guint)))++;
 		usage->token_parallel_taken = TRUE;
 	}
 	return usage;
@@ -1841,38 +1826,11 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmissi
 
 /* ---------- tokens: reservations and settlements, in memory ---------- */
 
-/* called with the lock held: a month's tokens of @key (an owner, or a
- * token's id), made at 0 */
-static guint64 *
-month_tokens_of(ConfabStoreSqlite *self, const gchar *key)
-{
-	guint64 *used = g_hash_table_lookup(self->month_tokens, key);
-
-	if (used == NULL) {
-		used = uint64_new(0);
-		g_hash_table_insert(self->month_tokens, g_strdup(key), used);
-	}
-	return used;
-}
-
 /* a month's tokens after @tokens more (or given back: never below 0) */
 static guint64
 month_after(guint64 before, gint64 tokens)
 {
 	return tokens >= 0 ? before + (guint64)tokens : before - MIN(before, (guint64)-tokens);
-}
-
-/* called with the lock held: the tokens' rate of @key */
-static gint64 *
-token_rate_of(ConfabStoreSqlite *self, const gchar *key)
-{
-	gint64 *tat = g_hash_table_lookup(self->token_rates, key);
-
-	if (tat == NULL) {
-		tat = g_new0(gint64, 1);
-		g_hash_table_insert(self->token_rates, g_strdup(key), tat);
-	}
-	return tat;
 }
 
 static ConfabStoreTokenVerdict
@@ -1898,12 +1856,12 @@ confab_store_sqlite_take_tokens_now(ConfabStore *store, const ConfabStoreTokens 
 			continue;
 		/* counted for every key, budget or not: a budget set later
 		 * sees the month's tokens, as after a restart */
-		used[i] = month_tokens_of(self, keys[i]);
+		used[i] = count_of(self->month_tokens, keys[i], sizeof(guint64));
 		if (monthly[i] > 0 && !t->force && t->tokens > 0 &&
 		    month_after(*used[i], t->tokens) > monthly[i])
 			verdict.monthly_spent = TRUE;
 		if (tpm[i] > 0) {
-			tat[i] = token_rate_of(self, keys[i]);
+			tat[i] = count_of(self->token_rates, keys[i], sizeof(gint64));
 			next[i] = *tat[i];
 			rate_ok[i] = confab_store_token_rate_take(&next[i],
 								  now,
