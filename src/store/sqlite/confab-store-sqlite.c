@@ -2177,21 +2177,31 @@ insert_session(Conn *conn, ConfabSession *session, gint64 updated_at, GError **e
 	return stmt_step_done(conn, stmt, error);
 }
 
+/* @n more of a month's count of @key (an owner, or a token's id) */
 static gboolean
-write_usage(Conn *conn, const gchar *owner, const gchar *month, gint64 requests, GError **error)
+write_count(Conn *conn,
+	    const gchar *sql,
+	    const gchar *key,
+	    const gchar *month,
+	    gint64 n,
+	    GError **error)
 {
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare_static(conn,
-				"INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, ?3) "
-				"ON CONFLICT (owner, month) DO UPDATE SET requests = requests + ?3",
-				error);
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare_static(conn, sql, error);
+
 	if (stmt == NULL)
 		return FALSE;
-	bind_text(stmt, 1, owner);
+	bind_text(stmt, 1, key);
 	bind_text(stmt, 2, month);
-	sqlite3_bind_int64(stmt, 3, requests);
+	sqlite3_bind_int64(stmt, 3, n);
 	return stmt_step_done(conn, stmt, error);
 }
+
+#define WRITE_USAGE                                                                                \
+	"INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, ?3) "                          \
+	"ON CONFLICT (owner, month) DO UPDATE SET requests = requests + ?3"
+#define WRITE_TOKENS                                                                               \
+	"INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "                        \
+	"ON CONFLICT (key, month) DO UPDATE SET tokens = max(token_usage.tokens + ?3, 0)"
 
 /* A turn's request, counted in its month: in the batch's tally when there
  * is one (one row written per owner and batch, not one per turn: a
@@ -2203,7 +2213,7 @@ count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error
 	gpointer n;
 
 	if (!conn->tally_usage)
-		return write_usage(conn, owner, month, 1, error);
+		return write_count(conn, WRITE_USAGE, owner, month, 1, error);
 	key = g_strconcat(owner, "\n", month, NULL);
 	n = g_hash_table_lookup(conn->batch_usage, key);
 	g_hash_table_replace(conn->batch_usage,
@@ -2211,9 +2221,6 @@ count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error
 			     GSIZE_TO_POINTER(GPOINTER_TO_SIZE(n) + 1));
 	return TRUE;
 }
-
-static gboolean
-write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error);
 
 /* What a turn's answer adds to the month's row of its owner, token and
  * agent (issue 30): one upsert, in the turn's (or the batch's)
@@ -2294,7 +2301,7 @@ write_batch_usage(Conn *conn, GError **error)
 		/* the last one: a month has none, an owner might */
 		const gchar *newline = strrchr(key, '\n');
 		g_autofree gchar *owner = g_strndup(key, newline - (const gchar *)key);
-		if (!write_usage(conn, owner, newline + 1, GPOINTER_TO_SIZE(n), error))
+		if (!write_count(conn, WRITE_USAGE, owner, newline + 1, GPOINTER_TO_SIZE(n), error))
 			return FALSE;
 	}
 	g_hash_table_remove_all(conn->batch_usage);
@@ -2302,7 +2309,7 @@ write_batch_usage(Conn *conn, GError **error)
 	while (g_hash_table_iter_next(&iter, &key, &n)) {
 		const gchar *newline = strrchr(key, '\n');
 		g_autofree gchar *token_key = g_strndup(key, newline - (const gchar *)key);
-		if (!write_tokens(conn, token_key, newline + 1, *(gint64 *)n, error))
+		if (!write_count(conn, WRITE_TOKENS, token_key, newline + 1, *(gint64 *)n, error))
 			return FALSE;
 	}
 	g_hash_table_remove_all(conn->batch_tokens);
@@ -2313,24 +2320,6 @@ write_batch_usage(Conn *conn, GError **error)
 	}
 	g_hash_table_remove_all(conn->batch_use);
 	return TRUE;
-}
-
-static gboolean
-write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error)
-{
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare_static(conn,
-				"INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
-				"ON CONFLICT (key, month) DO UPDATE SET tokens = "
-				"max(token_usage.tokens + ?3, 0)",
-				error);
-
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, key);
-	bind_text(stmt, 2, month);
-	sqlite3_bind_int64(stmt, 3, tokens);
-	return stmt_step_done(conn, stmt, error);
 }
 
 /* A turn's tokens, added to the month's counts of its owner and token in
@@ -2349,7 +2338,12 @@ count_tokens(Conn *conn, const ConfabStoreTurn *turn, GError **error)
 		if (keys[i] == NULL)
 			continue;
 		if (!conn->tally_usage) {
-			if (!write_tokens(conn, keys[i], turn->tokens_month, turn->tokens, error))
+			if (!write_count(conn,
+					 WRITE_TOKENS,
+					 keys[i],
+					 turn->tokens_month,
+					 turn->tokens,
+					 error))
 				return FALSE;
 			continue;
 		}
