@@ -1271,15 +1271,13 @@ run_release_quota(ConfabStorePostgres *self, Op *op)
 static void
 confab_store_postgres_release_quota(ConfabStore *store, const gchar *owner, const gchar *month)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_release_quota,
-		 usage_query_new(owner, month, 0),
-		 (GDestroyNotify)usage_query_free,
-		 FALSE,
-		 NULL,
-		 NULL,
-		 NULL,
-		 NULL);
+	/* nobody waits */
+	op_queue_task(CONFAB_STORE_POSTGRES(store),
+		      run_release_quota,
+		      usage_query_new(owner, month, 0),
+		      (GDestroyNotify)usage_query_free,
+		      FALSE,
+		      NULL);
 }
 
 static void
@@ -1381,15 +1379,13 @@ run_release_session(ConfabStorePostgres *self, Op *op)
 static void
 confab_store_postgres_release_session(ConfabStore *store, const gchar *session_id)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_release_session,
-		 g_strdup(session_id),
-		 g_free,
-		 FALSE,
-		 confab_store_postgres_release_session,
-		 NULL,
-		 NULL,
-		 NULL);
+	/* nobody waits */
+	op_queue_task(CONFAB_STORE_POSTGRES(store),
+		      run_release_session,
+		      g_strdup(session_id),
+		      g_free,
+		      FALSE,
+		      NULL);
 }
 
 /* ---------- turns ---------- */
