@@ -301,6 +301,18 @@ op_queue_task(ConfabStorePostgres *self,
 	g_source_attach(source, self->context);
 }
 
+/* In a vfunc: op_queue() of run_@name for its caller, tagged with the vfunc. */
+#define QUEUE(name, data, data_free, is_read)                                                      \
+	op_queue(CONFAB_STORE_POSTGRES(store),                                                     \
+		 run_##name,                                                                       \
+		 (data),                                                                           \
+		 (GDestroyNotify)(data_free),                                                      \
+		 (is_read),                                                                        \
+		 confab_store_postgres_##name,                                                     \
+		 cancellable,                                                                      \
+		 callback,                                                                         \
+		 user_data)
+
 /* ---------- errors and values ---------- */
 
 /* A PostgreSQL layer error, as the store's callers know errors. */
@@ -514,15 +526,7 @@ confab_store_postgres_set_quota(ConfabStore *store,
 {
 	gint64 limit = (gint64)MIN(monthly_requests, (guint64)G_MAXINT64);
 
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_set_quota,
-		 id_and_value_new(owner, limit),
-		 (GDestroyNotify)id_and_value_free,
-		 FALSE,
-		 confab_store_postgres_set_quota,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(set_quota, id_and_value_new(owner, limit), id_and_value_free, FALSE);
 }
 
 /* ---------- quotas and their counts ---------- */
@@ -614,15 +618,7 @@ confab_store_postgres_get_usage(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_get_usage,
-		 usage_query_new(owner, month, default_limit),
-		 (GDestroyNotify)usage_query_free,
-		 TRUE,
-		 confab_store_postgres_get_usage,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(get_usage, usage_query_new(owner, month, default_limit), usage_query_free, TRUE);
 }
 
 static void
@@ -677,15 +673,7 @@ confab_store_postgres_list_usage(ConfabStore *store,
 				 GAsyncReadyCallback callback,
 				 gpointer user_data)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_list_usage,
-		 usage_query_new(NULL, month, default_limit),
-		 (GDestroyNotify)usage_query_free,
-		 TRUE,
-		 confab_store_postgres_list_usage,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(list_usage, usage_query_new(NULL, month, default_limit), usage_query_free, TRUE);
 }
 
 /* The holds this instance has in usage_holds, by owner and month: they are
@@ -806,55 +794,21 @@ row_verdict(ConfabStorePostgres *self,
 	return TRUE;
 }
 
-/* The owner's row of rates (columns 4 to 8), when the token's let it try. */
-static void
-owner_row_verdict(ConfabStorePostgres *self,
-		  UsageQuery *query,
-		  ConfabStoreUsage *usage,
-		  PGresult *res)
-{
-	static const RateRow owner_row = {
-	    .taken = 4,
-	    .tat = 4,
-	    .old_tat = 5,
-	    .in_flight = 8,
-	    .set_rate = confab_store_usage_set_rate,
-	};
-
-	usage->parallel_taken = row_verdict(self,
-					    &owner_row,
-					    query->rpm,
-					    query->max_parallel,
-					    query->owner,
-					    &query->slot_id,
-					    usage,
-					    res);
-}
-
-/* The token's row of rates (columns 9 to 12). */
-static void
-token_row_verdict(ConfabStorePostgres *self,
-		  UsageQuery *query,
-		  ConfabStoreUsage *usage,
-		  PGresult *res)
-{
-	static const RateRow token_row = {
-	    .taken = 12,
-	    .tat = 9,
-	    .old_tat = 10,
-	    .in_flight = 11,
-	    .set_rate = confab_store_usage_set_token_rate,
-	};
-
-	usage->token_parallel_taken = row_verdict(self,
-						  &token_row,
-						  query->token_rpm,
-						  query->token_max_parallel,
-						  query->token_id,
-						  &query->token_slot_id,
-						  usage,
-						  res);
-}
+/* The owner's row of rates (columns 4 to 8), and the token's (9 to 12). */
+static const RateRow owner_row = {
+    .taken = 4,
+    .tat = 4,
+    .old_tat = 5,
+    .in_flight = 8,
+    .set_rate = confab_store_usage_set_rate,
+};
+static const RateRow token_row = {
+    .taken = 12,
+    .tat = 9,
+    .old_tat = 10,
+    .in_flight = 11,
+    .set_rate = confab_store_usage_set_token_rate,
+};
 
 static void
 quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
@@ -888,9 +842,23 @@ quota_admitted(GObject *source, GAsyncResult *result, gpointer data)
 	 * rate replaces the owner's in the headers when it is tighter */
 	token_ok = !token_limits || !PQgetisnull(res, 0, 12);
 	if (owner_limits && token_ok)
-		owner_row_verdict(op->self, query, usage, res);
+		usage->parallel_taken = row_verdict(op->self,
+						    &owner_row,
+						    query->rpm,
+						    query->max_parallel,
+						    query->owner,
+						    &query->slot_id,
+						    usage,
+						    res);
 	if (token_limits)
-		token_row_verdict(op->self, query, usage, res);
+		usage->token_parallel_taken = row_verdict(op->self,
+							  &token_row,
+							  query->token_rpm,
+							  query->token_max_parallel,
+							  query->token_id,
+							  &query->token_slot_id,
+							  usage,
+							  res);
 	if (query->count)
 		usage->admitted = !PQgetisnull(res, 0, 0);
 	else
@@ -1045,15 +1013,7 @@ confab_store_postgres_admit_quota(ConfabStore *store,
 		query->token_rpm = admission->token_rpm;
 		query->token_max_parallel = admission->token_max_parallel;
 	}
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_admit_quota,
-		 query,
-		 (GDestroyNotify)usage_query_free,
-		 FALSE,
-		 confab_store_postgres_admit_quota,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(admit_quota, query, usage_query_free, FALSE);
 }
 
 /* ---------- tokens: reservations and settlements ---------- */
@@ -1164,15 +1124,7 @@ confab_store_postgres_take_tokens(ConfabStore *store,
 	 * admissions, which wait the same way for releases) */
 	if (tokens->force && !g_atomic_int_get(&CONFAB_STORE_POSTGRES(store)->closed))
 		CONFAB_STORE_POSTGRES(store)->releasing++;
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_take_tokens,
-		 query,
-		 (GDestroyNotify)tokens_query_free,
-		 FALSE,
-		 confab_store_postgres_take_tokens,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(take_tokens, query, tokens_query_free, FALSE);
 }
 
 /* ---------- releases: holds and leases given back, tried again until done ---------- */
@@ -1191,17 +1143,24 @@ release_free(Release *release)
 	g_free(release);
 }
 
-static void
-release_later(ConfabStorePostgres *self, gboolean is_hold, const gchar *id, const gchar *lease)
+/* @id and @lease: (transfer full) */
+static Release *
+release_new(gboolean is_hold, gchar *id, gchar *lease)
 {
 	Release *release = g_new0(Release, 1);
 
-	if (id == NULL)
-		return;
 	release->is_hold = is_hold;
-	release->id = g_strdup(id);
-	release->lease = g_strdup(lease);
-	g_ptr_array_add(self->releases, release);
+	release->id = id;
+	release->lease = lease;
+	return release;
+}
+
+static void
+release_later(ConfabStorePostgres *self, gboolean is_hold, const gchar *id, const gchar *lease)
+{
+	if (id != NULL)
+		g_ptr_array_add(self->releases,
+				release_new(is_hold, g_strdup(id), g_strdup(lease)));
 }
 
 /* A release given before an admission or an acquisition is seen by it, as
@@ -1294,63 +1253,37 @@ release_start(ConfabStorePostgres *self, Release *release)
 	op_start(op);
 }
 
+/* An admission's hold given back, or with @month PARALLEL_KEY, a turn's
+ * slot (a hold whose lease says so). */
 static void
 run_release_quota(ConfabStorePostgres *self, Op *op)
 {
 	UsageQuery *query = op->data;
 	gchar *hold_id = holds_pop(self, query->owner, query->month);
+	gboolean slot = g_strcmp0(query->month, PARALLEL_KEY) == 0;
 
-	if (hold_id != NULL) {
-		Release *release = g_new0(Release, 1);
-		release->is_hold = TRUE;
-		release->id = hold_id;
-		release_start(self, release);
-	}
+	if (hold_id != NULL)
+		release_start(self,
+			      release_new(TRUE, hold_id, slot ? g_strdup(PARALLEL_KEY) : NULL));
 	op_return_boolean(op);
-}
-
-static void
-run_release_parallel(ConfabStorePostgres *self, Op *op)
-{
-	UsageQuery *query = op->data;
-	gchar *slot_id = holds_pop(self, query->owner, PARALLEL_KEY);
-
-	if (slot_id != NULL) {
-		Release *release = g_new0(Release, 1);
-		release->is_hold = TRUE;
-		release->id = slot_id;
-		release->lease = g_strdup(PARALLEL_KEY);
-		release_start(self, release);
-	}
-	op_return_boolean(op);
-}
-
-static void
-confab_store_postgres_release_parallel(ConfabStore *store, const gchar *owner)
-{
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_release_parallel,
-		 usage_query_new(owner, PARALLEL_KEY, 0),
-		 (GDestroyNotify)usage_query_free,
-		 FALSE,
-		 confab_store_postgres_release_parallel,
-		 NULL,
-		 NULL,
-		 NULL);
 }
 
 static void
 confab_store_postgres_release_quota(ConfabStore *store, const gchar *owner, const gchar *month)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_release_quota,
-		 usage_query_new(owner, month, 0),
-		 (GDestroyNotify)usage_query_free,
-		 FALSE,
-		 confab_store_postgres_release_quota,
-		 NULL,
-		 NULL,
-		 NULL);
+	/* nobody waits */
+	op_queue_task(CONFAB_STORE_POSTGRES(store),
+		      run_release_quota,
+		      usage_query_new(owner, month, 0),
+		      (GDestroyNotify)usage_query_free,
+		      FALSE,
+		      NULL);
+}
+
+static void
+confab_store_postgres_release_parallel(ConfabStore *store, const gchar *owner)
+{
+	confab_store_postgres_release_quota(store, owner, PARALLEL_KEY);
 }
 
 /* ---------- sessions with a turn running: leases ---------- */
@@ -1428,15 +1361,7 @@ confab_store_postgres_acquire_session(ConfabStore *store,
 	Lease *lease = g_new0(Lease, 1);
 
 	lease->session_id = g_strdup(session_id);
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_acquire_session,
-		 lease,
-		 (GDestroyNotify)lease_free,
-		 FALSE,
-		 confab_store_postgres_acquire_session,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(acquire_session, lease, lease_free, FALSE);
 }
 
 static void
@@ -1446,27 +1371,21 @@ run_release_session(ConfabStorePostgres *self, Op *op)
 	gpointer key = NULL;
 	gpointer lease_id = NULL;
 
-	if (g_hash_table_steal_extended(self->leases, session_id, &key, &lease_id)) {
-		Release *release = g_new0(Release, 1);
-		release->id = key;
-		release->lease = lease_id;
-		release_start(self, release);
-	}
+	if (g_hash_table_steal_extended(self->leases, session_id, &key, &lease_id))
+		release_start(self, release_new(FALSE, key, lease_id));
 	op_return_boolean(op);
 }
 
 static void
 confab_store_postgres_release_session(ConfabStore *store, const gchar *session_id)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_release_session,
-		 g_strdup(session_id),
-		 g_free,
-		 FALSE,
-		 confab_store_postgres_release_session,
-		 NULL,
-		 NULL,
-		 NULL);
+	/* nobody waits */
+	op_queue_task(CONFAB_STORE_POSTGRES(store),
+		      run_release_session,
+		      g_strdup(session_id),
+		      g_free,
+		      FALSE,
+		      NULL);
 }
 
 /* ---------- turns ---------- */
@@ -1651,15 +1570,7 @@ confab_store_postgres_commit_turn(ConfabStore *store,
 				  GAsyncReadyCallback callback,
 				  gpointer user_data)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_commit_turn,
-		 confab_store_turn_copy(turn),
-		 (GDestroyNotify)confab_store_turn_free,
-		 FALSE,
-		 confab_store_postgres_commit_turn,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(commit_turn, confab_store_turn_copy(turn), confab_store_turn_free, FALSE);
 }
 
 static void
@@ -1712,15 +1623,7 @@ confab_store_postgres_delete_response(ConfabStore *store,
 				      GAsyncReadyCallback callback,
 				      gpointer user_data)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_delete_response,
-		 g_strdup(response_id),
-		 g_free,
-		 FALSE,
-		 confab_store_postgres_delete_response,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(delete_response, g_strdup(response_id), g_free, FALSE);
 }
 
 /* The lease row is the truth across instances: a turn of any instance
@@ -1757,15 +1660,7 @@ confab_store_postgres_session_is_running(ConfabStore *store,
 					 GAsyncReadyCallback callback,
 					 gpointer user_data)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_session_is_running,
-		 g_strdup(session_id),
-		 g_free,
-		 TRUE,
-		 confab_store_postgres_session_is_running,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(session_is_running, g_strdup(session_id), g_free, TRUE);
 }
 
 /* ---------- reads ---------- */
@@ -1931,15 +1826,7 @@ confab_store_postgres_search_sessions(ConfabStore *store,
 	query->owner = g_strdup(owner);
 	query->terms = g_strdupv((gchar **)terms);
 	query->limit = limit;
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_search_sessions,
-		 query,
-		 (GDestroyNotify)pg_search_query_free,
-		 TRUE,
-		 confab_store_postgres_search_sessions,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(search_sessions, query, pg_search_query_free, TRUE);
 }
 
 /* ---------- changes made by other instances ---------- */
@@ -2421,15 +2308,7 @@ confab_store_postgres_decide_approval(ConfabStore *store,
 				      GAsyncReadyCallback callback,
 				      gpointer user_data)
 {
-	op_queue(CONFAB_STORE_POSTGRES(store),
-		 run_decide_approval,
-		 confab_approval_copy(decision),
-		 (GDestroyNotify)confab_approval_free,
-		 FALSE,
-		 confab_store_postgres_decide_approval,
-		 cancellable,
-		 callback,
-		 user_data);
+	QUEUE(decide_approval, confab_approval_copy(decision), confab_approval_free, FALSE);
 }
 
 /* ---------- every operation described once (confab-store-call.h) ---------- */

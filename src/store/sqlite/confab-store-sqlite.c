@@ -83,8 +83,8 @@ struct _ConfabStoreSqlite {
 	gchar *path;		       /* owned */
 	Conn *writer;		       /* owned; used by the writer thread only */
 	GThread *thread;	       /* owned */
-	GAsyncQueue *queue;	       /* owned: WriteJob */
-	GAsyncQueue *read_queue;       /* owned: ReadJob */
+	GAsyncQueue *queue;	       /* owned: Job */
+	GAsyncQueue *read_queue;       /* owned: Job */
 	GPtrArray *reader_threads;     /* owned: GThread, each with its Conn */
 	Conn *checkpoint_conn;	       /* owned; used by the checkpoint thread only */
 	GThread *checkpoint_thread;    /* owned */
@@ -338,86 +338,75 @@ conn_open(const gchar *path, gboolean readonly, GError **error)
 
 /* ---------- schema ---------- */
 
-static gboolean
-migrate_v1(Conn *conn, GError **error)
-{
-	return conn_exec(
-	    conn,
-	    "CREATE TABLE agents ("
-	    "  id TEXT PRIMARY KEY NOT NULL,"
-	    "  name TEXT NOT NULL,"
-	    "  instructions TEXT NOT NULL DEFAULT '',"
-	    "  provider TEXT NOT NULL,"
-	    "  base_url TEXT,"
-	    "  upstream_model TEXT,"
-	    "  api_key TEXT,"
-	    "  api_key_file TEXT,"
-	    "  params TEXT,"
-	    "  connect_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  first_byte_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  idle_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  total_timeout INTEGER NOT NULL DEFAULT 0,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  updated_at INTEGER NOT NULL,"
-	    "  deleted_at INTEGER NOT NULL DEFAULT 0"
-	    ") STRICT;"
-	    "CREATE TABLE tokens ("
-	    "  id TEXT PRIMARY KEY NOT NULL,"
-	    "  hash BLOB NOT NULL UNIQUE,"
-	    "  owner TEXT NOT NULL,"
-	    "  name TEXT NOT NULL DEFAULT '',"
-	    "  scopes TEXT NOT NULL,"
-	    "  agent_id TEXT,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  expires_at INTEGER NOT NULL DEFAULT 0,"
-	    "  revoked_at INTEGER NOT NULL DEFAULT 0"
-	    ") STRICT;"
-	    "CREATE TABLE sessions ("
-	    "  id TEXT PRIMARY KEY NOT NULL,"
-	    "  owner TEXT NOT NULL,"
-	    "  agent_id TEXT NOT NULL,"
-	    "  source INTEGER NOT NULL,"
-	    "  title TEXT,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  updated_at INTEGER NOT NULL"
-	    ") STRICT, WITHOUT ROWID;"
-	    "CREATE INDEX sessions_by_owner ON sessions (owner, source, id);"
-	    "CREATE INDEX sessions_by_owner_agent ON sessions (owner, source, agent_id, id);"
-	    "CREATE TABLE messages ("
-	    "  id TEXT NOT NULL,"
-	    "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
-	    "  role TEXT NOT NULL,"
-	    "  model TEXT NOT NULL,"
-	    "  content TEXT NOT NULL,"
-	    "  content_blocks TEXT NOT NULL,"
-	    "  status INTEGER NOT NULL DEFAULT 0,"
-	    "  finish_reason TEXT,"
-	    "  prompt_tokens INTEGER,"
-	    "  completion_tokens INTEGER,"
-	    "  created_at INTEGER NOT NULL"
-	    ") STRICT;"
-	    "CREATE UNIQUE INDEX messages_by_session ON messages (session_id, id);"
-	    "CREATE TABLE quotas ("
-	    "  owner TEXT PRIMARY KEY NOT NULL,"
-	    "  monthly_requests INTEGER NOT NULL"
-	    ") STRICT;"
-	    "CREATE TABLE usage ("
-	    "  owner TEXT NOT NULL,"
-	    "  month TEXT NOT NULL,"
-	    "  requests INTEGER NOT NULL,"
-	    "  PRIMARY KEY (owner, month)"
-	    ") STRICT, WITHOUT ROWID;",
-	    error);
-}
+static const gchar migrate_v1[] =
+    "CREATE TABLE agents ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  instructions TEXT NOT NULL DEFAULT '',"
+    "  provider TEXT NOT NULL,"
+    "  base_url TEXT,"
+    "  upstream_model TEXT,"
+    "  api_key TEXT,"
+    "  api_key_file TEXT,"
+    "  params TEXT,"
+    "  connect_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  first_byte_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  idle_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  total_timeout INTEGER NOT NULL DEFAULT 0,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  deleted_at INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE TABLE tokens ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  hash BLOB NOT NULL UNIQUE,"
+    "  owner TEXT NOT NULL,"
+    "  name TEXT NOT NULL DEFAULT '',"
+    "  scopes TEXT NOT NULL,"
+    "  agent_id TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  expires_at INTEGER NOT NULL DEFAULT 0,"
+    "  revoked_at INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE TABLE sessions ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  agent_id TEXT NOT NULL,"
+    "  source INTEGER NOT NULL,"
+    "  title TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL"
+    ") STRICT, WITHOUT ROWID;"
+    "CREATE INDEX sessions_by_owner ON sessions (owner, source, id);"
+    "CREATE INDEX sessions_by_owner_agent ON sessions (owner, source, agent_id, id);"
+    "CREATE TABLE messages ("
+    "  id TEXT NOT NULL,"
+    "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+    "  role TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  content TEXT NOT NULL,"
+    "  content_blocks TEXT NOT NULL,"
+    "  status INTEGER NOT NULL DEFAULT 0,"
+    "  finish_reason TEXT,"
+    "  prompt_tokens INTEGER,"
+    "  completion_tokens INTEGER,"
+    "  created_at INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE UNIQUE INDEX messages_by_session ON messages (session_id, id);"
+    "CREATE TABLE quotas ("
+    "  owner TEXT PRIMARY KEY NOT NULL,"
+    "  monthly_requests INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE TABLE usage ("
+    "  owner TEXT NOT NULL,"
+    "  month TEXT NOT NULL,"
+    "  requests INTEGER NOT NULL,"
+    "  PRIMARY KEY (owner, month)"
+    ") STRICT, WITHOUT ROWID;";
 
-static gboolean
-migrate_v2(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE agents ADD COLUMN mcp_servers TEXT;"
-			 "ALTER TABLE agents ADD COLUMN max_steps INTEGER NOT NULL DEFAULT 10;",
-			 error);
-}
+static const gchar migrate_v2[] =
+    "ALTER TABLE agents ADD COLUMN mcp_servers TEXT;"
+    "ALTER TABLE agents ADD COLUMN max_steps INTEGER NOT NULL DEFAULT 10;";
 
 /*
  * The text of a message that search finds: its text parts, joined, at most
@@ -442,76 +431,68 @@ migrate_v2(Conn *conn, GError **error)
  * the rowid doc << 20 | n, so a match gives the conversation without a
  * lookup and the rows of one conversation are one rowid range. Schema v3
  * kept it with triggers in each turn's own transaction; v4 queues and
- * indexes in batches (migrate_v4()).
+ * indexes in batches (migrate_v4).
  */
-static gboolean
-migrate_v3(Conn *conn, GError **error)
-{
-	return conn_exec(
-	    conn,
-	    "CREATE TABLE search_docs ("
-	    "  doc INTEGER PRIMARY KEY,"
-	    "  session_id TEXT NOT NULL UNIQUE,"
-	    "  owner TEXT NOT NULL,"
-	    "  rows INTEGER NOT NULL"
-	    ") STRICT;"
-	    "CREATE INDEX search_docs_by_owner ON search_docs (owner, doc);"
-	    /* prefix indexes: the Shell searches from the first letter typed */
-	    "CREATE VIRTUAL TABLE search USING fts5(text, "
-	    "  tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2');"
-	    /* what the database holds already, in creation order */
-	    "INSERT INTO search_docs (session_id, owner, rows) "
-	    "  SELECT id, owner, 1 FROM sessions ORDER BY id;"
-	    "INSERT INTO search (rowid, text) "
-	    "  SELECT d.doc << " SEARCH_ROW_BITS ", s.title FROM search_docs d "
-	    "  JOIN sessions s ON s.id = d.session_id WHERE s.title IS NOT NULL;"
-	    "INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS ") | n, t FROM ("
-	    "  SELECT d.doc AS doc, row_number() OVER "
-	    "    (PARTITION BY m.session_id ORDER BY m.id) AS n, "
-	    "  CASE WHEN json_valid(m.content) THEN " SEARCH_TEXT(
-		"m.content") " END AS t "
-			     "  FROM messages m JOIN search_docs d ON d.session_id = m.session_id "
-			     "  WHERE m.role IN ('user', 'assistant')) WHERE n < " SEARCH_MAX_ROWS
-			     ";"
-			     "UPDATE search_docs SET rows = MIN(" SEARCH_MAX_ROWS
-			     ", 1 + (SELECT count(*) "
-			     "  FROM messages m WHERE m.session_id = search_docs.session_id "
-			     "  AND m.role IN ('user', 'assistant')));"
-			     /* and what comes */
-			     "CREATE TRIGGER search_session_new AFTER INSERT ON sessions BEGIN"
-			     "  INSERT INTO search_docs (session_id, owner, rows) VALUES (new.id, "
-			     "new.owner, 1);"
-			     "  INSERT INTO search (rowid, text) SELECT doc << " SEARCH_ROW_BITS
-			     ", new.title"
-			     "    FROM search_docs WHERE session_id = new.id AND new.title IS NOT "
-			     "NULL;"
-			     "END;"
-			     "CREATE TRIGGER search_message_new AFTER INSERT ON messages"
-			     "  WHEN new.role IN ('user', 'assistant') AND json_valid(new.content) "
-			     "BEGIN"
-			     "  INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS
-			     ") | rows, "
-			     "" SEARCH_TEXT(
-				 "new.content") " FROM search_docs"
-						"    WHERE session_id = new.session_id AND rows "
-						"< " SEARCH_MAX_ROWS ";"
-						"  UPDATE search_docs SET rows = rows + 1"
-						"    WHERE session_id = new.session_id AND rows "
-						"< " SEARCH_MAX_ROWS ";"
-						"END;"
-						"CREATE TRIGGER search_session_gone AFTER DELETE "
-						"ON sessions BEGIN"
-						"  DELETE FROM search WHERE rowid BETWEEN"
-						"    (SELECT doc << " SEARCH_ROW_BITS
-						" FROM search_docs WHERE session_id = old.id)"
-						"    AND (SELECT (doc << " SEARCH_ROW_BITS
-						") | (" SEARCH_MAX_ROWS " - 1)"
-						"      FROM search_docs WHERE session_id = old.id);"
-						"  DELETE FROM search_docs WHERE session_id = "
-						"old.id;"
-						"END;",
-	    error);
-}
+static const gchar migrate_v3[] =
+    "CREATE TABLE search_docs ("
+    "  doc INTEGER PRIMARY KEY,"
+    "  session_id TEXT NOT NULL UNIQUE,"
+    "  owner TEXT NOT NULL,"
+    "  rows INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE INDEX search_docs_by_owner ON search_docs (owner, doc);"
+    /* prefix indexes: the Shell searches from the first letter typed */
+    "CREATE VIRTUAL TABLE search USING fts5(text, "
+    "  tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2');"
+    /* what the database holds already, in creation order */
+    "INSERT INTO search_docs (session_id, owner, rows) "
+    "  SELECT id, owner, 1 FROM sessions ORDER BY id;"
+    "INSERT INTO search (rowid, text) "
+    "  SELECT d.doc << " SEARCH_ROW_BITS ", s.title FROM search_docs d "
+    "  JOIN sessions s ON s.id = d.session_id WHERE s.title IS NOT NULL;"
+    "INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS ") | n, t FROM ("
+    "  SELECT d.doc AS doc, row_number() OVER "
+    "    (PARTITION BY m.session_id ORDER BY m.id) AS n, "
+    "  CASE WHEN json_valid(m.content) THEN " SEARCH_TEXT(
+	"m.content") " END AS t "
+		     "  FROM messages m JOIN search_docs d ON d.session_id = m.session_id "
+		     "  WHERE m.role IN ('user', 'assistant')) WHERE n < " SEARCH_MAX_ROWS ";"
+		     "UPDATE search_docs SET rows = MIN(" SEARCH_MAX_ROWS ", 1 + (SELECT count(*) "
+		     "  FROM messages m WHERE m.session_id = search_docs.session_id "
+		     "  AND m.role IN ('user', 'assistant')));"
+		     /* and what comes */
+		     "CREATE TRIGGER search_session_new AFTER INSERT ON sessions BEGIN"
+		     "  INSERT INTO search_docs (session_id, owner, rows) VALUES (new.id, "
+		     "new.owner, 1);"
+		     "  INSERT INTO search (rowid, text) SELECT doc << " SEARCH_ROW_BITS
+		     ", new.title"
+		     "    FROM search_docs WHERE session_id = new.id AND new.title IS NOT "
+		     "NULL;"
+		     "END;"
+		     "CREATE TRIGGER search_message_new AFTER INSERT ON messages"
+		     "  WHEN new.role IN ('user', 'assistant') AND json_valid(new.content) "
+		     "BEGIN"
+		     "  INSERT INTO search (rowid, text) SELECT (doc << " SEARCH_ROW_BITS
+		     ") | rows, "
+		     "" SEARCH_TEXT(
+			 "new.content") " FROM search_docs"
+					"    WHERE session_id = new.session_id AND rows "
+					"< " SEARCH_MAX_ROWS ";"
+					"  UPDATE search_docs SET rows = rows + 1"
+					"    WHERE session_id = new.session_id AND rows "
+					"< " SEARCH_MAX_ROWS ";"
+					"END;"
+					"CREATE TRIGGER search_session_gone AFTER DELETE "
+					"ON sessions BEGIN"
+					"  DELETE FROM search WHERE rowid BETWEEN"
+					"    (SELECT doc << " SEARCH_ROW_BITS
+					" FROM search_docs WHERE session_id = old.id)"
+					"    AND (SELECT (doc << " SEARCH_ROW_BITS
+					") | (" SEARCH_MAX_ROWS " - 1)"
+					"      FROM search_docs WHERE session_id = old.id);"
+					"  DELETE FROM search_docs WHERE session_id = "
+					"old.id;"
+					"END;";
 
 /* What queues new conversations and messages for search (schema v4, and
  * when the index is turned on again). */
@@ -534,131 +515,98 @@ migrate_v3(Conn *conn, GError **error)
  * few hundred rows 9-15 us. Deleting a conversation still drops its rows
  * at once (search_session_gone); what it left queued finds nothing.
  */
-static gboolean
-migrate_v4(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "DROP TRIGGER search_session_new;"
-			 "DROP TRIGGER search_message_new;"
-			 "CREATE TABLE search_pending ("
-			 "  seq INTEGER PRIMARY KEY,"
-			 "  session_id TEXT NOT NULL,"
-			 "  message_id TEXT"
-			 ") STRICT;" SEARCH_QUEUE_TRIGGERS,
-			 error);
-}
+static const gchar migrate_v4[] = "DROP TRIGGER search_session_new;"
+				  "DROP TRIGGER search_message_new;"
+				  "CREATE TABLE search_pending ("
+				  "  seq INTEGER PRIMARY KEY,"
+				  "  session_id TEXT NOT NULL,"
+				  "  message_id TEXT"
+				  ") STRICT;" SEARCH_QUEUE_TRIGGERS;
 
 /* v6: the Responses API: a response's messages (its input and its answer)
  * carry its id */
-static gboolean
-migrate_v6(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE messages ADD COLUMN response_id TEXT;"
-			 "CREATE INDEX messages_by_response ON messages (response_id) "
-			 "  WHERE response_id IS NOT NULL;",
-			 error);
-}
+static const gchar migrate_v6[] = "ALTER TABLE messages ADD COLUMN response_id TEXT;"
+				  "CREATE INDEX messages_by_response ON messages (response_id) "
+				  "  WHERE response_id IS NOT NULL;";
 
 /*
  * v7 (approvals, issue 22): tool calls that wait for a person's decision.
  * A migration of its own, apart from the others, so that it can be
  * renumbered at a merge; nothing else reads or writes the table.
  */
-static gboolean
-migrate_v7_approvals(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE approvals ("
-			 "  id TEXT PRIMARY KEY NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  session_id TEXT NOT NULL,"
-			 "  server TEXT NOT NULL,"
-			 "  tool TEXT NOT NULL,"
-			 "  name TEXT NOT NULL,"
-			 "  arguments TEXT NOT NULL,"
-			 "  tool_call_id TEXT NOT NULL,"
-			 "  state TEXT NOT NULL DEFAULT 'pending',"
-			 "  decided_by TEXT,"
-			 "  reason TEXT,"
-			 "  created_at INTEGER NOT NULL,"
-			 "  decided_at INTEGER NOT NULL DEFAULT 0"
-			 ") STRICT;"
-			 "CREATE INDEX approvals_by_session ON approvals (session_id);",
-			 error);
-}
+static const gchar migrate_v7_approvals[] =
+    "CREATE TABLE approvals ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  agent_id TEXT NOT NULL,"
+    "  session_id TEXT NOT NULL,"
+    "  server TEXT NOT NULL,"
+    "  tool TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  arguments TEXT NOT NULL,"
+    "  tool_call_id TEXT NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'pending',"
+    "  decided_by TEXT,"
+    "  reason TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  decided_at INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE INDEX approvals_by_session ON approvals (session_id);";
 
 /*
  * v12 (elicitations, issue 34): an MCP server's `elicitation/create`, put
  * to the person whose turn called it; answered with one conditional
  * UPDATE of a pending row (confab-elicitations.c).
  */
-static gboolean
-migrate_v12_elicitations(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE elicitations ("
-			 "  id TEXT PRIMARY KEY NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  session_id TEXT NOT NULL,"
-			 "  server TEXT NOT NULL,"
-			 "  message TEXT NOT NULL,"
-			 "  schema TEXT NOT NULL,"
-			 "  state TEXT NOT NULL DEFAULT 'pending',"
-			 "  content TEXT,"
-			 "  answered_by TEXT,"
-			 "  created_at INTEGER NOT NULL,"
-			 "  answered_at INTEGER NOT NULL DEFAULT 0,"
-			 "  instance_id TEXT"
-			 ") STRICT;"
-			 "CREATE INDEX elicitations_by_session ON elicitations (session_id);",
-			 error);
-}
+static const gchar migrate_v12_elicitations[] =
+    "CREATE TABLE elicitations ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  agent_id TEXT NOT NULL,"
+    "  session_id TEXT NOT NULL,"
+    "  server TEXT NOT NULL,"
+    "  message TEXT NOT NULL,"
+    "  schema TEXT NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'pending',"
+    "  content TEXT,"
+    "  answered_by TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  answered_at INTEGER NOT NULL DEFAULT 0,"
+    "  instance_id TEXT"
+    ") STRICT;"
+    "CREATE INDEX elicitations_by_session ON elicitations (session_id);";
 
 /*
  * v13 (limits, issue 30): an owner's or a token's own limits, each 0 when
  * it has none (the owner's then fall back to `[quota]`). The engine keeps
  * them in memory and gives the ones that apply to each admission.
  */
-static gboolean
-migrate_v13_limits(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE limits ("
-			 "  kind TEXT NOT NULL,"
-			 "  id TEXT NOT NULL,"
-			 "  rpm INTEGER NOT NULL DEFAULT 0,"
-			 "  tpm INTEGER NOT NULL DEFAULT 0,"
-			 "  max_parallel INTEGER NOT NULL DEFAULT 0,"
-			 "  monthly_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  updated_at INTEGER NOT NULL DEFAULT 0,"
-			 "  PRIMARY KEY (kind, id)"
-			 ") STRICT;"
-			 "CREATE TABLE token_usage ("
-			 "  key TEXT NOT NULL,"
-			 "  month TEXT NOT NULL,"
-			 "  tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  PRIMARY KEY (key, month)"
-			 ") STRICT;",
-			 error);
-}
+static const gchar migrate_v13_limits[] = "CREATE TABLE limits ("
+					  "  kind TEXT NOT NULL,"
+					  "  id TEXT NOT NULL,"
+					  "  rpm INTEGER NOT NULL DEFAULT 0,"
+					  "  tpm INTEGER NOT NULL DEFAULT 0,"
+					  "  max_parallel INTEGER NOT NULL DEFAULT 0,"
+					  "  monthly_tokens INTEGER NOT NULL DEFAULT 0,"
+					  "  updated_at INTEGER NOT NULL DEFAULT 0,"
+					  "  PRIMARY KEY (kind, id)"
+					  ") STRICT;"
+					  "CREATE TABLE token_usage ("
+					  "  key TEXT NOT NULL,"
+					  "  month TEXT NOT NULL,"
+					  "  tokens INTEGER NOT NULL DEFAULT 0,"
+					  "  PRIMARY KEY (key, month)"
+					  ") STRICT;";
 
 /*
  * v8 (approvals asked by a response, issue 22): the Responses API's
  * approval requests end their response; the response that asked is kept,
  * so that only its continuation decides them, and no timeout does.
  */
-static gboolean
-migrate_v8_approval_response(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE approvals ADD COLUMN response_id TEXT;"
-			 "CREATE INDEX approvals_pending ON approvals (owner, id) "
-			 "  WHERE state = 'pending' AND response_id IS NULL;",
-			 error);
-}
+static const gchar migrate_v8_approval_response[] =
+    "ALTER TABLE approvals ADD COLUMN response_id TEXT;"
+    "CREATE INDEX approvals_pending ON approvals (owner, id) "
+    "  WHERE state = 'pending' AND response_id IS NULL;";
 
 /*
  * v9 (background responses, issue 31): a response's record beside its
@@ -666,47 +614,38 @@ migrate_v8_approval_response(Conn *conn, GError **error)
  * stands and whether someone asked it to stop), and a background stream's
  * events, kept in batches to replay.
  */
-static gboolean
-migrate_v9_responses(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE responses ("
-			 "  id TEXT PRIMARY KEY NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  session_id TEXT,"
-			 "  background INTEGER NOT NULL,"
-			 "  stream INTEGER NOT NULL,"
-			 "  status TEXT NOT NULL,"
-			 "  params TEXT NOT NULL,"
-			 "  error TEXT,"
-			 "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
-			 "  created_at INTEGER NOT NULL,"
-			 "  completed_at INTEGER NOT NULL DEFAULT 0,"
-			 "  instance_id TEXT"
-			 ") STRICT;"
-			 "CREATE INDEX responses_running ON responses (owner) "
-			 "  WHERE status IN ('queued', 'in_progress');"
-			 "CREATE TABLE response_events ("
-			 "  response_id TEXT NOT NULL,"
-			 "  first_seq INTEGER NOT NULL,"
-			 "  last_seq INTEGER NOT NULL,"
-			 "  data TEXT NOT NULL,"
-			 "  PRIMARY KEY (response_id, first_seq)"
-			 ") STRICT, WITHOUT ROWID;",
-			 error);
-}
+static const gchar migrate_v9_responses[] = "CREATE TABLE responses ("
+					    "  id TEXT PRIMARY KEY NOT NULL,"
+					    "  owner TEXT NOT NULL,"
+					    "  agent_id TEXT NOT NULL,"
+					    "  session_id TEXT,"
+					    "  background INTEGER NOT NULL,"
+					    "  stream INTEGER NOT NULL,"
+					    "  status TEXT NOT NULL,"
+					    "  params TEXT NOT NULL,"
+					    "  error TEXT,"
+					    "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+					    "  created_at INTEGER NOT NULL,"
+					    "  completed_at INTEGER NOT NULL DEFAULT 0,"
+					    "  instance_id TEXT"
+					    ") STRICT;"
+					    "CREATE INDEX responses_running ON responses (owner) "
+					    "  WHERE status IN ('queued', 'in_progress');"
+					    "CREATE TABLE response_events ("
+					    "  response_id TEXT NOT NULL,"
+					    "  first_seq INTEGER NOT NULL,"
+					    "  last_seq INTEGER NOT NULL,"
+					    "  data TEXT NOT NULL,"
+					    "  PRIMARY KEY (response_id, first_seq)"
+					    ") STRICT, WITHOUT ROWID;";
 
 /*
  * v10 (the Conversations API, issue 32): a conversation's metadata, a JSON
  * object of strings; NULL for none. A conversation created without an
  * agent has agent_id '' until its first response.
  */
-static gboolean
-migrate_v10_conversation_metadata(Conn *conn, GError **error)
-{
-	return conn_exec(conn, "ALTER TABLE sessions ADD COLUMN metadata TEXT;", error);
-}
+static const gchar migrate_v10_conversation_metadata[] =
+    "ALTER TABLE sessions ADD COLUMN metadata TEXT;";
 
 /*
  * v11 (upstream routing, issue 29): an agent's targets beyond the first
@@ -714,15 +653,9 @@ migrate_v10_conversation_metadata(Conn *conn, GError **error)
  * NULL) and its routing settings, both JSON; the target that answered an
  * assistant message (messages.upstream, JSON).
  */
-static gboolean
-migrate_v11_targets(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
-			 "ALTER TABLE agents ADD COLUMN routing TEXT;"
-			 "ALTER TABLE messages ADD COLUMN upstream TEXT;",
-			 error);
-}
+static const gchar migrate_v11_targets[] = "ALTER TABLE agents ADD COLUMN upstreams TEXT;"
+					   "ALTER TABLE agents ADD COLUMN routing TEXT;"
+					   "ALTER TABLE messages ADD COLUMN upstream TEXT;";
 
 /*
  * v14 (MCP authorization, issue 34): each agent's MCP server's OAuth state
@@ -730,46 +663,35 @@ migrate_v11_targets(Conn *conn, GError **error)
  * person), written only by confabd and never read back out of it; the
  * pending authorization's `state`, unique, finds it at the callback.
  */
-static gboolean
-migrate_v14_mcp_oauth(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE mcp_oauth ("
-			 "  agent_id TEXT NOT NULL,"
-			 "  server TEXT NOT NULL,"
-			 "  state TEXT,"
-			 "  data TEXT NOT NULL,"
-			 "  version INTEGER NOT NULL,"
-			 "  updated_at INTEGER NOT NULL,"
-			 "  PRIMARY KEY (agent_id, server)"
-			 ") STRICT;"
-			 "CREATE UNIQUE INDEX mcp_oauth_by_state ON mcp_oauth (state) "
-			 "  WHERE state IS NOT NULL;",
-			 error);
-}
+static const gchar migrate_v14_mcp_oauth[] =
+    "CREATE TABLE mcp_oauth ("
+    "  agent_id TEXT NOT NULL,"
+    "  server TEXT NOT NULL,"
+    "  state TEXT,"
+    "  data TEXT NOT NULL,"
+    "  version INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (agent_id, server)"
+    ") STRICT;"
+    "CREATE UNIQUE INDEX mcp_oauth_by_state ON mcp_oauth (state) "
+    "  WHERE state IS NOT NULL;";
 
 /*
  * v15 (usage per owner, token and agent, issue 30): a month's turns and
  * tokens, one row per owner, token ('' for none) and agent, added to by
  * each turn's answer in its own commit (write_use()).
  */
-static gboolean
-migrate_v15_usage_monthly(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "CREATE TABLE usage_monthly ("
-			 "  month TEXT NOT NULL,"
-			 "  owner TEXT NOT NULL,"
-			 "  token_id TEXT NOT NULL,"
-			 "  agent_id TEXT NOT NULL,"
-			 "  requests INTEGER NOT NULL DEFAULT 0,"
-			 "  input_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  output_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  reasoning_tokens INTEGER NOT NULL DEFAULT 0,"
-			 "  PRIMARY KEY (month, owner, token_id, agent_id)"
-			 ") STRICT, WITHOUT ROWID;",
-			 error);
-}
+static const gchar migrate_v15_usage_monthly[] = "CREATE TABLE usage_monthly ("
+						 "  month TEXT NOT NULL,"
+						 "  owner TEXT NOT NULL,"
+						 "  token_id TEXT NOT NULL,"
+						 "  agent_id TEXT NOT NULL,"
+						 "  requests INTEGER NOT NULL DEFAULT 0,"
+						 "  input_tokens INTEGER NOT NULL DEFAULT 0,"
+						 "  output_tokens INTEGER NOT NULL DEFAULT 0,"
+						 "  reasoning_tokens INTEGER NOT NULL DEFAULT 0,"
+						 "  PRIMARY KEY (month, owner, token_id, agent_id)"
+						 ") STRICT, WITHOUT ROWID;";
 
 /*
  * v16 (issue 30): the tokens a month's budgets counted, kept in the usage
@@ -778,13 +700,31 @@ migrate_v15_usage_monthly(Conn *conn, GError **error)
  * months counted before, and for a turn settled in another month than it
  * counts in. Both are summed when the store opens.
  */
-static gboolean
-migrate_v16_usage_tokens(Conn *conn, GError **error)
-{
-	return conn_exec(conn,
-			 "ALTER TABLE usage_monthly ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;",
-			 error);
-}
+static const gchar migrate_v16_usage_tokens[] =
+    "ALTER TABLE usage_monthly ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;";
+
+/* What takes the schema from version N to N + 1, at [N]: the next schema
+ * adds its own at the end (and CONFAB_DB_VERSION goes up). */
+static const gchar *const migrations[CONFAB_DB_VERSION] = {
+    migrate_v1,
+    migrate_v2,
+    migrate_v3,
+    migrate_v4,
+    /* v5: content_blocks '' means "the content": the same table, a value
+     * older versions would misread, hence the version */
+    NULL,
+    migrate_v6,
+    migrate_v7_approvals,
+    migrate_v8_approval_response,
+    migrate_v9_responses,
+    migrate_v10_conversation_metadata,
+    migrate_v11_targets,
+    migrate_v12_elicitations,
+    migrate_v13_limits,
+    migrate_v14_mcp_oauth,
+    migrate_v15_usage_monthly,
+    migrate_v16_usage_tokens,
+};
 
 static gboolean
 conn_get_user_version(Conn *conn, gint *version, GError **error)
@@ -822,74 +762,9 @@ conn_migrate_in_transaction(Conn *conn, GError **error)
 	if (version == CONFAB_DB_VERSION)
 		return TRUE;
 
-	switch (version) {
-	case 0:
-		if (!migrate_v1(conn, error))
+	for (gint v = version; v < CONFAB_DB_VERSION; v++)
+		if (migrations[v] != NULL && !conn_exec(conn, migrations[v], error))
 			return FALSE;
-		/* fall through */
-	case 1:
-		if (!migrate_v2(conn, error))
-			return FALSE;
-		/* fall through */
-	case 2:
-		if (!migrate_v3(conn, error))
-			return FALSE;
-		/* fall through */
-	case 3:
-		if (!migrate_v4(conn, error))
-			return FALSE;
-		/* fall through */
-	case 4:
-		/* v5: content_blocks '' means "the content": the same table, a
-		 * value older versions would misread, hence the version */
-		/* fall through */
-	case 5:
-		if (!migrate_v6(conn, error))
-			return FALSE;
-		/* fall through */
-	case 6:
-		if (!migrate_v7_approvals(conn, error))
-			return FALSE;
-		/* fall through */
-	case 7:
-		if (!migrate_v8_approval_response(conn, error))
-			return FALSE;
-		/* fall through */
-	case 8:
-		if (!migrate_v9_responses(conn, error))
-			return FALSE;
-		/* fall through */
-	case 9:
-		if (!migrate_v10_conversation_metadata(conn, error))
-			return FALSE;
-		/* fall through */
-	case 10:
-		if (!migrate_v11_targets(conn, error))
-			return FALSE;
-		/* fall through */
-	case 11:
-		if (!migrate_v12_elicitations(conn, error))
-			return FALSE;
-		/* fall through */
-	case 12:
-		if (!migrate_v13_limits(conn, error))
-			return FALSE;
-		/* fall through */
-	case 13:
-		if (!migrate_v14_mcp_oauth(conn, error))
-			return FALSE;
-		/* fall through */
-	case 14:
-		if (!migrate_v15_usage_monthly(conn, error))
-			return FALSE;
-		/* fall through */
-	case 15:
-		if (!migrate_v16_usage_tokens(conn, error))
-			return FALSE;
-		/* fall through: the next schema adds case 16: migrate_v17() here */
-	default:
-		break;
-	}
 	set_version = g_strdup_printf("PRAGMA user_version=%d", CONFAB_DB_VERSION);
 	if (!conn_exec(conn, set_version, error))
 		return FALSE;
@@ -1182,17 +1057,22 @@ writer_index_search(ConfabStoreSqlite *self)
 }
 
 typedef gboolean (*WriteFunc)(Conn *conn, gpointer data, GError **error);
+typedef gpointer (*ReadFunc)(Conn *conn, gpointer data, GError **error);
 
+/* A job for the writer (@func) or a reader (@read); one with neither is
+ * its thread's stop sentinel. */
 typedef struct {
-	WriteFunc func; /* NULL for the stop sentinel */
-	gpointer data;	/* owned */
+	WriteFunc func;
+	ReadFunc read;
+	gpointer data; /* owned */
 	GDestroyNotify data_free;
-	GTask *task; /* owned */
-	GError *error;
-} WriteJob;
+	GDestroyNotify result_free; /* a read's */
+	GTask *task;		    /* owned */
+	GError *error;		    /* a write's */
+} Job;
 
 static void
-write_job_free(WriteJob *job)
+job_free(Job *job)
 {
 	if (job->data_free != NULL && job->data != NULL)
 		job->data_free(job->data);
@@ -1212,7 +1092,7 @@ static gboolean
 writer_run_jobs(Conn *conn, GPtrArray *batch, GError **error)
 {
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		(void)conn_run(conn, "SAVEPOINT job", NULL);
 		if (job->func(conn, job->data, &job->error)) {
 			(void)conn_run(conn, "RELEASE job", NULL);
@@ -1247,7 +1127,7 @@ static gboolean
 writer_run_jobs_plain(Conn *conn, GPtrArray *batch, gboolean *retry, GError **error)
 {
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		if (job->func(conn, job->data, &job->error))
 			continue;
 		if (job->error == NULL)
@@ -1261,7 +1141,7 @@ writer_run_jobs_plain(Conn *conn, GPtrArray *batch, gboolean *retry, GError **er
 		}
 		/* the jobs run again, each of them */
 		for (guint j = 0; j <= i; j++)
-			g_clear_error(&((WriteJob *)g_ptr_array_index(batch, j))->error);
+			g_clear_error(&((Job *)g_ptr_array_index(batch, j))->error);
 		*retry = TRUE;
 		return FALSE;
 	}
@@ -1312,7 +1192,7 @@ writer_run_batch(ConfabStoreSqlite *self, GPtrArray *batch)
 
 	/* only now, committed (or not), does anybody hear back */
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		if (error_txn != NULL) {
 			g_clear_error(&job->error);
 			job->error = g_error_new(CONFAB_ERROR,
@@ -1331,7 +1211,7 @@ writer_complete(gpointer user_data)
 	GPtrArray *jobs = user_data;
 
 	for (guint i = 0; i < jobs->len; i++) {
-		WriteJob *job = g_ptr_array_index(jobs, i);
+		Job *job = g_ptr_array_index(jobs, i);
 		/* what was written is let go first: a caller that answers its
 		 * client from the callback (a JSON turn, its answer built from
 		 * the text the loop still holds) would otherwise hold it twice */
@@ -1372,7 +1252,7 @@ writer_hand_back(GPtrArray *batch)
 	gpointer value;
 
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		if (i == 0)
 			first = g_task_get_context(job->task);
 		else if (g_task_get_context(job->task) != first)
@@ -1386,11 +1266,11 @@ writer_hand_back(GPtrArray *batch)
 	by_context = g_hash_table_new(g_direct_hash, g_direct_equal);
 	g_ptr_array_set_free_func(batch, NULL);
 	for (guint i = 0; i < batch->len; i++) {
-		WriteJob *job = g_ptr_array_index(batch, i);
+		Job *job = g_ptr_array_index(batch, i);
 		GMainContext *context = g_task_get_context(job->task);
 		GPtrArray *jobs = g_hash_table_lookup(by_context, context);
 		if (jobs == NULL) {
-			jobs = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
+			jobs = g_ptr_array_new_with_free_func((GDestroyNotify)job_free);
 			g_hash_table_insert(by_context, context, jobs);
 		}
 		g_ptr_array_add(jobs, job);
@@ -1463,7 +1343,7 @@ checkpoint_thread(gpointer data)
 					       NULL);
 		/* busy: the writer checkpoints itself; the next commit asks again */
 		if (rc == SQLITE_OK) {
-			WriteJob *wake = g_new0(WriteJob, 1);
+			Job *wake = g_new0(Job, 1);
 			g_atomic_pointer_add(&self->checkpoints, 1);
 			wake->func = write_wake;
 			g_async_queue_push(self->queue, wake);
@@ -1499,10 +1379,10 @@ writer_idle(ConfabStoreSqlite *self)
 /* The next job; %NULL when the writer is idle with search left to index:
  * a moment after the last write, at once while a backlog lasts (a whole
  * chunk was indexed last time). */
-static WriteJob *
+static Job *
 writer_next_job(ConfabStoreSqlite *self)
 {
-	WriteJob *job;
+	Job *job;
 
 	if (self->wal_pages >= CHECKPOINT_PAGES) {
 		job = g_async_queue_try_pop(self->queue);
@@ -1525,7 +1405,7 @@ writer_thread(gpointer data)
 
 	self->unindexed = 1; /* what an earlier run may have left queued */
 	while (!stop) {
-		WriteJob *job = writer_next_job(self);
+		Job *job = writer_next_job(self);
 		GPtrArray *batch;
 		if (job == NULL) {
 			/* idle: index what the last writes queued */
@@ -1533,11 +1413,11 @@ writer_thread(gpointer data)
 			continue;
 		}
 		if (job->func == NULL) {
-			write_job_free(job);
+			job_free(job);
 			break;
 		}
 		if (job->func == write_wake) {
-			write_job_free(job);
+			job_free(job);
 			continue;
 		}
 		/* under load (the last batch was not alone), the jobs that
@@ -1546,19 +1426,19 @@ writer_thread(gpointer data)
 		 * queues a job while the writer sleeps does not wake it */
 		if (self->last_batch > 1)
 			g_usleep(WRITER_GATHER_US);
-		batch = g_ptr_array_new_with_free_func((GDestroyNotify)write_job_free);
+		batch = g_ptr_array_new_with_free_func((GDestroyNotify)job_free);
 		g_ptr_array_add(batch, job);
 		while (batch->len < WRITER_BATCH_MAX) {
 			job = g_async_queue_try_pop(self->queue);
 			if (job == NULL)
 				break;
 			if (job->func == NULL) {
-				write_job_free(job);
+				job_free(job);
 				stop = TRUE;
 				break;
 			}
 			if (job->func == write_wake) {
-				write_job_free(job);
+				job_free(job);
 				continue;
 			}
 			g_ptr_array_add(batch, job);
@@ -1574,6 +1454,57 @@ writer_thread(gpointer data)
 	return NULL;
 }
 
+/* A task for a vfunc's caller, tagged with the vfunc. */
+static GTask *
+task_new(gpointer self,
+	 gpointer source_tag,
+	 GCancellable *cancellable,
+	 GAsyncReadyCallback callback,
+	 gpointer user_data)
+{
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
+
+	g_task_set_source_tag(task, source_tag);
+	return task;
+}
+
+/* In a vfunc: its caller's task, tagged with @tag. */
+#define TASK_NEW(tag) task_new(store, (tag), cancellable, callback, user_data)
+
+/* Answers the vfunc's caller at once: in-memory counts need no thread. */
+#define ANSWER(tag, result, result_free)                                                           \
+	answer(TASK_NEW(tag), (result), (GDestroyNotify)(result_free))
+
+static void
+answer(GTask *task, gpointer result, GDestroyNotify result_free)
+{
+	g_task_return_pointer(task, result, result_free);
+	g_object_unref(task);
+}
+
+/* Queues @job (transfer full) on @queue, whose thread completes its task. */
+static void
+job_push(ConfabStoreSqlite *self,
+	 GAsyncQueue *queue,
+	 gpointer data,
+	 GDestroyNotify data_free,
+	 GTask *task,
+	 Job *job)
+{
+	job->task = task;
+	job->data = data;
+	job->data_free = data_free;
+	if (self->closed) {
+		g_task_return_new_error(job->task,
+					CONFAB_ERROR,
+					CONFAB_ERROR_SHUTTING_DOWN,
+					"the store is closed");
+		job_free(job);
+		return;
+	}
+	g_async_queue_push(queue, job);
+}
+
 /* Queues @func for the writer, which completes @task (transfer full). */
 static void
 writer_push_task(ConfabStoreSqlite *self,
@@ -1582,60 +1513,15 @@ writer_push_task(ConfabStoreSqlite *self,
 		 GDestroyNotify data_free,
 		 GTask *task)
 {
-	WriteJob *job = g_new0(WriteJob, 1);
-	job->task = task;
+	Job *job = g_new0(Job, 1);
+
 	/* a write that was started is seen through, whatever the caller does */
-	g_task_set_check_cancellable(job->task, FALSE);
+	g_task_set_check_cancellable(task, FALSE);
 	job->func = func;
-	job->data = data;
-	job->data_free = data_free;
-	if (self->closed) {
-		g_task_return_new_error(job->task,
-					CONFAB_ERROR,
-					CONFAB_ERROR_SHUTTING_DOWN,
-					"the store is closed");
-		write_job_free(job);
-		return;
-	}
-	g_async_queue_push(self->queue, job);
-}
-
-static void
-writer_push(ConfabStoreSqlite *self,
-	    WriteFunc func,
-	    gpointer data,
-	    GDestroyNotify data_free,
-	    gpointer source_tag,
-	    GCancellable *cancellable,
-	    GAsyncReadyCallback callback,
-	    gpointer user_data)
-{
-	GTask *task = g_task_new(self, cancellable, callback, user_data);
-
-	g_task_set_source_tag(task, source_tag);
-	writer_push_task(self, func, data, data_free, task);
+	job_push(self, self->queue, data, data_free, task, job);
 }
 
 /* ---------- reads ---------- */
-
-typedef gpointer (*ReadFunc)(Conn *conn, gpointer data, GError **error);
-
-typedef struct {
-	ReadFunc func; /* NULL for the stop sentinel */
-	gpointer data; /* owned */
-	GDestroyNotify data_free;
-	GDestroyNotify result_free;
-	GTask *task; /* owned */
-} ReadJob;
-
-static void
-read_job_free(ReadJob *job)
-{
-	if (job->data_free != NULL && job->data != NULL)
-		job->data_free(job->data);
-	g_clear_object(&job->task);
-	g_free(job);
-}
 
 typedef struct {
 	GAsyncQueue *queue; /* owned */
@@ -1648,25 +1534,25 @@ reader_thread(gpointer data)
 	Reader *reader = data;
 
 	for (;;) {
-		ReadJob *job = g_async_queue_pop(reader->queue);
+		Job *job = g_async_queue_pop(reader->queue);
 		g_autoptr(GError) error = NULL;
 		gpointer result;
 
-		if (job->func == NULL) {
-			read_job_free(job);
+		if (job->read == NULL) {
+			job_free(job);
 			break;
 		}
 		if (g_task_return_error_if_cancelled(job->task)) {
-			read_job_free(job);
+			job_free(job);
 			continue;
 		}
 		/* each read sees one consistent snapshot */
-		result = job->func(reader->conn, job->data, &error);
+		result = job->read(reader->conn, job->data, &error);
 		if (result == NULL && error != NULL)
 			g_task_return_error(job->task, g_steal_pointer(&error));
 		else
 			g_task_return_pointer(job->task, result, job->result_free);
-		read_job_free(job);
+		job_free(job);
 	}
 	conn_free(reader->conn);
 	g_async_queue_unref(reader->queue);
@@ -1683,39 +1569,11 @@ reader_run_task(ConfabStoreSqlite *self,
 		GDestroyNotify result_free,
 		GTask *task)
 {
-	ReadJob *job = g_new0(ReadJob, 1);
+	Job *job = g_new0(Job, 1);
 
-	job->task = task;
-	job->func = func;
-	job->data = data;
-	job->data_free = data_free;
+	job->read = func;
 	job->result_free = result_free;
-	if (self->closed) {
-		g_task_return_new_error(job->task,
-					CONFAB_ERROR,
-					CONFAB_ERROR_SHUTTING_DOWN,
-					"the store is closed");
-		read_job_free(job);
-		return;
-	}
-	g_async_queue_push(self->read_queue, job);
-}
-
-static void
-reader_run(ConfabStoreSqlite *self,
-	   ReadFunc func,
-	   gpointer data,
-	   GDestroyNotify data_free,
-	   GDestroyNotify result_free,
-	   gpointer source_tag,
-	   GCancellable *cancellable,
-	   GAsyncReadyCallback callback,
-	   gpointer user_data)
-{
-	GTask *task = g_task_new(self, cancellable, callback, user_data);
-
-	g_task_set_source_tag(task, source_tag);
-	reader_run_task(self, func, data, data_free, result_free, task);
+	job_push(self, self->read_queue, data, data_free, task, job);
 }
 
 /* ---------- agents and tokens ---------- */
@@ -1795,13 +1653,11 @@ confab_store_sqlite_get_usage(ConfabStore *store,
 			      gpointer user_data)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 
-	g_task_set_source_tag(task, confab_store_sqlite_get_usage);
-	g_task_return_pointer(task,
-			      usage_of(self, owner, month, default_limit),
-			      (GDestroyNotify)confab_store_usage_free);
+	ANSWER(confab_store_sqlite_get_usage,
+	       usage_of(self, owner, month, default_limit),
+	       confab_store_usage_free);
 }
 
 static gint
@@ -1832,14 +1688,12 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 			       gpointer user_data)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
 	g_autoptr(GHashTable) owners = g_hash_table_new(g_str_hash, g_str_equal);
 	GPtrArray *list = g_ptr_array_new_with_free_func((GDestroyNotify)confab_store_usage_free);
 	GHashTableIter iter;
 	gpointer owner;
 
-	g_task_set_source_tag(task, confab_store_sqlite_list_usage);
 	roll_month(self, month);
 	add_owners(owners, self->quotas);
 	if (default_limit > 0 && g_str_equal(month, self->usage_month))
@@ -1853,21 +1707,22 @@ confab_store_sqlite_list_usage(ConfabStore *store,
 			confab_store_usage_free(usage);
 	}
 	g_ptr_array_sort(list, compare_usage);
-	g_task_return_pointer(task, list, (GDestroyNotify)g_ptr_array_unref);
+	ANSWER(confab_store_sqlite_list_usage, list, g_ptr_array_unref);
 }
 
-/* called with the lock held: GCRA's arrival time of @key (an owner, or a
- * token's id) */
-static gint64 *
-rate_of(ConfabStoreSqlite *self, const gchar *key)
+/* called with the lock held: @key's count in @table (an owner's, or a
+ * token's id's: GCRA's arrival time, turns in flight, a month's tokens),
+ * made at 0; @size is the count's */
+static gpointer
+count_of(GHashTable *table, const gchar *key, gsize size)
 {
-	gint64 *tat = g_hash_table_lookup(self->rates, key);
+	gpointer count = g_hash_table_lookup(table, key);
 
-	if (tat == NULL) {
-		tat = g_new0(gint64, 1);
-		g_hash_table_insert(self->rates, g_strdup(key), tat);
+	if (count == NULL) {
+		count = g_malloc0(size);
+		g_hash_table_insert(table, g_strdup(key), count);
 	}
-	return tat;
+	return count;
 }
 
 /* called with the lock held: the owner's rate and the token's, GCRA; each
@@ -1876,9 +1731,10 @@ static gboolean
 admit_rates(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabStoreAdmission *a)
 {
 	gint64 now = g_get_monotonic_time();
-	gint64 *owner_tat = a->rpm > 0 ? rate_of(self, a->owner) : NULL;
-	gint64 *token_tat = a->token_id != NULL && a->token_rpm > 0 ? rate_of(self, a->token_id)
-								    : NULL;
+	gint64 *owner_tat = a->rpm > 0 ? count_of(self->rates, a->owner, sizeof(gint64)) : NULL;
+	gint64 *token_tat = a->token_id != NULL && a->token_rpm > 0
+				? count_of(self->rates, a->token_id, sizeof(gint64))
+				: NULL;
 	gint64 owner_next = owner_tat != NULL ? *owner_tat : 0;
 	gint64 token_next = token_tat != NULL ? *token_tat : 0;
 	gboolean owner_ok = owner_tat == NULL || confab_store_rate_admit(&owner_next, now, a->rpm);
@@ -1931,19 +1787,6 @@ admit_parallel(ConfabStoreSqlite *self, ConfabStoreUsage *usage, const ConfabSto
 	return !usage->parallel_limited;
 }
 
-/* called with the lock held: one more turn in flight for @key */
-static void
-fly(ConfabStoreSqlite *self, const gchar *key)
-{
-	guint *flying = g_hash_table_lookup(self->flying, key);
-
-	if (flying == NULL) {
-		flying = g_new0(guint, 1);
-		g_hash_table_insert(self->flying, g_strdup(key), flying);
-	}
-	(*flying)++;
-}
-
 static ConfabStoreUsage *
 confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmission *a)
 {
@@ -1967,19 +1810,15 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmissi
 	if (!usage->admitted)
 		return usage;
 	if (a->month != NULL) {
-		guint64 *used = g_hash_table_lookup(self->usage, a->owner);
-		if (used == NULL)
-			g_hash_table_insert(self->usage, g_strdup(a->owner), uint64_new(1));
-		else
-			(*used)++;
+		(*(guint64 *)count_of(self->usage, a->owner, sizeof(guint64)))++;
 		usage->requests++;
 	}
 	if (a->max_parallel > 0) {
-		fly(self, a->owner);
+		(*(guint *)count_of(self->flying, a->owner, sizeof(guint)))++;
 		usage->parallel_taken = TRUE;
 	}
 	if (a->token_id != NULL && a->token_max_parallel > 0) {
-		fly(self, a->token_id);
+		(*(guint *)count_of(self->flying, a->token_id, sizeof(guint)))++;
 		usage->token_parallel_taken = TRUE;
 	}
 	return usage;
@@ -1987,38 +1826,11 @@ confab_store_sqlite_admit_quota_now(ConfabStore *store, const ConfabStoreAdmissi
 
 /* ---------- tokens: reservations and settlements, in memory ---------- */
 
-/* called with the lock held: a month's tokens of @key (an owner, or a
- * token's id), made at 0 */
-static guint64 *
-month_tokens_of(ConfabStoreSqlite *self, const gchar *key)
-{
-	guint64 *used = g_hash_table_lookup(self->month_tokens, key);
-
-	if (used == NULL) {
-		used = uint64_new(0);
-		g_hash_table_insert(self->month_tokens, g_strdup(key), used);
-	}
-	return used;
-}
-
 /* a month's tokens after @tokens more (or given back: never below 0) */
 static guint64
 month_after(guint64 before, gint64 tokens)
 {
 	return tokens >= 0 ? before + (guint64)tokens : before - MIN(before, (guint64)-tokens);
-}
-
-/* called with the lock held: the tokens' rate of @key */
-static gint64 *
-token_rate_of(ConfabStoreSqlite *self, const gchar *key)
-{
-	gint64 *tat = g_hash_table_lookup(self->token_rates, key);
-
-	if (tat == NULL) {
-		tat = g_new0(gint64, 1);
-		g_hash_table_insert(self->token_rates, g_strdup(key), tat);
-	}
-	return tat;
 }
 
 static ConfabStoreTokenVerdict
@@ -2044,12 +1856,12 @@ confab_store_sqlite_take_tokens_now(ConfabStore *store, const ConfabStoreTokens 
 			continue;
 		/* counted for every key, budget or not: a budget set later
 		 * sees the month's tokens, as after a restart */
-		used[i] = month_tokens_of(self, keys[i]);
+		used[i] = count_of(self->month_tokens, keys[i], sizeof(guint64));
 		if (monthly[i] > 0 && !t->force && t->tokens > 0 &&
 		    month_after(*used[i], t->tokens) > monthly[i])
 			verdict.monthly_spent = TRUE;
 		if (tpm[i] > 0) {
-			tat[i] = token_rate_of(self, keys[i]);
+			tat[i] = count_of(self->token_rates, keys[i], sizeof(gint64));
 			next[i] = *tat[i];
 			rate_ok[i] = confab_store_token_rate_take(&next[i],
 								  now,
@@ -2083,12 +1895,10 @@ confab_store_sqlite_take_tokens(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
 	ConfabStoreTokenVerdict *verdict = g_new(ConfabStoreTokenVerdict, 1);
 
-	g_task_set_source_tag(task, confab_store_sqlite_take_tokens);
 	*verdict = confab_store_sqlite_take_tokens_now(store, tokens);
-	g_task_return_pointer(task, verdict, g_free);
+	ANSWER(confab_store_sqlite_take_tokens, verdict, g_free);
 }
 
 static void
@@ -2111,12 +1921,9 @@ confab_store_sqlite_admit_quota(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
-
-	g_task_set_source_tag(task, confab_store_sqlite_admit_quota);
-	g_task_return_pointer(task,
-			      confab_store_sqlite_admit_quota_now(store, admission),
-			      (GDestroyNotify)confab_store_usage_free);
+	ANSWER(confab_store_sqlite_admit_quota,
+	       confab_store_sqlite_admit_quota_now(store, admission),
+	       confab_store_usage_free);
 }
 
 static void
@@ -2158,15 +1965,13 @@ confab_store_sqlite_acquire_session(ConfabStore *store,
 				    GAsyncReadyCallback callback,
 				    gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
+	g_autoptr(GTask) task = TASK_NEW(confab_store_sqlite_acquire_session);
 	GError *error = NULL;
 
-	g_task_set_source_tag(task, confab_store_sqlite_acquire_session);
-	if (!confab_store_sqlite_acquire_session_now(store, session_id, &error)) {
+	if (!confab_store_sqlite_acquire_session_now(store, session_id, &error))
 		g_task_return_error(task, error);
-		return;
-	}
-	g_task_return_boolean(task, TRUE);
+	else
+		g_task_return_boolean(task, TRUE);
 }
 
 static void
@@ -2186,15 +1991,12 @@ confab_store_sqlite_session_is_running(ConfabStore *store,
 				       gpointer user_data)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	g_autoptr(GTask) task = g_task_new(store, cancellable, callback, user_data);
-	gboolean running;
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+	gboolean running = g_hash_table_contains(self->busy, session_id);
 
-	g_task_set_source_tag(task, confab_store_sqlite_session_is_running);
-	{
-		g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
-		running = g_hash_table_contains(self->busy, session_id);
-	}
-	g_task_return_pointer(task, running ? GINT_TO_POINTER(TRUE) : NULL, NULL);
+	ANSWER(confab_store_sqlite_session_is_running,
+	       running ? GINT_TO_POINTER(TRUE) : NULL,
+	       NULL);
 }
 
 /* ---------- writes ---------- */
@@ -2272,14 +2074,15 @@ confab_store_sqlite_set_quota(ConfabStore *store,
 
 	g_task_set_source_tag(task, confab_store_sqlite_set_quota);
 	g_task_set_task_data(task, id_and_time_new(owner, limit), (GDestroyNotify)id_and_time_free);
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_set_quota,
-		    id_and_time_new(owner, limit),
-		    (GDestroyNotify)id_and_time_free,
-		    confab_store_sqlite_set_quota,
-		    NULL,
-		    set_quota_written,
-		    task);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_set_quota,
+			 id_and_time_new(owner, limit),
+			 (GDestroyNotify)id_and_time_free,
+			 task_new(CONFAB_STORE_SQLITE(store),
+				  confab_store_sqlite_set_quota,
+				  NULL,
+				  set_quota_written,
+				  task));
 }
 
 /* A message's content blocks as stored: '' when they are its content (a
@@ -2374,21 +2177,31 @@ insert_session(Conn *conn, ConfabSession *session, gint64 updated_at, GError **e
 	return stmt_step_done(conn, stmt, error);
 }
 
+/* @n more of a month's count of @key (an owner, or a token's id) */
 static gboolean
-write_usage(Conn *conn, const gchar *owner, const gchar *month, gint64 requests, GError **error)
+write_count(Conn *conn,
+	    const gchar *sql,
+	    const gchar *key,
+	    const gchar *month,
+	    gint64 n,
+	    GError **error)
 {
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare_static(conn,
-				"INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, ?3) "
-				"ON CONFLICT (owner, month) DO UPDATE SET requests = requests + ?3",
-				error);
+	g_autoptr(ConfabCachedStmt) stmt = conn_prepare_static(conn, sql, error);
+
 	if (stmt == NULL)
 		return FALSE;
-	bind_text(stmt, 1, owner);
+	bind_text(stmt, 1, key);
 	bind_text(stmt, 2, month);
-	sqlite3_bind_int64(stmt, 3, requests);
+	sqlite3_bind_int64(stmt, 3, n);
 	return stmt_step_done(conn, stmt, error);
 }
+
+#define WRITE_USAGE                                                                                \
+	"INSERT INTO usage (owner, month, requests) VALUES (?1, ?2, ?3) "                          \
+	"ON CONFLICT (owner, month) DO UPDATE SET requests = requests + ?3"
+#define WRITE_TOKENS                                                                               \
+	"INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "                        \
+	"ON CONFLICT (key, month) DO UPDATE SET tokens = max(token_usage.tokens + ?3, 0)"
 
 /* A turn's request, counted in its month: in the batch's tally when there
  * is one (one row written per owner and batch, not one per turn: a
@@ -2400,7 +2213,7 @@ count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error
 	gpointer n;
 
 	if (!conn->tally_usage)
-		return write_usage(conn, owner, month, 1, error);
+		return write_count(conn, WRITE_USAGE, owner, month, 1, error);
 	key = g_strconcat(owner, "\n", month, NULL);
 	n = g_hash_table_lookup(conn->batch_usage, key);
 	g_hash_table_replace(conn->batch_usage,
@@ -2408,9 +2221,6 @@ count_request(Conn *conn, const gchar *owner, const gchar *month, GError **error
 			     GSIZE_TO_POINTER(GPOINTER_TO_SIZE(n) + 1));
 	return TRUE;
 }
-
-static gboolean
-write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error);
 
 /* What a turn's answer adds to the month's row of its owner, token and
  * agent (issue 30): one upsert, in the turn's (or the batch's)
@@ -2491,7 +2301,7 @@ write_batch_usage(Conn *conn, GError **error)
 		/* the last one: a month has none, an owner might */
 		const gchar *newline = strrchr(key, '\n');
 		g_autofree gchar *owner = g_strndup(key, newline - (const gchar *)key);
-		if (!write_usage(conn, owner, newline + 1, GPOINTER_TO_SIZE(n), error))
+		if (!write_count(conn, WRITE_USAGE, owner, newline + 1, GPOINTER_TO_SIZE(n), error))
 			return FALSE;
 	}
 	g_hash_table_remove_all(conn->batch_usage);
@@ -2499,7 +2309,7 @@ write_batch_usage(Conn *conn, GError **error)
 	while (g_hash_table_iter_next(&iter, &key, &n)) {
 		const gchar *newline = strrchr(key, '\n');
 		g_autofree gchar *token_key = g_strndup(key, newline - (const gchar *)key);
-		if (!write_tokens(conn, token_key, newline + 1, *(gint64 *)n, error))
+		if (!write_count(conn, WRITE_TOKENS, token_key, newline + 1, *(gint64 *)n, error))
 			return FALSE;
 	}
 	g_hash_table_remove_all(conn->batch_tokens);
@@ -2510,24 +2320,6 @@ write_batch_usage(Conn *conn, GError **error)
 	}
 	g_hash_table_remove_all(conn->batch_use);
 	return TRUE;
-}
-
-static gboolean
-write_tokens(Conn *conn, const gchar *key, const gchar *month, gint64 tokens, GError **error)
-{
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare_static(conn,
-				"INSERT INTO token_usage (key, month, tokens) VALUES (?1, ?2, ?3) "
-				"ON CONFLICT (key, month) DO UPDATE SET tokens = "
-				"max(token_usage.tokens + ?3, 0)",
-				error);
-
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, key);
-	bind_text(stmt, 2, month);
-	sqlite3_bind_int64(stmt, 3, tokens);
-	return stmt_step_done(conn, stmt, error);
 }
 
 /* A turn's tokens, added to the month's counts of its owner and token in
@@ -2546,7 +2338,12 @@ count_tokens(Conn *conn, const ConfabStoreTurn *turn, GError **error)
 		if (keys[i] == NULL)
 			continue;
 		if (!conn->tally_usage) {
-			if (!write_tokens(conn, keys[i], turn->tokens_month, turn->tokens, error))
+			if (!write_count(conn,
+					 WRITE_TOKENS,
+					 keys[i],
+					 turn->tokens_month,
+					 turn->tokens,
+					 error))
 				return FALSE;
 			continue;
 		}
@@ -2605,14 +2402,11 @@ confab_store_sqlite_commit_turn(ConfabStore *store,
 				GAsyncReadyCallback callback,
 				gpointer user_data)
 {
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_commit_turn,
-		    confab_store_turn_copy(turn),
-		    (GDestroyNotify)confab_store_turn_free,
-		    confab_store_sqlite_commit_turn,
-		    cancellable,
-		    callback,
-		    user_data);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_commit_turn,
+			 confab_store_turn_copy(turn),
+			 (GDestroyNotify)confab_store_turn_free,
+			 TASK_NEW(confab_store_sqlite_commit_turn));
 }
 
 /* ---------- reads ---------- */
@@ -2702,14 +2496,11 @@ confab_store_sqlite_delete_response(ConfabStore *store,
 				    GAsyncReadyCallback callback,
 				    gpointer user_data)
 {
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_delete_response,
-		    g_strdup(response_id),
-		    g_free,
-		    confab_store_sqlite_delete_response,
-		    cancellable,
-		    callback,
-		    user_data);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_delete_response,
+			 g_strdup(response_id),
+			 g_free,
+			 TASK_NEW(confab_store_sqlite_delete_response));
 }
 
 /* ---------- search ---------- */
@@ -2904,14 +2695,15 @@ confab_store_sqlite_search_sessions(ConfabStore *store,
 	call->cancellable = cancellable != NULL ? g_object_ref(cancellable) : NULL;
 	call->callback = callback;
 	call->user_data = user_data;
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_index_search,
-		    NULL,
-		    NULL,
-		    confab_store_sqlite_search_sessions,
-		    NULL,
-		    search_sessions_indexed,
-		    call);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_index_search,
+			 NULL,
+			 NULL,
+			 task_new(CONFAB_STORE_SQLITE(store),
+				  confab_store_sqlite_search_sessions,
+				  NULL,
+				  search_sessions_indexed,
+				  call));
 }
 
 static void
@@ -2921,15 +2713,16 @@ search_sessions_indexed(GObject *source, GAsyncResult *result, gpointer user_dat
 
 	/* what could not be indexed now is not found yet; the rest is */
 	g_task_propagate_boolean(G_TASK(result), NULL);
-	reader_run(CONFAB_STORE_SQLITE(source),
-		   read_search_sessions,
-		   g_steal_pointer(&call->query),
-		   (GDestroyNotify)search_query_free,
-		   (GDestroyNotify)g_ptr_array_unref,
-		   confab_store_sqlite_search_sessions,
-		   call->cancellable,
-		   call->callback,
-		   call->user_data);
+	reader_run_task(CONFAB_STORE_SQLITE(source),
+			read_search_sessions,
+			g_steal_pointer(&call->query),
+			(GDestroyNotify)search_query_free,
+			(GDestroyNotify)g_ptr_array_unref,
+			task_new(source,
+				 confab_store_sqlite_search_sessions,
+				 call->cancellable,
+				 call->callback,
+				 call->user_data));
 	g_clear_object(&call->cancellable);
 	g_free(call);
 }
@@ -3003,14 +2796,15 @@ confab_store_sqlite_set_search_index(ConfabStoreSqlite *self, gboolean enabled)
 	g_return_if_fail(CONFAB_IS_STORE_SQLITE(self));
 
 	g_atomic_int_set(&self->search_index, enabled);
-	writer_push(self,
-		    write_search_index_mode,
-		    GINT_TO_POINTER(enabled),
-		    NULL,
-		    confab_store_sqlite_set_search_index,
-		    NULL,
-		    search_index_mode_written,
-		    GINT_TO_POINTER(enabled));
+	writer_push_task(self,
+			 write_search_index_mode,
+			 GINT_TO_POINTER(enabled),
+			 NULL,
+			 task_new(self,
+				  confab_store_sqlite_set_search_index,
+				  NULL,
+				  search_index_mode_written,
+				  GINT_TO_POINTER(enabled)));
 }
 
 /* ---------- lifecycle ---------- */
@@ -3019,15 +2813,15 @@ static void
 confab_store_sqlite_close(ConfabStore *store)
 {
 	ConfabStoreSqlite *self = CONFAB_STORE_SQLITE(store);
-	WriteJob *sentinel;
-	WriteJob *job;
+	Job *sentinel;
+	Job *job;
 
 	if (self->closed)
 		return;
 	self->closed = TRUE;
 
 	/* the writer finishes every job queued before the sentinel */
-	sentinel = g_new0(WriteJob, 1);
+	sentinel = g_new0(Job, 1);
 	g_async_queue_push(self->queue, sentinel);
 	g_thread_join(g_steal_pointer(&self->thread));
 	g_async_queue_push(self->checkpoint_queue, GINT_TO_POINTER(CHECKPOINT_STOP));
@@ -3035,12 +2829,12 @@ confab_store_sqlite_close(ConfabStore *store)
 	g_clear_pointer(&self->checkpoint_conn, conn_free);
 	/* what the checkpoint thread queued for a writer that is gone */
 	while ((job = g_async_queue_try_pop(self->queue)) != NULL)
-		write_job_free(job);
+		job_free(job);
 	g_clear_pointer(&self->writer, conn_free);
 
 	/* readers finish what is queued, then stop */
 	for (guint i = 0; i < self->reader_threads->len; i++)
-		g_async_queue_push(self->read_queue, g_new0(ReadJob, 1));
+		g_async_queue_push(self->read_queue, g_new0(Job, 1));
 	for (guint i = 0; i < self->reader_threads->len; i++)
 		g_thread_join(g_ptr_array_index(self->reader_threads, i));
 	g_ptr_array_set_size(self->reader_threads, 0);
@@ -3210,14 +3004,15 @@ confab_store_sqlite_decide_approval(ConfabStore *store,
 	g_task_set_check_cancellable(task, FALSE);
 	decide->decision = confab_approval_copy(decision);
 	g_task_set_task_data(task, decide, (GDestroyNotify)decide_free);
-	writer_push(CONFAB_STORE_SQLITE(store),
-		    write_decide_approval,
-		    decide,
-		    NULL,
-		    confab_store_sqlite_decide_approval,
-		    NULL,
-		    decide_written,
-		    task);
+	writer_push_task(CONFAB_STORE_SQLITE(store),
+			 write_decide_approval,
+			 decide,
+			 NULL,
+			 task_new(CONFAB_STORE_SQLITE(store),
+				  confab_store_sqlite_decide_approval,
+				  NULL,
+				  decide_written,
+				  task));
 }
 
 /* ---------- every operation described once (confab-store-call.h) ---------- */
