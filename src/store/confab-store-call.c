@@ -51,6 +51,7 @@ call_clear_result(ConfabStoreCall *call)
 		g_ptr_array_unref(call->result);
 		break;
 	case CONFAB_STORE_ROWS_ONE:
+	case CONFAB_STORE_ROWS_WRITTEN:
 		item_free(call)(call->result);
 		break;
 	case CONFAB_STORE_ROWS_PAGE:
@@ -68,6 +69,7 @@ confab_store_call_free(ConfabStoreCall *call)
 	if (call == NULL)
 		return;
 	call_clear_result(call);
+	g_clear_error(&call->error);
 	g_array_unref(call->args);
 	g_free(call->sql);
 	g_free(call);
@@ -135,6 +137,15 @@ confab_store_call_get_arg(ConfabStoreCall *call, guint index)
 	return &g_array_index(call->args, ConfabStoreArg, index);
 }
 
+/* Whether @call writes: a backend runs it in its writer, or on its
+ * primary. */
+gboolean
+confab_store_call_writes(ConfabStoreCall *call)
+{
+	return call->op->rows == CONFAB_STORE_ROWS_NONE ||
+	       call->op->rows == CONFAB_STORE_ROWS_WRITTEN;
+}
+
 /**
  * confab_store_call_add_row:
  * @call: a read's call
@@ -157,6 +168,15 @@ confab_store_call_add_row(ConfabStoreCall *call, ConfabStoreRow *row)
 		return TRUE;
 	case CONFAB_STORE_ROWS_ONE:
 		call->result = call->op->map(row);
+		return FALSE;
+	case CONFAB_STORE_ROWS_WRITTEN:
+		/* a writer that runs its batch again reads the row again */
+		call_clear_result(call);
+		g_clear_error(&call->error);
+		call->result = call->op->map(row);
+		if (call->op->verdict != NULL &&
+		    !call->op->verdict(call, row, call->result, &call->error))
+			call_clear_result(call);
 		return FALSE;
 	case CONFAB_STORE_ROWS_PAGE:
 		if (call->result == NULL)
@@ -191,7 +211,9 @@ missing_error(ConfabStoreCall *call)
 /**
  * confab_store_call_steal_result:
  * @call: a read whose rows were all added
- * @error: the op's missing error, for %CONFAB_STORE_ROWS_ONE without a row
+ * @error: the op's missing error, for %CONFAB_STORE_ROWS_ONE or
+ *   %CONFAB_STORE_ROWS_WRITTEN without a row; the op's verdict's
+ *   error of its row
  *
  * Returns: (transfer full): what the rows made, as the op returns it (an
  *   empty list or page for no rows), freed with
@@ -204,6 +226,10 @@ confab_store_call_steal_result(ConfabStoreCall *call, GError **error)
 
 	if (result != NULL)
 		return result;
+	if (call->error != NULL) {
+		g_propagate_error(error, g_steal_pointer(&call->error));
+		return NULL;
+	}
 	switch (call->op->rows) {
 	case CONFAB_STORE_ROWS_LIST:
 		return g_ptr_array_new_with_free_func(item_free(call));
@@ -211,6 +237,7 @@ confab_store_call_steal_result(ConfabStoreCall *call, GError **error)
 		return confab_store_page_new();
 	case CONFAB_STORE_ROWS_ONE:
 	case CONFAB_STORE_ROWS_NONE:
+	case CONFAB_STORE_ROWS_WRITTEN:
 		break;
 	}
 	g_propagate_error(error, missing_error(call));
@@ -226,6 +253,7 @@ confab_store_call_get_result_free(ConfabStoreCall *call)
 	case CONFAB_STORE_ROWS_PAGE:
 		return (GDestroyNotify)confab_store_page_free;
 	case CONFAB_STORE_ROWS_ONE:
+	case CONFAB_STORE_ROWS_WRITTEN:
 		return item_free(call);
 	case CONFAB_STORE_ROWS_NONE:
 		break;

@@ -30,6 +30,9 @@ G_BEGIN_DECLS
  *   most (the SQL asks for one more, which says whether more follow)
  * @CONFAB_STORE_ROWS_NONE: a write: %TRUE once committed; when the op has a
  *   @missing error, no row changed is that error
+ * @CONFAB_STORE_ROWS_WRITTEN: a write that returns the row as it left it,
+ *   mapped, as %CONFAB_STORE_ROWS_ONE does, once committed; the op's
+ *   @verdict may make an error of that row (what was written stands)
  *
  * What an operation returns.
  */
@@ -38,7 +41,15 @@ typedef enum {
 	CONFAB_STORE_ROWS_ONE,
 	CONFAB_STORE_ROWS_PAGE,
 	CONFAB_STORE_ROWS_NONE,
+	CONFAB_STORE_ROWS_WRITTEN,
 } ConfabStoreRows;
+
+/* The answer a written row makes (%CONFAB_STORE_ROWS_WRITTEN): %TRUE, or
+ * %FALSE with @error, from @row and @mapped, what the op's map made of it. */
+typedef gboolean (*ConfabStoreVerdict)(ConfabStoreCall *call,
+				       ConfabStoreRow *row,
+				       gpointer mapped,
+				       GError **error);
 
 /**
  * ConfabStoreOp:
@@ -50,7 +61,8 @@ typedef enum {
  * @sql_sqlite_then: (nullable): a write's second statement on SQLite, in
  *   the same transaction and with the same arguments: what a foreign key's
  *   ON DELETE CASCADE does on PostgreSQL (SQLite's writer does not enforce
- *   foreign keys)
+ *   foreign keys); for %CONFAB_STORE_ROWS_WRITTEN, the read of the row the
+ *   first left (PostgreSQL's one statement writes and returns it)
  * @map: (nullable): what a row becomes, for reads
  * @free: (nullable): frees what @map made; %NULL for a #GObject
  * @missing: with @missing_format, the error when no row is found (reads) or
@@ -60,6 +72,8 @@ typedef enum {
  * @changed: for a write, the #ConfabStoreChange other instances sharing
  *   the database hear of (PostgreSQL notifies them in the same
  *   statement, when a row changed); -1 for none
+ * @verdict: (nullable): for %CONFAB_STORE_ROWS_WRITTEN, the answer its row
+ *   makes
  *
  * One store operation, described once for both backends.
  */
@@ -74,6 +88,7 @@ typedef struct {
 	ConfabErrorCode missing;
 	const gchar *missing_format;
 	gint changed;
+	ConfabStoreVerdict verdict;
 } ConfabStoreOp;
 
 /**
@@ -105,6 +120,7 @@ typedef struct {
  * @args: (element-type ConfabStoreArg): `$1`… in order, copied
  * @limit: for %CONFAB_STORE_ROWS_PAGE, the page size
  * @result: what the rows read so far make, as @op returns it
+ * @error: (nullable): the error @op's verdict made of its row
  *
  * One run of an operation: its arguments, copied when the call is made (the
  * caller's may be gone when a backend's thread runs it), and its result as
@@ -116,6 +132,7 @@ struct _ConfabStoreCall {
 	GArray *args;
 	guint limit;
 	gpointer result;
+	GError *error;
 };
 
 ConfabStoreCall *
@@ -141,6 +158,8 @@ confab_store_call_get_n_args(ConfabStoreCall *call);
 const ConfabStoreArg *
 confab_store_call_get_arg(ConfabStoreCall *call, guint index);
 
+gboolean
+confab_store_call_writes(ConfabStoreCall *call);
 gboolean
 confab_store_call_add_row(ConfabStoreCall *call, ConfabStoreRow *row);
 gpointer

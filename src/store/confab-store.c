@@ -609,6 +609,74 @@ static const ConfabStoreOp op_get_approval = {
     .changed = -1,
 };
 
+/* A decision's answer, from the approval as the write left it and, in its
+ * last column, whether the decision was written. */
+static gboolean
+approval_decided(ConfabStoreCall *call, ConfabStoreRow *row, gpointer mapped, GError **error)
+{
+	ConfabApproval *now = mapped;
+	const gchar *id = confab_store_call_get_arg(call, 0)->text;
+	const gchar *asked = confab_store_call_get_arg(call, 1)->text;
+	gboolean written = confab_store_row_int(row, 15) != 0;
+
+	if (written && g_strcmp0(confab_approval_state_to_string(now->state), asked) != 0) {
+		/* the turn that waited is gone: the statement timed it out */
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_APPROVAL_DECIDED,
+			    "The approval '%s' is no longer pending: it timed out "
+			    "(nobody waits for it any more)",
+			    id);
+		return FALSE;
+	}
+	if (!written) {
+		g_set_error(error,
+			    CONFAB_ERROR,
+			    CONFAB_ERROR_APPROVAL_DECIDED,
+			    "The approval '%s' is no longer pending: it was %s",
+			    id,
+			    now->state == CONFAB_APPROVAL_STATE_TIMED_OUT  ? "timed out"
+			    : now->state == CONFAB_APPROVAL_STATE_APPROVED ? "approved"
+									   : "denied");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* A decision wins only over a pending row. On PostgreSQL a person's
+ * decision counts only while a live turn waits: a response's request
+ * (nobody waits: its continuation decides), or an approval whose
+ * instance's lease runs; otherwise the statement times it out. A timeout
+ * is always taken. SQLite's one instance timed out its predecessors' at
+ * open; its second statement reads the row back, changes() saying whether
+ * the first wrote it. */
+static const ConfabStoreOp op_decide_approval = {
+    .what = "deciding an approval",
+    .rows = CONFAB_STORE_ROWS_WRITTEN,
+    .sql = "WITH l AS (SELECT $2 = 'timed_out' OR a.response_id IS NOT NULL OR "
+	   "EXISTS (SELECT 1 FROM instances AS i WHERE i.id = a.instance_id "
+	   "AND i.expires_at > now()) AS live FROM approvals AS a WHERE a.id = $1), "
+	   "u AS (UPDATE approvals SET "
+	   "state = CASE WHEN l.live THEN $2 ELSE 'timed_out' END, "
+	   "decided_by = CASE WHEN l.live THEN $3 ELSE 'timeout' END, "
+	   "reason = CASE WHEN l.live THEN $4 "
+	   "ELSE 'Its confabd stopped: nobody waits for it any more' END, "
+	   "decided_at = $5::bigint FROM l WHERE id = $1 AND state = 'pending' "
+	   "RETURNING " CONFAB_STORE_APPROVAL_COLUMNS ") SELECT " CONFAB_STORE_APPROVAL_COLUMNS
+	   ", 1 FROM u UNION ALL SELECT " CONFAB_STORE_APPROVAL_COLUMNS
+	   ", 0 FROM approvals WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)",
+    .sql_sqlite = "UPDATE approvals SET state = $2, decided_by = $3, reason = $4, "
+		  "decided_at = $5 WHERE id = $1 AND state = 'pending'",
+    .sql_sqlite_then = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS
+		       ", changes() > 0 FROM approvals WHERE id = $1",
+    .map = confab_store_row_to_approval,
+    .free = (GDestroyNotify)confab_approval_free,
+    .missing = CONFAB_ERROR_APPROVAL_NOT_FOUND,
+    .missing_format = "No approval '%s'",
+    .changed = -1,
+    .verdict = approval_decided,
+};
+
 /* what a live turn waits for: on PostgreSQL, of an instance whose lease
  * runs; SQLite's one instance timed out its predecessors' at open */
 static const ConfabStoreOp op_list_approvals = {
@@ -2556,10 +2624,17 @@ confab_store_decide_approval_async(ConfabStore *self,
 				   GAsyncReadyCallback callback,
 				   gpointer user_data)
 {
+	ConfabStoreCall *call = NULL;
+
 	g_return_if_fail(CONFAB_IS_STORE(self));
 	g_return_if_fail(decision != NULL && decision->id != NULL);
 	g_return_if_fail(decision->state != CONFAB_APPROVAL_STATE_PENDING);
-	STORE_IFACE(self)->decide_approval(self, decision, cancellable, callback, user_data);
+	call = call_with_text(&op_decide_approval, decision->id);
+	confab_store_call_add_text(call, confab_approval_state_to_string(decision->state));
+	confab_store_call_add_text(call, decision->decided_by);
+	confab_store_call_add_text(call, decision->reason);
+	confab_store_call_add_int(call, decision->decided_at);
+	RUN(decide_approval, call);
 }
 
 /**

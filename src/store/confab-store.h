@@ -483,12 +483,6 @@ struct _ConfabStoreInterface {
 	/* lifecycle */
 	void (*close)(ConfabStore *self);
 
-	/* approvals: tool calls waiting for a person (any instance decides) */
-	void (*decide_approval)(ConfabStore *self,
-				const ConfabApproval *decision,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
 	/* the Responses API: the messages stored with a response id */
 	void (*delete_response)(ConfabStore *self,
 				const gchar *response_id,

@@ -2219,98 +2219,6 @@ store_thread(gpointer data)
 
 /* ---------- the object ---------- */
 
-/* ---------- approvals ---------- */
-
-/* One statement: the decision wins only over a pending row (the row lock
- * orders two instances deciding at once); the row as it stands comes back
- * either way, with whether this statement decided it. */
-static void
-approval_decided(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	ConfabApproval *d = op->data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "deciding an approval");
-	g_autoptr(ConfabApproval) now = NULL;
-
-	if (res == NULL)
-		return;
-	if (PQntuples(res) == 0) {
-		op_return_error(op,
-				g_error_new(CONFAB_ERROR,
-					    CONFAB_ERROR_APPROVAL_NOT_FOUND,
-					    "No approval '%s'",
-					    d->id));
-		return;
-	}
-	now = confab_store_row_to_approval(&(ConfabStoreRow){&row_funcs, res, 0});
-	if (column_bool(res, 0, 15) && now->state != d->state) {
-		/* the turn that waited is gone: the statement timed it out */
-		op_return_error(op,
-				g_error_new(CONFAB_ERROR,
-					    CONFAB_ERROR_APPROVAL_DECIDED,
-					    "The approval '%s' is no longer pending: it timed out "
-					    "(nobody waits for it any more)",
-					    d->id));
-		return;
-	}
-	if (!column_bool(res, 0, 15)) {
-		op_return_error(
-		    op,
-		    g_error_new(CONFAB_ERROR,
-				CONFAB_ERROR_APPROVAL_DECIDED,
-				"The approval '%s' is no longer pending: it was %s",
-				d->id,
-				now->state == CONFAB_APPROVAL_STATE_TIMED_OUT  ? "timed out"
-				: now->state == CONFAB_APPROVAL_STATE_APPROVED ? "approved"
-									       : "denied"));
-		return;
-	}
-	op_return_pointer(op, g_steal_pointer(&now), (GDestroyNotify)confab_approval_free);
-}
-
-static void
-run_decide_approval(ConfabStorePostgres *self, Op *op)
-{
-	ConfabApproval *d = op->data;
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, d->id);
-	params_add(p, confab_approval_state_to_string(d->state));
-	params_add(p, d->decided_by);
-	params_add(p, d->reason);
-	params_add_int(p, d->decided_at);
-	/* A person's decision counts only while a live turn waits: a
-	 * response's request (nobody waits: its continuation decides), or
-	 * an approval whose instance's lease runs. Otherwise the statement
-	 * times it out. A timeout is always taken. */
-	op_query(op,
-		 "WITH l AS (SELECT $2 = 'timed_out' OR a.response_id IS NOT NULL OR "
-		 "EXISTS (SELECT 1 FROM instances AS i WHERE i.id = a.instance_id "
-		 "AND i.expires_at > now()) AS live FROM approvals AS a WHERE a.id = $1), "
-		 "u AS (UPDATE approvals SET "
-		 "state = CASE WHEN l.live THEN $2 ELSE 'timed_out' END, "
-		 "decided_by = CASE WHEN l.live THEN $3 ELSE 'timeout' END, "
-		 "reason = CASE WHEN l.live THEN $4 "
-		 "ELSE 'Its confabd stopped: nobody waits for it any more' END, "
-		 "decided_at = $5::bigint FROM l WHERE id = $1 AND state = 'pending' "
-		 "RETURNING " CONFAB_STORE_APPROVAL_COLUMNS
-		 ") SELECT " CONFAB_STORE_APPROVAL_COLUMNS
-		 ", true FROM u UNION ALL SELECT " CONFAB_STORE_APPROVAL_COLUMNS
-		 ", false FROM approvals WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)",
-		 p,
-		 approval_decided);
-}
-
-static void
-confab_store_postgres_decide_approval(ConfabStore *store,
-				      const ConfabApproval *decision,
-				      GCancellable *cancellable,
-				      GAsyncReadyCallback callback,
-				      gpointer user_data)
-{
-	QUEUE(decide_approval, confab_approval_copy(decision), confab_approval_free, FALSE);
-}
-
 /* ---------- every operation described once (confab-store-call.h) ---------- */
 
 static void
@@ -2399,7 +2307,7 @@ confab_store_postgres_run(ConfabStore *store, ConfabStoreCall *call, GTask *task
 		      run_call,
 		      call,
 		      NULL,
-		      call->op->rows != CONFAB_STORE_ROWS_NONE,
+		      !confab_store_call_writes(call),
 		      task);
 }
 
@@ -2421,7 +2329,6 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->commit_turn = confab_store_postgres_commit_turn;
 	iface->delete_response = confab_store_postgres_delete_response;
 	iface->close = confab_store_postgres_close;
-	iface->decide_approval = confab_store_postgres_decide_approval;
 }
 
 static void

@@ -2891,130 +2891,6 @@ expire_orphaned_approvals(Conn *conn, GError **error)
 	return TRUE;
 }
 
-static ConfabApproval *
-approval_read(Conn *conn, const gchar *id, GError **error)
-{
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals WHERE id = ?1",
-			 error);
-	gint rc;
-
-	if (stmt == NULL)
-		return NULL;
-	bind_text(stmt, 1, id);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
-		return confab_store_row_to_approval(&(ConfabStoreRow){&row_funcs, stmt, 0});
-	if (rc == SQLITE_DONE)
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_APPROVAL_NOT_FOUND,
-			    "No approval '%s'",
-			    id);
-	else
-		set_sqlite_error(error, conn->db, "reading an approval");
-	return NULL;
-}
-
-/* A decision, in the writer: it wins only over a pending row. The row as
- * it stands afterwards is left in @result for the caller's context (the
- * struct is the outer task's data, which outlives the job). */
-typedef struct {
-	ConfabApproval *decision; /* owned */
-	ConfabApproval *result;	  /* owned, nullable: set by the writer */
-} Decide;
-
-static void
-decide_free(Decide *decide)
-{
-	confab_approval_free(decide->decision);
-	confab_approval_free(decide->result);
-	g_free(decide);
-}
-
-static gboolean
-write_decide_approval(Conn *conn, gpointer data, GError **error)
-{
-	Decide *decide = data;
-	ConfabApproval *d = decide->decision;
-	g_autoptr(ConfabApproval) now = NULL;
-	gboolean changed;
-	g_autoptr(ConfabCachedStmt) stmt =
-	    conn_prepare(conn,
-			 "UPDATE approvals SET state = ?2, decided_by = ?3, reason = ?4, "
-			 "decided_at = ?5 WHERE id = ?1 AND state = 'pending'",
-			 error);
-
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, d->id);
-	bind_text(stmt, 2, confab_approval_state_to_string(d->state));
-	bind_text(stmt, 3, d->decided_by);
-	bind_text(stmt, 4, d->reason);
-	sqlite3_bind_int64(stmt, 5, d->decided_at);
-	if (!stmt_step_done(conn, stmt, error))
-		return FALSE;
-	changed = sqlite3_changes(conn->db) > 0;
-	now = approval_read(conn, d->id, error);
-	if (now == NULL)
-		return FALSE;
-	if (!changed) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_APPROVAL_DECIDED,
-			    "The approval '%s' is no longer pending: it was %s",
-			    d->id,
-			    now->state == CONFAB_APPROVAL_STATE_TIMED_OUT  ? "timed out"
-			    : now->state == CONFAB_APPROVAL_STATE_APPROVED ? "approved"
-									   : "denied");
-		return FALSE;
-	}
-	decide->result = g_steal_pointer(&now);
-	return TRUE;
-}
-
-static void
-decide_written(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-	g_autoptr(GTask) task = user_data;
-	Decide *decide = g_task_get_task_data(task);
-	GError *error = NULL;
-
-	if (!g_task_propagate_boolean(G_TASK(result), &error)) {
-		g_task_return_error(task, error);
-		return;
-	}
-	g_task_return_pointer(task,
-			      g_steal_pointer(&decide->result),
-			      (GDestroyNotify)confab_approval_free);
-}
-
-static void
-confab_store_sqlite_decide_approval(ConfabStore *store,
-				    const ConfabApproval *decision,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data)
-{
-	GTask *task = g_task_new(store, cancellable, callback, user_data);
-	Decide *decide = g_new0(Decide, 1);
-
-	g_task_set_source_tag(task, confab_store_sqlite_decide_approval);
-	g_task_set_check_cancellable(task, FALSE);
-	decide->decision = confab_approval_copy(decision);
-	g_task_set_task_data(task, decide, (GDestroyNotify)decide_free);
-	writer_push_task(CONFAB_STORE_SQLITE(store),
-			 write_decide_approval,
-			 decide,
-			 NULL,
-			 task_new(CONFAB_STORE_SQLITE(store),
-				  confab_store_sqlite_decide_approval,
-				  NULL,
-				  decide_written,
-				  task));
-}
-
 /* ---------- every operation described once (confab-store-call.h) ---------- */
 
 /* The call's statement, cached, with its arguments bound: `$n` is the
@@ -3090,6 +2966,8 @@ write_call(Conn *conn, gpointer data, GError **error)
 	g_autoptr(ConfabCachedStmt) stmt =
 	    prepare_call(conn, call, confab_store_call_get_sql(call, TRUE), error);
 	g_autoptr(ConfabCachedStmt) then = NULL;
+	ConfabStoreRow row = {&row_funcs, NULL, 0};
+	gint rc;
 
 	if (stmt == NULL)
 		return FALSE;
@@ -3097,18 +2975,44 @@ write_call(Conn *conn, gpointer data, GError **error)
 		set_sqlite_error(error, conn->db, call->op->what);
 		return FALSE;
 	}
-	if (!confab_store_call_check_changed(call, sqlite3_changes(conn->db), error))
+	if (call->op->rows == CONFAB_STORE_ROWS_NONE &&
+	    !confab_store_call_check_changed(call, sqlite3_changes(conn->db), error))
 		return FALSE;
 	if (call->op->sql_sqlite_then == NULL)
 		return TRUE;
 	then = prepare_call(conn, call, call->op->sql_sqlite_then, error);
 	if (then == NULL)
 		return FALSE;
-	if (sqlite3_step(then) != SQLITE_DONE) {
+	/* a written row's read (CONFAB_STORE_ROWS_WRITTEN) */
+	row.result = then;
+	while ((rc = sqlite3_step(then)) == SQLITE_ROW)
+		if (!confab_store_call_add_row(call, &row))
+			break;
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		set_sqlite_error(error, conn->db, call->op->what);
 		return FALSE;
 	}
 	return TRUE;
+}
+
+/* A written row's answer, once its write committed: the outer task's. */
+static void
+call_written(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+	g_autoptr(GTask) task = user_data;
+	ConfabStoreCall *call = g_task_get_task_data(task);
+	GError *error = NULL;
+	gpointer row;
+
+	if (!g_task_propagate_boolean(G_TASK(result), &error)) {
+		g_task_return_error(task, error);
+		return;
+	}
+	row = confab_store_call_steal_result(call, &error);
+	if (row == NULL)
+		g_task_return_error(task, error);
+	else
+		g_task_return_pointer(task, row, confab_store_call_get_result_free(call));
 }
 
 static void
@@ -3119,7 +3023,15 @@ confab_store_sqlite_run(ConfabStore *store, ConfabStoreCall *call, GTask *task)
 	/* the call is the task's: it lives as long as the job */
 	if (call->op->rows == CONFAB_STORE_ROWS_NONE)
 		writer_push_task(self, write_call, call, NULL, task);
-	else
+	else if (call->op->rows == CONFAB_STORE_ROWS_WRITTEN) {
+		/* the writer answers a boolean: the row is the call's */
+		g_task_set_check_cancellable(task, FALSE);
+		writer_push_task(self,
+				 write_call,
+				 call,
+				 NULL,
+				 task_new(self, confab_store_sqlite_run, NULL, call_written, task));
+	} else
 		reader_run_task(self,
 				read_call,
 				call,
@@ -3149,7 +3061,6 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->delete_response = confab_store_sqlite_delete_response;
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
-	iface->decide_approval = confab_store_sqlite_decide_approval;
 }
 
 static void
