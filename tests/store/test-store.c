@@ -3071,6 +3071,7 @@ test_approvals(Fixture *f, gconstpointer data)
 
 	again = decide(f, approval->id, CONFAB_APPROVAL_STATE_TIMED_OUT, "timeout", &error);
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_DECIDED);
+	g_assert_true(g_str_has_suffix(error->message, "' is no longer pending: it was denied"));
 	g_assert_null(again);
 	g_clear_error(&error);
 	g_clear_pointer(&read, confab_approval_free);
@@ -3086,6 +3087,7 @@ test_approvals(Fixture *f, gconstpointer data)
 			 "api",
 			 &error);
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND);
+	g_assert_cmpstr(error->message, ==, "No approval 'mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz'");
 	g_clear_error(&error);
 	g_assert_null(get_approval(f, "mcpr_01jzzzzzzzzzzzzzzzzzzzzzzz", &error));
 	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_APPROVAL_NOT_FOUND);
