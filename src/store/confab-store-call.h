@@ -65,8 +65,9 @@ typedef gboolean (*ConfabStoreVerdict)(ConfabStoreCall *call,
  *   first left (PostgreSQL's one statement writes and returns it)
  * @map: (nullable): what a row becomes, for reads
  * @free: (nullable): frees what @map made; %NULL for a #GObject
- * @missing: with @missing_format, the error when no row is found (reads) or
- *   changed (writes); 0 for none
+ * @missing: with @missing_format, the error when no row is found (reads,
+ *   and the read back of %CONFAB_STORE_ROWS_WRITTEN) or changed (writes); 0
+ *   for none
  * @missing_format: the error's message, a printf format taking the call's
  *   first argument as a string
  * @changed: for a write, the #ConfabStoreChange other instances sharing
