@@ -662,9 +662,14 @@ static const ConfabStoreOp op_decide_approval = {
 	   "reason = CASE WHEN l.live THEN $4 "
 	   "ELSE 'Its confabd stopped: nobody waits for it any more' END, "
 	   "decided_at = $5::bigint FROM l WHERE id = $1 AND state = 'pending' "
-	   "RETURNING " CONFAB_STORE_APPROVAL_COLUMNS ") SELECT " CONFAB_STORE_APPROVAL_COLUMNS
-	   ", 1 FROM u UNION ALL SELECT " CONFAB_STORE_APPROVAL_COLUMNS
-	   ", 0 FROM approvals WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)",
+	   "RETURNING " CONFAB_STORE_APPROVAL_COLUMNS "), "
+	   /* a row this statement did not decide is read locked: another
+	    * transaction's decision (confab_reap() timing it out) that the
+	    * UPDATE waited for is then seen, not the statement's snapshot */
+	   "r AS (SELECT " CONFAB_STORE_APPROVAL_COLUMNS " FROM approvals WHERE id = $1 "
+	   "AND NOT EXISTS (SELECT 1 FROM u) FOR SHARE) "
+	   "SELECT " CONFAB_STORE_APPROVAL_COLUMNS
+	   ", 1 FROM u UNION ALL SELECT " CONFAB_STORE_APPROVAL_COLUMNS ", 0 FROM r",
     .sql_sqlite = "UPDATE approvals SET state = $2, decided_by = $3, reason = $4, "
 		  "decided_at = $5 WHERE id = $1 AND state = 'pending'",
     .sql_sqlite_then = "SELECT " CONFAB_STORE_APPROVAL_COLUMNS
