@@ -422,14 +422,38 @@ static const ConfabStoreOp op_set_message_content = {
     .changed = -1,
 };
 
-/* SQLite's search index still finds its text until the conversation is
- * indexed anew */
+/* SQLite indexes its conversation anew for search (the schema's
+ * search_message_gone trigger) */
 static const ConfabStoreOp op_delete_message = {
     .what = "deleting a message",
     .rows = CONFAB_STORE_ROWS_NONE,
     .sql = "DELETE FROM messages WHERE session_id = $1 AND id = $2",
     .missing = CONFAB_ERROR_ITEM_NOT_FOUND,
     .missing_format = "no such message in session %s",
+    .changed = -1,
+};
+
+/* The answer confab_reap() stored for a stream whose PostgreSQL instance
+ * died does not carry the response id (a lease knows its answer's id, not
+ * its response's), but it is the message right after the response's
+ * input: an assistant's, empty and incomplete, of no response. It goes
+ * with the input, or it would stay a lone answer, half a turn. SQLite's
+ * one instance stores no such answer; its search index takes the
+ * conversation anew (search_message_gone). */
+static const ConfabStoreOp op_delete_response = {
+    .what = "deleting a response",
+    .rows = CONFAB_STORE_ROWS_NONE,
+    .sql = "WITH r AS (SELECT session_id, max(id) AS last FROM messages "
+	   "    WHERE response_id = $1 GROUP BY session_id), "
+	   "  reaped AS (DELETE FROM messages AS m USING r "
+	   "    WHERE m.session_id = r.session_id AND m.response_id IS NULL "
+	   "      AND m.role = 'assistant' AND m.status = 1 AND m.content_blocks = '[]' "
+	   "      AND m.id = (SELECT min(n.id) FROM messages AS n "
+	   "                  WHERE n.session_id = r.session_id AND n.id > r.last)) "
+	   "DELETE FROM messages WHERE response_id = $1",
+    .sql_sqlite = "DELETE FROM messages WHERE response_id = $1",
+    .missing = CONFAB_ERROR_RESPONSE_NOT_FOUND,
+    .missing_format = "no response %s",
     .changed = -1,
 };
 
@@ -2327,23 +2351,13 @@ DEFINE_FINISH_POINTER(get_response, GPtrArray *)
  * Deletes the messages stored with @response_id from their conversation;
  * CONFAB_ERROR_RESPONSE_NOT_FOUND if there were none.
  */
-void
-confab_store_delete_response_async(ConfabStore *self,
-				   const gchar *response_id,
-				   GCancellable *cancellable,
-				   GAsyncReadyCallback callback,
-				   gpointer user_data)
-{
-	g_return_if_fail(CONFAB_IS_STORE(self));
-	STORE_IFACE(self)->delete_response(self, response_id, cancellable, callback, user_data);
-}
-
 /**
  * confab_store_delete_response_finish:
  *
  * Returns: %TRUE once committed; %CONFAB_ERROR_RESPONSE_NOT_FOUND when no
  *   message has that response id
  */
+DEFINE_ASYNC_TEXT(delete_response, response_id)
 DEFINE_FINISH_BOOLEAN(delete_response)
 
 /* ---------- responses: their records and kept events ---------- */

@@ -483,13 +483,6 @@ struct _ConfabStoreInterface {
 	/* lifecycle */
 	void (*close)(ConfabStore *self);
 
-	/* the Responses API: the messages stored with a response id */
-	void (*delete_response)(ConfabStore *self,
-				const gchar *response_id,
-				GCancellable *cancellable,
-				GAsyncReadyCallback callback,
-				gpointer user_data);
-
 	/* optional, both or neither: admit_quota and acquire_session answered
 	 * at once, by a store that keeps their answers in memory (a turn
 	 * saves a task and a main-loop round each) */

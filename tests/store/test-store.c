@@ -2111,6 +2111,50 @@ test_search(Fixture *f, gconstpointer data)
 	ASSERT_FOUND(f, "alice", "visit", trip);
 }
 
+static gboolean
+delete_message(Fixture *f, const gchar *session_id, const gchar *id, GError **error);
+
+/* A message deleted alone (a conversation item, a response's input and
+ * answer) is no longer found; the rest of its conversation is. */
+static void
+test_search_deleted(Fixture *f, gconstpointer data)
+{
+	g_autofree gchar *garden =
+	    create_session(f, "alice", "agt_a", CONFAB_SESSION_SOURCE_API, "Garden notes");
+	g_autoptr(ConfabMessage) first =
+	    make_message(f, garden, "assistant", "Plant the zucchini early.");
+	g_autoptr(ConfabMessage) second =
+	    make_message(f, garden, "assistant", "Water the tulips daily.");
+	g_autoptr(ConfabMessage) third = make_message(f, garden, "user", "Prune the roses?");
+	g_autoptr(ConfabMessage) fourth = make_message(f, garden, "assistant", "Yes, in March.");
+	g_autoptr(GError) error = NULL;
+
+	confab_message_set_response_id(third, "resp_roses");
+	confab_message_set_response_id(fourth, "resp_roses");
+	g_assert_true(finish_turn(f, first, &error));
+	g_assert_true(finish_turn(f, second, &error));
+	g_assert_true(finish_turn(f, third, &error));
+	g_assert_true(finish_turn(f, fourth, &error));
+	g_assert_no_error(error);
+	ASSERT_FOUND(f, "alice", "zucchini", garden);
+	ASSERT_FOUND(f, "alice", "roses march", garden);
+
+	g_assert_true(delete_message(f, garden, confab_message_get_id(first), &error));
+	g_assert_no_error(error);
+	ASSERT_FOUND(f, "alice", "zucchini", "");
+	ASSERT_FOUND(f, "alice", "tulips", garden);
+	ASSERT_FOUND(f, "alice", "garden", garden);
+	ASSERT_FOUND(f, "alice", "roses", garden);
+
+	g_assert_true(delete_response(f, "resp_roses", &error));
+	g_assert_no_error(error);
+	ASSERT_FOUND(f, "alice", "roses", "");
+	ASSERT_FOUND(f, "alice", "march", "");
+	ASSERT_FOUND(f, "alice", "tulips garden", garden);
+	g_assert_false(delete_response(f, "resp_roses", &error));
+	g_assert_error(error, CONFAB_ERROR, CONFAB_ERROR_RESPONSE_NOT_FOUND);
+}
+
 /* What search reads of a message: the text parts of a user's or the
  * assistant's content (several parts together), not other parts, not a
  * tool's output. */
@@ -4089,6 +4133,7 @@ add_tests(const Backend *backend, gboolean available)
 	    {"failed-write-in-batch", test_failed_write_in_batch},
 	    {"parallel-reads", test_parallel_reads},
 	    {"search", test_search},
+	    {"search-deleted", test_search_deleted},
 	    {"search-message-text", test_search_message_text},
 	    {"search-hostile-terms", test_search_hostile_terms},
 	    {"search-limit-and-snippet", test_search_limit_and_snippet},

@@ -1573,59 +1573,6 @@ confab_store_postgres_commit_turn(ConfabStore *store,
 	QUEUE(commit_turn, confab_store_turn_copy(turn), confab_store_turn_free, FALSE);
 }
 
-static void
-response_deleted(GObject *source, GAsyncResult *result, gpointer data)
-{
-	Op *op = data;
-	g_autoptr(PGresult) res = op_query_finish(op, result, "deleting a response");
-
-	if (res == NULL)
-		return;
-	if (PQntuples(res) == 0) {
-		op_return_error(op,
-				g_error_new(CONFAB_ERROR,
-					    CONFAB_ERROR_RESPONSE_NOT_FOUND,
-					    "no response %s",
-					    (const gchar *)op->data));
-		return;
-	}
-	op_return_boolean(op);
-}
-
-static void
-run_delete_response(ConfabStorePostgres *self, Op *op)
-{
-	g_autoptr(GPtrArray) p = params_new();
-
-	params_add(p, op->data);
-	/* The answer confab_reap() stored for a stream whose instance died
-	 * does not carry the response id (a lease knows its answer's id, not
-	 * its response's), but it is the message right after the response's
-	 * input: an assistant's, empty and incomplete, of no response. It
-	 * goes with the input, or it would stay a lone answer, half a turn. */
-	op_query(op,
-		 "WITH r AS (SELECT session_id, max(id) AS last FROM messages "
-		 "    WHERE response_id = $1 GROUP BY session_id), "
-		 "  reaped AS (DELETE FROM messages AS m USING r "
-		 "    WHERE m.session_id = r.session_id AND m.response_id IS NULL "
-		 "      AND m.role = 'assistant' AND m.status = 1 AND m.content_blocks = '[]' "
-		 "      AND m.id = (SELECT min(n.id) FROM messages AS n "
-		 "                  WHERE n.session_id = r.session_id AND n.id > r.last)) "
-		 "DELETE FROM messages WHERE response_id = $1 RETURNING 1",
-		 p,
-		 response_deleted);
-}
-
-static void
-confab_store_postgres_delete_response(ConfabStore *store,
-				      const gchar *response_id,
-				      GCancellable *cancellable,
-				      GAsyncReadyCallback callback,
-				      gpointer user_data)
-{
-	QUEUE(delete_response, g_strdup(response_id), g_free, FALSE);
-}
-
 /* The lease row is the truth across instances: a turn of any instance
  * holds it, from acquire_session until its answer's commit deletes it (or
  * the reaping of its dead instance). */
@@ -2327,7 +2274,6 @@ confab_store_postgres_iface_init(ConfabStoreInterface *iface)
 	iface->release_session = confab_store_postgres_release_session;
 	iface->session_is_running = confab_store_postgres_session_is_running;
 	iface->commit_turn = confab_store_postgres_commit_turn;
-	iface->delete_response = confab_store_postgres_delete_response;
 	iface->close = confab_store_postgres_close;
 }
 

@@ -703,6 +703,33 @@ static const gchar migrate_v15_usage_monthly[] = "CREATE TABLE usage_monthly ("
 static const gchar migrate_v16_usage_tokens[] =
     "ALTER TABLE usage_monthly ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;";
 
+/*
+ * v17: the search index keeps a conversation's text by row number, not by
+ * message, so a message deleted alone (a conversation item, a response's
+ * input and answer) left its text found. Deleting a user's or the
+ * assistant's message of an indexed conversation now indexes it anew,
+ * queued as a new conversation's is; the rows of a statement that deletes
+ * several find the conversation no longer indexed after the first, and
+ * what the first queued of them finds nothing. A conversation deleted
+ * whole drops its rows first (search_session_gone), and an index turned
+ * off has no rows: nothing to do then.
+ */
+static const gchar migrate_v17_search_message_gone[] =
+    "CREATE TRIGGER search_message_gone AFTER DELETE ON messages"
+    "  WHEN old.role IN ('user', 'assistant') AND EXISTS"
+    "    (SELECT 1 FROM search_docs WHERE session_id = old.session_id) BEGIN"
+    "  DELETE FROM search WHERE rowid BETWEEN"
+    "    (SELECT doc << " SEARCH_ROW_BITS " FROM search_docs WHERE session_id = old.session_id)"
+    "    AND (SELECT (doc << " SEARCH_ROW_BITS ") | (" SEARCH_MAX_ROWS " - 1)"
+    "      FROM search_docs WHERE session_id = old.session_id);"
+    "  DELETE FROM search_docs WHERE session_id = old.session_id;"
+    "  DELETE FROM search_pending WHERE session_id = old.session_id;"
+    "  INSERT INTO search_pending (session_id) VALUES (old.session_id);"
+    "  INSERT INTO search_pending (session_id, message_id) SELECT session_id, id"
+    "    FROM messages WHERE session_id = old.session_id"
+    "    AND role IN ('user', 'assistant') ORDER BY id;"
+    "END;";
+
 /* What takes the schema from version N to N + 1, at [N]: the next schema
  * adds its own at the end (and CONFAB_DB_VERSION goes up). */
 static const gchar *const migrations[CONFAB_DB_VERSION] = {
@@ -724,6 +751,7 @@ static const gchar *const migrations[CONFAB_DB_VERSION] = {
     migrate_v14_mcp_oauth,
     migrate_v15_usage_monthly,
     migrate_v16_usage_tokens,
+    migrate_v17_search_message_gone,
 };
 
 static gboolean
@@ -2411,98 +2439,6 @@ confab_store_sqlite_commit_turn(ConfabStore *store,
 
 /* ---------- reads ---------- */
 
-/* The search index keeps a conversation's text by row number, not by
- * message: when messages leave it, it is indexed anew (queued, as a new
- * conversation's is), so that their text is no longer found. Nothing when
- * the index is off. */
-static gboolean
-search_reindex_session(Conn *conn, const gchar *session_id, GError **error)
-{
-	g_autoptr(ConfabCachedStmt) on =
-	    conn_prepare(conn,
-			 "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
-			 "AND name = 'search_message_queued'",
-			 error);
-	const gchar *const steps[] = {
-	    "DELETE FROM search WHERE rowid BETWEEN"
-	    "  (SELECT doc << " SEARCH_ROW_BITS " FROM search_docs WHERE session_id = ?1)"
-	    "  AND (SELECT (doc << " SEARCH_ROW_BITS ") | (" SEARCH_MAX_ROWS " - 1)"
-	    "    FROM search_docs WHERE session_id = ?1)",
-	    "DELETE FROM search_docs WHERE session_id = ?1",
-	    "DELETE FROM search_pending WHERE session_id = ?1",
-	    "INSERT INTO search_pending (session_id) VALUES (?1)",
-	    "INSERT INTO search_pending (session_id, message_id) SELECT session_id, id "
-	    "  FROM messages WHERE session_id = ?1 AND role IN ('user', 'assistant') "
-	    "  ORDER BY id",
-	};
-
-	if (on == NULL)
-		return FALSE;
-	if (sqlite3_step(on) != SQLITE_ROW) {
-		set_sqlite_error(error, conn->db, "reading the schema");
-		return FALSE;
-	}
-	if (sqlite3_column_int(on, 0) == 0)
-		return TRUE;
-	for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
-		g_autoptr(ConfabCachedStmt) stmt = conn_prepare(conn, steps[i], error);
-		if (stmt == NULL)
-			return FALSE;
-		bind_text(stmt, 1, session_id);
-		if (!stmt_step_done(conn, stmt, error))
-			return FALSE;
-	}
-	return TRUE;
-}
-
-static gboolean
-write_delete_response(Conn *conn, gpointer data, GError **error)
-{
-	const gchar *response_id = data;
-	g_autoptr(ConfabCachedStmt) find =
-	    conn_prepare(conn,
-			 "SELECT session_id FROM messages WHERE response_id = ?1 LIMIT 1",
-			 error);
-	g_autoptr(ConfabCachedStmt) stmt = NULL;
-	g_autofree gchar *session_id = NULL;
-
-	if (find == NULL)
-		return FALSE;
-	bind_text(find, 1, response_id);
-	if (sqlite3_step(find) == SQLITE_ROW)
-		session_id = g_strdup(column_text(find, 0));
-	g_clear_pointer(&find, confab_cached_stmt_reset);
-	if (session_id == NULL) {
-		g_set_error(error,
-			    CONFAB_ERROR,
-			    CONFAB_ERROR_RESPONSE_NOT_FOUND,
-			    "no response %s",
-			    response_id);
-		return FALSE;
-	}
-	stmt = conn_prepare(conn, "DELETE FROM messages WHERE response_id = ?1", error);
-	if (stmt == NULL)
-		return FALSE;
-	bind_text(stmt, 1, response_id);
-	if (!stmt_step_done(conn, stmt, error))
-		return FALSE;
-	return search_reindex_session(conn, session_id, error);
-}
-
-static void
-confab_store_sqlite_delete_response(ConfabStore *store,
-				    const gchar *response_id,
-				    GCancellable *cancellable,
-				    GAsyncReadyCallback callback,
-				    gpointer user_data)
-{
-	writer_push_task(CONFAB_STORE_SQLITE(store),
-			 write_delete_response,
-			 g_strdup(response_id),
-			 g_free,
-			 TASK_NEW(confab_store_sqlite_delete_response));
-}
-
 /* ---------- search ---------- */
 
 typedef struct {
@@ -3058,7 +2994,6 @@ confab_store_sqlite_iface_init(ConfabStoreInterface *iface)
 	iface->release_session = confab_store_sqlite_release_session;
 	iface->session_is_running = confab_store_sqlite_session_is_running;
 	iface->commit_turn = confab_store_sqlite_commit_turn;
-	iface->delete_response = confab_store_sqlite_delete_response;
 	iface->search_sessions = confab_store_sqlite_search_sessions;
 	iface->close = confab_store_sqlite_close;
 }

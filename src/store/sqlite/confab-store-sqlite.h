@@ -22,7 +22,7 @@ G_BEGIN_DECLS
 /* 13: limits (issue 30) */
 /* 14: mcp_oauth (MCP servers' OAuth clients and tokens, issue 34) */
 /* 15: usage_monthly (usage per owner, token and agent, issue 30) */
-#define CONFAB_DB_VERSION 16
+#define CONFAB_DB_VERSION 17
 
 #define CONFAB_TYPE_STORE_SQLITE (confab_store_sqlite_get_type())
 G_DECLARE_FINAL_TYPE(ConfabStoreSqlite, confab_store_sqlite, CONFAB, STORE_SQLITE, GObject)
