@@ -798,11 +798,22 @@ static const ConfabStoreOp op_save_mcp_oauth = {
     .what = "storing an MCP server's OAuth state",
     .rows = CONFAB_STORE_ROWS_NONE,
     /* saves may commit out of order (a pool's connections): an older
-     * state never replaces a newer one */
-    .sql = "INSERT INTO mcp_oauth (agent_id, server, state, data, version, updated_at) "
-	   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (agent_id, server) DO UPDATE SET "
+     * state never replaces a newer one. On PostgreSQL two saves of one
+     * server at once take turns (a lock on the pair for the transaction):
+     * the second must see the first's row, or it inserts too and its
+     * pending state, the same, breaks mcp_oauth_by_state, which is no
+     * arbiter of the ON CONFLICT (seen on a loaded machine) */
+    .sql = "WITH l AS (SELECT pg_advisory_xact_lock(hashtext($1::text || chr(10) || "
+	   "$2::text))) "
+	   "INSERT INTO mcp_oauth (agent_id, server, state, data, version, updated_at) "
+	   "SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint FROM l "
+	   "ON CONFLICT (agent_id, server) DO UPDATE SET "
 	   "state = excluded.state, data = excluded.data, version = excluded.version, "
 	   "updated_at = excluded.updated_at WHERE mcp_oauth.version < excluded.version",
+    .sql_sqlite = "INSERT INTO mcp_oauth (agent_id, server, state, data, version, updated_at) "
+		  "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (agent_id, server) DO UPDATE SET "
+		  "state = excluded.state, data = excluded.data, version = excluded.version, "
+		  "updated_at = excluded.updated_at WHERE mcp_oauth.version < excluded.version",
     .changed = -1,
 };
 
