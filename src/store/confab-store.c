@@ -794,6 +794,12 @@ map_mcp_oauth_state(ConfabStoreRow *row)
 	return out;
 }
 
+/* an older state never replaces a newer one */
+#define MCP_OAUTH_UPSERT                                                                           \
+	"ON CONFLICT (agent_id, server) DO UPDATE SET "                                            \
+	"state = excluded.state, data = excluded.data, version = excluded.version, "               \
+	"updated_at = excluded.updated_at WHERE mcp_oauth.version < excluded.version"
+
 static const ConfabStoreOp op_save_mcp_oauth = {
     .what = "storing an MCP server's OAuth state",
     .rows = CONFAB_STORE_ROWS_NONE,
@@ -806,14 +812,10 @@ static const ConfabStoreOp op_save_mcp_oauth = {
     .sql = "WITH l AS (SELECT pg_advisory_xact_lock(hashtext($1::text || chr(10) || "
 	   "$2::text))) "
 	   "INSERT INTO mcp_oauth (agent_id, server, state, data, version, updated_at) "
-	   "SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint FROM l "
-	   "ON CONFLICT (agent_id, server) DO UPDATE SET "
-	   "state = excluded.state, data = excluded.data, version = excluded.version, "
-	   "updated_at = excluded.updated_at WHERE mcp_oauth.version < excluded.version",
+	   "SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint FROM "
+	   "l " MCP_OAUTH_UPSERT,
     .sql_sqlite = "INSERT INTO mcp_oauth (agent_id, server, state, data, version, updated_at) "
-		  "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (agent_id, server) DO UPDATE SET "
-		  "state = excluded.state, data = excluded.data, version = excluded.version, "
-		  "updated_at = excluded.updated_at WHERE mcp_oauth.version < excluded.version",
+		  "VALUES ($1, $2, $3, $4, $5, $6) " MCP_OAUTH_UPSERT,
     .changed = -1,
 };
 
